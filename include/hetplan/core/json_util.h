@@ -1,0 +1,37 @@
+// Helpers to read JSON documents with errors that name the field path ("stages[2].devices").
+// They throw InputError; public parse functions wrap them with capture_errors(file, ...).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace hetplan {
+
+using Json = nlohmann::json;
+
+// path + "." + key (or just key when path is empty); path + "[i]" for arrays.
+std::string field_path(std::string_view path, std::string_view key);
+std::string index_path(std::string_view path, std::size_t i);
+
+const Json& json_require(const Json& obj, std::string_view key, std::string_view path);
+double json_number(const Json& obj, std::string_view key, std::string_view path);
+double json_number_or(const Json& obj, std::string_view key, std::string_view path, double dflt);
+long long json_int(const Json& obj, std::string_view key, std::string_view path);
+long long json_int_or(const Json& obj, std::string_view key, std::string_view path, long long dflt);
+std::string json_string(const Json& obj, std::string_view key, std::string_view path);
+std::string json_string_or(const Json& obj, std::string_view key, std::string_view path,
+                           std::string_view dflt);
+bool json_bool_or(const Json& obj, std::string_view key, std::string_view path, bool dflt);
+
+// Checks `version` equals expected, naming the path on mismatch.
+void json_require_version(const Json& doc, int expected, std::string_view path);
+
+// Reads a whole file; throws InputError("<file>: cannot read ...") when it cannot.
+std::string read_text_file(const std::string& file);
+// Writes atomically (temporary file then rename), so a failure never leaves a half-written file.
+// Throws InputError naming the file when it cannot.
+void write_text_file_atomic(const std::string& file, std::string_view text);
+
+}  // namespace hetplan
