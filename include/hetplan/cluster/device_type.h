@@ -1,0 +1,35 @@
+// Device types: peak rates, memory and bandwidth, from vendors' data sheets (see catalog.cc for
+// the source of every figure).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hetplan/core/units.h"
+#include "hetplan/model/model.h"
+
+namespace hetplan::cluster {
+
+struct DeviceType {
+  std::string name;                  // canonical catalog name, "A100-SXM4-80GB"
+  std::vector<std::string> aliases;  // "a100-80gb", "a100"
+  std::string vendor;                // "NVIDIA", "AMD"
+  FlopsPerSecond peak_fp16;          // dense tensor-core FP16/BF16 (0 where not usable)
+  FlopsPerSecond peak_fp32;          // dense FP32 (non-tensor)
+  FlopsPerSecond peak_fp8;           // dense FP8 (0 where unsupported)
+  Bytes memory;                      // usable device memory
+  BytesPerSecond memory_bandwidth;
+  std::string source;                // where the figures come from
+
+  // Peak for a compute dtype: bf16/fp16 -> peak_fp16 (falling back to fp32 when 0), fp32 -> fp32.
+  FlopsPerSecond peak(model::DType t) const;
+  auto operator<=>(const DeviceType&) const = default;
+};
+
+const std::vector<DeviceType>& device_catalog();
+// Case-insensitive lookup by canonical name or alias.
+std::optional<DeviceType> find_device_type(std::string_view name);
+
+}  // namespace hetplan::cluster

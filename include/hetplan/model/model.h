@@ -1,0 +1,111 @@
+// The DNN graph: operators of the forward pass with their per-sample costs, grouped into layers.
+// Everything batch-dependent is given per sample (one sequence or one image), so the cost of a
+// micro-batch of b samples is b times the per-sample figure; parameter costs do not scale with b.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hetplan::model {
+
+enum class DType { fp32, fp16, bf16, fp8, int32, int64 };
+int dtype_bytes(DType t);
+const char* to_string(DType t);
+
+// The kind of computation; the cost model keys its efficiency curves and calibration on it.
+enum class OpKind {
+  matmul,          // dense GEMM with a weight (linear layers, LM head)
+  batched_matmul,  // activation x activation (attention scores QK^T, scores x V)
+  softmax,
+  layernorm,
+  rmsnorm,
+  elementwise,     // gelu, silu*mul, residual add, dropout, bias, rope, scaling
+  embedding,       // table lookup (+ position embedding)
+  conv2d,
+  pool,
+  batchnorm,
+  cross_entropy,   // loss (with the final softmax)
+  moe_router,      // gate GEMM + top-k
+};
+const char* to_string(OpKind k);
+
+// How the op splits across the ranks of a tensor-parallel group (Megatron-LM style).
+enum class ShardKind {
+  replicated,  // each rank computes all of it (layernorm without sequence parallelism)
+  column,      // weight split by output features; output sharded, no communication
+  row,         // weight split by input features; output partial sums, all-reduce (or reduce-scatter)
+  heads,       // follows a column split (attention core, activation); no communication
+  vocab,       // embedding or LM head split along the vocabulary
+  expert,      // MoE experts spread over ranks; tokens move by all-to-all
+  channel,     // convolution split by output channels (output sharded)
+};
+const char* to_string(ShardKind k);
+
+// GEMM dimensions per sample: batch_count independent [m x k] * [k x n] products.
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0, batch_count = 0;
+  auto operator<=>(const GemmShape&) const = default;
+};
+
+struct Op {
+  std::string name;  // unique, dotted: "layers.3.attn.qkv"
+  OpKind kind = OpKind::elementwise;
+  ShardKind shard = ShardKind::replicated;
+  int layer = 0;            // index into Model::layers
+  std::vector<int> inputs;  // producer ops (data edges)
+  // Forward pass, per sample:
+  double flops = 0;          // FLOPs (a multiply-add counts 2)
+  double bytes_read = 0;     // activation bytes read (weights excluded, see params)
+  double bytes_written = 0;  // activation bytes written
+  double saved_bytes = 0;    // activation bytes kept for the backward pass without recomputation
+  std::int64_t params = 0;   // parameter count (weights and biases)
+  GemmShape gemm;            // set for matmul, batched_matmul, moe_router, conv2d (implicit GEMM)
+  // Part of the attention core (QK^T, softmax, its dropout, scores x V) whose activations selective
+  // recomputation drops and recomputes (Korthikanti et al. 2022).
+  bool attention_core = false;
+  auto operator<=>(const Op&) const = default;
+};
+
+enum class LayerKind { embedding, transformer, head, conv_block, other };
+const char* to_string(LayerKind k);
+
+// A contiguous run of ops; the unit a pipeline stage boundary may fall between.
+struct Layer {
+  std::string name;  // "embedding", "layers.3", "head"
+  LayerKind kind = LayerKind::other;
+  int first_op = 0;
+  int num_ops = 0;
+  auto operator<=>(const Layer&) const = default;
+};
+
+enum class Family { decoder_lm, encoder, vision_transformer, moe_lm, cnn };
+const char* to_string(Family f);
+
+struct Model {
+  std::string name;  // preset name or the spec it was built from
+  Family family = Family::decoder_lm;
+  DType dtype = DType::bf16;  // compute/activation dtype (mixed precision: fp32 master weights)
+  // Architecture parameters (0 where not applicable), as the builders and the memory model use them.
+  int seq_len = 0;       // tokens per sample (patches + cls for ViT)
+  int vocab = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;      // grouped-query attention; == heads for multi-head attention
+  int ffn_hidden = 0;
+  int num_blocks = 0;    // transformer blocks (or CNN blocks)
+  int experts = 0;       // MoE experts per layer
+  int top_k = 0;         // experts per token
+  int image_size = 0;    // vision models
+  int num_classes = 0;
+  std::vector<Op> ops;   // in a topological order: every input index is smaller than the op's own
+  std::vector<Layer> layers;
+
+  std::int64_t parameters() const;           // sum of Op::params
+  double forward_flops_per_sample() const;   // sum of Op::flops
+  bool is_language_model() const;            // tokens per sample are meaningful for throughput
+  auto operator<=>(const Model&) const = default;
+};
+
+}  // namespace hetplan::model

@@ -1,0 +1,35 @@
+// The training step derived from a forward graph: each forward op gets a backward counterpart
+// (gradient w.r.t. inputs and, for ops with weights, w.r.t. weights), and each parameter an
+// optimizer update (Adam: fp32 master weights, two moments).
+#pragma once
+
+#include <vector>
+
+#include "hetplan/model/model.h"
+
+namespace hetplan::model {
+
+enum class Phase { forward, backward, optimizer };
+const char* to_string(Phase p);
+
+struct TrainOp {
+  int op = 0;  // forward op index in Model::ops
+  Phase phase = Phase::forward;
+  OpKind kind = OpKind::elementwise;
+  // Per sample for forward and backward; per step (batch-independent) for optimizer.
+  double flops = 0;
+  double bytes = 0;  // bytes moved to and from memory, activations and weights together
+  GemmShape gemm;    // the dominant GEMM of this pass (backward: dgrad/wgrad have the same volume)
+};
+
+struct TrainingGraph {
+  std::vector<TrainOp> forward;    // same order as Model::ops
+  std::vector<TrainOp> backward;   // reverse order of Model::ops
+  std::vector<TrainOp> optimizer;  // one per op that has parameters
+};
+
+// Backward FLOPs: 2x forward for ops with weights (input and weight gradients) and for
+// batched_matmul (gradients of both operands); about 1x for memory-bound ops.
+TrainingGraph derive_training_graph(const Model& m);
+
+}  // namespace hetplan::model
