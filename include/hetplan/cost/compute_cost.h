@@ -1,0 +1,65 @@
+// Time of one operator pass on one device for a given shard: a roofline with efficiency curves
+// that depend on the op kind and size, replaceable per device type and op kind by a measured
+// calibration profile.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hetplan/cluster/device_type.h"
+#include "hetplan/core/error.h"
+#include "hetplan/core/units.h"
+#include "hetplan/model/training.h"
+
+namespace hetplan::cost {
+
+// One measured point: an op kind on a device, at a size, took `seconds`.
+struct CalibrationPoint {
+  double flops = 0;
+  double bytes = 0;
+  double seconds = 0;
+};
+
+// A measured profile (JSON, version 1). For each (device type, op kind) with points, op time is
+// interpolated from the points (achieved FLOP/s or B/s against size, log-linear), instead of the
+// roofline.
+struct CalibrationProfile {
+  std::string device;       // catalog name it was measured on
+  std::string measured_on;  // date, "2026-11-22"
+  std::string notes;
+  std::map<std::string, std::map<model::OpKind, std::vector<CalibrationPoint>>> points;  // by device type
+};
+Result<CalibrationProfile> read_calibration_profile(const std::string& file);
+std::string calibration_profile_to_json(const CalibrationProfile& p);
+
+// The global parameters of the roofline; one set serves every device and every run (no per-case
+// fitting). Defaults documented in compute_cost.cc with their sources.
+struct ComputeParams {
+  double gemm_peak_efficiency = 0.0;    // fraction of tensor peak reached by large GEMMs
+  double gemm_half_size_flops = 0.0;    // FLOPs at which a GEMM reaches half its peak efficiency
+  double memory_efficiency = 0.0;       // fraction of memory bandwidth reached by streaming ops
+  Seconds kernel_launch;                // fixed overhead per kernel
+  static ComputeParams defaults();
+};
+
+// Narrow interface: the simulator asks only this.
+class ComputeCostModel {
+ public:
+  ComputeCostModel(ComputeParams params, std::shared_ptr<const CalibrationProfile> profile = nullptr);
+
+  // Time of `op` (one pass of the training graph) on a device of type `dev`, for `samples` samples
+  // (a micro-batch; may be fractional for uneven shares) and a fraction `shard` (0 < shard <= 1)
+  // of its work (tensor-parallel share; 1 = whole op). Optimizer ops ignore `samples`.
+  Seconds op_time(const cluster::DeviceType& dev, const model::TrainOp& op, double samples,
+                  double shard, model::DType dtype) const;
+
+  const ComputeParams& params() const { return params_; }
+
+ private:
+  ComputeParams params_;
+  std::shared_ptr<const CalibrationProfile> profile_;
+};
+
+}  // namespace hetplan::cost
