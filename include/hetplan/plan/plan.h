@@ -1,0 +1,84 @@
+// The plan: one format for every planner and for the simulator and executor.
+//
+// A plan splits the model's layers into pipeline stages (contiguous layer ranges). Each stage runs
+// on one or more data-parallel replicas; each replica is a tensor-parallel group of devices that
+// shares the stage's tensor-split ops by per-device ratios (HAP-style uneven sharding) and
+// processes `batch_share` of every micro-batch round (uneven data parallelism). Interleaved
+// schedules list more stages than device groups: stages whose replicas use the same device set
+// run on the same devices, in schedule order. Two replicas' device sets are either equal or
+// disjoint.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hetplan/cost/collective_cost.h"
+#include "hetplan/cost/memory_cost.h"
+
+namespace hetplan::plan {
+
+enum class Schedule { gpipe, one_f_one_b, interleaved };
+const char* to_string(Schedule s);
+
+// How an op's work is split across the devices of a replica.
+enum class SplitKind {
+  tensor,     // by the op's ShardKind (Megatron column/row/heads/vocab/expert), with tp_shares
+  replicate,  // every device of the replica computes the whole op
+};
+const char* to_string(SplitKind s);
+
+// Gradient synchronisation of a stage's parameters across its replicas.
+enum class SyncMethod { all_reduce, parameter_server, sufficient_factor, none };
+const char* to_string(SyncMethod s);
+
+struct Replica {
+  std::vector<int> devices;        // the tensor-parallel group, in rank order
+  std::vector<double> tp_shares;   // per device share of tensor-split work, sum 1; empty = even
+  double batch_share = 0;          // fraction of the global batch, sum over a stage's replicas = 1
+  auto operator<=>(const Replica&) const = default;
+};
+
+struct Stage {
+  int first_layer = 0;  // layers [first_layer, first_layer + num_layers) of Model::layers
+  int num_layers = 0;
+  std::vector<Replica> replicas;
+  auto operator<=>(const Stage&) const = default;
+};
+
+// Per-op override of how its work is split (default: SplitKind::tensor).
+struct OpOverride {
+  std::string ops;  // an op name, or a prefix ending in '*' ("layers.3.*")
+  SplitKind split = SplitKind::tensor;
+  auto operator<=>(const OpOverride&) const = default;
+};
+
+// How the gradients of matching ops are synchronised (first matching rule wins; default:
+// all-reduce with the cheapest algorithm).
+struct GradSync {
+  std::string ops = "*";
+  SyncMethod method = SyncMethod::all_reduce;
+  cost::Algorithm algorithm = cost::Algorithm::automatic;
+  int priority = 0;  // higher goes first on a shared link (DLCP-style layer priority)
+  auto operator<=>(const GradSync&) const = default;
+};
+
+struct Plan {
+  std::string model;    // informative: the model spec it was made for
+  std::string cluster;  // informative: the cluster it was made for
+  std::string planner;  // which planner (or "strategy") produced it
+  std::int64_t global_batch = 0;  // samples per iteration
+  int num_microbatches = 1;       // micro-batch rounds per iteration (per pipeline)
+  Schedule schedule = Schedule::one_f_one_b;
+  cost::Recompute recompute = cost::Recompute::none;
+  int zero_stage = 0;             // 0..3, over each stage's replicas
+  bool sequence_parallel = false;
+  double grad_bucket_bytes = 25e6;  // gradient all-reduce bucket size (overlap with backward)
+  std::vector<Stage> stages;      // in model order; together they cover every layer exactly once
+  std::vector<OpOverride> op_overrides;
+  std::vector<GradSync> grad_sync;
+  auto operator<=>(const Plan&) const = default;
+};
+
+}  // namespace hetplan::plan
