@@ -25,7 +25,37 @@ struct Node {
   int id = 0;
   std::string group;         // node group name from the cluster file
   std::vector<int> devices;  // device ids, ascending
+  // Fraction of a host CPU this node may use when an emulator runs the plan on CPUs, in (0, 1].
+  double cpu_share = 1.0;
   auto operator<=>(const Node&) const = default;
+};
+
+// A group of identical nodes as written in the cluster file (none for the explicit form).
+struct NodeGroup {
+  std::string name;
+  int count = 0;             // nodes
+  int device_type = 0;       // index into Cluster::device_types
+  int devices_per_node = 0;
+  BytesPerSecond intra_bandwidth;  // per device, per direction
+  Seconds intra_latency;
+  BytesPerSecond nic_bandwidth;    // per NIC, per direction
+  int nic_count = 0;               // per node
+  Seconds nic_latency;
+  double cpu_share = 1.0;
+  auto operator<=>(const NodeGroup&) const = default;
+};
+
+enum class NetworkKind { single_switch, fat_tree, explicit_links };
+const char* to_string(NetworkKind k);  // "switch", "fat-tree", "explicit"
+
+// Precomputed routes of a device in the standard (node group) form, so that route() is O(1):
+// a transfer inside a node is {intra_up of a, intra_down of b}; between nodes it is
+// inter_up of a followed by inter_down of b (they meet at the network core).
+struct DeviceRoutes {
+  int intra_up = -1, intra_down = -1;  // device -> node switch, node switch -> device (-1: none)
+  std::vector<int> inter_up;           // device -> NIC -> ... -> network core
+  std::vector<int> inter_down;         // network core -> ... -> NIC -> device
+  auto operator<=>(const DeviceRoutes&) const = default;
 };
 
 enum class VertexKind { device, nic, node_switch, network_switch };
@@ -53,6 +83,11 @@ struct Cluster {
   std::vector<Link> links;
   // For routing: out_links[v] lists the link ids leaving vertex v.
   std::vector<std::vector<int>> out_links;
+  std::vector<NodeGroup> groups;  // empty for the explicit form
+  NetworkKind network = NetworkKind::single_switch;
+  double oversubscription = 1.0;  // fat-tree only: node uplink = NIC total / oversubscription
+  // One entry per device in the standard form; empty for the explicit form (routes by search).
+  std::vector<DeviceRoutes> routes;
 
   int num_devices() const { return static_cast<int>(devices.size()); }
   const DeviceType& type_of(int device) const { return device_types[devices[device].type]; }
@@ -61,11 +96,19 @@ struct Cluster {
   // The links a transfer from device a to device b crosses, in order (empty when a == b).
   // Deterministic: the fewest hops, ties broken by the lowest link ids.
   std::vector<int> route(int a, int b) const;
-  // Sum of link latencies and the smallest link bandwidth along route(a, b).
+  // Sum of link latencies and the smallest link bandwidth along route(a, b); for a == b the latency
+  // is 0 and the bandwidth infinite.
   Seconds path_latency(int a, int b) const;
   BytesPerSecond path_bandwidth(int a, int b) const;
+  // Routes from device a to every device (index b; empty for b == a), one search for all.
+  std::vector<std::vector<int>> routes_from(int a) const;
 
   auto operator<=>(const Cluster&) const = default;
 };
+
+// Breadth-first route over the link graph: fewest hops; vertices are expanded in discovery order
+// and each vertex's out-links in ascending id, and a vertex keeps the first link that reached it.
+// route() uses it for the explicit form and agrees with it on the standard form.
+std::vector<int> route_by_search(const Cluster& c, int a, int b);
 
 }  // namespace hetplan::cluster

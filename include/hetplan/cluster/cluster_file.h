@@ -35,6 +35,7 @@ Result<Cluster> read_cluster_file(const std::string& file);
 struct ClusterPreset {
   std::string name;         // "dgx-a100:4" style names take a node count after the colon
   std::string description;
+  int default_nodes = 0;    // > 0 when the preset takes ":N" (the node count used without it)
 };
 const std::vector<ClusterPreset>& cluster_presets();
 

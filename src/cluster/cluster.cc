@@ -1,0 +1,104 @@
+// Routing over the link graph of a Cluster.
+//
+// The standard form (node groups) is built with per-device route tables (Cluster::routes), so a
+// route is assembled from at most eight precomputed link ids: collectives ask for O(n) routes and
+// clusters reach thousands of devices. The explicit form has no such structure and is routed by a
+// breadth-first search that stops at the target.
+#include <cassert>
+#include <deque>
+#include <limits>
+
+#include "hetplan/cluster/cluster.h"
+
+namespace hetplan::cluster {
+namespace {
+
+// Breadth-first search from device a: pred[v] is the link that first reached v (-1: unreached).
+// Stops early once `target` (>= 0) is reached.
+std::vector<int> search_tree(const Cluster& c, int a, int target) {
+  std::vector<int> pred(c.vertices.size(), -1);
+  std::vector<char> seen(c.vertices.size(), 0);
+  std::deque<int> queue{a};
+  seen[a] = 1;
+  while (!queue.empty()) {
+    const int v = queue.front();
+    queue.pop_front();
+    for (int l : c.out_links[v]) {
+      const int w = c.links[l].to;
+      if (seen[w]) continue;
+      seen[w] = 1;
+      pred[w] = l;
+      if (w == target) return pred;
+      queue.push_back(w);
+    }
+  }
+  return pred;
+}
+
+std::vector<int> unwind(const Cluster& c, const std::vector<int>& pred, int a, int b) {
+  std::vector<int> path;
+  for (int v = b; v != a;) {
+    const int l = pred[v];
+    if (l < 0) return {};  // unreachable (validation rejects such clusters)
+    path.push_back(l);
+    v = c.links[l].from;
+  }
+  return {path.rbegin(), path.rend()};
+}
+
+}  // namespace
+
+const char* to_string(NetworkKind k) {
+  switch (k) {
+    case NetworkKind::single_switch: return "switch";
+    case NetworkKind::fat_tree: return "fat-tree";
+    case NetworkKind::explicit_links: return "explicit";
+  }
+  return "?";
+}
+
+std::vector<int> route_by_search(const Cluster& c, int a, int b) {
+  if (a == b) return {};
+  return unwind(c, search_tree(c, a, b), a, b);
+}
+
+std::vector<int> Cluster::route(int a, int b) const {
+  assert(a >= 0 && a < num_devices() && b >= 0 && b < num_devices());
+  if (a == b) return {};
+  if (routes.empty()) return route_by_search(*this, a, b);
+  const DeviceRoutes& ra = routes[a];
+  const DeviceRoutes& rb = routes[b];
+  if (same_node(a, b)) return {ra.intra_up, rb.intra_down};
+  std::vector<int> path;
+  path.reserve(ra.inter_up.size() + rb.inter_down.size());
+  path.insert(path.end(), ra.inter_up.begin(), ra.inter_up.end());
+  path.insert(path.end(), rb.inter_down.begin(), rb.inter_down.end());
+  return path;
+}
+
+std::vector<std::vector<int>> Cluster::routes_from(int a) const {
+  std::vector<std::vector<int>> out(devices.size());
+  if (!routes.empty()) {
+    for (int b = 0; b < num_devices(); ++b) out[b] = route(a, b);
+    return out;
+  }
+  const std::vector<int> pred = search_tree(*this, a, -1);
+  for (int b = 0; b < num_devices(); ++b)
+    if (b != a) out[b] = unwind(*this, pred, a, b);
+  return out;
+}
+
+Seconds Cluster::path_latency(int a, int b) const {
+  Seconds total(0);
+  for (int l : route(a, b)) total += links[l].latency;
+  return total;
+}
+
+BytesPerSecond Cluster::path_bandwidth(int a, int b) const {
+  BytesPerSecond slowest(std::numeric_limits<double>::infinity());
+  for (int l : route(a, b))
+    if (links[l].bandwidth < slowest) slowest = links[l].bandwidth;
+  return slowest;
+}
+
+}  // namespace hetplan::cluster

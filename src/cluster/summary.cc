@@ -1,0 +1,71 @@
+// The readable summary printed by `hetplan check-cluster`.
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "hetplan/cluster/cluster_file.h"
+#include "hetplan/core/quantity_parse.h"
+
+namespace hetplan::cluster {
+namespace {
+
+std::string group_line(const Cluster& c, const NodeGroup& g) {
+  const std::string per_node = format_bandwidth(g.nic_bandwidth * static_cast<double>(g.nic_count));
+  const double per_device_share = std::max(1.0, static_cast<double>(g.nic_count) / g.devices_per_node);
+  std::string line = fmt::format(
+      "  {}: {} node{} x {} {}; intra-node {} ({}); NICs {} x {} = {} per node, {} per device ({})",
+      g.name, g.count, g.count == 1 ? "" : "s", g.devices_per_node,
+      c.device_types[g.device_type].name, format_bandwidth(g.intra_bandwidth),
+      format_duration(g.intra_latency), g.nic_count, format_bandwidth(g.nic_bandwidth), per_node,
+      format_bandwidth(g.nic_bandwidth * per_device_share), format_duration(g.nic_latency));
+  if (g.cpu_share != 1.0) line += fmt::format("; cpu share {:g}", g.cpu_share);
+  return line + "\n";
+}
+
+}  // namespace
+
+std::string summarize(const Cluster& c) {
+  std::string out = fmt::format("cluster {}: {} devices in {} nodes, network: {}", c.name,
+                                c.num_devices(), c.nodes.size(), to_string(c.network));
+  if (c.network == NetworkKind::fat_tree) out += fmt::format(" (oversubscription {:g})", c.oversubscription);
+  out += "\n";
+
+  if (!c.groups.empty()) {
+    out += "node groups:\n";
+    for (const NodeGroup& g : c.groups) out += group_line(c, g);
+  } else {
+    int switches = 0;
+    for (const Vertex& v : c.vertices) switches += v.kind != VertexKind::device;
+    double lo = std::numeric_limits<double>::infinity(), hi = 0;
+    for (const Link& l : c.links) {
+      lo = std::min(lo, l.bandwidth.value);
+      hi = std::max(hi, l.bandwidth.value);
+    }
+    out += fmt::format("explicit topology: {} switches, {} directed links", switches, c.links.size());
+    if (!c.links.empty())
+      out += fmt::format(", {} to {} per link", format_bandwidth(BytesPerSecond(lo)),
+                         format_bandwidth(BytesPerSecond(hi)));
+    out += "\n";
+  }
+
+  out += "devices by type:\n";
+  std::vector<int> count(c.device_types.size(), 0);
+  for (const Device& d : c.devices) ++count[d.type];
+  Bytes memory(0);
+  FlopsPerSecond peak(0);
+  for (std::size_t t = 0; t < c.device_types.size(); ++t) {
+    const DeviceType& dt = c.device_types[t];
+    const FlopsPerSecond bf16 = dt.peak(model::DType::bf16);
+    out += fmt::format("  {} x {}: {} memory, {} bf16, {} memory bandwidth\n", count[t], dt.name,
+                       format_bytes(dt.memory), format_flops_rate(bf16),
+                       format_bandwidth(dt.memory_bandwidth));
+    memory += dt.memory * static_cast<double>(count[t]);
+    peak += bf16 * static_cast<double>(count[t]);
+  }
+  out += fmt::format("total memory: {}\n", format_bytes(memory));
+  out += fmt::format("total peak bf16: {:.1f} PFLOP/s\n", peak.value / 1e15);
+  return out;
+}
+
+}  // namespace hetplan::cluster
