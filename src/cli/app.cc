@@ -1,12 +1,69 @@
 #include "hetplan/cli/app.h"
 
 #include <cstdio>
+#include <exception>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "hetplan/core/error.h"
+#include "hetplan/core/json_util.h"
 
 namespace hetplan::cli {
 
-int run_main(int, char**) {
-  std::fputs("hetplan: not yet implemented\n", stderr);
-  return 1;
+int report_error(const std::string& message) {
+  std::fprintf(stderr, "hetplan: error: %s\n", message.c_str());
+  return 2;
+}
+
+bool write_output_file(const std::string& file, const std::string& text) {
+  try {
+    write_text_file_atomic(file, text);
+    return true;
+  } catch (const std::exception& e) {
+    report_error(e.what());
+    return false;
+  }
+}
+
+int run_main(int argc, char** argv) {
+  CLI::App app{"hetplan: plan, simulate and run deep-learning training on clusters of unlike GPUs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "hetplan 0.1.0");
+  std::map<CLI::App*, Action> actions;
+  auto add = [&](Action (*reg)(CLI::App&)) {
+    const std::size_t before = app.get_subcommands([](CLI::App*) { return true; }).size();
+    Action a = reg(app);
+    auto subs = app.get_subcommands([](CLI::App*) { return true; });
+    if (subs.size() > before) actions[subs.back()] = std::move(a);
+  };
+  add(add_simulate_command);
+  add(add_models_command);
+  add(add_devices_command);
+  add(add_clusters_command);
+  add(add_check_cluster_command);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    return report_error(what + " (run 'hetplan --help' for usage)");
+  }
+  try {
+    for (auto& [sub, action] : actions)
+      if (sub->parsed()) return action();
+  } catch (const std::exception& e) {
+    // Library code reports user errors as values; anything reaching here is still shown as one
+    // line rather than a crash.
+    return report_error(fmt::format("internal error: {}", e.what()));
+  }
+  return report_error("no command given (run 'hetplan --help')");
 }
 
 }  // namespace hetplan::cli

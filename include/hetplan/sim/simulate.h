@@ -1,0 +1,63 @@
+// The discrete-event simulator: lowers (model, cluster, plan) into compute and communication
+// tasks and runs them. Per lane (a tensor-parallel replica) one compute stream in schedule order;
+// transfers on their own streams, overlapping compute; links shared by concurrent transfers
+// (a link's capacity is split in proportion to the demand of the flows crossing it); gradient
+// synchronisation in buckets that start as the last backward pass produces them.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "hetplan/cluster/cluster.h"
+#include "hetplan/core/error.h"
+#include "hetplan/cost/collective_cost.h"
+#include "hetplan/cost/compute_cost.h"
+#include "hetplan/cost/memory_cost.h"
+#include "hetplan/model/model.h"
+#include "hetplan/plan/plan.h"
+#include "hetplan/sim/events.h"
+
+namespace hetplan::sim {
+
+struct SimOptions {
+  cost::ComputeParams compute = cost::ComputeParams::defaults();
+  cost::NetworkParams network = cost::NetworkParams::defaults();
+  std::shared_ptr<const cost::CalibrationProfile> profile;
+  bool record_events = false;  // keep TaskRecords (for traces and timelines)
+};
+
+struct DeviceStats {
+  int device = 0;
+  int lane = -1;                // -1: the plan does not use this device
+  Seconds compute_busy;
+  Seconds comm_busy;            // time with at least one of its transfers in flight
+  Seconds idle;                 // iteration time - compute_busy
+  cost::MemoryBreakdown memory; // at the peak
+  Bytes peak_memory;
+  Bytes capacity;
+  bool fits = true;
+};
+
+struct SimResult {
+  Seconds iteration_time;
+  double samples_per_s = 0;
+  double tokens_per_s = 0;            // 0 for models without tokens
+  double model_flops = 0;             // per iteration, counting recomputed forward passes (Megatron-LM)
+  double tflops_per_device = 0;       // model_flops / iteration_time / devices used / 1e12
+  double mfu = 0;                     // model FLOPs without recomputation / (time * sum of peaks)
+  int devices_used = 0;
+  std::vector<DeviceStats> devices;   // one per cluster device
+  Bytes max_peak_memory;
+  bool fits = true;
+  std::vector<LaneInfo> lanes;
+  std::vector<TaskRecord> events;     // when SimOptions::record_events
+  long long num_tasks = 0;
+  long long num_events = 0;           // events processed by the engine
+};
+
+// The plan must have been validated (plan::validate_plan); errors here are for plans the
+// simulator cannot express (named in the message).
+Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
+                           const SimOptions& opts);
+
+}  // namespace hetplan::sim

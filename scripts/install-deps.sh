@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs hetplan's build and test dependencies from Debian's packages (idempotent).
+set -euo pipefail
+pkgs=(cmake ninja-build g++ nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
+      libgtest-dev libgmock-dev libbenchmark-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi

@@ -1,0 +1,27 @@
+// Internal to the command line: one function per subcommand, registered on the CLI11 app.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace hetplan::cli {
+
+// Each subcommand registers its options and returns the action to run when it was chosen.
+// Actions return the process exit code; user errors are reported through report_error.
+using Action = std::function<int()>;
+
+Action add_simulate_command(CLI::App& app);
+Action add_models_command(CLI::App& app);
+Action add_devices_command(CLI::App& app);
+Action add_clusters_command(CLI::App& app);
+Action add_check_cluster_command(CLI::App& app);
+
+// Prints "hetplan: error: <message>" on stderr and returns the exit code for user errors (2).
+int report_error(const std::string& message);
+
+// Writes text to a file atomically, or reports why it could not (returns false).
+bool write_output_file(const std::string& file, const std::string& text);
+
+}  // namespace hetplan::cli

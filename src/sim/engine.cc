@@ -1,0 +1,188 @@
+// The discrete-event engine. Events sit in a binary heap keyed on (time, sequence number), so ties
+// resolve in a fixed order. Transfers are flows: after their latency they move their bytes at a
+// speed that every change in the set of flows on their links recomputes (each link's capacity is
+// shared in proportion to the flows' demands; a flow goes as fast as its most loaded link allows).
+#include <algorithm>
+#include <cstdint>
+#include <queue>
+
+#include "task_graph.h"
+
+namespace hetplan::sim::detail {
+namespace {
+
+enum class EvType : std::uint8_t { compute_done, latency_done, flow_done };
+
+struct Event {
+  double time;
+  std::uint64_t seq;
+  int task;
+  EvType type;
+  std::uint32_t version;
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+struct Flow {
+  double remaining = 0;  // seconds of transfer left at full speed
+  double speed = 1;      // fraction of full speed
+  double last_update = 0;
+  std::uint32_t version = 0;
+};
+
+class Engine {
+ public:
+  Engine(const TaskGraph& g, const std::vector<double>& cap)
+      : g_(g), cap_(cap), preds_(g.tasks.size()), next_(g.streams.size(), 0),
+        flows_(g.tasks.size()), link_demand_(cap.size(), 0.0), link_flows_(cap.size()) {
+    r_.start.assign(g.tasks.size(), -1);
+    r_.end.assign(g.tasks.size(), -1);
+    for (std::size_t i = 0; i < g.tasks.size(); ++i) preds_[i] = g.tasks[i].preds;
+  }
+
+  EngineResult run() {
+    for (std::size_t s = 0; s < g_.streams.size(); ++s) try_start_stream(static_cast<int>(s));
+    while (!heap_.empty()) {
+      Event e = heap_.top();
+      heap_.pop();
+      ++r_.events;
+      now_ = e.time;
+      switch (e.type) {
+        case EvType::compute_done:
+          finish(e.task);
+          break;
+        case EvType::latency_done:
+          begin_flow(e.task);
+          break;
+        case EvType::flow_done:
+          if (e.version != flows_[e.task].version) break;  // superseded by a speed change
+          end_flow(e.task);
+          finish(e.task);
+          break;
+      }
+    }
+    for (double end : r_.end)
+      if (end < 0) r_.deadlock = true;
+    return std::move(r_);
+  }
+
+ private:
+  void push(double t, int task, EvType type, std::uint32_t version = 0) {
+    heap_.push(Event{t, seq_++, task, type, version});
+  }
+
+  void try_start_stream(int s) {
+    const auto& order = g_.streams[s];
+    const std::size_t i = next_[s];
+    if (i >= order.size()) return;
+    const int t = order[i];
+    if (preds_[t] != 0 || r_.start[t] >= 0) return;
+    start(t);
+  }
+
+  void start(int t) {
+    const Task& task = g_.tasks[t];
+    r_.start[t] = now_;
+    if (!task.is_transfer) {
+      push(now_ + task.duration, t, EvType::compute_done);
+    } else {
+      push(now_ + task.latency, t, EvType::latency_done);
+    }
+  }
+
+  void finish(int t) {
+    r_.end[t] = now_;
+    r_.makespan = std::max(r_.makespan, now_);
+    const Task& task = g_.tasks[t];
+    ++next_[task.stream];
+    try_start_stream(task.stream);
+    for (int s : task.succs)
+      if (--preds_[s] == 0) try_start_stream(g_.tasks[s].stream);
+  }
+
+  double demand(const Task& task, const cost::LinkLoad& l) const {
+    return task.duration > 0 ? l.bytes / task.duration : 0.0;
+  }
+
+  void begin_flow(int t) {
+    const Task& task = g_.tasks[t];
+    if (task.duration <= 0 || task.loads_begin == task.loads_end) {
+      finish(t);
+      return;
+    }
+    Flow& f = flows_[t];
+    f.remaining = task.duration;
+    f.last_update = now_;
+    f.speed = 1;
+    for (int i = task.loads_begin; i < task.loads_end; ++i) {
+      const auto& l = g_.loads[i];
+      link_demand_[l.link] += demand(task, l);
+      link_flows_[l.link].push_back(t);
+    }
+    update_neighbours(t);
+    reschedule(t);
+  }
+
+  void end_flow(int t) {
+    const Task& task = g_.tasks[t];
+    for (int i = task.loads_begin; i < task.loads_end; ++i) {
+      const auto& l = g_.loads[i];
+      link_demand_[l.link] -= demand(task, l);
+      auto& v = link_flows_[l.link];
+      auto it = std::find(v.begin(), v.end(), t);
+      *it = v.back();
+      v.pop_back();
+    }
+    update_neighbours(t);
+  }
+
+  // Recomputes the speed of every flow sharing a link with t (t included while it is active).
+  void update_neighbours(int t) {
+    const Task& task = g_.tasks[t];
+    ++stamp_;
+    for (int i = task.loads_begin; i < task.loads_end; ++i)
+      for (int other : link_flows_[g_.loads[i].link]) {
+        if (seen_.size() < g_.tasks.size()) seen_.assign(g_.tasks.size(), 0);
+        if (seen_[other] == stamp_) continue;
+        seen_[other] = stamp_;
+        if (other != t) reschedule(other);
+      }
+  }
+
+  void reschedule(int t) {
+    const Task& task = g_.tasks[t];
+    Flow& f = flows_[t];
+    f.remaining = std::max(0.0, f.remaining - (now_ - f.last_update) * f.speed);
+    f.last_update = now_;
+    double load = 1.0;
+    for (int i = task.loads_begin; i < task.loads_end; ++i) {
+      const int link = g_.loads[i].link;
+      if (cap_[link] > 0) load = std::max(load, link_demand_[link] / cap_[link]);
+    }
+    const double speed = 1.0 / load;
+    ++f.version;
+    f.speed = speed;
+    push(now_ + f.remaining / speed, t, EvType::flow_done, f.version);
+  }
+
+  const TaskGraph& g_;
+  const std::vector<double>& cap_;
+  std::vector<int> preds_;
+  std::vector<std::size_t> next_;
+  std::vector<Flow> flows_;
+  std::vector<double> link_demand_;
+  std::vector<std::vector<int>> link_flows_;
+  std::vector<std::uint32_t> seen_;
+  std::uint32_t stamp_ = 0;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
+  std::uint64_t seq_ = 0;
+  double now_ = 0;
+  EngineResult r_;
+};
+
+}  // namespace
+
+EngineResult run_engine(const TaskGraph& g, const std::vector<double>& link_capacity) {
+  return Engine(g, link_capacity).run();
+}
+
+}  // namespace hetplan::sim::detail

@@ -1,0 +1,562 @@
+#include "hetplan/sim/simulate.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "schedule_order.h"
+#include "stage_costs.h"
+#include "task_graph.h"
+
+namespace hetplan::sim {
+
+const char* to_string(TaskKind k) {
+  switch (k) {
+    case TaskKind::forward: return "forward";
+    case TaskKind::backward: return "backward";
+    case TaskKind::optimizer: return "optimizer";
+    case TaskKind::p2p: return "p2p";
+    case TaskKind::grad_sync: return "grad_sync";
+    case TaskKind::param_gather: return "param_gather";
+  }
+  return "?";
+}
+
+namespace {
+
+using detail::PassRef;
+using detail::Task;
+using detail::TaskGraph;
+
+// A link's capacity for transfers: its bandwidth times the efficiency collectives reach on it.
+std::vector<double> link_capacities(const cluster::Cluster& c, const cost::NetworkParams& net) {
+  std::vector<double> cap(c.links.size());
+  for (std::size_t i = 0; i < c.links.size(); ++i)
+    cap[i] = c.links[i].bandwidth.value * cost::link_efficiency(c, static_cast<int>(i), net);
+  return cap;
+}
+
+std::string lane_name(int lane, const std::vector<int>& devices) {
+  if (devices.size() == 1) return fmt::format("lane {} (device {})", lane, devices[0]);
+  bool consecutive = true;
+  for (std::size_t i = 1; i < devices.size(); ++i) consecutive &= devices[i] == devices[i - 1] + 1;
+  if (consecutive) return fmt::format("lane {} (devices {}-{})", lane, devices.front(), devices.back());
+  return fmt::format("lane {} ({} devices from {})", lane, devices.size(), devices.front());
+}
+
+// Fraction of replica a's batch interval that overlaps replica b's (intervals are laid out in
+// replica order over [0, 1)).
+std::vector<std::vector<double>> batch_overlap(const plan::Stage& a, const plan::Stage& b) {
+  std::vector<std::vector<double>> out(a.replicas.size(), std::vector<double>(b.replicas.size(), 0.0));
+  double a0 = 0;
+  for (std::size_t i = 0; i < a.replicas.size(); ++i) {
+    const double a1 = a0 + a.replicas[i].batch_share;
+    double b0 = 0;
+    for (std::size_t j = 0; j < b.replicas.size(); ++j) {
+      const double b1 = b0 + b.replicas[j].batch_share;
+      out[i][j] = std::max(0.0, std::min(a1, b1) - std::max(a0, b0));
+      b0 = b1;
+    }
+    a0 = a1;
+  }
+  return out;
+}
+
+struct Lowering {
+  const model::Model& m;
+  const cluster::Cluster& c;
+  const plan::Plan& p;
+  const SimOptions& opts;
+  cost::ComputeCostModel compute;
+  detail::StageCoster coster;
+  TaskGraph g;
+  std::vector<LaneInfo> lanes;
+  std::vector<std::vector<int>> lane_of;  // [stage][replica]
+  std::vector<int> lane_compute_stream;
+  std::vector<std::vector<PassRef>> lane_order;
+  // Task ids: [stage][replica][microbatch]
+  std::vector<std::vector<std::vector<int>>> fwd, bwd;
+  std::vector<std::vector<std::vector<int>>> bwd_buckets;  // last micro-batch's backward, per bucket
+  std::vector<std::vector<detail::LayerTimes>> times;     // [stage][replica]
+  std::vector<std::vector<std::pair<int, int>>> buckets;   // [stage] -> (first layer offset, count), in backward order
+  std::vector<std::vector<int>> optimizer_task;          // [stage][replica]
+
+  Lowering(const model::Model& m_, const cluster::Cluster& c_, const plan::Plan& p_, const SimOptions& o)
+      : m(m_), c(c_), p(p_), opts(o), compute(o.compute, o.profile), coster(m_, c_, p_, compute, o.network) {}
+
+  double samples(const plan::Replica& r) const {
+    return r.batch_share * static_cast<double>(p.global_batch) / p.num_microbatches;
+  }
+
+  double layer_params(int li) const {
+    double n = 0;
+    const auto& L = m.layers[li];
+    for (int op = L.first_op; op < L.first_op + L.num_ops; ++op) n += static_cast<double>(m.ops[op].params);
+    return n;
+  }
+
+  Result<bool> build_lanes() {
+    std::map<std::vector<int>, int> by_devices;
+    lane_of.resize(p.stages.size());
+    for (std::size_t s = 0; s < p.stages.size(); ++s)
+      for (const auto& r : p.stages[s].replicas) {
+        std::vector<int> key = r.devices;
+        std::sort(key.begin(), key.end());
+        auto [it, inserted] = by_devices.emplace(key, static_cast<int>(lanes.size()));
+        if (inserted) lanes.push_back(LaneInfo{r.devices, {}, lane_name(static_cast<int>(lanes.size()), key)});
+        lanes[it->second].stages.push_back(static_cast<int>(s));
+        lane_of[s].push_back(it->second);
+      }
+    return true;
+  }
+
+  // Position and pipeline size of a lane: lanes holding several chunks must hold stages
+  // first, first + P, first + 2P, ... (the interleaved layout).
+  Result<std::pair<int, int>> lane_position(const LaneInfo& lane) const {
+    const int S = static_cast<int>(p.stages.size());
+    const int v = static_cast<int>(lane.stages.size());
+    if (v == 1) return std::make_pair(lane.stages[0], S);
+    if (S % v != 0)
+      return Error{fmt::format("plan: stages: {} holds {} stages, which does not divide the {} stages evenly "
+                               "(expected an interleaved layout)", lane.name, v, S)};
+    const int P = S / v;
+    for (int i = 0; i < v; ++i)
+      if (lane.stages[i] != lane.stages[0] + i * P)
+        return Error{fmt::format("plan: stages: {} holds stages that are not {} apart (expected an interleaved "
+                                 "layout)", lane.name, P)};
+    if (p.schedule == plan::Schedule::interleaved && p.num_microbatches % P != 0)
+      return Error{fmt::format("plan: num_microbatches: expected a multiple of the pipeline size {} for the "
+                               "interleaved schedule, got {}", P, p.num_microbatches)};
+    return std::make_pair(lane.stages[0], P);
+  }
+
+  void build_buckets() {
+    buckets.resize(p.stages.size());
+    for (std::size_t s = 0; s < p.stages.size(); ++s) {
+      const auto& st = p.stages[s];
+      const int tp = static_cast<int>(st.replicas[0].devices.size());
+      double acc = 0;
+      int count = 0;
+      for (int off = st.num_layers - 1; off >= 0; --off) {
+        acc += layer_params(st.first_layer + off) * 2.0 / tp;
+        ++count;
+        if (acc >= p.grad_bucket_bytes || off == 0) {
+          buckets[s].push_back({off, count});
+          acc = 0;
+          count = 0;
+        }
+      }
+    }
+  }
+
+  Result<bool> build() {
+    auto ok = build_lanes();
+    if (!ok) return ok;
+    const int S = static_cast<int>(p.stages.size());
+    const int M = p.num_microbatches;
+    times.resize(S);
+    for (int s = 0; s < S; ++s)
+      for (const auto& r : p.stages[s].replicas) times[s].push_back(coster.replica_times(p.stages[s], r, samples(r)));
+    build_buckets();
+    // Compute streams and pass orders.
+    lane_order.resize(lanes.size());
+    for (std::size_t l = 0; l < lanes.size(); ++l) {
+      auto pos = lane_position(lanes[l]);
+      if (!pos) return pos.error();
+      lane_order[l] = detail::pass_order(p.schedule, static_cast<int>(lanes[l].stages.size()), pos->first,
+                                         pos->second, M);
+      lane_compute_stream.push_back(g.add_stream());
+    }
+    fwd.assign(S, {});
+    bwd.assign(S, {});
+    bwd_buckets.assign(S, {});
+    optimizer_task.assign(S, {});
+    for (int s = 0; s < S; ++s) {
+      const std::size_t R = p.stages[s].replicas.size();
+      fwd[s].assign(R, std::vector<int>(M, -1));
+      bwd[s].assign(R, std::vector<int>(M, -1));
+      bwd_buckets[s].assign(R, {});
+    }
+    // Replica index of each stage on each lane.
+    std::vector<std::map<int, int>> replica_on_lane(lanes.size());
+    for (int s = 0; s < S; ++s)
+      for (std::size_t r = 0; r < lane_of[s].size(); ++r) replica_on_lane[lane_of[s][r]][s] = static_cast<int>(r);
+    for (std::size_t l = 0; l < lanes.size(); ++l) {
+      for (const PassRef& pr : lane_order[l]) {
+        const int s = lanes[l].stages[pr.chunk];
+        const int r = replica_on_lane[l][s];
+        const auto& t = times[s][r];
+        Task task;
+        task.stream = lane_compute_stream[l];
+        task.lane = static_cast<int>(l);
+        task.stage = s;
+        task.microbatch = pr.microbatch;
+        if (pr.forward) {
+          task.kind = TaskKind::forward;
+          task.duration = t.forward_total;
+          fwd[s][r][pr.microbatch] = g.add_task(task);
+        } else if (pr.microbatch != M - 1) {
+          task.kind = TaskKind::backward;
+          task.duration = t.backward_total;
+          bwd[s][r][pr.microbatch] = g.add_task(task);
+        } else {
+          // The last backward pass, split by gradient bucket so synchronisation overlaps it.
+          task.kind = TaskKind::backward;
+          int first = -1;
+          for (std::size_t b = 0; b < buckets[s].size(); ++b) {
+            auto [off, count] = buckets[s][b];
+            task.bucket = static_cast<int>(b);
+            task.duration = 0;
+            for (int k = off; k < off + count; ++k) task.duration += t.backward[k];
+            const int id = g.add_task(task);
+            if (first < 0) first = id;
+            bwd_buckets[s][r].push_back(id);
+          }
+          bwd[s][r][pr.microbatch] = first;
+        }
+      }
+    }
+    // Within a micro-batch, the backward pass needs its own forward (same lane: implied by order,
+    // but explicit edges keep odd schedules honest).
+    for (int s = 0; s < S; ++s)
+      for (std::size_t r = 0; r < p.stages[s].replicas.size(); ++r)
+        for (int mb = 0; mb < M; ++mb) g.add_edge(fwd[s][r][mb], bwd[s][r][mb]);
+    add_pipeline_transfers();
+    auto sync = add_gradient_sync();
+    if (!sync) return sync;
+    return true;
+  }
+
+  int add_transfer(TaskKind kind, int stream, int lane, int peer, int stage, int mb, int bucket,
+                   const std::vector<cost::CollectiveCost>& parts) {
+    Task t;
+    t.kind = kind;
+    t.is_transfer = true;
+    t.stream = stream;
+    t.lane = lane;
+    t.peer_lane = peer;
+    t.stage = stage;
+    t.microbatch = mb;
+    t.bucket = bucket;
+    t.loads_begin = static_cast<int>(g.loads.size());
+    for (const auto& part : parts) {
+      t.latency = std::max(t.latency, part.latency.value);
+      t.duration = std::max(t.duration, (part.time - part.latency).value);
+      g.loads.insert(g.loads.end(), part.loads.begin(), part.loads.end());
+    }
+    t.loads_end = static_cast<int>(g.loads.size());
+    return g.add_task(t);
+  }
+
+  // Activation bytes per sample crossing the boundary after stage s: what its last op writes.
+  double boundary_bytes(int s) const {
+    const auto& st = p.stages[s];
+    const auto& last = m.layers[st.first_layer + st.num_layers - 1];
+    return m.ops[last.first_op + last.num_ops - 1].bytes_written;
+  }
+
+  // Megatron-LM's scatter/gather: the tensor-parallel ranks each send 1/k of the activation
+  // over their own links.
+  std::vector<cost::CollectiveCost> p2p_parts(const plan::Replica& a, const plan::Replica& b, double bytes) {
+    const std::size_t k = std::min(a.devices.size(), b.devices.size());
+    std::vector<cost::CollectiveCost> parts;
+    for (std::size_t j = 0; j < k; ++j)
+      parts.push_back(coster.collective(cost::Collective::p2p, {a.devices[j], b.devices[j]}, bytes / k, {}));
+    return parts;
+  }
+
+  void add_pipeline_transfers() {
+    const int S = static_cast<int>(p.stages.size());
+    const int M = p.num_microbatches;
+    for (int s = 0; s + 1 < S; ++s) {
+      const auto overlap = batch_overlap(p.stages[s], p.stages[s + 1]);
+      const double per_sample = boundary_bytes(s);
+      for (std::size_t a = 0; a < overlap.size(); ++a)
+        for (std::size_t b = 0; b < overlap[a].size(); ++b) {
+          if (overlap[a][b] <= 0) continue;
+          const int la = lane_of[s][a], lb = lane_of[s + 1][b];
+          if (la == lb) {
+            for (int mb = 0; mb < M; ++mb) {
+              g.add_edge(fwd[s][a][mb], fwd[s + 1][b][mb]);
+              g.add_edge(bwd_end(s + 1, b, mb), bwd[s][a][mb]);
+            }
+            continue;
+          }
+          const double bytes = per_sample * overlap[a][b] * static_cast<double>(p.global_batch) / M;
+          const auto parts = p2p_parts(p.stages[s].replicas[a], p.stages[s + 1].replicas[b], bytes);
+          const int fstream = g.add_stream(), bstream = g.add_stream();
+          for (int mb = 0; mb < M; ++mb) {
+            const int tf = add_transfer(TaskKind::p2p, fstream, la, lb, s, mb, -1, parts);
+            g.add_edge(fwd[s][a][mb], tf);
+            g.add_edge(tf, fwd[s + 1][b][mb]);
+            const int tb = add_transfer(TaskKind::p2p, bstream, lb, la, s + 1, mb, -1, parts);
+            g.add_edge(bwd_end(s + 1, b, mb), tb);
+            g.add_edge(tb, bwd[s][a][mb]);
+          }
+        }
+    }
+  }
+
+  // The task that ends the backward pass of (stage, replica, micro-batch).
+  int bwd_end(int s, std::size_t r, int mb) const {
+    if (mb == p.num_microbatches - 1) return bwd_buckets[s][r].back();
+    return bwd[s][r][mb];
+  }
+
+  const plan::GradSync* sync_rule(int s) const {
+    const auto& st = p.stages[s];
+    for (const auto& rule : p.grad_sync) {
+      std::string_view pat = rule.ops;
+      for (int li = st.first_layer; li < st.first_layer + st.num_layers; ++li) {
+        const auto& L = m.layers[li];
+        for (int op = L.first_op; op < L.first_op + L.num_ops; ++op) {
+          const std::string& name = m.ops[op].name;
+          const bool hit = (!pat.empty() && pat.back() == '*')
+                               ? std::string_view(name).substr(0, pat.size() - 1) == pat.substr(0, pat.size() - 1)
+                               : pat == name;
+          if (hit) return &rule;
+        }
+      }
+    }
+    return nullptr;
+  }
+
+  // Collectives of one gradient bucket: one per tensor-parallel rank index, over the replicas.
+  std::vector<cost::CollectiveCost> sync_parts(int s, double grad_bytes, cost::Collective kind,
+                                               cost::Algorithm algo) {
+    const auto& st = p.stages[s];
+    std::vector<cost::CollectiveCost> parts;
+    const std::size_t tp = st.replicas[0].devices.size();
+    bool same_tp = true;
+    for (const auto& r : st.replicas) same_tp &= r.devices.size() == tp;
+    if (same_tp) {
+      for (std::size_t j = 0; j < tp; ++j) {
+        std::vector<int> group;
+        double share = 0;
+        for (const auto& r : st.replicas) {
+          group.push_back(r.devices[j]);
+          share = std::max(share, r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j]);
+        }
+        parts.push_back(coster.collective(kind, group, grad_bytes * share, {}, algo));
+      }
+    } else {
+      // Replicas shard differently: every device takes part with its largest shard.
+      std::vector<int> group;
+      double share = 0;
+      for (const auto& r : st.replicas) {
+        group.insert(group.end(), r.devices.begin(), r.devices.end());
+        share = std::max(share, 1.0 / r.devices.size());
+      }
+      parts.push_back(coster.collective(kind, group, grad_bytes * share, {}, algo));
+    }
+    return parts;
+  }
+
+  Result<bool> add_gradient_sync() {
+    const int S = static_cast<int>(p.stages.size());
+    for (int s = 0; s < S; ++s) {
+      const auto& st = p.stages[s];
+      const std::size_t R = st.replicas.size();
+      const plan::GradSync* rule = sync_rule(s);
+      const plan::SyncMethod method = rule ? rule->method : plan::SyncMethod::all_reduce;
+      const cost::Algorithm algo = rule ? rule->algorithm : cost::Algorithm::automatic;
+      if (method == plan::SyncMethod::sufficient_factor)
+        return Error{fmt::format("plan: grad_sync: sufficient_factor synchronisation is not simulated yet "
+                                 "(stage {})", s)};
+      std::vector<int> sync_tasks;
+      if (R > 1 && method != plan::SyncMethod::none) {
+        cost::Collective kind = method == plan::SyncMethod::parameter_server ? cost::Collective::ps_push_pull
+                                : p.zero_stage >= 1                          ? cost::Collective::reduce_scatter
+                                                                             : cost::Collective::all_reduce;
+        const int stream = g.add_stream();
+        for (std::size_t b = 0; b < buckets[s].size(); ++b) {
+          auto [off, count] = buckets[s][b];
+          double params = 0;
+          for (int k = off; k < off + count; ++k) params += layer_params(st.first_layer + k);
+          const auto parts = sync_parts(s, params * 2.0, kind, algo);
+          const int t = add_transfer(TaskKind::grad_sync, stream, lane_of[s][0], -1, s, -1, static_cast<int>(b), parts);
+          for (std::size_t r = 0; r < R; ++r) g.add_edge(bwd_buckets[s][r][b], t);
+          sync_tasks.push_back(t);
+        }
+      }
+      // Optimizer step on each replica, after its stage's gradients are synchronised.
+      std::vector<int> opt;
+      for (std::size_t r = 0; r < R; ++r) {
+        Task t;
+        t.kind = TaskKind::optimizer;
+        t.stream = lane_compute_stream[lane_of[s][r]];
+        t.lane = lane_of[s][r];
+        t.stage = s;
+        t.duration = times[s][r].optimizer;
+        const int id = g.add_task(t);
+        g.add_edge(bwd_buckets[s][r].back(), id);
+        for (int st_id : sync_tasks) g.add_edge(st_id, id);
+        opt.push_back(id);
+      }
+      // ZeRO: the updated parameter shards are gathered back.
+      if (R > 1 && p.zero_stage >= 1 && method != plan::SyncMethod::none) {
+        double params = 0;
+        for (int li = st.first_layer; li < st.first_layer + st.num_layers; ++li) params += layer_params(li);
+        const auto parts = sync_parts(s, params * 2.0, cost::Collective::all_gather, cost::Algorithm::automatic);
+        const int t = add_transfer(TaskKind::param_gather, g.add_stream(), lane_of[s][0], -1, s, -1, -1, parts);
+        for (int id : opt) g.add_edge(id, t);
+      }
+    }
+    return true;
+  }
+};
+
+// Activation bytes per micro-batch and fixed bytes of one stage replica's device j.
+struct StageMemory {
+  cost::MemoryBreakdown fixed;  // inflight = 0
+  double per_microbatch = 0;    // activation bytes added by one more live micro-batch
+};
+
+StageMemory stage_memory_of(const model::Model& m, const plan::Plan& p, const plan::Stage& st,
+                            const plan::Replica& r, int j) {
+  cost::MemoryConfig cfg;
+  cfg.first_layer = st.first_layer;
+  cfg.num_layers = st.num_layers;
+  const int tp = static_cast<int>(r.devices.size());
+  cfg.param_shard = r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j];
+  cfg.activation_shard = cfg.param_shard;
+  cfg.zero_stage = p.zero_stage;
+  cfg.zero_group = static_cast<int>(st.replicas.size());
+  cfg.recompute = p.recompute;
+  cfg.sequence_parallel = p.sequence_parallel;
+  cfg.tensor_parallel = tp;
+  cfg.micro_batch = r.batch_share * static_cast<double>(p.global_batch) / p.num_microbatches;
+  cfg.inflight_microbatches = 0;
+  StageMemory out;
+  out.fixed = cost::stage_memory(m, cfg);
+  cfg.inflight_microbatches = 1;
+  out.per_microbatch = (cost::stage_memory(m, cfg).activations - out.fixed.activations).value;
+  return out;
+}
+
+}  // namespace
+
+Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
+                           const SimOptions& opts) {
+  if (p.stages.empty()) return Error{"plan: stages: expected at least one stage"};
+  Lowering low(m, c, p, opts);
+  auto built = low.build();
+  if (!built) return built.error();
+  const auto eng = detail::run_engine(low.g, link_capacities(c, opts.network));
+  if (eng.deadlock)
+    return Error{"plan: the schedule's pass order contradicts its dependencies (the simulation deadlocked)"};
+
+  SimResult r;
+  r.iteration_time = Seconds(eng.makespan);
+  r.num_tasks = static_cast<long long>(low.g.tasks.size());
+  r.num_events = eng.events;
+  r.lanes = low.lanes;
+  const double B = static_cast<double>(p.global_batch);
+  const double T = eng.makespan;
+  r.samples_per_s = T > 0 ? B / T : 0;
+  if (m.is_language_model()) r.tokens_per_s = r.samples_per_s * m.seq_len;
+
+  // Model FLOPs: forward + backward (2x forward), plus the recomputed forward passes as Megatron-LM
+  // counts them.
+  const double fwd = m.forward_flops_per_sample();
+  double recomputed = 0;
+  if (p.recompute == cost::Recompute::full) recomputed = fwd;
+  if (p.recompute == cost::Recompute::selective)
+    for (const auto& op : m.ops)
+      if (op.attention_core) recomputed += op.flops;
+  r.model_flops = B * (3 * fwd + recomputed);
+
+  // Per-device statistics.
+  r.devices.resize(c.devices.size());
+  for (std::size_t d = 0; d < c.devices.size(); ++d) {
+    r.devices[d].device = static_cast<int>(d);
+    r.devices[d].capacity = c.type_of(static_cast<int>(d)).memory;
+  }
+  std::vector<std::vector<std::pair<double, double>>> comm_intervals(low.lanes.size());
+  for (std::size_t t = 0; t < low.g.tasks.size(); ++t) {
+    const Task& task = low.g.tasks[t];
+    const double dur = eng.end[t] - eng.start[t];
+    if (!task.is_transfer) {
+      for (int d : low.lanes[task.lane].devices) r.devices[d].compute_busy += Seconds(dur);
+    } else {
+      comm_intervals[task.lane].push_back({eng.start[t], eng.end[t]});
+      if (task.peer_lane >= 0) comm_intervals[task.peer_lane].push_back({eng.start[t], eng.end[t]});
+    }
+    if (opts.record_events)
+      r.events.push_back(TaskRecord{task.kind, task.lane, task.peer_lane, task.stage, task.microbatch, task.bucket,
+                                    Seconds(eng.start[t]), Seconds(eng.end[t])});
+  }
+  for (std::size_t l = 0; l < low.lanes.size(); ++l) {
+    auto& iv = comm_intervals[l];
+    std::sort(iv.begin(), iv.end());
+    double busy = 0, cur_s = -1, cur_e = -1;
+    for (auto [s, e] : iv) {
+      if (s > cur_e) {
+        busy += cur_e - cur_s;
+        cur_s = s;
+        cur_e = e;
+      } else {
+        cur_e = std::max(cur_e, e);
+      }
+    }
+    busy += cur_e - cur_s;
+    for (int d : low.lanes[l].devices) r.devices[d].comm_busy = Seconds(busy);
+  }
+
+  // Memory: the fixed part of every chunk a device holds plus, at the worst point of its lane's
+  // pass order, the activations of the micro-batches still waiting for their backward pass.
+  for (std::size_t l = 0; l < low.lanes.size(); ++l) {
+    const LaneInfo& lane = low.lanes[l];
+    for (std::size_t j = 0; j < lane.devices.size(); ++j) {
+      const int d = lane.devices[j];
+      cost::MemoryBreakdown fixed;
+      std::vector<double> per_mb;
+      for (int s : lane.stages) {
+        const auto& st = p.stages[s];
+        std::size_t ri = 0;
+        while (low.lane_of[s][ri] != static_cast<int>(l)) ++ri;
+        // Device d's index within this replica.
+        const auto& rep = st.replicas[ri];
+        const int jj = static_cast<int>(std::find(rep.devices.begin(), rep.devices.end(), d) - rep.devices.begin());
+        const StageMemory sm = stage_memory_of(m, p, st, rep, jj);
+        fixed.parameters += sm.fixed.parameters;
+        fixed.gradients += sm.fixed.gradients;
+        fixed.optimizer += sm.fixed.optimizer;
+        fixed.activations += sm.fixed.activations;
+        fixed.buffers = max(fixed.buffers, sm.fixed.buffers);
+        per_mb.push_back(sm.per_microbatch);
+      }
+      std::vector<int> live(lane.stages.size(), 0);
+      double peak_act = 0, cur = 0;
+      for (const PassRef& pr : low.lane_order[l]) {
+        live[pr.chunk] += pr.forward ? 1 : -1;
+        cur += (pr.forward ? 1 : -1) * per_mb[pr.chunk];
+        peak_act = std::max(peak_act, cur);
+      }
+      auto& ds = r.devices[d];
+      ds.lane = static_cast<int>(l);
+      ds.memory = fixed;
+      ds.memory.activations += Bytes(peak_act);
+      ds.peak_memory = ds.memory.total();
+      ds.fits = ds.peak_memory <= ds.capacity;
+    }
+  }
+  double peak_sum = 0;
+  for (auto& ds : r.devices) {
+    ds.idle = r.iteration_time - ds.compute_busy;
+    if (ds.lane < 0) continue;
+    ++r.devices_used;
+    r.max_peak_memory = Bytes(std::max(r.max_peak_memory.value, ds.peak_memory.value));
+    r.fits = r.fits && ds.fits;
+    peak_sum += c.type_of(ds.device).peak(m.dtype).value;
+  }
+  if (T > 0 && r.devices_used > 0) {
+    r.tflops_per_device = r.model_flops / T / r.devices_used / 1e12;
+    r.mfu = B * 3 * fwd / (T * peak_sum);
+  }
+  return r;
+}
+
+}  // namespace hetplan::sim

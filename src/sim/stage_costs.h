@@ -1,0 +1,55 @@
+// Internal to the simulator: the compute time of one replica of one stage, per layer, including the
+// tensor-parallel collectives that sit on its critical path.
+#pragma once
+
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "hetplan/cluster/cluster.h"
+#include "hetplan/cost/collective_cost.h"
+#include "hetplan/cost/compute_cost.h"
+#include "hetplan/model/model.h"
+#include "hetplan/model/training.h"
+#include "hetplan/plan/plan.h"
+
+namespace hetplan::sim::detail {
+
+struct LayerTimes {
+  std::vector<double> forward;   // per layer of the stage, seconds for one micro-batch
+  std::vector<double> backward;  // includes recomputation
+  double optimizer = 0;          // the optimizer step for this replica's parameter shard
+  double forward_total = 0, backward_total = 0;
+};
+
+class StageCoster {
+ public:
+  StageCoster(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
+              const cost::ComputeCostModel& compute, const cost::NetworkParams& net);
+
+  LayerTimes replica_times(const plan::Stage& s, const plan::Replica& r, double samples) const;
+
+  // Device j's share of op `op`'s work in replica r.
+  double op_share(int op, const plan::Replica& r, int j) const;
+  const std::vector<bool>& replicated_ops() const { return replicated_; }
+  const model::TrainingGraph& training() const { return tg_; }
+  // Cost of a collective, cached by (kind, devices, bytes, shares).
+  cost::CollectiveCost collective(cost::Collective kind, const std::vector<int>& devices, double bytes,
+                                  const std::vector<double>& shares,
+                                  cost::Algorithm algo = cost::Algorithm::automatic) const;
+
+ private:
+  const model::Model& m_;
+  const cluster::Cluster& c_;
+  const plan::Plan& p_;
+  const cost::ComputeCostModel& compute_;
+  const cost::NetworkParams& net_;
+  model::TrainingGraph tg_;
+  std::vector<int> backward_index_;  // op -> index in tg_.backward
+  std::vector<int> optimizer_index_; // op -> index in tg_.optimizer or -1
+  std::vector<bool> replicated_;     // op split replicated by its kind or an override
+  mutable std::map<std::tuple<int, std::vector<int>, double, std::vector<double>, int>,
+                   cost::CollectiveCost> cache_;
+};
+
+}  // namespace hetplan::sim::detail

@@ -1,0 +1,116 @@
+// Exact simulated times on cases small enough to work out by hand.
+#include <gtest/gtest.h>
+
+#include "hetplan/cost/collective_cost.h"
+#include "sim_fixtures.h"
+
+namespace hetplan::sim {
+namespace {
+
+using testing::chain_model;
+using testing::exact_options;
+using testing::unit_cluster;
+
+plan::Plan one_stage_plan(int layers, std::vector<plan::Replica> replicas, int gbs, int mbs_count) {
+  plan::Plan p;
+  p.global_batch = gbs;
+  p.num_microbatches = mbs_count;
+  p.stages.push_back(plan::Stage{0, layers, std::move(replicas)});
+  return p;
+}
+
+TEST(SimulateExact, SingleDeviceGPipe) {
+  // 2 layers of 1 TFLOP per sample on a 1 TFLOP/s device: forward 1 s per layer and sample,
+  // backward 2 s. Two micro-batches of one sample: 2 * (2 + 4) = 12 s.
+  const auto m = chain_model(2, 1e12, 0);
+  const auto c = unit_cluster(1, 1);
+  auto p = one_stage_plan(2, {plan::Replica{{0}, {}, 1.0}}, 2, 2);
+  p.schedule = plan::Schedule::gpipe;
+  auto r = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->iteration_time.value, 12.0);
+  EXPECT_DOUBLE_EQ(r->devices[0].compute_busy.value, 12.0);
+  EXPECT_DOUBLE_EQ(r->samples_per_s, 2.0 / 12.0);
+}
+
+TEST(SimulateExact, TwoStageOneFOneBTrace) {
+  // Stage 0 on node 0, stage 1 on node 1. Forward 1 s, backward 2 s per stage and micro-batch;
+  // each boundary transfer moves 0.5 GB over a 1 GB/s NIC path: 0.5 s + path latency L.
+  const auto m = chain_model(2, 1e12, 0.5e9);
+  const auto c = unit_cluster(2, 1);
+  plan::Plan p;
+  p.global_batch = 2;
+  p.num_microbatches = 2;
+  p.stages.push_back(plan::Stage{0, 1, {plan::Replica{{0}, {}, 1.0}}});
+  p.stages.push_back(plan::Stage{1, 1, {plan::Replica{{1}, {}, 1.0}}});
+  auto r = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  const double L = c.path_latency(0, 1).value;
+  // Worked out in the comment of pass_order: stage 0 runs F0 F1 B0 B1, stage 1 F0 B0 F1 B1.
+  EXPECT_NEAR(r->iteration_time.value, 10.0 + 2 * L, 1e-12);
+  // Stage 1's first forward starts when the activation arrives.
+  bool found = false;
+  for (const auto& e : r->events)
+    if (e.kind == TaskKind::forward && e.stage == 1 && e.microbatch == 0) {
+      EXPECT_NEAR(e.start.value, 1.5 + L, 1e-12);
+      found = true;
+    }
+  EXPECT_TRUE(found);
+  EXPECT_NEAR(r->devices[0].idle.value, r->iteration_time.value - 6.0, 1e-12);
+}
+
+TEST(SimulateExact, DataParallelWaitsForGradientAllReduce) {
+  // Two replicas on two nodes, one sample each, one layer with 1e9 parameters (2 GB of bf16
+  // gradients): forward 1 s + backward 2 s, then the all-reduce the cost model prices, then an
+  // optimizer step.
+  const auto m = chain_model(1, 1e12, 0, 1'000'000'000);
+  const auto c = unit_cluster(2, 1);
+  auto p = one_stage_plan(1, {plan::Replica{{0}, {}, 0.5}, plan::Replica{{1}, {}, 0.5}}, 2, 1);
+  const auto opts = exact_options();
+  auto r = simulate(m, c, p, opts);
+  ASSERT_TRUE(r) << r.error().message;
+  cost::CollectiveRequest req;
+  req.kind = cost::Collective::all_reduce;
+  req.devices = {0, 1};
+  req.bytes = Bytes(2e9);
+  const double allreduce = cost::collective_cost(c, req, opts.network).time.value;
+  double optimizer = 0;
+  for (const auto& e : r->events)
+    if (e.kind == TaskKind::optimizer) optimizer = (e.end - e.start).value;
+  EXPECT_GT(optimizer, 0);
+  EXPECT_NEAR(r->iteration_time.value, 3.0 + allreduce + optimizer, 1e-9);
+}
+
+TEST(SimulateExact, TransfersSharingALinkShareItsBandwidth) {
+  // Two replicas per stage; stage 0 on node 0, stage 1 on node 1; both boundary transfers leave
+  // node 0 through its single NIC, so each takes twice as long as alone.
+  const auto m = chain_model(2, 1e12, 0.5e9);
+  const auto c = unit_cluster(2, 2);
+  auto make = [](int replicas) {
+    plan::Plan p;
+    p.global_batch = replicas;
+    p.num_microbatches = 1;
+    plan::Stage s0{0, 1, {}}, s1{1, 1, {}};
+    for (int r = 0; r < replicas; ++r) {
+      s0.replicas.push_back(plan::Replica{{r}, {}, 1.0 / replicas});
+      s1.replicas.push_back(plan::Replica{{2 + r}, {}, 1.0 / replicas});
+    }
+    p.stages = {s0, s1};
+    return p;
+  };
+  auto first_transfer = [&](const SimResult& res) {
+    for (const auto& e : res.events)
+      if (e.kind == TaskKind::p2p && e.stage == 0) return (e.end - e.start).value;
+    return -1.0;
+  };
+  const auto opts = exact_options();
+  auto one = simulate(m, c, make(1), opts);
+  auto two = simulate(m, c, make(2), opts);
+  ASSERT_TRUE(one && two);
+  const double L = c.path_latency(0, 2).value;
+  EXPECT_NEAR(first_transfer(*one) - L, 0.5, 1e-12);
+  EXPECT_NEAR(first_transfer(*two) - L, 1.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace hetplan::sim
