@@ -11,7 +11,9 @@
 
 #include <compare>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hetplan/cost/collective_cost.h"
@@ -20,18 +22,40 @@
 namespace hetplan::plan {
 
 enum class Schedule { gpipe, one_f_one_b, interleaved };
-const char* to_string(Schedule s);
+const char* to_string(Schedule s);  // "gpipe", "1f1b", "interleaved"
 
 // How an op's work is split across the devices of a replica.
 enum class SplitKind {
   tensor,     // by the op's ShardKind (Megatron column/row/heads/vocab/expert), with tp_shares
   replicate,  // every device of the replica computes the whole op
 };
-const char* to_string(SplitKind s);
+const char* to_string(SplitKind s);  // "tensor", "replicate"
 
 // Gradient synchronisation of a stage's parameters across its replicas.
 enum class SyncMethod { all_reduce, parameter_server, sufficient_factor, none };
-const char* to_string(SyncMethod s);
+const char* to_string(SyncMethod s);  // "all_reduce", "parameter_server", "sufficient_factor", "none"
+
+// The names used in plan files and the strategy shorthand, and their inverses (nullopt for an
+// unknown name). The cost enums get their own tables here so the plan layer does not depend on the
+// cost library: Algorithm "auto", "ring", "tree", "hierarchical", "direct", "parameter_server";
+// Recompute "none", "selective", "full".
+const char* algorithm_name(cost::Algorithm a);
+const char* recompute_name(cost::Recompute r);
+std::optional<Schedule> schedule_from_string(std::string_view s);
+std::optional<SplitKind> split_kind_from_string(std::string_view s);
+std::optional<SyncMethod> sync_method_from_string(std::string_view s);
+std::optional<cost::Algorithm> algorithm_from_string(std::string_view s);
+std::optional<cost::Recompute> recompute_from_string(std::string_view s);
+// "a|b|c": the accepted names, for error messages.
+std::string schedule_names();
+std::string split_kind_names();
+std::string sync_method_names();
+std::string algorithm_names();
+std::string recompute_names();
+
+// Op name patterns of op_overrides and grad_sync: '*' matches any run of characters (dots
+// included), everything else matches itself. "layers.3.*", "layers.*.ln*", "*", or a full name.
+bool op_pattern_matches(std::string_view pattern, std::string_view op_name);
 
 struct Replica {
   std::vector<int> devices;        // the tensor-parallel group, in rank order
@@ -49,13 +73,13 @@ struct Stage {
 
 // Per-op override of how its work is split (default: SplitKind::tensor).
 struct OpOverride {
-  std::string ops;  // an op name, or a prefix ending in '*' ("layers.3.*")
+  std::string ops;  // an op name or pattern (op_pattern_matches): "layers.3.*", "layers.*.ln*"
   SplitKind split = SplitKind::tensor;
   auto operator<=>(const OpOverride&) const = default;
 };
 
 // How the gradients of matching ops are synchronised (first matching rule wins; default:
-// all-reduce with the cheapest algorithm).
+// all-reduce with the cheapest algorithm). Patterns as in OpOverride.
 struct GradSync {
   std::string ops = "*";
   SyncMethod method = SyncMethod::all_reduce;

@@ -2,10 +2,21 @@
 //   dp=8,tp=8,pp=12,mbs=1,gbs=1536,recompute=full,zero=1,schedule=interleaved,vpp=3,sp=1
 // turned into a Plan on a given model and cluster. Ranks are laid out as Megatron-LM does:
 // tensor-parallel ranks innermost (consecutive devices, so inside a node), then data parallel,
-// then pipeline: device = pp_rank * (dp * tp) + dp_rank * tp + tp_rank. Layers are split evenly
-// over pp * vpp chunks (the embedding goes with the first chunk, the head with the last).
-// Omitted keys: tp=1, pp=1, dp = devices / (tp * pp), mbs=1, gbs = dp * mbs * pp (or 8 * dp * mbs),
-// recompute=none, zero=0, schedule=1f1b (interleaved when vpp>1), sp=0.
+// then pipeline: device = pp_rank * (dp * tp) + dp_rank * tp + tp_rank over devices 0..N-1.
+//
+// Layers: the transformer blocks are split evenly over pp * vpp chunks (chunk c runs on pipeline
+// rank c % pp); layers before the first block (embeddings) join the first chunk, layers after the
+// last block (head, loss) the last chunk, and any other layer goes with the block before it.
+// Models without transformer blocks (CNNs) are split by layer count. With vpp > 1 the chunks must
+// divide the blocks exactly (as in Megatron-LM); with vpp = 1 a remainder r is spread one block
+// each over chunks 1..r, so the first stage (embedding, and the most in-flight activations under
+// 1F1B) keeps the smallest share and the last stage (the LM head) gets an extra block only when
+// every middle stage has one.
+//
+// Omitted keys: tp=1, pp=1, vpp=1, mbs=1, dp = floor(devices / (tp * pp)) (the remaining devices
+// stay idle), gbs = dp * mbs * (pp == 1 ? 1 : 4 * pp) (4 micro-batches per pipeline stage keep the
+// 1F1B bubble (pp-1)/m under 25% and suit the interleaved schedule), recompute=none, zero=0,
+// schedule=1f1b (interleaved when vpp > 1), sp=0.
 #pragma once
 
 #include <string>
@@ -33,10 +44,16 @@ struct Strategy {
   auto operator<=>(const Strategy&) const = default;
 };
 
+// The canonical text: every key in the order dp, tp, pp, vpp, mbs, gbs, recompute, zero, schedule,
+// sp; dp and gbs left out while 0 (unresolved). parse_strategy(to_string(s)) == s up to
+// schedule_given.
+std::string to_string(const Strategy& s);
+
 // Parses the shorthand; `source` names the argument ("--strategy") in errors.
 Result<Strategy> parse_strategy(std::string_view text, std::string_view source = "--strategy");
 
-// Lays the strategy out on the model and cluster; errors name `source` and the key.
+// Lays the strategy out on the model and cluster; errors name `source` and the key. The plan's
+// planner field is "strategy:" + the canonical text of the resolved strategy (dp and gbs filled).
 Result<Plan> plan_from_strategy(const Strategy& s, const model::Model& m, const cluster::Cluster& c,
                                 std::string_view source = "--strategy");
 

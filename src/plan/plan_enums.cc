@@ -1,0 +1,116 @@
+// Names of the plan's enums (and of the cost enums a plan carries) in plan files and strategies.
+#include <array>
+#include <utility>
+
+#include "hetplan/plan/plan.h"
+
+namespace hetplan::plan {
+namespace {
+
+template <class E, std::size_t N>
+using Table = std::array<std::pair<E, const char*>, N>;
+
+constexpr Table<Schedule, 3> kSchedules{{
+    {Schedule::gpipe, "gpipe"},
+    {Schedule::one_f_one_b, "1f1b"},
+    {Schedule::interleaved, "interleaved"},
+}};
+constexpr Table<SplitKind, 2> kSplitKinds{{
+    {SplitKind::tensor, "tensor"},
+    {SplitKind::replicate, "replicate"},
+}};
+constexpr Table<SyncMethod, 4> kSyncMethods{{
+    {SyncMethod::all_reduce, "all_reduce"},
+    {SyncMethod::parameter_server, "parameter_server"},
+    {SyncMethod::sufficient_factor, "sufficient_factor"},
+    {SyncMethod::none, "none"},
+}};
+constexpr Table<cost::Algorithm, 6> kAlgorithms{{
+    {cost::Algorithm::automatic, "auto"},
+    {cost::Algorithm::ring, "ring"},
+    {cost::Algorithm::tree, "tree"},
+    {cost::Algorithm::hierarchical, "hierarchical"},
+    {cost::Algorithm::direct, "direct"},
+    {cost::Algorithm::parameter_server, "parameter_server"},
+}};
+constexpr Table<cost::Recompute, 3> kRecomputes{{
+    {cost::Recompute::none, "none"},
+    {cost::Recompute::selective, "selective"},
+    {cost::Recompute::full, "full"},
+}};
+
+template <class E, std::size_t N>
+const char* name_of(const Table<E, N>& table, E e) {
+  for (const auto& [value, name] : table)
+    if (value == e) return name;
+  return "?";
+}
+
+template <class E, std::size_t N>
+std::optional<E> value_of(const Table<E, N>& table, std::string_view s) {
+  for (const auto& [value, name] : table)
+    if (s == name) return value;
+  return std::nullopt;
+}
+
+template <class E, std::size_t N>
+std::string names_of(const Table<E, N>& table) {
+  std::string out;
+  for (const auto& entry : table) {
+    if (!out.empty()) out += '|';
+    out += entry.second;
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* to_string(Schedule s) { return name_of(kSchedules, s); }
+const char* to_string(SplitKind s) { return name_of(kSplitKinds, s); }
+const char* to_string(SyncMethod s) { return name_of(kSyncMethods, s); }
+const char* algorithm_name(cost::Algorithm a) { return name_of(kAlgorithms, a); }
+const char* recompute_name(cost::Recompute r) { return name_of(kRecomputes, r); }
+
+std::optional<Schedule> schedule_from_string(std::string_view s) { return value_of(kSchedules, s); }
+std::optional<SplitKind> split_kind_from_string(std::string_view s) {
+  return value_of(kSplitKinds, s);
+}
+std::optional<SyncMethod> sync_method_from_string(std::string_view s) {
+  return value_of(kSyncMethods, s);
+}
+std::optional<cost::Algorithm> algorithm_from_string(std::string_view s) {
+  return value_of(kAlgorithms, s);
+}
+std::optional<cost::Recompute> recompute_from_string(std::string_view s) {
+  return value_of(kRecomputes, s);
+}
+
+std::string schedule_names() { return names_of(kSchedules); }
+std::string split_kind_names() { return names_of(kSplitKinds); }
+std::string sync_method_names() { return names_of(kSyncMethods); }
+std::string algorithm_names() { return names_of(kAlgorithms); }
+std::string recompute_names() { return names_of(kRecomputes); }
+
+// Greedy glob with one-star backtracking: O(|pattern| * |name|) at worst, no recursion.
+bool op_pattern_matches(std::string_view pattern, std::string_view op_name) {
+  std::size_t p = 0, n = 0;
+  std::size_t star = std::string_view::npos, resume = 0;
+  while (n < op_name.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = n;
+    } else if (p < pattern.size() && pattern[p] == op_name[n]) {
+      ++p;
+      ++n;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      n = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+}  // namespace hetplan::plan
