@@ -51,17 +51,17 @@ std::vector<DeviceType> build_catalog() {
       make("V100-SXM2-32GB", {"v100-32gb"}, "NVIDIA", 125, 15.7, 0, 32, 900,
            ref + "NVIDIA Tesla V100 data sheet (SXM2)"),
       // NVIDIA Tesla V100 data sheet (PCIe): 112 tensor, 14 FP32.
-      make("V100-PCIE-16GB", {"v100-pcie", "v100-pcie-16gb"}, "NVIDIA", 112, 14, 0, 16, 900,
+      make("V100-PCIE-16GB", {"v100-pcie"}, "NVIDIA", 112, 14, 0, 16, 900,
            ref + "NVIDIA Tesla V100 data sheet (PCIe)"),
       // NVIDIA A100 data sheet: 312 BF16 tensor, 19.5 FP32; 40GB 1,555 GB/s, 80GB SXM 2,039 GB/s,
       // 80GB PCIe 1,935 GB/s.
-      make("A100-SXM4-40GB", {"a100-40gb", "a100-sxm4-40gb"}, "NVIDIA", 312, 19.5, 0, 40, 1555,
+      make("A100-SXM4-40GB", {"a100-40gb"}, "NVIDIA", 312, 19.5, 0, 40, 1555,
            ref + "NVIDIA A100 Tensor Core GPU data sheet"),
       make("A100-SXM4-80GB", {"a100", "a100-80gb", "a100-sxm"}, "NVIDIA", 312, 19.5, 0, 80, 2039,
            ref + "NVIDIA A100 Tensor Core GPU data sheet"),
-      make("A100-PCIE-40GB", {"a100-pcie", "a100-pcie-40gb"}, "NVIDIA", 312, 19.5, 0, 40, 1555,
+      make("A100-PCIE-40GB", {"a100-pcie", "a100-40gb-pcie"}, "NVIDIA", 312, 19.5, 0, 40, 1555,
            ref + "NVIDIA A100 Tensor Core GPU data sheet"),
-      make("A100-PCIE-80GB", {"a100-pcie-80gb"}, "NVIDIA", 312, 19.5, 0, 80, 1935,
+      make("A100-PCIE-80GB", {"a100-80gb-pcie"}, "NVIDIA", 312, 19.5, 0, 80, 1935,
            ref + "NVIDIA A100 Tensor Core GPU data sheet"),
       // NVIDIA H100 data sheet: SXM5 989 BF16 / 67 FP32 / 1,979 FP8, 3.35 TB/s; PCIe 756 / 51 /
       // 1,513, 2 TB/s.
@@ -88,10 +88,10 @@ std::vector<DeviceType> build_catalog() {
       make("RTX-4090", {"4090", "rtx4090"}, "NVIDIA", 165, 82.6, 0, 24, 1008,
            ref + "NVIDIA Ada GPU architecture whitepaper"),
       // AMD Instinct MI250X data sheet (both dies): 383 FP16/BF16 matrix, 47.9 FP32 vector.
-      make("MI250X", {"mi250x", "instinct-mi250x"}, "AMD", 383, 47.9, 0, 128, 3277,
+      make("MI250X", {"instinct-mi250x"}, "AMD", 383, 47.9, 0, 128, 3277,
            ref + "AMD Instinct MI250X data sheet"),
       // AMD Instinct MI300X data sheet: 1,307 BF16 dense, 163.4 FP32, 2,615 FP8 dense.
-      make("MI300X", {"mi300x", "instinct-mi300x"}, "AMD", 1307, 163.4, 2615, 192, 5300,
+      make("MI300X", {"instinct-mi300x"}, "AMD", 1307, 163.4, 2615, 192, 5300,
            ref + "AMD Instinct MI300X data sheet"),
       // A generic CPU worker for running plans on CPUs (emulation): a few cores of a server, not a
       // data-sheet part. FP16 falls back to FP32.

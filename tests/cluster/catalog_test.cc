@@ -1,0 +1,95 @@
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "hetplan/cluster/device_type.h"
+
+namespace hetplan::cluster {
+namespace {
+
+using model::DType;
+
+TEST(Catalog, HoldsEveryRequiredDevice) {
+  for (const char* name :
+       {"P100-PCIE-16GB", "GTX-1080Ti", "V100-SXM2-16GB", "V100-SXM2-32GB", "V100-PCIE-16GB",
+        "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIE-40GB", "A100-PCIE-80GB", "H100-SXM5-80GB",
+        "H100-PCIE-80GB", "H200-SXM-141GB", "GH200", "A10", "A30", "T4", "L4", "L40S", "RTX-3090",
+        "RTX-4090", "MI250X", "MI300X", "cpu"}) {
+    auto t = find_device_type(name);
+    ASSERT_TRUE(t.has_value()) << name;
+    EXPECT_EQ(t->name, name);
+    EXPECT_GT(t->peak_fp32.value, 0) << name;
+    EXPECT_GT(t->memory.value, 0) << name;
+    EXPECT_GT(t->memory_bandwidth.value, 0) << name;
+    EXPECT_FALSE(t->source.empty()) << name;
+  }
+}
+
+TEST(Catalog, ExactFigures) {
+  auto a100 = find_device_type("A100-SXM4-80GB");
+  ASSERT_TRUE(a100);
+  EXPECT_DOUBLE_EQ(a100->peak_fp16.value, 312e12);
+  EXPECT_DOUBLE_EQ(a100->peak_fp32.value, 19.5e12);
+  EXPECT_DOUBLE_EQ(a100->memory_bandwidth.value, 2.039e12);
+  EXPECT_DOUBLE_EQ(a100->memory.value, 80e9);
+
+  auto h100 = find_device_type("H100-SXM5-80GB");
+  ASSERT_TRUE(h100);
+  EXPECT_DOUBLE_EQ(h100->peak_fp16.value, 989e12);
+  EXPECT_DOUBLE_EQ(h100->peak_fp8.value, 1979e12);
+  EXPECT_DOUBLE_EQ(h100->memory_bandwidth.value, 3.35e12);
+
+  auto v100 = find_device_type("V100-SXM2-32GB");
+  ASSERT_TRUE(v100);
+  EXPECT_DOUBLE_EQ(v100->peak_fp16.value, 125e12);
+  EXPECT_DOUBLE_EQ(v100->memory.value, 32e9);
+
+  auto mi300 = find_device_type("MI300X");
+  ASSERT_TRUE(mi300);
+  EXPECT_DOUBLE_EQ(mi300->memory.value, 192e9);
+  EXPECT_EQ(mi300->vendor, "AMD");
+}
+
+TEST(Catalog, PeakPerDtypeFallsBack) {
+  auto gtx = find_device_type("GTX-1080Ti");
+  ASSERT_TRUE(gtx);
+  EXPECT_DOUBLE_EQ(gtx->peak(DType::bf16).value, 11.3e12);  // no usable FP16: FP32 rate
+  EXPECT_DOUBLE_EQ(gtx->peak(DType::fp16).value, 11.3e12);
+  auto a100 = find_device_type("a100-80gb");
+  ASSERT_TRUE(a100);
+  EXPECT_DOUBLE_EQ(a100->peak(DType::bf16).value, 312e12);
+  EXPECT_DOUBLE_EQ(a100->peak(DType::fp32).value, 19.5e12);
+  EXPECT_DOUBLE_EQ(a100->peak(DType::fp8).value, 312e12);  // no FP8 on A100: the FP16 rate
+  auto cpu = find_device_type("cpu");
+  ASSERT_TRUE(cpu);
+  EXPECT_DOUBLE_EQ(cpu->peak(DType::fp16).value, 100e9);
+  EXPECT_DOUBLE_EQ(cpu->memory.value, 16e9);
+  EXPECT_DOUBLE_EQ(cpu->memory_bandwidth.value, 50e9);
+}
+
+TEST(Catalog, AliasesAndCaseInsensitiveLookup) {
+  EXPECT_EQ(find_device_type("a100-80gb")->name, "A100-SXM4-80GB");
+  EXPECT_EQ(find_device_type("A100-80GB")->name, "A100-SXM4-80GB");
+  EXPECT_EQ(find_device_type("a100-40gb")->name, "A100-SXM4-40GB");
+  EXPECT_EQ(find_device_type("v100")->name, "V100-SXM2-16GB");
+  EXPECT_EQ(find_device_type("h100")->name, "H100-SXM5-80GB");
+  EXPECT_EQ(find_device_type("1080ti")->name, "GTX-1080Ti");
+  EXPECT_EQ(find_device_type("gtx-1080ti")->name, "GTX-1080Ti");
+  EXPECT_EQ(find_device_type("mi300x")->name, "MI300X");
+  EXPECT_EQ(find_device_type("l40s")->name, "L40S");
+  EXPECT_FALSE(find_device_type("V200").has_value());
+  EXPECT_FALSE(find_device_type("").has_value());
+}
+
+TEST(Catalog, NamesAndAliasesAreUnique) {
+  std::set<std::string> seen;
+  for (const DeviceType& t : device_catalog()) {
+    std::string n;
+    for (char ch : t.name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    EXPECT_TRUE(seen.insert(n).second) << t.name;
+    for (const std::string& a : t.aliases) EXPECT_TRUE(seen.insert(a).second) << a;
+  }
+}
+
+}  // namespace
+}  // namespace hetplan::cluster

@@ -1,0 +1,103 @@
+#include <chrono>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "hetplan/cluster/cluster_file.h"
+
+namespace hetplan::cluster {
+namespace {
+
+TEST(Presets, EveryPresetParses) {
+  ASSERT_GE(cluster_presets().size(), 9u);
+  for (const ClusterPreset& p : cluster_presets()) {
+    EXPECT_FALSE(preset_yaml(p.name).empty()) << p.name;
+    auto r = load_cluster(p.name);
+    ASSERT_TRUE(r.ok()) << p.name << ": " << r.error().message;
+    EXPECT_GT(r->num_devices(), 0);
+    EXPECT_EQ(r->routes.size(), static_cast<std::size_t>(r->num_devices()));
+  }
+}
+
+TEST(Presets, DeviceCounts) {
+  auto count = [](const char* name) {
+    auto r = load_cluster(name);
+    EXPECT_TRUE(r.ok()) << name;
+    return r.ok() ? r->num_devices() : -1;
+  };
+  EXPECT_EQ(count("dgx-a100"), 32);  // default 4 nodes
+  EXPECT_EQ(count("dgx-a100:2"), 16);
+  EXPECT_EQ(count("dgx-h100:16"), 128);
+  EXPECT_EQ(count("heterog-mixed"), 8);
+  EXPECT_EQ(count("tag-mixed"), 16);
+  EXPECT_EQ(count("hap-mixed"), 32);
+  EXPECT_EQ(count("a100-v100"), 32);
+  EXPECT_EQ(count("h100-a100-l4"), 32);
+  EXPECT_EQ(count("mixed-512"), 512);
+}
+
+TEST(Presets, DgxFigures) {
+  auto r = load_cluster("dgx-h100:2");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->name, "dgx-h100:2");
+  EXPECT_EQ(r->type_of(0).name, "H100-SXM5-80GB");
+  EXPECT_DOUBLE_EQ(r->path_bandwidth(0, 7).value, 450e9);
+  EXPECT_DOUBLE_EQ(r->path_bandwidth(0, 8).value, 50e9);  // one 400 Gb/s NDR rail per GPU
+  auto tag = load_cluster("tag-mixed");
+  ASSERT_TRUE(tag.ok());
+  EXPECT_DOUBLE_EQ(tag->path_bandwidth(0, 4).value, 22e9 / 8);
+}
+
+TEST(Presets, LargePresetBuildsFastAndRoutes) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = load_cluster("mixed-4096");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->num_devices(), 4096);
+  EXPECT_LT(s, 1.0);
+  // A100 rail 25 GB/s; a V100 reaches one of its node's four 100 Gb/s NICs (shared by two GPUs):
+  // 12.5 GB/s; the fat-tree 2:1 uplinks (100 and 25 GB/s) are wider.
+  EXPECT_DOUBLE_EQ(r->path_bandwidth(0, 4095).value, 12.5e9);
+  EXPECT_EQ(r->route(0, 4095).size(), 6u);
+  const auto t1 = std::chrono::steady_clock::now();
+  std::size_t hops = 0;
+  for (int b = 0; b < r->num_devices(); ++b) hops += r->route(17, b).size();
+  EXPECT_GT(hops, 0u);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count(), 0.5);
+}
+
+TEST(Presets, LoadErrors) {
+  auto bad = load_cluster("tag-mixed:3");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "--cluster: tag-mixed:3: preset 'tag-mixed' takes no node count (expected just 'tag-mixed')");
+  auto zero = load_cluster("dgx-a100:0", "--cluster");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.error().message, "--cluster: dgx-a100:0: expected a node count from 1 to 8192 after 'dgx-a100:'");
+  auto unknown = load_cluster("no-such-cluster");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("'no-such-cluster' is neither a preset (dgx-a100[:N]"), std::string::npos)
+      << unknown.error().message;
+  EXPECT_TRUE(preset_yaml("no-such").empty());
+  EXPECT_TRUE(preset_yaml("tag-mixed:2").empty());
+  EXPECT_NE(preset_yaml("dgx-a100:7").find("count: 7"), std::string::npos);
+}
+
+TEST(Presets, ShippedFilesParseAndMatchTheirPresets) {
+  const std::filesystem::path dir = std::filesystem::path(HETPLAN_SOURCE_DIR) / "data" / "clusters";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++files;
+    auto r = load_cluster(entry.path().string());
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    const std::string stem = entry.path().stem().string();
+    if (preset_yaml(stem).empty()) continue;
+    auto p = load_cluster(stem);
+    ASSERT_TRUE(p.ok());
+    EXPECT_TRUE(*r == *p) << stem << " differs from its preset";
+  }
+  EXPECT_GE(files, 5);
+}
+
+}  // namespace
+}  // namespace hetplan::cluster
