@@ -5,7 +5,9 @@
 
 #include <compare>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hetplan::model {
@@ -13,6 +15,7 @@ namespace hetplan::model {
 enum class DType { fp32, fp16, bf16, fp8, int32, int64 };
 int dtype_bytes(DType t);
 const char* to_string(DType t);
+std::optional<DType> parse_dtype(std::string_view s);  // inverse of to_string
 
 // The kind of computation; the cost model keys its efficiency curves and calibration on it.
 enum class OpKind {
@@ -30,6 +33,7 @@ enum class OpKind {
   moe_router,      // gate GEMM + top-k
 };
 const char* to_string(OpKind k);
+std::optional<OpKind> parse_op_kind(std::string_view s);
 
 // How the op splits across the ranks of a tensor-parallel group (Megatron-LM style).
 enum class ShardKind {
@@ -42,6 +46,7 @@ enum class ShardKind {
   channel,     // convolution split by output channels (output sharded)
 };
 const char* to_string(ShardKind k);
+std::optional<ShardKind> parse_shard_kind(std::string_view s);
 
 // GEMM dimensions per sample: batch_count independent [m x k] * [k x n] products.
 struct GemmShape {
@@ -59,17 +64,28 @@ struct Op {
   double flops = 0;          // FLOPs (a multiply-add counts 2)
   double bytes_read = 0;     // activation bytes read (weights excluded, see params)
   double bytes_written = 0;  // activation bytes written
-  double saved_bytes = 0;    // activation bytes kept for the backward pass without recomputation
+  // Activation bytes kept for the backward pass without recomputation. Each stored tensor is
+  // counted once, on the op whose split it follows, so that dividing the saved bytes of sharded
+  // (non-replicated) ops by the tensor-parallel size gives Korthikanti et al.'s
+  // s*h*(10 + 24/t + 5*a*s/(h*t)) per GPT layer. E.g. the QKV GEMM holds Q, K and V (its output,
+  // which the attention core needs and which selective recomputation keeps), a layernorm holds its
+  // input and its output (the next GEMM's input), a dropout holds its 1-byte mask.
+  double saved_bytes = 0;
   std::int64_t params = 0;   // parameter count (weights and biases)
   GemmShape gemm;            // set for matmul, batched_matmul, moe_router, conv2d (implicit GEMM)
   // Part of the attention core (QK^T, softmax, its dropout, scores x V) whose activations selective
   // recomputation drops and recomputes (Korthikanti et al. 2022).
   bool attention_core = false;
+  // Weights this op uses but another op owns and counts in its params (a language-model head
+  // tied to the input embedding). They are read like weights, but are neither counted in
+  // Model::parameters() nor given an optimizer step here.
+  std::int64_t tied_params = 0;
   auto operator<=>(const Op&) const = default;
 };
 
 enum class LayerKind { embedding, transformer, head, conv_block, other };
 const char* to_string(LayerKind k);
+std::optional<LayerKind> parse_layer_kind(std::string_view s);
 
 // A contiguous run of ops; the unit a pipeline stage boundary may fall between.
 struct Layer {
@@ -80,8 +96,9 @@ struct Layer {
   auto operator<=>(const Layer&) const = default;
 };
 
-enum class Family { decoder_lm, encoder, vision_transformer, moe_lm, cnn };
+enum class Family { decoder_lm, encoder, vision_transformer, moe_lm, cnn, mlp };
 const char* to_string(Family f);
+std::optional<Family> parse_family(std::string_view s);
 
 struct Model {
   std::string name;  // preset name or the spec it was built from
@@ -93,6 +110,8 @@ struct Model {
   int hidden = 0;
   int heads = 0;
   int kv_heads = 0;      // grouped-query attention; == heads for multi-head attention
+  int head_dim = 0;      // per attention head; heads * head_dim == hidden except in a few published
+                         // configurations (GPT-3 13B: hidden 5140, 40 heads of 128)
   int ffn_hidden = 0;
   int num_blocks = 0;    // transformer blocks (or CNN blocks)
   int experts = 0;       // MoE experts per layer

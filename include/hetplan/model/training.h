@@ -19,6 +19,9 @@ struct TrainOp {
   // Per sample for forward and backward; per step (batch-independent) for optimizer.
   double flops = 0;
   double bytes = 0;  // bytes moved to and from memory, activations and weights together
+  // The part of `bytes` that is weight traffic (weights read, fp32 gradients accumulated); it
+  // does not grow with the batch, so a cost model may count it once per micro-batch.
+  double weight_bytes = 0;
   GemmShape gemm;    // the dominant GEMM of this pass (backward: dgrad/wgrad have the same volume)
 };
 

@@ -15,14 +15,22 @@ struct PresetInfo {
   std::string spec;         // equivalent family spec, "gpt:layers=96,hidden=12288,..."
   std::string description;  // one line, with the published parameter count it must match
   double published_parameters = 0;  // as published (e.g. 175e9), for tests and listings
+  // Relative tolerance of the match: 1%, wider only where the published figure is a rounded name
+  // that the published architecture does not reach (the description says by how much).
+  double tolerance = 0.01;
 };
 
 const std::vector<PresetInfo>& presets();
+const PresetInfo* find_preset(std::string_view name);  // nullptr when there is none
+
+// The family names a spec may start with: gpt, llama, bert, vit, moe, resnet, vgg, inception, mlp.
+const std::vector<std::string>& model_families();
 
 // Builds a model from a preset name ("llama2-7b"), a family spec ("gpt:layers=24,hidden=2304,
 // heads=24,seq=2048,vocab=51200"; families: gpt, llama, bert, vit, moe, resnet, vgg, inception,
-// mlp), or a graph JSON file path (ending in .json). `source` names the argument in errors, e.g.
-// "--model".
+// mlp), or a graph JSON file path (ending in .json). A preset takes overrides after a colon
+// ("gpt3-1.3b:seq=1024,layers=12"). `source` names the argument in errors, e.g. "--model: gpt:
+// heads=7: expected a divisor of hidden (2304)"; errors in a graph file name the file instead.
 Result<Model> load_model(std::string_view text, std::string_view source = "--model");
 
 }  // namespace hetplan::model

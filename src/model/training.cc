@@ -1,0 +1,80 @@
+#include "hetplan/model/training.h"
+
+namespace hetplan::model {
+namespace {
+
+// Adam with mixed precision, per parameter and step: read the fp32 gradient (4 bytes), read and
+// write the fp32 master weight and both fp32 moments (3 x 8), write the 16-bit weight (2).
+constexpr double kAdamBytesPerParam = 4 + 3 * 8 + 2;
+// Weight decay 2, first moment 3, second moment 4, sqrt, epsilon, divide, learning rate, update.
+constexpr double kAdamFlopsPerParam = 14;
+// Backward pass per weight: read the 16-bit weight, read-modify-write its fp32 gradient
+// (accumulated across micro-batches, as Megatron-LM's main_grad).
+constexpr double kFp32GradBytes = 2 * 4;
+
+bool is_gemm(OpKind k) {
+  return k == OpKind::matmul || k == OpKind::batched_matmul || k == OpKind::conv2d || k == OpKind::moe_router;
+}
+
+}  // namespace
+
+const char* to_string(Phase p) {
+  switch (p) {
+    case Phase::forward: return "forward";
+    case Phase::backward: return "backward";
+    case Phase::optimizer: return "optimizer";
+  }
+  return "?";
+}
+
+// Forward: the op's own figures plus its weights read once.
+// Backward of a GEMM: the input gradient (dY W^T) and the weight gradient (X^T dY) each cost
+// the forward FLOPs; they read dY twice and X once and write dX, so 2 x written + 2 x read.
+// (batched_matmul has two activation operands: the same count.) Backward of any other op: about
+// its forward FLOPs, reading dY and its input, writing dX. An embedding's backward scatter-adds
+// one gradient element per output element.
+TrainingGraph derive_training_graph(const Model& m) {
+  TrainingGraph tg;
+  const double act = dtype_bytes(m.dtype);
+  tg.forward.reserve(m.ops.size());
+  tg.backward.reserve(m.ops.size());
+  for (std::size_t i = 0; i < m.ops.size(); ++i) {
+    const Op& op = m.ops[i];
+    const double weights = static_cast<double>(op.params + op.tied_params);
+    TrainOp f;
+    f.op = static_cast<int>(i);
+    f.phase = Phase::forward;
+    f.kind = op.kind;
+    f.flops = op.flops;
+    f.weight_bytes = act * weights;
+    f.bytes = op.bytes_read + op.bytes_written + f.weight_bytes;
+    f.gemm = op.gemm;
+    tg.forward.push_back(f);
+    if (op.params > 0) {
+      TrainOp o;
+      o.op = f.op;
+      o.phase = Phase::optimizer;
+      o.kind = op.kind;
+      o.flops = kAdamFlopsPerParam * static_cast<double>(op.params);
+      o.bytes = kAdamBytesPerParam * static_cast<double>(op.params);
+      tg.optimizer.push_back(o);
+    }
+  }
+  for (std::size_t r = m.ops.size(); r-- > 0;) {
+    const Op& op = m.ops[r];
+    TrainOp b = tg.forward[r];
+    b.phase = Phase::backward;
+    b.weight_bytes = static_cast<double>(op.params + op.tied_params) * (act + kFp32GradBytes);
+    if (is_gemm(op.kind)) {
+      b.flops = 2 * op.flops;
+      b.bytes = 2 * op.bytes_written + 2 * op.bytes_read + b.weight_bytes;
+    } else {
+      b.flops = op.kind == OpKind::embedding ? op.bytes_written / act : op.flops;
+      b.bytes = op.bytes_written + 2 * op.bytes_read + b.weight_bytes;
+    }
+    tg.backward.push_back(b);
+  }
+  return tg;
+}
+
+}  // namespace hetplan::model
