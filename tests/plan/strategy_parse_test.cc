@@ -1,0 +1,95 @@
+#include <gtest/gtest.h>
+
+#include "hetplan/plan/strategy.h"
+
+namespace hetplan::plan {
+namespace {
+
+std::string error_of(std::string_view text) {
+  auto s = parse_strategy(text);
+  return s.ok() ? std::string("ok") : s.error().message;
+}
+
+TEST(StrategyParse, IssueExampleGivesTheExactStruct) {
+  auto s = parse_strategy("dp=8,tp=8,pp=12,mbs=1,gbs=1536,recompute=full,zero=1,schedule=interleaved,vpp=3,sp=1");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  Strategy expected;
+  expected.dp = 8;
+  expected.tp = 8;
+  expected.pp = 12;
+  expected.vpp = 3;
+  expected.mbs = 1;
+  expected.gbs = 1536;
+  expected.recompute = cost::Recompute::full;
+  expected.zero = 1;
+  expected.schedule = Schedule::interleaved;
+  expected.schedule_given = true;
+  expected.sp = true;
+  EXPECT_EQ(*s, expected);
+  EXPECT_EQ(to_string(*s), "dp=8,tp=8,pp=12,vpp=3,mbs=1,gbs=1536,recompute=full,zero=1,schedule=interleaved,sp=1");
+}
+
+TEST(StrategyParse, EmptyGivesDefaults) {
+  auto s = parse_strategy("");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(*s, Strategy{});
+  EXPECT_EQ(to_string(*s), "tp=1,pp=1,vpp=1,mbs=1,recompute=none,zero=0,schedule=1f1b,sp=0");
+}
+
+TEST(StrategyParse, SpacesAndSpellings) {
+  auto s = parse_strategy(" tp = 2 , pp=2, sp=true, schedule=gpipe ,recompute=selective ");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->tp, 2);
+  EXPECT_EQ(s->pp, 2);
+  EXPECT_TRUE(s->sp);
+  EXPECT_EQ(s->schedule, Schedule::gpipe);
+  EXPECT_TRUE(s->schedule_given);
+  EXPECT_EQ(s->recompute, cost::Recompute::selective);
+  EXPECT_FALSE(parse_strategy("sp=false")->sp);
+  EXPECT_FALSE(parse_strategy("sp=0")->sp);
+}
+
+TEST(StrategyParse, VppImpliesInterleaved) {
+  auto s = parse_strategy("pp=4,vpp=2");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->schedule, Schedule::interleaved);
+  EXPECT_FALSE(s->schedule_given);
+}
+
+TEST(StrategyParse, CanonicalTextParsesBack) {
+  auto s = parse_strategy("gbs=64,dp=4,tp=2,pp=2,vpp=2,zero=3,recompute=selective,mbs=2");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto again = parse_strategy(to_string(*s));
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  Strategy expected = *s;
+  expected.schedule_given = true;
+  EXPECT_EQ(*again, expected);
+}
+
+TEST(StrategyParse, Errors) {
+  EXPECT_EQ(error_of("tp=2,foo=1"),
+            "--strategy: foo=1: unknown key (allowed: dp, tp, pp, vpp, mbs, gbs, recompute, zero, schedule, sp)");
+  EXPECT_EQ(error_of("tp=two"), "--strategy: tp=two: expected a positive integer");
+  EXPECT_EQ(error_of("tp=2.5"), "--strategy: tp=2.5: expected a positive integer");
+  EXPECT_EQ(error_of("pp=0"), "--strategy: pp=0: expected a positive integer");
+  EXPECT_EQ(error_of("dp=-4"), "--strategy: dp=-4: expected a positive integer");
+  EXPECT_EQ(error_of("gbs="), "--strategy: gbs=: expected a positive integer");
+  EXPECT_EQ(error_of("tp=99999999999"), "--strategy: tp=99999999999: expected a positive integer");
+  EXPECT_EQ(error_of("tp=2,tp=4"), "--strategy: tp=4: tp is given twice");
+  EXPECT_EQ(error_of("tp"), "--strategy: tp: expected key=value");
+  EXPECT_EQ(error_of("tp=2,,pp=2"), "--strategy: item 2: empty: expected key=value pairs separated by commas");
+  EXPECT_EQ(error_of("zero=4"), "--strategy: zero=4: expected 0, 1, 2 or 3");
+  EXPECT_EQ(error_of("recompute=some"), "--strategy: recompute=some: expected one of none|selective|full");
+  EXPECT_EQ(error_of("schedule=zb"), "--strategy: schedule=zb: expected one of gpipe|1f1b|interleaved");
+  EXPECT_EQ(error_of("sp=yes"), "--strategy: sp=yes: expected 0, 1, true or false");
+  EXPECT_EQ(error_of("vpp=2"), "--strategy: vpp=2: expected pp > 1 (virtual stages interleave over the pipeline ranks)");
+  EXPECT_EQ(error_of("pp=2,vpp=2,schedule=1f1b"), "--strategy: schedule=1f1b: expected schedule=interleaved with vpp=2");
+  EXPECT_EQ(error_of("pp=2,schedule=interleaved"),
+            "--strategy: schedule=interleaved: expected vpp > 1 (model chunks per pipeline rank)");
+  auto named = parse_strategy("tp=x", "-s");
+  ASSERT_FALSE(named.ok());
+  EXPECT_EQ(named.error().message, "-s: tp=x: expected a positive integer");
+}
+
+}  // namespace
+}  // namespace hetplan::plan
