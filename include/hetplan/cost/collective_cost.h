@@ -3,6 +3,7 @@
 // algorithm uses, counting how many of its flows share each link).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,15 +42,45 @@ struct NetworkParams {
   static NetworkParams defaults();
 };
 
+// The efficiency that applies to a link: intra_node_efficiency when neither end is a NIC or a
+// network switch (device <-> node switch, device <-> device), inter_node_efficiency otherwise.
+double link_efficiency(const cluster::Cluster& c, int link, const NetworkParams& params);
+
+// What `bytes` means per kind:
+// - all_reduce: the tensor every device holds (shares are ignored);
+// - reduce_scatter: its input on every device; all_gather: its output (the whole tensor);
+//   device i's shard is shares[i] * bytes (bytes / n when shares is empty);
+// - all_to_all: the whole tensor summed over devices: device i holds shares[i] * bytes and sends
+//   shares[i] * shares[j] * bytes to device j (bytes / n^2 when even);
+// - broadcast: the tensor, from devices[0] to all the others;
+// - p2p: bytes from devices[0] to devices[1];
+// - ps_push_pull: the parameters (and their gradients). Without shares, devices[0] is the one
+//   server and holds them all; every other device pushes its gradient (bytes) to it and pulls the
+//   parameters (bytes) back. With shares, parameters are sharded over servers: device s serves
+//   shares[s] of them (0: a pure worker), and every device pushes and pulls shares[s] * bytes
+//   to and from each other server s (BytePS/HeteroG style colocated servers).
 struct CollectiveRequest {
   Collective kind = Collective::all_reduce;
   std::vector<int> devices;    // participants, in rank order (for p2p: {src, dst}; ps: {server, workers...})
   Bytes bytes;                 // the full tensor size (all-reduce, all-gather output, ...)
   std::vector<double> shares;  // optional uneven shard fractions per device (sum 1); empty = even
   Algorithm algorithm = Algorithm::automatic;
+  // For uneven reduce_scatter / all_gather: the form to use; empty = the cheaper one.
+  std::optional<UnevenForm> uneven_form;
 };
 
 // Cheapest algorithm unless the request names one. Zero time for one device or zero bytes.
+// Algorithms by kind (automatic picks the cheapest of those that apply):
+// - all_reduce: ring, tree (double binary), hierarchical (only when the devices span more than one
+//   node with the same number k > 1 on each), parameter_server (as ps_push_pull with devices[0]
+//   as server); automatic never picks parameter_server;
+// - reduce_scatter, all_gather: ring (padded or grouped form when shares are uneven);
+// - broadcast: ring (a pipelined chain) or tree (binary);
+// - all_to_all, p2p: direct; ps_push_pull: parameter_server.
+// A named algorithm that does not apply falls back to automatic; `algorithm` in the result says
+// what was used. Rings order devices by (node, local rank); between nodes with k devices each
+// they run k channels, each entering and leaving every node through a different device, so k NIC
+// rails carry the traffic (as NCCL's rings do).
 CollectiveCost collective_cost(const cluster::Cluster& c, const CollectiveRequest& req,
                                const NetworkParams& params);
 

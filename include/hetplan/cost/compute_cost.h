@@ -20,6 +20,7 @@ struct CalibrationPoint {
   double flops = 0;
   double bytes = 0;
   double seconds = 0;
+  auto operator<=>(const CalibrationPoint&) const = default;
 };
 
 // A measured profile (JSON, version 1). For each (device type, op kind) with points, op time is
@@ -30,9 +31,21 @@ struct CalibrationProfile {
   std::string measured_on;  // date, "2026-11-22"
   std::string notes;
   std::map<std::string, std::map<model::OpKind, std::vector<CalibrationPoint>>> points;  // by device type
+  bool operator==(const CalibrationProfile&) const = default;
 };
+// Reading validates every field (errors name the file and the field: "prof.json: entries[0].op_kind:
+// unknown op kind 'foo'"), and sorts each entry's points by size. Points of GEMM-like kinds (matmul,
+// batched_matmul, moe_router, conv2d) are keyed by `flops`, all others by `bytes`; that key must be
+// > 0 and `seconds` > 0. Entries without `device` belong to the profile's `device`.
 Result<CalibrationProfile> read_calibration_profile(const std::string& file);
+Result<CalibrationProfile> parse_calibration_profile(const std::string& json_text, const std::string& source);
 std::string calibration_profile_to_json(const CalibrationProfile& p);
+
+// Time interpolated from measured points of one (device, op kind): the achieved rate (FLOP/s for
+// GEMM-like kinds, B/s otherwise) is linear in log(size) between neighbouring points and constant
+// beyond the smallest and largest one. `points` sorted by size, not empty.
+Seconds interpolate_calibrated_time(const std::vector<CalibrationPoint>& points, model::OpKind kind,
+                                    double flops, double bytes);
 
 // The global parameters of the roofline; one set serves every device and every run (no per-case
 // fitting). Defaults documented in compute_cost.cc with their sources.
@@ -52,6 +65,8 @@ class ComputeCostModel {
   // Time of `op` (one pass of the training graph) on a device of type `dev`, for `samples` samples
   // (a micro-batch; may be fractional for uneven shares) and a fraction `shard` (0 < shard <= 1)
   // of its work (tensor-parallel share; 1 = whole op). Optimizer ops ignore `samples`.
+  // Forward/backward: FLOPs and activation bytes (bytes - weight_bytes) scale with samples x shard,
+  // weight_bytes with shard only (read once per micro-batch). No samples: no time.
   Seconds op_time(const cluster::DeviceType& dev, const model::TrainOp& op, double samples,
                   double shard, model::DType dtype) const;
 

@@ -25,6 +25,9 @@ struct MemoryConfig {
   int tensor_parallel = 1;        // TP degree (for the replicated-op activations without SP)
   double micro_batch = 1;         // samples per micro-batch on this device
   double inflight_microbatches = 1;  // activations of this many micro-batches live at the peak
+  // Working buffers, counted whole on every device (see memory_cost.cc for the sources):
+  Bytes workspace = Bytes(512.0 * 1024 * 1024);       // cuBLAS/NCCL workspaces, allocator slack
+  Bytes gradient_buckets = Bytes(50.0 * 1024 * 1024); // two 25 MiB communication buckets in flight
 };
 
 struct MemoryBreakdown {
@@ -36,6 +39,23 @@ struct MemoryBreakdown {
   Bytes total() const { return parameters + gradients + optimizer + activations + buffers; }
 };
 
+// Peak memory of one device of a pipeline stage. Per op, saved_bytes (per sample) are split by
+// activation_shard, except for ops of ShardKind::replicated without sequence parallelism, which
+// every TP rank keeps whole. Recompute::selective drops the ops with attention_core; full keeps,
+// for transformer and conv blocks, only each layer's input (its first op's bytes_read, split only
+// under sequence parallelism) plus the largest such layer's activations for one micro-batch (the
+// recomputation's working set); embedding, head and other layers always keep everything (so the
+// loss's logits count: whatever the head's ops save). Parameters, gradients and optimizer states:
+// 2 + 2 + 12 bytes per parameter for 16-bit models (4 + 4 + 8 for fp32), times param_shard, then
+// divided by zero_group for optimizer (ZeRO >= 1), gradients (>= 2) and parameters (3).
 MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg);
+
+// The per-sample activation bytes one device keeps for the backward pass (before micro_batch and
+// inflight_microbatches), and the recomputation working set per sample (0 unless full).
+struct ActivationBytes {
+  double stored_per_sample = 0;
+  double working_set_per_sample = 0;
+};
+ActivationBytes stage_activation_bytes(const model::Model& m, const MemoryConfig& cfg);
 
 }  // namespace hetplan::cost

@@ -1,0 +1,150 @@
+// Calibration profiles (JSON, version 1): measured op times per device type and op kind.
+//
+//   {"version": 1, "device": "H100-SXM5-80GB", "measured_on": "2026-11-22", "notes": "...",
+//    "entries": [{"device": "H100-SXM5-80GB", "op_kind": "matmul",
+//                 "points": [{"flops": 1.1e9, "bytes": 6.3e6, "seconds": 2.1e-6}, ...]}]}
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "hetplan/core/json_util.h"
+#include "hetplan/cost/compute_cost.h"
+#include "op_kinds.h"
+
+namespace hetplan::cost {
+namespace {
+
+double size_key(const CalibrationPoint& p, bool gemm) { return gemm ? p.flops : p.bytes; }
+
+CalibrationProfile parse_profile(const Json& doc) {
+  if (!doc.is_object()) throw InputError("document", "expected a JSON object");
+  json_require_version(doc, 1, "");
+  CalibrationProfile prof;
+  prof.device = json_string(doc, "device", "");
+  if (prof.device.empty()) throw InputError("device", "expected a device type name");
+  prof.measured_on = json_string_or(doc, "measured_on", "", "");
+  prof.notes = json_string_or(doc, "notes", "", "");
+  const Json& entries = json_require(doc, "entries", "");
+  if (!entries.is_array()) throw InputError("entries", "expected an array");
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::string path = index_path("entries", i);
+    const Json& e = entries[i];
+    if (!e.is_object()) throw InputError(path, "expected an object");
+    const std::string device = json_string_or(e, "device", path, prof.device);
+    if (device.empty()) throw InputError(field_path(path, "device"), "expected a device type name");
+    const std::string kind_name = json_string(e, "op_kind", path);
+    const auto kind = parse_op_kind(kind_name);
+    if (!kind) {
+      std::string known;
+      for (const auto& [k, n] : kOpKindNames) known += (known.empty() ? "" : ", ") + std::string(n);
+      throw InputError(field_path(path, "op_kind"),
+                       fmt::format("unknown op kind '{}' (expected one of {})", kind_name, known));
+    }
+    const bool gemm = is_gemm_like(*kind);
+    const std::string points_path = field_path(path, "points");
+    const Json& pts = json_require(e, "points", path);
+    if (!pts.is_array() || pts.empty()) throw InputError(points_path, "expected a non-empty array");
+    auto& out = prof.points[device][*kind];
+    for (std::size_t j = 0; j < pts.size(); ++j) {
+      const std::string pp = index_path(points_path, j);
+      if (!pts[j].is_object()) throw InputError(pp, "expected an object");
+      CalibrationPoint p;
+      p.flops = json_number_or(pts[j], "flops", pp, 0);
+      p.bytes = json_number_or(pts[j], "bytes", pp, 0);
+      p.seconds = json_number(pts[j], "seconds", pp);
+      if (p.flops < 0) throw InputError(field_path(pp, "flops"), "expected a number >= 0");
+      if (p.bytes < 0) throw InputError(field_path(pp, "bytes"), "expected a number >= 0");
+      if (!(p.seconds > 0)) throw InputError(field_path(pp, "seconds"), "expected a number > 0");
+      if (!(size_key(p, gemm) > 0))
+        throw InputError(field_path(pp, gemm ? "flops" : "bytes"),
+                         fmt::format("expected a number > 0 (points of {} are keyed by {})", kind_name,
+                                     gemm ? "flops" : "bytes"));
+      out.push_back(p);
+    }
+  }
+  for (auto& [device, kinds] : prof.points)
+    for (auto& [kind, pts] : kinds) {
+      const bool gemm = is_gemm_like(kind);
+      std::stable_sort(pts.begin(), pts.end(), [gemm](const CalibrationPoint& a, const CalibrationPoint& b) {
+        return size_key(a, gemm) < size_key(b, gemm);
+      });
+    }
+  return prof;
+}
+
+}  // namespace
+
+Result<CalibrationProfile> parse_calibration_profile(const std::string& json_text, const std::string& source) {
+  return capture_errors(source, [&] {
+    Json doc;
+    try {
+      doc = Json::parse(json_text);
+    } catch (const Json::parse_error& e) {
+      throw InputError(fmt::format("not valid JSON ({})", e.what()));
+    }
+    return parse_profile(doc);
+  });
+}
+
+Result<CalibrationProfile> read_calibration_profile(const std::string& file) {
+  std::string text;
+  try {
+    text = read_text_file(file);
+  } catch (const InputError& e) {
+    return Error{e.what()};  // already names the file
+  }
+  return parse_calibration_profile(text, file);
+}
+
+std::string calibration_profile_to_json(const CalibrationProfile& p) {
+  Json doc = Json::object();
+  doc["version"] = 1;
+  doc["device"] = p.device;
+  doc["measured_on"] = p.measured_on;
+  doc["notes"] = p.notes;
+  Json entries = Json::array();
+  for (const auto& [device, kinds] : p.points)
+    for (const auto& [kind, pts] : kinds) {
+      Json e = Json::object();
+      e["device"] = device;
+      e["op_kind"] = std::string(op_kind_name(kind));
+      Json arr = Json::array();
+      for (const CalibrationPoint& pt : pts)
+        arr.push_back(Json{{"flops", pt.flops}, {"bytes", pt.bytes}, {"seconds", pt.seconds}});
+      e["points"] = std::move(arr);
+      entries.push_back(std::move(e));
+    }
+  doc["entries"] = std::move(entries);
+  return doc.dump(2) + "\n";
+}
+
+Seconds interpolate_calibrated_time(const std::vector<CalibrationPoint>& points, model::OpKind kind,
+                                    double flops, double bytes) {
+  assert(!points.empty());
+  const bool gemm = is_gemm_like(kind);
+  const double size = gemm ? flops : bytes;
+  if (size <= 0) return Seconds(0);
+  auto rate_at = [&](std::size_t i) { return size_key(points[i], gemm) / points[i].seconds; };
+  double rate = 0;
+  if (size <= size_key(points.front(), gemm)) {
+    rate = rate_at(0);
+  } else if (size >= size_key(points.back(), gemm)) {
+    rate = rate_at(points.size() - 1);
+  } else {
+    // First point with key >= size; its predecessor has key < size, so the two keys differ.
+    const auto hi = static_cast<std::size_t>(
+        std::lower_bound(points.begin(), points.end(), size,
+                         [gemm](const CalibrationPoint& p, double s) { return size_key(p, gemm) < s; }) -
+        points.begin());
+    const std::size_t lo = hi - 1;
+    const double x0 = std::log(size_key(points[lo], gemm));
+    const double x1 = std::log(size_key(points[hi], gemm));
+    const double t = (std::log(size) - x0) / (x1 - x0);
+    rate = rate_at(lo) + t * (rate_at(hi) - rate_at(lo));
+  }
+  return Seconds(size / rate);
+}
+
+}  // namespace hetplan::cost

@@ -1,0 +1,131 @@
+#include <algorithm>
+#include <cassert>
+
+#include "collective_internal.h"
+
+namespace hetplan::cost {
+
+double link_efficiency(const cluster::Cluster& c, int link, const NetworkParams& params) {
+  const cluster::Link& l = c.links[link];
+  auto network = [&](int v) {
+    const cluster::VertexKind k = c.vertices[v].kind;
+    return k == cluster::VertexKind::nic || k == cluster::VertexKind::network_switch;
+  };
+  return network(l.from) || network(l.to) ? params.inter_node_efficiency : params.intra_node_efficiency;
+}
+
+namespace detail {
+
+Estimate phase(const cluster::Cluster& c, const NetworkParams& p, const std::vector<Hop>& hops,
+               double latency_steps) {
+  std::vector<LinkLoad> raw;
+  raw.reserve(hops.size() * 4);
+  double max_latency = 0;
+  for (const Hop& h : hops) {
+    if (h.src == h.dst) continue;
+    double latency = 0;
+    for (int l : c.route(h.src, h.dst)) {
+      latency += c.links[l].latency.value;
+      raw.push_back({l, h.bytes});
+    }
+    max_latency = std::max(max_latency, latency);
+  }
+  std::sort(raw.begin(), raw.end(), [](const LinkLoad& a, const LinkLoad& b) { return a.link < b.link; });
+  Estimate e;
+  double slowest = 0;
+  for (const LinkLoad& r : raw) {
+    if (!e.loads.empty() && e.loads.back().link == r.link) {
+      e.loads.back().bytes += r.bytes;
+    } else {
+      e.loads.push_back(r);
+    }
+  }
+  for (const LinkLoad& l : e.loads) {
+    const double rate = c.links[l.link].bandwidth.value * link_efficiency(c, l.link, p);
+    slowest = std::max(slowest, l.bytes / rate);
+  }
+  e.bandwidth_time = Seconds(slowest);
+  e.latency = Seconds(latency_steps * max_latency);
+  return e;
+}
+
+Estimate sequence(const Estimate& a, const Estimate& b) {
+  Estimate e;
+  e.bandwidth_time = a.bandwidth_time + b.bandwidth_time;
+  e.latency = a.latency + b.latency;
+  e.launches = a.launches + b.launches;
+  e.loads.reserve(a.loads.size() + b.loads.size());
+  std::size_t i = 0, j = 0;
+  while (i < a.loads.size() || j < b.loads.size()) {
+    if (j == b.loads.size() || (i < a.loads.size() && a.loads[i].link < b.loads[j].link)) {
+      e.loads.push_back(a.loads[i++]);
+    } else if (i == a.loads.size() || b.loads[j].link < a.loads[i].link) {
+      e.loads.push_back(b.loads[j++]);
+    } else {
+      e.loads.push_back({a.loads[i].link, a.loads[i].bytes + b.loads[j].bytes});
+      ++i, ++j;
+    }
+  }
+  return e;
+}
+
+std::vector<int> order_by_node(const cluster::Cluster& c, const std::vector<int>& devices) {
+  std::vector<int> out = devices;
+  std::sort(out.begin(), out.end(), [&](int a, int b) {
+    const cluster::Device& x = c.devices[a];
+    const cluster::Device& y = c.devices[b];
+    if (x.node != y.node) return x.node < y.node;
+    if (x.local_rank != y.local_rank) return x.local_rank < y.local_rank;
+    return a < b;
+  });
+  return out;
+}
+
+std::vector<std::vector<int>> split_by_node(const cluster::Cluster& c, const std::vector<int>& ordered) {
+  std::vector<std::vector<int>> runs;
+  for (std::size_t i = 0; i < ordered.size(); ++i) {
+    if (i == 0 || c.devices[ordered[i]].node != c.devices[ordered[i - 1]].node) runs.emplace_back();
+    runs.back().push_back(ordered[i]);
+  }
+  return runs;
+}
+
+int uniform_run_size(const std::vector<std::vector<int>>& runs) {
+  if (runs.empty()) return 0;
+  const std::size_t k = runs.front().size();
+  for (const auto& r : runs)
+    if (r.size() != k) return 0;
+  return static_cast<int>(k);
+}
+
+std::vector<Hop> single_ring_hops(const std::vector<int>& order, const std::vector<double>& bytes) {
+  assert(order.size() == bytes.size());
+  std::vector<Hop> hops;
+  hops.reserve(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    hops.push_back({order[i], order[(i + 1) % order.size()], bytes[i]});
+  return hops;
+}
+
+std::vector<Hop> ring_hops(const cluster::Cluster& c, const std::vector<int>& ordered, double per_position) {
+  const auto runs = split_by_node(c, ordered);
+  const int k = uniform_run_size(runs);
+  if (runs.size() < 2 || k < 2)
+    return single_ring_hops(ordered, std::vector<double>(ordered.size(), per_position));
+  // Channel ch visits each node's devices starting at local index ch and leaves from ch - 1, so the
+  // intra-node hop i -> i+1 serves k - 1 of the k channels, and the k inter-node hops of a node
+  // boundary leave from k different devices. Each channel carries 1/k of the data.
+  std::vector<Hop> hops;
+  hops.reserve(2 * ordered.size());
+  const double per_channel = per_position / k;
+  for (std::size_t j = 0; j < runs.size(); ++j) {
+    const auto& here = runs[j];
+    const auto& next = runs[(j + 1) % runs.size()];
+    for (int i = 0; i < k; ++i) hops.push_back({here[i], here[(i + 1) % k], per_channel * (k - 1)});
+    for (int ch = 0; ch < k; ++ch) hops.push_back({here[(ch + k - 1) % k], next[ch], per_channel});
+  }
+  return hops;
+}
+
+}  // namespace detail
+}  // namespace hetplan::cost

@@ -1,0 +1,85 @@
+// Roofline op time: max(compute-bound, memory-bound) + kernel launch, with a saturating efficiency
+// curve for GEMMs; a calibration profile, where it has points for (device, op kind), replaces it.
+#include "hetplan/cost/compute_cost.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "op_kinds.h"
+
+namespace hetplan::cost {
+
+// Defaults, from ../shared/reference/hardware.md ("Achieved rates"):
+// - gemm_peak_efficiency 0.80: the best measured BF16 matmuls reach 87% of peak on A100 SXM, 81% on
+//   A100 PCIe and 80% on H100 SXM; the prose there gives 70 to 85% for large GEMMs.
+// - gemm_half_size_flops 3e8: a GEMM of 3e8 FLOPs (about 530^3) runs at half that efficiency, so a
+//   1024^3 GEMM (2.1 GFLOP) reaches 0.875 of it and the multi-GFLOP GEMMs of LLM layers 0.95+;
+//   small GEMMs are latency- and tile-bound (wave quantization), which this curve stands in for.
+// - memory_efficiency 0.85: memory copies reach 80 to 90% of the data-sheet bandwidth.
+// - kernel_launch 3 us: per kernel on the GPU stream (launch plus inter-kernel gap, a few us).
+// One set for every device and run; the simulator's accuracy check tunes them here, nowhere else.
+ComputeParams ComputeParams::defaults() {
+  ComputeParams p;
+  p.gemm_peak_efficiency = 0.80;
+  p.gemm_half_size_flops = 3e8;
+  p.memory_efficiency = 0.85;
+  p.kernel_launch = Seconds(3e-6);
+  return p;
+}
+
+ComputeCostModel::ComputeCostModel(ComputeParams params, std::shared_ptr<const CalibrationProfile> profile)
+    : params_(params), profile_(std::move(profile)) {}
+
+namespace {
+
+const std::vector<CalibrationPoint>* find_points(const CalibrationProfile* profile,
+                                                 const std::string& device, model::OpKind kind) {
+  if (profile == nullptr) return nullptr;
+  auto dev = profile->points.find(device);
+  if (dev == profile->points.end()) return nullptr;
+  auto it = dev->second.find(kind);
+  if (it == dev->second.end() || it->second.empty()) return nullptr;
+  return &it->second;
+}
+
+}  // namespace
+
+Seconds ComputeCostModel::op_time(const cluster::DeviceType& dev, const model::TrainOp& op,
+                                  double samples, double shard, model::DType dtype) const {
+  assert(shard >= 0 && samples >= 0);
+  const bool optimizer = op.phase == model::Phase::optimizer;
+  if (!optimizer && samples <= 0) return Seconds(0);
+  const double flops = op.flops * shard * (optimizer ? 1.0 : samples);
+  const double bytes =
+      optimizer ? op.bytes * shard : ((op.bytes - op.weight_bytes) * samples + op.weight_bytes) * shard;
+  if (flops <= 0 && bytes <= 0) return Seconds(0);
+
+  // The optimizer step is fp32 streaming (Adam) whatever the forward op's kind: never calibrated
+  // by that kind, never a GEMM.
+  const bool gemm = !optimizer && is_gemm_like(op.kind);
+  if (!optimizer) {
+    if (const auto* pts = find_points(profile_.get(), dev.name, op.kind)) {
+      if ((gemm ? flops : bytes) > 0) return interpolate_calibrated_time(*pts, op.kind, flops, bytes);
+    }
+  }
+
+  // Compute-bound: GEMMs on tensor cores at a size-dependent fraction of the dtype's peak; other
+  // ops on the vector units (FP32 peak; they are memory-bound in practice).
+  double compute_s = 0;
+  if (flops > 0) {
+    double rate = 0;
+    if (gemm) {
+      const double eff = params_.gemm_peak_efficiency * flops / (flops + params_.gemm_half_size_flops);
+      rate = dev.peak(dtype).value * eff;
+    } else {
+      rate = dev.peak_fp32.value > 0 ? dev.peak_fp32.value : dev.peak(dtype).value;
+    }
+    assert(rate > 0);
+    compute_s = flops / rate;
+  }
+  const double memory_s =
+      bytes > 0 ? bytes / (dev.memory_bandwidth.value * params_.memory_efficiency) : 0.0;
+  return Seconds(std::max(compute_s, memory_s)) + params_.kernel_launch;
+}
+
+}  // namespace hetplan::cost

@@ -1,0 +1,96 @@
+// Per-device memory of a training step (Rajbhandari et al. 2020 for the ZeRO split of the 16 bytes
+// per parameter of mixed-precision Adam; Korthikanti et al. 2022 for activations with tensor and
+// sequence parallelism and selective or full recomputation).
+//
+// Buffers (MemoryConfig::workspace and gradient_buckets, explicit and overridable):
+// - workspace 512 MiB: cuBLAS workspaces (32 MiB on Hopper), NCCL channel buffers (a few MiB per
+//   channel and peer) and caching-allocator slack;
+// - gradient_buckets 50 MiB: two PyTorch DDP buckets (bucket_cap_mb = 25) being reduced while the
+//   next fills.
+#include "hetplan/cost/memory_cost.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace hetplan::cost {
+
+const char* to_string(Recompute r) {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "?";
+}
+
+namespace {
+
+struct StateBytes {
+  double weight, gradient, optimizer;  // per parameter
+};
+
+// Mixed precision (16-bit weights and gradients; fp32 master weights, Adam m and v: 12 bytes) gives
+// the standard 16 bytes per parameter; pure fp32 keeps 4 + 4 and two 4-byte moments.
+StateBytes state_bytes(model::DType t) {
+  if (t == model::DType::fp32) return {4, 4, 8};
+  return {2, 2, 12};
+}
+
+bool recomputes_whole_layer(model::LayerKind k) {
+  return k == model::LayerKind::transformer || k == model::LayerKind::conv_block;
+}
+
+}  // namespace
+
+ActivationBytes stage_activation_bytes(const model::Model& m, const MemoryConfig& cfg) {
+  assert(cfg.first_layer >= 0 && cfg.num_layers >= 0);
+  assert(cfg.first_layer + cfg.num_layers <= static_cast<int>(m.layers.size()));
+  ActivationBytes out;
+  for (int li = cfg.first_layer; li < cfg.first_layer + cfg.num_layers; ++li) {
+    const model::Layer& layer = m.layers[li];
+    if (layer.num_ops == 0) continue;
+    double kept = 0, all = 0;
+    for (int oi = layer.first_op; oi < layer.first_op + layer.num_ops; ++oi) {
+      const model::Op& op = m.ops[oi];
+      const bool whole = op.shard == model::ShardKind::replicated && !cfg.sequence_parallel;
+      const double bytes = op.saved_bytes * (whole ? 1.0 : cfg.activation_shard);
+      all += bytes;
+      if (!(cfg.recompute == Recompute::selective && op.attention_core)) kept += bytes;
+    }
+    if (cfg.recompute == Recompute::full && recomputes_whole_layer(layer.kind)) {
+      // The checkpointed layer input, sequence-split across the TP group under SP.
+      const double input = m.ops[layer.first_op].bytes_read;
+      out.stored_per_sample += input * (cfg.sequence_parallel ? cfg.activation_shard : 1.0);
+      out.working_set_per_sample = std::max(out.working_set_per_sample, all);
+    } else {
+      out.stored_per_sample += kept;
+    }
+  }
+  return out;
+}
+
+MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg) {
+  assert(cfg.zero_stage >= 0 && cfg.zero_stage <= 3 && cfg.zero_group >= 1);
+  double params = 0;
+  for (int li = cfg.first_layer; li < cfg.first_layer + cfg.num_layers; ++li) {
+    const model::Layer& layer = m.layers[li];
+    for (int oi = layer.first_op; oi < layer.first_op + layer.num_ops; ++oi)
+      params += static_cast<double>(m.ops[oi].params);
+  }
+  const double local = params * cfg.param_shard;
+  const double g = cfg.zero_group;
+  const StateBytes sb = state_bytes(m.dtype);
+
+  MemoryBreakdown b;
+  b.parameters = Bytes(sb.weight * local / (cfg.zero_stage >= 3 ? g : 1.0));
+  b.gradients = Bytes(sb.gradient * local / (cfg.zero_stage >= 2 ? g : 1.0));
+  b.optimizer = Bytes(sb.optimizer * local / (cfg.zero_stage >= 1 ? g : 1.0));
+
+  const ActivationBytes act = stage_activation_bytes(m, cfg);
+  b.activations = Bytes(act.stored_per_sample * cfg.micro_batch * cfg.inflight_microbatches +
+                        act.working_set_per_sample * cfg.micro_batch);
+  b.buffers = cfg.workspace + cfg.gradient_buckets;
+  return b;
+}
+
+}  // namespace hetplan::cost

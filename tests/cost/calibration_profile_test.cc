@@ -1,0 +1,131 @@
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <gtest/gtest.h>
+
+#include "hetplan/cost/compute_cost.h"
+
+namespace hetplan::cost {
+namespace {
+
+cluster::DeviceType fake_device(const std::string& name) {
+  cluster::DeviceType t;
+  t.name = name;
+  t.peak_fp16 = FlopsPerSecond(100e12);
+  t.peak_fp32 = FlopsPerSecond(10e12);
+  t.memory_bandwidth = BytesPerSecond(1e12);
+  return t;
+}
+
+const char* kProfile = R"({
+  "version": 1, "device": "FAKE-GPU", "measured_on": "2026-11-22", "notes": "bench",
+  "entries": [
+    {"op_kind": "matmul", "points": [{"flops": 1e11, "bytes": 1e8, "seconds": 5e-4},
+                                     {"flops": 1e9, "bytes": 1e6, "seconds": 1e-5}]},
+    {"device": "OTHER-GPU", "op_kind": "layernorm", "points": [{"bytes": 1e6, "seconds": 2e-6}]}
+  ]
+})";
+
+model::TrainOp train_op(model::OpKind kind, double flops, double bytes) {
+  model::TrainOp op;
+  op.kind = kind;
+  op.flops = flops;
+  op.bytes = bytes;
+  return op;
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(CalibrationProfile, ParsesAndSortsPoints) {
+  auto prof = parse_calibration_profile(kProfile, "prof.json");
+  ASSERT_TRUE(prof.ok()) << prof.error().message;
+  EXPECT_EQ(prof->device, "FAKE-GPU");
+  EXPECT_EQ(prof->measured_on, "2026-11-22");
+  const auto& pts = prof->points.at("FAKE-GPU").at(model::OpKind::matmul);
+  ASSERT_EQ(pts.size(), 2u);
+  EXPECT_EQ(pts[0].flops, 1e9);
+  EXPECT_EQ(prof->points.at("OTHER-GPU").at(model::OpKind::layernorm).size(), 1u);
+}
+
+TEST(CalibrationProfile, InterpolatesRateLogLinearlyAndClamps) {
+  auto prof = parse_calibration_profile(kProfile, "prof.json");
+  ASSERT_TRUE(prof.ok());
+  const auto& pts = prof->points.at("FAKE-GPU").at(model::OpKind::matmul);
+  // Rates 1e14 at 1e9 FLOPs and 2e14 at 1e11: halfway in log size gives 1.5e14.
+  EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e10, 0).value, 1e10 / 1.5e14);
+  EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e8, 0).value, 1e8 / 1e14);
+  EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e12, 0).value, 1e12 / 2e14);
+  EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e11, 0).value, 5e-4);
+}
+
+TEST(CalibrationProfile, OverridesRooflineOnlyForItsDeviceAndKind) {
+  auto prof = parse_calibration_profile(kProfile, "prof.json");
+  ASSERT_TRUE(prof.ok());
+  auto shared = std::make_shared<const CalibrationProfile>(*prof);
+  const ComputeCostModel calibrated(ComputeParams::defaults(), shared);
+  const ComputeCostModel roofline(ComputeParams::defaults());
+  const auto gemm = train_op(model::OpKind::matmul, 1e9, 1e3);
+  // 2 samples: a 2e9-FLOP call, rate 1e14 + 1e14 * log(2)/log(100).
+  const double rate = 1e14 * (1 + std::log(2.0) / std::log(100.0));
+  EXPECT_DOUBLE_EQ(calibrated.op_time(fake_device("FAKE-GPU"), gemm, 2, 1, model::DType::bf16).value,
+                   2e9 / rate);
+  EXPECT_EQ(calibrated.op_time(fake_device("NEW-GPU"), gemm, 2, 1, model::DType::bf16),
+            roofline.op_time(fake_device("NEW-GPU"), gemm, 2, 1, model::DType::bf16));
+  const auto norm = train_op(model::OpKind::layernorm, 1e3, 4e6);
+  EXPECT_EQ(calibrated.op_time(fake_device("FAKE-GPU"), norm, 1, 1, model::DType::bf16),
+            roofline.op_time(fake_device("FAKE-GPU"), norm, 1, 1, model::DType::bf16));
+  // Non-GEMM kinds are keyed by bytes: 4e6 bytes at the single point's 5e11 B/s.
+  EXPECT_DOUBLE_EQ(calibrated.op_time(fake_device("OTHER-GPU"), norm, 1, 1, model::DType::bf16).value,
+                   4e6 / 5e11);
+}
+
+TEST(CalibrationProfile, RoundTripsThroughAFile) {
+  auto prof = parse_calibration_profile(kProfile, "prof.json");
+  ASSERT_TRUE(prof.ok());
+  const std::string file = temp_file("hetplan_cost_roundtrip.json", calibration_profile_to_json(*prof));
+  auto back = read_calibration_profile(file);
+  std::remove(file.c_str());
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(*back, *prof);
+}
+
+void expect_error(const std::string& text, const std::string& needle) {
+  auto prof = parse_calibration_profile(text, "prof.json");
+  ASSERT_FALSE(prof.ok()) << "accepted: " << text;
+  EXPECT_NE(prof.error().message.find("prof.json: "), std::string::npos) << prof.error().message;
+  EXPECT_NE(prof.error().message.find(needle), std::string::npos) << prof.error().message;
+}
+
+TEST(CalibrationProfile, ErrorsNameFileAndField) {
+  expect_error(R"({"device": "X", "entries": []})", "version");
+  expect_error(R"({"version": 2, "device": "X", "entries": []})", "version");
+  expect_error(R"({"version": 1, "entries": []})", "device");
+  expect_error(R"({"version": 1, "device": "X"})", "entries");
+  expect_error(R"({"version": 1, "device": "X", "entries": [{"op_kind": "fft", "points": [{"flops": 1, "seconds": 1}]}]})",
+               "entries[0].op_kind: unknown op kind 'fft'");
+  expect_error(R"({"version": 1, "device": "X", "entries": [{"op_kind": "matmul", "points": [{"flops": 1, "seconds": -1}]}]})",
+               "entries[0].points[0].seconds");
+  expect_error(R"({"version": 1, "device": "X", "entries": [{"op_kind": "matmul", "points": [{"bytes": 1, "seconds": 1}]}]})",
+               "entries[0].points[0].flops");
+  expect_error(R"({"version": 1, "device": "X", "entries": [{"op_kind": "softmax", "points": []}]})",
+               "entries[0].points");
+  expect_error(R"({"version": 1, "device": "X", "entries": [{"op_kind": "softmax", "points": [{"bytes": "a", "seconds": 1}]}]})",
+               "entries[0].points[0].bytes");
+  expect_error("{not json", "not valid JSON");
+}
+
+TEST(CalibrationProfile, MissingFileIsAnError) {
+  auto prof = read_calibration_profile("/nonexistent/prof.json");
+  ASSERT_FALSE(prof.ok());
+  EXPECT_NE(prof.error().message.find("/nonexistent/prof.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetplan::cost

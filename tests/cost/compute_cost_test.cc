@@ -1,0 +1,106 @@
+#include "hetplan/cost/compute_cost.h"
+
+#include <gtest/gtest.h>
+
+namespace hetplan::cost {
+namespace {
+
+cluster::DeviceType fake_device() {
+  cluster::DeviceType t;
+  t.name = "FAKE-GPU";
+  t.peak_fp16 = FlopsPerSecond(100e12);
+  t.peak_fp32 = FlopsPerSecond(10e12);
+  t.memory_bandwidth = BytesPerSecond(1e12);
+  return t;
+}
+
+ComputeParams simple_params() {
+  ComputeParams p;
+  p.gemm_peak_efficiency = 0.5;
+  p.gemm_half_size_flops = 1e9;
+  p.memory_efficiency = 0.5;
+  p.kernel_launch = Seconds(1e-6);
+  return p;
+}
+
+model::TrainOp train_op(model::OpKind kind, double flops, double bytes,
+                        model::Phase phase = model::Phase::forward) {
+  model::TrainOp op;
+  op.kind = kind;
+  op.phase = phase;
+  op.flops = flops;
+  op.bytes = bytes;
+  return op;
+}
+
+TEST(ComputeCost, GemmIsComputeBoundOnTheEfficiencyCurve) {
+  const ComputeCostModel m(simple_params());
+  // 2 samples x half the work of 1e9 FLOPs/sample: a 1e9-FLOP call at half-size efficiency 0.25.
+  const auto op = train_op(model::OpKind::matmul, 1e9, 1e6);
+  const Seconds t = m.op_time(fake_device(), op, 2, 0.5, model::DType::bf16);
+  EXPECT_DOUBLE_EQ(t.value, 1e9 / (100e12 * 0.25) + 1e-6);
+}
+
+TEST(ComputeCost, LargeGemmApproachesPeakEfficiency) {
+  const ComputeCostModel m(simple_params());
+  const auto op = train_op(model::OpKind::batched_matmul, 999e9, 0);
+  const Seconds t = m.op_time(fake_device(), op, 1, 1, model::DType::fp16);
+  EXPECT_DOUBLE_EQ(t.value, 999e9 / (100e12 * 0.5 * 999e9 / 1000e9) + 1e-6);
+}
+
+TEST(ComputeCost, WeightBytesDoNotScaleWithSamples) {
+  const ComputeCostModel m(simple_params());
+  auto op = train_op(model::OpKind::matmul, 1, 3e9);
+  op.weight_bytes = 2e9;  // 1e9 activation bytes per sample
+  const Seconds t = m.op_time(fake_device(), op, 4, 0.5, model::DType::bf16);
+  EXPECT_DOUBLE_EQ(t.value, (4 * 1e9 + 2e9) * 0.5 / (1e12 * 0.5) + 1e-6);
+}
+
+TEST(ComputeCost, StreamingOpIsMemoryBound) {
+  const ComputeCostModel m(simple_params());
+  const auto op = train_op(model::OpKind::elementwise, 1e6, 1e9);
+  const Seconds t = m.op_time(fake_device(), op, 1, 1, model::DType::bf16);
+  EXPECT_DOUBLE_EQ(t.value, 1e9 / (1e12 * 0.5) + 1e-6);
+}
+
+TEST(ComputeCost, NonGemmComputeUsesVectorPeak) {
+  const ComputeCostModel m(simple_params());
+  const auto op = train_op(model::OpKind::softmax, 1e12, 1e6);  // flop-heavy on purpose
+  const Seconds t = m.op_time(fake_device(), op, 1, 1, model::DType::bf16);
+  EXPECT_DOUBLE_EQ(t.value, 1e12 / 10e12 + 1e-6);
+}
+
+TEST(ComputeCost, Fp32GemmUsesFp32Peak) {
+  const ComputeCostModel m(simple_params());
+  const auto op = train_op(model::OpKind::matmul, 1e9, 0);
+  const Seconds t = m.op_time(fake_device(), op, 1, 1, model::DType::fp32);
+  EXPECT_DOUBLE_EQ(t.value, 1e9 / (10e12 * 0.25) + 1e-6);
+}
+
+TEST(ComputeCost, OptimizerIgnoresSamplesAndIsNeverAGemm) {
+  const ComputeCostModel m(simple_params());
+  const auto op = train_op(model::OpKind::matmul, 1e6, 1e8, model::Phase::optimizer);
+  const Seconds t = m.op_time(fake_device(), op, 8, 0.5, model::DType::bf16);
+  EXPECT_DOUBLE_EQ(t.value, 0.5e8 / (1e12 * 0.5) + 1e-6);
+}
+
+TEST(ComputeCost, NoWorkTakesNoTime) {
+  const ComputeCostModel m(simple_params());
+  EXPECT_EQ(m.op_time(fake_device(), train_op(model::OpKind::matmul, 0, 0), 4, 1, model::DType::bf16).value, 0);
+  EXPECT_EQ(m.op_time(fake_device(), train_op(model::OpKind::matmul, 1e9, 1e6), 0, 1, model::DType::bf16).value,
+            0);
+}
+
+TEST(ComputeCost, DefaultsAreTheDocumentedPriors) {
+  const ComputeParams p = ComputeParams::defaults();
+  EXPECT_GE(p.gemm_peak_efficiency, 0.7);
+  EXPECT_LE(p.gemm_peak_efficiency, 0.87);
+  EXPECT_GE(p.memory_efficiency, 0.8);
+  EXPECT_LE(p.memory_efficiency, 0.9);
+  EXPECT_GT(p.gemm_half_size_flops, 0);
+  EXPECT_GT(p.kernel_launch.value, 0);
+  EXPECT_LT(p.kernel_launch.value, 10e-6);
+}
+
+}  // namespace
+}  // namespace hetplan::cost

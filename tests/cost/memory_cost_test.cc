@@ -1,0 +1,154 @@
+#include "hetplan/cost/memory_cost.h"
+
+#include <gtest/gtest.h>
+
+#include "hand_built.h"
+
+namespace hetplan::cost {
+namespace {
+
+using testing::gpt_like;
+
+constexpr int kSeq = 1024, kHidden = 1024, kHeads = 16;
+constexpr double s = kSeq, h = kHidden, a = kHeads;
+
+MemoryConfig layers(int n) {
+  MemoryConfig cfg;
+  cfg.num_layers = n;
+  return cfg;
+}
+
+double params_per_layer() { return 12 * h * h + 13 * h; }
+
+TEST(MemoryCost, SixteenBytesPerParameterWithoutZero) {
+  const auto m = gpt_like(2, kSeq, kHidden, kHeads);
+  const auto mem = stage_memory(m, layers(2));
+  const double P = 2 * params_per_layer();
+  EXPECT_DOUBLE_EQ(mem.parameters.value, 2 * P);
+  EXPECT_DOUBLE_EQ(mem.gradients.value, 2 * P);
+  EXPECT_DOUBLE_EQ(mem.optimizer.value, 12 * P);
+}
+
+TEST(MemoryCost, ZeroStagesSplitOverTheGroupAfterTheTensorShard) {
+  const auto m = gpt_like(1, kSeq, kHidden, kHeads);
+  const double P = params_per_layer() / 4;  // tp = 4
+  const double g = 8;
+  for (int stage = 1; stage <= 3; ++stage) {
+    MemoryConfig cfg = layers(1);
+    cfg.param_shard = 0.25;
+    cfg.zero_stage = stage;
+    cfg.zero_group = 8;
+    const auto mem = stage_memory(m, cfg);
+    EXPECT_DOUBLE_EQ(mem.optimizer.value, 12 * P / g) << stage;
+    EXPECT_DOUBLE_EQ(mem.gradients.value, stage >= 2 ? 2 * P / g : 2 * P) << stage;
+    EXPECT_DOUBLE_EQ(mem.parameters.value, stage >= 3 ? 2 * P / g : 2 * P) << stage;
+  }
+}
+
+TEST(MemoryCost, Fp32ModelsKeepSixteenBytesSplitDifferently) {
+  auto m = gpt_like(1, kSeq, kHidden, kHeads);
+  m.dtype = model::DType::fp32;
+  const auto mem = stage_memory(m, layers(1));
+  const double P = params_per_layer();
+  EXPECT_DOUBLE_EQ(mem.parameters.value, 4 * P);
+  EXPECT_DOUBLE_EQ(mem.gradients.value, 4 * P);
+  EXPECT_DOUBLE_EQ(mem.optimizer.value, 8 * P);
+}
+
+// Korthikanti et al. 2022, activations per layer of a micro-batch of b sequences.
+TEST(MemoryCost, ActivationsWithoutParallelismOrRecompute) {
+  const auto m = gpt_like(3, kSeq, kHidden, kHeads);
+  MemoryConfig cfg = layers(3);
+  cfg.micro_batch = 2;
+  const double b = 2;
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).activations.value, 3 * s * b * h * (34 + 5 * a * s / h));
+}
+
+TEST(MemoryCost, ActivationsWithTensorParallelism) {
+  const auto m = gpt_like(1, kSeq, kHidden, kHeads);
+  const double t = 4, b = 2;
+  MemoryConfig cfg = layers(1);
+  cfg.micro_batch = b;
+  cfg.activation_shard = 1 / t;
+  cfg.tensor_parallel = 4;
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).activations.value,
+                   s * b * h * (10 + 24 / t + 5 * a * s / (h * t)));
+  cfg.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).activations.value, s * b * h / t * (34 + 5 * a * s / h));
+  cfg.recompute = Recompute::selective;
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).activations.value, s * b * h * 34 / t);
+}
+
+TEST(MemoryCost, SelectiveRecomputeWithoutTensorParallelism) {
+  const auto m = gpt_like(1, kSeq, kHidden, kHeads);
+  MemoryConfig cfg = layers(1);
+  cfg.recompute = Recompute::selective;
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).activations.value, s * h * 34);
+}
+
+TEST(MemoryCost, FullRecomputeKeepsLayerInputsPlusOneLayerWorkingSet) {
+  const auto m = gpt_like(4, kSeq, kHidden, kHeads);
+  MemoryConfig cfg = layers(4);
+  cfg.recompute = Recompute::full;
+  cfg.micro_batch = 2;
+  cfg.inflight_microbatches = 3;
+  const double b = 2, L = 4;
+  const double inputs = 2 * s * b * h * L * 3;        // 2sbhL per micro-batch in flight
+  const double working = s * b * h * (34 + 5 * a * s / h);  // one layer, one micro-batch
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).activations.value, inputs + working);
+  const auto act = stage_activation_bytes(m, cfg);
+  EXPECT_DOUBLE_EQ(act.stored_per_sample, 2 * s * h * L);
+  // With TP and SP the checkpointed inputs are split too: 2sbhL/t.
+  cfg.activation_shard = 0.125;
+  cfg.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(stage_activation_bytes(m, cfg).stored_per_sample, 2 * s * h * L / 8);
+}
+
+TEST(MemoryCost, InflightMicrobatchesMultiplyActivations) {
+  const auto m = gpt_like(2, kSeq, kHidden, kHeads);
+  MemoryConfig one = layers(2);
+  MemoryConfig many = one;
+  many.inflight_microbatches = 4;
+  EXPECT_DOUBLE_EQ(stage_memory(m, many).activations.value, 4 * stage_memory(m, one).activations.value);
+}
+
+TEST(MemoryCost, StageCountsOnlyItsLayers) {
+  const auto m = gpt_like(4, kSeq, kHidden, kHeads);
+  MemoryConfig cfg;
+  cfg.first_layer = 1;
+  cfg.num_layers = 2;
+  const auto mem = stage_memory(m, cfg);
+  EXPECT_DOUBLE_EQ(mem.parameters.value, 2 * 2 * params_per_layer());
+  EXPECT_DOUBLE_EQ(mem.activations.value, 2 * s * h * (34 + 5 * a * s / h));
+}
+
+TEST(MemoryCost, NonTransformerLayersKeepEverythingUnderFullRecompute) {
+  auto m = gpt_like(1, kSeq, kHidden, kHeads);
+  model::Op logits;
+  logits.name = "head.loss";
+  logits.kind = model::OpKind::cross_entropy;
+  logits.shard = model::ShardKind::vocab;
+  logits.layer = 1;
+  logits.saved_bytes = 4 * s * 50000;  // fp32 logits
+  logits.bytes_read = 2 * s * h;
+  m.ops.push_back(logits);
+  m.layers.push_back({"head", model::LayerKind::head, static_cast<int>(m.ops.size()) - 1, 1});
+  MemoryConfig cfg = layers(2);
+  cfg.recompute = Recompute::full;
+  cfg.activation_shard = 0.5;
+  EXPECT_DOUBLE_EQ(stage_activation_bytes(m, cfg).stored_per_sample, 2 * s * h + 4 * s * 50000 * 0.5);
+}
+
+TEST(MemoryCost, BuffersAreTheConfiguredWorkspaceAndBuckets) {
+  const auto m = gpt_like(1, kSeq, kHidden, kHeads);
+  MemoryConfig cfg = layers(1);
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).buffers.value, (512.0 + 50.0) * 1024 * 1024);
+  cfg.workspace = Bytes(0);
+  cfg.gradient_buckets = Bytes(1e6);
+  const auto mem = stage_memory(m, cfg);
+  EXPECT_DOUBLE_EQ(mem.buffers.value, 1e6);
+  EXPECT_DOUBLE_EQ(mem.total().value, (mem.parameters + mem.gradients + mem.optimizer + mem.activations).value + 1e6);
+}
+
+}  // namespace
+}  // namespace hetplan::cost
