@@ -1,0 +1,89 @@
+// The training step derived from a tiny MLP, with every figure worked out by hand.
+#include <gtest/gtest.h>
+
+#include "hetplan/model/training.h"
+#include "hetplan/model/zoo.h"
+
+namespace hetplan::model {
+namespace {
+
+// mlp:layers=1,hidden=4,in=3,out=2 in bf16 (2 bytes per element):
+//  0 layers.0.fc    3 -> 4 + bias: flops 2*3*4 + 4 = 28, read 6, written 8, params 16
+//  1 layers.0.relu  4 elements:    flops 4, read 8, written 8
+//  2 head.fc        4 -> 2 + bias: flops 2*4*2 + 2 = 18, read 8, written 4, params 10
+//  3 head.loss      2 logits:      flops 5*2 = 10, read 4, written 4 (fp32 loss), saved 8
+Model tiny() {
+  auto m = load_model("mlp:layers=1,hidden=4,in=3,out=2");
+  EXPECT_TRUE(m.ok());
+  return *m;
+}
+
+TEST(TrainingGraph, TinyMlpForward) {
+  const Model m = tiny();
+  ASSERT_EQ(m.ops.size(), 4u);
+  EXPECT_DOUBLE_EQ(m.forward_flops_per_sample(), 28 + 4 + 18 + 10);
+  EXPECT_EQ(m.parameters(), 26);
+  const TrainingGraph tg = derive_training_graph(m);
+  ASSERT_EQ(tg.forward.size(), 4u);
+  EXPECT_DOUBLE_EQ(tg.forward[0].flops, 28);
+  EXPECT_DOUBLE_EQ(tg.forward[0].bytes, 6 + 8 + 2 * 16);  // activations + bf16 weights
+  EXPECT_DOUBLE_EQ(tg.forward[0].weight_bytes, 32);
+  EXPECT_DOUBLE_EQ(tg.forward[1].bytes, 16);
+  EXPECT_EQ(tg.forward[2].gemm, (GemmShape{1, 2, 4, 1}));
+  EXPECT_EQ(tg.forward[3].phase, Phase::forward);
+}
+
+TEST(TrainingGraph, TinyMlpBackward) {
+  const TrainingGraph tg = derive_training_graph(tiny());
+  ASSERT_EQ(tg.backward.size(), 4u);
+  // Reverse order.
+  EXPECT_EQ(tg.backward[0].op, 3);
+  EXPECT_EQ(tg.backward[3].op, 0);
+  EXPECT_EQ(tg.backward[3].phase, Phase::backward);
+  // Loss: 1x FLOPs; reads dY (4) and its input (4), writes dX (4).
+  EXPECT_DOUBLE_EQ(tg.backward[0].flops, 10);
+  EXPECT_DOUBLE_EQ(tg.backward[0].bytes, 4 + 2 * 4);
+  // head.fc: 2x FLOPs; 2 x written (4) + 2 x read (8) + weights 10 x (2 read + 8 fp32 grad rmw).
+  EXPECT_DOUBLE_EQ(tg.backward[1].flops, 36);
+  EXPECT_DOUBLE_EQ(tg.backward[1].weight_bytes, 100);
+  EXPECT_DOUBLE_EQ(tg.backward[1].bytes, 8 + 16 + 100);
+  // relu: 1x; dY 8 + 2 x 8.
+  EXPECT_DOUBLE_EQ(tg.backward[2].flops, 4);
+  EXPECT_DOUBLE_EQ(tg.backward[2].bytes, 24);
+  // layers.0.fc: 56 FLOPs; 16 + 12 + 16 x 10.
+  EXPECT_DOUBLE_EQ(tg.backward[3].flops, 56);
+  EXPECT_DOUBLE_EQ(tg.backward[3].bytes, 16 + 12 + 160);
+}
+
+TEST(TrainingGraph, TinyMlpAdam) {
+  const TrainingGraph tg = derive_training_graph(tiny());
+  ASSERT_EQ(tg.optimizer.size(), 2u);  // the two linear layers
+  EXPECT_EQ(tg.optimizer[0].op, 0);
+  EXPECT_EQ(tg.optimizer[1].op, 2);
+  EXPECT_EQ(tg.optimizer[0].phase, Phase::optimizer);
+  // 30 bytes per parameter: fp32 grad 4, fp32 master/m/v read+write 24, bf16 weight 2.
+  EXPECT_DOUBLE_EQ(tg.optimizer[0].bytes, 16 * 30);
+  EXPECT_DOUBLE_EQ(tg.optimizer[1].bytes, 10 * 30);
+  EXPECT_DOUBLE_EQ(tg.optimizer[0].flops, 16 * 14);
+}
+
+TEST(TrainingGraph, BackwardIsTwiceForwardForGemmsAndTiedWeightsHaveNoOptimizerStep) {
+  auto m = load_model("gpt:layers=1,hidden=16,heads=4,seq=8,vocab=32");
+  ASSERT_TRUE(m.ok());
+  const TrainingGraph tg = derive_training_graph(*m);
+  for (const TrainOp& b : tg.backward) {
+    const Op& op = m->ops[static_cast<std::size_t>(b.op)];
+    const bool gemm = op.kind == OpKind::matmul || op.kind == OpKind::batched_matmul;
+    const bool memory_bound = op.kind == OpKind::softmax || op.kind == OpKind::layernorm;
+    if (gemm || memory_bound) {
+      EXPECT_DOUBLE_EQ(b.flops, (gemm ? 2 : 1) * op.flops) << op.name;
+    }
+  }
+  std::int64_t stepped = 0;
+  for (const TrainOp& o : tg.optimizer) stepped += m->ops[static_cast<std::size_t>(o.op)].params;
+  EXPECT_EQ(stepped, m->parameters());
+  EXPECT_STREQ(to_string(Phase::backward), "backward");
+}
+
+}  // namespace
+}  // namespace hetplan::model
