@@ -6,6 +6,7 @@
 
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/core/quantity_parse.h"
+#include "hetplan/core/units.h"
 
 namespace hetplan::cluster {
 namespace {
@@ -19,8 +20,17 @@ std::string group_line(const Cluster& c, const NodeGroup& g) {
       c.device_types[g.device_type].name, format_bandwidth(g.intra_bandwidth),
       format_duration(g.intra_latency), g.nic_count, format_bandwidth(g.nic_bandwidth), per_node,
       format_bandwidth(g.nic_bandwidth * per_device_share), format_duration(g.nic_latency));
+  if (c.network == NetworkKind::fat_tree)
+    line += fmt::format("; fat-tree uplink {}",
+                        format_bandwidth(g.nic_bandwidth * (g.nic_count / c.oversubscription)));
   if (g.cpu_share != 1.0) line += fmt::format("; cpu share {:g}", g.cpu_share);
   return line + "\n";
+}
+
+// Decimal units, as the data sheets (and the catalog) state memory: "80 GB", "2.56 TB".
+std::string decimal_bytes(Bytes b) {
+  if (b.value >= 1e12) return fmt::format("{:.3g} TB", b.value / 1e12);
+  return fmt::format("{:.4g} GB", b.value / 1e9);
 }
 
 }  // namespace
@@ -58,12 +68,12 @@ std::string summarize(const Cluster& c) {
     const DeviceType& dt = c.device_types[t];
     const FlopsPerSecond bf16 = dt.peak(model::DType::bf16);
     out += fmt::format("  {} x {}: {} memory, {} bf16, {} memory bandwidth\n", count[t], dt.name,
-                       format_bytes(dt.memory), format_flops_rate(bf16),
+                       decimal_bytes(dt.memory), format_flops_rate(bf16),
                        format_bandwidth(dt.memory_bandwidth));
     memory += dt.memory * static_cast<double>(count[t]);
     peak += bf16 * static_cast<double>(count[t]);
   }
-  out += fmt::format("total memory: {}\n", format_bytes(memory));
+  out += fmt::format("total memory: {}\n", decimal_bytes(memory));
   out += fmt::format("total peak bf16: {:.1f} PFLOP/s\n", peak.value / 1e15);
   return out;
 }

@@ -15,13 +15,16 @@ TEST(Summary, NodeGroups) {
   EXPECT_TRUE(contains(s, "a100: 2 nodes x 8 A100-SXM4-40GB; intra-node 300 GB/s")) << s;
   EXPECT_TRUE(contains(s, "16 x V100-SXM2-32GB")) << s;
   EXPECT_TRUE(contains(s, "total peak bf16: 7.0 PFLOP/s")) << s;  // 16*312 + 16*125 TFLOP/s
-  EXPECT_TRUE(contains(s, "total memory:")) << s;
+  EXPECT_TRUE(contains(s, "16 x A100-SXM4-40GB: 40 GB memory, 312.0 TFLOP/s bf16")) << s;
+  EXPECT_TRUE(contains(s, "total memory: 1.15 TB")) << s;  // 16 * 40 GB + 16 * 32 GB
 }
 
 TEST(Summary, FatTreeAndExplicit) {
   auto big = load_cluster("mixed-512");
   ASSERT_TRUE(big.ok());
-  EXPECT_TRUE(contains(summarize(*big), "network: fat-tree (oversubscription 2)"));
+  const std::string b = summarize(*big);
+  EXPECT_TRUE(contains(b, "network: fat-tree (oversubscription 2)")) << b;
+  EXPECT_TRUE(contains(b, "fat-tree uplink 100 GB/s")) << b;
   auto ex = read_cluster_file(std::string(HETPLAN_SOURCE_DIR) + "/data/clusters/explicit-irregular.yaml");
   ASSERT_TRUE(ex.ok());
   const std::string s = summarize(*ex);
