@@ -1,5 +1,7 @@
 #include "family_specs.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "builders.h"
@@ -13,6 +15,16 @@ constexpr std::int64_t kMaxWidth = 1'000'000;
 constexpr std::int64_t kMaxSeq = 10'000'000;
 constexpr std::int64_t kMaxVocab = 100'000'000;
 constexpr std::int64_t kMaxImage = 8192;
+constexpr double kMaxParameters = 1e15;  // keeps every parameter sum far inside int64
+
+// Estimated parameters of a transformer: attention, FFN (times experts) and embeddings.
+void check_size(const SpecArgs& a, double layers, double hidden, double attn_width, double kv_width, double ffn,
+                double ffn_matrices, double experts, double embeddings) {
+  const double per_layer = hidden * (2 * attn_width + 2 * kv_width) + experts * ffn_matrices * hidden * ffn;
+  const double total = layers * per_layer + embeddings * hidden;
+  if (total > kMaxParameters)
+    a.fail_spec(fmt::format("expected a model of at most {:g} parameters; this spec has about {:.3g}", kMaxParameters, total));
+}
 
 // The keys every transformer family shares: layers, hidden, heads (and head_dim).
 struct TransformerDims {
@@ -48,7 +60,10 @@ Model gpt(SpecArgs& a) {
   if (c.positions < c.seq) a.fail("positions", fmt::format("expected at least seq ({})", c.seq));
   c.pre_norm = a.choice("norm", "pre", {"pre", "post"}) == "pre";
   c.tied = a.flag("tied", true);
-  a.finish();  // unknown keys are reported before any building
+  a.finish();
+  const double attn = static_cast<double>(c.heads * c.head_dim);
+  check_size(a, static_cast<double>(c.layers), static_cast<double>(c.hidden), attn, attn, static_cast<double>(c.ffn),
+             2, 1, static_cast<double>(c.vocab + c.positions));  // unknown keys are reported before any building
   return build_gpt(c);
 }
 
@@ -70,9 +85,16 @@ LlamaConfig llama_config(SpecArgs& a, std::int64_t default_seq, std::int64_t def
   return c;
 }
 
+void check_llama_size(const SpecArgs& a, const LlamaConfig& c) {
+  check_size(a, static_cast<double>(c.layers), static_cast<double>(c.hidden), static_cast<double>(c.heads * c.head_dim),
+             static_cast<double>(c.kv_heads * c.head_dim), static_cast<double>(c.ffn), 3,
+             static_cast<double>(std::max<std::int64_t>(c.experts, 1)), 2 * static_cast<double>(c.vocab));
+}
+
 Model llama(SpecArgs& a) {
   const LlamaConfig c = llama_config(a, 4096, 32000);
   a.finish();
+  check_llama_size(a, c);
   return build_llama(c);
 }
 
@@ -82,6 +104,7 @@ Model moe(SpecArgs& a) {
   c.top_k = a.integer("top_k", 2, 1, 4096);
   if (c.top_k > c.experts) a.fail("top_k", fmt::format("expected at most experts ({})", c.experts));
   a.finish();
+  check_llama_size(a, c);
   return build_llama(c);
 }
 

@@ -13,6 +13,8 @@ namespace hetplan::model {
 namespace {
 
 constexpr int kVersion = 1;
+// Per op and for the whole model, so that Model::parameters() cannot overflow.
+constexpr long long kMaxParams = 1'000'000'000'000'000LL;
 
 // Model fields that are plain integers, in the order they are written.
 struct IntField {
@@ -135,8 +137,8 @@ Op read_op(const Json& j, const std::string& path, int count) {
     op.*f.field = json_number_or(j, f.key, path, 0);
     if (op.*f.field < 0) throw InputError(field_path(path, f.key), "expected a number >= 0");
   }
-  op.params = non_negative_int(j, "params", path);
-  op.tied_params = non_negative_int(j, "tied_params", path);
+  op.params = non_negative_int(j, "params", path, kMaxParams);
+  op.tied_params = non_negative_int(j, "tied_params", path, kMaxParams);
   if (j.contains("gemm")) {
     const Json& g = json_require(j, "gemm", path);
     const std::string gpath = field_path(path, "gemm");
@@ -220,7 +222,14 @@ Model parse_model(const Json& doc) {
   const Json& ops = require_array(doc, "ops", "");
   if (ops.empty()) throw InputError("ops", "expected at least one op");
   const int count = ops.size() > static_cast<std::size_t>(INT_MAX / 2) ? INT_MAX / 2 : static_cast<int>(ops.size());
-  for (std::size_t i = 0; i < ops.size(); ++i) m.ops.push_back(read_op(ops[i], index_path("ops", i), count));
+  long long total = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    m.ops.push_back(read_op(ops[i], index_path("ops", i), count));
+    total += m.ops.back().params;
+    if (total > kMaxParams)
+      throw InputError(field_path(index_path("ops", i), "params"),
+                       fmt::format("expected the model's parameters to total at most {}", kMaxParams));
+  }
   m.layers = read_layers(doc, m.ops);
   check_graph(doc, m.ops);
   return m;

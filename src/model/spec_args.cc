@@ -61,6 +61,8 @@ void SpecArgs::fail(std::string_view key, const std::string& expected) const {
   throw InputError(fmt::format("{}: {}", label_, field), expected);
 }
 
+void SpecArgs::fail_spec(const std::string& expected) const { throw InputError(label_, expected); }
+
 std::int64_t SpecArgs::integer(std::string_view key, std::int64_t dflt, std::int64_t lo, std::int64_t hi) {
   note(key);
   const Entry* e = find(key);

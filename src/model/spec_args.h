@@ -24,6 +24,8 @@ class SpecArgs {
 
   // Throws "label: key=value: expected ..." for the key's value.
   [[noreturn]] void fail(std::string_view key, const std::string& expected) const;
+  // Throws "label: expected ..." about the spec as a whole.
+  [[noreturn]] void fail_spec(const std::string& expected) const;
   // Throws for the first key that no accessor asked for, listing the keys this family accepts.
   void finish() const;
 

@@ -106,6 +106,9 @@ TEST(GraphJson, BadFields) {
   doc["ops"][0]["flops"] = -1;
   EXPECT_EQ(error_of(doc), "model.json: ops[0].flops: expected a number >= 0");
   doc = tiny();
+  doc["ops"][1]["params"] = 1'000'000'000'000'000LL;
+  EXPECT_EQ(error_of(doc), "model.json: ops[1].params: expected the model's parameters to total at most 1000000000000000");
+  doc = tiny();
   doc["ops"][0]["params"] = 1.5;
   EXPECT_EQ(error_of(doc), "model.json: ops[0].params: expected an integer");
   doc = tiny();

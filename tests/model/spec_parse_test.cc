@@ -72,6 +72,8 @@ TEST(SpecParse, ErrorsNameTheKeyAndTheExpectation) {
   EXPECT_EQ(error_of("gpt:layers=2,hidden=64,heads=4,layers=3"), "--model: gpt: layers: given twice; expected each key once");
   EXPECT_EQ(error_of("gpt:layers=2,hidden=64,heads=4,positions=8,seq=16"), "--model: gpt: positions=8: expected at least seq (16)");
   EXPECT_EQ(error_of("gpt:layers=2,hidden"), "--model: gpt: 'hidden': expected key=value");
+  EXPECT_EQ(error_of("moe:layers=10000,hidden=1000000,heads=1,ffn=10000000,experts=4096"),
+            "--model: moe: expected a model of at most 1e+15 parameters; this spec has about 1.23e+21");
 }
 
 TEST(SpecParse, UnknownKeyListsTheKnownOnes) {
