@@ -8,10 +8,14 @@
 
 namespace hetplan::cost::detail {
 
-// `bytes` sent from device src to device dst over the whole collective.
+// `bytes` sent from device src to device dst over the whole collective. A pipelined ring or chain
+// pays each hop's path latency once per traversal of the data through it: `latency_weight` is how
+// many times (a ring all-reduce's hops 2(n-1)/n each, so that n hops of latency alpha give the
+// textbook 2(n-1) alpha; a chain's hops 1).
 struct Hop {
   int src = 0, dst = 0;
   double bytes = 0;
+  double latency_weight = 0;
 };
 
 // Cost of a collective (or of sequential phases of one), before the launch overhead is added.
@@ -26,7 +30,8 @@ struct Estimate {
 };
 
 // One phase: all hops run concurrently; time = max over links of load / (bandwidth x efficiency),
-// latency = latency_steps x (largest path latency among the hops).
+// latency = latency_steps x (largest path latency among the hops) + sum over hops of
+// latency_weight x path latency.
 Estimate phase(const cluster::Cluster& c, const NetworkParams& p, const std::vector<Hop>& hops,
                double latency_steps);
 // a then b: times add, loads add, launches add.
@@ -38,11 +43,15 @@ std::vector<std::vector<int>> split_by_node(const cluster::Cluster& c, const std
 // k when every run has the same size k, else 0.
 int uniform_run_size(const std::vector<std::vector<int>>& runs);
 
-// Hops of a ring over `ordered` (by node) moving `per_position` bytes out of every ring position:
-// with several nodes of k > 1 devices each, k channels (see collective_cost.h), else one ring.
-std::vector<Hop> ring_hops(const cluster::Cluster& c, const std::vector<int>& ordered, double per_position);
-// Plain single ring order[i] -> order[i+1 mod n], `bytes[i]` on hop i.
-std::vector<Hop> single_ring_hops(const std::vector<int>& order, const std::vector<double>& bytes);
+// Hops of a ring over `ordered` (by node) moving `per_position` bytes out of every ring position,
+// the data going `traversals` times round the ring: with several nodes of k > 1 devices each,
+// k channels (see collective_cost.h), else one ring. Latency weights make the latency the mean
+// channel's sum of hop latencies times `traversals`.
+std::vector<Hop> ring_hops(const cluster::Cluster& c, const std::vector<int>& ordered, double per_position,
+                           double traversals);
+// Plain single ring order[i] -> order[i+1 mod n], `bytes[i]` on hop i, latency weight `traversals`.
+std::vector<Hop> single_ring_hops(const std::vector<int>& order, const std::vector<double>& bytes,
+                                  double traversals);
 
 // Algorithms (n >= 2, bytes > 0).
 Estimate ring_all_reduce(const cluster::Cluster& c, const NetworkParams& p, const std::vector<int>& devices, double bytes);

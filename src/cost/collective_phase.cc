@@ -20,7 +20,7 @@ Estimate phase(const cluster::Cluster& c, const NetworkParams& p, const std::vec
                double latency_steps) {
   std::vector<LinkLoad> raw;
   raw.reserve(hops.size() * 4);
-  double max_latency = 0;
+  double max_latency = 0, weighted_latency = 0;
   for (const Hop& h : hops) {
     if (h.src == h.dst) continue;
     double latency = 0;
@@ -29,6 +29,7 @@ Estimate phase(const cluster::Cluster& c, const NetworkParams& p, const std::vec
       raw.push_back({l, h.bytes});
     }
     max_latency = std::max(max_latency, latency);
+    weighted_latency += h.latency_weight * latency;
   }
   std::sort(raw.begin(), raw.end(), [](const LinkLoad& a, const LinkLoad& b) { return a.link < b.link; });
   Estimate e;
@@ -45,7 +46,7 @@ Estimate phase(const cluster::Cluster& c, const NetworkParams& p, const std::vec
     slowest = std::max(slowest, l.bytes / rate);
   }
   e.bandwidth_time = Seconds(slowest);
-  e.latency = Seconds(latency_steps * max_latency);
+  e.latency = Seconds(latency_steps * max_latency + weighted_latency);
   return e;
 }
 
@@ -98,31 +99,38 @@ int uniform_run_size(const std::vector<std::vector<int>>& runs) {
   return static_cast<int>(k);
 }
 
-std::vector<Hop> single_ring_hops(const std::vector<int>& order, const std::vector<double>& bytes) {
+std::vector<Hop> single_ring_hops(const std::vector<int>& order, const std::vector<double>& bytes,
+                                  double traversals) {
   assert(order.size() == bytes.size());
   std::vector<Hop> hops;
   hops.reserve(order.size());
   for (std::size_t i = 0; i < order.size(); ++i)
-    hops.push_back({order[i], order[(i + 1) % order.size()], bytes[i]});
+    hops.push_back({order[i], order[(i + 1) % order.size()], bytes[i], traversals});
   return hops;
 }
 
-std::vector<Hop> ring_hops(const cluster::Cluster& c, const std::vector<int>& ordered, double per_position) {
+std::vector<Hop> ring_hops(const cluster::Cluster& c, const std::vector<int>& ordered, double per_position,
+                           double traversals) {
   const auto runs = split_by_node(c, ordered);
   const int k = uniform_run_size(runs);
   if (runs.size() < 2 || k < 2)
-    return single_ring_hops(ordered, std::vector<double>(ordered.size(), per_position));
+    return single_ring_hops(ordered, std::vector<double>(ordered.size(), per_position), traversals);
   // Channel ch visits each node's devices starting at local index ch and leaves from ch - 1, so the
   // intra-node hop i -> i+1 serves k - 1 of the k channels, and the k inter-node hops of a node
-  // boundary leave from k different devices. Each channel carries 1/k of the data.
+  // boundary leave from k different devices. Each channel carries 1/k of the data. A channel
+  // crosses n hops; weighting each hop by the fraction of channels using it gives the mean
+  // channel's latency.
   std::vector<Hop> hops;
   hops.reserve(2 * ordered.size());
   const double per_channel = per_position / k;
   for (std::size_t j = 0; j < runs.size(); ++j) {
     const auto& here = runs[j];
     const auto& next = runs[(j + 1) % runs.size()];
-    for (int i = 0; i < k; ++i) hops.push_back({here[i], here[(i + 1) % k], per_channel * (k - 1)});
-    for (int ch = 0; ch < k; ++ch) hops.push_back({here[(ch + k - 1) % k], next[ch], per_channel});
+    const double intra_share = (k - 1.0) / k, inter_share = 1.0 / k;
+    for (int i = 0; i < k; ++i)
+      hops.push_back({here[i], here[(i + 1) % k], per_channel * (k - 1), traversals * intra_share});
+    for (int ch = 0; ch < k; ++ch)
+      hops.push_back({here[(ch + k - 1) % k], next[ch], per_channel, traversals * inter_share});
   }
   return hops;
 }

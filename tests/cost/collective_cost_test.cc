@@ -45,17 +45,30 @@ double load_on(const CollectiveCost& cost, const cluster::Cluster& c, const std:
 // Path latency between nodes: device->switch 1us, switch->NIC 0, NIC->core 5us, and back.
 constexpr double kInterNodeLatency = 1e-6 + 5e-6 + 5e-6 + 1e-6;
 
+// Round the ring 0 -> 1 -> 2 -> 3 -> 0 of the default 2 x 2 cluster: two NVLink-like hops and two
+// network hops.
+constexpr double kRingLatency = 2 * 2e-6 + 2 * kInterNodeLatency;
+
 TEST(CollectiveCost, RingAllReduceMatchesAlphaBetaFormula) {
-  const auto c = two_level_cluster({});  // 2 nodes x 2 devices, NIC 10 GB/s is the bottleneck
-  const double S = 1e8, n = 4, B = 10e9;
+  TwoLevelSpec spec;  // 2 nodes x 2 devices, NIC 10 GB/s is the bottleneck
+  spec.intra_latency = 3e-6;
+  spec.nic_latency = 0;  // every hop, inside a node or not, then has alpha = 6 us
+  const auto c = two_level_cluster(spec);
+  const double S = 1e8, n = 4, B = 10e9, alpha = 6e-6;
   const auto cost = collective_cost(c, request(Collective::all_reduce, {0, 1, 2, 3}, S, Algorithm::ring), ideal());
   EXPECT_EQ(cost.algorithm, Algorithm::ring);
-  EXPECT_DOUBLE_EQ(cost.time.value, 2 * (n - 1) / n * S / B + 2 * (n - 1) * kInterNodeLatency);
-  EXPECT_DOUBLE_EQ(cost.latency.value, 2 * (n - 1) * kInterNodeLatency);
+  EXPECT_DOUBLE_EQ(cost.time.value, 2 * (n - 1) / n * S / B + 2 * (n - 1) * alpha);
+  EXPECT_DOUBLE_EQ(cost.latency.value, 2 * (n - 1) * alpha);
   // Every device's uplink and each NIC's uplink carry 2(n-1)/n S.
   EXPECT_DOUBLE_EQ(load_on(cost, c, "g0->sw0"), 1.5 * S);
   EXPECT_DOUBLE_EQ(load_on(cost, c, "nic0->core"), 1.5 * S);
   EXPECT_DOUBLE_EQ(load_on(cost, c, "core->nic1"), 1.5 * S);
+}
+
+TEST(CollectiveCost, RingLatencySumsItsHops) {
+  const auto c = two_level_cluster({});
+  const auto cost = collective_cost(c, request(Collective::all_reduce, {0, 1, 2, 3}, 1e8, Algorithm::ring), ideal());
+  EXPECT_DOUBLE_EQ(cost.latency.value, 2 * 3.0 / 4 * kRingLatency);
 }
 
 TEST(CollectiveCost, EfficienciesAndLaunchApplyByLinkKind) {
@@ -68,7 +81,7 @@ TEST(CollectiveCost, EfficienciesAndLaunchApplyByLinkKind) {
   const double S = 1e8;
   const auto cost = collective_cost(c, request(Collective::all_reduce, {3, 2, 1, 0}, S, Algorithm::ring), p);
   // NIC: 1.5 S / 5 GB/s = 30 ms; device uplink: 1.5 S / 25 GB/s = 6 ms.
-  EXPECT_DOUBLE_EQ(cost.time.value, 1.5 * S / 5e9 + 6 * kInterNodeLatency + 7e-6);
+  EXPECT_DOUBLE_EQ(cost.time.value, 1.5 * S / 5e9 + 1.5 * kRingLatency + 7e-6);
 }
 
 TEST(CollectiveCost, NothingToDoTakesNoTime) {
@@ -88,9 +101,10 @@ TEST(CollectiveCost, RingRunsOneChannelPerRail) {
   // 4 channels, each leaving node 0 through a different NIC with a quarter of 2(n-1)/n S.
   for (int r = 0; r < 4; ++r)
     EXPECT_DOUBLE_EQ(load_on(cost, c, "nic0." + std::to_string(r) + "->core"), 2 * (n - 1) / n * S / 4);
-  const double rail_latency = 0 + 5e-6 + 5e-6 + 0;  // device->NIC->core->NIC->device
-  const double worst_hop = std::max(rail_latency, 2e-6);
-  EXPECT_DOUBLE_EQ(cost.time.value, 2 * (n - 1) / n * S / 4 / 10e9 + 2 * (n - 1) * worst_hop);
+  // Each channel crosses 3 hops of 2 us inside each node and one of 10 us (device->NIC->core->
+  // NIC->device) to the next node.
+  const double channel_latency = 2 * (3 * 2e-6 + 10e-6);
+  EXPECT_NEAR(cost.time.value, 2 * (n - 1) / n * S / 4 / 10e9 + 2 * (n - 1) / n * channel_latency, 1e-15);
 }
 
 TEST(CollectiveCost, HierarchicalBeatsRingAcrossSlowNics) {
@@ -162,10 +176,10 @@ TEST(CollectiveCost, UnevenAllGatherPicksPaddedOrGrouped) {
   const auto padded = collective_cost(c, req, ideal());
   EXPECT_EQ(padded.uneven_form, UnevenForm::padded);
   // Padded: (n-1) x max share x S per ring position, over the 10 GB/s NIC.
-  EXPECT_DOUBLE_EQ(padded.time.value, 3 * 0.7 * 1e9 / 10e9 + 3 * kInterNodeLatency);
+  EXPECT_DOUBLE_EQ(padded.time.value, 3 * 0.7 * 1e9 / 10e9 + 0.75 * kRingLatency);
   EXPECT_LT(big.time, padded.time);
   // Grouped: each shard crosses the ring once (S x per-byte time), n chains of n-1 steps.
-  EXPECT_NEAR(big.time.value, 1e9 / 10e9 + 4 * 3 * kInterNodeLatency, 1e-12);
+  EXPECT_NEAR(big.time.value, 1e9 / 10e9 + 4 * 0.75 * kRingLatency, 1e-12);
 
   req.uneven_form.reset();
   req.bytes = Bytes(1e3);
@@ -178,7 +192,7 @@ TEST(CollectiveCost, EvenReduceScatterIsHalfARingAllReduce) {
   const double S = 1e8;
   const auto rs = collective_cost(c, request(Collective::reduce_scatter, {0, 1, 2, 3}, S), ideal());
   EXPECT_EQ(rs.uneven_form, UnevenForm::padded);
-  EXPECT_DOUBLE_EQ(rs.time.value, 0.75 * S / 10e9 + 3 * kInterNodeLatency);
+  EXPECT_DOUBLE_EQ(rs.time.value, 0.75 * S / 10e9 + 0.75 * kRingLatency);
 }
 
 TEST(CollectiveCost, BroadcastChainForLargeTreeForSmall) {

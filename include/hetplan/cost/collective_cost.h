@@ -81,6 +81,11 @@ struct CollectiveRequest {
 // what was used. Rings order devices by (node, local rank); between nodes with k devices each
 // they run k channels, each entering and leaving every node through a different device, so k NIC
 // rails carry the traffic (as NCCL's rings do).
+// Bandwidth term: max over links of load / (bandwidth x link_efficiency). Latency term: rings and
+// chains pay each hop's path latency once per pass of the data round them (a ring all-reduce
+// 2(n-1)/n times the sum round the ring: 2(n-1) alpha when every hop has latency alpha, and NVLink
+// hops cheaper than network hops otherwise); trees, all-to-all, p2p and parameter servers pay
+// steps x the largest path latency. Plus collective_launch per call (n for grouped forms).
 CollectiveCost collective_cost(const cluster::Cluster& c, const CollectiveRequest& req,
                                const NetworkParams& params);
 

@@ -1,0 +1,80 @@
+// The cost layer on the real model zoo and cluster presets: the summation rules agree with the
+// standard formulas on the GPT block the model layer builds, and collectives stay fast at scale.
+#include <chrono>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "hetplan/cluster/cluster_file.h"
+#include "hetplan/cost/collective_cost.h"
+#include "hetplan/cost/memory_cost.h"
+#include "hetplan/model/zoo.h"
+
+namespace hetplan::cost {
+namespace {
+
+int first_transformer_layer(const model::Model& m) {
+  for (std::size_t i = 0; i < m.layers.size(); ++i)
+    if (m.layers[i].kind == model::LayerKind::transformer) return static_cast<int>(i);
+  return -1;
+}
+
+TEST(CostOnZoo, GptBlockActivationsFollowKorthikanti) {
+  auto m = model::load_model("gpt:layers=4,hidden=1024,heads=16,seq=1024,vocab=51200");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const double s = 1024, h = 1024, a = 16, b = 2, t = 4, L = 4;
+  MemoryConfig cfg;
+  cfg.first_layer = first_transformer_layer(*m);
+  cfg.num_layers = 4;
+  cfg.micro_batch = b;
+  EXPECT_DOUBLE_EQ(stage_memory(*m, cfg).activations.value, L * s * b * h * (34 + 5 * a * s / h));
+  cfg.activation_shard = 1 / t;
+  cfg.tensor_parallel = 4;
+  EXPECT_DOUBLE_EQ(stage_memory(*m, cfg).activations.value,
+                   L * s * b * h * (10 + 24 / t + 5 * a * s / (h * t)));
+  cfg.sequence_parallel = true;
+  cfg.recompute = Recompute::selective;
+  EXPECT_DOUBLE_EQ(stage_memory(*m, cfg).activations.value, L * s * b * h * 34 / t);
+  cfg.recompute = Recompute::full;
+  EXPECT_DOUBLE_EQ(stage_activation_bytes(*m, cfg).stored_per_sample, L * 2 * s * h / t);
+}
+
+TEST(CostOnZoo, SixteenBytesPerParameterForAWholeModel) {
+  auto m = model::load_model("gpt3-1.3b");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  MemoryConfig cfg;
+  cfg.num_layers = static_cast<int>(m->layers.size());
+  const auto mem = stage_memory(*m, cfg);
+  EXPECT_DOUBLE_EQ((mem.parameters + mem.gradients + mem.optimizer).value,
+                   16.0 * static_cast<double>(m->parameters()));
+}
+
+TEST(CostOnZoo, DataParallelAllReduceOnAPodOf4096Gpus) {
+  auto c = cluster::load_cluster("dgx-a100:512");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  std::vector<int> all(c->num_devices());
+  std::iota(all.begin(), all.end(), 0);
+  CollectiveRequest req;
+  req.devices = all;
+  req.bytes = Bytes(2.6e9);  // bf16 gradients of a 1.3B model
+  const auto start = std::chrono::steady_clock::now();
+  const auto cost = collective_cost(*c, req, NetworkParams::defaults());
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(elapsed, 0.5);  // ring, tree and hierarchical candidates over 4096 devices
+  // Bus bandwidth bound: 2(n-1)/n S over 8 rails of 200 Gb/s at 90%, or NVSwitch at 65% of 300 GB/s.
+  const double n = 4096;
+  const double rail_bound = 2 * (n - 1) / n * 2.6e9 / (8 * 25e9 * 0.9);
+  EXPECT_GT(cost.time.value, rail_bound * 0.99);
+  // The rest is latency: 2(n-1)/n passes round 512 nodes x (7 NVSwitch hops of 2 us + 1 of 5 us).
+  EXPECT_LT(cost.time.value, rail_bound + 2 * 512 * (7 * 2e-6 + 5e-6) + 0.01);
+  // Rail-aligned data-parallel groups (one GPU per node, tp = 8) cross only their own rail.
+  std::vector<int> rail;
+  for (int node = 0; node < 512; ++node) rail.push_back(node * 8 + 3);
+  req.devices = rail;
+  const auto r = collective_cost(*c, req, NetworkParams::defaults());
+  EXPECT_EQ(r.algorithm, Algorithm::ring);
+  EXPECT_NEAR(r.time.value, 2 * 511.0 / 512 * 2.6e9 / (25e9 * 0.9), 0.2 * r.time.value);
+}
+
+}  // namespace
+}  // namespace hetplan::cost
