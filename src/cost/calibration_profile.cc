@@ -35,10 +35,10 @@ CalibrationProfile parse_profile(const Json& doc) {
     const std::string device = json_string_or(e, "device", path, prof.device);
     if (device.empty()) throw InputError(field_path(path, "device"), "expected a device type name");
     const std::string kind_name = json_string(e, "op_kind", path);
-    const auto kind = parse_op_kind(kind_name);
+    const auto kind = model::parse_op_kind(kind_name);
     if (!kind) {
       std::string known;
-      for (const auto& [k, n] : kOpKindNames) known += (known.empty() ? "" : ", ") + std::string(n);
+      for (model::OpKind k : kAllOpKinds) known += (known.empty() ? "" : ", ") + std::string(model::to_string(k));
       throw InputError(field_path(path, "op_kind"),
                        fmt::format("unknown op kind '{}' (expected one of {})", kind_name, known));
     }
@@ -109,7 +109,7 @@ std::string calibration_profile_to_json(const CalibrationProfile& p) {
     for (const auto& [kind, pts] : kinds) {
       Json e = Json::object();
       e["device"] = device;
-      e["op_kind"] = std::string(op_kind_name(kind));
+      e["op_kind"] = model::to_string(kind);
       Json arr = Json::array();
       for (const CalibrationPoint& pt : pts)
         arr.push_back(Json{{"flops", pt.flops}, {"bytes", pt.bytes}, {"seconds", pt.seconds}});
