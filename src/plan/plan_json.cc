@@ -3,11 +3,11 @@
 // checked and every error naming the field path.
 #include "hetplan/plan/plan_json.h"
 
+#include <fmt/format.h>
+
 #include <climits>
 #include <cmath>
 #include <initializer_list>
-
-#include <fmt/format.h>
 
 #include "hetplan/core/hash.h"
 #include "hetplan/core/json_util.h"
@@ -149,7 +149,9 @@ E enum_or(const Json& obj, std::string_view key, std::string_view path, E dflt, 
   const std::string expected = fmt::format("expected one of {}", names);
   if (!v.is_string()) throw InputError(field_path(path, key), expected);
   auto e = parse(v.get<std::string>());
-  if (!e) throw InputError(field_path(path, key), fmt::format("{} (got \"{}\")", expected, v.get<std::string>()));
+  if (!e)
+    throw InputError(field_path(path, key),
+                     fmt::format("{} (got \"{}\")", expected, v.get<std::string>()));
   return *e;
 }
 
@@ -165,7 +167,8 @@ Replica read_replica(const Json& j, const std::string& path) {
   reject_unknown_keys(j, path, {"devices", "tp_shares", "batch_share"});
   Replica r;
   const Json& devs = array_field(j, "devices", path, "expected a non-empty array of device ids");
-  if (devs.empty()) throw InputError(field_path(path, "devices"), "expected a non-empty array of device ids");
+  if (devs.empty())
+    throw InputError(field_path(path, "devices"), "expected a non-empty array of device ids");
   const std::string dpath = field_path(path, "devices");
   for (std::size_t i = 0; i < devs.size(); ++i) {
     const Json& d = devs[i];
@@ -178,7 +181,8 @@ Replica read_replica(const Json& j, const std::string& path) {
   if (j.contains("tp_shares")) {
     const Json& shares = j.at("tp_shares");
     const std::string spath = field_path(path, "tp_shares");
-    if (!shares.is_array()) throw InputError(spath, "expected an array of positive numbers (or [] for even shares)");
+    if (!shares.is_array())
+      throw InputError(spath, "expected an array of positive numbers (or [] for even shares)");
     for (std::size_t i = 0; i < shares.size(); ++i) {
       const Json& s = shares[i];
       if (!s.is_number() || !(s.get<double>() > 0) || !std::isfinite(s.get<double>()))
@@ -197,12 +201,16 @@ Stage read_stage(const Json& j, const std::string& path) {
   require_object(j, path);
   reject_unknown_keys(j, path, {"first_layer", "num_layers", "replicas"});
   Stage s;
-  s.first_layer = static_cast<int>(int_in(j, "first_layer", path, 0, INT_MAX, "expected an integer >= 0"));
-  s.num_layers = static_cast<int>(int_in(j, "num_layers", path, 1, INT_MAX, "expected an integer >= 1"));
+  s.first_layer =
+      static_cast<int>(int_in(j, "first_layer", path, 0, INT_MAX, "expected an integer >= 0"));
+  s.num_layers =
+      static_cast<int>(int_in(j, "num_layers", path, 1, INT_MAX, "expected an integer >= 1"));
   const Json& reps = array_field(j, "replicas", path, "expected a non-empty array of replicas");
-  if (reps.empty()) throw InputError(field_path(path, "replicas"), "expected a non-empty array of replicas");
+  if (reps.empty())
+    throw InputError(field_path(path, "replicas"), "expected a non-empty array of replicas");
   const std::string rpath = field_path(path, "replicas");
-  for (std::size_t i = 0; i < reps.size(); ++i) s.replicas.push_back(read_replica(reps[i], index_path(rpath, i)));
+  for (std::size_t i = 0; i < reps.size(); ++i)
+    s.replicas.push_back(read_replica(reps[i], index_path(rpath, i)));
   return s;
 }
 
@@ -210,7 +218,8 @@ std::string read_pattern(const Json& obj, std::string_view path, const char* dfl
   const std::string expected = "expected a non-empty op name or pattern (\"layers.3.*\")";
   if (dflt && !obj.contains("ops")) return dflt;
   const Json& v = json_require(obj, "ops", path);
-  if (!v.is_string() || v.get<std::string>().empty()) throw InputError(field_path(path, "ops"), expected);
+  if (!v.is_string() || v.get<std::string>().empty())
+    throw InputError(field_path(path, "ops"), expected);
   return v.get<std::string>();
 }
 
@@ -219,7 +228,8 @@ OpOverride read_override(const Json& j, const std::string& path) {
   reject_unknown_keys(j, path, {"ops", "split"});
   OpOverride o;
   o.ops = read_pattern(j, path, nullptr);
-  o.split = enum_or(j, "split", path, SplitKind::tensor, split_kind_from_string, split_kind_names());
+  o.split =
+      enum_or(j, "split", path, SplitKind::tensor, split_kind_from_string, split_kind_names());
   return o;
 }
 
@@ -228,9 +238,12 @@ GradSync read_grad_sync(const Json& j, const std::string& path) {
   reject_unknown_keys(j, path, {"ops", "method", "algorithm", "priority"});
   GradSync g;
   g.ops = read_pattern(j, path, "*");
-  g.method = enum_or(j, "method", path, SyncMethod::all_reduce, sync_method_from_string, sync_method_names());
-  g.algorithm = enum_or(j, "algorithm", path, cost::Algorithm::automatic, algorithm_from_string, algorithm_names());
-  g.priority = static_cast<int>(int_in_or(j, "priority", path, INT_MIN, INT_MAX, "expected an integer", 0));
+  g.method = enum_or(j, "method", path, SyncMethod::all_reduce, sync_method_from_string,
+                     sync_method_names());
+  g.algorithm = enum_or(j, "algorithm", path, cost::Algorithm::automatic, algorithm_from_string,
+                        algorithm_names());
+  g.priority =
+      static_cast<int>(int_in_or(j, "priority", path, INT_MIN, INT_MAX, "expected an integer", 0));
   return g;
 }
 
@@ -248,9 +261,12 @@ Plan read_plan(const Json& doc) {
   p.global_batch = int_in(doc, "global_batch", "", 1, LLONG_MAX, "expected an integer >= 1");
   p.num_microbatches = static_cast<int>(
       int_in_or(doc, "num_microbatches", "", 1, INT_MAX, "expected an integer >= 1", 1));
-  p.schedule = enum_or(doc, "schedule", "", Schedule::one_f_one_b, schedule_from_string, schedule_names());
-  p.recompute = enum_or(doc, "recompute", "", cost::Recompute::none, recompute_from_string, recompute_names());
-  p.zero_stage = static_cast<int>(int_in_or(doc, "zero_stage", "", 0, 3, "expected an integer in 0..3", 0));
+  p.schedule =
+      enum_or(doc, "schedule", "", Schedule::one_f_one_b, schedule_from_string, schedule_names());
+  p.recompute = enum_or(doc, "recompute", "", cost::Recompute::none, recompute_from_string,
+                        recompute_names());
+  p.zero_stage =
+      static_cast<int>(int_in_or(doc, "zero_stage", "", 0, 3, "expected an integer in 0..3", 0));
   p.sequence_parallel = json_bool_or(doc, "sequence_parallel", "", false);
   if (doc.contains("grad_bucket_bytes")) {
     const Json& v = doc.at("grad_bucket_bytes");
@@ -260,14 +276,16 @@ Plan read_plan(const Json& doc) {
   }
   const Json& stages = array_field(doc, "stages", "", "expected a non-empty array of stages");
   if (stages.empty()) throw InputError("stages", "expected a non-empty array of stages");
-  for (std::size_t i = 0; i < stages.size(); ++i) p.stages.push_back(read_stage(stages[i], index_path("stages", i)));
+  for (std::size_t i = 0; i < stages.size(); ++i)
+    p.stages.push_back(read_stage(stages[i], index_path("stages", i)));
   if (doc.contains("op_overrides")) {
     const Json& a = array_field(doc, "op_overrides", "", "expected an array of {ops, split}");
     for (std::size_t i = 0; i < a.size(); ++i)
       p.op_overrides.push_back(read_override(a[i], index_path("op_overrides", i)));
   }
   if (doc.contains("grad_sync")) {
-    const Json& a = array_field(doc, "grad_sync", "", "expected an array of {ops, method, algorithm, priority}");
+    const Json& a = array_field(doc, "grad_sync", "",
+                                "expected an array of {ops, method, algorithm, priority}");
     for (std::size_t i = 0; i < a.size(); ++i)
       p.grad_sync.push_back(read_grad_sync(a[i], index_path("grad_sync", i)));
   }

@@ -1,7 +1,7 @@
 // Lays a Megatron-style strategy out as a Plan (see strategy.h for the rules).
-#include <climits>
-
 #include <fmt/format.h>
+
+#include <climits>
 
 #include "hetplan/plan/strategy.h"
 
@@ -22,27 +22,29 @@ Strategy resolve(Strategy s, const model::Model& m, const cluster::Cluster& c) {
       s.mbs != static_cast<double>(static_cast<std::int64_t>(s.mbs)) || s.zero < 0 || s.zero > 3)
     throw InputError(to_string(s), "expected positive dp, tp, pp, vpp, mbs, gbs and zero in 0..3");
   if (m.heads > 0 && m.heads % s.tp != 0)
-    throw InputError(fmt::format("tp={}", s.tp),
-                     fmt::format("expected a divisor of the number of attention heads ({})", m.heads));
+    throw InputError(
+        fmt::format("tp={}", s.tp),
+        fmt::format("expected a divisor of the number of attention heads ({})", m.heads));
   if (m.kv_heads > 0 && m.kv_heads % s.tp != 0)
-    throw InputError(fmt::format("tp={}", s.tp),
-                     fmt::format("expected a divisor of the number of key/value heads ({})", m.kv_heads));
+    throw InputError(
+        fmt::format("tp={}", s.tp),
+        fmt::format("expected a divisor of the number of key/value heads ({})", m.kv_heads));
   if (m.experts > 0 && m.experts % s.tp != 0)
     throw InputError(fmt::format("tp={}", s.tp),
                      fmt::format("expected a divisor of the number of experts ({})", m.experts));
   if (s.dp > 0) {
     std::int64_t want = product({s.dp, s.tp, s.pp});
     if (want > devices)
-      throw InputError(fmt::format("dp*tp*pp = {} devices requested but the cluster has {}",
-                                   want == LLONG_MAX ? std::string("too many") : std::to_string(want),
-                                   devices));
+      throw InputError(
+          fmt::format("dp*tp*pp = {} devices requested but the cluster has {}",
+                      want == LLONG_MAX ? std::string("too many") : std::to_string(want), devices));
   } else {
     std::int64_t per_replica = product({s.tp, s.pp});
     if (per_replica > devices)
-      throw InputError(fmt::format("tp*pp = {} devices requested but the cluster has {}",
-                                   per_replica == LLONG_MAX ? std::string("too many")
-                                                            : std::to_string(per_replica),
-                                   devices));
+      throw InputError(fmt::format(
+          "tp*pp = {} devices requested but the cluster has {}",
+          per_replica == LLONG_MAX ? std::string("too many") : std::to_string(per_replica),
+          devices));
     s.dp = static_cast<int>(devices / per_replica);
   }
   const auto mbs = static_cast<std::int64_t>(s.mbs);
@@ -53,8 +55,9 @@ Strategy resolve(Strategy s, const model::Model& m, const cluster::Cluster& c) {
                      fmt::format("expected a multiple of dp*mbs = {}", per_round));
   const std::int64_t rounds = s.gbs / per_round;
   if (rounds > INT_MAX)
-    throw InputError(fmt::format("gbs={}", s.gbs),
-                     fmt::format("expected at most {} micro-batches (gbs/(dp*mbs)), got {}", INT_MAX, rounds));
+    throw InputError(
+        fmt::format("gbs={}", s.gbs),
+        fmt::format("expected at most {} micro-batches (gbs/(dp*mbs)), got {}", INT_MAX, rounds));
   if (s.schedule == Schedule::interleaved && rounds % s.pp != 0)
     throw InputError(fmt::format("gbs={}", s.gbs),
                      fmt::format("expected the number of micro-batches gbs/(dp*mbs) = {} to be a "
@@ -77,15 +80,17 @@ std::vector<int> balance_units(const model::Model& m) {
 std::vector<std::pair<int, int>> chunk_layers(const Strategy& s, const model::Model& m) {
   if (m.layers.empty()) throw InputError("the model has no layers");
   const std::vector<int> units = balance_units(m);
-  const bool blocks = m.layers[static_cast<std::size_t>(units.front())].kind == model::LayerKind::transformer;
+  const bool blocks =
+      m.layers[static_cast<std::size_t>(units.front())].kind == model::LayerKind::transformer;
   const char* what = blocks ? "transformer blocks" : "layers";
   const auto num_units = static_cast<std::int64_t>(units.size());
   const std::int64_t chunks = product({s.pp, s.vpp});
   const std::string key = s.vpp > 1 ? fmt::format("vpp={}", s.vpp) : fmt::format("pp={}", s.pp);
   if (chunks > num_units)
-    throw InputError(key, fmt::format("expected at most {} pipeline chunks (pp*vpp) for the model's "
-                                      "{} {}, got {}",
-                                      num_units, num_units, what, chunks));
+    throw InputError(key,
+                     fmt::format("expected at most {} pipeline chunks (pp*vpp) for the model's "
+                                 "{} {}, got {}",
+                                 num_units, num_units, what, chunks));
   if (s.vpp > 1 && num_units % chunks != 0)
     throw InputError(key, fmt::format("expected pp*vpp = {} to divide the model's {} {}", chunks,
                                       num_units, what));
@@ -115,7 +120,8 @@ Result<Plan> plan_from_strategy(const Strategy& strategy, const model::Model& m,
     p.cluster = c.name;
     p.planner = "strategy:" + to_string(s);
     p.global_batch = s.gbs;
-    p.num_microbatches = static_cast<int>(s.gbs / product({s.dp, static_cast<std::int64_t>(s.mbs)}));
+    p.num_microbatches =
+        static_cast<int>(s.gbs / product({s.dp, static_cast<std::int64_t>(s.mbs)}));
     p.schedule = s.schedule;
     p.recompute = s.recompute;
     p.zero_stage = s.zero;

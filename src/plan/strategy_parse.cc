@@ -1,19 +1,18 @@
 // The strategy shorthand: "key=value,key=value", each key at most once.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <climits>
-
-#include <fmt/format.h>
 
 #include "hetplan/plan/strategy.h"
 
 namespace hetplan::plan {
 namespace {
 
-constexpr std::array<std::string_view, 10> kKeys{"dp",        "tp",   "pp",       "vpp",
-                                                 "mbs",       "gbs",  "recompute", "zero",
-                                                 "schedule", "sp"};
+constexpr std::array<std::string_view, 10> kKeys{"dp",  "tp",        "pp",   "vpp",      "mbs",
+                                                 "gbs", "recompute", "zero", "schedule", "sp"};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -32,12 +31,18 @@ std::int64_t positive_int(std::string_view item, std::string_view value, std::in
 
 void apply(Strategy& s, std::string_view key, std::string_view value, std::string_view item) {
   const std::string field(item);
-  if (key == "dp") s.dp = static_cast<int>(positive_int(item, value, INT_MAX));
-  else if (key == "tp") s.tp = static_cast<int>(positive_int(item, value, INT_MAX));
-  else if (key == "pp") s.pp = static_cast<int>(positive_int(item, value, INT_MAX));
-  else if (key == "vpp") s.vpp = static_cast<int>(positive_int(item, value, INT_MAX));
-  else if (key == "mbs") s.mbs = static_cast<double>(positive_int(item, value, INT_MAX));
-  else if (key == "gbs") s.gbs = positive_int(item, value, LLONG_MAX);
+  if (key == "dp")
+    s.dp = static_cast<int>(positive_int(item, value, INT_MAX));
+  else if (key == "tp")
+    s.tp = static_cast<int>(positive_int(item, value, INT_MAX));
+  else if (key == "pp")
+    s.pp = static_cast<int>(positive_int(item, value, INT_MAX));
+  else if (key == "vpp")
+    s.vpp = static_cast<int>(positive_int(item, value, INT_MAX));
+  else if (key == "mbs")
+    s.mbs = static_cast<double>(positive_int(item, value, INT_MAX));
+  else if (key == "gbs")
+    s.gbs = positive_int(item, value, LLONG_MAX);
   else if (key == "recompute") {
     auto r = recompute_from_string(value);
     if (!r) throw InputError(field, fmt::format("expected one of {}", recompute_names()));
@@ -52,9 +57,12 @@ void apply(Strategy& s, std::string_view key, std::string_view value, std::strin
     s.schedule = *v;
     s.schedule_given = true;
   } else if (key == "sp") {
-    if (value == "1" || value == "true") s.sp = true;
-    else if (value == "0" || value == "false") s.sp = false;
-    else throw InputError(field, "expected 0, 1, true or false");
+    if (value == "1" || value == "true")
+      s.sp = true;
+    else if (value == "0" || value == "false")
+      s.sp = false;
+    else
+      throw InputError(field, "expected 0, 1, true or false");
   }
 }
 
@@ -77,7 +85,8 @@ Strategy parse(std::string_view text) {
     std::size_t comma = text.find(',');
     std::string_view item = trim(text.substr(0, comma));
     if (item.empty())
-      throw InputError(fmt::format("item {}", index + 1), "empty: expected key=value pairs separated by commas");
+      throw InputError(fmt::format("item {}", index + 1),
+                       "empty: expected key=value pairs separated by commas");
     std::size_t eq = item.find('=');
     if (eq == std::string_view::npos) throw InputError(std::string(item), "expected key=value");
     std::string_view key = trim(item.substr(0, eq));

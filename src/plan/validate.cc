@@ -2,12 +2,12 @@
 // built in code (rather than read from a file) has not been through.
 #include "hetplan/plan/validate.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "hetplan/core/json_util.h"
 
@@ -35,7 +35,8 @@ void check_globals(const Plan& p) {
     throw InputError("num_microbatches",
                      fmt::format("expected at most global_batch ({}) micro-batches, got {}",
                                  p.global_batch, p.num_microbatches));
-  if (p.zero_stage < 0 || p.zero_stage > 3) throw InputError("zero_stage", "expected an integer in 0..3");
+  if (p.zero_stage < 0 || p.zero_stage > 3)
+    throw InputError("zero_stage", "expected an integer in 0..3");
   if (!(p.grad_bucket_bytes > 0) || !std::isfinite(p.grad_bucket_bytes))
     throw InputError("grad_bucket_bytes", "expected a number > 0");
 }
@@ -49,17 +50,18 @@ void check_coverage(const Plan& p, const model::Model& m) {
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
     const Stage& st = p.stages[s];
     const std::string path = stage_path(s);
-    if (st.num_layers < 1) throw InputError(field_path(path, "num_layers"), "expected an integer >= 1");
+    if (st.num_layers < 1)
+      throw InputError(field_path(path, "num_layers"), "expected an integer >= 1");
     if (st.first_layer < 0 || st.first_layer >= num_layers)
-      throw InputError(field_path(path, "first_layer"),
-                       fmt::format("expected a layer index in 0..{} (the model has {} layers), got {}",
-                                   num_layers - 1, num_layers, st.first_layer));
+      throw InputError(
+          field_path(path, "first_layer"),
+          fmt::format("expected a layer index in 0..{} (the model has {} layers), got {}",
+                      num_layers - 1, num_layers, st.first_layer));
     const long long end = static_cast<long long>(st.first_layer) + st.num_layers;
     if (end > num_layers)
       throw InputError(field_path(path, "num_layers"),
                        fmt::format("layers {}..{} run past the model's last layer {} ({})",
-                                   st.first_layer, end - 1, num_layers - 1,
-                                   m.layers.back().name));
+                                   st.first_layer, end - 1, num_layers - 1, m.layers.back().name));
     if (st.first_layer > next)
       throw InputError("stages", fmt::format("{} are not assigned to any stage",
                                              describe_layers(m, next, st.first_layer - 1)));
@@ -98,9 +100,10 @@ void check_tensor_parallel(const Replica& r, const model::Model& m, const std::s
   const std::string field = field_path(path, "devices");
   if (!even_shares(r)) {
     if (tp > m.heads)
-      throw InputError(field, fmt::format("tensor-parallel degree {} exceeds the {} attention heads "
-                                          "(expected at most one device per head)",
-                                          tp, m.heads));
+      throw InputError(field,
+                       fmt::format("tensor-parallel degree {} exceeds the {} attention heads "
+                                   "(expected at most one device per head)",
+                                   tp, m.heads));
     return;
   }
   auto require_divides = [&](int count, const char* what) {
@@ -117,7 +120,8 @@ void check_tensor_parallel(const Replica& r, const model::Model& m, const std::s
 void check_replica(const Replica& r, const model::Model& m, const cluster::Cluster& c,
                    const std::string& path, bool has_transformer) {
   const int n = c.num_devices();
-  if (r.devices.empty()) throw InputError(field_path(path, "devices"), "expected at least one device");
+  if (r.devices.empty())
+    throw InputError(field_path(path, "devices"), "expected at least one device");
   const std::string dpath = field_path(path, "devices");
   for (std::size_t i = 0; i < r.devices.size(); ++i) {
     int d = r.devices[i];
@@ -126,8 +130,9 @@ void check_replica(const Replica& r, const model::Model& m, const cluster::Clust
                        fmt::format("device {} does not exist (the cluster has {} devices)", d, n));
     for (std::size_t k = 0; k < i; ++k)
       if (r.devices[k] == d)
-        throw InputError(index_path(dpath, i),
-                         fmt::format("device {} appears twice in the replica (also at devices[{}])", d, k));
+        throw InputError(
+            index_path(dpath, i),
+            fmt::format("device {} appears twice in the replica (also at devices[{}])", d, k));
   }
   if (!r.tp_shares.empty()) {
     const std::string spath = field_path(path, "tp_shares");
@@ -137,7 +142,8 @@ void check_replica(const Replica& r, const model::Model& m, const cluster::Clust
     double sum = 0;
     for (std::size_t i = 0; i < r.tp_shares.size(); ++i) {
       double s = r.tp_shares[i];
-      if (!(s > 0) || !std::isfinite(s)) throw InputError(index_path(spath, i), "expected a number > 0");
+      if (!(s > 0) || !std::isfinite(s))
+        throw InputError(index_path(spath, i), "expected a number > 0");
       sum += s;
     }
     if (std::abs(sum - 1) > kShareTolerance)
@@ -151,7 +157,8 @@ void check_replica(const Replica& r, const model::Model& m, const cluster::Clust
 void check_stage_replicas(const Plan& p, const model::Model& m, const cluster::Cluster& c) {
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
     const Stage& st = p.stages[s];
-    if (st.replicas.empty()) throw InputError(field_path(stage_path(s), "replicas"), "expected at least one replica");
+    if (st.replicas.empty())
+      throw InputError(field_path(stage_path(s), "replicas"), "expected at least one replica");
     const bool has_transformer = stage_has_kind(st, m, model::LayerKind::transformer);
     double sum = 0;
     for (std::size_t r = 0; r < st.replicas.size(); ++r) {
@@ -164,7 +171,8 @@ void check_stage_replicas(const Plan& p, const model::Model& m, const cluster::C
     // Samples each replica handles per micro-batch round must be positive (it always is when the
     // shares are, but guard against shares so small the product underflows).
     for (std::size_t r = 0; r < st.replicas.size(); ++r) {
-      double samples = st.replicas[r].batch_share * static_cast<double>(p.global_batch) / p.num_microbatches;
+      double samples =
+          st.replicas[r].batch_share * static_cast<double>(p.global_batch) / p.num_microbatches;
       if (!(samples > 0))
         throw InputError(field_path(replica_path(s, r), "batch_share"),
                          "expected a share that gives the replica samples in every micro-batch");
@@ -197,10 +205,11 @@ void check_disjoint(const Plan& p) {
         if (inserted) continue;
         const Owner& o = it->second;
         if (o.set != set)
-          throw InputError(field_path(replica_path(s, r), "devices"),
-                           fmt::format("device set {} overlaps {} of {} (expected device sets that "
-                                       "are equal or disjoint)",
-                                       set_text(set), set_text(o.set), replica_path(o.stage, o.replica)));
+          throw InputError(
+              field_path(replica_path(s, r), "devices"),
+              fmt::format("device set {} overlaps {} of {} (expected device sets that "
+                          "are equal or disjoint)",
+                          set_text(set), set_text(o.set), replica_path(o.stage, o.replica)));
         if (o.stage == s && o.replica != r)
           throw InputError(field_path(replica_path(s, r), "devices"),
                            fmt::format("uses the same devices as replicas[{}] of the same stage "
@@ -275,12 +284,14 @@ void check_patterns(const Plan& p, const model::Model& m) {
   };
   for (std::size_t i = 0; i < p.op_overrides.size(); ++i)
     if (!matches_some_op(p.op_overrides[i].ops))
-      throw InputError(field_path(index_path("op_overrides", i), "ops"),
-                       fmt::format("pattern \"{}\" matches no op of the model", p.op_overrides[i].ops));
+      throw InputError(
+          field_path(index_path("op_overrides", i), "ops"),
+          fmt::format("pattern \"{}\" matches no op of the model", p.op_overrides[i].ops));
   for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
     if (!matches_some_op(p.grad_sync[i].ops))
-      throw InputError(field_path(index_path("grad_sync", i), "ops"),
-                       fmt::format("pattern \"{}\" matches no op of the model", p.grad_sync[i].ops));
+      throw InputError(
+          field_path(index_path("grad_sync", i), "ops"),
+          fmt::format("pattern \"{}\" matches no op of the model", p.grad_sync[i].ops));
 }
 
 }  // namespace

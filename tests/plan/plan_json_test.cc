@@ -1,13 +1,12 @@
 #include "hetplan/plan/plan_json.h"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-
-#include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "hetplan/plan/strategy.h"
 #include "hetplan/plan/validate.h"
@@ -28,9 +27,11 @@ Plan rich_plan() {
   p.stages[0].replicas[0].tp_shares = {0.1 + 0.2, 1 - (0.1 + 0.2)};  // not short decimals
   p.stages[0].replicas[0].batch_share = 1.0 / 3;
   p.stages[0].replicas[1].batch_share = 2.0 / 3;
-  p.op_overrides = {OpOverride{"layers.*.ln*", SplitKind::replicate}, OpOverride{"head.lm", SplitKind::tensor}};
-  p.grad_sync = {GradSync{"layers.0.*", SyncMethod::parameter_server, cost::Algorithm::parameter_server, 3},
-                 GradSync{"*", SyncMethod::sufficient_factor, cost::Algorithm::hierarchical, -1}};
+  p.op_overrides = {OpOverride{"layers.*.ln*", SplitKind::replicate},
+                    OpOverride{"head.lm", SplitKind::tensor}};
+  p.grad_sync = {
+      GradSync{"layers.0.*", SyncMethod::parameter_server, cost::Algorithm::parameter_server, 3},
+      GradSync{"*", SyncMethod::sufficient_factor, cost::Algorithm::hierarchical, -1}};
   return p;
 }
 
@@ -49,15 +50,17 @@ TEST(PlanJson, RoundTripIsExact) {
 TEST(PlanJson, EveryEnumValueRoundTrips) {
   for (Schedule s : {Schedule::gpipe, Schedule::one_f_one_b, Schedule::interleaved})
     EXPECT_EQ(schedule_from_string(to_string(s)), s);
-  for (SplitKind s : {SplitKind::tensor, SplitKind::replicate}) EXPECT_EQ(split_kind_from_string(to_string(s)), s);
-  for (SyncMethod s : {SyncMethod::all_reduce, SyncMethod::parameter_server, SyncMethod::sufficient_factor,
-                       SyncMethod::none})
+  for (SplitKind s : {SplitKind::tensor, SplitKind::replicate})
+    EXPECT_EQ(split_kind_from_string(to_string(s)), s);
+  for (SyncMethod s : {SyncMethod::all_reduce, SyncMethod::parameter_server,
+                       SyncMethod::sufficient_factor, SyncMethod::none})
     EXPECT_EQ(sync_method_from_string(to_string(s)), s);
-  for (cost::Algorithm a : {cost::Algorithm::automatic, cost::Algorithm::ring, cost::Algorithm::tree,
-                            cost::Algorithm::hierarchical, cost::Algorithm::direct,
-                            cost::Algorithm::parameter_server})
+  for (cost::Algorithm a :
+       {cost::Algorithm::automatic, cost::Algorithm::ring, cost::Algorithm::tree,
+        cost::Algorithm::hierarchical, cost::Algorithm::direct, cost::Algorithm::parameter_server})
     EXPECT_EQ(algorithm_from_string(algorithm_name(a)), a);
-  for (cost::Recompute r : {cost::Recompute::none, cost::Recompute::selective, cost::Recompute::full})
+  for (cost::Recompute r :
+       {cost::Recompute::none, cost::Recompute::selective, cost::Recompute::full})
     EXPECT_EQ(recompute_from_string(recompute_name(r)), r);
   EXPECT_FALSE(schedule_from_string("1F1B").has_value());
   EXPECT_EQ(schedule_names(), "gpipe|1f1b|interleaved");
@@ -166,8 +169,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"/global_batch", "0", "plan.json: global_batch: expected an integer >= 1"},
         BadField{"/global_batch", "2.5", "plan.json: global_batch: expected an integer >= 1"},
         BadField{"-/global_batch", "", "plan.json: global_batch: missing (required)"},
-        BadField{"/num_microbatches", "\"4\"", "plan.json: num_microbatches: expected an integer >= 1"},
-        BadField{"/num_microbatches", "4294967296", "plan.json: num_microbatches: expected an integer >= 1"},
+        BadField{"/num_microbatches", "\"4\"",
+                 "plan.json: num_microbatches: expected an integer >= 1"},
+        BadField{"/num_microbatches", "4294967296",
+                 "plan.json: num_microbatches: expected an integer >= 1"},
         BadField{"/schedule", "\"pipedream\"",
                  "plan.json: schedule: expected one of gpipe|1f1b|interleaved (got \"pipedream\")"},
         BadField{"/recompute", "true", "plan.json: recompute: expected one of none|selective|full"},
@@ -177,9 +182,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"/stages", "[]", "plan.json: stages: expected a non-empty array of stages"},
         BadField{"/stages", "{}", "plan.json: stages: expected a non-empty array of stages"},
         BadField{"/stages/1", "7", "plan.json: stages[1]: expected an object"},
-        BadField{"/stages/1/first_layer", "-1", "plan.json: stages[1].first_layer: expected an integer >= 0"},
-        BadField{"/stages/0/num_layers", "0", "plan.json: stages[0].num_layers: expected an integer >= 1"},
-        BadField{"/stages/0/replicas", "[]", "plan.json: stages[0].replicas: expected a non-empty array of replicas"},
+        BadField{"/stages/1/first_layer", "-1",
+                 "plan.json: stages[1].first_layer: expected an integer >= 0"},
+        BadField{"/stages/0/num_layers", "0",
+                 "plan.json: stages[0].num_layers: expected an integer >= 1"},
+        BadField{"/stages/0/replicas", "[]",
+                 "plan.json: stages[0].replicas: expected a non-empty array of replicas"},
         BadField{"/stages/1/replicas/0/batch_share", "1.5",
                  "plan.json: stages[1].replicas[0].batch_share: expected a number in (0, 1]"},
         BadField{"/stages/1/replicas/0/batch_share", "0",
@@ -188,36 +196,50 @@ INSTANTIATE_TEST_SUITE_P(
                  "plan.json: stages[1].replicas[0].batch_share: expected a number in (0, 1]"},
         BadField{"-/stages/1/replicas/0/batch_share", "",
                  "plan.json: stages[1].replicas[0].batch_share: missing (required)"},
-        BadField{"/stages/0/replicas/1/devices", "[]",
-                 "plan.json: stages[0].replicas[1].devices: expected a non-empty array of device ids"},
-        BadField{"/stages/0/replicas/1/devices/1", "-3",
-                 "plan.json: stages[0].replicas[1].devices[1]: expected a device id (an integer >= 0)"},
-        BadField{"/stages/0/replicas/1/devices/1", "1.5",
-                 "plan.json: stages[0].replicas[1].devices[1]: expected a device id (an integer >= 0)"},
+        BadField{
+            "/stages/0/replicas/1/devices", "[]",
+            "plan.json: stages[0].replicas[1].devices: expected a non-empty array of device ids"},
+        BadField{
+            "/stages/0/replicas/1/devices/1", "-3",
+            "plan.json: stages[0].replicas[1].devices[1]: expected a device id (an integer >= 0)"},
+        BadField{
+            "/stages/0/replicas/1/devices/1", "1.5",
+            "plan.json: stages[0].replicas[1].devices[1]: expected a device id (an integer >= 0)"},
         BadField{"/stages/0/replicas/0/tp_shares/1", "0",
                  "plan.json: stages[0].replicas[0].tp_shares[1]: expected a number > 0"},
         BadField{"/stages/0/replicas/0/tp_shares", "0.5",
-                 "plan.json: stages[0].replicas[0].tp_shares: expected an array of positive numbers (or [] for even shares)"},
+                 "plan.json: stages[0].replicas[0].tp_shares: expected an array of positive "
+                 "numbers (or [] for even shares)"},
         BadField{"/stages/0/replicas/0/extra", "1",
-                 "plan.json: stages[0].replicas[0].extra: unknown key (allowed: devices, tp_shares, batch_share)"},
+                 "plan.json: stages[0].replicas[0].extra: unknown key (allowed: devices, "
+                 "tp_shares, batch_share)"},
         BadField{"/stages/0/layers", "1",
-                 "plan.json: stages[0].layers: unknown key (allowed: first_layer, num_layers, replicas)"},
+                 "plan.json: stages[0].layers: unknown key (allowed: first_layer, num_layers, "
+                 "replicas)"},
         BadField{"/microbatches", "1",
-                 "plan.json: microbatches: unknown key (allowed: version, model, cluster, planner, global_batch, "
-                 "num_microbatches, schedule, recompute, zero_stage, sequence_parallel, grad_bucket_bytes, stages, "
+                 "plan.json: microbatches: unknown key (allowed: version, model, cluster, planner, "
+                 "global_batch, "
+                 "num_microbatches, schedule, recompute, zero_stage, sequence_parallel, "
+                 "grad_bucket_bytes, stages, "
                  "op_overrides, grad_sync)"},
         BadField{"/op_overrides/0/ops", "\"\"",
-                 "plan.json: op_overrides[0].ops: expected a non-empty op name or pattern (\"layers.3.*\")"},
-        BadField{"/op_overrides/1/split", "\"column\"",
-                 "plan.json: op_overrides[1].split: expected one of tensor|replicate (got \"column\")"},
+                 "plan.json: op_overrides[0].ops: expected a non-empty op name or pattern "
+                 "(\"layers.3.*\")"},
+        BadField{
+            "/op_overrides/1/split", "\"column\"",
+            "plan.json: op_overrides[1].split: expected one of tensor|replicate (got \"column\")"},
         BadField{"/grad_sync/0/method", "\"allreduce\"",
-                 "plan.json: grad_sync[0].method: expected one of all_reduce|parameter_server|sufficient_factor|none "
+                 "plan.json: grad_sync[0].method: expected one of "
+                 "all_reduce|parameter_server|sufficient_factor|none "
                  "(got \"allreduce\")"},
-        BadField{"/grad_sync/1/algorithm", "\"butterfly\"",
-                 "plan.json: grad_sync[1].algorithm: expected one of auto|ring|tree|hierarchical|direct|"
-                 "parameter_server (got \"butterfly\")"},
-        BadField{"/grad_sync/1/priority", "0.5", "plan.json: grad_sync[1].priority: expected an integer"},
-        BadField{"/grad_sync", "{}", "plan.json: grad_sync: expected an array of {ops, method, algorithm, priority}"}));
+        BadField{
+            "/grad_sync/1/algorithm", "\"butterfly\"",
+            "plan.json: grad_sync[1].algorithm: expected one of auto|ring|tree|hierarchical|direct|"
+            "parameter_server (got \"butterfly\")"},
+        BadField{"/grad_sync/1/priority", "0.5",
+                 "plan.json: grad_sync[1].priority: expected an integer"},
+        BadField{"/grad_sync", "{}",
+                 "plan.json: grad_sync: expected an array of {ops, method, algorithm, priority}"}));
 
 TEST(PlanJson, TopLevelMustBeAnObject) {
   auto p = plan_from_json(nlohmann::json::array(), "plan.json");
@@ -249,7 +271,8 @@ TEST_F(PlanFile, TruncatedFile) {
   const std::string file = write("{\"version\": 1, \"stages\": [");
   auto p = read_plan_file(file);
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.error().message.find(file + ": invalid JSON: parse error at line 1"), std::string::npos)
+  EXPECT_NE(p.error().message.find(file + ": invalid JSON: parse error at line 1"),
+            std::string::npos)
       << p.error().message;
 }
 
@@ -289,7 +312,8 @@ TEST(ExamplePlans, InterleavedExampleIsTheStrategyLayout) {
 TEST(ExamplePlans, HeterogExampleValidatesOnAStandIn) {
   auto file = read_plan_file(example("gpt3-125m-heterog-2stage.json"));
   ASSERT_TRUE(file.ok()) << file.error().message;
-  auto v = validate_plan(*file, testing::tiny_gpt(12, 12, 12), testing::tiny_cluster(8, 2), "example");
+  auto v =
+      validate_plan(*file, testing::tiny_gpt(12, 12, 12), testing::tiny_cluster(8, 2), "example");
   EXPECT_TRUE(v.ok()) << v.error().message;
 }
 

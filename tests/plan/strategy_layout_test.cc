@@ -51,7 +51,8 @@ TEST(StrategyLayout, MegatronRankOrderOnEightDevices) {
   EXPECT_EQ(p.schedule, Schedule::one_f_one_b);
   EXPECT_EQ(p.model, "tiny-gpt");
   EXPECT_EQ(p.cluster, "tiny-cluster");
-  EXPECT_EQ(p.planner, "strategy:dp=2,tp=2,pp=2,vpp=1,mbs=2,gbs=16,recompute=none,zero=0,schedule=1f1b,sp=0");
+  EXPECT_EQ(p.planner,
+            "strategy:dp=2,tp=2,pp=2,vpp=1,mbs=2,gbs=16,recompute=none,zero=0,schedule=1f1b,sp=0");
 }
 
 TEST(StrategyLayout, InterleavedChunksCycleOverPipelineRanks) {
@@ -131,15 +132,18 @@ TEST(StrategyLayout, Errors) {
   EXPECT_EQ(error_of("dp=8,tp=2,mbs=6,gbs=1000", gpt, tiny_cluster(16)),
             "--strategy: gbs=1000: expected a multiple of dp*mbs = 48");
   EXPECT_EQ(error_of("pp=16", gpt, tiny_cluster(16)),
-            "--strategy: pp=16: expected at most 12 pipeline chunks (pp*vpp) for the model's 12 transformer blocks, "
+            "--strategy: pp=16: expected at most 12 pipeline chunks (pp*vpp) for the model's 12 "
+            "transformer blocks, "
             "got 16");
   EXPECT_EQ(error_of("pp=4,vpp=2", tiny_gpt(12, 32, 32), tiny_cluster(4)),
             "--strategy: vpp=2: expected pp*vpp = 8 to divide the model's 12 transformer blocks");
   EXPECT_EQ(error_of("pp=4,vpp=3,dp=1,gbs=6", gpt, tiny_cluster(4)),
-            "--strategy: gbs=6: expected the number of micro-batches gbs/(dp*mbs) = 6 to be a multiple of pp = 4 "
+            "--strategy: gbs=6: expected the number of micro-batches gbs/(dp*mbs) = 6 to be a "
+            "multiple of pp = 4 "
             "for the interleaved schedule");
   EXPECT_EQ(error_of("pp=8", tiny_cnn(5), tiny_cluster(8)),
-            "--strategy: pp=8: expected at most 5 pipeline chunks (pp*vpp) for the model's 5 layers, got 8");
+            "--strategy: pp=8: expected at most 5 pipeline chunks (pp*vpp) for the model's 5 "
+            "layers, got 8");
   auto s = parse_strategy("tp=3");
   auto p = plan_from_strategy(*s, gpt, tiny_cluster(8), "--strategy-file");
   ASSERT_FALSE(p.ok());

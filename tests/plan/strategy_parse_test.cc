@@ -11,7 +11,8 @@ std::string error_of(std::string_view text) {
 }
 
 TEST(StrategyParse, IssueExampleGivesTheExactStruct) {
-  auto s = parse_strategy("dp=8,tp=8,pp=12,mbs=1,gbs=1536,recompute=full,zero=1,schedule=interleaved,vpp=3,sp=1");
+  auto s = parse_strategy(
+      "dp=8,tp=8,pp=12,mbs=1,gbs=1536,recompute=full,zero=1,schedule=interleaved,vpp=3,sp=1");
   ASSERT_TRUE(s.ok()) << s.error().message;
   Strategy expected;
   expected.dp = 8;
@@ -26,7 +27,8 @@ TEST(StrategyParse, IssueExampleGivesTheExactStruct) {
   expected.schedule_given = true;
   expected.sp = true;
   EXPECT_EQ(*s, expected);
-  EXPECT_EQ(to_string(*s), "dp=8,tp=8,pp=12,vpp=3,mbs=1,gbs=1536,recompute=full,zero=1,schedule=interleaved,sp=1");
+  EXPECT_EQ(to_string(*s),
+            "dp=8,tp=8,pp=12,vpp=3,mbs=1,gbs=1536,recompute=full,zero=1,schedule=interleaved,sp=1");
 }
 
 TEST(StrategyParse, EmptyGivesDefaults) {
@@ -68,7 +70,8 @@ TEST(StrategyParse, CanonicalTextParsesBack) {
 
 TEST(StrategyParse, Errors) {
   EXPECT_EQ(error_of("tp=2,foo=1"),
-            "--strategy: foo=1: unknown key (allowed: dp, tp, pp, vpp, mbs, gbs, recompute, zero, schedule, sp)");
+            "--strategy: foo=1: unknown key (allowed: dp, tp, pp, vpp, mbs, gbs, recompute, zero, "
+            "schedule, sp)");
   EXPECT_EQ(error_of("tp=two"), "--strategy: tp=two: expected a positive integer");
   EXPECT_EQ(error_of("tp=2.5"), "--strategy: tp=2.5: expected a positive integer");
   EXPECT_EQ(error_of("pp=0"), "--strategy: pp=0: expected a positive integer");
@@ -77,13 +80,19 @@ TEST(StrategyParse, Errors) {
   EXPECT_EQ(error_of("tp=99999999999"), "--strategy: tp=99999999999: expected a positive integer");
   EXPECT_EQ(error_of("tp=2,tp=4"), "--strategy: tp=4: tp is given twice");
   EXPECT_EQ(error_of("tp"), "--strategy: tp: expected key=value");
-  EXPECT_EQ(error_of("tp=2,,pp=2"), "--strategy: item 2: empty: expected key=value pairs separated by commas");
+  EXPECT_EQ(error_of("tp=2,,pp=2"),
+            "--strategy: item 2: empty: expected key=value pairs separated by commas");
   EXPECT_EQ(error_of("zero=4"), "--strategy: zero=4: expected 0, 1, 2 or 3");
-  EXPECT_EQ(error_of("recompute=some"), "--strategy: recompute=some: expected one of none|selective|full");
-  EXPECT_EQ(error_of("schedule=zb"), "--strategy: schedule=zb: expected one of gpipe|1f1b|interleaved");
+  EXPECT_EQ(error_of("recompute=some"),
+            "--strategy: recompute=some: expected one of none|selective|full");
+  EXPECT_EQ(error_of("schedule=zb"),
+            "--strategy: schedule=zb: expected one of gpipe|1f1b|interleaved");
   EXPECT_EQ(error_of("sp=yes"), "--strategy: sp=yes: expected 0, 1, true or false");
-  EXPECT_EQ(error_of("vpp=2"), "--strategy: vpp=2: expected pp > 1 (virtual stages interleave over the pipeline ranks)");
-  EXPECT_EQ(error_of("pp=2,vpp=2,schedule=1f1b"), "--strategy: schedule=1f1b: expected schedule=interleaved with vpp=2");
+  EXPECT_EQ(
+      error_of("vpp=2"),
+      "--strategy: vpp=2: expected pp > 1 (virtual stages interleave over the pipeline ranks)");
+  EXPECT_EQ(error_of("pp=2,vpp=2,schedule=1f1b"),
+            "--strategy: schedule=1f1b: expected schedule=interleaved with vpp=2");
   EXPECT_EQ(error_of("pp=2,schedule=interleaved"),
             "--strategy: schedule=interleaved: expected vpp > 1 (model chunks per pipeline rank)");
   auto named = parse_strategy("tp=x", "-s");

@@ -28,7 +28,8 @@ TEST_F(Validate, ExamplePlanIsValid) { EXPECT_EQ(check(), "ok"); }
 
 TEST_F(Validate, UnassignedTrailingLayers) {
   plan_.stages[1].num_layers = 1;
-  EXPECT_EQ(check(), "plan.json: stages: layers 4..5 (layers.3 ... head) are not assigned to any stage");
+  EXPECT_EQ(check(),
+            "plan.json: stages: layers 4..5 (layers.3 ... head) are not assigned to any stage");
 }
 
 TEST_F(Validate, UnassignedSingleLayerInAGap) {
@@ -41,35 +42,44 @@ TEST_F(Validate, OverlappingStages) {
   plan_.stages[1].first_layer = 2;
   plan_.stages[1].num_layers = 4;
   EXPECT_EQ(check(),
-            "plan.json: stages[1].first_layer: layer 2 (layers.1) are already assigned to an earlier stage "
+            "plan.json: stages[1].first_layer: layer 2 (layers.1) are already assigned to an "
+            "earlier stage "
             "(expected stages in model order starting at layer 3)");
 }
 
 TEST_F(Validate, StagePastTheLastLayer) {
   plan_.stages[1].num_layers = 4;
-  EXPECT_EQ(check(), "plan.json: stages[1].num_layers: layers 3..6 run past the model's last layer 5 (head)");
+  EXPECT_EQ(
+      check(),
+      "plan.json: stages[1].num_layers: layers 3..6 run past the model's last layer 5 (head)");
 }
 
 TEST_F(Validate, FirstLayerOutOfRange) {
   plan_.stages[1].first_layer = 9;
   EXPECT_EQ(check(),
-            "plan.json: stages[1].first_layer: expected a layer index in 0..5 (the model has 6 layers), got 9");
+            "plan.json: stages[1].first_layer: expected a layer index in 0..5 (the model has 6 "
+            "layers), got 9");
 }
 
 TEST_F(Validate, DeviceDoesNotExist) {
   plan_.stages[1].replicas[0].devices[3] = 40;
-  EXPECT_EQ(check(), "plan.json: stages[1].replicas[0].devices[3]: device 40 does not exist (the cluster has 8 devices)");
+  EXPECT_EQ(check(),
+            "plan.json: stages[1].replicas[0].devices[3]: device 40 does not exist (the cluster "
+            "has 8 devices)");
 }
 
 TEST_F(Validate, DeviceTwiceInAReplica) {
   plan_.stages[1].replicas[0].devices[2] = 4;
   EXPECT_EQ(check(),
-            "plan.json: stages[1].replicas[0].devices[2]: device 4 appears twice in the replica (also at devices[0])");
+            "plan.json: stages[1].replicas[0].devices[2]: device 4 appears twice in the replica "
+            "(also at devices[0])");
 }
 
 TEST_F(Validate, TpSharesSizeMismatch) {
   plan_.stages[0].replicas[0].tp_shares = {0.5, 0.25, 0.25};
-  EXPECT_EQ(check(), "plan.json: stages[0].replicas[0].tp_shares: expected 2 shares (one per device) or none, got 3");
+  EXPECT_EQ(check(),
+            "plan.json: stages[0].replicas[0].tp_shares: expected 2 shares (one per device) or "
+            "none, got 3");
 }
 
 TEST_F(Validate, TpSharesNonPositive) {
@@ -79,7 +89,8 @@ TEST_F(Validate, TpSharesNonPositive) {
 
 TEST_F(Validate, TpSharesNotSummingToOne) {
   plan_.stages[0].replicas[0].tp_shares = {0.6, 0.5};
-  EXPECT_EQ(check(), "plan.json: stages[0].replicas[0].tp_shares: expected shares summing to 1, got 1.1");
+  EXPECT_EQ(check(),
+            "plan.json: stages[0].replicas[0].tp_shares: expected shares summing to 1, got 1.1");
 }
 
 TEST_F(Validate, TpSharesWithinTolerance) {
@@ -89,7 +100,8 @@ TEST_F(Validate, TpSharesWithinTolerance) {
 
 TEST_F(Validate, BatchSharesNotSummingToOne) {
   plan_.stages[0].replicas[1].batch_share = 0.25;
-  EXPECT_EQ(check(), "plan.json: stages[0].replicas: expected batch_share values summing to 1, got 0.75");
+  EXPECT_EQ(check(),
+            "plan.json: stages[0].replicas: expected batch_share values summing to 1, got 0.75");
 }
 
 TEST_F(Validate, BatchShareOutOfRange) {
@@ -101,7 +113,8 @@ TEST_F(Validate, EvenTpMustDivideHeads) {
   model_ = tiny_gpt(4, 6, 6);  // 6 heads; stage 1 has tp = 4
   plan_.stages[1].replicas[0].tp_shares.clear();
   EXPECT_EQ(check(),
-            "plan.json: stages[1].replicas[0].devices: tensor-parallel degree 4 does not divide the 6 attention "
+            "plan.json: stages[1].replicas[0].devices: tensor-parallel degree 4 does not divide "
+            "the 6 attention "
             "heads (expected a divisor of 6 for an even split)");
 }
 
@@ -109,7 +122,8 @@ TEST_F(Validate, EvenTpMustDivideKvHeads) {
   model_ = tiny_gpt(4, 8, 2);
   plan_.stages[1].replicas[0].tp_shares.clear();
   EXPECT_EQ(check(),
-            "plan.json: stages[1].replicas[0].devices: tensor-parallel degree 4 does not divide the 2 key/value "
+            "plan.json: stages[1].replicas[0].devices: tensor-parallel degree 4 does not divide "
+            "the 2 key/value "
             "heads (expected a divisor of 2 for an even split)");
 }
 
@@ -117,7 +131,8 @@ TEST_F(Validate, EvenTpMustDivideExperts) {
   model_ = tiny_gpt(4, 8, 8, 6);
   plan_.stages[1].replicas[0].tp_shares.clear();
   EXPECT_EQ(check(),
-            "plan.json: stages[1].replicas[0].devices: tensor-parallel degree 4 does not divide the 6 experts "
+            "plan.json: stages[1].replicas[0].devices: tensor-parallel degree 4 does not divide "
+            "the 6 experts "
             "(expected a divisor of 6 for an even split)");
 }
 
@@ -127,7 +142,8 @@ TEST_F(Validate, UnevenTpNeedsOnlyAHeadPerDevice) {
   model_ = tiny_gpt(4, 3, 3);
   plan_.stages[0].replicas[1].devices = {2};  // tp = 1 there
   EXPECT_EQ(check(),
-            "plan.json: stages[1].replicas[0].devices: tensor-parallel degree 4 exceeds the 3 attention heads "
+            "plan.json: stages[1].replicas[0].devices: tensor-parallel degree 4 exceeds the 3 "
+            "attention heads "
             "(expected at most one device per head)");
 }
 
@@ -140,7 +156,8 @@ TEST_F(Validate, EqualSharesCountAsEven) {
 TEST_F(Validate, OverlappingDeviceSets) {
   plan_.stages[1].replicas[0].devices = {3, 4, 5, 6};
   EXPECT_EQ(check(),
-            "plan.json: stages[1].replicas[0].devices: device set {3,4,5,6} overlaps {2,3} of stages[0].replicas[1] "
+            "plan.json: stages[1].replicas[0].devices: device set {3,4,5,6} overlaps {2,3} of "
+            "stages[0].replicas[1] "
             "(expected device sets that are equal or disjoint)");
 }
 
@@ -148,14 +165,16 @@ TEST_F(Validate, ReplicasOfAStageOnTheSameDevices) {
   plan_.stages[0].replicas[1].devices = {1, 0};
   plan_.stages[0].replicas[1].tp_shares = {};
   EXPECT_EQ(check(),
-            "plan.json: stages[0].replicas[1].devices: uses the same devices as replicas[0] of the same stage "
+            "plan.json: stages[0].replicas[1].devices: uses the same devices as replicas[0] of the "
+            "same stage "
             "(expected disjoint replicas)");
 }
 
 TEST_F(Validate, StagesSharingDevicesNeedInterleaved) {
   plan_.stages[1].replicas = plan_.stages[0].replicas;
   EXPECT_EQ(check(),
-            "plan.json: stages[1]: shares device 0 with stages[0]; only the interleaved schedule runs several "
+            "plan.json: stages[1]: shares device 0 with stages[0]; only the interleaved schedule "
+            "runs several "
             "stages on the same devices");
 }
 
@@ -181,7 +200,8 @@ TEST_F(Validate, InterleavedCyclesThroughGroups) {
   EXPECT_EQ(check(), "ok");
   plan_.num_microbatches = 3;
   EXPECT_EQ(check(),
-            "plan.json: num_microbatches: expected a multiple of the 2 pipeline device groups for the interleaved "
+            "plan.json: num_microbatches: expected a multiple of the 2 pipeline device groups for "
+            "the interleaved "
             "schedule, got 3");
 }
 
@@ -190,7 +210,8 @@ TEST_F(Validate, InterleavedOutOfOrder) {
   plan_.stages[2].replicas[0].devices = {2, 3};
   plan_.stages[3].replicas[0].devices = {0, 1};
   EXPECT_EQ(check(),
-            "plan.json: stages[2]: expected the devices of stages[0] (the interleaved schedule cycles through the "
+            "plan.json: stages[2]: expected the devices of stages[0] (the interleaved schedule "
+            "cycles through the "
             "2 device groups in order)");
 }
 
@@ -198,7 +219,8 @@ TEST_F(Validate, InterleavedPartialReuse) {
   plan_ = interleaved_plan();
   plan_.stages[2].replicas = {Replica{{0, 1}, {}, 0.5}, Replica{{4, 5}, {}, 0.5}};
   EXPECT_EQ(check(),
-            "plan.json: stages[2]: shares device 0 with stages[0] but not its replica device sets (expected the "
+            "plan.json: stages[2]: shares device 0 with stages[0] but not its replica device sets "
+            "(expected the "
             "same replicas as stages[0] or devices of no other stage)");
 }
 
@@ -209,7 +231,8 @@ TEST_F(Validate, GlobalBatchAndMicrobatches) {
   plan_.num_microbatches = 0;
   EXPECT_EQ(check(), "plan.json: num_microbatches: expected an integer >= 1");
   plan_.num_microbatches = 4;
-  EXPECT_EQ(check(), "plan.json: num_microbatches: expected at most global_batch (2) micro-batches, got 4");
+  EXPECT_EQ(check(),
+            "plan.json: num_microbatches: expected at most global_batch (2) micro-batches, got 4");
 }
 
 TEST_F(Validate, ZeroStageRange) {
@@ -218,10 +241,13 @@ TEST_F(Validate, ZeroStageRange) {
 }
 
 TEST_F(Validate, OpOverridePatternMustMatch) {
-  plan_.op_overrides = {OpOverride{"layers.*.norm*", SplitKind::replicate}, OpOverride{"layers.*.ln", SplitKind::replicate}};
-  EXPECT_EQ(check(), "plan.json: op_overrides[1].ops: pattern \"layers.*.ln\" matches no op of the model");
+  plan_.op_overrides = {OpOverride{"layers.*.norm*", SplitKind::replicate},
+                        OpOverride{"layers.*.ln", SplitKind::replicate}};
+  EXPECT_EQ(check(),
+            "plan.json: op_overrides[1].ops: pattern \"layers.*.ln\" matches no op of the model");
   plan_.op_overrides.pop_back();
-  plan_.grad_sync = {GradSync{"head.*", SyncMethod::none, cost::Algorithm::automatic, 0}, GradSync{"emb", SyncMethod::all_reduce, cost::Algorithm::ring, 0}};
+  plan_.grad_sync = {GradSync{"head.*", SyncMethod::none, cost::Algorithm::automatic, 0},
+                     GradSync{"emb", SyncMethod::all_reduce, cost::Algorithm::ring, 0}};
   EXPECT_EQ(check(), "plan.json: grad_sync[1].ops: pattern \"emb\" matches no op of the model");
 }
 

@@ -1,8 +1,8 @@
 // The plan layer on the real zoo models and cluster presets: the example plans validate, and the
 // shorthand lays out the Megatron-LM runs of the published table.
-#include <filesystem>
-
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/model/zoo.h"
@@ -59,7 +59,8 @@ TEST(ZooPlans, ShorthandErrorsOnRealModels) {
   ASSERT_TRUE(c.ok()) << c.error().message;
   auto p = plan_from_strategy(*parse_strategy("tp=16"), *m, *c);
   ASSERT_FALSE(p.ok());
-  EXPECT_EQ(p.error().message, "--strategy: tp=16: expected a divisor of the number of key/value heads (8)");
+  EXPECT_EQ(p.error().message,
+            "--strategy: tp=16: expected a divisor of the number of key/value heads (8)");
 }
 
 }  // namespace
