@@ -1,5 +1,3 @@
-#include <string>
-
 #include "builders.h"
 #include "lm_parts.h"
 #include "transformer_block.h"
@@ -9,15 +7,10 @@ namespace hetplan::model::detail {
 // BERT pre-training graph (BertForPreTraining): MLM logits on every position, as Megatron-LM's
 // BERT computes them, and the next-sentence head on the [CLS] token.
 Model build_bert(const BertConfig& c) {
+  BlockShape b = gpt_style_block(c.seq, c.hidden, c.heads, c.hidden / c.heads, c.ffn);
+  b.pre_norm = false;
   Model m;
-  m.family = Family::encoder;
-  m.seq_len = static_cast<int>(c.seq);
-  m.vocab = static_cast<int>(c.vocab);
-  m.hidden = static_cast<int>(c.hidden);
-  m.heads = m.kv_heads = static_cast<int>(c.heads);
-  m.head_dim = static_cast<int>(c.hidden / c.heads);
-  m.ffn_hidden = static_cast<int>(c.ffn);
-  m.num_blocks = static_cast<int>(c.layers);
+  describe_transformer(m, Family::encoder, b, c.layers, c.vocab);
   GraphBuilder g(m);
   const double act = g.act(), sh = static_cast<double>(c.seq) * static_cast<double>(c.hidden);
   const double h = static_cast<double>(c.hidden);
@@ -34,18 +27,7 @@ Model build_bert(const BertConfig& c) {
   drop.saved_bytes += act * sh;  // the first block's QKV input
   x = g.add(std::move(drop));
 
-  BlockShape b;
-  b.seq = c.seq;
-  b.hidden = c.hidden;
-  b.heads = b.kv_heads = c.heads;
-  b.head_dim = c.hidden / c.heads;
-  b.ffn = c.ffn;
-  b.pre_norm = false;
-  for (std::int64_t i = 0; i < c.layers; ++i) {
-    const std::string name = "layers." + std::to_string(i);
-    g.begin_layer(name, LayerKind::transformer);
-    x = add_transformer_block(g, name, b, x);
-  }
+  x = add_transformer_layers(g, b, c.layers, x);
 
   g.begin_layer("head", LayerKind::head);
   const int last = x;
@@ -53,9 +35,7 @@ Model build_bert(const BertConfig& c) {
   Op gelu = pointwise("head.mlm.gelu", OpKind::elementwise, ShardKind::replicated, {dense}, act, sh, kGeluFlops);
   gelu.saved_bytes = act * sh;
   const int ge = g.add(std::move(gelu));
-  Op mn = norm("head.mlm.norm", OpKind::layernorm, {ge}, act, c.seq, c.hidden);
-  mn.saved_bytes = 2 * act * sh;
-  const int mlm_in = g.add(std::move(mn));
+  const int mlm_in = add_saving_norm(g, "head.mlm.norm", OpKind::layernorm, c.seq, c.hidden, ge);
   add_lm_head(g, "head.mlm.decoder", "head.mlm.loss", mlm_in, c.seq, c.hidden, c.vocab, true, true);
   const int pooler = g.add(linear("head.pooler", {last}, act, 1, c.hidden, c.hidden, true, ShardKind::replicated));
   Op tanh = pointwise("head.pooler.tanh", OpKind::elementwise, ShardKind::replicated, {pooler}, act, h, kGeluFlops);

@@ -1,5 +1,3 @@
-#include <string>
-
 #include "builders.h"
 #include "lm_parts.h"
 #include "transformer_block.h"
@@ -7,16 +5,10 @@
 namespace hetplan::model::detail {
 
 Model build_gpt(const GptConfig& c) {
+  BlockShape b = gpt_style_block(c.seq, c.hidden, c.heads, c.head_dim, c.ffn);
+  b.pre_norm = c.pre_norm;
   Model m;
-  m.family = Family::decoder_lm;
-  m.seq_len = static_cast<int>(c.seq);
-  m.vocab = static_cast<int>(c.vocab);
-  m.hidden = static_cast<int>(c.hidden);
-  m.heads = static_cast<int>(c.heads);
-  m.kv_heads = static_cast<int>(c.heads);
-  m.head_dim = static_cast<int>(c.head_dim);
-  m.ffn_hidden = static_cast<int>(c.ffn);
-  m.num_blocks = static_cast<int>(c.layers);
+  describe_transformer(m, Family::decoder_lm, b, c.layers, c.vocab);
   GraphBuilder g(m);
   const double act = g.act(), sh = static_cast<double>(c.seq) * static_cast<double>(c.hidden);
   const double se = static_cast<double>(c.seq) * static_cast<double>(c.embed);
@@ -34,25 +26,10 @@ Model build_gpt(const GptConfig& c) {
   x = g.add(std::move(pos));
   x = g.add(dropout("embedding.dropout", ShardKind::replicated, {x}, act, sh));
 
-  BlockShape b;
-  b.seq = c.seq;
-  b.hidden = c.hidden;
-  b.heads = b.kv_heads = c.heads;
-  b.head_dim = c.head_dim;
-  b.ffn = c.ffn;
-  b.pre_norm = c.pre_norm;
-  for (std::int64_t i = 0; i < c.layers; ++i) {
-    const std::string name = "layers." + std::to_string(i);
-    g.begin_layer(name, LayerKind::transformer);
-    x = add_transformer_block(g, name, b, x);
-  }
+  x = add_transformer_layers(g, b, c.layers, x);
 
   g.begin_layer("head", LayerKind::head);
-  if (c.pre_norm) {
-    Op n = norm("head.norm", OpKind::layernorm, {x}, act, c.seq, c.hidden);
-    n.saved_bytes = 2 * act * sh;
-    x = g.add(std::move(n));
-  }
+  if (c.pre_norm) x = add_saving_norm(g, "head.norm", OpKind::layernorm, c.seq, c.hidden, x);
   if (c.embed != c.hidden) {
     Op out = linear("head.project_out", {x}, act, c.seq, c.hidden, c.embed, false, ShardKind::replicated);
     out.saved_bytes = act * se;  // the LM head's input

@@ -5,11 +5,8 @@ namespace {
 
 double d(std::int64_t v) { return static_cast<double>(v); }
 
-// Norm that keeps its input and its output (the next GEMM's input): 2 x 2sh.
 int add_norm(GraphBuilder& g, const std::string& name, const BlockShape& b, int input) {
-  Op op = norm(name, b.norm, {input}, g.act(), b.seq, b.hidden);
-  op.saved_bytes = 2 * g.act() * d(b.seq) * d(b.hidden);
-  return g.add(std::move(op));
+  return add_saving_norm(g, name, b.norm, b.seq, b.hidden, input);
 }
 
 // QKV projection through the attention-output projection; returns the projection's op.
@@ -123,6 +120,47 @@ int add_branch_dropout(GraphBuilder& g, const std::string& name, const BlockShap
 }
 
 }  // namespace
+
+BlockShape gpt_style_block(std::int64_t seq, std::int64_t hidden, std::int64_t heads, std::int64_t head_dim,
+                           std::int64_t ffn) {
+  BlockShape b;
+  b.seq = seq;
+  b.hidden = hidden;
+  b.heads = b.kv_heads = heads;
+  b.head_dim = head_dim;
+  b.ffn = ffn;
+  return b;
+}
+
+int add_saving_norm(GraphBuilder& g, const std::string& name, OpKind kind, std::int64_t seq, std::int64_t width,
+                    int input) {
+  Op op = norm(name, kind, {input}, g.act(), seq, width);
+  op.saved_bytes = 2 * g.act() * d(seq) * d(width);
+  return g.add(std::move(op));
+}
+
+int add_transformer_layers(GraphBuilder& g, const BlockShape& b, std::int64_t layers, int input) {
+  for (std::int64_t i = 0; i < layers; ++i) {
+    const std::string name = "layers." + std::to_string(i);
+    g.begin_layer(name, LayerKind::transformer);
+    input = add_transformer_block(g, name, b, input);
+  }
+  return input;
+}
+
+void describe_transformer(Model& m, Family family, const BlockShape& b, std::int64_t layers, std::int64_t vocab) {
+  m.family = family;
+  m.seq_len = static_cast<int>(b.seq);
+  m.vocab = static_cast<int>(vocab);
+  m.hidden = static_cast<int>(b.hidden);
+  m.heads = static_cast<int>(b.heads);
+  m.kv_heads = static_cast<int>(b.kv_heads);
+  m.head_dim = static_cast<int>(b.head_dim);
+  m.ffn_hidden = static_cast<int>(b.ffn);
+  m.num_blocks = static_cast<int>(layers);
+  m.experts = static_cast<int>(b.experts);
+  m.top_k = static_cast<int>(b.top_k);
+}
 
 int add_transformer_block(GraphBuilder& g, const std::string& prefix, const BlockShape& b, int input) {
   const bool moe = b.experts > 0;

@@ -1,5 +1,3 @@
-#include <string>
-
 #include "builders.h"
 #include "transformer_block.h"
 
@@ -8,15 +6,10 @@ namespace hetplan::model::detail {
 // ViT (Dosovitskiy et al. 2021): the class token and position embeddings form one parameterised
 // op; the classifier reads the class token only.
 Model build_vit(const VitConfig& c) {
-  Model m;
   const std::int64_t side = c.image / c.patch, patches = side * side, seq = patches + 1;
-  m.family = Family::vision_transformer;
-  m.seq_len = static_cast<int>(seq);
-  m.hidden = static_cast<int>(c.hidden);
-  m.heads = m.kv_heads = static_cast<int>(c.heads);
-  m.head_dim = static_cast<int>(c.hidden / c.heads);
-  m.ffn_hidden = static_cast<int>(c.mlp);
-  m.num_blocks = static_cast<int>(c.layers);
+  const BlockShape b = gpt_style_block(seq, c.hidden, c.heads, c.hidden / c.heads, c.mlp);
+  Model m;
+  describe_transformer(m, Family::vision_transformer, b, c.layers, 0);
   m.image_size = static_cast<int>(c.image);
   m.num_classes = static_cast<int>(c.classes);
   GraphBuilder g(m);
@@ -35,22 +28,10 @@ Model build_vit(const VitConfig& c) {
   x = g.add(std::move(pos));
   x = g.add(dropout("embedding.dropout", ShardKind::replicated, {x}, act, sh));
 
-  BlockShape b;
-  b.seq = seq;
-  b.hidden = c.hidden;
-  b.heads = b.kv_heads = c.heads;
-  b.head_dim = c.hidden / c.heads;
-  b.ffn = c.mlp;
-  for (std::int64_t i = 0; i < c.layers; ++i) {
-    const std::string name = "layers." + std::to_string(i);
-    g.begin_layer(name, LayerKind::transformer);
-    x = add_transformer_block(g, name, b, x);
-  }
+  x = add_transformer_layers(g, b, c.layers, x);
 
   g.begin_layer("head", LayerKind::head);
-  Op n = norm("head.norm", OpKind::layernorm, {x}, act, seq, c.hidden);
-  n.saved_bytes = 2 * act * sh;
-  x = g.add(std::move(n));
+  x = add_saving_norm(g, "head.norm", OpKind::layernorm, seq, c.hidden, x);
   x = g.add(linear("head.classifier", {x}, act, 1, c.hidden, c.classes, true, ShardKind::replicated));
   g.add(cross_entropy("head.loss", ShardKind::replicated, {x}, act, 1, c.classes));
   return m;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "hetplan/model/zoo.h"
+#include "load_for_test.h"
 
 namespace hetplan::model {
 namespace {
@@ -24,11 +25,7 @@ LayerSaved saved_in_layer(const Model& m, const std::string& layer_name) {
   return s;
 }
 
-Model load(const std::string& spec) {
-  auto m = load_model(spec);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
-  return m.ok() ? *m : Model{};
-}
+Model load(const std::string& spec) { return testing::load_or_fail(spec); }
 
 TEST(ActivationMemory, GptBlockSmallExact) {
   // s = 8, h = 16, a = 4: s*h*(34 + 5as/h) = 128 * (34 + 10) = 5632 bytes per sample.

@@ -7,15 +7,12 @@
 
 #include "hetplan/model/graph_json.h"
 #include "hetplan/model/zoo.h"
+#include "load_for_test.h"
 
 namespace hetplan::model {
 namespace {
 
-Model load(const std::string& spec) {
-  auto m = load_model(spec);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
-  return m.ok() ? *m : Model{};
-}
+Model load(const std::string& spec) { return testing::load_or_fail(spec); }
 
 TEST(GraphJson, RoundTripIsExact) {
   for (const char* name : {"gpt3-125m", "opt-350m", "llama2-70b", "mixtral-8x7b", "bert-base", "vit-b16",

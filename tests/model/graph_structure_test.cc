@@ -4,15 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "hetplan/model/zoo.h"
+#include "load_for_test.h"
 
 namespace hetplan::model {
 namespace {
 
-Model load(const std::string& spec) {
-  auto m = load_model(spec);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
-  return m.ok() ? *m : Model{};
-}
+Model load(const std::string& spec) { return testing::load_or_fail(spec); }
 
 TEST(GraphStructure, EveryPresetIsATopologicallyOrderedLayeredGraph) {
   for (const PresetInfo& p : presets()) {
