@@ -308,14 +308,10 @@ struct Lowering {
   const plan::GradSync* sync_rule(int s) const {
     const auto& st = p.stages[s];
     for (const auto& rule : p.grad_sync) {
-      std::string_view pat = rule.ops;
       for (int li = st.first_layer; li < st.first_layer + st.num_layers; ++li) {
         const auto& L = m.layers[li];
         for (int op = L.first_op; op < L.first_op + L.num_ops; ++op) {
-          const std::string& name = m.ops[op].name;
-          const bool hit = (!pat.empty() && pat.back() == '*')
-                               ? std::string_view(name).substr(0, pat.size() - 1) == pat.substr(0, pat.size() - 1)
-                               : pat == name;
+          const bool hit = plan::op_pattern_matches(rule.ops, m.ops[op].name);
           if (hit) return &rule;
         }
       }
@@ -528,10 +524,8 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
         fixed.buffers = max(fixed.buffers, sm.fixed.buffers);
         per_mb.push_back(sm.per_microbatch);
       }
-      std::vector<int> live(lane.stages.size(), 0);
       double peak_act = 0, cur = 0;
       for (const PassRef& pr : low.lane_order[l]) {
-        live[pr.chunk] += pr.forward ? 1 : -1;
         cur += (pr.forward ? 1 : -1) * per_mb[pr.chunk];
         peak_act = std::max(peak_act, cur);
       }

@@ -4,18 +4,6 @@
 #include <string_view>
 
 namespace hetplan::sim::detail {
-namespace {
-
-bool matches(std::string_view pattern, std::string_view name) {
-  if (!pattern.empty() && pattern.back() == '*') {
-    pattern.remove_suffix(1);
-    return name.substr(0, pattern.size()) == pattern;
-  }
-  return pattern == name;
-}
-
-}  // namespace
-
 StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
                          const cost::ComputeCostModel& compute, const cost::NetworkParams& net)
     : m_(m), c_(c), p_(p), compute_(compute), net_(net), tg_(model::derive_training_graph(m)) {
@@ -28,7 +16,7 @@ StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const
   for (std::size_t i = 0; i < n; ++i) {
     bool rep = m.ops[i].shard == model::ShardKind::replicated;
     for (const auto& o : p.op_overrides)
-      if (matches(o.ops, m.ops[i].name)) {
+      if (plan::op_pattern_matches(o.ops, m.ops[i].name)) {
         rep = o.split == plan::SplitKind::replicate;
         break;
       }

@@ -48,7 +48,7 @@ class StageCoster {
   std::vector<int> backward_index_;  // op -> index in tg_.backward
   std::vector<int> optimizer_index_; // op -> index in tg_.optimizer or -1
   std::vector<bool> replicated_;     // op split replicated by its kind or an override
-  mutable std::map<std::tuple<int, std::vector<int>, double, std::vector<double>, int>,
+  mutable std::map<std::tuple<int, std::vector<int>, double, std::vector<double>>,
                    cost::CollectiveCost> cache_;
 };
 
