@@ -17,7 +17,8 @@ Model build_bert(const BertConfig& c) {
 
   g.begin_layer("embedding", LayerKind::embedding);
   int x = add_word_embedding(g, "embedding.word", c.seq, c.vocab, c.hidden);
-  Op pos = pointwise("embedding.position", OpKind::embedding, ShardKind::replicated, {x}, act, sh, 2 * kAddFlops);
+  Op pos = pointwise("embedding.position", OpKind::embedding, ShardKind::replicated, {x}, act, sh,
+                     2 * kAddFlops);
   pos.params = (c.seq + c.type_vocab) * c.hidden;  // position and token-type tables
   x = g.add(std::move(pos));
   Op n = norm("embedding.norm", OpKind::layernorm, {x}, act, c.seq, c.hidden);
@@ -31,17 +32,22 @@ Model build_bert(const BertConfig& c) {
 
   g.begin_layer("head", LayerKind::head);
   const int last = x;
-  const int dense = g.add(linear("head.mlm.dense", {last}, act, c.seq, c.hidden, c.hidden, true, ShardKind::replicated));
-  Op gelu = pointwise("head.mlm.gelu", OpKind::elementwise, ShardKind::replicated, {dense}, act, sh, kGeluFlops);
+  const int dense = g.add(linear("head.mlm.dense", {last}, act, c.seq, c.hidden, c.hidden, true,
+                                 ShardKind::replicated));
+  Op gelu = pointwise("head.mlm.gelu", OpKind::elementwise, ShardKind::replicated, {dense}, act, sh,
+                      kGeluFlops);
   gelu.saved_bytes = act * sh;
   const int ge = g.add(std::move(gelu));
   const int mlm_in = add_saving_norm(g, "head.mlm.norm", OpKind::layernorm, c.seq, c.hidden, ge);
   add_lm_head(g, "head.mlm.decoder", "head.mlm.loss", mlm_in, c.seq, c.hidden, c.vocab, true, true);
-  const int pooler = g.add(linear("head.pooler", {last}, act, 1, c.hidden, c.hidden, true, ShardKind::replicated));
-  Op tanh = pointwise("head.pooler.tanh", OpKind::elementwise, ShardKind::replicated, {pooler}, act, h, kGeluFlops);
+  const int pooler =
+      g.add(linear("head.pooler", {last}, act, 1, c.hidden, c.hidden, true, ShardKind::replicated));
+  Op tanh = pointwise("head.pooler.tanh", OpKind::elementwise, ShardKind::replicated, {pooler}, act,
+                      h, kGeluFlops);
   tanh.saved_bytes = act * h;  // its output, which the NSP classifier also reads
   const int pooled = g.add(std::move(tanh));
-  const int nsp = g.add(linear("head.nsp", {pooled}, act, 1, c.hidden, 2, true, ShardKind::replicated));
+  const int nsp =
+      g.add(linear("head.nsp", {pooled}, act, 1, c.hidden, 2, true, ShardKind::replicated));
   g.add(cross_entropy("head.nsp.loss", ShardKind::replicated, {nsp}, act, 1, 2));
   return m;
 }

@@ -35,7 +35,8 @@ Model build_vit(const VitConfig& c);
 
 // Llama and Mixtral (experts > 0): RMSNorm, SwiGLU, GQA, RoPE, no biases, no dropout.
 struct LlamaConfig {
-  std::int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, seq = 0, vocab = 0;
+  std::int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, seq = 0,
+               vocab = 0;
   bool tied = false;
   std::int64_t experts = 0, top_k = 0;
 };

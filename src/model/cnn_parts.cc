@@ -22,9 +22,11 @@ ConvSpec conv_rect(std::int64_t out, std::int64_t kh, std::int64_t kw) {
 }
 
 Feature add_conv(GraphBuilder& g, const std::string& name, const Feature& in, const ConvSpec& c) {
-  Feature out{-1, c.out, out_size(in.h, c.kh, c.stride, c.pad_h), out_size(in.w, c.kw, c.stride, c.pad_w)};
+  Feature out{-1, c.out, out_size(in.h, c.kh, c.stride, c.pad_h),
+              out_size(in.w, c.kw, c.stride, c.pad_w)};
   // Implicit GEMM: [output pixels x (in * kh * kw)] * [(in * kh * kw) x out].
-  Op op = linear(name, inputs_of(in), g.act(), out.h * out.w, in.c * c.kh * c.kw, c.out, c.bias, ShardKind::channel);
+  Op op = linear(name, inputs_of(in), g.act(), out.h * out.w, in.c * c.kh * c.kw, c.out, c.bias,
+                 ShardKind::channel);
   op.kind = OpKind::conv2d;
   op.bytes_read = g.act() * in.elements();
   op.saved_bytes = g.act() * in.elements();
@@ -33,7 +35,8 @@ Feature add_conv(GraphBuilder& g, const std::string& name, const Feature& in, co
 }
 
 Feature add_batchnorm(GraphBuilder& g, const std::string& name, const Feature& in) {
-  Op op = pointwise(name, OpKind::batchnorm, ShardKind::replicated, {in.op}, g.act(), in.elements(), kBatchNormFlops);
+  Op op = pointwise(name, OpKind::batchnorm, ShardKind::replicated, {in.op}, g.act(), in.elements(),
+                    kBatchNormFlops);
   op.params = 2 * in.c;
   op.saved_bytes = g.act() * in.elements();
   Feature out = in;
@@ -42,14 +45,16 @@ Feature add_batchnorm(GraphBuilder& g, const std::string& name, const Feature& i
 }
 
 Feature add_relu(GraphBuilder& g, const std::string& name, const Feature& in) {
-  Op op = pointwise(name, OpKind::elementwise, ShardKind::replicated, {in.op}, g.act(), in.elements(), kReluFlops);
+  Op op = pointwise(name, OpKind::elementwise, ShardKind::replicated, {in.op}, g.act(),
+                    in.elements(), kReluFlops);
   op.saved_bytes = g.act() * in.elements();
   Feature out = in;
   out.op = g.add(std::move(op));
   return out;
 }
 
-Feature add_conv_bn(GraphBuilder& g, const std::string& name, const Feature& in, const ConvSpec& c, bool relu) {
+Feature add_conv_bn(GraphBuilder& g, const std::string& name, const Feature& in, const ConvSpec& c,
+                    bool relu) {
   Feature x = add_batchnorm(g, name + ".bn", add_conv(g, name + ".conv", in, c));
   return relu ? add_relu(g, name + ".relu", x) : x;
 }
@@ -65,8 +70,8 @@ Feature add_pool(GraphBuilder& g, const std::string& name, const Feature& in, st
   return out;
 }
 
-Feature add_adaptive_avgpool(GraphBuilder& g, const std::string& name, const Feature& in, std::int64_t out_h,
-                             std::int64_t out_w) {
+Feature add_adaptive_avgpool(GraphBuilder& g, const std::string& name, const Feature& in,
+                             std::int64_t out_h, std::int64_t out_w) {
   Feature out{-1, in.c, out_h, out_w};
   Op op = pointwise(name, OpKind::pool, ShardKind::replicated, {in.op}, g.act(), out.elements(), 0);
   op.flops = in.elements();  // every input element is added once
@@ -82,8 +87,8 @@ Feature add_concat(GraphBuilder& g, const std::string& name, const std::vector<F
     out.c += p.c;
     inputs.push_back(p.op);
   }
-  out.op = g.add(pointwise(name, OpKind::elementwise, ShardKind::replicated, std::move(inputs), g.act(),
-                           out.elements(), 0));
+  out.op = g.add(pointwise(name, OpKind::elementwise, ShardKind::replicated, std::move(inputs),
+                           g.act(), out.elements(), 0));
   return out;
 }
 
@@ -94,7 +99,8 @@ Feature add_sum(GraphBuilder& g, const std::string& name, const Feature& a, cons
   return out;
 }
 
-void add_classifier(GraphBuilder& g, const std::string& prefix, const Feature& in, std::int64_t classes) {
+void add_classifier(GraphBuilder& g, const std::string& prefix, const Feature& in,
+                    std::int64_t classes) {
   const std::int64_t features = in.c * in.h * in.w;
   Op fc = linear(prefix + ".fc", {in.op}, g.act(), 1, features, classes, true, ShardKind::column);
   fc.saved_bytes = g.act() * static_cast<double>(features);

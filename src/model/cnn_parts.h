@@ -15,7 +15,9 @@ namespace hetplan::model::detail {
 struct Feature {
   int op = -1;  // the producing op; -1 for the input image
   std::int64_t c = 0, h = 0, w = 0;
-  double elements() const { return static_cast<double>(c) * static_cast<double>(h) * static_cast<double>(w); }
+  double elements() const {
+    return static_cast<double>(c) * static_cast<double>(h) * static_cast<double>(w);
+  }
 };
 
 struct ConvSpec {
@@ -31,15 +33,17 @@ Feature add_conv(GraphBuilder& g, const std::string& name, const Feature& in, co
 Feature add_batchnorm(GraphBuilder& g, const std::string& name, const Feature& in);
 Feature add_relu(GraphBuilder& g, const std::string& name, const Feature& in);
 // conv (no bias) + batchnorm (+ ReLU): torchvision's BasicConv2d and ResNet's conv-bn pairs.
-Feature add_conv_bn(GraphBuilder& g, const std::string& name, const Feature& in, const ConvSpec& c, bool relu = true);
+Feature add_conv_bn(GraphBuilder& g, const std::string& name, const Feature& in, const ConvSpec& c,
+                    bool relu = true);
 Feature add_pool(GraphBuilder& g, const std::string& name, const Feature& in, std::int64_t k,
                  std::int64_t stride, std::int64_t pad, bool max);
 // Adaptive average pooling to out_h x out_w (global pooling: 1 x 1).
-Feature add_adaptive_avgpool(GraphBuilder& g, const std::string& name, const Feature& in, std::int64_t out_h,
-                             std::int64_t out_w);
+Feature add_adaptive_avgpool(GraphBuilder& g, const std::string& name, const Feature& in,
+                             std::int64_t out_h, std::int64_t out_w);
 Feature add_concat(GraphBuilder& g, const std::string& name, const std::vector<Feature>& parts);
 Feature add_sum(GraphBuilder& g, const std::string& name, const Feature& a, const Feature& b);
 // Linear classifier on a flattened feature and its cross-entropy loss.
-void add_classifier(GraphBuilder& g, const std::string& prefix, const Feature& in, std::int64_t classes);
+void add_classifier(GraphBuilder& g, const std::string& prefix, const Feature& in,
+                    std::int64_t classes);
 
 }  // namespace hetplan::model::detail

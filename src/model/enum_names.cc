@@ -29,22 +29,28 @@ constexpr std::pair<OpKind, const char*> kOpKinds[] = {
 };
 
 constexpr std::pair<ShardKind, const char*> kShardKinds[] = {
-    {ShardKind::replicated, "replicated"}, {ShardKind::column, "column"},
-    {ShardKind::row, "row"},               {ShardKind::heads, "heads"},
-    {ShardKind::vocab, "vocab"},           {ShardKind::expert, "expert"},
+    {ShardKind::replicated, "replicated"},
+    {ShardKind::column, "column"},
+    {ShardKind::row, "row"},
+    {ShardKind::heads, "heads"},
+    {ShardKind::vocab, "vocab"},
+    {ShardKind::expert, "expert"},
     {ShardKind::channel, "channel"},
 };
 
 constexpr std::pair<LayerKind, const char*> kLayerKinds[] = {
-    {LayerKind::embedding, "embedding"},   {LayerKind::transformer, "transformer"},
-    {LayerKind::head, "head"},             {LayerKind::conv_block, "conv_block"},
+    {LayerKind::embedding, "embedding"}, {LayerKind::transformer, "transformer"},
+    {LayerKind::head, "head"},           {LayerKind::conv_block, "conv_block"},
     {LayerKind::other, "other"},
 };
 
 constexpr std::pair<Family, const char*> kFamilies[] = {
-    {Family::decoder_lm, "decoder_lm"}, {Family::encoder, "encoder"},
-    {Family::vision_transformer, "vision_transformer"}, {Family::moe_lm, "moe_lm"},
-    {Family::cnn, "cnn"}, {Family::mlp, "mlp"},
+    {Family::decoder_lm, "decoder_lm"},
+    {Family::encoder, "encoder"},
+    {Family::vision_transformer, "vision_transformer"},
+    {Family::moe_lm, "moe_lm"},
+    {Family::cnn, "cnn"},
+    {Family::mlp, "mlp"},
 };
 
 }  // namespace

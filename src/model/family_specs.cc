@@ -1,8 +1,8 @@
 #include "family_specs.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "builders.h"
 
@@ -18,12 +18,15 @@ constexpr std::int64_t kMaxImage = 8192;
 constexpr double kMaxParameters = 1e15;  // keeps every parameter sum far inside int64
 
 // Estimated parameters of a transformer: attention, FFN (times experts) and embeddings.
-void check_size(const SpecArgs& a, double layers, double hidden, double attn_width, double kv_width, double ffn,
-                double ffn_matrices, double experts, double embeddings) {
-  const double per_layer = hidden * (2 * attn_width + 2 * kv_width) + experts * ffn_matrices * hidden * ffn;
+void check_size(const SpecArgs& a, double layers, double hidden, double attn_width, double kv_width,
+                double ffn, double ffn_matrices, double experts, double embeddings) {
+  const double per_layer =
+      hidden * (2 * attn_width + 2 * kv_width) + experts * ffn_matrices * hidden * ffn;
   const double total = layers * per_layer + embeddings * hidden;
   if (total > kMaxParameters)
-    a.fail_spec(fmt::format("expected a model of at most {:g} parameters; this spec has about {:.3g}", kMaxParameters, total));
+    a.fail_spec(
+        fmt::format("expected a model of at most {:g} parameters; this spec has about {:.3g}",
+                    kMaxParameters, total));
 }
 
 // The keys every transformer family shares: layers, hidden, heads (and head_dim).
@@ -39,7 +42,8 @@ TransformerDims read_dims(SpecArgs& a, bool allow_head_dim) {
     d.head_dim = a.integer("head_dim", 0, 1, kMaxWidth);
   } else {
     if (allow_head_dim) a.integer("head_dim", 0, 1, kMaxWidth);  // registers the key as known
-    if (d.hidden % d.heads != 0) a.fail("heads", fmt::format("expected a divisor of hidden ({})", d.hidden));
+    if (d.hidden % d.heads != 0)
+      a.fail("heads", fmt::format("expected a divisor of hidden ({})", d.hidden));
     d.head_dim = d.hidden / d.heads;
   }
   return d;
@@ -62,8 +66,10 @@ Model gpt(SpecArgs& a) {
   c.tied = a.flag("tied", true);
   a.finish();
   const double attn = static_cast<double>(c.heads * c.head_dim);
-  check_size(a, static_cast<double>(c.layers), static_cast<double>(c.hidden), attn, attn, static_cast<double>(c.ffn),
-             2, 1, static_cast<double>(c.vocab + c.positions));  // unknown keys are reported before any building
+  check_size(
+      a, static_cast<double>(c.layers), static_cast<double>(c.hidden), attn, attn,
+      static_cast<double>(c.ffn), 2, 1,
+      static_cast<double>(c.vocab + c.positions));  // unknown keys are reported before any building
   return build_gpt(c);
 }
 
@@ -75,7 +81,8 @@ LlamaConfig llama_config(SpecArgs& a, std::int64_t default_seq, std::int64_t def
   c.heads = d.heads;
   c.head_dim = d.head_dim;
   c.kv_heads = a.integer("kv_heads", c.heads, 1, c.heads);
-  if (c.heads % c.kv_heads != 0) a.fail("kv_heads", fmt::format("expected a divisor of heads ({})", c.heads));
+  if (c.heads % c.kv_heads != 0)
+    a.fail("kv_heads", fmt::format("expected a divisor of heads ({})", c.heads));
   // Llama's default: 2/3 of 4h, rounded up to a multiple of 256 (11008 for h = 4096).
   const std::int64_t swiglu_ffn = (8 * c.hidden / 3 + 255) / 256 * 256;
   c.ffn = a.integer("ffn", swiglu_ffn, 1, 10 * kMaxWidth);
@@ -86,9 +93,11 @@ LlamaConfig llama_config(SpecArgs& a, std::int64_t default_seq, std::int64_t def
 }
 
 void check_llama_size(const SpecArgs& a, const LlamaConfig& c) {
-  check_size(a, static_cast<double>(c.layers), static_cast<double>(c.hidden), static_cast<double>(c.heads * c.head_dim),
+  check_size(a, static_cast<double>(c.layers), static_cast<double>(c.hidden),
+             static_cast<double>(c.heads * c.head_dim),
              static_cast<double>(c.kv_heads * c.head_dim), static_cast<double>(c.ffn), 3,
-             static_cast<double>(std::max<std::int64_t>(c.experts, 1)), 2 * static_cast<double>(c.vocab));
+             static_cast<double>(std::max<std::int64_t>(c.experts, 1)),
+             2 * static_cast<double>(c.vocab));
 }
 
 Model llama(SpecArgs& a) {
@@ -130,7 +139,8 @@ Model vit(SpecArgs& a) {
   c.mlp = a.integer("mlp", 4 * c.hidden, 1, 10 * kMaxWidth);
   c.patch = a.integer("patch", 16, 1, kMaxImage);
   c.image = a.integer("image", 224, 1, kMaxImage);
-  if (c.image % c.patch != 0) a.fail("image", fmt::format("expected a multiple of patch ({})", c.patch));
+  if (c.image % c.patch != 0)
+    a.fail("image", fmt::format("expected a multiple of patch ({})", c.patch));
   c.classes = a.integer("classes", 1000, 1, kMaxVocab);
   a.finish();
   return build_vit(c);
@@ -149,7 +159,8 @@ Model resnet(SpecArgs& a) {
 Model vgg(SpecArgs& a) {
   VggConfig c;
   c.depth = static_cast<int>(a.integer("depth", 16, 1, 1000));
-  if (c.depth != 11 && c.depth != 13 && c.depth != 16 && c.depth != 19) a.fail("depth", "expected 11, 13, 16 or 19");
+  if (c.depth != 11 && c.depth != 13 && c.depth != 16 && c.depth != 19)
+    a.fail("depth", "expected 11, 13, 16 or 19");
   c.image = a.integer("image", 224, 32, kMaxImage);
   c.classes = a.integer("classes", 1000, 1, kMaxVocab);
   a.finish();

@@ -16,12 +16,14 @@ Model build_gpt(const GptConfig& c) {
   g.begin_layer("embedding", LayerKind::embedding);
   int x = add_word_embedding(g, "embedding.word", c.seq, c.vocab, c.embed);
   if (c.embed != c.hidden) {
-    Op in = linear("embedding.project_in", {x}, act, c.seq, c.embed, c.hidden, false, ShardKind::replicated);
+    Op in = linear("embedding.project_in", {x}, act, c.seq, c.embed, c.hidden, false,
+                   ShardKind::replicated);
     in.saved_bytes = act * se;
     x = g.add(std::move(in));
   }
   // Learned positions added to the token embeddings.
-  Op pos = pointwise("embedding.position", OpKind::embedding, ShardKind::replicated, {x}, act, sh, kAddFlops);
+  Op pos = pointwise("embedding.position", OpKind::embedding, ShardKind::replicated, {x}, act, sh,
+                     kAddFlops);
   pos.params = c.positions * c.hidden;
   x = g.add(std::move(pos));
   x = g.add(dropout("embedding.dropout", ShardKind::replicated, {x}, act, sh));
@@ -31,7 +33,8 @@ Model build_gpt(const GptConfig& c) {
   g.begin_layer("head", LayerKind::head);
   if (c.pre_norm) x = add_saving_norm(g, "head.norm", OpKind::layernorm, c.seq, c.hidden, x);
   if (c.embed != c.hidden) {
-    Op out = linear("head.project_out", {x}, act, c.seq, c.hidden, c.embed, false, ShardKind::replicated);
+    Op out = linear("head.project_out", {x}, act, c.seq, c.hidden, c.embed, false,
+                    ShardKind::replicated);
     out.saved_bytes = act * se;  // the LM head's input
     x = g.add(std::move(out));
   }

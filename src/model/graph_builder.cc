@@ -17,7 +17,8 @@ void GraphBuilder::begin_layer(std::string name, LayerKind kind) {
 int GraphBuilder::add(Op op) {
   assert(!m_.layers.empty());
   const int index = static_cast<int>(m_.ops.size());
-  assert(std::all_of(op.inputs.begin(), op.inputs.end(), [&](int in) { return in >= 0 && in < index; }));
+  assert(std::all_of(op.inputs.begin(), op.inputs.end(),
+                     [&](int in) { return in >= 0 && in < index; }));
   op.layer = static_cast<int>(m_.layers.size()) - 1;
   m_.ops.push_back(std::move(op));
   ++m_.layers.back().num_ops;
@@ -90,7 +91,8 @@ Op cross_entropy(std::string name, ShardKind shard, std::vector<int> inputs, dou
   return op;
 }
 
-Op dropout(std::string name, ShardKind shard, std::vector<int> inputs, double act, double elements) {
+Op dropout(std::string name, ShardKind shard, std::vector<int> inputs, double act,
+           double elements) {
   Op op = pointwise(std::move(name), OpKind::elementwise, shard, std::move(inputs), act, elements,
                     kDropoutFlops);
   op.bytes_written += kMaskBytes * elements;

@@ -24,9 +24,9 @@ inline constexpr double kAddFlops = 1;           // residual add, bias add
 inline constexpr double kRopeFlops = 3;          // x * cos + rotate(x) * sin
 inline constexpr double kCrossEntropyFlops = 5;  // max, exp, sum, log, pick (per logit)
 inline constexpr double kReluFlops = 1;
-inline constexpr double kMaskBytes = 1;        // dropout masks are kept as one byte per element
-inline constexpr double kFp32Bytes = 4;        // fp32 logits of the loss, router probabilities
-inline constexpr double kTokenIdBytes = 8;     // int64 token ids
+inline constexpr double kMaskBytes = 1;     // dropout masks are kept as one byte per element
+inline constexpr double kFp32Bytes = 4;     // fp32 logits of the loss, router probabilities
+inline constexpr double kTokenIdBytes = 8;  // int64 token ids
 
 class GraphBuilder {
  public:

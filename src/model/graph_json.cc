@@ -1,10 +1,10 @@
 #include "hetplan/model/graph_json.h"
 
-#include <climits>
-#include <unordered_map>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <climits>
+#include <unordered_map>
 
 #include "hetplan/core/graph.h"
 #include "hetplan/core/json_util.h"
@@ -41,9 +41,10 @@ constexpr DoubleField kOpCosts[] = {
     {"saved_bytes", &Op::saved_bytes},
 };
 
-const std::vector<std::string> kOpKeys = {"name",  "kind",          "shard",       "layer",  "inputs",
-                                          "flops", "bytes_read",    "bytes_written", "saved_bytes",
-                                          "params", "tied_params",  "gemm",        "attention_core"};
+const std::vector<std::string> kOpKeys = {"name",          "kind",   "shard",       "layer",
+                                          "inputs",        "flops",  "bytes_read",  "bytes_written",
+                                          "saved_bytes",   "params", "tied_params", "gemm",
+                                          "attention_core"};
 
 Json op_to_json(const Op& op) {
   Json j;
@@ -55,18 +56,21 @@ Json op_to_json(const Op& op) {
   j["params"] = op.params;
   if (op.tied_params != 0) j["tied_params"] = op.tied_params;
   if (op.gemm != GemmShape{})
-    j["gemm"] = Json{{"m", op.gemm.m}, {"n", op.gemm.n}, {"k", op.gemm.k}, {"batch_count", op.gemm.batch_count}};
+    j["gemm"] = Json{
+        {"m", op.gemm.m}, {"n", op.gemm.n}, {"k", op.gemm.k}, {"batch_count", op.gemm.batch_count}};
   if (op.attention_core) j["attention_core"] = true;
   return j;
 }
 
 template <class E>
-E read_enum(const Json& obj, std::string_view key, const std::string& path, std::optional<E> (*parse)(std::string_view),
-            const std::vector<std::string>& names, std::optional<E> dflt = std::nullopt) {
+E read_enum(const Json& obj, std::string_view key, const std::string& path,
+            std::optional<E> (*parse)(std::string_view), const std::vector<std::string>& names,
+            std::optional<E> dflt = std::nullopt) {
   if (dflt && (!obj.contains(key))) return *dflt;
   const std::string s = json_string(obj, key, path);
   if (auto v = parse(s)) return *v;
-  throw InputError(field_path(path, key), fmt::format("'{}' is not one of {}", s, fmt::join(names, ", ")));
+  throw InputError(field_path(path, key),
+                   fmt::format("'{}' is not one of {}", s, fmt::join(names, ", ")));
 }
 
 template <class E, std::size_t N>
@@ -77,14 +81,16 @@ std::vector<std::string> names_of(const E (&values)[N]) {
 }
 
 const std::vector<std::string>& op_kind_names() {
-  static const auto v = names_of({OpKind::matmul, OpKind::batched_matmul, OpKind::softmax, OpKind::layernorm,
-                                  OpKind::rmsnorm, OpKind::elementwise, OpKind::embedding, OpKind::conv2d,
-                                  OpKind::pool, OpKind::batchnorm, OpKind::cross_entropy, OpKind::moe_router});
+  static const auto v =
+      names_of({OpKind::matmul, OpKind::batched_matmul, OpKind::softmax, OpKind::layernorm,
+                OpKind::rmsnorm, OpKind::elementwise, OpKind::embedding, OpKind::conv2d,
+                OpKind::pool, OpKind::batchnorm, OpKind::cross_entropy, OpKind::moe_router});
   return v;
 }
 const std::vector<std::string>& shard_names() {
-  static const auto v = names_of({ShardKind::replicated, ShardKind::column, ShardKind::row, ShardKind::heads,
-                                  ShardKind::vocab, ShardKind::expert, ShardKind::channel});
+  static const auto v =
+      names_of({ShardKind::replicated, ShardKind::column, ShardKind::row, ShardKind::heads,
+                ShardKind::vocab, ShardKind::expert, ShardKind::channel});
   return v;
 }
 const std::vector<std::string>& layer_kind_names() {
@@ -98,13 +104,16 @@ const std::vector<std::string>& family_names() {
   return v;
 }
 const std::vector<std::string>& dtype_names() {
-  static const auto v = names_of({DType::fp32, DType::fp16, DType::bf16, DType::fp8, DType::int32, DType::int64});
+  static const auto v =
+      names_of({DType::fp32, DType::fp16, DType::bf16, DType::fp8, DType::int32, DType::int64});
   return v;
 }
 
-std::int64_t non_negative_int(const Json& obj, std::string_view key, const std::string& path, long long hi = LLONG_MAX) {
+std::int64_t non_negative_int(const Json& obj, std::string_view key, const std::string& path,
+                              long long hi = LLONG_MAX) {
   const long long v = json_int_or(obj, key, path, 0);
-  if (v < 0 || v > hi) throw InputError(field_path(path, key), fmt::format("expected an integer from 0 to {}", hi));
+  if (v < 0 || v > hi)
+    throw InputError(field_path(path, key), fmt::format("expected an integer from 0 to {}", hi));
   return v;
 }
 
@@ -118,17 +127,20 @@ Op read_op(const Json& j, const std::string& path, int count) {
   if (!j.is_object()) throw InputError(path, "expected an object");
   for (const auto& [key, value] : j.items())
     if (std::find(kOpKeys.begin(), kOpKeys.end(), key) == kOpKeys.end())
-      throw InputError(field_path(path, key), fmt::format("unknown field; expected one of {}", fmt::join(kOpKeys, ", ")));
+      throw InputError(field_path(path, key),
+                       fmt::format("unknown field; expected one of {}", fmt::join(kOpKeys, ", ")));
   Op op;
   op.name = json_string(j, "name", path);
   if (op.name.empty()) throw InputError(field_path(path, "name"), "expected a non-empty string");
   op.kind = read_enum<OpKind>(j, "kind", path, parse_op_kind, op_kind_names());
-  op.shard = read_enum<ShardKind>(j, "shard", path, parse_shard_kind, shard_names(), ShardKind::replicated);
+  op.shard = read_enum<ShardKind>(j, "shard", path, parse_shard_kind, shard_names(),
+                                  ShardKind::replicated);
   if (j.contains("inputs")) {
     const Json& in = require_array(j, "inputs", path);
     const std::string ipath = field_path(path, "inputs");
     for (std::size_t k = 0; k < in.size(); ++k) {
-      if (!in[k].is_number_integer() || in[k].get<long long>() < 0 || in[k].get<long long>() >= count)
+      if (!in[k].is_number_integer() || in[k].get<long long>() < 0 ||
+          in[k].get<long long>() >= count)
         throw InputError(index_path(ipath, k), fmt::format("expected an op index below {}", count));
       op.inputs.push_back(in[k].get<int>());
     }
@@ -163,21 +175,29 @@ std::vector<Layer> read_layers(const Json& doc, std::vector<Op>& ops) {
     if (!j.is_object()) throw InputError(path, "expected an object");
     Layer l;
     l.name = json_string(j, "name", path);
-    l.kind = read_enum<LayerKind>(j, "kind", path, parse_layer_kind, layer_kind_names(), LayerKind::other);
+    l.kind = read_enum<LayerKind>(j, "kind", path, parse_layer_kind, layer_kind_names(),
+                                  LayerKind::other);
     l.first_op = static_cast<int>(non_negative_int(j, "first_op", path, INT_MAX));
-    if (!j.contains("first_op")) throw InputError(field_path(path, "first_op"), "missing (required)");
+    if (!j.contains("first_op"))
+      throw InputError(field_path(path, "first_op"), "missing (required)");
     if (l.first_op != next)
-      throw InputError(field_path(path, "first_op"),
-                       fmt::format("expected {} (layers cover the ops in order, without gaps or overlaps)", next));
+      throw InputError(
+          field_path(path, "first_op"),
+          fmt::format("expected {} (layers cover the ops in order, without gaps or overlaps)",
+                      next));
     l.num_ops = static_cast<int>(non_negative_int(j, "num_ops", path, INT_MAX));
     if (l.num_ops < 1 || l.num_ops > n - next)
-      throw InputError(field_path(path, "num_ops"), fmt::format("expected an integer from 1 to {}", n - next));
-    for (int k = l.first_op; k < l.first_op + l.num_ops; ++k) ops[static_cast<std::size_t>(k)].layer = static_cast<int>(i);
+      throw InputError(field_path(path, "num_ops"),
+                       fmt::format("expected an integer from 1 to {}", n - next));
+    for (int k = l.first_op; k < l.first_op + l.num_ops; ++k)
+      ops[static_cast<std::size_t>(k)].layer = static_cast<int>(i);
     next += l.num_ops;
     layers.push_back(std::move(l));
   }
   if (next != n)
-    throw InputError("layers", fmt::format("expected layers covering all {} ops; they cover the first {}", n, next));
+    throw InputError(
+        "layers",
+        fmt::format("expected layers covering all {} ops; they cover the first {}", n, next));
   return layers;
 }
 
@@ -188,26 +208,35 @@ void check_graph(const Json& doc, const std::vector<Op>& ops) {
     const Op& op = ops[static_cast<std::size_t>(i)];
     const std::string path = index_path("ops", static_cast<std::size_t>(i));
     auto [it, fresh] = by_name.emplace(op.name, i);
-    if (!fresh) throw InputError(field_path(path, "name"), fmt::format("expected a unique name ('{}' is also ops[{}])", op.name, it->second));
+    if (!fresh)
+      throw InputError(
+          field_path(path, "name"),
+          fmt::format("expected a unique name ('{}' is also ops[{}])", op.name, it->second));
     const Json& j = doc["ops"][static_cast<std::size_t>(i)];
-    if (j.contains("layer") && (!j["layer"].is_number_integer() || j["layer"].get<long long>() != op.layer))
-      throw InputError(field_path(path, "layer"), fmt::format("expected {} (the layer whose range holds this op)", op.layer));
+    if (j.contains("layer") &&
+        (!j["layer"].is_number_integer() || j["layer"].get<long long>() != op.layer))
+      throw InputError(field_path(path, "layer"),
+                       fmt::format("expected {} (the layer whose range holds this op)", op.layer));
   }
   std::vector<std::vector<int>> successors(ops.size());
   for (int i = 0; i < n; ++i)
-    for (int in : ops[static_cast<std::size_t>(i)].inputs) successors[static_cast<std::size_t>(in)].push_back(i);
+    for (int in : ops[static_cast<std::size_t>(i)].inputs)
+      successors[static_cast<std::size_t>(in)].push_back(i);
   const std::vector<int> cycle = find_cycle(successors);
   if (!cycle.empty()) {
     std::vector<std::string> names;
     for (int v : cycle) names.push_back(ops[static_cast<std::size_t>(v)].name);
-    throw InputError("ops", fmt::format("expected an acyclic graph; found the cycle {}", fmt::join(names, " -> ")));
+    throw InputError("ops", fmt::format("expected an acyclic graph; found the cycle {}",
+                                        fmt::join(names, " -> ")));
   }
   for (int i = 0; i < n; ++i) {
     const auto& inputs = ops[static_cast<std::size_t>(i)].inputs;
     for (std::size_t k = 0; k < inputs.size(); ++k)
       if (inputs[k] >= i)
-        throw InputError(index_path(field_path(index_path("ops", static_cast<std::size_t>(i)), "inputs"), k),
-                         fmt::format("expected an op listed before ops[{}] (ops must be in topological order)", i));
+        throw InputError(
+            index_path(field_path(index_path("ops", static_cast<std::size_t>(i)), "inputs"), k),
+            fmt::format("expected an op listed before ops[{}] (ops must be in topological order)",
+                        i));
   }
 }
 
@@ -218,17 +247,21 @@ Model parse_model(const Json& doc) {
   m.name = json_string(doc, "name", "");
   m.family = read_enum<Family>(doc, "family", "", parse_family, family_names());
   m.dtype = read_enum<DType>(doc, "dtype", "", parse_dtype, dtype_names(), DType::bf16);
-  for (const IntField& f : kIntFields) m.*f.field = static_cast<int>(non_negative_int(doc, f.key, "", INT_MAX));
+  for (const IntField& f : kIntFields)
+    m.*f.field = static_cast<int>(non_negative_int(doc, f.key, "", INT_MAX));
   const Json& ops = require_array(doc, "ops", "");
   if (ops.empty()) throw InputError("ops", "expected at least one op");
-  const int count = ops.size() > static_cast<std::size_t>(INT_MAX / 2) ? INT_MAX / 2 : static_cast<int>(ops.size());
+  const int count = ops.size() > static_cast<std::size_t>(INT_MAX / 2)
+                        ? INT_MAX / 2
+                        : static_cast<int>(ops.size());
   long long total = 0;
   for (std::size_t i = 0; i < ops.size(); ++i) {
     m.ops.push_back(read_op(ops[i], index_path("ops", i), count));
     total += m.ops.back().params;
     if (total > kMaxParams)
-      throw InputError(field_path(index_path("ops", i), "params"),
-                       fmt::format("expected the model's parameters to total at most {}", kMaxParams));
+      throw InputError(
+          field_path(index_path("ops", i), "params"),
+          fmt::format("expected the model's parameters to total at most {}", kMaxParams));
   }
   m.layers = read_layers(doc, m.ops);
   check_graph(doc, m.ops);
@@ -246,7 +279,10 @@ nlohmann::json to_json(const Model& m) {
   for (const IntField& f : kIntFields) j[f.key] = m.*f.field;
   Json layers = Json::array();
   for (const Layer& l : m.layers)
-    layers.push_back(Json{{"name", l.name}, {"kind", to_string(l.kind)}, {"first_op", l.first_op}, {"num_ops", l.num_ops}});
+    layers.push_back(Json{{"name", l.name},
+                          {"kind", to_string(l.kind)},
+                          {"first_op", l.first_op},
+                          {"num_ops", l.num_ops}});
   j["layers"] = std::move(layers);
   Json ops = Json::array();
   for (const Op& op : m.ops) ops.push_back(op_to_json(op));

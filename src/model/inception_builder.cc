@@ -12,24 +12,31 @@ struct Inception {
   GraphBuilder& g;
   std::string p;  // module name
 
-  Feature conv(const std::string& n, const Feature& in, const ConvSpec& c) { return add_conv_bn(g, p + "." + n, in, c); }
+  Feature conv(const std::string& n, const Feature& in, const ConvSpec& c) {
+    return add_conv_bn(g, p + "." + n, in, c);
+  }
   Feature avg_branch(const Feature& in, std::int64_t out) {
-    return conv("branch_pool", add_pool(g, p + ".branch_pool.avgpool", in, 3, 1, 1, false), conv_spec(out, 1));
+    return conv("branch_pool", add_pool(g, p + ".branch_pool.avgpool", in, 3, 1, 1, false),
+                conv_spec(out, 1));
   }
 
   Feature module_a(const Feature& in, std::int64_t pool_features) {
     const Feature b1 = conv("branch1x1", in, conv_spec(64, 1));
-    const Feature b5 = conv("branch5x5_2", conv("branch5x5_1", in, conv_spec(48, 1)), conv_spec(64, 5, 1, 2));
+    const Feature b5 =
+        conv("branch5x5_2", conv("branch5x5_1", in, conv_spec(48, 1)), conv_spec(64, 5, 1, 2));
     Feature b3 = conv("branch3x3dbl_1", in, conv_spec(64, 1));
-    b3 = conv("branch3x3dbl_3", conv("branch3x3dbl_2", b3, conv_spec(96, 3, 1, 1)), conv_spec(96, 3, 1, 1));
+    b3 = conv("branch3x3dbl_3", conv("branch3x3dbl_2", b3, conv_spec(96, 3, 1, 1)),
+              conv_spec(96, 3, 1, 1));
     return add_concat(g, p + ".concat", {b1, b5, b3, avg_branch(in, pool_features)});
   }
 
   Feature module_b(const Feature& in) {
     const Feature b3 = conv("branch3x3", in, conv_spec(384, 3, 2));
     Feature dbl = conv("branch3x3dbl_1", in, conv_spec(64, 1));
-    dbl = conv("branch3x3dbl_3", conv("branch3x3dbl_2", dbl, conv_spec(96, 3, 1, 1)), conv_spec(96, 3, 2));
-    return add_concat(g, p + ".concat", {b3, dbl, add_pool(g, p + ".branch_pool", in, 3, 2, 0, true)});
+    dbl = conv("branch3x3dbl_3", conv("branch3x3dbl_2", dbl, conv_spec(96, 3, 1, 1)),
+               conv_spec(96, 3, 2));
+    return add_concat(g, p + ".concat",
+                      {b3, dbl, add_pool(g, p + ".branch_pool", in, 3, 2, 0, true)});
   }
 
   Feature module_c(const Feature& in, std::int64_t c7) {
@@ -37,17 +44,22 @@ struct Inception {
     Feature b7 = conv("branch7x7_1", in, conv_spec(c7, 1));
     b7 = conv("branch7x7_3", conv("branch7x7_2", b7, conv_rect(c7, 1, 7)), conv_rect(192, 7, 1));
     Feature dbl = conv("branch7x7dbl_1", in, conv_spec(c7, 1));
-    dbl = conv("branch7x7dbl_3", conv("branch7x7dbl_2", dbl, conv_rect(c7, 7, 1)), conv_rect(c7, 1, 7));
-    dbl = conv("branch7x7dbl_5", conv("branch7x7dbl_4", dbl, conv_rect(c7, 7, 1)), conv_rect(192, 1, 7));
+    dbl = conv("branch7x7dbl_3", conv("branch7x7dbl_2", dbl, conv_rect(c7, 7, 1)),
+               conv_rect(c7, 1, 7));
+    dbl = conv("branch7x7dbl_5", conv("branch7x7dbl_4", dbl, conv_rect(c7, 7, 1)),
+               conv_rect(192, 1, 7));
     return add_concat(g, p + ".concat", {b1, b7, dbl, avg_branch(in, 192)});
   }
 
   Feature module_d(const Feature& in) {
-    const Feature b3 = conv("branch3x3_2", conv("branch3x3_1", in, conv_spec(192, 1)), conv_spec(320, 3, 2));
+    const Feature b3 =
+        conv("branch3x3_2", conv("branch3x3_1", in, conv_spec(192, 1)), conv_spec(320, 3, 2));
     Feature b7 = conv("branch7x7x3_1", in, conv_spec(192, 1));
-    b7 = conv("branch7x7x3_3", conv("branch7x7x3_2", b7, conv_rect(192, 1, 7)), conv_rect(192, 7, 1));
+    b7 = conv("branch7x7x3_3", conv("branch7x7x3_2", b7, conv_rect(192, 1, 7)),
+              conv_rect(192, 7, 1));
     b7 = conv("branch7x7x3_4", b7, conv_spec(192, 3, 2));
-    return add_concat(g, p + ".concat", {b3, b7, add_pool(g, p + ".branch_pool", in, 3, 2, 0, true)});
+    return add_concat(g, p + ".concat",
+                      {b3, b7, add_pool(g, p + ".branch_pool", in, 3, 2, 0, true)});
   }
 
   Feature module_e(const Feature& in) {
@@ -55,7 +67,8 @@ struct Inception {
     const Feature b3 = conv("branch3x3_1", in, conv_spec(384, 1));
     const Feature b3a = conv("branch3x3_2a", b3, conv_rect(384, 1, 3));
     const Feature b3b = conv("branch3x3_2b", b3, conv_rect(384, 3, 1));
-    Feature dbl = conv("branch3x3dbl_2", conv("branch3x3dbl_1", in, conv_spec(448, 1)), conv_spec(384, 3, 1, 1));
+    Feature dbl = conv("branch3x3dbl_2", conv("branch3x3dbl_1", in, conv_spec(448, 1)),
+                       conv_spec(384, 3, 1, 1));
     const Feature da = conv("branch3x3dbl_3a", dbl, conv_rect(384, 1, 3));
     const Feature db = conv("branch3x3dbl_3b", dbl, conv_rect(384, 3, 1));
     return add_concat(g, p + ".concat", {b1, b3a, b3b, da, db, avg_branch(in, 192)});

@@ -20,7 +20,8 @@ Model build_llama(const LlamaConfig& c) {
   b.experts = c.experts;
   b.top_k = c.top_k;
   Model m;
-  describe_transformer(m, c.experts > 0 ? Family::moe_lm : Family::decoder_lm, b, c.layers, c.vocab);
+  describe_transformer(m, c.experts > 0 ? Family::moe_lm : Family::decoder_lm, b, c.layers,
+                       c.vocab);
   GraphBuilder g(m);
 
   // RoPE has no parameters and no embedding op: positions enter in each block's rope op.

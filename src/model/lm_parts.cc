@@ -2,8 +2,8 @@
 
 namespace hetplan::model::detail {
 
-int add_word_embedding(GraphBuilder& g, const std::string& name, std::int64_t seq, std::int64_t vocab,
-                       std::int64_t width) {
+int add_word_embedding(GraphBuilder& g, const std::string& name, std::int64_t seq,
+                       std::int64_t vocab, std::int64_t width) {
   Op op;
   op.name = name;
   op.kind = OpKind::embedding;
@@ -14,8 +14,9 @@ int add_word_embedding(GraphBuilder& g, const std::string& name, std::int64_t se
   return g.add(std::move(op));
 }
 
-int add_lm_head(GraphBuilder& g, const std::string& head_name, const std::string& loss_name, int input,
-                std::int64_t seq, std::int64_t width, std::int64_t vocab, bool tied, bool bias) {
+int add_lm_head(GraphBuilder& g, const std::string& head_name, const std::string& loss_name,
+                int input, std::int64_t seq, std::int64_t width, std::int64_t vocab, bool tied,
+                bool bias) {
   Op head = linear(head_name, {input}, g.act(), seq, width, vocab, bias, ShardKind::vocab);
   if (tied) {
     head.params -= width * vocab;

@@ -33,7 +33,9 @@ Model build_resnet(const ResnetConfig& c) {
       Feature y = add_conv_bn(g, name + ".1", x, conv_spec(width, 1));
       y = add_conv_bn(g, name + ".2", y, conv_spec(width, 3, stride, 1));
       y = add_conv_bn(g, name + ".3", y, conv_spec(4 * width, 1), false);
-      const Feature skip = i == 0 ? add_conv_bn(g, name + ".downsample", x, conv_spec(4 * width, 1, stride), false) : x;
+      const Feature skip =
+          i == 0 ? add_conv_bn(g, name + ".downsample", x, conv_spec(4 * width, 1, stride), false)
+                 : x;
       x = add_relu(g, name + ".relu", add_sum(g, name + ".residual", y, skip));
     }
   }

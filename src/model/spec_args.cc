@@ -1,10 +1,10 @@
 #include "spec_args.h"
 
-#include <algorithm>
-#include <charconv>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
 
 #include "hetplan/core/error.h"
 
@@ -34,7 +34,8 @@ SpecArgs::SpecArgs(std::string label, std::string_view base, std::string_view ov
       auto same = [&](const Entry& o) { return o.key == e.key; };
       auto it = std::find_if(entries_.begin(), entries_.end(), same);
       if (it != entries_.end() && static_cast<std::size_t>(it - entries_.begin()) >= first_of_text)
-        throw InputError(fmt::format("{}: {}", label_, e.key), "given twice; expected each key once");
+        throw InputError(fmt::format("{}: {}", label_, e.key),
+                         "given twice; expected each key once");
       if (it != entries_.end())
         it->value = e.value;  // an override
       else
@@ -63,7 +64,8 @@ void SpecArgs::fail(std::string_view key, const std::string& expected) const {
 
 void SpecArgs::fail_spec(const std::string& expected) const { throw InputError(label_, expected); }
 
-std::int64_t SpecArgs::integer(std::string_view key, std::int64_t dflt, std::int64_t lo, std::int64_t hi) {
+std::int64_t SpecArgs::integer(std::string_view key, std::int64_t dflt, std::int64_t lo,
+                               std::int64_t hi) {
   note(key);
   const Entry* e = find(key);
   if (!e) return dflt;
@@ -92,7 +94,8 @@ bool SpecArgs::flag(std::string_view key, bool dflt) {
   fail(key, "expected true or false (or 1 or 0)");
 }
 
-std::string SpecArgs::choice(std::string_view key, std::string_view dflt, const std::vector<std::string>& allowed) {
+std::string SpecArgs::choice(std::string_view key, std::string_view dflt,
+                             const std::vector<std::string>& allowed) {
   note(key);
   const Entry* e = find(key);
   if (!e) return std::string(dflt);

@@ -20,7 +20,8 @@ class SpecArgs {
   std::int64_t integer(std::string_view key, std::int64_t dflt, std::int64_t lo, std::int64_t hi);
   std::int64_t required(std::string_view key, std::int64_t lo, std::int64_t hi);
   bool flag(std::string_view key, bool dflt);  // true/false or 1/0
-  std::string choice(std::string_view key, std::string_view dflt, const std::vector<std::string>& allowed);
+  std::string choice(std::string_view key, std::string_view dflt,
+                     const std::vector<std::string>& allowed);
 
   // Throws "label: key=value: expected ..." for the key's value.
   [[noreturn]] void fail(std::string_view key, const std::string& expected) const;

@@ -13,16 +13,20 @@ constexpr double kAdamFlopsPerParam = 14;
 constexpr double kFp32GradBytes = 2 * 4;
 
 bool is_gemm(OpKind k) {
-  return k == OpKind::matmul || k == OpKind::batched_matmul || k == OpKind::conv2d || k == OpKind::moe_router;
+  return k == OpKind::matmul || k == OpKind::batched_matmul || k == OpKind::conv2d ||
+         k == OpKind::moe_router;
 }
 
 }  // namespace
 
 const char* to_string(Phase p) {
   switch (p) {
-    case Phase::forward: return "forward";
-    case Phase::backward: return "backward";
-    case Phase::optimizer: return "optimizer";
+    case Phase::forward:
+      return "forward";
+    case Phase::backward:
+      return "backward";
+    case Phase::optimizer:
+      return "optimizer";
   }
   return "?";
 }

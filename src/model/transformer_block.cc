@@ -22,7 +22,8 @@ int add_attention(GraphBuilder& g, const std::string& p, const BlockShape& b, in
   const int v = qk;
   if (b.rope) {
     const double rotated = s * d(q_width + kv_width);
-    Op rope = pointwise(p + ".rope", OpKind::elementwise, ShardKind::heads, {qk}, act, rotated, kRopeFlops);
+    Op rope = pointwise(p + ".rope", OpKind::elementwise, ShardKind::heads, {qk}, act, rotated,
+                        kRopeFlops);
     rope.saved_bytes = act * rotated;
     qk = g.add(std::move(rope));
   }
@@ -30,7 +31,8 @@ int add_attention(GraphBuilder& g, const std::string& p, const BlockShape& b, in
   Op qkt = batched_matmul(p + ".scores", {qk}, act, b.heads, b.seq, b.seq, b.head_dim);
   qkt.attention_core = true;
   const int sc = g.add(std::move(qkt));
-  Op softmax = pointwise(p + ".softmax", OpKind::softmax, ShardKind::heads, {sc}, act, scores, kSoftmaxFlops);
+  Op softmax = pointwise(p + ".softmax", OpKind::softmax, ShardKind::heads, {sc}, act, scores,
+                         kSoftmaxFlops);
   softmax.attention_core = true;
   softmax.saved_bytes = act * scores;
   int probs = g.add(std::move(softmax));
@@ -54,16 +56,20 @@ int add_attention(GraphBuilder& g, const std::string& p, const BlockShape& b, in
 int add_dense_ffn(GraphBuilder& g, const std::string& p, const BlockShape& b, int input) {
   const double act = g.act(), sf = d(b.seq) * d(b.ffn);
   if (b.swiglu) {
-    const int up = g.add(linear(p + ".gate_up", {input}, act, b.seq, b.hidden, 2 * b.ffn, b.bias, ShardKind::column));
-    Op silu = pointwise(p + ".silu_mul", OpKind::elementwise, ShardKind::heads, {up}, act, sf, kSiluMulFlops, 2);
+    const int up = g.add(linear(p + ".gate_up", {input}, act, b.seq, b.hidden, 2 * b.ffn, b.bias,
+                                ShardKind::column));
+    Op silu = pointwise(p + ".silu_mul", OpKind::elementwise, ShardKind::heads, {up}, act, sf,
+                        kSiluMulFlops, 2);
     silu.saved_bytes = 2 * act * sf;
     const int h = g.add(std::move(silu));
     Op down = linear(p + ".down", {h}, act, b.seq, b.ffn, b.hidden, b.bias, ShardKind::row);
     down.saved_bytes = act * sf;
     return g.add(std::move(down));
   }
-  const int fc1 = g.add(linear(p + ".fc1", {input}, act, b.seq, b.hidden, b.ffn, b.bias, ShardKind::column));
-  Op gelu = pointwise(p + ".gelu", OpKind::elementwise, ShardKind::heads, {fc1}, act, sf, kGeluFlops);
+  const int fc1 =
+      g.add(linear(p + ".fc1", {input}, act, b.seq, b.hidden, b.ffn, b.bias, ShardKind::column));
+  Op gelu =
+      pointwise(p + ".gelu", OpKind::elementwise, ShardKind::heads, {fc1}, act, sf, kGeluFlops);
   gelu.saved_bytes = act * sf;
   const int h = g.add(std::move(gelu));
   Op fc2 = linear(p + ".fc2", {h}, act, b.seq, b.ffn, b.hidden, b.bias, ShardKind::row);
@@ -76,7 +82,8 @@ int add_dense_ffn(GraphBuilder& g, const std::string& p, const BlockShape& b, in
 int add_moe_ffn(GraphBuilder& g, const std::string& p, const BlockShape& b, int input) {
   const double act = g.act(), s = d(b.seq), routed = s * d(b.top_k);
   const std::int64_t per_expert = (b.seq * b.top_k + b.experts - 1) / b.experts;
-  Op router = linear(p + ".router", {input}, act, b.seq, b.hidden, b.experts, false, ShardKind::replicated);
+  Op router =
+      linear(p + ".router", {input}, act, b.seq, b.hidden, b.experts, false, ShardKind::replicated);
   router.kind = OpKind::moe_router;
   router.flops += kSoftmaxFlops * s * d(b.experts);  // softmax and top-k over the gate logits
   router.saved_bytes = kFp32Bytes * s * d(b.experts);
@@ -109,7 +116,8 @@ int add_moe_ffn(GraphBuilder& g, const std::string& p, const BlockShape& b, int 
   return g.add(std::move(combine));
 }
 
-int add_residual(GraphBuilder& g, const std::string& name, const BlockShape& b, int branch, int skip) {
+int add_residual(GraphBuilder& g, const std::string& name, const BlockShape& b, int branch,
+                 int skip) {
   return g.add(pointwise(name, OpKind::elementwise, ShardKind::replicated, {branch, skip}, g.act(),
                          d(b.seq) * d(b.hidden), kAddFlops, 2));
 }
@@ -121,8 +129,8 @@ int add_branch_dropout(GraphBuilder& g, const std::string& name, const BlockShap
 
 }  // namespace
 
-BlockShape gpt_style_block(std::int64_t seq, std::int64_t hidden, std::int64_t heads, std::int64_t head_dim,
-                           std::int64_t ffn) {
+BlockShape gpt_style_block(std::int64_t seq, std::int64_t hidden, std::int64_t heads,
+                           std::int64_t head_dim, std::int64_t ffn) {
   BlockShape b;
   b.seq = seq;
   b.hidden = hidden;
@@ -132,8 +140,8 @@ BlockShape gpt_style_block(std::int64_t seq, std::int64_t hidden, std::int64_t h
   return b;
 }
 
-int add_saving_norm(GraphBuilder& g, const std::string& name, OpKind kind, std::int64_t seq, std::int64_t width,
-                    int input) {
+int add_saving_norm(GraphBuilder& g, const std::string& name, OpKind kind, std::int64_t seq,
+                    std::int64_t width, int input) {
   Op op = norm(name, kind, {input}, g.act(), seq, width);
   op.saved_bytes = 2 * g.act() * d(seq) * d(width);
   return g.add(std::move(op));
@@ -148,7 +156,8 @@ int add_transformer_layers(GraphBuilder& g, const BlockShape& b, std::int64_t la
   return input;
 }
 
-void describe_transformer(Model& m, Family family, const BlockShape& b, std::int64_t layers, std::int64_t vocab) {
+void describe_transformer(Model& m, Family family, const BlockShape& b, std::int64_t layers,
+                          std::int64_t vocab) {
   m.family = family;
   m.seq_len = static_cast<int>(b.seq);
   m.vocab = static_cast<int>(vocab);
@@ -162,21 +171,26 @@ void describe_transformer(Model& m, Family family, const BlockShape& b, std::int
   m.top_k = static_cast<int>(b.top_k);
 }
 
-int add_transformer_block(GraphBuilder& g, const std::string& prefix, const BlockShape& b, int input) {
+int add_transformer_block(GraphBuilder& g, const std::string& prefix, const BlockShape& b,
+                          int input) {
   const bool moe = b.experts > 0;
   const std::string ffn = prefix + (moe ? ".moe" : ".mlp");
   auto ffn_part = [&](int in) {
-    return add_branch_dropout(g, ffn + ".dropout", b, moe ? add_moe_ffn(g, ffn, b, in) : add_dense_ffn(g, ffn, b, in));
+    return add_branch_dropout(g, ffn + ".dropout", b,
+                              moe ? add_moe_ffn(g, ffn, b, in) : add_dense_ffn(g, ffn, b, in));
   };
   if (b.pre_norm) {
     const int n1 = add_norm(g, prefix + ".norm1", b, input);
-    const int a = add_branch_dropout(g, prefix + ".attn.proj_dropout", b, add_attention(g, prefix + ".attn", b, n1));
+    const int a = add_branch_dropout(g, prefix + ".attn.proj_dropout", b,
+                                     add_attention(g, prefix + ".attn", b, n1));
     const int r1 = add_residual(g, prefix + ".attn.residual", b, a, input);
     const int n2 = add_norm(g, prefix + ".norm2", b, r1);
     return add_residual(g, ffn + ".residual", b, ffn_part(n2), r1);
   }
-  const int a = add_branch_dropout(g, prefix + ".attn.proj_dropout", b, add_attention(g, prefix + ".attn", b, input));
-  const int n1 = add_norm(g, prefix + ".norm1", b, add_residual(g, prefix + ".attn.residual", b, a, input));
+  const int a = add_branch_dropout(g, prefix + ".attn.proj_dropout", b,
+                                   add_attention(g, prefix + ".attn", b, input));
+  const int n1 =
+      add_norm(g, prefix + ".norm1", b, add_residual(g, prefix + ".attn.residual", b, a, input));
   const int r2 = add_residual(g, ffn + ".residual", b, ffn_part(n1), n1);
   return add_norm(g, prefix + ".norm2", b, r2);
 }

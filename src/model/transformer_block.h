@@ -20,8 +20,8 @@ struct BlockShape {
 };
 
 // A GPT/BERT/ViT block: multi-head attention, layernorm, GeLU, biases, dropout, pre-norm.
-BlockShape gpt_style_block(std::int64_t seq, std::int64_t hidden, std::int64_t heads, std::int64_t head_dim,
-                           std::int64_t ffn);
+BlockShape gpt_style_block(std::int64_t seq, std::int64_t hidden, std::int64_t heads,
+                           std::int64_t head_dim, std::int64_t ffn);
 
 // Appends one block, named `prefix`.*, reading `input`; returns the op that produces its output.
 //
@@ -40,16 +40,18 @@ BlockShape gpt_style_block(std::int64_t seq, std::int64_t hidden, std::int64_t h
 //  * Mixture of experts (Mixtral): the FFN part becomes router probabilities 4sE (fp32), the
 //    dispatched tokens 2skh, the gate and up outputs 4skf, the down input 2skf and the expert
 //    outputs 2skh for the combine (k = top_k, E experts).
-int add_transformer_block(GraphBuilder& g, const std::string& prefix, const BlockShape& b, int input);
+int add_transformer_block(GraphBuilder& g, const std::string& prefix, const BlockShape& b,
+                          int input);
 
 // Appends `layers` blocks, each its own layer "layers.<i>"; returns the last block's output.
 int add_transformer_layers(GraphBuilder& g, const BlockShape& b, std::int64_t layers, int input);
 
 // A norm over [seq x width] that keeps its input and its output (the next GEMM's input): 4sh.
-int add_saving_norm(GraphBuilder& g, const std::string& name, OpKind kind, std::int64_t seq, std::int64_t width,
-                    int input);
+int add_saving_norm(GraphBuilder& g, const std::string& name, OpKind kind, std::int64_t seq,
+                    std::int64_t width, int input);
 
 // Fills the architecture fields of a transformer model (family, sizes) from its block shape.
-void describe_transformer(Model& m, Family family, const BlockShape& b, std::int64_t layers, std::int64_t vocab);
+void describe_transformer(Model& m, Family family, const BlockShape& b, std::int64_t layers,
+                          std::int64_t vocab);
 
 }  // namespace hetplan::model::detail

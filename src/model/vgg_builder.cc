@@ -52,7 +52,8 @@ Model build_vgg(const VggConfig& c) {
   Op fc6 = linear("fc6.fc", {pooled}, act, 1, 512 * 7 * 7, 4096, true, ShardKind::column);
   fc6.saved_bytes = act * 512 * 7 * 7;
   int y = g.add(std::move(fc6));
-  Op relu6 = pointwise("fc6.relu", OpKind::elementwise, ShardKind::heads, {y}, act, 4096, kReluFlops);
+  Op relu6 =
+      pointwise("fc6.relu", OpKind::elementwise, ShardKind::heads, {y}, act, 4096, kReluFlops);
   relu6.saved_bytes = act * 4096;
   y = g.add(std::move(relu6));
   y = g.add(dropout("fc6.dropout", ShardKind::heads, {y}, act, 4096));
@@ -61,7 +62,8 @@ Model build_vgg(const VggConfig& c) {
   Op fc7 = linear("fc7.fc", {y}, act, 1, 4096, 4096, true, ShardKind::row);
   fc7.saved_bytes = act * 4096;
   y = g.add(std::move(fc7));
-  Op relu7 = pointwise("fc7.relu", OpKind::elementwise, ShardKind::replicated, {y}, act, 4096, kReluFlops);
+  Op relu7 =
+      pointwise("fc7.relu", OpKind::elementwise, ShardKind::replicated, {y}, act, 4096, kReluFlops);
   relu7.saved_bytes = act * 4096;
   y = g.add(std::move(relu7));
   y = g.add(dropout("fc7.dropout", ShardKind::replicated, {y}, act, 4096));

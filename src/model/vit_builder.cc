@@ -18,12 +18,14 @@ Model build_vit(const VitConfig& c) {
 
   g.begin_layer("embedding", LayerKind::embedding);
   // A patch-size, patch-stride convolution is a GEMM over the flattened patches.
-  Op patch = linear("embedding.patch", {}, act, patches, c.channels * c.patch * c.patch, c.hidden, true, ShardKind::channel);
+  Op patch = linear("embedding.patch", {}, act, patches, c.channels * c.patch * c.patch, c.hidden,
+                    true, ShardKind::channel);
   patch.kind = OpKind::conv2d;
   patch.bytes_read = act * pixels;
   patch.saved_bytes = act * pixels;
   int x = g.add(std::move(patch));
-  Op pos = pointwise("embedding.position", OpKind::embedding, ShardKind::replicated, {x}, act, sh, kAddFlops);
+  Op pos = pointwise("embedding.position", OpKind::embedding, ShardKind::replicated, {x}, act, sh,
+                     kAddFlops);
   pos.params = (seq + 1) * c.hidden;  // positions and the class token
   x = g.add(std::move(pos));
   x = g.add(dropout("embedding.dropout", ShardKind::replicated, {x}, act, sh));
@@ -32,7 +34,8 @@ Model build_vit(const VitConfig& c) {
 
   g.begin_layer("head", LayerKind::head);
   x = add_saving_norm(g, "head.norm", OpKind::layernorm, seq, c.hidden, x);
-  x = g.add(linear("head.classifier", {x}, act, 1, c.hidden, c.classes, true, ShardKind::replicated));
+  x = g.add(
+      linear("head.classifier", {x}, act, 1, c.hidden, c.classes, true, ShardKind::replicated));
   g.add(cross_entropy("head.loss", ShardKind::replicated, {x}, act, 1, c.classes));
   return m;
 }

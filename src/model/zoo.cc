@@ -1,23 +1,27 @@
+#include "hetplan/model/zoo.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "family_specs.h"
 #include "hetplan/model/graph_json.h"
-#include "hetplan/model/zoo.h"
 
 namespace hetplan::model {
 namespace {
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
+    s.remove_suffix(1);
   return s;
 }
 
 Model build_from_spec(std::string_view text) {
   const std::size_t colon = text.find(':');
   const std::string_view head = trim(text.substr(0, colon));
-  const std::string_view rest = colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
+  const std::string_view rest =
+      colon == std::string_view::npos ? std::string_view{} : text.substr(colon + 1);
   std::optional<Model> m;
   if (const PresetInfo* p = find_preset(head)) {
     const std::size_t pc = p->spec.find(':');
@@ -28,10 +32,11 @@ Model build_from_spec(std::string_view text) {
     m = detail::build_family(head, args);
   }
   if (!m)
-    throw InputError(fmt::format("'{}'", head),
-                     fmt::format("expected a preset name (such as gpt3-1.3b; `hetplan models` lists them), a "
-                                 "family spec ({}:key=value,...) or a .json graph file",
-                                 fmt::join(model_families(), ":..., ")));
+    throw InputError(
+        fmt::format("'{}'", head),
+        fmt::format("expected a preset name (such as gpt3-1.3b; `hetplan models` lists them), a "
+                    "family spec ({}:key=value,...) or a .json graph file",
+                    fmt::join(model_families(), ":..., ")));
   m->name = std::string(text);
   return std::move(*m);
 }
@@ -44,7 +49,8 @@ Result<Model> load_model(std::string_view text, std::string_view source) {
   const std::string_view t = trim(text);
   if (t.size() >= 5 && t.substr(t.size() - 5) == ".json") return read_model_file(std::string(t));
   if (t.empty())
-    return make_error(std::string(source), "", "expected a model: a preset name, a family spec or a .json graph file");
+    return make_error(std::string(source), "",
+                      "expected a model: a preset name, a family spec or a .json graph file");
   return capture_errors(std::string(source), [&] { return build_from_spec(t); });
 }
 

@@ -78,11 +78,13 @@ TEST(ActivationMemory, MixtralBlockDerivation) {
   // Attention as Llama; the FFN keeps router probabilities 4sE, dispatched tokens 2skh, gate and
   // up outputs 4skf, down input 2skf, expert outputs 2skh; plus the second norm's 4sh.
   const double s = 16, h = 32, a = 4, g = 2, d = 8, f = 48, e = 4, k = 2;
-  const Model m = load("moe:layers=1,hidden=32,heads=4,kv_heads=2,ffn=48,seq=16,vocab=64,experts=4,top_k=2");
+  const Model m =
+      load("moe:layers=1,hidden=32,heads=4,kv_heads=2,ffn=48,seq=16,vocab=64,experts=4,top_k=2");
   const LayerSaved saved = saved_in_layer(m, "layers.0");
   EXPECT_DOUBLE_EQ(saved.core, 2 * a * s * s);
   const double attention = s * (4 * h + 2 * (a * d + 2 * g * d) + 2 * a * d);
-  EXPECT_DOUBLE_EQ(saved.rest, attention + 4 * s * h + 4 * s * e + s * k * (2 * h + 4 * f + 2 * f + 2 * h));
+  EXPECT_DOUBLE_EQ(saved.rest,
+                   attention + 4 * s * h + 4 * s * e + s * k * (2 * h + 4 * f + 2 * f + 2 * h));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Forward FLOPs per sample; a multiply-add counts 2 FLOPs.
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "hetplan/model/zoo.h"
 #include "load_for_test.h"
@@ -14,7 +14,8 @@ Model load(const std::string& spec) { return testing::load_or_fail(spec); }
 double gemm_flops(const Model& m) {
   double f = 0;
   for (const Op& op : m.ops)
-    if (op.kind == OpKind::conv2d || op.kind == OpKind::matmul || op.kind == OpKind::batched_matmul) f += op.flops;
+    if (op.kind == OpKind::conv2d || op.kind == OpKind::matmul || op.kind == OpKind::batched_matmul)
+      f += op.flops;
   return f;
 }
 
@@ -46,8 +47,8 @@ TEST(ForwardFlops, GptPerTokenIsTwiceParametersPlusAttention) {
 // layers; the whole graph also counts batchnorm, ReLU and pooling (about 1% more).
 TEST(ForwardFlops, VisionModelsMatchTorchvision) {
   const std::pair<const char*, double> published[] = {
-      {"resnet50", 4.09e9},  {"resnet101", 7.80e9}, {"resnet152", 11.51e9}, {"vgg16", 15.47e9},
-      {"vgg19", 19.63e9},    {"inception-v3", 5.71e9}, {"vit-b16", 17.56e9}, {"vit-l16", 61.55e9},
+      {"resnet50", 4.09e9}, {"resnet101", 7.80e9},    {"resnet152", 11.51e9}, {"vgg16", 15.47e9},
+      {"vgg19", 19.63e9},   {"inception-v3", 5.71e9}, {"vit-b16", 17.56e9},   {"vit-l16", 61.55e9},
   };
   for (const auto& [name, macs] : published) {
     const Model m = load(name);

@@ -1,11 +1,12 @@
 // Graph JSON (version 1): exact round trips and one-line errors for malformed files.
+#include "hetplan/model/graph_json.h"
+
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
-#include <gtest/gtest.h>
-
-#include "hetplan/model/graph_json.h"
 #include "hetplan/model/zoo.h"
 #include "load_for_test.h"
 
@@ -15,8 +16,9 @@ namespace {
 Model load(const std::string& spec) { return testing::load_or_fail(spec); }
 
 TEST(GraphJson, RoundTripIsExact) {
-  for (const char* name : {"gpt3-125m", "opt-350m", "llama2-70b", "mixtral-8x7b", "bert-base", "vit-b16",
-                           "resnet50", "inception-v3", "vgg16", "mlp:layers=2,hidden=8,in=4,out=3"}) {
+  for (const char* name :
+       {"gpt3-125m", "opt-350m", "llama2-70b", "mixtral-8x7b", "bert-base", "vit-b16", "resnet50",
+        "inception-v3", "vgg16", "mlp:layers=2,hidden=8,in=4,out=3"}) {
     const Model m = load(name);
     const nlohmann::json doc = to_json(m);
     EXPECT_EQ(doc["version"], 1);
@@ -67,26 +69,34 @@ TEST(GraphJson, MinimalFileReadsWithDefaults) {
 TEST(GraphJson, Cycle) {
   auto doc = tiny();
   doc["ops"][0]["inputs"] = {2};
-  EXPECT_EQ(error_of(doc), "model.json: ops: expected an acyclic graph; found the cycle fc -> relu -> loss -> fc");
+  EXPECT_EQ(error_of(doc),
+            "model.json: ops: expected an acyclic graph; found the cycle fc -> relu -> loss -> fc");
   doc = tiny();
   doc["ops"][1]["inputs"] = {1};
-  EXPECT_EQ(error_of(doc), "model.json: ops: expected an acyclic graph; found the cycle relu -> relu");
+  EXPECT_EQ(error_of(doc),
+            "model.json: ops: expected an acyclic graph; found the cycle relu -> relu");
 }
 
 TEST(GraphJson, NotTopologicallyOrdered) {
   auto doc = tiny();
   doc["ops"][0]["inputs"] = {1};
   doc["ops"][1]["inputs"] = nlohmann::json::array();
-  EXPECT_EQ(error_of(doc), "model.json: ops[0].inputs[0]: expected an op listed before ops[0] (ops must be in topological order)");
+  EXPECT_EQ(error_of(doc),
+            "model.json: ops[0].inputs[0]: expected an op listed before ops[0] (ops must be in "
+            "topological order)");
 }
 
 TEST(GraphJson, BadFields) {
   auto doc = tiny();
   doc["ops"][1]["kind"] = "conv3d";
-  EXPECT_EQ(error_of(doc).rfind("model.json: ops[1].kind: 'conv3d' is not one of matmul, batched_matmul,", 0), 0u);
+  EXPECT_EQ(error_of(doc).rfind(
+                "model.json: ops[1].kind: 'conv3d' is not one of matmul, batched_matmul,", 0),
+            0u);
   doc = tiny();
   doc["ops"][1]["shard"] = "diagonal";
-  EXPECT_EQ(error_of(doc).rfind("model.json: ops[1].shard: 'diagonal' is not one of replicated, column,", 0), 0u);
+  EXPECT_EQ(error_of(doc).rfind(
+                "model.json: ops[1].shard: 'diagonal' is not one of replicated, column,", 0),
+            0u);
   doc = tiny();
   doc["ops"][2]["inputs"] = {12};
   EXPECT_EQ(error_of(doc), "model.json: ops[2].inputs[0]: expected an op index below 3");
@@ -104,13 +114,17 @@ TEST(GraphJson, BadFields) {
   EXPECT_EQ(error_of(doc), "model.json: ops[0].flops: expected a number >= 0");
   doc = tiny();
   doc["ops"][1]["params"] = 1'000'000'000'000'000LL;
-  EXPECT_EQ(error_of(doc), "model.json: ops[1].params: expected the model's parameters to total at most 1000000000000000");
+  EXPECT_EQ(error_of(doc),
+            "model.json: ops[1].params: expected the model's parameters to total at most "
+            "1000000000000000");
   doc = tiny();
   doc["ops"][0]["params"] = 1.5;
   EXPECT_EQ(error_of(doc), "model.json: ops[0].params: expected an integer");
   doc = tiny();
   doc["ops"][0]["flop"] = 3;
-  EXPECT_EQ(error_of(doc).rfind("model.json: ops[0].flop: unknown field; expected one of name, kind,", 0), 0u);
+  EXPECT_EQ(
+      error_of(doc).rfind("model.json: ops[0].flop: unknown field; expected one of name, kind,", 0),
+      0u);
   doc = tiny();
   doc["ops"][1]["name"] = "fc";
   EXPECT_EQ(error_of(doc), "model.json: ops[1].name: expected a unique name ('fc' is also ops[0])");
@@ -119,7 +133,8 @@ TEST(GraphJson, BadFields) {
   EXPECT_EQ(error_of(doc), "model.json: ops[0].gemm: expected an object with m, n, k, batch_count");
   doc = tiny();
   doc["ops"][2]["layer"] = 0;
-  EXPECT_EQ(error_of(doc), "model.json: ops[2].layer: expected 1 (the layer whose range holds this op)");
+  EXPECT_EQ(error_of(doc),
+            "model.json: ops[2].layer: expected 1 (the layer whose range holds this op)");
 }
 
 TEST(GraphJson, BadDocument) {
@@ -149,13 +164,16 @@ TEST(GraphJson, BadDocument) {
 TEST(GraphJson, LayersCoverOpsContiguously) {
   auto doc = tiny();
   doc["layers"][1]["first_op"] = 1;
-  EXPECT_EQ(error_of(doc), "model.json: layers[1].first_op: expected 2 (layers cover the ops in order, without gaps or overlaps)");
+  EXPECT_EQ(error_of(doc),
+            "model.json: layers[1].first_op: expected 2 (layers cover the ops in order, without "
+            "gaps or overlaps)");
   doc = tiny();
   doc["layers"][1]["num_ops"] = 0;
   EXPECT_EQ(error_of(doc), "model.json: layers[1].num_ops: expected an integer from 1 to 1");
   doc = tiny();
   doc["layers"].erase(1);
-  EXPECT_EQ(error_of(doc), "model.json: layers: expected layers covering all 3 ops; they cover the first 2");
+  EXPECT_EQ(error_of(doc),
+            "model.json: layers: expected layers covering all 3 ops; they cover the first 2");
   doc = tiny();
   doc["layers"][0].erase("first_op");
   EXPECT_EQ(error_of(doc), "model.json: layers[0].first_op: missing (required)");
@@ -166,7 +184,8 @@ TEST(GraphJson, UnreadableOrInvalidFiles) {
   { std::ofstream(path) << "{\"version\": 1, \"ops\": ["; }
   auto m = read_model_file(path.string());
   ASSERT_FALSE(m.ok());
-  EXPECT_EQ(m.error().message.rfind(path.string() + ": expected valid JSON (", 0), 0u) << m.error().message;
+  EXPECT_EQ(m.error().message.rfind(path.string() + ": expected valid JSON (", 0), 0u)
+      << m.error().message;
   EXPECT_EQ(m.error().message.find('\n'), std::string::npos);
   std::filesystem::remove(path);
   EXPECT_FALSE(read_model_file(path.string()).ok());

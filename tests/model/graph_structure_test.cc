@@ -1,7 +1,7 @@
 // Structural invariants of every built-in graph, and the shape of one transformer block.
-#include <set>
-
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include "hetplan/model/zoo.h"
 #include "load_for_test.h"
@@ -21,7 +21,8 @@ TEST(GraphStructure, EveryPresetIsATopologicallyOrderedLayeredGraph) {
       const Layer& l = m.layers[li];
       EXPECT_EQ(l.first_op, next) << p.name << " " << l.name;
       EXPECT_GT(l.num_ops, 0) << p.name << " " << l.name;
-      for (int i = l.first_op; i < l.first_op + l.num_ops; ++i) EXPECT_EQ(m.ops[static_cast<std::size_t>(i)].layer, static_cast<int>(li));
+      for (int i = l.first_op; i < l.first_op + l.num_ops; ++i)
+        EXPECT_EQ(m.ops[static_cast<std::size_t>(i)].layer, static_cast<int>(li));
       next += l.num_ops;
     }
     EXPECT_EQ(next, static_cast<int>(m.ops.size())) << p.name;
@@ -34,8 +35,10 @@ TEST(GraphStructure, EveryPresetIsATopologicallyOrderedLayeredGraph) {
       }
       EXPECT_GE(op.flops, 0);
       EXPECT_GE(op.saved_bytes, 0);
-      if (op.kind == OpKind::matmul || op.kind == OpKind::batched_matmul || op.kind == OpKind::conv2d) {
-        const double gemm = 2.0 * static_cast<double>(op.gemm.m * op.gemm.n) * static_cast<double>(op.gemm.k * op.gemm.batch_count);
+      if (op.kind == OpKind::matmul || op.kind == OpKind::batched_matmul ||
+          op.kind == OpKind::conv2d) {
+        const double gemm = 2.0 * static_cast<double>(op.gemm.m * op.gemm.n) *
+                            static_cast<double>(op.gemm.k * op.gemm.batch_count);
         EXPECT_GE(op.flops, 0.99 * gemm) << op.name;  // expert GEMMs round tokens per expert up
       }
     }
@@ -44,7 +47,8 @@ TEST(GraphStructure, EveryPresetIsATopologicallyOrderedLayeredGraph) {
 }
 
 TEST(GraphStructure, TransformerPresetsHaveEmbeddingBlocksHead) {
-  for (const char* name : {"gpt3-125m", "llama3-8b", "bert-base", "vit-b16", "mixtral-8x7b", "opt-350m"}) {
+  for (const char* name :
+       {"gpt3-125m", "llama3-8b", "bert-base", "vit-b16", "mixtral-8x7b", "opt-350m"}) {
     const Model m = load(name);
     ASSERT_EQ(m.layers.size(), static_cast<std::size_t>(m.num_blocks) + 2) << name;
     EXPECT_EQ(m.layers.front().name, "embedding");
@@ -65,7 +69,9 @@ const Op& find(const Model& m, const std::string& name) {
   return none;
 }
 
-int index_of(const Model& m, const std::string& name) { return static_cast<int>(&find(m, name) - m.ops.data()); }
+int index_of(const Model& m, const std::string& name) {
+  return static_cast<int>(&find(m, name) - m.ops.data());
+}
 
 TEST(GraphStructure, GptBlockShardsAndResiduals) {
   const Model m = load("gpt:layers=2,hidden=16,heads=4,seq=8,vocab=32");
@@ -82,11 +88,14 @@ TEST(GraphStructure, GptBlockShardsAndResiduals) {
   EXPECT_FALSE(find(m, "layers.1.attn.qkv").attention_core);
   // Residuals: the attention branch adds the block input; the MLP branch adds that sum.
   const int block_in = index_of(m, "layers.0.mlp.residual");
-  EXPECT_EQ(find(m, "layers.1.attn.residual").inputs, (std::vector<int>{index_of(m, "layers.1.attn.proj_dropout"), block_in}));
+  EXPECT_EQ(find(m, "layers.1.attn.residual").inputs,
+            (std::vector<int>{index_of(m, "layers.1.attn.proj_dropout"), block_in}));
   EXPECT_EQ(find(m, "layers.1.mlp.residual").inputs,
-            (std::vector<int>{index_of(m, "layers.1.mlp.dropout"), index_of(m, "layers.1.attn.residual")}));
-  EXPECT_EQ(find(m, "layers.1.attn.context").inputs,
-            (std::vector<int>{index_of(m, "layers.1.attn.dropout"), index_of(m, "layers.1.attn.qkv")}));
+            (std::vector<int>{index_of(m, "layers.1.mlp.dropout"),
+                              index_of(m, "layers.1.attn.residual")}));
+  EXPECT_EQ(
+      find(m, "layers.1.attn.context").inputs,
+      (std::vector<int>{index_of(m, "layers.1.attn.dropout"), index_of(m, "layers.1.attn.qkv")}));
   const Op& qkt = find(m, "layers.1.attn.scores");
   EXPECT_EQ(qkt.gemm, (GemmShape{8, 8, 4, 4}));
   EXPECT_EQ(find(m, "layers.1.attn.qkv").gemm, (GemmShape{8, 48, 16, 1}));
@@ -108,7 +117,8 @@ TEST(GraphStructure, ResnetBlocksAndResiduals) {
   EXPECT_EQ(m.layers.size(), 18u);  // stem, 16 bottlenecks, head
   EXPECT_EQ(m.layers[1].name, "layer1.0");
   const Op& add = find(m, "layer1.1.residual");
-  EXPECT_EQ(add.inputs, (std::vector<int>{index_of(m, "layer1.1.3.bn"), index_of(m, "layer1.0.relu")}));
+  EXPECT_EQ(add.inputs,
+            (std::vector<int>{index_of(m, "layer1.1.3.bn"), index_of(m, "layer1.0.relu")}));
   EXPECT_EQ(find(m, "layer2.0.2.conv").gemm, (GemmShape{28 * 28, 128, 128 * 9, 1}));
 }
 

@@ -1,9 +1,9 @@
 // Loads a model spec in a test, recording a failure (with the error) when it does not load.
 #pragma once
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "hetplan/model/zoo.h"
 

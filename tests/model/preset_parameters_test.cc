@@ -1,8 +1,8 @@
 // Every preset's parameter count against the published figure, and exact counts where a released
 // implementation gives one (torchvision, Hugging Face, timm).
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "hetplan/model/zoo.h"
 
@@ -35,7 +35,7 @@ TEST(PresetParameters, MostPresetsAreWithinOnePercent) {
 }
 
 TEST(PresetParameters, ExactCountsOfReleasedImplementations) {
-  EXPECT_EQ(params_of("resnet50"), 25'557'032);      // torchvision
+  EXPECT_EQ(params_of("resnet50"), 25'557'032);  // torchvision
   EXPECT_EQ(params_of("resnet101"), 44'549'160);
   EXPECT_EQ(params_of("resnet152"), 60'192'808);
   EXPECT_EQ(params_of("vgg16"), 138'357'544);

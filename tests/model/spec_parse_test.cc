@@ -13,11 +13,12 @@ std::string error_of(const std::string& text) {
 }
 
 TEST(SpecParse, FamiliesBuild) {
-  for (const char* spec : {"gpt:layers=2,hidden=64,heads=4", "llama:layers=2,hidden=64,heads=4,kv_heads=2",
-                           "bert:layers=2,hidden=64,heads=4", "vit:layers=2,hidden=64,heads=4,patch=8,image=32",
-                           "moe:layers=2,hidden=64,heads=4,experts=4,top_k=1", "resnet:depth=101", "vgg:depth=11",
-                           "inception", "inception:version=v3,image=75", "mlp:layers=2,hidden=8,in=4,out=3",
-                           " gpt : layers = 2 , hidden=64, heads=4 "}) {
+  for (const char* spec :
+       {"gpt:layers=2,hidden=64,heads=4", "llama:layers=2,hidden=64,heads=4,kv_heads=2",
+        "bert:layers=2,hidden=64,heads=4", "vit:layers=2,hidden=64,heads=4,patch=8,image=32",
+        "moe:layers=2,hidden=64,heads=4,experts=4,top_k=1", "resnet:depth=101", "vgg:depth=11",
+        "inception", "inception:version=v3,image=75", "mlp:layers=2,hidden=8,in=4,out=3",
+        " gpt : layers = 2 , hidden=64, heads=4 "}) {
     auto m = load_model(spec);
     EXPECT_TRUE(m.ok()) << spec << ": " << (m.ok() ? "" : m.error().message);
   }
@@ -50,44 +51,61 @@ TEST(SpecParse, PresetOverrides) {
   EXPECT_EQ(m->num_blocks, 2);
   EXPECT_EQ(m->seq_len, 128);
   EXPECT_EQ(m->hidden, 4096);
-  EXPECT_EQ(error_of("gpt3-1.3b:seq=abc"), "--model: gpt3-1.3b: seq=abc: expected an integer from 1 to 10000000");
+  EXPECT_EQ(error_of("gpt3-1.3b:seq=abc"),
+            "--model: gpt3-1.3b: seq=abc: expected an integer from 1 to 10000000");
 }
 
 TEST(SpecParse, ErrorsNameTheKeyAndTheExpectation) {
-  EXPECT_EQ(error_of("gpt:layers=24,hidden=2304,heads=7"), "--model: gpt: heads=7: expected a divisor of hidden (2304)");
-  EXPECT_EQ(error_of("gpt:layers=24,hidden=2304"), "--model: gpt: heads: missing; expected an integer from 1 to 2304");
-  EXPECT_EQ(error_of("gpt:layers=0,hidden=64,heads=4"), "--model: gpt: layers=0: expected an integer from 1 to 10000");
-  EXPECT_EQ(error_of("gpt:layers=-3,hidden=64,heads=4"), "--model: gpt: layers=-3: expected an integer from 1 to 10000");
-  EXPECT_EQ(error_of("gpt:layers=2x,hidden=64,heads=4"), "--model: gpt: layers=2x: expected an integer from 1 to 10000");
+  EXPECT_EQ(error_of("gpt:layers=24,hidden=2304,heads=7"),
+            "--model: gpt: heads=7: expected a divisor of hidden (2304)");
+  EXPECT_EQ(error_of("gpt:layers=24,hidden=2304"),
+            "--model: gpt: heads: missing; expected an integer from 1 to 2304");
+  EXPECT_EQ(error_of("gpt:layers=0,hidden=64,heads=4"),
+            "--model: gpt: layers=0: expected an integer from 1 to 10000");
+  EXPECT_EQ(error_of("gpt:layers=-3,hidden=64,heads=4"),
+            "--model: gpt: layers=-3: expected an integer from 1 to 10000");
+  EXPECT_EQ(error_of("gpt:layers=2x,hidden=64,heads=4"),
+            "--model: gpt: layers=2x: expected an integer from 1 to 10000");
   EXPECT_EQ(error_of("gpt:layers=99999999999999999999,hidden=64,heads=4"),
             "--model: gpt: layers=99999999999999999999: expected an integer from 1 to 10000");
-  EXPECT_EQ(error_of("gpt:layers=2,hidden=64,heads=4,norm=mid"), "--model: gpt: norm=mid: expected one of pre, post");
+  EXPECT_EQ(error_of("gpt:layers=2,hidden=64,heads=4,norm=mid"),
+            "--model: gpt: norm=mid: expected one of pre, post");
   EXPECT_EQ(error_of("gpt:layers=2,hidden=64,heads=4,tied=maybe"),
             "--model: gpt: tied=maybe: expected true or false (or 1 or 0)");
-  EXPECT_EQ(error_of("llama:layers=2,hidden=64,heads=4,kv_heads=3"), "--model: llama: kv_heads=3: expected a divisor of heads (4)");
-  EXPECT_EQ(error_of("moe:layers=2,hidden=64,heads=4,experts=2,top_k=3"), "--model: moe: top_k=3: expected at most experts (2)");
-  EXPECT_EQ(error_of("vit:layers=2,hidden=64,heads=4,image=30"), "--model: vit: image=30: expected a multiple of patch (16)");
+  EXPECT_EQ(error_of("llama:layers=2,hidden=64,heads=4,kv_heads=3"),
+            "--model: llama: kv_heads=3: expected a divisor of heads (4)");
+  EXPECT_EQ(error_of("moe:layers=2,hidden=64,heads=4,experts=2,top_k=3"),
+            "--model: moe: top_k=3: expected at most experts (2)");
+  EXPECT_EQ(error_of("vit:layers=2,hidden=64,heads=4,image=30"),
+            "--model: vit: image=30: expected a multiple of patch (16)");
   EXPECT_EQ(error_of("resnet:depth=34"), "--model: resnet: depth=34: expected 50, 101 or 152");
   EXPECT_EQ(error_of("vgg:depth=17"), "--model: vgg: depth=17: expected 11, 13, 16 or 19");
-  EXPECT_EQ(error_of("gpt:layers=2,hidden=64,heads=4,layers=3"), "--model: gpt: layers: given twice; expected each key once");
-  EXPECT_EQ(error_of("gpt:layers=2,hidden=64,heads=4,positions=8,seq=16"), "--model: gpt: positions=8: expected at least seq (16)");
+  EXPECT_EQ(error_of("gpt:layers=2,hidden=64,heads=4,layers=3"),
+            "--model: gpt: layers: given twice; expected each key once");
+  EXPECT_EQ(error_of("gpt:layers=2,hidden=64,heads=4,positions=8,seq=16"),
+            "--model: gpt: positions=8: expected at least seq (16)");
   EXPECT_EQ(error_of("gpt:layers=2,hidden"), "--model: gpt: 'hidden': expected key=value");
-  EXPECT_EQ(error_of("moe:layers=10000,hidden=1000000,heads=1,ffn=10000000,experts=4096"),
-            "--model: moe: expected a model of at most 1e+15 parameters; this spec has about 1.23e+21");
+  EXPECT_EQ(
+      error_of("moe:layers=10000,hidden=1000000,heads=1,ffn=10000000,experts=4096"),
+      "--model: moe: expected a model of at most 1e+15 parameters; this spec has about 1.23e+21");
 }
 
 TEST(SpecParse, UnknownKeyListsTheKnownOnes) {
   const std::string e = error_of("bert:layers=2,hidden=64,heads=4,experts=8");
-  EXPECT_EQ(e, "--model: bert: experts=8: unknown key; expected one of layers, hidden, heads, seq, vocab, ffn");
+  EXPECT_EQ(e,
+            "--model: bert: experts=8: unknown key; expected one of layers, hidden, heads, seq, "
+            "vocab, ffn");
 }
 
 TEST(SpecParse, UnknownNames) {
   const std::string e = error_of("gpt4");
   EXPECT_EQ(e.rfind("--model: 'gpt4': expected a preset name", 0), 0u) << e;
   EXPECT_NE(e.find("gpt:..."), std::string::npos) << e;
-  EXPECT_EQ(error_of("  "), "--model: expected a model: a preset name, a family spec or a .json graph file");
+  EXPECT_EQ(error_of("  "),
+            "--model: expected a model: a preset name, a family spec or a .json graph file");
   EXPECT_EQ(load_model("nope", "model").error().message.rfind("model: 'nope'", 0), 0u);
-  EXPECT_EQ(error_of("/no/such/dir/model.json"), "/no/such/dir/model.json: cannot read: no such file");
+  EXPECT_EQ(error_of("/no/such/dir/model.json"),
+            "/no/such/dir/model.json: cannot read: no such file");
 }
 
 }  // namespace

@@ -2,9 +2,8 @@
 // kinds, dangling inputs and cycles, naming the file and field.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "hetplan/core/error.h"
 #include "hetplan/model/model.h"

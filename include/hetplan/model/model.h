@@ -24,13 +24,13 @@ enum class OpKind {
   softmax,
   layernorm,
   rmsnorm,
-  elementwise,     // gelu, silu*mul, residual add, dropout, bias, rope, scaling
-  embedding,       // table lookup (+ position embedding)
+  elementwise,  // gelu, silu*mul, residual add, dropout, bias, rope, scaling
+  embedding,    // table lookup (+ position embedding)
   conv2d,
   pool,
   batchnorm,
-  cross_entropy,   // loss (with the final softmax)
-  moe_router,      // gate GEMM + top-k
+  cross_entropy,  // loss (with the final softmax)
+  moe_router,     // gate GEMM + top-k
 };
 const char* to_string(OpKind k);
 std::optional<OpKind> parse_op_kind(std::string_view s);
@@ -39,11 +39,11 @@ std::optional<OpKind> parse_op_kind(std::string_view s);
 enum class ShardKind {
   replicated,  // each rank computes all of it (layernorm without sequence parallelism)
   column,      // weight split by output features; output sharded, no communication
-  row,         // weight split by input features; output partial sums, all-reduce (or reduce-scatter)
-  heads,       // follows a column split (attention core, activation); no communication
-  vocab,       // embedding or LM head split along the vocabulary
-  expert,      // MoE experts spread over ranks; tokens move by all-to-all
-  channel,     // convolution split by output channels (output sharded)
+  row,      // weight split by input features; output partial sums, all-reduce (or reduce-scatter)
+  heads,    // follows a column split (attention core, activation); no communication
+  vocab,    // embedding or LM head split along the vocabulary
+  expert,   // MoE experts spread over ranks; tokens move by all-to-all
+  channel,  // convolution split by output channels (output sharded)
 };
 const char* to_string(ShardKind k);
 std::optional<ShardKind> parse_shard_kind(std::string_view s);
@@ -71,8 +71,8 @@ struct Op {
   // which the attention core needs and which selective recomputation keeps), a layernorm holds its
   // input and its output (the next GEMM's input), a dropout holds its 1-byte mask.
   double saved_bytes = 0;
-  std::int64_t params = 0;   // parameter count (weights and biases)
-  GemmShape gemm;            // set for matmul, batched_matmul, moe_router, conv2d (implicit GEMM)
+  std::int64_t params = 0;  // parameter count (weights and biases)
+  GemmShape gemm;           // set for matmul, batched_matmul, moe_router, conv2d (implicit GEMM)
   // Part of the attention core (QK^T, softmax, its dropout, scores x V) whose activations selective
   // recomputation drops and recomputes (Korthikanti et al. 2022).
   bool attention_core = false;
@@ -104,26 +104,27 @@ struct Model {
   std::string name;  // preset name or the spec it was built from
   Family family = Family::decoder_lm;
   DType dtype = DType::bf16;  // compute/activation dtype (mixed precision: fp32 master weights)
-  // Architecture parameters (0 where not applicable), as the builders and the memory model use them.
-  int seq_len = 0;       // tokens per sample (patches + cls for ViT)
+  // Architecture parameters (0 where not applicable), as the builders and the memory model use
+  // them.
+  int seq_len = 0;  // tokens per sample (patches + cls for ViT)
   int vocab = 0;
   int hidden = 0;
   int heads = 0;
-  int kv_heads = 0;      // grouped-query attention; == heads for multi-head attention
-  int head_dim = 0;      // per attention head; heads * head_dim == hidden except in a few published
-                         // configurations (GPT-3 13B: hidden 5140, 40 heads of 128)
+  int kv_heads = 0;  // grouped-query attention; == heads for multi-head attention
+  int head_dim = 0;  // per attention head; heads * head_dim == hidden except in a few published
+                     // configurations (GPT-3 13B: hidden 5140, 40 heads of 128)
   int ffn_hidden = 0;
-  int num_blocks = 0;    // transformer blocks (or CNN blocks)
-  int experts = 0;       // MoE experts per layer
-  int top_k = 0;         // experts per token
-  int image_size = 0;    // vision models
+  int num_blocks = 0;  // transformer blocks (or CNN blocks)
+  int experts = 0;     // MoE experts per layer
+  int top_k = 0;       // experts per token
+  int image_size = 0;  // vision models
   int num_classes = 0;
-  std::vector<Op> ops;   // in a topological order: every input index is smaller than the op's own
+  std::vector<Op> ops;  // in a topological order: every input index is smaller than the op's own
   std::vector<Layer> layers;
 
-  std::int64_t parameters() const;           // sum of Op::params
-  double forward_flops_per_sample() const;   // sum of Op::flops
-  bool is_language_model() const;            // tokens per sample are meaningful for throughput
+  std::int64_t parameters() const;          // sum of Op::params
+  double forward_flops_per_sample() const;  // sum of Op::flops
+  bool is_language_model() const;           // tokens per sample are meaningful for throughput
   auto operator<=>(const Model&) const = default;
 };
 

@@ -11,9 +11,9 @@
 namespace hetplan::model {
 
 struct PresetInfo {
-  std::string name;         // "gpt3-175b"
-  std::string spec;         // equivalent family spec, "gpt:layers=96,hidden=12288,..."
-  std::string description;  // one line, with the published parameter count it must match
+  std::string name;                 // "gpt3-175b"
+  std::string spec;                 // equivalent family spec, "gpt:layers=96,hidden=12288,..."
+  std::string description;          // one line, with the published parameter count it must match
   double published_parameters = 0;  // as published (e.g. 175e9), for tests and listings
   // Relative tolerance of the match: 1%, wider only where the published figure is a rounded name
   // that the published architecture does not reach (the description says by how much).
