@@ -48,8 +48,10 @@ constexpr Flops operator*(FlopsPerSecond r, Seconds t) { return Flops(r.value * 
 constexpr FlopsPerSecond operator/(Flops f, Seconds t) { return FlopsPerSecond(f.value / t.value); }
 constexpr BytesPerSecond operator/(Bytes b, Seconds t) { return BytesPerSecond(b.value / t.value); }
 
-constexpr Seconds max(Seconds a, Seconds b) { return a < b ? b : a; }
-constexpr Seconds min(Seconds a, Seconds b) { return a < b ? a : b; }
+template <class Tag>
+constexpr Quantity<Tag> max(Quantity<Tag> a, Quantity<Tag> b) { return a < b ? b : a; }
+template <class Tag>
+constexpr Quantity<Tag> min(Quantity<Tag> a, Quantity<Tag> b) { return a < b ? a : b; }
 
 namespace literals {
 constexpr Seconds operator""_s(long double v) { return Seconds(static_cast<double>(v)); }
