@@ -224,6 +224,7 @@ struct Lowering {
       for (std::size_t r = 0; r < p.stages[s].replicas.size(); ++r)
         for (int mb = 0; mb < M; ++mb) g.add_edge(fwd[s][r][mb], bwd[s][r][mb]);
     add_pipeline_transfers();
+    if (p.zero_stage >= 3) add_parameter_gathers();
     auto sync = add_gradient_sync();
     if (!sync) return sync;
     return true;
@@ -296,6 +297,36 @@ struct Lowering {
             g.add_edge(tb, bwd[s][a][mb]);
           }
         }
+    }
+  }
+
+  double stage_params(int s) const {
+    double params = 0;
+    const auto& st = p.stages[s];
+    for (int li = st.first_layer; li < st.first_layer + st.num_layers; ++li) params += layer_params(li);
+    return params;
+  }
+
+  // ZeRO-3: each forward and backward pass first gathers the stage's parameter shards from the
+  // data-parallel replicas, in the order the passes run, prefetching as far as the stream allows.
+  void add_parameter_gathers() {
+    for (std::size_t s = 0; s < p.stages.size(); ++s) {
+      const auto& st = p.stages[s];
+      if (st.replicas.size() < 2) continue;
+      const int lane0 = lane_of[s][0];
+      const auto& lane = lanes[lane0];
+      const int chunk = static_cast<int>(std::find(lane.stages.begin(), lane.stages.end(), static_cast<int>(s)) -
+                                         lane.stages.begin());
+      const auto parts = sync_parts(static_cast<int>(s), stage_params(static_cast<int>(s)) * 2.0,
+                                    cost::Collective::all_gather, cost::Algorithm::automatic);
+      const int stream = g.add_stream();
+      for (const PassRef& pr : lane_order[lane0]) {
+        if (pr.chunk != chunk) continue;
+        const int t = add_transfer(TaskKind::param_gather, stream, lane0, -1, static_cast<int>(s), pr.microbatch, -1,
+                                   parts);
+        for (std::size_t r = 0; r < st.replicas.size(); ++r)
+          g.add_edge(t, pr.forward ? fwd[s][r][pr.microbatch] : bwd[s][r][pr.microbatch]);
+      }
     }
   }
 
@@ -391,11 +422,10 @@ struct Lowering {
         for (int st_id : sync_tasks) g.add_edge(st_id, id);
         opt.push_back(id);
       }
-      // ZeRO: the updated parameter shards are gathered back.
-      if (R > 1 && p.zero_stage >= 1 && method != plan::SyncMethod::none) {
-        double params = 0;
-        for (int li = st.first_layer; li < st.first_layer + st.num_layers; ++li) params += layer_params(li);
-        const auto parts = sync_parts(s, params * 2.0, cost::Collective::all_gather, cost::Algorithm::automatic);
+      // ZeRO 1 and 2: the updated parameter shards are gathered back (ZeRO-3 gathers them before
+      // every pass instead).
+      if (R > 1 && (p.zero_stage == 1 || p.zero_stage == 2) && method != plan::SyncMethod::none) {
+        const auto parts = sync_parts(s, stage_params(s) * 2.0, cost::Collective::all_gather, cost::Algorithm::automatic);
         const int t = add_transfer(TaskKind::param_gather, g.add_stream(), lane_of[s][0], -1, s, -1, -1, parts);
         for (int id : opt) g.add_edge(id, t);
       }

@@ -114,3 +114,42 @@ TEST(SimulateExact, TransfersSharingALinkShareItsBandwidth) {
 
 }  // namespace
 }  // namespace hetplan::sim
+
+namespace hetplan::sim {
+namespace {
+
+TEST(SimulateExact, ZeroThreeGathersParametersBeforeEachPass) {
+  // Two replicas, one micro-batch, one layer of 1e9 parameters (2 GB in bf16). The forward waits
+  // for the first gather (G); the backward's gather is prefetched right after it; then the
+  // gradients are reduce-scattered and each replica updates its half.
+  const auto m = testing::chain_model(1, 1e12, 0, 1'000'000'000);
+  const auto c = testing::unit_cluster(2, 1);
+  plan::Plan p;
+  p.global_batch = 2;
+  p.num_microbatches = 1;
+  p.zero_stage = 3;
+  p.stages.push_back(plan::Stage{0, 1, {plan::Replica{{0}, {}, 0.5}, plan::Replica{{1}, {}, 0.5}}});
+  const auto opts = testing::exact_options();
+  auto r = simulate(m, c, p, opts);
+  ASSERT_TRUE(r) << r.error().message;
+  auto cost_of = [&](cost::Collective kind) {
+    cost::CollectiveRequest req;
+    req.kind = kind;
+    req.devices = {0, 1};
+    req.bytes = Bytes(2e9);
+    return cost::collective_cost(c, req, opts.network).time.value;
+  };
+  const double G = cost_of(cost::Collective::all_gather);
+  const double RS = cost_of(cost::Collective::reduce_scatter);
+  double optimizer = 0;
+  int gathers = 0;
+  for (const auto& e : r->events) {
+    if (e.kind == TaskKind::optimizer) optimizer = (e.end - e.start).value;
+    gathers += e.kind == TaskKind::param_gather;
+  }
+  EXPECT_EQ(gathers, 2);
+  EXPECT_NEAR(r->iteration_time.value, std::max(G + 1.0, 2 * G) + 2.0 + RS + optimizer, 1e-9);
+}
+
+}  // namespace
+}  // namespace hetplan::sim
