@@ -39,7 +39,8 @@ void run(benchmark::State& state, const std::string& model_spec, const std::stri
     tasks = r->num_tasks;
     benchmark::DoNotOptimize(r->iteration_time);
   }
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
   state.counters["tasks"] = static_cast<double>(tasks);
   state.counters["passes"] = passes;
   state.counters["s_per_pass"] =
@@ -49,7 +50,8 @@ void run(benchmark::State& state, const std::string& model_spec, const std::stri
 
 void BM_Gpt3_175B_1536xA100(benchmark::State& state) {
   // 24 replicas x 8 stages x 96 micro-batches x 2 passes.
-  run(state, "gpt3-175b", "dgx-a100:192", "dp=24,tp=8,pp=8,mbs=1,gbs=2304,schedule=1f1b", 24.0 * 8 * 96 * 2);
+  run(state, "gpt3-175b", "dgx-a100:192", "dp=24,tp=8,pp=8,mbs=1,gbs=2304,schedule=1f1b",
+      24.0 * 8 * 96 * 2);
 }
 BENCHMARK(BM_Gpt3_175B_1536xA100)->Unit(benchmark::kMillisecond);
 
@@ -59,9 +61,10 @@ void BM_SimulateScaling(benchmark::State& state) {
   const int mbs_count = static_cast<int>(state.range(0));
   const int pp = static_cast<int>(state.range(1));
   const int dp = 8;
-  const std::string strategy = "dp=8,tp=1,pp=" + std::to_string(pp) + ",mbs=1,gbs=" + std::to_string(dp * mbs_count);
-  run(state, "gpt:layers=64,hidden=1024,heads=16,seq=1024,vocab=51200", "dgx-a100:" + std::to_string(pp), strategy,
-      1.0 * dp * pp * mbs_count * 2);
+  const std::string strategy =
+      "dp=8,tp=1,pp=" + std::to_string(pp) + ",mbs=1,gbs=" + std::to_string(dp * mbs_count);
+  run(state, "gpt:layers=64,hidden=1024,heads=16,seq=1024,vocab=51200",
+      "dgx-a100:" + std::to_string(pp), strategy, 1.0 * dp * pp * mbs_count * 2);
 }
 BENCHMARK(BM_SimulateScaling)
     ->ArgsProduct({{16, 64, 256}, {2, 8, 32}})

@@ -1,10 +1,10 @@
 #include "hetplan/cli/app.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <exception>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "commands.h"
 #include "hetplan/core/error.h"

@@ -1,8 +1,8 @@
 // hetplan models | devices | clusters | check-cluster: what is built in, and cluster validation.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -52,16 +52,20 @@ Action add_models_command(CLI::App& app) {
       if (*json) {
         print_json(model_json(*m));
       } else {
-        fmt::print("{}: {} model, {:.4g}B parameters, {:.4g} GFLOP forward per sample, {} ops in {} layers\n",
-                   m->name, model::to_string(m->family), static_cast<double>(m->parameters()) / 1e9,
-                   m->forward_flops_per_sample() / 1e9, m->ops.size(), m->layers.size());
+        fmt::print(
+            "{}: {} model, {:.4g}B parameters, {:.4g} GFLOP forward per sample, {} ops in {} "
+            "layers\n",
+            m->name, model::to_string(m->family), static_cast<double>(m->parameters()) / 1e9,
+            m->forward_flops_per_sample() / 1e9, m->ops.size(), m->layers.size());
       }
       return 0;
     }
     if (*json) {
       auto arr = nlohmann::ordered_json::array();
       for (const auto& p : model::presets())
-        arr.push_back({{"name", p.name}, {"spec", p.spec}, {"description", p.description},
+        arr.push_back({{"name", p.name},
+                       {"spec", p.spec},
+                       {"description", p.description},
                        {"published_parameters", p.published_parameters}});
       print_json(arr);
       return 0;
@@ -69,8 +73,9 @@ Action add_models_command(CLI::App& app) {
     fmt::print("{:<16} {:>10}  {}\n", "preset", "params", "description");
     for (const auto& p : model::presets())
       fmt::print("{:<16} {:>9.3g}B  {}\n", p.name, p.published_parameters / 1e9, p.description);
-    fmt::print("\nFamilies by spec: gpt, llama, bert, vit, moe, resnet, vgg, inception, mlp "
-               "(e.g. gpt:layers=24,hidden=2304,heads=24,seq=2048,vocab=51200)\n");
+    fmt::print(
+        "\nFamilies by spec: gpt, llama, bert, vit, moe, resnet, vgg, inception, mlp "
+        "(e.g. gpt:layers=24,hidden=2304,heads=24,seq=2048,vocab=51200)\n");
     return 0;
   };
 }
@@ -83,17 +88,23 @@ Action add_devices_command(CLI::App& app) {
     if (*json) {
       auto arr = nlohmann::ordered_json::array();
       for (const auto& d : cluster::device_catalog())
-        arr.push_back({{"name", d.name}, {"aliases", d.aliases}, {"vendor", d.vendor},
-                       {"peak_fp16_flops", d.peak_fp16.value}, {"peak_fp32_flops", d.peak_fp32.value},
-                       {"memory_bytes", d.memory.value}, {"memory_bandwidth_bytes_per_s", d.memory_bandwidth.value},
+        arr.push_back({{"name", d.name},
+                       {"aliases", d.aliases},
+                       {"vendor", d.vendor},
+                       {"peak_fp16_flops", d.peak_fp16.value},
+                       {"peak_fp32_flops", d.peak_fp32.value},
+                       {"memory_bytes", d.memory.value},
+                       {"memory_bandwidth_bytes_per_s", d.memory_bandwidth.value},
                        {"source", d.source}});
       print_json(arr);
       return 0;
     }
-    fmt::print("{:<18} {:>14} {:>14} {:>12} {:>12}\n", "device", "fp16/bf16", "fp32", "memory", "mem bw");
+    fmt::print("{:<18} {:>14} {:>14} {:>12} {:>12}\n", "device", "fp16/bf16", "fp32", "memory",
+               "mem bw");
     for (const auto& d : cluster::device_catalog())
       fmt::print("{:<18} {:>14} {:>14} {:>12} {:>12}\n", d.name, format_flops_rate(d.peak_fp16),
-                 format_flops_rate(d.peak_fp32), format_bytes(d.memory), format_bandwidth(d.memory_bandwidth));
+                 format_flops_rate(d.peak_fp32), format_bytes(d.memory),
+                 format_bandwidth(d.memory_bandwidth));
     return 0;
   };
 }
@@ -101,13 +112,15 @@ Action add_devices_command(CLI::App& app) {
 Action add_clusters_command(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto show = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand("clusters", "List the built-in cluster presets, or print one as YAML");
+  auto* cmd =
+      app.add_subcommand("clusters", "List the built-in cluster presets, or print one as YAML");
   cmd->add_option("name", *show, "A preset to print as YAML (to copy and edit)");
   cmd->add_flag("--json", *json, "Print JSON");
   return [json, show] {
     if (!show->empty()) {
       const std::string yaml = cluster::preset_yaml(*show);
-      if (yaml.empty()) return report_error(fmt::format("clusters NAME: unknown preset '{}'", *show));
+      if (yaml.empty())
+        return report_error(fmt::format("clusters NAME: unknown preset '{}'", *show));
       std::fputs(yaml.c_str(), stdout);
       return 0;
     }
@@ -118,14 +131,16 @@ Action add_clusters_command(CLI::App& app) {
       print_json(arr);
       return 0;
     }
-    for (const auto& p : cluster::cluster_presets()) fmt::print("{:<18} {}\n", p.name, p.description);
+    for (const auto& p : cluster::cluster_presets())
+      fmt::print("{:<18} {}\n", p.name, p.description);
     return 0;
   };
 }
 
 Action add_check_cluster_command(CLI::App& app) {
   auto file = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand("check-cluster", "Validate a cluster file (or preset) and print its summary");
+  auto* cmd = app.add_subcommand("check-cluster",
+                                 "Validate a cluster file (or preset) and print its summary");
   cmd->add_option("file", *file, "Cluster YAML file or preset name")->required();
   return [file] {
     auto c = cluster::load_cluster(*file, "check-cluster");

@@ -1,10 +1,9 @@
 // hetplan simulate: predict iteration time, throughput and per-device memory of one plan.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <memory>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
@@ -40,24 +39,29 @@ void progress(const char* what) {
 
 void print_summary(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
                    const sim::SimResult& r) {
-  fmt::print("model      {} ({:.3g}B parameters)\n", m.name, static_cast<double>(m.parameters()) / 1e9);
+  fmt::print("model      {} ({:.3g}B parameters)\n", m.name,
+             static_cast<double>(m.parameters()) / 1e9);
   fmt::print("cluster    {} ({} devices, {} used)\n", c.name, c.num_devices(), r.devices_used);
-  fmt::print("plan       {} | {} stages, {} micro-batches, global batch {}, schedule {}, recompute {}, zero {}\n",
-             p.planner, p.stages.size(), p.num_microbatches, p.global_batch, plan::to_string(p.schedule),
-             cost::to_string(p.recompute), p.zero_stage);
+  fmt::print(
+      "plan       {} | {} stages, {} micro-batches, global batch {}, schedule {}, recompute {}, "
+      "zero {}\n",
+      p.planner, p.stages.size(), p.num_microbatches, p.global_batch, plan::to_string(p.schedule),
+      cost::to_string(p.recompute), p.zero_stage);
   fmt::print("iteration  {}\n", format_duration(r.iteration_time));
   fmt::print("throughput {:.1f} samples/s", r.samples_per_s);
   if (r.tokens_per_s > 0) fmt::print(", {:.0f} tokens/s", r.tokens_per_s);
-  fmt::print("\ncompute    {:.1f} TFLOP/s per device, MFU {:.1f}%\n", r.tflops_per_device, 100 * r.mfu);
+  fmt::print("\ncompute    {:.1f} TFLOP/s per device, MFU {:.1f}%\n", r.tflops_per_device,
+             100 * r.mfu);
   fmt::print("memory     max peak {} per device: {}\n", format_bytes(r.max_peak_memory),
              r.fits ? "fits" : "DOES NOT FIT");
-  fmt::print("\n{:<28} {:>10} {:>10} {:>10} {:>12} {:>12}\n", "lane", "compute", "comm", "idle", "peak mem",
-             "capacity");
+  fmt::print("\n{:<28} {:>10} {:>10} {:>10} {:>12} {:>12}\n", "lane", "compute", "comm", "idle",
+             "peak mem", "capacity");
   for (const auto& lane : r.lanes) {
     const auto& d = r.devices[lane.devices.front()];
-    fmt::print("{:<28} {:>10} {:>10} {:>10} {:>12} {:>12}{}\n", lane.name, format_duration(d.compute_busy),
-               format_duration(d.comm_busy), format_duration(d.idle), format_bytes(d.peak_memory),
-               format_bytes(d.capacity), d.fits ? "" : "  OOM");
+    fmt::print("{:<28} {:>10} {:>10} {:>10} {:>12} {:>12}{}\n", lane.name,
+               format_duration(d.compute_busy), format_duration(d.comm_busy),
+               format_duration(d.idle), format_bytes(d.peak_memory), format_bytes(d.capacity),
+               d.fits ? "" : "  OOM");
   }
 }
 
@@ -94,7 +98,8 @@ int run_simulate(const SimulateArgs& a) {
   progress("simulating");
   auto r = sim::simulate(*m, *c, *p, opts);
   if (!r) return report_error(r.error().message);
-  if (!a.trace_file.empty() && !write_output_file(a.trace_file, sim::chrome_trace_json(*r))) return 2;
+  if (!a.trace_file.empty() && !write_output_file(a.trace_file, sim::chrome_trace_json(*r)))
+    return 2;
   if (a.json) {
     std::fputs((sim_result_json(*m, *p, *r).dump(2) + "\n").c_str(), stdout);
   } else {
@@ -107,17 +112,21 @@ int run_simulate(const SimulateArgs& a) {
 
 Action add_simulate_command(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
-  auto* cmd = app.add_subcommand("simulate", "Predict iteration time, throughput and memory of a plan");
-  cmd->add_option("--model,-m", args->model, "Model: preset name, family spec (gpt:layers=..) or graph .json")
+  auto* cmd =
+      app.add_subcommand("simulate", "Predict iteration time, throughput and memory of a plan");
+  cmd->add_option("--model,-m", args->model,
+                  "Model: preset name, family spec (gpt:layers=..) or graph .json")
       ->capture_default_str();
   cmd->add_option("--cluster,-c", args->cluster, "Cluster: preset name (dgx-a100:4) or YAML file")
       ->capture_default_str();
-  cmd->add_option("--strategy,-s", args->strategy,
-                  std::string("Megatron-style shorthand, e.g. dp=8,tp=8,pp=12,mbs=1,gbs=1536,recompute=full,"
-                              "zero=1,schedule=interleaved,vpp=3,sp=1 (default: ") +
-                      kDefaultStrategy + ")");
+  cmd->add_option(
+      "--strategy,-s", args->strategy,
+      std::string("Megatron-style shorthand, e.g. dp=8,tp=8,pp=12,mbs=1,gbs=1536,recompute=full,"
+                  "zero=1,schedule=interleaved,vpp=3,sp=1 (default: ") +
+          kDefaultStrategy + ")");
   cmd->add_option("--plan,-p", args->plan_file, "A plan JSON file (instead of --strategy)");
-  cmd->add_option("--trace", args->trace_file, "Write a Chrome trace (Perfetto) of the iteration to FILE");
+  cmd->add_option("--trace", args->trace_file,
+                  "Write a Chrome trace (Perfetto) of the iteration to FILE");
   cmd->add_option("--calibration", args->calibration_file, "A measured calibration profile (JSON)");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the summary");
   return [args] { return run_simulate(*args); };

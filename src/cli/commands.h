@@ -1,10 +1,9 @@
 // Internal to the command line: one function per subcommand, registered on the CLI11 app.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 namespace hetplan::cli {
 

@@ -2,7 +2,8 @@
 
 namespace hetplan::cli {
 
-nlohmann::ordered_json sim_result_json(const model::Model& m, const plan::Plan& p, const sim::SimResult& r) {
+nlohmann::ordered_json sim_result_json(const model::Model& m, const plan::Plan& p,
+                                       const sim::SimResult& r) {
   nlohmann::ordered_json j;
   j["model"] = m.name;
   j["planner"] = p.planner;

@@ -9,6 +9,7 @@
 
 namespace hetplan::cli {
 
-nlohmann::ordered_json sim_result_json(const model::Model& m, const plan::Plan& p, const sim::SimResult& r);
+nlohmann::ordered_json sim_result_json(const model::Model& m, const plan::Plan& p,
+                                       const sim::SimResult& r);
 
 }  // namespace hetplan::cli

@@ -13,6 +13,8 @@ std::uint64_t fnv1a64(std::string_view bytes) {
   return h;
 }
 
-std::string fingerprint_hex(std::string_view bytes) { return fmt::format("{:016x}", fnv1a64(bytes)); }
+std::string fingerprint_hex(std::string_view bytes) {
+  return fmt::format("{:016x}", fnv1a64(bytes));
+}
 
 }  // namespace hetplan

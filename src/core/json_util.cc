@@ -1,11 +1,11 @@
 #include "hetplan/core/json_util.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "hetplan/core/error.h"
 
@@ -16,10 +16,13 @@ std::string field_path(std::string_view path, std::string_view key) {
   return fmt::format("{}.{}", path, key);
 }
 
-std::string index_path(std::string_view path, std::size_t i) { return fmt::format("{}[{}]", path, i); }
+std::string index_path(std::string_view path, std::size_t i) {
+  return fmt::format("{}[{}]", path, i);
+}
 
 const Json& json_require(const Json& obj, std::string_view key, std::string_view path) {
-  if (!obj.is_object()) throw InputError(std::string(path.empty() ? "document" : path), "expected an object");
+  if (!obj.is_object())
+    throw InputError(std::string(path.empty() ? "document" : path), "expected an object");
   auto it = obj.find(key);
   if (it == obj.end()) throw InputError(field_path(path, key), "missing (required)");
   return *it;
@@ -43,7 +46,8 @@ long long json_int(const Json& obj, std::string_view key, std::string_view path)
   return v.get<long long>();
 }
 
-long long json_int_or(const Json& obj, std::string_view key, std::string_view path, long long dflt) {
+long long json_int_or(const Json& obj, std::string_view key, std::string_view path,
+                      long long dflt) {
   if (!obj.is_object() || !obj.contains(key)) return dflt;
   return json_int(obj, key, path);
 }

@@ -1,11 +1,11 @@
 #include "hetplan/core/quantity_parse.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace hetplan {
 namespace {
@@ -17,12 +17,15 @@ struct NumberAndUnit {
 
 // Splits "300 GB/s" into 300 and "GB/s". Rejects negative, non-finite or missing numbers.
 std::optional<NumberAndUnit> split(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
   std::size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' ||
-                             text[i] == 'e' || text[i] == 'E' || text[i] == '+' ||
-                             (text[i] == '-' && i > 0 && (text[i - 1] == 'e' || text[i - 1] == 'E')))) {
+  while (i < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' || text[i] == 'e' ||
+          text[i] == 'E' || text[i] == '+' ||
+          (text[i] == '-' && i > 0 && (text[i - 1] == 'e' || text[i - 1] == 'E')))) {
     // Stop at an 'e'/'E' that starts a unit such as "EB": only treat it as an exponent when a digit
     // or sign follows.
     if ((text[i] == 'e' || text[i] == 'E') &&
@@ -36,9 +39,11 @@ std::optional<NumberAndUnit> split(std::string_view text) {
   std::string num(text.substr(0, i));
   char* end = nullptr;
   out.number = std::strtod(num.c_str(), &end);
-  if (end != num.c_str() + num.size() || !std::isfinite(out.number) || out.number < 0) return std::nullopt;
+  if (end != num.c_str() + num.size() || !std::isfinite(out.number) || out.number < 0)
+    return std::nullopt;
   std::string_view rest = text.substr(i);
-  while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.remove_prefix(1);
+  while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front())))
+    rest.remove_prefix(1);
   out.unit = std::string(rest);
   return out;
 }
@@ -106,11 +111,16 @@ std::optional<Seconds> parse_duration(std::string_view text) {
   if (!nu) return std::nullopt;
   const std::string& u = nu->unit;
   double m = 0;
-  if (u == "s" || u.empty()) m = 1;
-  else if (u == "ms") m = 1e-3;
-  else if (u == "us" || u == "\xC2\xB5s") m = 1e-6;
-  else if (u == "ns") m = 1e-9;
-  else return std::nullopt;
+  if (u == "s" || u.empty())
+    m = 1;
+  else if (u == "ms")
+    m = 1e-3;
+  else if (u == "us" || u == "\xC2\xB5s")
+    m = 1e-6;
+  else if (u == "ns")
+    m = 1e-9;
+  else
+    return std::nullopt;
   return Seconds(nu->number * m);
 }
 
@@ -118,8 +128,10 @@ std::optional<FlopsPerSecond> parse_flops_rate(std::string_view text) {
   auto nu = split(text);
   if (!nu) return std::nullopt;
   std::string_view u = nu->unit;
-  if (ends_with(u, "FLOPS")) u.remove_suffix(5);
-  else if (ends_with(u, "FLOP/s")) u.remove_suffix(6);
+  if (ends_with(u, "FLOPS"))
+    u.remove_suffix(5);
+  else if (ends_with(u, "FLOP/s"))
+    u.remove_suffix(6);
   auto m = prefix_multiplier(u);
   if (!m || (u.size() == 2)) return std::nullopt;  // no binary prefixes for FLOP/s
   return FlopsPerSecond(nu->number * *m);
@@ -127,7 +139,8 @@ std::optional<FlopsPerSecond> parse_flops_rate(std::string_view text) {
 
 std::string format_bytes(Bytes b) {
   const double v = b.value;
-  if (v >= 1024.0 * 1024 * 1024 * 1024) return fmt::format("{:.2f} TiB", v / (1024.0 * 1024 * 1024 * 1024));
+  if (v >= 1024.0 * 1024 * 1024 * 1024)
+    return fmt::format("{:.2f} TiB", v / (1024.0 * 1024 * 1024 * 1024));
   if (v >= 1024.0 * 1024 * 1024) return fmt::format("{:.2f} GiB", v / (1024.0 * 1024 * 1024));
   if (v >= 1024.0 * 1024) return fmt::format("{:.2f} MiB", v / (1024.0 * 1024));
   if (v >= 1024.0) return fmt::format("{:.2f} KiB", v / 1024.0);

@@ -8,12 +8,22 @@ std::string chrome_trace_json(const SimResult& r) {
   using nlohmann::json;
   json events = json::array();
   for (std::size_t l = 0; l < r.lanes.size(); ++l) {
-    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", l}, {"args", {{"name", r.lanes[l].name}}}});
-    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", l}, {"tid", 0}, {"args", {{"name", "compute"}}}});
-    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", l}, {"tid", 1}, {"args", {{"name", "communication"}}}});
+    events.push_back(
+        {{"ph", "M"}, {"name", "process_name"}, {"pid", l}, {"args", {{"name", r.lanes[l].name}}}});
+    events.push_back({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", l},
+                      {"tid", 0},
+                      {"args", {{"name", "compute"}}}});
+    events.push_back({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", l},
+                      {"tid", 1},
+                      {"args", {{"name", "communication"}}}});
   }
   for (const TaskRecord& e : r.events) {
-    const bool transfer = e.kind == TaskKind::p2p || e.kind == TaskKind::grad_sync || e.kind == TaskKind::param_gather;
+    const bool transfer = e.kind == TaskKind::p2p || e.kind == TaskKind::grad_sync ||
+                          e.kind == TaskKind::param_gather;
     std::string name = to_string(e.kind);
     if (e.microbatch >= 0) name += " mb" + std::to_string(e.microbatch);
     if (e.bucket >= 0) name += " bucket" + std::to_string(e.bucket);

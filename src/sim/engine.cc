@@ -32,8 +32,13 @@ struct Flow {
 class Engine {
  public:
   Engine(const TaskGraph& g, const std::vector<double>& cap)
-      : g_(g), cap_(cap), preds_(g.tasks.size()), next_(g.streams.size(), 0),
-        flows_(g.tasks.size()), link_demand_(cap.size(), 0.0), link_flows_(cap.size()) {
+      : g_(g),
+        cap_(cap),
+        preds_(g.tasks.size()),
+        next_(g.streams.size(), 0),
+        flows_(g.tasks.size()),
+        link_demand_(cap.size(), 0.0),
+        link_flows_(cap.size()) {
     r_.start.assign(g.tasks.size(), -1);
     r_.end.assign(g.tasks.size(), -1);
     for (std::size_t i = 0; i < g.tasks.size(); ++i) preds_[i] = g.tasks[i].preds;

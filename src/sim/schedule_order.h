@@ -8,7 +8,7 @@
 namespace hetplan::sim::detail {
 
 struct PassRef {
-  int chunk = 0;       // index into the lane's chunks (0 = its first stage)
+  int chunk = 0;  // index into the lane's chunks (0 = its first stage)
   int microbatch = 0;
   bool forward = true;
   auto operator<=>(const PassRef&) const = default;

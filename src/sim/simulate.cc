@@ -1,10 +1,10 @@
 #include "hetplan/sim/simulate.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <numeric>
-
-#include <fmt/format.h>
 
 #include "schedule_order.h"
 #include "stage_costs.h"
@@ -14,12 +14,18 @@ namespace hetplan::sim {
 
 const char* to_string(TaskKind k) {
   switch (k) {
-    case TaskKind::forward: return "forward";
-    case TaskKind::backward: return "backward";
-    case TaskKind::optimizer: return "optimizer";
-    case TaskKind::p2p: return "p2p";
-    case TaskKind::grad_sync: return "grad_sync";
-    case TaskKind::param_gather: return "param_gather";
+    case TaskKind::forward:
+      return "forward";
+    case TaskKind::backward:
+      return "backward";
+    case TaskKind::optimizer:
+      return "optimizer";
+    case TaskKind::p2p:
+      return "p2p";
+    case TaskKind::grad_sync:
+      return "grad_sync";
+    case TaskKind::param_gather:
+      return "param_gather";
   }
   return "?";
 }
@@ -42,14 +48,16 @@ std::string lane_name(int lane, const std::vector<int>& devices) {
   if (devices.size() == 1) return fmt::format("lane {} (device {})", lane, devices[0]);
   bool consecutive = true;
   for (std::size_t i = 1; i < devices.size(); ++i) consecutive &= devices[i] == devices[i - 1] + 1;
-  if (consecutive) return fmt::format("lane {} (devices {}-{})", lane, devices.front(), devices.back());
+  if (consecutive)
+    return fmt::format("lane {} (devices {}-{})", lane, devices.front(), devices.back());
   return fmt::format("lane {} ({} devices from {})", lane, devices.size(), devices.front());
 }
 
 // Fraction of replica a's batch interval that overlaps replica b's (intervals are laid out in
 // replica order over [0, 1)).
 std::vector<std::vector<double>> batch_overlap(const plan::Stage& a, const plan::Stage& b) {
-  std::vector<std::vector<double>> out(a.replicas.size(), std::vector<double>(b.replicas.size(), 0.0));
+  std::vector<std::vector<double>> out(a.replicas.size(),
+                                       std::vector<double>(b.replicas.size(), 0.0));
   double a0 = 0;
   for (std::size_t i = 0; i < a.replicas.size(); ++i) {
     const double a1 = a0 + a.replicas[i].batch_share;
@@ -78,13 +86,21 @@ struct Lowering {
   std::vector<std::vector<PassRef>> lane_order;
   // Task ids: [stage][replica][microbatch]
   std::vector<std::vector<std::vector<int>>> fwd, bwd;
-  std::vector<std::vector<std::vector<int>>> bwd_buckets;  // last micro-batch's backward, per bucket
-  std::vector<std::vector<detail::LayerTimes>> times;     // [stage][replica]
-  std::vector<std::vector<std::pair<int, int>>> buckets;   // [stage] -> (first layer offset, count), in backward order
-  std::vector<std::vector<int>> optimizer_task;          // [stage][replica]
+  std::vector<std::vector<std::vector<int>>>
+      bwd_buckets;                                     // last micro-batch's backward, per bucket
+  std::vector<std::vector<detail::LayerTimes>> times;  // [stage][replica]
+  std::vector<std::vector<std::pair<int, int>>>
+      buckets;  // [stage] -> (first layer offset, count), in backward order
+  std::vector<std::vector<int>> optimizer_task;  // [stage][replica]
 
-  Lowering(const model::Model& m_, const cluster::Cluster& c_, const plan::Plan& p_, const SimOptions& o)
-      : m(m_), c(c_), p(p_), opts(o), compute(o.compute, o.profile), coster(m_, c_, p_, compute, o.network) {}
+  Lowering(const model::Model& m_, const cluster::Cluster& c_, const plan::Plan& p_,
+           const SimOptions& o)
+      : m(m_),
+        c(c_),
+        p(p_),
+        opts(o),
+        compute(o.compute, o.profile),
+        coster(m_, c_, p_, compute, o.network) {}
 
   double samples(const plan::Replica& r) const {
     return r.batch_share * static_cast<double>(p.global_batch) / p.num_microbatches;
@@ -93,7 +109,8 @@ struct Lowering {
   double layer_params(int li) const {
     double n = 0;
     const auto& L = m.layers[li];
-    for (int op = L.first_op; op < L.first_op + L.num_ops; ++op) n += static_cast<double>(m.ops[op].params);
+    for (int op = L.first_op; op < L.first_op + L.num_ops; ++op)
+      n += static_cast<double>(m.ops[op].params);
     return n;
   }
 
@@ -105,7 +122,8 @@ struct Lowering {
         std::vector<int> key = r.devices;
         std::sort(key.begin(), key.end());
         auto [it, inserted] = by_devices.emplace(key, static_cast<int>(lanes.size()));
-        if (inserted) lanes.push_back(LaneInfo{r.devices, {}, lane_name(static_cast<int>(lanes.size()), key)});
+        if (inserted)
+          lanes.push_back(LaneInfo{r.devices, {}, lane_name(static_cast<int>(lanes.size()), key)});
         lanes[it->second].stages.push_back(static_cast<int>(s));
         lane_of[s].push_back(it->second);
       }
@@ -119,16 +137,22 @@ struct Lowering {
     const int v = static_cast<int>(lane.stages.size());
     if (v == 1) return std::make_pair(lane.stages[0], S);
     if (S % v != 0)
-      return Error{fmt::format("plan: stages: {} holds {} stages, which does not divide the {} stages evenly "
-                               "(expected an interleaved layout)", lane.name, v, S)};
+      return Error{fmt::format(
+          "plan: stages: {} holds {} stages, which does not divide the {} stages evenly "
+          "(expected an interleaved layout)",
+          lane.name, v, S)};
     const int P = S / v;
     for (int i = 0; i < v; ++i)
       if (lane.stages[i] != lane.stages[0] + i * P)
-        return Error{fmt::format("plan: stages: {} holds stages that are not {} apart (expected an interleaved "
-                                 "layout)", lane.name, P)};
+        return Error{fmt::format(
+            "plan: stages: {} holds stages that are not {} apart (expected an interleaved "
+            "layout)",
+            lane.name, P)};
     if (p.schedule == plan::Schedule::interleaved && p.num_microbatches % P != 0)
-      return Error{fmt::format("plan: num_microbatches: expected a multiple of the pipeline size {} for the "
-                               "interleaved schedule, got {}", P, p.num_microbatches)};
+      return Error{
+          fmt::format("plan: num_microbatches: expected a multiple of the pipeline size {} for the "
+                      "interleaved schedule, got {}",
+                      P, p.num_microbatches)};
     return std::make_pair(lane.stages[0], P);
   }
 
@@ -158,15 +182,16 @@ struct Lowering {
     const int M = p.num_microbatches;
     times.resize(S);
     for (int s = 0; s < S; ++s)
-      for (const auto& r : p.stages[s].replicas) times[s].push_back(coster.replica_times(p.stages[s], r, samples(r)));
+      for (const auto& r : p.stages[s].replicas)
+        times[s].push_back(coster.replica_times(p.stages[s], r, samples(r)));
     build_buckets();
     // Compute streams and pass orders.
     lane_order.resize(lanes.size());
     for (std::size_t l = 0; l < lanes.size(); ++l) {
       auto pos = lane_position(lanes[l]);
       if (!pos) return pos.error();
-      lane_order[l] = detail::pass_order(p.schedule, static_cast<int>(lanes[l].stages.size()), pos->first,
-                                         pos->second, M);
+      lane_order[l] = detail::pass_order(p.schedule, static_cast<int>(lanes[l].stages.size()),
+                                         pos->first, pos->second, M);
       lane_compute_stream.push_back(g.add_stream());
     }
     fwd.assign(S, {});
@@ -182,7 +207,8 @@ struct Lowering {
     // Replica index of each stage on each lane.
     std::vector<std::map<int, int>> replica_on_lane(lanes.size());
     for (int s = 0; s < S; ++s)
-      for (std::size_t r = 0; r < lane_of[s].size(); ++r) replica_on_lane[lane_of[s][r]][s] = static_cast<int>(r);
+      for (std::size_t r = 0; r < lane_of[s].size(); ++r)
+        replica_on_lane[lane_of[s][r]][s] = static_cast<int>(r);
     for (std::size_t l = 0; l < lanes.size(); ++l) {
       for (const PassRef& pr : lane_order[l]) {
         const int s = lanes[l].stages[pr.chunk];
@@ -260,11 +286,13 @@ struct Lowering {
 
   // Megatron-LM's scatter/gather: the tensor-parallel ranks each send 1/k of the activation
   // over their own links.
-  std::vector<cost::CollectiveCost> p2p_parts(const plan::Replica& a, const plan::Replica& b, double bytes) {
+  std::vector<cost::CollectiveCost> p2p_parts(const plan::Replica& a, const plan::Replica& b,
+                                              double bytes) {
     const std::size_t k = std::min(a.devices.size(), b.devices.size());
     std::vector<cost::CollectiveCost> parts;
     for (std::size_t j = 0; j < k; ++j)
-      parts.push_back(coster.collective(cost::Collective::p2p, {a.devices[j], b.devices[j]}, bytes / k, {}));
+      parts.push_back(
+          coster.collective(cost::Collective::p2p, {a.devices[j], b.devices[j]}, bytes / k, {}));
     return parts;
   }
 
@@ -303,7 +331,8 @@ struct Lowering {
   double stage_params(int s) const {
     double params = 0;
     const auto& st = p.stages[s];
-    for (int li = st.first_layer; li < st.first_layer + st.num_layers; ++li) params += layer_params(li);
+    for (int li = st.first_layer; li < st.first_layer + st.num_layers; ++li)
+      params += layer_params(li);
     return params;
   }
 
@@ -315,15 +344,16 @@ struct Lowering {
       if (st.replicas.size() < 2) continue;
       const int lane0 = lane_of[s][0];
       const auto& lane = lanes[lane0];
-      const int chunk = static_cast<int>(std::find(lane.stages.begin(), lane.stages.end(), static_cast<int>(s)) -
-                                         lane.stages.begin());
+      const int chunk =
+          static_cast<int>(std::find(lane.stages.begin(), lane.stages.end(), static_cast<int>(s)) -
+                           lane.stages.begin());
       const auto parts = sync_parts(static_cast<int>(s), stage_params(static_cast<int>(s)) * 2.0,
                                     cost::Collective::all_gather, cost::Algorithm::automatic);
       const int stream = g.add_stream();
       for (const PassRef& pr : lane_order[lane0]) {
         if (pr.chunk != chunk) continue;
-        const int t = add_transfer(TaskKind::param_gather, stream, lane0, -1, static_cast<int>(s), pr.microbatch, -1,
-                                   parts);
+        const int t = add_transfer(TaskKind::param_gather, stream, lane0, -1, static_cast<int>(s),
+                                   pr.microbatch, -1, parts);
         for (std::size_t r = 0; r < st.replicas.size(); ++r)
           g.add_edge(t, pr.forward ? fwd[s][r][pr.microbatch] : bwd[s][r][pr.microbatch]);
       }
@@ -390,20 +420,24 @@ struct Lowering {
       const plan::SyncMethod method = rule ? rule->method : plan::SyncMethod::all_reduce;
       const cost::Algorithm algo = rule ? rule->algorithm : cost::Algorithm::automatic;
       if (method == plan::SyncMethod::sufficient_factor)
-        return Error{fmt::format("plan: grad_sync: sufficient_factor synchronisation is not simulated yet "
-                                 "(stage {})", s)};
+        return Error{
+            fmt::format("plan: grad_sync: sufficient_factor synchronisation is not simulated yet "
+                        "(stage {})",
+                        s)};
       std::vector<int> sync_tasks;
       if (R > 1 && method != plan::SyncMethod::none) {
-        cost::Collective kind = method == plan::SyncMethod::parameter_server ? cost::Collective::ps_push_pull
-                                : p.zero_stage >= 1                          ? cost::Collective::reduce_scatter
-                                                                             : cost::Collective::all_reduce;
+        cost::Collective kind = method == plan::SyncMethod::parameter_server
+                                    ? cost::Collective::ps_push_pull
+                                : p.zero_stage >= 1 ? cost::Collective::reduce_scatter
+                                                    : cost::Collective::all_reduce;
         const int stream = g.add_stream();
         for (std::size_t b = 0; b < buckets[s].size(); ++b) {
           auto [off, count] = buckets[s][b];
           double params = 0;
           for (int k = off; k < off + count; ++k) params += layer_params(st.first_layer + k);
           const auto parts = sync_parts(s, params * 2.0, kind, algo);
-          const int t = add_transfer(TaskKind::grad_sync, stream, lane_of[s][0], -1, s, -1, static_cast<int>(b), parts);
+          const int t = add_transfer(TaskKind::grad_sync, stream, lane_of[s][0], -1, s, -1,
+                                     static_cast<int>(b), parts);
           for (std::size_t r = 0; r < R; ++r) g.add_edge(bwd_buckets[s][r][b], t);
           sync_tasks.push_back(t);
         }
@@ -425,8 +459,10 @@ struct Lowering {
       // ZeRO 1 and 2: the updated parameter shards are gathered back (ZeRO-3 gathers them before
       // every pass instead).
       if (R > 1 && (p.zero_stage == 1 || p.zero_stage == 2) && method != plan::SyncMethod::none) {
-        const auto parts = sync_parts(s, stage_params(s) * 2.0, cost::Collective::all_gather, cost::Algorithm::automatic);
-        const int t = add_transfer(TaskKind::param_gather, g.add_stream(), lane_of[s][0], -1, s, -1, -1, parts);
+        const auto parts = sync_parts(s, stage_params(s) * 2.0, cost::Collective::all_gather,
+                                      cost::Algorithm::automatic);
+        const int t = add_transfer(TaskKind::param_gather, g.add_stream(), lane_of[s][0], -1, s, -1,
+                                   -1, parts);
         for (int id : opt) g.add_edge(id, t);
       }
     }
@@ -472,7 +508,8 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
   if (!built) return built.error();
   const auto eng = detail::run_engine(low.g, link_capacities(c, opts.network));
   if (eng.deadlock)
-    return Error{"plan: the schedule's pass order contradicts its dependencies (the simulation deadlocked)"};
+    return Error{
+        "plan: the schedule's pass order contradicts its dependencies (the simulation deadlocked)"};
 
   SimResult r;
   r.iteration_time = Seconds(eng.makespan);
@@ -511,8 +548,9 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
       if (task.peer_lane >= 0) comm_intervals[task.peer_lane].push_back({eng.start[t], eng.end[t]});
     }
     if (opts.record_events)
-      r.events.push_back(TaskRecord{task.kind, task.lane, task.peer_lane, task.stage, task.microbatch, task.bucket,
-                                    Seconds(eng.start[t]), Seconds(eng.end[t])});
+      r.events.push_back(TaskRecord{task.kind, task.lane, task.peer_lane, task.stage,
+                                    task.microbatch, task.bucket, Seconds(eng.start[t]),
+                                    Seconds(eng.end[t])});
   }
   for (std::size_t l = 0; l < low.lanes.size(); ++l) {
     auto& iv = comm_intervals[l];
@@ -545,7 +583,8 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
         while (low.lane_of[s][ri] != static_cast<int>(l)) ++ri;
         // Device d's index within this replica.
         const auto& rep = st.replicas[ri];
-        const int jj = static_cast<int>(std::find(rep.devices.begin(), rep.devices.end(), d) - rep.devices.begin());
+        const int jj = static_cast<int>(std::find(rep.devices.begin(), rep.devices.end(), d) -
+                                        rep.devices.begin());
         const StageMemory sm = stage_memory_of(m, p, st, rep, jj);
         fixed.parameters += sm.fixed.parameters;
         fixed.gradients += sm.fixed.gradients;

@@ -10,8 +10,10 @@ StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const
   const std::size_t n = m.ops.size();
   backward_index_.assign(n, -1);
   optimizer_index_.assign(n, -1);
-  for (std::size_t i = 0; i < tg_.backward.size(); ++i) backward_index_[tg_.backward[i].op] = static_cast<int>(i);
-  for (std::size_t i = 0; i < tg_.optimizer.size(); ++i) optimizer_index_[tg_.optimizer[i].op] = static_cast<int>(i);
+  for (std::size_t i = 0; i < tg_.backward.size(); ++i)
+    backward_index_[tg_.backward[i].op] = static_cast<int>(i);
+  for (std::size_t i = 0; i < tg_.optimizer.size(); ++i)
+    optimizer_index_[tg_.optimizer[i].op] = static_cast<int>(i);
   replicated_.assign(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     bool rep = m.ops[i].shard == model::ShardKind::replicated;
@@ -28,7 +30,8 @@ double StageCoster::op_share(int op, const plan::Replica& r, int j) const {
   const int tp = static_cast<int>(r.devices.size());
   if (tp == 1) return 1.0;
   // Sequence parallelism splits the replicated ops (norms, dropout, residual) along the sequence.
-  if (replicated_[op] && !(p_.sequence_parallel && m_.ops[op].shard == model::ShardKind::replicated))
+  if (replicated_[op] &&
+      !(p_.sequence_parallel && m_.ops[op].shard == model::ShardKind::replicated))
     return 1.0;
   return r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j];
 }
@@ -36,7 +39,8 @@ double StageCoster::op_share(int op, const plan::Replica& r, int j) const {
 cost::CollectiveCost StageCoster::collective(cost::Collective kind, const std::vector<int>& devices,
                                              double bytes, const std::vector<double>& shares,
                                              cost::Algorithm algo) const {
-  auto key = std::make_tuple(static_cast<int>(kind) * 16 + static_cast<int>(algo), devices, bytes, shares);
+  auto key =
+      std::make_tuple(static_cast<int>(kind) * 16 + static_cast<int>(algo), devices, bytes, shares);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   cost::CollectiveRequest req;
@@ -50,7 +54,8 @@ cost::CollectiveCost StageCoster::collective(cost::Collective kind, const std::v
   return res;
 }
 
-LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica& r, double samples) const {
+LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica& r,
+                                      double samples) const {
   LayerTimes out;
   const int tp = static_cast<int>(r.devices.size());
   const model::DType dt = m_.dtype;
@@ -71,7 +76,9 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
         const double share = op_share(op, r, j);
         tf = std::max(tf, compute_.op_time(type, tg_.forward[op], samples, share, dt).value);
         if (backward_index_[op] >= 0)
-          tb = std::max(tb, compute_.op_time(type, tg_.backward[backward_index_[op]], samples, share, dt).value);
+          tb = std::max(
+              tb,
+              compute_.op_time(type, tg_.backward[backward_index_[op]], samples, share, dt).value);
       }
       // Tensor-parallel communication on the critical path (Megatron-LM: the row-parallel output
       // and the column-parallel input gradient are all-reduced; with sequence parallelism the same
@@ -113,9 +120,12 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
       if (optimizer_index_[op] < 0) continue;
       double t = 0;
       for (int j = 0; j < tp; ++j) {
-        const double share = replicated_[op] ? 1.0 : (r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j]);
-        t = std::max(t, compute_.op_time(c_.type_of(r.devices[j]), tg_.optimizer[optimizer_index_[op]], 1.0,
-                                         share / zero_split, dt).value);
+        const double share =
+            replicated_[op] ? 1.0 : (r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j]);
+        t = std::max(t, compute_
+                            .op_time(c_.type_of(r.devices[j]), tg_.optimizer[optimizer_index_[op]],
+                                     1.0, share / zero_split, dt)
+                            .value);
       }
       out.optimizer += t;
     }

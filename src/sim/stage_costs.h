@@ -34,8 +34,8 @@ class StageCoster {
   const std::vector<bool>& replicated_ops() const { return replicated_; }
   const model::TrainingGraph& training() const { return tg_; }
   // Cost of a collective, cached by (kind, devices, bytes, shares).
-  cost::CollectiveCost collective(cost::Collective kind, const std::vector<int>& devices, double bytes,
-                                  const std::vector<double>& shares,
+  cost::CollectiveCost collective(cost::Collective kind, const std::vector<int>& devices,
+                                  double bytes, const std::vector<double>& shares,
                                   cost::Algorithm algo = cost::Algorithm::automatic) const;
 
  private:
@@ -45,11 +45,12 @@ class StageCoster {
   const cost::ComputeCostModel& compute_;
   const cost::NetworkParams& net_;
   model::TrainingGraph tg_;
-  std::vector<int> backward_index_;  // op -> index in tg_.backward
-  std::vector<int> optimizer_index_; // op -> index in tg_.optimizer or -1
-  std::vector<bool> replicated_;     // op split replicated by its kind or an override
+  std::vector<int> backward_index_;   // op -> index in tg_.backward
+  std::vector<int> optimizer_index_;  // op -> index in tg_.optimizer or -1
+  std::vector<bool> replicated_;      // op split replicated by its kind or an override
   mutable std::map<std::tuple<int, std::vector<int>, double, std::vector<double>>,
-                   cost::CollectiveCost> cache_;
+                   cost::CollectiveCost>
+      cache_;
 };
 
 }  // namespace hetplan::sim::detail

@@ -11,7 +11,7 @@ namespace hetplan::sim::detail {
 struct Task {
   TaskKind kind = TaskKind::forward;
   bool is_transfer = false;
-  int stream = 0;       // tasks of one stream run one at a time, in the stream's order
+  int stream = 0;  // tasks of one stream run one at a time, in the stream's order
   int lane = 0;
   int peer_lane = -1;
   int stage = 0;

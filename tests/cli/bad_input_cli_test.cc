@@ -32,33 +32,44 @@ void expect_clean_failure(const BadCase& c) {
   // One line.
   ASSERT_FALSE(r.err.empty()) << c.args;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
-  for (const auto& part : c.message_parts) EXPECT_NE(r.err.find(part), std::string::npos) << "want '" << part << "' in: " << r.err;
+  for (const auto& part : c.message_parts)
+    EXPECT_NE(r.err.find(part), std::string::npos) << "want '" << part << "' in: " << r.err;
 }
 
 TEST(BadInputCli, Strategy) {
-  expect_clean_failure({"simulate --model llama2-7b --cluster dgx-a100:1 --strategy tp=3", {"--strategy", "tp"}});
-  expect_clean_failure({"simulate --model gpt3-1.3b --cluster dgx-a100:1 --strategy dp=8,tp=8", {"--strategy", "devices"}});
-  expect_clean_failure({"simulate --model gpt3-1.3b --cluster dgx-a100:1 --strategy banana=1", {"--strategy", "banana"}});
-  expect_clean_failure({"simulate --model gpt3-1.3b --cluster dgx-a100:1 --strategy tp=-2", {"--strategy", "tp"}});
+  expect_clean_failure(
+      {"simulate --model llama2-7b --cluster dgx-a100:1 --strategy tp=3", {"--strategy", "tp"}});
+  expect_clean_failure({"simulate --model gpt3-1.3b --cluster dgx-a100:1 --strategy dp=8,tp=8",
+                        {"--strategy", "devices"}});
+  expect_clean_failure({"simulate --model gpt3-1.3b --cluster dgx-a100:1 --strategy banana=1",
+                        {"--strategy", "banana"}});
+  expect_clean_failure(
+      {"simulate --model gpt3-1.3b --cluster dgx-a100:1 --strategy tp=-2", {"--strategy", "tp"}});
 }
 
 TEST(BadInputCli, ModelSpec) {
-  expect_clean_failure({"simulate --model gpt5-ultra --cluster dgx-a100:1", {"--model", "gpt5-ultra"}});
-  expect_clean_failure({"simulate --model gpt:layers=abc --cluster dgx-a100:1", {"--model", "layers"}});
+  expect_clean_failure(
+      {"simulate --model gpt5-ultra --cluster dgx-a100:1", {"--model", "gpt5-ultra"}});
+  expect_clean_failure(
+      {"simulate --model gpt:layers=abc --cluster dgx-a100:1", {"--model", "layers"}});
 }
 
 TEST(BadInputCli, ClusterFiles) {
-  const auto unknown = write_temp("hp_unknown_device.yaml",
-                                  "version: 1\nnodes:\n  - {group: a, count: 1, device: V200, devices_per_node: 2,"
-                                  " intra_node: {bandwidth: 10GB/s}, nic: {bandwidth: 10Gbps, count: 1}}\n");
+  const auto unknown =
+      write_temp("hp_unknown_device.yaml",
+                 "version: 1\nnodes:\n  - {group: a, count: 1, device: V200, devices_per_node: 2,"
+                 " intra_node: {bandwidth: 10GB/s}, nic: {bandwidth: 10Gbps, count: 1}}\n");
   expect_clean_failure({"check-cluster " + unknown, {unknown, "device", "V200"}});
-  const auto negative = write_temp("hp_negative_bw.yaml",
-                                   "version: 1\nnodes:\n  - {group: a, count: 1, device: A100-SXM4-80GB,"
-                                   " devices_per_node: 2, intra_node: {bandwidth: -10GB/s}, nic: {bandwidth: 10Gbps, count: 1}}\n");
+  const auto negative =
+      write_temp("hp_negative_bw.yaml",
+                 "version: 1\nnodes:\n  - {group: a, count: 1, device: A100-SXM4-80GB,"
+                 " devices_per_node: 2, intra_node: {bandwidth: -10GB/s}, nic: {bandwidth: 10Gbps, "
+                 "count: 1}}\n");
   expect_clean_failure({"check-cluster " + negative, {negative, "bandwidth"}});
-  const auto missing = write_temp("hp_missing_bw.yaml",
-                                  "version: 1\nnodes:\n  - {group: a, count: 1, device: A100-SXM4-80GB,"
-                                  " devices_per_node: 2, intra_node: {latency: 2us}, nic: {bandwidth: 10Gbps, count: 1}}\n");
+  const auto missing = write_temp(
+      "hp_missing_bw.yaml",
+      "version: 1\nnodes:\n  - {group: a, count: 1, device: A100-SXM4-80GB,"
+      " devices_per_node: 2, intra_node: {latency: 2us}, nic: {bandwidth: 10Gbps, count: 1}}\n");
   expect_clean_failure({"check-cluster " + missing, {missing, "bandwidth"}});
   const auto garbage = write_temp("hp_garbage.yaml", "version: 1\nnodes: [ {group: a\n");
   expect_clean_failure({"check-cluster " + garbage, {garbage}});
@@ -66,7 +77,8 @@ TEST(BadInputCli, ClusterFiles) {
 }
 
 TEST(BadInputCli, GraphWithACycle) {
-  const auto file = write_temp("hp_cycle.json", R"({"version": 1, "name": "cyc", "family": "cnn", "dtype": "fp32",
+  const auto file =
+      write_temp("hp_cycle.json", R"({"version": 1, "name": "cyc", "family": "cnn", "dtype": "fp32",
     "ops": [{"name": "a", "kind": "matmul", "shard": "replicated", "layer": 0, "inputs": [1], "flops": 1},
             {"name": "b", "kind": "matmul", "shard": "replicated", "layer": 0, "inputs": [0], "flops": 1}],
     "layers": [{"name": "l0", "kind": "other", "first_op": 0, "num_ops": 2}]})");
@@ -74,16 +86,21 @@ TEST(BadInputCli, GraphWithACycle) {
 }
 
 TEST(BadInputCli, PlanFiles) {
-  const auto unassigned = write_temp("hp_unassigned_plan.json", R"({"version": 1, "global_batch": 8, "num_microbatches": 1,
+  const auto unassigned = write_temp("hp_unassigned_plan.json",
+                                     R"({"version": 1, "global_batch": 8, "num_microbatches": 1,
     "stages": [{"first_layer": 0, "num_layers": 3, "replicas": [{"devices": [0], "batch_share": 1.0}]}]})");
-  expect_clean_failure({"simulate --model gpt3-125m --cluster dgx-a100:1 --plan " + unassigned, {unassigned, "stages"}});
+  expect_clean_failure({"simulate --model gpt3-125m --cluster dgx-a100:1 --plan " + unassigned,
+                        {unassigned, "stages"}});
   const auto bad_json = write_temp("hp_bad_plan.json", "{\"version\": 1, ");
-  expect_clean_failure({"simulate --model gpt3-125m --cluster dgx-a100:1 --plan " + bad_json, {bad_json}});
+  expect_clean_failure(
+      {"simulate --model gpt3-125m --cluster dgx-a100:1 --plan " + bad_json, {bad_json}});
 }
 
 TEST(BadInputCli, TraceIntoAMissingDirectoryLeavesNoFile) {
-  expect_clean_failure({"simulate --model gpt3-125m --cluster dgx-a100:1 --strategy dp=8,gbs=64 --trace /nonexistent/dir/t.json",
-                        {"/nonexistent/dir/t.json"}});
+  expect_clean_failure(
+      {"simulate --model gpt3-125m --cluster dgx-a100:1 --strategy dp=8,gbs=64 --trace "
+       "/nonexistent/dir/t.json",
+       {"/nonexistent/dir/t.json"}});
 }
 
 TEST(BadInputCli, UnknownOption) {

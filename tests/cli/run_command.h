@@ -41,6 +41,8 @@ inline CommandResult run_hetplan(const std::string& args) {
   return r;
 }
 
-inline std::string source_path(const std::string& rel) { return std::string(HETPLAN_SOURCE_DIR) + "/" + rel; }
+inline std::string source_path(const std::string& rel) {
+  return std::string(HETPLAN_SOURCE_DIR) + "/" + rel;
+}
 
 }  // namespace hetplan::cli::testing

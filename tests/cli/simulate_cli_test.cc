@@ -20,10 +20,12 @@ TEST(SimulateCli, DefaultRunPrintsASummary) {
 }
 
 TEST(SimulateCli, JsonHasTheDocumentedFields) {
-  auto r = run_hetplan("simulate --model gpt3-1.3b --cluster dgx-a100:1 --strategy dp=4,tp=2,mbs=2,gbs=64 --json");
+  auto r = run_hetplan(
+      "simulate --model gpt3-1.3b --cluster dgx-a100:1 --strategy dp=4,tp=2,mbs=2,gbs=64 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
-  for (const char* key : {"iteration_time_s", "samples_per_s", "tokens_per_s", "tflops_per_device", "mfu"})
+  for (const char* key :
+       {"iteration_time_s", "samples_per_s", "tokens_per_s", "tflops_per_device", "mfu"})
     EXPECT_TRUE(j.contains(key)) << key;
   ASSERT_TRUE(j.contains("memory"));
   EXPECT_EQ(j["memory"]["peak_bytes_per_device"].size(), 8u);
@@ -34,8 +36,11 @@ TEST(SimulateCli, JsonHasTheDocumentedFields) {
 }
 
 TEST(SimulateCli, WritesAChromeTrace) {
-  const std::string trace = (std::filesystem::temp_directory_path() / "hetplan_cli_trace.json").string();
-  auto r = run_hetplan("simulate --model gpt3-125m --cluster dgx-a100:1 --strategy pp=2,dp=4,gbs=32 --trace " + trace);
+  const std::string trace =
+      (std::filesystem::temp_directory_path() / "hetplan_cli_trace.json").string();
+  auto r = run_hetplan(
+      "simulate --model gpt3-125m --cluster dgx-a100:1 --strategy pp=2,dp=4,gbs=32 --trace " +
+      trace);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(testing::slurp(trace));
   ASSERT_TRUE(j.contains("traceEvents"));
@@ -64,7 +69,8 @@ TEST(SimulateCli, ListingsWork) {
 }
 
 TEST(SimulateCli, CheckClusterPrintsASummary) {
-  auto r = run_hetplan("check-cluster " + testing::source_path("tests/cli/data/issue_example.yaml"));
+  auto r =
+      run_hetplan("check-cluster " + testing::source_path("tests/cli/data/issue_example.yaml"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("A100-SXM4-80GB"), std::string::npos);
   EXPECT_NE(r.out.find("V100-SXM2-32GB"), std::string::npos);

@@ -70,10 +70,12 @@ TEST(MemoryFormulas, SelectiveAndFullRecomputation) {
   const double embedding = layer_saved_bytes(*m, model::LayerKind::embedding);
   auto sel = run("pp=2,dp=1,mbs=1,gbs=8,recompute=selective");
   EXPECT_DOUBLE_EQ(sel.devices[0].memory.activations.value, 2 * (4 * 34 * s * h + embedding));
-  // Full: 2*s*h per layer kept, plus one layer's full activations as the recomputation's working set.
+  // Full: 2*s*h per layer kept, plus one layer's full activations as the recomputation's working
+  // set.
   auto full = run("pp=2,dp=1,mbs=1,gbs=8,recompute=full");
   const double working_set = s * h * (34 + 5 * a * s / h);
-  EXPECT_DOUBLE_EQ(full.devices[0].memory.activations.value, 2 * (4 * 2 * s * h + embedding) + working_set);
+  EXPECT_DOUBLE_EQ(full.devices[0].memory.activations.value,
+                   2 * (4 * 2 * s * h + embedding) + working_set);
 }
 
 TEST(MemoryFormulas, TensorParallelActivations) {

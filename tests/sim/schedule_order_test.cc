@@ -35,8 +35,10 @@ TEST(PassOrder, InterleavedFollowsMegatron) {
 }
 
 TEST(PassOrder, PeakInflight) {
-  EXPECT_EQ(peak_inflight(pass_order(plan::Schedule::one_f_one_b, 1, 0, 4, 8), 1), std::vector<int>{4});
-  EXPECT_EQ(peak_inflight(pass_order(plan::Schedule::one_f_one_b, 1, 3, 4, 8), 1), std::vector<int>{1});
+  EXPECT_EQ(peak_inflight(pass_order(plan::Schedule::one_f_one_b, 1, 0, 4, 8), 1),
+            std::vector<int>{4});
+  EXPECT_EQ(peak_inflight(pass_order(plan::Schedule::one_f_one_b, 1, 3, 4, 8), 1),
+            std::vector<int>{1});
   EXPECT_EQ(peak_inflight(pass_order(plan::Schedule::gpipe, 1, 0, 4, 8), 1), std::vector<int>{8});
 }
 

@@ -11,7 +11,8 @@ namespace hetplan::sim::testing {
 
 // A chain of `layers` layers, each one matmul op of `flops` FLOPs per sample that writes
 // `out_bytes` per sample and has `params` parameters.
-inline model::Model chain_model(int layers, double flops, double out_bytes, std::int64_t params = 0) {
+inline model::Model chain_model(int layers, double flops, double out_bytes,
+                                std::int64_t params = 0) {
   model::Model m;
   m.name = "chain";
   m.family = model::Family::cnn;
@@ -34,17 +35,23 @@ inline model::Model chain_model(int layers, double flops, double out_bytes, std:
 // `nodes` nodes of `per_node` devices of 1 TFLOP/s (fp16 and fp32), intra-node 100 GB/s,
 // one NIC of `nic` per node.
 inline cluster::Cluster unit_cluster(int nodes, int per_node, const std::string& nic = "8Gbps") {
-  const std::string yaml = "version: 1\n"
-                           "device_types:\n"
-                           "  - {name: unit, peak_fp16: 1TFLOPS, peak_fp32: 1TFLOPS, memory: 16GB,"
-                           " memory_bandwidth: 1000GB/s}\n"
-                           "nodes:\n"
-                           "  - group: g\n"
-                           "    count: " + std::to_string(nodes) + "\n"
-                           "    device: unit\n"
-                           "    devices_per_node: " + std::to_string(per_node) + "\n"
-                           "    intra_node: {bandwidth: 100GB/s, latency: 2us}\n"
-                           "    nic: {bandwidth: " + nic + ", count: 1, latency: 10us}\n";
+  const std::string yaml =
+      "version: 1\n"
+      "device_types:\n"
+      "  - {name: unit, peak_fp16: 1TFLOPS, peak_fp32: 1TFLOPS, memory: 16GB,"
+      " memory_bandwidth: 1000GB/s}\n"
+      "nodes:\n"
+      "  - group: g\n"
+      "    count: " +
+      std::to_string(nodes) +
+      "\n"
+      "    device: unit\n"
+      "    devices_per_node: " +
+      std::to_string(per_node) +
+      "\n"
+      "    intra_node: {bandwidth: 100GB/s, latency: 2us}\n"
+      "    nic: {bandwidth: " +
+      nic + ", count: 1, latency: 10us}\n";
   auto c = cluster::parse_cluster_yaml(yaml, "unit.yaml");
   if (!c) throw std::runtime_error(c.error().message);
   return *c;

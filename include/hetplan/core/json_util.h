@@ -2,10 +2,9 @@
 // They throw InputError; public parse functions wrap them with capture_errors(file, ...).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace hetplan {
 

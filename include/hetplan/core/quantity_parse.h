@@ -12,8 +12,8 @@ namespace hetplan {
 
 std::optional<Bytes> parse_bytes(std::string_view text);
 std::optional<BytesPerSecond> parse_bandwidth(std::string_view text);  // "300GB/s", "200Gbps"
-std::optional<Seconds> parse_duration(std::string_view text);          // "5us", "1.5ms", "2s", "3ns"
-std::optional<FlopsPerSecond> parse_flops_rate(std::string_view text); // "312TFLOPS", "19.5T"
+std::optional<Seconds> parse_duration(std::string_view text);  // "5us", "1.5ms", "2s", "3ns"
+std::optional<FlopsPerSecond> parse_flops_rate(std::string_view text);  // "312TFLOPS", "19.5T"
 
 // Human-readable forms for summaries: "80.0 GiB", "300 GB/s", "2.00 us".
 std::string format_bytes(Bytes b);

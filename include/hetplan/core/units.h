@@ -19,11 +19,20 @@ struct Quantity {
 
   constexpr Quantity operator+(Quantity o) const { return Quantity(value + o.value); }
   constexpr Quantity operator-(Quantity o) const { return Quantity(value - o.value); }
-  constexpr Quantity& operator+=(Quantity o) { value += o.value; return *this; }
-  constexpr Quantity& operator-=(Quantity o) { value -= o.value; return *this; }
+  constexpr Quantity& operator+=(Quantity o) {
+    value += o.value;
+    return *this;
+  }
+  constexpr Quantity& operator-=(Quantity o) {
+    value -= o.value;
+    return *this;
+  }
   constexpr Quantity operator*(double k) const { return Quantity(value * k); }
   constexpr Quantity operator/(double k) const { return Quantity(value / k); }
-  constexpr Quantity& operator*=(double k) { value *= k; return *this; }
+  constexpr Quantity& operator*=(double k) {
+    value *= k;
+    return *this;
+  }
   constexpr double operator/(Quantity o) const { return value / o.value; }
   friend constexpr Quantity operator*(double k, Quantity q) { return Quantity(k * q.value); }
   friend std::ostream& operator<<(std::ostream& os, Quantity q) { return os << q.value; }
@@ -49,19 +58,31 @@ constexpr FlopsPerSecond operator/(Flops f, Seconds t) { return FlopsPerSecond(f
 constexpr BytesPerSecond operator/(Bytes b, Seconds t) { return BytesPerSecond(b.value / t.value); }
 
 template <class Tag>
-constexpr Quantity<Tag> max(Quantity<Tag> a, Quantity<Tag> b) { return a < b ? b : a; }
+constexpr Quantity<Tag> max(Quantity<Tag> a, Quantity<Tag> b) {
+  return a < b ? b : a;
+}
 template <class Tag>
-constexpr Quantity<Tag> min(Quantity<Tag> a, Quantity<Tag> b) { return a < b ? a : b; }
+constexpr Quantity<Tag> min(Quantity<Tag> a, Quantity<Tag> b) {
+  return a < b ? a : b;
+}
 
 namespace literals {
 constexpr Seconds operator""_s(long double v) { return Seconds(static_cast<double>(v)); }
 constexpr Seconds operator""_us(long double v) { return Seconds(static_cast<double>(v) * 1e-6); }
-constexpr Seconds operator""_us(unsigned long long v) { return Seconds(static_cast<double>(v) * 1e-6); }
+constexpr Seconds operator""_us(unsigned long long v) {
+  return Seconds(static_cast<double>(v) * 1e-6);
+}
 constexpr Bytes operator""_B(unsigned long long v) { return Bytes(static_cast<double>(v)); }
-constexpr Bytes operator""_GiB(unsigned long long v) { return Bytes(static_cast<double>(v) * 1073741824.0); }
+constexpr Bytes operator""_GiB(unsigned long long v) {
+  return Bytes(static_cast<double>(v) * 1073741824.0);
+}
 constexpr Bytes operator""_GB(unsigned long long v) { return Bytes(static_cast<double>(v) * 1e9); }
-constexpr BytesPerSecond operator""_GBps(unsigned long long v) { return BytesPerSecond(static_cast<double>(v) * 1e9); }
-constexpr FlopsPerSecond operator""_TFLOPS(unsigned long long v) { return FlopsPerSecond(static_cast<double>(v) * 1e12); }
+constexpr BytesPerSecond operator""_GBps(unsigned long long v) {
+  return BytesPerSecond(static_cast<double>(v) * 1e9);
+}
+constexpr FlopsPerSecond operator""_TFLOPS(unsigned long long v) {
+  return FlopsPerSecond(static_cast<double>(v) * 1e12);
+}
 }  // namespace literals
 
 }  // namespace hetplan

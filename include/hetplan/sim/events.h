@@ -14,8 +14,8 @@ const char* to_string(TaskKind k);
 
 struct TaskRecord {
   TaskKind kind = TaskKind::forward;
-  int lane = 0;         // compute lane (a replica's device set); for transfers the sending lane
-  int peer_lane = -1;   // receiving lane of a p2p transfer, -1 otherwise
+  int lane = 0;        // compute lane (a replica's device set); for transfers the sending lane
+  int peer_lane = -1;  // receiving lane of a p2p transfer, -1 otherwise
   int stage = 0;
   int microbatch = -1;  // -1 when not per micro-batch
   int bucket = -1;      // gradient bucket (grad_sync, split backward), -1 otherwise

@@ -28,11 +28,11 @@ struct SimOptions {
 
 struct DeviceStats {
   int device = 0;
-  int lane = -1;                // -1: the plan does not use this device
+  int lane = -1;  // -1: the plan does not use this device
   Seconds compute_busy;
-  Seconds comm_busy;            // time with at least one of its transfers in flight
-  Seconds idle;                 // iteration time - compute_busy
-  cost::MemoryBreakdown memory; // at the peak
+  Seconds comm_busy;             // time with at least one of its transfers in flight
+  Seconds idle;                  // iteration time - compute_busy
+  cost::MemoryBreakdown memory;  // at the peak
   Bytes peak_memory;
   Bytes capacity;
   bool fits = true;
@@ -41,18 +41,18 @@ struct DeviceStats {
 struct SimResult {
   Seconds iteration_time;
   double samples_per_s = 0;
-  double tokens_per_s = 0;            // 0 for models without tokens
-  double model_flops = 0;             // per iteration, counting recomputed forward passes (Megatron-LM)
-  double tflops_per_device = 0;       // model_flops / iteration_time / devices used / 1e12
-  double mfu = 0;                     // model FLOPs without recomputation / (time * sum of peaks)
+  double tokens_per_s = 0;       // 0 for models without tokens
+  double model_flops = 0;        // per iteration, counting recomputed forward passes (Megatron-LM)
+  double tflops_per_device = 0;  // model_flops / iteration_time / devices used / 1e12
+  double mfu = 0;                // model FLOPs without recomputation / (time * sum of peaks)
   int devices_used = 0;
-  std::vector<DeviceStats> devices;   // one per cluster device
+  std::vector<DeviceStats> devices;  // one per cluster device
   Bytes max_peak_memory;
   bool fits = true;
   std::vector<LaneInfo> lanes;
-  std::vector<TaskRecord> events;     // when SimOptions::record_events
+  std::vector<TaskRecord> events;  // when SimOptions::record_events
   long long num_tasks = 0;
-  long long num_events = 0;           // events processed by the engine
+  long long num_events = 0;  // events processed by the engine
 };
 
 // The plan must have been validated (plan::validate_plan); errors here are for plans the
