@@ -59,8 +59,6 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
   LayerTimes out;
   const int tp = static_cast<int>(r.devices.size());
   const model::DType dt = m_.dtype;
-  // Devices with the same type and share take the same time: compute each pair once.
-  std::vector<double> shares_of(tp);
   auto tp_collective = [&](cost::Collective kind, double bytes) {
     if (tp == 1 || bytes <= 0) return 0.0;
     return collective(kind, r.devices, bytes, r.tp_shares).time.value;
