@@ -38,6 +38,7 @@ int run_main(int argc, char** argv) {
     auto subs = app.get_subcommands([](CLI::App*) { return true; });
     if (subs.size() > before) actions[subs.back()] = std::move(a);
   };
+  add(add_plan_command);
   add(add_simulate_command);
   add(add_models_command);
   add(add_devices_command);

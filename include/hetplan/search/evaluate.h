@@ -1,0 +1,57 @@
+// The judge every planner shares: a candidate plan is validated and simulated, and candidates are
+// ranked by the objective (plans that fit before plans that do not; ties broken by the plan's
+// fingerprint, so rankings are deterministic).
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "hetplan/plan/plan.h"
+#include "hetplan/search/problem.h"
+
+namespace hetplan::search {
+
+struct Evaluation {
+  plan::Plan plan;
+  bool ok = false;     // validated and simulated
+  std::string error;   // why not, when !ok
+  double iteration_time_s = 0;
+  double samples_per_s = 0;
+  double max_peak_bytes = 0;
+  double memory_ratio = 0;  // max over used devices of peak memory / capacity
+  bool fits = false;
+  double shortfall_bytes = 0;  // max over used devices of peak - capacity (> 0 when it misses)
+  int shortfall_device = -1;   // the device with that largest overshoot
+  std::string fingerprint;
+};
+
+// Strict weak order: a is a better plan than b under the objective.
+bool better(const Evaluation& a, const Evaluation& b, Objective objective);
+
+class Evaluator {
+ public:
+  Evaluator(const model::Model& m, const cluster::Cluster& c, const SearchOptions& opts);
+
+  // Validates and simulates (cached by plan fingerprint).
+  Evaluation evaluate(const plan::Plan& p) const;
+  // The same for many plans, on SearchOptions::threads threads; results in input order.
+  std::vector<Evaluation> evaluate_all(const std::vector<plan::Plan>& plans) const;
+  // The best of `plans` (nullopt-like: ok == false when none could be simulated).
+  Evaluation best_of(const std::vector<plan::Plan>& plans) const;
+
+  int simulated() const;  // distinct plans simulated so far
+  const SearchOptions& options() const { return opts_; }
+  const model::Model& model() const { return m_; }
+  const cluster::Cluster& cluster() const { return c_; }
+
+ private:
+  const model::Model& m_;
+  const cluster::Cluster& c_;
+  SearchOptions opts_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, Evaluation> cache_;
+};
+
+}  // namespace hetplan::search

@@ -1,0 +1,84 @@
+// The planners. Each turns a Problem into candidate plans, ranks them with the Estimator,
+// simulates the best few with the Evaluator and returns the best simulated plan. All produce the
+// common plan format; all are deterministic for given inputs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hetplan/search/estimate.h"
+#include "hetplan/search/evaluate.h"
+#include "hetplan/search/problem.h"
+
+namespace hetplan::search {
+
+// What a planner works with: the problem, a judge, an estimator and the deadline.
+struct Context {
+  const model::Model& model;
+  const cluster::Cluster& cluster;
+  const SearchOptions& options;
+  const Evaluator& evaluator;
+  const Estimator& estimator;
+  const Deadline& deadline;
+};
+
+struct PlannerOutput {
+  std::string name;
+  Evaluation best;                   // best.ok == false when the planner found nothing to simulate
+  std::vector<Evaluation> simulated;  // every plan it simulated, best first
+  long long estimated = 0;            // candidates estimated
+  bool timed_out = false;             // stopped by the deadline: best is the best so far
+};
+
+// Keeps the best candidates by estimate (fitting first, then the objective) as a planner offers
+// them, then simulates the best SearchOptions::simulate_top of them.
+class CandidatePool {
+ public:
+  CandidatePool(const Context& ctx, std::string name);
+  // Estimates p and keeps it if it is among the best seen; false once the deadline has passed.
+  bool offer(plan::Plan p);
+  // The estimate a candidate must beat to be kept (infinite until the pool is full).
+  double threshold_s() const;
+  // Simulates the kept candidates (at least the best one, even past the deadline).
+  PlannerOutput finish();
+
+ private:
+  struct Kept {
+    Estimate e;
+    long long order;
+    plan::Plan plan;
+  };
+  bool ahead(const Kept& a, const Kept& b) const;
+  const Context& ctx_;
+  std::string name_;
+  std::size_t keep_;
+  std::vector<Kept> kept_;  // sorted best first
+  long long offered_ = 0;
+  bool timed_out_ = false;
+};
+
+// A pool offered every candidate, finished.
+PlannerOutput select_candidates(const Context& ctx, std::string name,
+                                std::vector<plan::Plan> candidates);
+
+// Baselines.
+// Even data parallelism over every device: each device one replica with the same batch share;
+// gradient accumulation (micro-batches) and recomputation (none or full) as a user would pick to
+// fit. Fails (best.fits == false) when the model does not fit on some device.
+PlannerOutput even_dp(const Context& ctx);
+// Speed-proportional data parallelism: batch shares proportional to each device's peak FLOP/s.
+PlannerOutput proportional_dp(const Context& ctx);
+// The best uniform Megatron-LM grid (dp, tp, pp, micro-batch, recompute, ZeRO), chosen as if
+// every device were the cluster's smallest-memory type (ties: the slowest), then simulated on the
+// real cluster.
+PlannerOutput megatron_grid(const Context& ctx);
+
+// Heterogeneity-aware planners.
+// Uneven data parallelism: per-replica batch shares from a linear program minimising the slowest
+// replica's compute, with per-device memory bounds; tensor parallelism inside a node per device
+// group; rounded to whole samples.
+PlannerOutput uneven_dp(const Context& ctx);
+// Pipeline partitioning over unlike device groups (see pipeline.cc).
+PlannerOutput pipeline(const Context& ctx);
+
+}  // namespace hetplan::search

@@ -1,0 +1,39 @@
+// The planner's front door: run the baselines and the chosen planner (or, for `auto`, every
+// planner that applies) and return the best simulated plan with the baselines beside it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hetplan/core/error.h"
+#include "hetplan/search/planners.h"
+#include "hetplan/search/problem.h"
+
+namespace hetplan::search {
+
+enum class Algo { automatic, dp, megatron, uneven_dp, hap, pipeline, ft };
+const char* to_string(Algo a);  // "auto", "dp", "megatron", "uneven-dp", "hap", "pipeline", "ft"
+std::optional<Algo> algo_from_string(std::string_view s);
+std::string algo_names();       // "auto|dp|...": for error messages
+
+struct SearchResult {
+  Evaluation best;                        // the best plan found (check best.fits)
+  std::string planner;                    // which planner produced it
+  std::vector<PlannerOutput> baselines;   // even-dp, proportional-dp, megatron
+  std::vector<PlannerOutput> planners;    // the planners run for the chosen algorithm
+  double search_time_s = 0;               // wall-clock, baselines included
+  bool timed_out = false;                 // best is the best found before the time limit
+  int plans_simulated = 0;
+};
+
+// Errors: an algorithm not implemented yet, or no plan at all could be built. A best plan that
+// does not fit is returned (best.fits == false, with its shortfall) for the caller to report.
+Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c, Algo algo,
+                               const SearchOptions& opts);
+
+// "does not fit: the closest plan needs X more on device D (peak P of capacity C)".
+std::string shortfall_message(const cluster::Cluster& c, const Evaluation& e);
+
+}  // namespace hetplan::search

@@ -1,0 +1,44 @@
+// The simulator's own per-layer costs, for planners that estimate many candidates before they
+// simulate a few: the same compute times and tensor-parallel collectives the simulator charges
+// for a replica's forward and backward passes, per layer, and the optimizer step per layer.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "hetplan/cluster/cluster.h"
+#include "hetplan/model/model.h"
+#include "hetplan/plan/plan.h"
+#include "hetplan/sim/simulate.h"
+
+namespace hetplan::sim {
+
+struct LayerCostTable {
+  std::vector<double> forward;    // seconds per layer for one micro-batch of `samples`
+  std::vector<double> backward;   // including recomputation
+  std::vector<double> optimizer;  // the optimizer step of this replica's shard of each layer
+};
+
+class LayerCosts {
+ public:
+  // `settings` supplies recompute, sequence parallelism, ZeRO stage and op overrides; its stages
+  // are ignored.
+  LayerCosts(const model::Model& m, const cluster::Cluster& c, const plan::Plan& settings,
+             const SimOptions& opts);
+  ~LayerCosts();
+  LayerCosts(const LayerCosts&) = delete;
+  LayerCosts& operator=(const LayerCosts&) = delete;
+
+  // Every layer of the model on replica r (its devices and tp_shares) running `samples` samples
+  // per micro-batch, in a stage of `dp_replicas` replicas (the ZeRO split of the optimizer).
+  LayerCostTable replica(const plan::Replica& r, double samples, int dp_replicas) const;
+
+  // Activation bytes per sample leaving layer `layer` (what crosses a pipeline boundary there).
+  double boundary_bytes_per_sample(int layer) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hetplan::sim

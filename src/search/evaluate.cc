@@ -1,0 +1,100 @@
+#include "hetplan/search/evaluate.h"
+
+#include <algorithm>
+#include <atomic>
+#include <limits>
+#include <thread>
+
+#include "hetplan/plan/plan_json.h"
+#include "hetplan/plan/validate.h"
+
+namespace hetplan::search {
+
+bool better(const Evaluation& a, const Evaluation& b, Objective objective) {
+  if (a.ok != b.ok) return a.ok;
+  if (!a.ok) return a.fingerprint < b.fingerprint;
+  if (a.fits != b.fits) return a.fits;
+  if (!a.fits) {  // neither fits: the one that misses by less is more useful
+    if (a.memory_ratio != b.memory_ratio) return a.memory_ratio < b.memory_ratio;
+  } else if (objective == Objective::memory) {
+    if (a.memory_ratio != b.memory_ratio) return a.memory_ratio < b.memory_ratio;
+  }
+  if (a.iteration_time_s != b.iteration_time_s) return a.iteration_time_s < b.iteration_time_s;
+  return a.fingerprint < b.fingerprint;
+}
+
+Evaluator::Evaluator(const model::Model& m, const cluster::Cluster& c, const SearchOptions& opts)
+    : m_(m), c_(c), opts_(opts) {
+  opts_.sim.record_events = false;
+}
+
+Evaluation Evaluator::evaluate(const plan::Plan& p) const {
+  Evaluation e;
+  e.plan = p;
+  e.fingerprint = plan::plan_fingerprint(p);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(e.fingerprint);
+    if (it != cache_.end()) return it->second;
+  }
+  auto valid = plan::validate_plan(p, m_, c_, "plan");
+  if (!valid) {
+    e.error = valid.error().message;
+  } else if (auto r = sim::simulate(m_, c_, p, opts_.sim); !r) {
+    e.error = r.error().message;
+  } else {
+    e.ok = true;
+    e.iteration_time_s = r->iteration_time.value;
+    e.samples_per_s = r->samples_per_s;
+    e.max_peak_bytes = r->max_peak_memory.value;
+    e.fits = r->fits;
+    e.shortfall_bytes = -std::numeric_limits<double>::infinity();
+    for (const auto& d : r->devices) {
+      if (d.lane < 0 || d.capacity.value <= 0) continue;
+      e.memory_ratio = std::max(e.memory_ratio, d.peak_memory.value / d.capacity.value);
+      const double over = d.peak_memory.value - d.capacity.value;
+      if (over > e.shortfall_bytes) {
+        e.shortfall_bytes = over;
+        e.shortfall_device = d.device;
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_.emplace(e.fingerprint, e);
+  return e;
+}
+
+std::vector<Evaluation> Evaluator::evaluate_all(const std::vector<plan::Plan>& plans) const {
+  std::vector<Evaluation> out(plans.size());
+  const int threads = std::max(1, std::min<int>(opts_.threads, static_cast<int>(plans.size())));
+  if (threads == 1) {
+    for (std::size_t i = 0; i < plans.size(); ++i) out[i] = evaluate(plans[i]);
+    return out;
+  }
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (std::size_t i = next++; i < plans.size(); i = next++) out[i] = evaluate(plans[i]);
+    });
+  for (auto& th : pool) th.join();
+  return out;
+}
+
+Evaluation Evaluator::best_of(const std::vector<plan::Plan>& plans) const {
+  Evaluation best;
+  best.error = "no candidate plan";
+  bool any = false;
+  for (auto& e : evaluate_all(plans)) {
+    if (!any || better(e, best, opts_.objective)) best = std::move(e);
+    any = true;
+  }
+  return best;
+}
+
+int Evaluator::simulated() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(cache_.size());
+}
+
+}  // namespace hetplan::search

@@ -1,0 +1,157 @@
+#include <glpk.h>
+
+#include <cmath>
+#include <fmt/format.h>
+#include <mutex>
+
+#include "hetplan/search/lp.h"
+
+namespace hetplan::search {
+namespace {
+
+std::mutex glpk_mutex;  // GLPK keeps per-thread environment state; one solve at a time is enough
+
+int bound_type(double lo, double hi) {
+  const bool has_lo = std::isfinite(lo), has_hi = std::isfinite(hi);
+  if (has_lo && has_hi) return lo == hi ? GLP_FX : GLP_DB;
+  if (has_lo) return GLP_LO;
+  if (has_hi) return GLP_UP;
+  return GLP_FR;
+}
+
+int silence(void*, const char*) { return 1; }  // GLPK's terminal output: swallowed
+
+}  // namespace
+
+const char* to_string(LpStatus s) {
+  switch (s) {
+    case LpStatus::optimal:
+      return "optimal";
+    case LpStatus::infeasible:
+      return "infeasible";
+    case LpStatus::unbounded:
+      return "unbounded";
+    case LpStatus::failed:
+      return "failed";
+  }
+  return "?";
+}
+
+LpResult solve_lp(const LpRequest& req) {
+  std::lock_guard<std::mutex> lock(glpk_mutex);
+  glp_term_hook(silence, nullptr);
+  glp_prob* lp = glp_create_prob();
+  glp_set_obj_dir(lp, req.maximize ? GLP_MAX : GLP_MIN);
+  const int n = static_cast<int>(req.variables.size());
+  const int m = static_cast<int>(req.rows.size());
+  bool mip = false;
+  if (n > 0) glp_add_cols(lp, n);
+  for (int j = 0; j < n; ++j) {
+    const auto& v = req.variables[j];
+    glp_set_col_bnds(lp, j + 1, bound_type(v.lower, v.upper), std::isfinite(v.lower) ? v.lower : 0,
+                     std::isfinite(v.upper) ? v.upper : 0);
+    glp_set_obj_coef(lp, j + 1, v.cost);
+    if (v.integer) {
+      glp_set_col_kind(lp, j + 1, GLP_IV);
+      mip = true;
+    }
+  }
+  std::vector<int> ia{0}, ja{0};
+  std::vector<double> ar{0};
+  if (m > 0) glp_add_rows(lp, m);
+  for (int i = 0; i < m; ++i) {
+    const auto& r = req.rows[i];
+    glp_set_row_bnds(lp, i + 1, bound_type(r.lower, r.upper), std::isfinite(r.lower) ? r.lower : 0,
+                     std::isfinite(r.upper) ? r.upper : 0);
+    for (auto [var, coef] : r.terms) {
+      ia.push_back(i + 1);
+      ja.push_back(var + 1);
+      ar.push_back(coef);
+    }
+  }
+  glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+
+  LpResult res;
+  glp_smcp smcp;
+  glp_init_smcp(&smcp);
+  smcp.msg_lev = GLP_MSG_OFF;
+  smcp.presolve = GLP_ON;
+  const int rc = glp_simplex(lp, &smcp);
+  int status = glp_get_status(lp);
+  if (rc == GLP_ENOPFS || status == GLP_NOFEAS) {
+    res.status = LpStatus::infeasible;
+    res.message = "no feasible solution";
+  } else if (rc == GLP_ENODFS || status == GLP_UNBND) {
+    res.status = LpStatus::unbounded;
+    res.message = "the objective is unbounded";
+  } else if (rc != 0 || status != GLP_OPT) {
+    res.status = LpStatus::failed;
+    res.message = fmt::format("GLPK simplex returned {} (status {})", rc, status);
+  } else if (!mip) {
+    res.status = LpStatus::optimal;
+    res.objective = glp_get_obj_val(lp);
+    for (int j = 0; j < n; ++j) res.values.push_back(glp_get_col_prim(lp, j + 1));
+  } else {
+    glp_iocp iocp;
+    glp_init_iocp(&iocp);
+    iocp.msg_lev = GLP_MSG_OFF;
+    const int mrc = glp_intopt(lp, &iocp);
+    status = glp_mip_status(lp);
+    if (mrc == 0 && status == GLP_OPT) {
+      res.status = LpStatus::optimal;
+      res.objective = glp_mip_obj_val(lp);
+      for (int j = 0; j < n; ++j) res.values.push_back(glp_mip_col_val(lp, j + 1));
+    } else if (status == GLP_NOFEAS || mrc == GLP_ENOPFS) {
+      res.status = LpStatus::infeasible;
+      res.message = "no integer solution";
+    } else {
+      res.status = LpStatus::failed;
+      res.message = fmt::format("GLPK branch and cut returned {} (status {})", mrc, status);
+    }
+  }
+  glp_delete_prob(lp);
+  glp_term_hook(nullptr, nullptr);
+  return res;
+}
+
+Result<bool> check_lp_solution(const LpRequest& req, const LpResult& res, double tol) {
+  if (res.status != LpStatus::optimal)
+    return Error{fmt::format("LP: {} ({})", to_string(res.status), res.message)};
+  if (res.values.size() != req.variables.size())
+    return Error{fmt::format("LP: {} values for {} variables", res.values.size(),
+                             req.variables.size())};
+  double objective = 0;
+  for (std::size_t j = 0; j < req.variables.size(); ++j) {
+    const auto& v = req.variables[j];
+    const double x = res.values[j];
+    const double slack = tol * std::max(1.0, std::fabs(x));
+    if (!std::isfinite(x) || x < v.lower - slack || x > v.upper + slack)
+      return Error{fmt::format("LP: variable {} = {} outside [{}, {}]", v.name, x, v.lower,
+                               v.upper)};
+    if (v.integer && std::fabs(x - std::round(x)) > 1e-6)
+      return Error{fmt::format("LP: integer variable {} = {} is not integral", v.name, x)};
+    objective += v.cost * x;
+  }
+  for (const auto& r : req.rows) {
+    double lhs = 0, scale = 1;
+    for (auto [var, coef] : r.terms) {
+      lhs += coef * res.values[var];
+      scale = std::max(scale, std::fabs(coef * res.values[var]));
+    }
+    if (lhs < r.lower - tol * scale || lhs > r.upper + tol * scale)
+      return Error{fmt::format("LP: row {} = {} outside [{}, {}]", r.name, lhs, r.lower, r.upper)};
+  }
+  if (std::fabs(objective - res.objective) > tol * std::max(1.0, std::fabs(objective)))
+    return Error{fmt::format("LP: reported objective {} but the values give {}", res.objective,
+                             objective)};
+  return true;
+}
+
+Result<LpResult> solve_checked(const LpRequest& req) {
+  LpResult res = solve_lp(req);
+  auto ok = check_lp_solution(req, res);
+  if (!ok) return ok.error();
+  return res;
+}
+
+}  // namespace hetplan::search

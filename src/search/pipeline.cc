@@ -1,0 +1,254 @@
+// Pipeline partitioning over unlike device groups (in the manner of Metis, AMP and Sailor).
+//
+// A shape orders some of the device groups and cuts each into s_g equal stages of contiguous
+// devices (whole nodes, or equal parts of one node), each stage a set of tensor-parallel replicas
+// of degree tp_g inside a node. For each shape, micro-batch count and memory setting (recompute,
+// ZeRO-1), a dynamic program over (stage, layers so far) places contiguous layer ranges on the
+// stages: a stage may take layers [a, b) only if they fit its devices' memory with the
+// micro-batches 1F1B keeps in flight there, and the program minimises the pipeline time
+// (m - 1) * max_s T_s + sum_s T_s (tracked as the pair (max, sum) per state). Slow groups thus get
+// fewer layers, so stages finish together. Settings are tried cheapest first and the first that
+// fits is kept. The best shapes by estimate are simulated.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numeric>
+
+#include "hetplan/search/device_groups.h"
+#include "hetplan/search/planners.h"
+#include "search_space.h"
+
+namespace hetplan::search {
+namespace {
+
+constexpr double kInfTime = std::numeric_limits<double>::infinity();
+
+struct StageResources {
+  int group = 0;
+  int tp = 1;
+  std::vector<plan::Replica> replicas;  // even batch shares
+};
+
+struct GroupCut {
+  int stages = 1;
+  int tp = 1;
+};
+
+// Ways to cut one group into equal stages with a tensor-parallel degree.
+std::vector<GroupCut> group_cuts(const DeviceGroup& g, int max_stages) {
+  std::vector<GroupCut> out;
+  const int n = g.size(), dpn = g.devices_per_node;
+  for (int s = 1; s <= std::min(n, max_stages); ++s) {
+    if (n % s) continue;
+    const int chunk = n / s;
+    if (!(chunk <= dpn ? dpn % chunk == 0 : chunk % dpn == 0)) continue;
+    for (int tp : powers_of_two(std::min({8, dpn, chunk}))) {
+      if (dpn % tp || chunk % tp) continue;
+      out.push_back({s, tp});
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<int>> group_orders(const cluster::Cluster& c,
+                                           const std::vector<DeviceGroup>& groups,
+                                           model::DType dt) {
+  const int k = static_cast<int>(groups.size());
+  std::vector<std::vector<int>> out;
+  if (k <= 3) {
+    for (int mask = 1; mask < (1 << k); ++mask) {
+      std::vector<int> sub;
+      for (int g = 0; g < k; ++g)
+        if (mask & (1 << g)) sub.push_back(g);
+      do out.push_back(sub);
+      while (std::next_permutation(sub.begin(), sub.end()));
+    }
+    return out;
+  }
+  // Many groups: every group, ordered by memory (largest first) and by speed (fastest first).
+  std::vector<int> all(k);
+  std::iota(all.begin(), all.end(), 0);
+  auto by_memory = all, by_speed = all;
+  std::stable_sort(by_memory.begin(), by_memory.end(), [&](int a, int b) {
+    return c.device_types[groups[a].type].memory > c.device_types[groups[b].type].memory;
+  });
+  std::stable_sort(by_speed.begin(), by_speed.end(), [&](int a, int b) {
+    return c.device_types[groups[a].type].peak(dt) > c.device_types[groups[b].type].peak(dt);
+  });
+  out.push_back(by_memory);
+  if (by_speed != by_memory) out.push_back(by_speed);
+  return out;
+}
+
+struct Settings {
+  cost::Recompute recompute;
+  int zero;
+};
+
+class PipelinePlanner {
+ public:
+  explicit PipelinePlanner(const Context& ctx)
+      : ctx_(ctx),
+        groups_(device_groups(ctx.cluster)),
+        L_(static_cast<int>(ctx.model.layers.size())),
+        pool_(ctx, "pipeline") {}
+
+  PlannerOutput run() {
+    const int max_stages = std::min({L_, block_count(ctx_.model) + 2, 32});
+    for (const auto& order : group_orders(ctx_.cluster, groups_, ctx_.model.dtype)) {
+      std::vector<std::vector<GroupCut>> cuts;
+      for (int g : order) cuts.push_back(group_cuts(groups_[g], max_stages));
+      std::vector<GroupCut> chosen(order.size());
+      std::function<bool(std::size_t, int)> rec = [&](std::size_t i, int stages) -> bool {
+        if (i == order.size()) return try_shape(order, chosen);
+        for (const auto& cut : cuts[i]) {
+          if (stages + cut.stages > max_stages) continue;
+          chosen[i] = cut;
+          if (!rec(i + 1, stages + cut.stages)) return false;
+        }
+        return true;
+      };
+      if (!rec(0, 0)) break;
+    }
+    return pool_.finish();
+  }
+
+ private:
+  // False once the deadline has passed.
+  bool try_shape(const std::vector<int>& order, const std::vector<GroupCut>& cuts) {
+    std::vector<StageResources> stages;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const auto devices = groups_[order[i]].devices();
+      const std::size_t chunk = devices.size() / cuts[i].stages;
+      for (int s = 0; s < cuts[i].stages; ++s) {
+        std::vector<int> part(devices.begin() + s * chunk, devices.begin() + (s + 1) * chunk);
+        StageResources st{order[i], cuts[i].tp, tp_replicas(ctx_.cluster, part, cuts[i].tp)};
+        if (st.replicas.empty()) return true;
+        for (auto& r : st.replicas) r.batch_share = 1.0 / static_cast<double>(st.replicas.size());
+        stages.push_back(std::move(st));
+      }
+    }
+    const int S = static_cast<int>(stages.size());
+    if (S > L_) return true;
+    std::size_t dp_max = 0;
+    for (const auto& st : stages) dp_max = std::max(dp_max, st.replicas.size());
+    const std::int64_t B = ctx_.options.global_batch;
+    for (int u : {1, 2, 4, 8}) {
+      if (B % (static_cast<std::int64_t>(u) * static_cast<std::int64_t>(dp_max))) continue;
+      const int m = static_cast<int>(B / (u * static_cast<std::int64_t>(dp_max)));
+      if (S > 1 && m < S) continue;
+      for (auto rc : recompute_modes(ctx_.model)) {
+        bool placed = false;
+        for (int zero : {0, 1}) {
+          if (ctx_.deadline.expired()) return false;
+          if (place_layers(stages, m, Settings{rc, zero})) {
+            placed = true;
+            break;
+          }
+        }
+        if (placed) break;  // a cheaper memory setting fitted; costlier ones only add time
+      }
+    }
+    return true;
+  }
+
+  // The layer DP for one shape and setting; offers the plan and returns whether it fitted.
+  bool place_layers(const std::vector<StageResources>& stages, int m, Settings set) {
+    const int S = static_cast<int>(stages.size());
+    plan::Plan settings = base_plan(ctx_, "pipeline");
+    settings.recompute = set.recompute;
+    settings.zero_stage = set.zero;
+    settings.num_microbatches = m;
+    const double B = static_cast<double>(ctx_.options.global_batch);
+    // Per stage: prefix sums of per-layer time, boundary cost after each layer, memory reach.
+    std::vector<std::vector<double>> prefix(S, std::vector<double>(L_ + 1, 0));
+    std::vector<std::vector<double>> comm(S, std::vector<double>(L_, 0));
+    std::vector<std::vector<int>> reach(S, std::vector<int>(L_, 0));
+    for (int s = 0; s < S; ++s) {
+      const auto& st = stages[s];
+      const int dp = static_cast<int>(st.replicas.size());
+      const double samples = B / m / dp;
+      const auto& t = ctx_.estimator.layer_costs(settings, st.replicas.front(), samples, dp);
+      for (int l = 0; l < L_; ++l) prefix[s][l + 1] = prefix[s][l] + t.forward[l] + t.backward[l];
+      if (s + 1 < S)
+        for (int l = 0; l < L_; ++l)
+          comm[s][l] = 2 * ctx_.estimator.boundary_time(l, samples, st.replicas.front(),
+                                                        stages[s + 1].replicas.front());
+      const double inflight = std::min(m, S - s);
+      const auto& r0 = st.replicas.front();
+      const double cap = ctx_.cluster.type_of(r0.devices.front()).memory.value;
+      auto fits = [&](int a, int b) {
+        return ctx_.estimator.device_memory(settings, a, b - a, r0, 0, dp, samples, inflight) <=
+               cap;
+      };
+      // reach[s][a]: the largest b with [a, b) fitting (a when not even one layer fits).
+      for (int a = 0; a < L_; ++a) {
+        // [a, reach[s][a - 1]) is inside [a - 1, reach[s][a - 1]), so it fits too.
+        int lo = a > 0 ? std::max(a, reach[s][a - 1]) : a, hi = L_;
+        while (lo < hi) {
+          const int mid = (lo + hi + 1) / 2;
+          if (fits(a, mid))
+            lo = mid;
+          else
+            hi = mid - 1;
+        }
+        reach[s][a] = lo;
+      }
+    }
+    // DP: best[s][i] = (max, sum) over placements of layers [0, i) on stages 0..s.
+    struct Cell {
+      double mx = kInfTime, sum = kInfTime;
+      int from = -1;
+    };
+    auto score = [&](double mx, double sum) { return (m - 1) * mx + sum; };
+    std::vector<std::vector<Cell>> best(S, std::vector<Cell>(L_ + 1));
+    for (int i = 1; i <= L_; ++i) {
+      if (reach[0][0] < i) break;
+      const double t = prefix[0][i] + (S > 1 ? comm[0][i - 1] : 0);
+      best[0][i] = {t, t, 0};
+    }
+    for (int s = 1; s < S; ++s)
+      for (int a = s; a < L_; ++a) {
+        const Cell& prev = best[s - 1][a];
+        if (prev.from < 0) continue;
+        const int last_i = s + 1 == S ? L_ : L_ - (S - 1 - s);
+        for (int i = a + 1; i <= std::min(reach[s][a], last_i); ++i) {
+          const double t = prefix[s][i] - prefix[s][a] + (s + 1 < S ? comm[s][i - 1] : 0);
+          const double mx = std::max(prev.mx, t), sum = prev.sum + t;
+          Cell& cur = best[s][i];
+          if (cur.from < 0 || score(mx, sum) < score(cur.mx, cur.sum)) cur = {mx, sum, a};
+        }
+      }
+    const Cell& end = best[S - 1][L_];
+    if (end.from < 0) return false;
+    if (score(end.mx, end.sum) > pool_.threshold_s()) return true;  // fits, but cannot win
+    std::vector<int> cut(S + 1, 0);
+    cut[S] = L_;
+    for (int s = S - 1, i = L_; s >= 1; --s) {
+      i = best[s][i].from;
+      cut[s] = i;
+    }
+    plan::Plan p = settings;
+    for (int s = 0; s < S; ++s) {
+      plan::Stage st;
+      st.first_layer = cut[s];
+      st.num_layers = cut[s + 1] - cut[s];
+      st.replicas = stages[s].replicas;
+      p.stages.push_back(std::move(st));
+    }
+    pool_.offer(std::move(p));
+    return true;
+  }
+
+  const Context& ctx_;
+  std::vector<DeviceGroup> groups_;
+  int L_;
+  CandidatePool pool_;
+};
+
+}  // namespace
+
+PlannerOutput pipeline(const Context& ctx) { return PipelinePlanner(ctx).run(); }
+
+}  // namespace hetplan::search

@@ -1,0 +1,130 @@
+#include "hetplan/search/search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "hetplan/search/estimate.h"
+#include "hetplan/search/evaluate.h"
+
+namespace hetplan::search {
+namespace {
+
+constexpr std::pair<Algo, const char*> kAlgoNames[] = {
+    {Algo::automatic, "auto"}, {Algo::dp, "dp"},   {Algo::megatron, "megatron"},
+    {Algo::uneven_dp, "uneven-dp"}, {Algo::hap, "hap"}, {Algo::pipeline, "pipeline"},
+    {Algo::ft, "ft"}};
+
+std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024)); }
+
+}  // namespace
+
+const char* to_string(Algo a) {
+  for (auto [v, n] : kAlgoNames)
+    if (v == a) return n;
+  return "?";
+}
+
+std::optional<Algo> algo_from_string(std::string_view s) {
+  for (auto [v, n] : kAlgoNames)
+    if (s == n) return v;
+  return std::nullopt;
+}
+
+std::string algo_names() {
+  std::string out;
+  for (auto [v, n] : kAlgoNames) out += (out.empty() ? "" : "|") + std::string(n);
+  return out;
+}
+
+std::string shortfall_message(const cluster::Cluster& c, const Evaluation& e) {
+  if (!e.ok) return e.error;
+  const int d = e.shortfall_device;
+  const double cap = d >= 0 ? c.type_of(d).memory.value : 0;
+  return fmt::format(
+      "does not fit: the plan closest to fitting ({}) needs {} more on device {} (peak {} of "
+      "capacity {})",
+      e.plan.planner, gib(e.shortfall_bytes), d >= 0 ? c.devices[d].name : "?",
+      gib(cap + e.shortfall_bytes), gib(cap));
+}
+
+Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c, Algo algo,
+                               const SearchOptions& opts) {
+  if (algo == Algo::hap)
+    return Error{"--algo: hap: the HAP-style SPMD synthesis is not implemented yet"};
+  if (algo == Algo::ft)
+    return Error{"--algo: ft: use `hetplan pareto` for the Frontier Tracking planner"};
+  if (opts.global_batch < 1) return Error{"--global-batch: expected a positive number of samples"};
+  Deadline deadline(opts.time_limit_s);
+  Evaluator evaluator(m, c, opts);
+  Estimator estimator(m, c, opts);
+  Context ctx{m, c, opts, evaluator, estimator, deadline};
+  auto say = [&](const std::string& line) {
+    if (opts.progress) opts.progress(line);
+  };
+  auto report = [&](const PlannerOutput& o) {
+    say(fmt::format("{}: {} candidates estimated, {} simulated, best {}{}", o.name, o.estimated,
+                    o.simulated.size(),
+                    o.best.ok ? fmt::format("{:.4g} s{}", o.best.iteration_time_s,
+                                            o.best.fits ? "" : " (does not fit)")
+                              : "none",
+                    o.timed_out ? " (time limit)" : ""));
+  };
+
+  SearchResult res;
+  for (auto* fn : {&even_dp, &proportional_dp, &megatron_grid}) {
+    res.baselines.push_back(fn(ctx));
+    report(res.baselines.back());
+  }
+  switch (algo) {
+    case Algo::dp:
+      break;  // the better of the two data-parallel baselines
+    case Algo::megatron:
+      break;
+    case Algo::uneven_dp:
+      res.planners.push_back(uneven_dp(ctx));
+      break;
+    case Algo::pipeline:
+      res.planners.push_back(pipeline(ctx));
+      break;
+    case Algo::automatic:
+      res.planners.push_back(uneven_dp(ctx));
+      report(res.planners.back());
+      res.planners.push_back(pipeline(ctx));
+      break;
+    default:
+      break;
+  }
+  if (!res.planners.empty()) report(res.planners.back());
+
+  // The candidates for the answer: the planners run, plus the baselines the algorithm covers.
+  std::vector<const PlannerOutput*> pool;
+  for (const auto& p : res.planners) pool.push_back(&p);
+  for (const auto& b : res.baselines) {
+    const bool include = algo == Algo::automatic ||
+                         (algo == Algo::dp && b.name != "megatron") ||
+                         (algo == Algo::megatron && b.name == "megatron");
+    if (include) pool.push_back(&b);
+  }
+  const PlannerOutput* winner = nullptr;
+  for (const auto* p : pool) {
+    res.timed_out = res.timed_out || p->timed_out;
+    if (!p->best.ok) continue;
+    if (!winner || better(p->best, winner->best, opts.objective)) winner = p;
+  }
+  res.search_time_s = deadline.elapsed_s();
+  res.plans_simulated = evaluator.simulated();
+  if (!winner) {
+    std::string why = "no plan could be built";
+    for (const auto* p : pool)
+      if (!p->best.error.empty()) why = p->name + ": " + p->best.error;
+    return Error{why};
+  }
+  res.best = winner->best;
+  res.planner = winner->name;
+  say(fmt::format("best: {} {:.4g} s in {:.2f} s of search", res.planner,
+                  res.best.iteration_time_s, res.search_time_s));
+  return res;
+}
+
+}  // namespace hetplan::search

@@ -1,0 +1,23 @@
+// Internal to the planners: shared pieces of their search spaces.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hetplan/search/planners.h"
+
+namespace hetplan::search {
+
+// A plan with the problem's model, cluster, global batch and planner name, no stages yet.
+plan::Plan base_plan(const Context& ctx, const std::string& planner);
+
+// Transformer blocks (or, for models without them, all layers): how far a pipeline may be cut.
+int block_count(const model::Model& m);
+
+// Recomputation modes worth trying on this model (selective only where attention exists).
+std::vector<cost::Recompute> recompute_modes(const model::Model& m);
+
+// Powers of two from 1 up to and including `limit`.
+std::vector<int> powers_of_two(int limit);
+
+}  // namespace hetplan::search

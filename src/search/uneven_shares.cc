@@ -1,0 +1,63 @@
+#include "hetplan/search/uneven_shares.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "hetplan/search/lp.h"
+
+namespace hetplan::search {
+
+Result<ShareSolution> solve_shares(const ShareProblem& prob) {
+  const std::size_t n = prob.per_sample_time.size();
+  std::int64_t room = 0;
+  for (auto m : prob.max_samples) room += std::max<std::int64_t>(0, m);
+  if (room < prob.total)
+    return Error{fmt::format("the replicas' memory holds {} samples, {} needed", room, prob.total)};
+  LpRequest req;
+  const int T = req.add_variable({"T", 0, kInf, 1.0, false});
+  LpRow sum{"sum of samples", {}, static_cast<double>(prob.total),
+            static_cast<double>(prob.total)};
+  for (std::size_t r = 0; r < n; ++r) {
+    const int x = req.add_variable({fmt::format("x{}", r), 0,
+                                    static_cast<double>(std::max<std::int64_t>(0, prob.max_samples[r])),
+                                    0.0, false});
+    req.add_row({fmt::format("time of replica {}", r),
+                 {{x, prob.per_sample_time[r]}, {T, -1.0}},
+                 -kInf,
+                 0.0});
+    sum.terms.push_back({x, 1.0});
+  }
+  req.add_row(std::move(sum));
+  auto lp = solve_checked(req);
+  if (!lp) return lp.error();
+
+  ShareSolution sol;
+  sol.lp_time = lp->objective;
+  sol.samples.resize(n);
+  std::int64_t given = 0;
+  for (std::size_t r = 0; r < n; ++r) {
+    // Floor, with a small tolerance so 2.9999999 counts as 3.
+    sol.samples[r] = static_cast<std::int64_t>(std::floor(lp->values[r + 1] + 1e-7));
+    sol.samples[r] = std::min(sol.samples[r], prob.max_samples[r]);
+    given += sol.samples[r];
+  }
+  while (given < prob.total) {
+    std::size_t best = n;
+    double best_t = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+      if (sol.samples[r] >= prob.max_samples[r]) continue;
+      const double t = prob.per_sample_time[r] * static_cast<double>(sol.samples[r] + 1);
+      if (best == n || t < best_t) {
+        best = r;
+        best_t = t;
+      }
+    }
+    ++sol.samples[best];
+    ++given;
+  }
+  for (std::size_t r = 0; r < n; ++r)
+    sol.time = std::max(sol.time, prob.per_sample_time[r] * static_cast<double>(sol.samples[r]));
+  return sol;
+}
+
+}  // namespace hetplan::search
