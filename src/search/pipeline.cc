@@ -7,8 +7,8 @@
 // stages: a stage may take layers [a, b) only if they fit its devices' memory with the
 // micro-batches 1F1B keeps in flight there, and the program minimises the pipeline time
 // (m - 1) * max_s T_s + sum_s T_s (tracked as the pair (max, sum) per state). Slow groups thus get
-// fewer layers, so stages finish together. Settings are tried cheapest first and the first that
-// fits is kept. The best shapes by estimate are simulated.
+// fewer layers, so stages finish together. Recompute modes are tried cheapest first (see
+// try_shape). The best plans by estimate are simulated.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -138,16 +138,17 @@ class PipelinePlanner {
       if (B % (static_cast<std::int64_t>(u) * static_cast<std::int64_t>(dp_max))) continue;
       const int m = static_cast<int>(B / (u * static_cast<std::int64_t>(dp_max)));
       if (S > 1 && m < S) continue;
+      // More recomputation only adds time at a given micro-batch size, so the first mode that
+      // fits is the last one worth trying. ZeRO-1 changes time both ways (it shards the
+      // optimizer step but splits the all-reduce in two), so both stages are tried.
       for (auto rc : recompute_modes(ctx_.model)) {
         bool placed = false;
         for (int zero : {0, 1}) {
           if (ctx_.deadline.expired()) return false;
-          if (place_layers(stages, m, Settings{rc, zero})) {
-            placed = true;
-            break;
-          }
+          if (zero == 1 && dp_max == 1) continue;
+          placed = place_layers(stages, m, Settings{rc, zero}) || placed;
         }
-        if (placed) break;  // a cheaper memory setting fitted; costlier ones only add time
+        if (placed) break;
       }
     }
     return true;

@@ -1,0 +1,144 @@
+#include <gtest/gtest.h>
+
+#include "hetplan/search/device_groups.h"
+#include "hetplan/search/search.h"
+#include "search_fixtures.h"
+
+namespace hetplan::search {
+namespace {
+
+using testing::data_file;
+using testing::load_cluster_or_die;
+using testing::load_model_or_die;
+
+struct Fixture {
+  model::Model m = load_model_or_die(testing::kSmallGpt);
+  cluster::Cluster c = load_cluster_or_die(data_file("two-kinds-8.yaml"));
+  SearchOptions opts;
+  Deadline deadline{0};
+  Evaluator evaluator{m, c, opts};
+  Estimator estimator{m, c, opts};
+  Context ctx{m, c, opts, evaluator, estimator, deadline};
+  Fixture() { opts.global_batch = 64; }
+};
+
+TEST(Baselines, EvenDataParallelGivesEveryDeviceTheSameShare) {
+  Fixture f;
+  auto out = even_dp(f.ctx);
+  ASSERT_TRUE(out.best.ok) << out.best.error;
+  const auto& p = out.best.plan;
+  ASSERT_EQ(p.stages.size(), 1u);
+  ASSERT_EQ(p.stages[0].replicas.size(), 8u);
+  for (const auto& r : p.stages[0].replicas) {
+    EXPECT_EQ(r.devices.size(), 1u);
+    EXPECT_DOUBLE_EQ(r.batch_share, 1.0 / 8);
+  }
+}
+
+TEST(Baselines, ProportionalDataParallelFollowsPeakFlops) {
+  Fixture f;
+  auto out = proportional_dp(f.ctx);
+  ASSERT_TRUE(out.best.ok) << out.best.error;
+  const auto& reps = out.best.plan.stages[0].replicas;
+  ASSERT_EQ(reps.size(), 8u);
+  // A100 312 TFLOP/s, V100 125 TFLOP/s (16-bit dense): 64 * 312 / (4 * 312 + 4 * 125) = 11.4
+  // samples per A100 and 4.6 per V100, so 11 or 12 and 4 or 5.
+  for (int d = 0; d < 8; ++d) {
+    const double samples = reps[d].batch_share * 64;
+    if (d < 4)
+      EXPECT_GE(samples, 11) << d;
+    else
+      EXPECT_LE(samples, 5) << d;
+  }
+}
+
+TEST(Baselines, ProportionalSplitIsExactAndKeepsEveryone) {
+  EXPECT_EQ(proportional_split({1, 1, 2}, 8), (std::vector<std::int64_t>{2, 2, 4}));
+  EXPECT_EQ(proportional_split({1, 1, 1}, 4), (std::vector<std::int64_t>{2, 1, 1}));
+  EXPECT_EQ(proportional_split({100, 1}, 3), (std::vector<std::int64_t>{2, 1}));
+}
+
+TEST(Baselines, MegatronGridIsAUniformLayout) {
+  Fixture f;
+  auto out = megatron_grid(f.ctx);
+  ASSERT_TRUE(out.best.ok) << out.best.error;
+  const auto& p = out.best.plan;
+  EXPECT_EQ(p.planner, "megatron");
+  int devices = 0;
+  for (const auto& st : p.stages) {
+    for (const auto& r : st.replicas) {
+      devices += static_cast<int>(r.devices.size());
+      EXPECT_DOUBLE_EQ(r.batch_share, 1.0 / static_cast<double>(st.replicas.size()));
+      EXPECT_TRUE(r.tp_shares.empty());
+    }
+  }
+  EXPECT_EQ(devices, 8);
+}
+
+TEST(Search, AutoIsNeverWorseThanTheBestBaseline) {
+  for (const char* cluster : {"heterog-mixed", "hap-mixed", "a100-v100"}) {
+    const auto m = load_model_or_die("gpt3-350m");
+    const auto c = load_cluster_or_die(cluster);
+    SearchOptions opts;
+    opts.global_batch = 256;
+    auto res = find_plan(m, c, Algo::automatic, opts);
+    ASSERT_TRUE(res) << res.error().message;
+    ASSERT_TRUE(res->best.fits) << cluster;
+    for (const auto& b : res->baselines) {
+      if (b.best.ok && b.best.fits) {
+        EXPECT_LE(res->best.iteration_time_s, b.best.iteration_time_s) << cluster << " " << b.name;
+      }
+    }
+  }
+}
+
+TEST(Search, SameInputsGiveTheSamePlan) {
+  const auto m = load_model_or_die("gpt3-350m");
+  const auto c = load_cluster_or_die("heterog-mixed");
+  SearchOptions opts;
+  opts.global_batch = 128;
+  auto a = find_plan(m, c, Algo::automatic, opts);
+  opts.threads = 2;
+  auto b = find_plan(m, c, Algo::automatic, opts);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->best.fingerprint, b->best.fingerprint);
+  EXPECT_EQ(a->best.iteration_time_s, b->best.iteration_time_s);
+}
+
+TEST(Search, AModelThatFitsNowhereSaysByHowMuch) {
+  const auto m = load_model_or_die("gpt3-175b");
+  const auto c = load_cluster_or_die("heterog-mixed");
+  SearchOptions opts;
+  opts.global_batch = 64;
+  auto res = find_plan(m, c, Algo::automatic, opts);
+  ASSERT_TRUE(res) << res.error().message;
+  EXPECT_FALSE(res->best.fits);
+  EXPECT_GT(res->best.shortfall_bytes, 0);
+  const std::string msg = shortfall_message(c, res->best);
+  EXPECT_NE(msg.find("does not fit: the plan closest to fitting"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("GiB more on device"), std::string::npos) << msg;
+}
+
+TEST(Search, UnknownAlgorithmsAndUnfinishedOnesAreRefused) {
+  EXPECT_FALSE(algo_from_string("magic"));
+  EXPECT_EQ(algo_from_string("uneven-dp"), Algo::uneven_dp);
+  const auto m = load_model_or_die(testing::kSmallGpt);
+  const auto c = load_cluster_or_die(data_file("two-kinds-8.yaml"));
+  auto res = find_plan(m, c, Algo::hap, SearchOptions{});
+  ASSERT_FALSE(res);
+  EXPECT_NE(res.error().message.find("not implemented yet"), std::string::npos);
+}
+
+TEST(Search, TimeLimitReturnsTheBestSoFarMarkedAsSuch) {
+  const auto m = load_model_or_die("gpt3-1.3b");
+  const auto c = load_cluster_or_die("hap-mixed");
+  SearchOptions opts;
+  opts.time_limit_s = 1e-6;
+  auto res = find_plan(m, c, Algo::automatic, opts);
+  ASSERT_TRUE(res) << res.error().message;
+  EXPECT_TRUE(res->timed_out);
+  EXPECT_TRUE(res->best.ok);
+}
+
+}  // namespace
+}  // namespace hetplan::search

@@ -1,0 +1,80 @@
+#include <gtest/gtest.h>
+
+#include "hetplan/search/lp.h"
+
+namespace hetplan::search {
+namespace {
+
+// max 3x + 2y s.t. x + y <= 4, x + 3y <= 6, 0 <= x <= 3: optimum x = 3, y = 1, value 11.
+LpRequest small_lp() {
+  LpRequest r;
+  r.maximize = true;
+  const int x = r.add_variable({"x", 0, 3, 3, false});
+  const int y = r.add_variable({"y", 0, kInf, 2, false});
+  r.add_row({"a", {{x, 1}, {y, 1}}, -kInf, 4});
+  r.add_row({"b", {{x, 1}, {y, 3}}, -kInf, 6});
+  return r;
+}
+
+TEST(Lp, SolvesASmallLinearProgramExactly) {
+  auto res = solve_checked(small_lp());
+  ASSERT_TRUE(res) << res.error().message;
+  EXPECT_NEAR(res->objective, 11, 1e-9);
+  EXPECT_NEAR(res->values[0], 3, 1e-9);
+  EXPECT_NEAR(res->values[1], 1, 1e-9);
+}
+
+TEST(Lp, SolvesAKnapsackAsAMixedIntegerProgram) {
+  // Items (weight, value): (5, 10), (4, 40), (6, 30), (3, 50); capacity 10. Best: items 2 and 4.
+  LpRequest r;
+  r.maximize = true;
+  const double w[] = {5, 4, 6, 3}, v[] = {10, 40, 30, 50};
+  LpRow cap{"capacity", {}, -kInf, 10};
+  for (int i = 0; i < 4; ++i) {
+    r.add_variable({"take" + std::to_string(i), 0, 1, v[i], true});
+    cap.terms.push_back({i, w[i]});
+  }
+  r.add_row(cap);
+  auto res = solve_checked(r);
+  ASSERT_TRUE(res) << res.error().message;
+  EXPECT_NEAR(res->objective, 90, 1e-9);
+  EXPECT_EQ(res->values, (std::vector<double>{0, 1, 0, 1}));
+}
+
+TEST(Lp, ReportsInfeasibleAndUnbounded) {
+  LpRequest inf;
+  const int x = inf.add_variable({"x", 0, 1, 1, false});
+  inf.add_row({"too much", {{x, 1}}, 2, kInf});
+  EXPECT_EQ(solve_lp(inf).status, LpStatus::infeasible);
+  EXPECT_FALSE(solve_checked(inf));
+
+  LpRequest unb;
+  unb.maximize = true;
+  unb.add_variable({"x", 0, kInf, 1, false});
+  EXPECT_EQ(solve_lp(unb).status, LpStatus::unbounded);
+}
+
+TEST(Lp, TheCheckerCatchesWrongSolutions) {
+  const LpRequest r = small_lp();
+  LpResult good = solve_lp(r);
+  ASSERT_TRUE(check_lp_solution(r, good));
+
+  LpResult row_broken = good;
+  row_broken.values = {3, 2};  // x + y = 5 > 4
+  row_broken.objective = 13;
+  auto e1 = check_lp_solution(r, row_broken);
+  ASSERT_FALSE(e1);
+  EXPECT_NE(e1.error().message.find("row a"), std::string::npos) << e1.error().message;
+
+  LpResult bound_broken = good;
+  bound_broken.values = {3.5, 0};
+  bound_broken.objective = 10.5;
+  EXPECT_FALSE(check_lp_solution(r, bound_broken));
+
+  LpResult objective_wrong = good;
+  objective_wrong.objective = 12;
+  EXPECT_FALSE(check_lp_solution(r, objective_wrong));
+}
+
+}  // namespace
+}  // namespace hetplan::search
