@@ -22,7 +22,7 @@
 namespace hetplan::search {
 namespace {
 
-constexpr double kInfTime = std::numeric_limits<double>::infinity();
+constexpr std::size_t kFrontierCells = 12;  // per DP state, the most (time, memory) points kept
 
 struct StageResources {
   int group = 0;
@@ -88,11 +88,12 @@ struct Settings {
 
 class PipelinePlanner {
  public:
-  explicit PipelinePlanner(const Context& ctx)
+  PipelinePlanner(const Context& ctx, FrontierPool* frontier)
       : ctx_(ctx),
         groups_(device_groups(ctx.cluster)),
         L_(static_cast<int>(ctx.model.layers.size())),
-        pool_(ctx, "pipeline") {}
+        pool_(ctx, "pipeline"),
+        frontier_(frontier) {}
 
   PlannerOutput run() {
     const int max_stages = std::min({L_, block_count(ctx_.model) + 2, 32});
@@ -148,7 +149,7 @@ class PipelinePlanner {
           if (zero == 1 && dp_max == 1) continue;
           placed = place_layers(stages, m, Settings{rc, zero}) || placed;
         }
-        if (placed) break;
+        if (placed && !frontier_) break;  // the frontier wants the costlier, smaller ones too
       }
     }
     return true;
@@ -197,48 +198,83 @@ class PipelinePlanner {
         reach[s][a] = lo;
       }
     }
-    // DP: best[s][i] = (max, sum) over placements of layers [0, i) on stages 0..s.
+    // DP over (stage s, layers placed i): per state the placements' (max, sum) of stage times and
+    // peak memory, keeping one (the best score) or, for the frontier, an epsilon-Pareto set of
+    // (score, memory).
     struct Cell {
-      double mx = kInfTime, sum = kInfTime;
-      int from = -1;
+      double mx, sum, mem;
+      int from_a, from_k;  // predecessor state (s - 1, from_a), its from_k-th cell
     };
-    auto score = [&](double mx, double sum) { return (m - 1) * mx + sum; };
-    std::vector<std::vector<Cell>> best(S, std::vector<Cell>(L_ + 1));
-    for (int i = 1; i <= L_; ++i) {
-      if (reach[0][0] < i) break;
+    auto score = [&](const Cell& c) { return (m - 1) * c.mx + c.sum; };
+    const bool pareto = frontier_ != nullptr;
+    const double eps = pareto ? frontier_->epsilon : 0;
+    auto insert = [&](std::vector<Cell>& cells, const Cell& c) {
+      if (!pareto) {
+        if (cells.empty() || score(c) < score(cells[0])) cells.assign(1, c);
+        return;
+      }
+      for (const auto& o : cells)
+        if (score(o) <= score(c) * (1 + eps) && o.mem <= c.mem * (1 + eps)) return;
+      std::erase_if(cells, [&](const Cell& o) { return score(c) <= score(o) && c.mem <= o.mem; });
+      cells.push_back(c);
+      if (cells.size() > kFrontierCells) {
+        std::sort(cells.begin(), cells.end(),
+                  [&](const Cell& x, const Cell& y) { return score(x) < score(y); });
+        cells.resize(kFrontierCells);
+      }
+    };
+    auto stage_mem = [&](int s, int a, int i) {
+      const auto& st = stages[s];
+      const int dp = static_cast<int>(st.replicas.size());
+      return ctx_.estimator.device_memory(settings, a, i - a, st.replicas.front(), 0, dp,
+                                          B / m / dp, std::min(m, S - s));
+    };
+    std::vector<std::vector<std::vector<Cell>>> best(S, std::vector<std::vector<Cell>>(L_ + 1));
+    for (int i = 1; i <= L_ && i <= reach[0][0]; ++i) {
       const double t = prefix[0][i] + (S > 1 ? comm[0][i - 1] : 0);
-      best[0][i] = {t, t, 0};
+      insert(best[0][i], Cell{t, t, pareto ? stage_mem(0, 0, i) : 0, 0, 0});
     }
     for (int s = 1; s < S; ++s)
       for (int a = s; a < L_; ++a) {
-        const Cell& prev = best[s - 1][a];
-        if (prev.from < 0) continue;
+        const auto& prev = best[s - 1][a];
+        if (prev.empty()) continue;
         const int last_i = s + 1 == S ? L_ : L_ - (S - 1 - s);
         for (int i = a + 1; i <= std::min(reach[s][a], last_i); ++i) {
           const double t = prefix[s][i] - prefix[s][a] + (s + 1 < S ? comm[s][i - 1] : 0);
-          const double mx = std::max(prev.mx, t), sum = prev.sum + t;
-          Cell& cur = best[s][i];
-          if (cur.from < 0 || score(mx, sum) < score(cur.mx, cur.sum)) cur = {mx, sum, a};
+          const double mem = pareto ? stage_mem(s, a, i) : 0;
+          for (std::size_t k = 0; k < prev.size(); ++k) {
+            const Cell& pc = prev[k];
+            insert(best[s][i], Cell{std::max(pc.mx, t), pc.sum + t, std::max(pc.mem, mem), a,
+                                    static_cast<int>(k)});
+          }
         }
       }
-    const Cell& end = best[S - 1][L_];
-    if (end.from < 0) return false;
-    if (score(end.mx, end.sum) > pool_.threshold_s()) return true;  // fits, but cannot win
-    std::vector<int> cut(S + 1, 0);
-    cut[S] = L_;
-    for (int s = S - 1, i = L_; s >= 1; --s) {
-      i = best[s][i].from;
-      cut[s] = i;
+    const auto& ends = best[S - 1][L_];
+    if (ends.empty()) return false;
+    for (std::size_t k0 = 0; k0 < ends.size(); ++k0) {
+      if (!pareto && score(ends[k0]) > pool_.threshold_s()) continue;  // fits, but cannot win
+      std::vector<int> cut(S + 1, 0);
+      cut[S] = L_;
+      int i = L_, k = static_cast<int>(k0);
+      for (int s = S - 1; s >= 1; --s) {
+        const Cell& c = best[s][i][k];
+        i = c.from_a;
+        k = c.from_k;
+        cut[s] = i;
+      }
+      plan::Plan p = settings;
+      for (int s = 0; s < S; ++s) {
+        plan::Stage st;
+        st.first_layer = cut[s];
+        st.num_layers = cut[s + 1] - cut[s];
+        st.replicas = stages[s].replicas;
+        p.stages.push_back(std::move(st));
+      }
+      if (pareto)
+        frontier_->offer(std::move(p));
+      else
+        pool_.offer(std::move(p));
     }
-    plan::Plan p = settings;
-    for (int s = 0; s < S; ++s) {
-      plan::Stage st;
-      st.first_layer = cut[s];
-      st.num_layers = cut[s + 1] - cut[s];
-      st.replicas = stages[s].replicas;
-      p.stages.push_back(std::move(st));
-    }
-    pool_.offer(std::move(p));
     return true;
   }
 
@@ -246,10 +282,17 @@ class PipelinePlanner {
   std::vector<DeviceGroup> groups_;
   int L_;
   CandidatePool pool_;
+  FrontierPool* frontier_ = nullptr;  // set: track the time/memory frontier instead of one best
 };
 
 }  // namespace
 
-PlannerOutput pipeline(const Context& ctx) { return PipelinePlanner(ctx).run(); }
+PlannerOutput pipeline(const Context& ctx) { return PipelinePlanner(ctx, nullptr).run(); }
+
+FrontierOutput frontier(const Context& ctx, double epsilon) {
+  FrontierPool pool(ctx, epsilon);
+  PipelinePlanner(ctx, &pool).run();
+  return pool.finish();
+}
 
 }  // namespace hetplan::search

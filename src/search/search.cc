@@ -127,4 +127,27 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   return res;
 }
 
+Result<FrontierResult> find_frontier(const model::Model& m, const cluster::Cluster& c,
+                                     const SearchOptions& opts, double epsilon) {
+  if (opts.global_batch < 1) return Error{"--global-batch: expected a positive number of samples"};
+  Deadline deadline(opts.time_limit_s);
+  Evaluator evaluator(m, c, opts);
+  Estimator estimator(m, c, opts);
+  Context ctx{m, c, opts, evaluator, estimator, deadline};
+  FrontierOutput f = frontier(ctx, epsilon);
+  FrontierResult res;
+  res.points = std::move(f.points);
+  res.search_time_s = deadline.elapsed_s();
+  res.timed_out = f.timed_out;
+  res.plans_simulated = evaluator.simulated();
+  res.estimated = f.estimated;
+  if (opts.progress)
+    opts.progress(fmt::format("frontier: {} candidates estimated, {} simulated, {} points",
+                              f.estimated, f.simulated, res.points.size()));
+  if (res.points.empty())
+    return Error{fmt::format("{} on {}: no plan in the pipeline search space fits the cluster",
+                             m.name, c.name)};
+  return res;
+}
+
 }  // namespace hetplan::search

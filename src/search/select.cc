@@ -70,3 +70,51 @@ PlannerOutput select_candidates(const Context& ctx, std::string name,
 }
 
 }  // namespace hetplan::search
+
+namespace hetplan::search {
+
+bool FrontierPool::offer(plan::Plan p) {
+  if (ctx_.deadline.expired() && !kept_.empty()) {
+    timed_out_ = true;
+    return false;
+  }
+  ++offered_;
+  Estimate e = ctx_.estimator.estimate(p);
+  if (!e.fits) return true;
+  for (const auto& k : kept_)
+    if (k.e.time_s <= e.time_s * (1 + epsilon) && k.e.max_peak_bytes <= e.max_peak_bytes * (1 + epsilon))
+      return true;
+  std::erase_if(kept_, [&](const Kept& k) {
+    return e.time_s <= k.e.time_s && e.max_peak_bytes <= k.e.max_peak_bytes;
+  });
+  kept_.push_back({e, std::move(p)});
+  return true;
+}
+
+FrontierOutput FrontierPool::finish() {
+  FrontierOutput out;
+  out.estimated = offered_;
+  std::stable_sort(kept_.begin(), kept_.end(),
+                   [](const Kept& a, const Kept& b) { return a.e.time_s < b.e.time_s; });
+  std::vector<plan::Plan> plans;
+  for (auto& k : kept_) plans.push_back(std::move(k.plan));
+  kept_.clear();
+  auto evals = ctx_.evaluator.evaluate_all(plans);
+  out.simulated = static_cast<int>(evals.size());
+  std::erase_if(evals, [](const Evaluation& e) { return !e.ok || !e.fits; });
+  std::stable_sort(evals.begin(), evals.end(), [](const Evaluation& a, const Evaluation& b) {
+    if (a.iteration_time_s != b.iteration_time_s) return a.iteration_time_s < b.iteration_time_s;
+    if (a.max_peak_bytes != b.max_peak_bytes) return a.max_peak_bytes < b.max_peak_bytes;
+    return a.fingerprint < b.fingerprint;
+  });
+  double lowest = std::numeric_limits<double>::infinity();
+  for (auto& e : evals)
+    if (e.max_peak_bytes < lowest) {
+      lowest = e.max_peak_bytes;
+      out.points.push_back(std::move(e));
+    }
+  out.timed_out = timed_out_ || ctx_.deadline.expired();
+  return out;
+}
+
+}  // namespace hetplan::search

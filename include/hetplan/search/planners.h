@@ -57,6 +57,37 @@ class CandidatePool {
   bool timed_out_ = false;
 };
 
+// Frontier Tracking's pool: keeps an epsilon-Pareto set of candidates by estimated (time, peak
+// memory): a candidate is dropped when a kept one is within a factor (1 + epsilon) of it on both,
+// which bounds the set's size by the ranges' logarithms over epsilon. finish() simulates every kept
+// candidate and returns the exact Pareto set of the simulated plans that fit, fastest first.
+struct FrontierOutput {
+  std::vector<Evaluation> points;  // non-dominated by (iteration time, max peak bytes), by time
+  long long estimated = 0;
+  int simulated = 0;
+  bool timed_out = false;
+};
+
+class FrontierPool {
+ public:
+  FrontierPool(const Context& ctx, double eps) : ctx_(ctx), epsilon(eps) {}
+  bool offer(plan::Plan p);
+  FrontierOutput finish();
+
+ private:
+  struct Kept {
+    Estimate e;
+    plan::Plan plan;
+  };
+  const Context& ctx_;
+  std::vector<Kept> kept_;
+  long long offered_ = 0;
+  bool timed_out_ = false;
+
+ public:
+  const double epsilon;
+};
+
 // A pool offered every candidate, finished.
 PlannerOutput select_candidates(const Context& ctx, std::string name,
                                 std::vector<plan::Plan> candidates);
@@ -80,5 +111,9 @@ PlannerOutput megatron_grid(const Context& ctx);
 PlannerOutput uneven_dp(const Context& ctx);
 // Pipeline partitioning over unlike device groups (see pipeline.cc).
 PlannerOutput pipeline(const Context& ctx);
+// Frontier Tracking (TensorOpt) over the pipeline planner's decision space (shapes, micro-batches,
+// recompute, ZeRO, layer placement): the layer DP keeps per state an epsilon-Pareto set of
+// (time, memory) instead of one best, and every memory setting is explored.
+FrontierOutput frontier(const Context& ctx, double epsilon = 0.03);
 
 }  // namespace hetplan::search

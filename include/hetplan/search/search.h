@@ -33,6 +33,18 @@ struct SearchResult {
 Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c, Algo algo,
                                const SearchOptions& opts);
 
+struct FrontierResult {
+  std::vector<Evaluation> points;  // the simulated Pareto frontier, fastest first
+  double search_time_s = 0;
+  bool timed_out = false;
+  int plans_simulated = 0;
+  long long estimated = 0;
+};
+
+// Frontier Tracking over the pipeline decision space; an error when no plan fits at all.
+Result<FrontierResult> find_frontier(const model::Model& m, const cluster::Cluster& c,
+                                     const SearchOptions& opts, double epsilon = 0.03);
+
 // "does not fit: the closest plan needs X more on device D (peak P of capacity C)".
 std::string shortfall_message(const cluster::Cluster& c, const Evaluation& e);
 
