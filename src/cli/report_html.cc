@@ -1,0 +1,854 @@
+// The HTML report: one self-contained document (inline CSS and SVG, no scripts, no fetches).
+// Every figure is computed from ReportInput alone, so the same input gives the same bytes.
+// Large plans are kept small: the timeline draws at most kMaxLanes lanes and merges same-kind
+// bars that are narrower than a pixel, so a row holds at most about one bar per pixel column.
+#include "report_html.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <map>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include "hetplan/core/quantity_parse.h"
+
+namespace hetplan::cli {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string esc(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+std::string pct(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
+
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
+
+// A 1, 2 or 5 times a power of ten, so that `range` holds about `target` steps.
+double nice_step(double range, int target) {
+  if (!(range > 0)) return 1;
+  const double raw = range / target;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / mag;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+}
+
+std::string num(double v) {
+  if (std::abs(v) < 1e-12) v = 0;
+  return fmt::format("{:g}", v);
+}
+
+// Display unit of a time axis, chosen by the largest time shown.
+struct TimeUnit {
+  double scale;
+  const char* name;
+};
+TimeUnit time_unit(double max_s) {
+  if (max_s < 1e-3) return {1e6, "µs"};
+  if (max_s < 1) return {1e3, "ms"};
+  return {1, "s"};
+}
+
+// "v100/0/0 .. v100/0/7, v100/2/0 .. v100/2/7": runs of consecutive device ids, at most
+// `max_runs` of them, then "+ k more".
+std::string device_ranges(const cluster::Cluster& c, std::vector<int> ids, std::size_t max_runs) {
+  std::sort(ids.begin(), ids.end());
+  std::vector<std::pair<int, int>> runs;
+  for (int id : ids) {
+    if (!runs.empty() && runs.back().second + 1 == id) {
+      runs.back().second = id;
+    } else {
+      runs.push_back({id, id});
+    }
+  }
+  std::string out;
+  std::size_t shown = 0;
+  int hidden = 0;
+  for (const auto& [a, b] : runs) {
+    if (shown == max_runs) {
+      hidden += b - a + 1;
+      continue;
+    }
+    if (shown++ > 0) out += ", ";
+    out += c.devices[a].name;
+    if (b > a) out += (b == a + 1 ? ", " : " .. ") + c.devices[b].name;
+  }
+  if (hidden > 0) out += fmt::format(" + {} more", hidden);
+  return out;
+}
+
+const char* kind_class(sim::TaskKind k) {
+  switch (k) {
+    case sim::TaskKind::forward:
+      return "f";
+    case sim::TaskKind::backward:
+      return "b";
+    case sim::TaskKind::optimizer:
+      return "o";
+    case sim::TaskKind::p2p:
+      return "p";
+    case sim::TaskKind::grad_sync:
+      return "g";
+    case sim::TaskKind::param_gather:
+      return "a";
+  }
+  return "f";
+}
+
+constexpr sim::TaskKind kAllKinds[] = {sim::TaskKind::forward,   sim::TaskKind::backward,
+                                       sim::TaskKind::optimizer, sim::TaskKind::p2p,
+                                       sim::TaskKind::grad_sync, sim::TaskKind::param_gather};
+
+bool is_transfer(sim::TaskKind k) {
+  return k == sim::TaskKind::p2p || k == sim::TaskKind::grad_sync ||
+         k == sim::TaskKind::param_gather;
+}
+
+constexpr std::string_view kStyle = R"(
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;
+color:#222;background:#fff;max-width:1400px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ccc;
+padding-bottom:3px}h3{font-size:15px;margin:16px 0 6px}
+nav a{margin-right:14px;color:#2a6ebb;text-decoration:none}
+table{border-collapse:collapse;font-size:13px;margin:4px 0 8px}
+th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f3f4f6}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr.hl td{background:#fff4d6}.bad{color:#c0392b;font-weight:600}.ok{color:#1e7d32}
+.note{color:#666;font-size:13px}.cards{display:flex;flex-wrap:wrap;gap:8px;margin:12px 0}
+.card{border:1px solid #ddd;border-radius:6px;padding:6px 12px;min-width:110px}
+.card b{display:block;font-size:17px}.card span{font-size:12px;color:#666}
+.devs{max-width:330px}.mdev{min-width:200px;max-width:340px}.nw{white-space:nowrap}
+svg text{font-family:inherit}
+.tl text{font-size:11px;fill:#333}.tl .grid{stroke:#e4e4e4;stroke-width:1}
+.tl .mb{font-size:9px;fill:#fff;text-anchor:middle}
+.f{fill:#4e79a7;background:#4e79a7}.b{fill:#f28e2b;background:#f28e2b}
+.o{fill:#76b7b2;background:#76b7b2}.p{fill:#e15759;background:#e15759}
+.g{fill:#9467bd;background:#9467bd}.a{fill:#8c564b;background:#8c564b}
+.mp{fill:#4e79a7;background:#4e79a7}.mg{fill:#f28e2b;background:#f28e2b}
+.mo{fill:#59a14f;background:#59a14f}.ma{fill:#edc948;background:#edc948}
+.mf{fill:#bab0ac;background:#bab0ac}.cap{border:1px solid #999;border-right:3px solid #222}
+.pf text{font-size:12px;fill:#333}.pf .grid{stroke:#eee}.pf .step{fill:none;stroke:#4e79a7;
+stroke-width:1.5}.pf .pt{fill:#4e79a7}.pf .chosen{fill:#e15759;stroke:#222;stroke-width:1.5}
+.legend{display:flex;flex-wrap:wrap;gap:14px;font-size:12px;margin:4px 0}
+.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px}
+)";
+
+// ---- Summary ----------------------------------------------------------------------------------
+
+void write_summary(std::string& o, const ReportInput& in) {
+  const auto& r = in.result;
+  auto card = [&](const std::string& value, const char* what, bool bad = false) {
+    o += fmt::format("<div class=\"card\"><b{}>{}</b><span>{}</span></div>\n",
+                     bad ? " class=\"bad\"" : "", esc(value), what);
+  };
+  o += "<div class=\"cards\">\n";
+  card(format_duration(r.iteration_time), "iteration time");
+  card(fmt::format("{:.1f}", r.samples_per_s), "samples/s");
+  if (r.tokens_per_s > 0) card(fmt::format("{:.0f}", r.tokens_per_s), "tokens/s");
+  card(fmt::format("{:.1f}", r.tflops_per_device), "TFLOP/s per device");
+  card(pct(r.mfu), "MFU");
+  card(fmt::format("{} / {}", r.devices_used, in.cluster.num_devices()), "devices used");
+  card(gib(r.max_peak_memory.value), "max peak memory");
+  card(r.fits ? "fits" : "does not fit", "memory", !r.fits);
+  o += "</div>\n";
+}
+
+// ---- Cluster ----------------------------------------------------------------------------------
+
+void write_cluster(std::string& o, const ReportInput& in) {
+  const auto& c = in.cluster;
+  const auto dtype = in.model.dtype;
+  o += "<h2 id=\"cluster\">Cluster</h2>\n";
+  o += fmt::format("<p>{}: {} devices in {} nodes, network {}{}.</p>\n", esc(c.name),
+                   c.num_devices(), c.nodes.size(), cluster::to_string(c.network),
+                   c.network == cluster::NetworkKind::fat_tree
+                       ? fmt::format(" (oversubscription {:g})", c.oversubscription)
+                       : "");
+  if (!c.groups.empty()) {
+    o += "<h3>Node groups</h3>\n<table><tr><th>group</th><th>nodes</th><th>devices per node</th>"
+         "<th>device</th><th>memory</th><th>peak " +
+         esc(model::to_string(dtype)) +
+         "</th><th>intra-node bandwidth</th><th>NICs per node</th></tr>\n";
+    for (const auto& g : c.groups) {
+      const auto& t = c.device_types[g.device_type];
+      o += fmt::format(
+          "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td>"
+          "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+          "<td class=\"n\">{} &times; {}</td></tr>\n",
+          esc(g.name), g.count, g.devices_per_node, esc(t.name), esc(format_bytes(t.memory)),
+          esc(format_flops_rate(t.peak(dtype))), esc(format_bandwidth(g.intra_bandwidth)),
+          g.nic_count, esc(format_bandwidth(g.nic_bandwidth)));
+    }
+    o += "</table>\n";
+  }
+  // Device types with how many devices of each the cluster has.
+  std::vector<int> per_type(c.device_types.size(), 0);
+  for (const auto& d : c.devices) ++per_type[d.type];
+  o += "<h3>Device types</h3>\n<table><tr><th>device</th><th>vendor</th><th>count</th>"
+       "<th>memory</th><th>peak " +
+       esc(model::to_string(dtype)) + "</th><th>memory bandwidth</th></tr>\n";
+  for (std::size_t t = 0; t < c.device_types.size(); ++t) {
+    const auto& dt = c.device_types[t];
+    o += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+        "<td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
+        esc(dt.name), esc(dt.vendor), per_type[t], esc(format_bytes(dt.memory)),
+        esc(format_flops_rate(dt.peak(dtype))), esc(format_bandwidth(dt.memory_bandwidth)));
+  }
+  o += "</table>\n";
+  // Nodes: at most kMaxNodes rows.
+  constexpr std::size_t kMaxNodes = 64;
+  o += "<h3>Nodes</h3>\n<table><tr><th>node</th><th>group</th><th>devices</th>"
+       "<th>device types</th></tr>\n";
+  for (std::size_t n = 0; n < c.nodes.size() && n < kMaxNodes; ++n) {
+    const auto& node = c.nodes[n];
+    std::vector<int> types;
+    for (int d : node.devices)
+      if (std::find(types.begin(), types.end(), c.devices[d].type) == types.end())
+        types.push_back(c.devices[d].type);
+    std::string tnames;
+    for (int t : types) tnames += (tnames.empty() ? "" : ", ") + c.device_types[t].name;
+    o += fmt::format("<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", node.id,
+                     esc(node.group), esc(device_ranges(c, node.devices, 4)), esc(tnames));
+  }
+  o += "</table>\n";
+  if (c.nodes.size() > kMaxNodes)
+    o += fmt::format("<p class=\"note\">{} more nodes not listed.</p>\n",
+                     c.nodes.size() - kMaxNodes);
+}
+
+// ---- Plan -------------------------------------------------------------------------------------
+
+std::string layer_range(const model::Model& m, const plan::Stage& s) {
+  const int first = s.first_layer;
+  const int last = s.first_layer + s.num_layers - 1;
+  auto name = [&](int i) -> std::string {
+    return i >= 0 && i < static_cast<int>(m.layers.size()) ? m.layers[i].name
+                                                           : fmt::format("#{}", i);
+  };
+  if (s.num_layers <= 0) return "(none)";
+  std::string names;
+  if (s.num_layers <= 3) {
+    for (int i = first; i <= last; ++i) names += (i > first ? ", " : "") + name(i);
+  } else {
+    names = name(first) + " .. " + name(last);
+  }
+  return fmt::format("{}&ndash;{} ({} layers): {}", first, last, s.num_layers, esc(names));
+}
+
+void write_plan(std::string& o, const ReportInput& in) {
+  const auto& p = in.plan;
+  const auto& c = in.cluster;
+  o += "<h2 id=\"plan\">Plan</h2>\n<table>\n";
+  auto row = [&](const char* key, const std::string& value) {
+    o += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", key, esc(value));
+  };
+  row("model", fmt::format("{} ({:.3g}B parameters, {})", in.model.name,
+                           static_cast<double>(in.model.parameters()) / 1e9,
+                           model::to_string(in.model.dtype)));
+  row("planner", in.planner.empty() ? p.planner : in.planner);
+  if (in.search_time_s > 0 || in.timed_out)
+    row("search time",
+        fmt::format("{:.2f} s{}", in.search_time_s,
+                    in.timed_out ? " (stopped by the time limit: best so far)" : ""));
+  row("global batch", fmt::format("{} samples", p.global_batch));
+  row("micro-batches", fmt::format("{}", p.num_microbatches));
+  row("schedule", plan::to_string(p.schedule));
+  row("recompute", plan::recompute_name(p.recompute));
+  row("ZeRO stage", fmt::format("{}", p.zero_stage));
+  row("sequence parallel", p.sequence_parallel ? "yes" : "no");
+  row("gradient bucket", format_bytes(Bytes(p.grad_bucket_bytes)));
+  row("pipeline stages", fmt::format("{}", p.stages.size()));
+  for (const auto& ov : p.op_overrides)
+    row("op override", fmt::format("{}: {}", ov.ops, plan::to_string(ov.split)));
+  for (const auto& gs : p.grad_sync)
+    row("gradient sync", fmt::format("{}: {} ({}, priority {})", gs.ops, plan::to_string(gs.method),
+                                     plan::algorithm_name(gs.algorithm), gs.priority));
+  o += "</table>\n";
+
+  constexpr std::size_t kMaxReplicas = 16;  // rows per stage
+  o += "<h3>Stages</h3>\n<table><tr><th>stage</th><th>layers</th><th>replica</th>"
+       "<th>devices</th><th>tensor-parallel shares</th><th>batch share</th></tr>\n";
+  for (std::size_t s = 0; s < p.stages.size(); ++s) {
+    const auto& st = p.stages[s];
+    const std::size_t shown = std::min(st.replicas.size(), kMaxReplicas);
+    const std::size_t rows = shown + (st.replicas.size() > shown ? 1 : 0);
+    for (std::size_t r = 0; r < shown; ++r) {
+      const auto& rep = st.replicas[r];
+      o += "<tr>";
+      if (r == 0)
+        o += fmt::format("<td class=\"n\" rowspan=\"{}\">{}</td><td rowspan=\"{}\">{}</td>",
+                         std::max<std::size_t>(rows, 1), s, std::max<std::size_t>(rows, 1),
+                         layer_range(in.model, st));
+      std::string devs;
+      for (std::size_t k = 0; k < rep.devices.size(); ++k) {
+        const int d = rep.devices[k];
+        devs += (k > 0 ? ", " : "") +
+                (d >= 0 && d < c.num_devices() ? c.devices[d].name : fmt::format("#{}", d));
+      }
+      std::string shares;
+      if (rep.tp_shares.empty()) {
+        shares = rep.devices.size() > 1 ? "even" : "&ndash;";
+      } else {
+        for (std::size_t k = 0; k < rep.tp_shares.size(); ++k)
+          shares += (k > 0 ? " / " : "") + pct(rep.tp_shares[k]);
+      }
+      o += fmt::format(
+          "<td class=\"n\">{}</td><td class=\"devs\">{}</td><td>{}</td><td class=\"n\">{}</td>"
+          "</tr>\n",
+          r, esc(devs), shares, pct(rep.batch_share));
+    }
+    if (st.replicas.size() > shown)
+      o += fmt::format("<tr><td colspan=\"4\" class=\"note\">{} more replicas</td></tr>\n",
+                       st.replicas.size() - shown);
+    if (st.replicas.empty())
+      o += fmt::format(
+          "<tr><td class=\"n\">{}</td><td>{}</td><td colspan=\"4\">no replicas</td>"
+          "</tr>\n",
+          s, layer_range(in.model, st));
+  }
+  o += "</table>\n";
+}
+
+// ---- Timeline ---------------------------------------------------------------------------------
+
+struct Bar {
+  sim::TaskKind kind;                               // the kind with the most time in it
+  double x0, x1;                                    // pixels
+  int count;                                        // tasks merged into it
+  int first;                                        // index of its first task in result.events
+  std::array<double, std::size(kAllKinds)> time{};  // seconds per kind
+};
+
+// Merging keeps a row at a few bars per pixel column however many tasks it has: a task joins
+// the last bar of its kind when it overlaps it, or when either is narrower than a pixel and less
+// than a pixel apart; a task narrower than a pixel also joins the row's last bar (of any kind)
+// when less than a pixel away. So, per row, bars of one kind that were not merged are at least a
+// pixel wide and do not overlap, and narrow ones start at least a pixel apart.
+std::vector<Bar> merge_bars(const std::vector<sim::TaskRecord>& ev, std::vector<int> idx,
+                            double x_of_zero, double px_per_s) {
+  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) {
+    return std::tie(ev[a].start.value, ev[a].end.value) <
+           std::tie(ev[b].start.value, ev[b].end.value);
+  });
+  std::vector<Bar> bars;
+  std::array<int, std::size(kAllKinds)> last_of_kind;
+  last_of_kind.fill(-1);
+  for (int i : idx) {
+    const auto k = static_cast<std::size_t>(ev[i].kind);
+    const double t = std::max(ev[i].end.value - ev[i].start.value, 0.0);
+    const double x0 = x_of_zero + ev[i].start.value * px_per_s;
+    const double x1 = x0 + t * px_per_s;
+    const bool narrow = x1 - x0 < 1;
+    int into = -1;
+    if (last_of_kind[k] >= 0) {
+      const Bar& same = bars[last_of_kind[k]];
+      const bool overlaps = x0 < same.x1 - 0.01;
+      if (overlaps || ((narrow || same.x1 - same.x0 < 1) && x0 <= same.x1 + 1))
+        into = last_of_kind[k];
+    }
+    if (into < 0 && narrow && !bars.empty() && x0 <= bars.back().x1 + 1)
+      into = static_cast<int>(bars.size()) - 1;
+    if (into < 0) {
+      bars.push_back({ev[i].kind, x0, x1, 1, i, {}});
+      bars.back().time[k] = t;
+      last_of_kind[k] = static_cast<int>(bars.size()) - 1;
+      continue;
+    }
+    Bar& b = bars[into];
+    b.x1 = std::max(b.x1, x1);
+    ++b.count;
+    b.time[k] += t;
+    const auto top = std::max_element(b.time.begin(), b.time.end()) - b.time.begin();
+    if (b.time[top] > b.time[static_cast<std::size_t>(b.kind)]) b.kind = kAllKinds[top];
+    last_of_kind[k] = into;
+  }
+  return bars;
+}
+
+std::string lane_label(const ReportInput& in, int l) {
+  const auto& lane = in.result.lanes[l];
+  std::string out = fmt::format("lane {}", l);
+  if (!lane.stages.empty()) {
+    out += lane.stages.size() == 1 ? " · stage " : " · stages ";
+    for (std::size_t k = 0; k < lane.stages.size() && k < 3; ++k)
+      out += (k > 0 ? "," : "") + std::to_string(lane.stages[k]);
+    if (lane.stages.size() > 3) out += "..";
+  }
+  if (!lane.devices.empty() && lane.devices.front() < in.cluster.num_devices()) {
+    out += " · " + in.cluster.devices[lane.devices.front()].name;
+    if (lane.devices.size() > 1) out += fmt::format(" +{}", lane.devices.size() - 1);
+  }
+  return out;
+}
+
+void write_timeline(std::string& o, const ReportInput& in) {
+  const auto& r = in.result;
+  const auto& ev = r.events;
+  o += "<h2 id=\"timeline\">Timeline</h2>\n";
+  if (r.lanes.empty() || ev.empty()) {
+    o += "<p class=\"note\">No task records: the plan was simulated without recording events."
+         "</p>\n";
+    return;
+  }
+  constexpr int kMaxLanes = 64;
+  constexpr double kLabelW = 250, kChartW = 1080, kRight = 20;
+  constexpr double kRowH = 26, kComputeH = 14, kTransferH = 6;
+  constexpr std::size_t kMaxTitles = 8000;  // hover titles only while the file stays small
+
+  const int n_lanes = static_cast<int>(r.lanes.size());
+  std::vector<int> shown;  // lane ids drawn, evenly spread when there are too many
+  if (n_lanes <= kMaxLanes) {
+    for (int l = 0; l < n_lanes; ++l) shown.push_back(l);
+  } else {
+    for (int i = 0; i < kMaxLanes; ++i)
+      shown.push_back(static_cast<int>(std::lround(i * (n_lanes - 1.0) / (kMaxLanes - 1))));
+  }
+  std::vector<int> row_of(n_lanes, -1);
+  for (std::size_t i = 0; i < shown.size(); ++i) row_of[shown[i]] = static_cast<int>(i);
+
+  double t_end = r.iteration_time.value;
+  for (const auto& e : ev) t_end = std::max(t_end, e.end.value);
+  if (!(t_end > 0)) t_end = 1e-6;
+  const double px_per_s = kChartW / t_end;
+  const TimeUnit unit = time_unit(t_end);
+
+  std::vector<std::vector<int>> compute(shown.size()), transfer(shown.size());
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    const int l = ev[i].lane;
+    if (l < 0 || l >= n_lanes || row_of[l] < 0) continue;
+    (is_transfer(ev[i].kind) ? transfer : compute)[row_of[l]].push_back(static_cast<int>(i));
+  }
+  std::vector<std::vector<Bar>> cbars(shown.size()), tbars(shown.size());
+  std::size_t total_bars = 0;
+  for (std::size_t k = 0; k < shown.size(); ++k) {
+    cbars[k] = merge_bars(ev, compute[k], kLabelW, px_per_s);
+    tbars[k] = merge_bars(ev, transfer[k], kLabelW, px_per_s);
+    total_bars += cbars[k].size() + tbars[k].size();
+  }
+  const bool titles = total_bars <= kMaxTitles;
+
+  if (n_lanes > kMaxLanes)
+    o += fmt::format("<p class=\"note\">Showing {} of {} lanes, evenly spread.</p>\n", kMaxLanes,
+                     n_lanes);
+  o += "<div class=\"legend\">";
+  for (auto k : kAllKinds)
+    o += fmt::format("<span><i class=\"{}\"></i>{}</span>", kind_class(k), sim::to_string(k));
+  o += "</div>\n";
+
+  const double axis_h = 22;
+  const double top = axis_h;
+  const double rows_h = kRowH * static_cast<double>(shown.size());
+  const bool bottom_axis = shown.size() > 12;
+  const double height = top + rows_h + (bottom_axis ? axis_h : 6);
+  const double width = kLabelW + kChartW + kRight;
+  o += fmt::format(
+      "<svg class=\"tl\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"timeline of one iteration\">\n",
+      num(width), num(height));
+  // Time axis: grid lines and labels (top, and bottom for tall charts).
+  const double step = nice_step(t_end * unit.scale, 10);
+  o += "<g>";
+  for (int i = 0;; ++i) {
+    const double v = i * step;
+    if (v > t_end * unit.scale * (1 + 1e-9)) break;
+    const double x = kLabelW + v / unit.scale * px_per_s;
+    o += fmt::format("<line class=\"grid\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>",
+                     x, num(top - 4), num(top + rows_h));
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x,
+                     num(top - 8), num(v));
+    if (bottom_axis)
+      o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x,
+                       num(top + rows_h + 14), num(v));
+  }
+  o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">time ({})</text>", num(kLabelW - 8),
+                   num(top - 8), unit.name);
+  o += "</g>\n";
+  // End of the iteration.
+  const double x_end = kLabelW + r.iteration_time.value * px_per_s;
+  o += fmt::format(
+      "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#c0392b\" "
+      "stroke-dasharray=\"4 3\"/>\n",
+      x_end, num(top - 4), num(top + rows_h));
+
+  auto bar_title = [&](const Bar& b) {
+    const auto& e = ev[b.first];
+    const double t0 = (b.x0 - kLabelW) / px_per_s * unit.scale;
+    const double t1 = (b.x1 - kLabelW) / px_per_s * unit.scale;
+    if (b.count > 1) {
+      std::string kinds;
+      for (std::size_t k = 0; k < b.time.size(); ++k)
+        if (b.time[k] > 0)
+          kinds += (kinds.empty() ? "" : ", ") + std::string(sim::to_string(kAllKinds[k]));
+      return fmt::format("{} tasks ({}), {:.4g}&ndash;{:.4g} {}", b.count, kinds, t0, t1,
+                         unit.name);
+    }
+    std::string what = fmt::format("{} stage {}", sim::to_string(e.kind), e.stage);
+    if (e.microbatch >= 0) what += fmt::format(" micro-batch {}", e.microbatch);
+    if (e.bucket >= 0) what += fmt::format(" bucket {}", e.bucket);
+    if (e.peer_lane >= 0) what += fmt::format(" to lane {}", e.peer_lane);
+    return fmt::format("{}, {:.4g}&ndash;{:.4g} {}", what, t0, t1, unit.name);
+  };
+  // With hover titles, one <rect> per bar; without, one <path> per kind and row (half the bytes).
+  std::array<std::string, std::size(kAllKinds)> paths;
+  auto draw = [&](const Bar& b, double y, double h) {
+    const double w = std::max(b.x1 - b.x0, 1.0);
+    if (titles) {
+      o += fmt::format(
+          "<rect class=\"{}\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\"><title>{}"
+          "</title></rect>",
+          kind_class(b.kind), b.x0, num(y), w, num(h), bar_title(b));
+    } else {
+      paths[static_cast<std::size_t>(b.kind)] +=
+          fmt::format("M{:.1f} {}h{:.1f}v{}h-{:.1f}z", b.x0, num(y), w, num(h), w);
+    }
+  };
+  for (std::size_t k = 0; k < shown.size(); ++k) {
+    const int l = shown[k];
+    const double y = top + kRowH * static_cast<double>(k) + 2;
+    if (k % 2 == 1)
+      o += fmt::format("<rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f7f7f9\"/>",
+                       num(y - 2), num(width), num(kRowH));
+    std::string label = lane_label(in, l);
+    o += fmt::format("<text x=\"{}\" y=\"{}\"><title>{}</title>{}</text>\n", num(8), num(y + 11),
+                     esc(r.lanes[l].name), esc(label));
+    for (const auto& b : cbars[k]) draw(b, y, kComputeH);
+    for (const auto& b : tbars[k]) draw(b, y + kComputeH + 1, kTransferH);
+    for (std::size_t kind = 0; kind < paths.size(); ++kind) {
+      if (paths[kind].empty()) continue;
+      o += fmt::format("<path class=\"{}\" d=\"{}\"/>", kind_class(kAllKinds[kind]), paths[kind]);
+      paths[kind].clear();
+    }
+    // Micro-batch numbers inside wide enough forward and backward bars.
+    for (const auto& b : cbars[k]) {
+      const auto& e = ev[b.first];
+      if (b.count != 1 || e.microbatch < 0 || b.x1 - b.x0 < 16) continue;
+      o += fmt::format("<text class=\"mb\" x=\"{:.1f}\" y=\"{}\">{}</text>", (b.x0 + b.x1) / 2,
+                       num(y + 10.5), e.microbatch);
+    }
+    o += "\n";
+  }
+  o += "</svg>\n";
+  o +=
+      "<p class=\"note\">One row per lane (a tensor-parallel replica): compute above, its "
+      "outgoing transfers in the thin row below. Numbers are micro-batches; the dashed line is the "
+      "end of the iteration. Tasks narrower than a pixel are merged.</p>\n";
+}
+
+// ---- Memory -----------------------------------------------------------------------------------
+
+struct MemRow {
+  std::vector<int> devices;
+  const sim::DeviceStats* stats;
+};
+
+void write_memory(std::string& o, const ReportInput& in) {
+  const auto& r = in.result;
+  const auto& c = in.cluster;
+  o += "<h2 id=\"memory\">Memory</h2>\n";
+  // Devices with identical numbers share a row.
+  using Key = std::tuple<int, double, double, double, double, double, double, double, bool>;
+  std::map<Key, std::size_t> row_of;
+  std::vector<MemRow> rows;
+  int unused = 0;
+  for (const auto& d : r.devices) {
+    if (d.lane < 0) {
+      ++unused;
+      continue;
+    }
+    const int type = d.device < c.num_devices() ? c.devices[d.device].type : -1;
+    const auto& m = d.memory;
+    Key key{type,
+            d.peak_memory.value,
+            m.parameters.value,
+            m.gradients.value,
+            m.optimizer.value,
+            m.activations.value,
+            m.buffers.value,
+            d.capacity.value,
+            d.fits};
+    auto [it, inserted] = row_of.emplace(key, rows.size());
+    if (inserted) rows.push_back({{}, &d});
+    rows[it->second].devices.push_back(d.device);
+  }
+  if (rows.empty()) {
+    o += "<p class=\"note\">The plan uses no devices.</p>\n";
+    return;
+  }
+  constexpr std::size_t kMaxRows = 64;
+  std::size_t omitted = 0;
+  if (rows.size() > kMaxRows) {
+    // Keep the fullest rows (those not fitting first), shown in device order.
+    std::vector<std::size_t> order(rows.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto use = [&](std::size_t i) {
+      const auto* s = rows[i].stats;
+      return s->capacity.value > 0 ? s->peak_memory.value / s->capacity.value : 1e9;
+    };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (rows[a].stats->fits != rows[b].stats->fits) return !rows[a].stats->fits;
+      return use(a) > use(b);
+    });
+    order.resize(kMaxRows);
+    std::sort(order.begin(), order.end());
+    std::vector<MemRow> kept;
+    for (auto i : order) kept.push_back(rows[i]);
+    omitted = rows.size() - kept.size();
+    rows = std::move(kept);
+  }
+  double scale_max = 0;
+  for (const auto& row : rows)
+    scale_max = std::max({scale_max, row.stats->capacity.value, row.stats->peak_memory.value});
+  if (!(scale_max > 0)) scale_max = 1;
+
+  o += "<div class=\"legend\"><span><i class=\"mp\"></i>parameters</span><span><i class=\"mg\">"
+       "</i>gradients</span><span><i class=\"mo\"></i>optimizer</span><span><i class=\"ma\"></i>"
+       "activations</span><span><i class=\"mf\"></i>buffers</span><span><i class=\"cap\"></i>"
+       "capacity</span></div>\n";
+  constexpr double kBarW = 280, kBarH = 14;
+  o += "<table><tr><th>devices</th><th>device</th><th>peak against capacity</th><th>peak</th>"
+       "<th>capacity</th><th>parameters</th><th>gradients</th><th>optimizer</th>"
+       "<th>activations</th><th>buffers</th><th></th></tr>\n";
+  for (const auto& row : rows) {
+    const auto& s = *row.stats;
+    const auto& m = s.memory;
+    std::string label = device_ranges(c, row.devices, 3);
+    if (row.devices.size() > 1) label += fmt::format(" ({} devices)", row.devices.size());
+    const std::string type =
+        s.device < c.num_devices() ? c.type_of(s.device).name : std::string("?");
+    std::string svg = fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+        "viewBox=\"0 0 {0} {1}\">",
+        num(kBarW + 4), num(kBarH + 2));
+    const double cap_w = s.capacity.value / scale_max * kBarW;
+    svg += fmt::format("<rect x=\"0\" y=\"1\" width=\"{:.1f}\" height=\"{}\" fill=\"#f0f0f0\"/>",
+                       cap_w, num(kBarH));
+    double x = 0;
+    const std::pair<const char*, double> parts[] = {{"mp", m.parameters.value},
+                                                    {"mg", m.gradients.value},
+                                                    {"mo", m.optimizer.value},
+                                                    {"ma", m.activations.value},
+                                                    {"mf", m.buffers.value}};
+    for (const auto& [cls, bytes] : parts) {
+      const double w = std::max(bytes, 0.0) / scale_max * kBarW;
+      if (w <= 0) continue;
+      svg += fmt::format("<rect class=\"{}\" x=\"{:.1f}\" y=\"1\" width=\"{:.1f}\" height=\"{}\"/>",
+                         cls, x, w, num(kBarH));
+      x += w;
+    }
+    svg += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"0\" x2=\"{0:.1f}\" y2=\"{1}\" stroke=\"#222\" "
+        "stroke-width=\"2\"/></svg>",
+        std::min(cap_w, kBarW + 3), num(kBarH + 2));
+    o += fmt::format(
+        "<tr{}><td class=\"mdev\">{}</td><td class=\"nw\">{}</td><td>{}</td><td class=\"n\">{}</td>"
+        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
+        s.fits ? "" : " class=\"hl\"", esc(label), esc(type), svg, gib(s.peak_memory.value),
+        gib(s.capacity.value), gib(m.parameters.value), gib(m.gradients.value),
+        gib(m.optimizer.value), gib(m.activations.value), gib(m.buffers.value),
+        s.fits ? "<span class=\"ok\">fits</span>" : "<span class=\"bad\">DOES NOT FIT</span>");
+  }
+  o += "</table>\n";
+  if (omitted > 0)
+    o += fmt::format(
+        "<p class=\"note\">{} more rows of devices with lower memory use not shown.</p>\n",
+        omitted);
+  if (unused > 0)
+    o += fmt::format("<p class=\"note\">{} devices are not used by the plan.</p>\n", unused);
+}
+
+// ---- Baselines --------------------------------------------------------------------------------
+
+void write_baselines(std::string& o, const ReportInput& in) {
+  if (in.baselines.empty()) return;
+  const double t = in.result.iteration_time.value;
+  o += "<h2 id=\"baselines\">Baselines</h2>\n<table><tr><th>plan</th><th>iteration time</th>"
+       "<th>fits</th><th>speed-up of this plan</th></tr>\n";
+  o += fmt::format(
+      "<tr class=\"hl\"><td>this plan ({})</td><td class=\"n\">{}</td><td>{}</td>"
+      "<td class=\"n\">1.00&times;</td></tr>\n",
+      esc(in.planner.empty() ? in.plan.planner : in.planner), esc(format_duration(Seconds(t))),
+      in.result.fits ? "yes" : "<span class=\"bad\">no</span>");
+  for (const auto& b : in.baselines) {
+    if (!b.iteration_time_s) {
+      o += fmt::format(
+          "<tr><td>{}</td><td class=\"n\">no plan</td><td>&ndash;</td><td class=\"n\">&ndash;"
+          "</td></tr>\n",
+          esc(b.name));
+      continue;
+    }
+    const double bt = *b.iteration_time_s;
+    o += fmt::format(
+        "<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td></tr>\n",
+        esc(b.name), esc(format_duration(Seconds(bt))),
+        b.fits ? "yes" : "<span class=\"bad\">no</span>",
+        t > 0 ? fmt::format("{:.2f}&times;", bt / t) : std::string("&ndash;"));
+  }
+  o += "</table>\n<p class=\"note\">Speed-up: the baseline's iteration time divided by this "
+       "plan's (above 1: this plan is faster).</p>\n";
+}
+
+// ---- Pareto frontier --------------------------------------------------------------------------
+
+void write_frontier(std::string& o, const ReportInput& in) {
+  o += "<h2 id=\"frontier\">Pareto frontier</h2>\n";
+  std::vector<const ReportFrontierPoint*> pts;
+  for (const auto& p : in.frontier)
+    if (std::isfinite(p.iteration_time_s) && std::isfinite(p.max_peak_bytes)) pts.push_back(&p);
+  if (pts.empty()) {
+    o += "<p class=\"note\">No Pareto frontier for this report (only one plan was evaluated, or "
+         "the planner does not trade time against memory).</p>\n";
+    return;
+  }
+  std::stable_sort(pts.begin(), pts.end(), [](const auto* a, const auto* b) {
+    return std::tie(a->iteration_time_s, a->max_peak_bytes) <
+           std::tie(b->iteration_time_s, b->max_peak_bytes);
+  });
+  constexpr double kW = 900, kH = 400, kL = 70, kR = 30, kT = 20, kB = 50;
+  double x_lo = pts.front()->iteration_time_s, x_hi = pts.back()->iteration_time_s;
+  double y_hi = 0;
+  for (const auto* p : pts) y_hi = std::max(y_hi, p->max_peak_bytes / kGiB);
+  // The smallest memory among the devices in use, when it is near the points.
+  double cap = 0;
+  for (const auto& d : in.result.devices)
+    if (d.lane >= 0 && d.capacity.value > 0)
+      cap = cap == 0 ? d.capacity.value : std::min(cap, d.capacity.value);
+  cap /= kGiB;
+  const bool show_cap = cap > 0 && cap <= 1.5 * std::max(y_hi, 1e-9);
+  if (show_cap) y_hi = std::max(y_hi, cap);
+  y_hi = y_hi > 0 ? y_hi * 1.1 : 1;
+  double pad = (x_hi - x_lo) * 0.08;
+  if (!(pad > 0)) pad = std::max(std::abs(x_lo) * 0.1, 1e-6);
+  x_lo = std::max(0.0, x_lo - pad);
+  x_hi += pad;
+  const TimeUnit unit = time_unit(x_hi);
+  auto X = [&](double s) { return kL + (s - x_lo) / (x_hi - x_lo) * (kW - kL - kR); };
+  auto Y = [&](double g) { return kT + (1 - g / y_hi) * (kH - kT - kB); };
+
+  o += fmt::format(
+      "<svg class=\"pf\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"Pareto frontier\">\n",
+      num(kW), num(kH));
+  // Axes with grid.
+  const double xs = nice_step((x_hi - x_lo) * unit.scale, 8);
+  for (double v = std::ceil(x_lo * unit.scale / xs) * xs; v <= x_hi * unit.scale * (1 + 1e-9);
+       v += xs) {
+    const double x = X(v / unit.scale);
+    o += fmt::format(
+        "<line class=\"grid\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>"
+        "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
+        x, num(kT), num(kH - kB), num(kH - kB + 16), num(v));
+  }
+  const double ys = nice_step(y_hi, 6);
+  for (double v = 0; v <= y_hi * (1 + 1e-9); v += ys) {
+    const double y = Y(v);
+    o += fmt::format(
+        "<line class=\"grid\" x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
+        num(kL), y, num(kW - kR), num(kL - 6), y + 4, num(v));
+  }
+  o += fmt::format(
+      "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#444\"/>"
+      "<line x1=\"{0}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" stroke=\"#444\"/>\n",
+      num(kL), num(kT), num(kH - kB), num(kW - kR));
+  o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">iteration time ({})</text>\n",
+                   num((kL + kW - kR) / 2), num(kH - 12), unit.name);
+  o += fmt::format(
+      "<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">max peak memory "
+      "per device (GiB)</text>\n",
+      num((kT + kH - kB) / 2));
+  if (show_cap)
+    o += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#c0392b\" "
+        "stroke-dasharray=\"5 4\"/><text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\" "
+        "fill=\"#c0392b\">smallest device memory in use ({5:.1f} GiB)</text>\n",
+        num(kL), Y(cap), num(kW - kR), num(kW - kR - 4), Y(cap) - 5, cap);
+  // Staircase through the points: memory holds until the next (slower) point.
+  std::string path =
+      fmt::format("M{:.1f} {:.1f}", X(pts[0]->iteration_time_s), Y(pts[0]->max_peak_bytes / kGiB));
+  for (std::size_t i = 1; i < pts.size(); ++i)
+    path += fmt::format("H{:.1f}V{:.1f}", X(pts[i]->iteration_time_s),
+                        Y(pts[i]->max_peak_bytes / kGiB));
+  o += "<path class=\"step\" d=\"" + path + "\"/>\n";
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const auto& p = *pts[i];
+    const double x = X(p.iteration_time_s), y = Y(p.max_peak_bytes / kGiB);
+    o += fmt::format(
+        "<circle class=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\"><title>{}: {:.4g} {}, {:.2f} "
+        "GiB</title></circle><text x=\"{:.1f}\" y=\"{:.1f}\"{}>{}{}</text>\n",
+        p.chosen ? "chosen" : "pt", x, y, p.chosen ? 7 : 4, esc(p.label),
+        p.iteration_time_s * unit.scale, unit.name, p.max_peak_bytes / kGiB, x + 7, y - 7,
+        p.chosen ? " font-weight=\"bold\"" : "", i + 1, p.chosen ? " (chosen)" : "");
+  }
+  o += "</svg>\n";
+  o += "<table><tr><th>#</th><th>plan</th><th>iteration time</th><th>max peak memory</th></tr>\n";
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    const auto& p = *pts[i];
+    o += fmt::format(
+        "<tr{}><td class=\"n\">{}</td><td>{}{}</td><td class=\"n\">{}</td>"
+        "<td class=\"n\">{}</td></tr>\n",
+        p.chosen ? " class=\"hl\"" : "", i + 1, esc(p.label), p.chosen ? " <b>(chosen)</b>" : "",
+        esc(format_duration(Seconds(p.iteration_time_s))), gib(p.max_peak_bytes));
+  }
+  o += "</table>\n";
+}
+
+}  // namespace
+
+std::string report_html(const ReportInput& in) {
+  std::string o;
+  o.reserve(1 << 16);
+  o += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  o += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  o += "<title>" + esc(in.title) + "</title>\n<style>";
+  o += kStyle;
+  o += "</style>\n</head>\n<body>\n";
+  o += "<h1>" + esc(in.title) + "</h1>\n";
+  o += fmt::format("<p class=\"note\">{} on {}, planner {}.</p>\n", esc(in.model.name),
+                   esc(in.cluster.name), esc(in.planner.empty() ? in.plan.planner : in.planner));
+  o += "<nav><a href=\"#cluster\">Cluster</a><a href=\"#plan\">Plan</a><a href=\"#timeline\">"
+       "Timeline</a><a href=\"#memory\">Memory</a>";
+  if (!in.baselines.empty()) o += "<a href=\"#baselines\">Baselines</a>";
+  o += "<a href=\"#frontier\">Pareto frontier</a></nav>\n";
+  write_summary(o, in);
+  write_cluster(o, in);
+  write_plan(o, in);
+  write_timeline(o, in);
+  write_memory(o, in);
+  write_baselines(o, in);
+  write_frontier(o, in);
+  o += "</body>\n</html>\n";
+  return o;
+}
+
+}  // namespace hetplan::cli
