@@ -39,6 +39,7 @@ int run_main(int argc, char** argv) {
     if (subs.size() > before) actions[subs.back()] = std::move(a);
   };
   add(add_plan_command);
+  add(add_pareto_command);
   add(add_simulate_command);
   add(add_models_command);
   add(add_devices_command);

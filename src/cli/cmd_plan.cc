@@ -12,6 +12,7 @@
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/search/search.h"
 #include "hetplan/sim/simulate.h"
+#include "reports.h"
 #include "result_json.h"
 
 namespace hetplan::cli {
@@ -127,6 +128,12 @@ int run_plan(const PlanArgs& a) {
   if (!r) return report_error(r.error().message);
   if (!a.out_file.empty() && !write_output_file(a.out_file, plan::to_json_text(res->best.plan)))
     return 2;
+  if (!a.report_file.empty()) {
+    // The report plots the time/memory frontier too; if none is found it says so.
+    auto front = search::find_frontier(*m, *c, opts);
+    const int rc = write_plan_report(a.report_file, *m, *c, *res, *r, front ? &*front : nullptr);
+    if (rc) return rc;
+  }
   if (a.json) {
     auto j = sim_result_json(*m, res->best.plan, *r);
     j["search_time_s"] = res->search_time_s;

@@ -17,6 +17,7 @@ Action add_devices_command(CLI::App& app);
 Action add_clusters_command(CLI::App& app);
 Action add_check_cluster_command(CLI::App& app);
 Action add_plan_command(CLI::App& app);
+Action add_pareto_command(CLI::App& app);
 
 // Prints "hetplan: error: <message>" on stderr and returns the exit code for user errors (2).
 int report_error(const std::string& message);

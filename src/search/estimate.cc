@@ -33,6 +33,15 @@ double share_of(const plan::Replica& r, std::size_t j) {
 
 }  // namespace
 
+std::size_t Estimator::MemoryKeyHash::operator()(const MemoryKey& k) const {
+  std::size_t h = 1469598103934665603ull;
+  auto mix = [&](std::size_t v) { h = (h ^ v) * 1099511628211ull; };
+  for (int v : {k.recompute, k.zero, k.first, k.count, k.tp, k.dp, k.sp ? 1 : 0})
+    mix(std::hash<int>{}(v));
+  for (double v : {k.share, k.samples, k.inflight}) mix(std::hash<double>{}(v));
+  return h;
+}
+
 Estimator::Estimator(const model::Model& m, const cluster::Cluster& c, const SearchOptions& opts)
     : m_(m), c_(c), opts_(opts) {
   for (const auto& L : m.layers) {
@@ -69,8 +78,16 @@ double Estimator::device_memory(const plan::Plan& settings, int first, int count
                                 double inflight) const {
   const double share = share_of(r, static_cast<std::size_t>(j));
   const int tp = static_cast<int>(r.devices.size());
-  auto key = std::make_tuple(static_cast<int>(settings.recompute), settings.sequence_parallel,
-                             settings.zero_stage, first, count, share, tp, dp, samples, inflight);
+  const MemoryKey key{static_cast<int>(settings.recompute),
+                      settings.zero_stage,
+                      first,
+                      count,
+                      tp,
+                      dp,
+                      settings.sequence_parallel,
+                      share,
+                      samples,
+                      inflight};
   auto it = memory_.find(key);
   if (it != memory_.end()) return it->second;
   cost::MemoryConfig cfg;
@@ -140,12 +157,18 @@ double Estimator::boundary_time(int layer, double samples, const plan::Replica& 
   const auto& L = m_.layers[layer];
   const double bytes = m_.ops[L.first_op + L.num_ops - 1].bytes_written * samples;
   const std::size_t k = std::min(from.devices.size(), to.devices.size());
+  const int a = from.devices.front(), b = to.devices.front();
+  if (a == b) return 0;
+  auto key = std::make_tuple(a, b, bytes / static_cast<double>(k));
+  auto it = p2p_.find(key);
+  if (it != p2p_.end()) return it->second;
   cost::CollectiveRequest req;
   req.kind = cost::Collective::p2p;
-  req.devices = {from.devices.front(), to.devices.front()};
-  req.bytes = Bytes(bytes / static_cast<double>(k));
-  if (req.devices[0] == req.devices[1]) return 0;
-  return cost::collective_cost(c_, req, opts_.sim.network).time.value;
+  req.devices = {a, b};
+  req.bytes = Bytes(std::get<2>(key));
+  const double t = cost::collective_cost(c_, req, opts_.sim.network).time.value;
+  p2p_.emplace(key, t);
+  return t;
 }
 
 Estimate Estimator::estimate(const plan::Plan& p) const {

@@ -22,6 +22,7 @@
 namespace hetplan::search {
 namespace {
 
+constexpr double kInfTime = std::numeric_limits<double>::infinity();
 constexpr std::size_t kFrontierCells = 12;  // per DP state, the most (time, memory) points kept
 
 struct StageResources {
@@ -177,6 +178,24 @@ class PipelinePlanner {
         for (int l = 0; l < L_; ++l)
           comm[s][l] = 2 * ctx_.estimator.boundary_time(l, samples, st.replicas.front(),
                                                         stages[s + 1].replicas.front());
+    }
+    // A lower bound: every layer runs at least as fast as on its fastest stage, the stages share
+    // the work at best evenly, so max_s T_s >= W / S and sum_s T_s >= W. Shapes that cannot beat
+    // the candidates kept so far are skipped (more recomputation only raises the bound, so the
+    // caller may stop here too).
+    if (!frontier_) {
+      double W = 0;
+      for (int l = 0; l < L_; ++l) {
+        double fastest = kInfTime;
+        for (int s = 0; s < S; ++s) fastest = std::min(fastest, prefix[s][l + 1] - prefix[s][l]);
+        W += fastest;
+      }
+      if ((m - 1) * W / S + W > pool_.threshold_s()) return true;
+    }
+    for (int s = 0; s < S; ++s) {
+      const auto& st = stages[s];
+      const int dp = static_cast<int>(st.replicas.size());
+      const double samples = B / m / dp;
       const double inflight = std::min(m, S - s);
       const auto& r0 = st.replicas.front();
       const double cap = ctx_.cluster.type_of(r0.devices.front()).memory.value;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "hetplan/plan/plan.h"
@@ -63,9 +64,18 @@ class Estimator {
   mutable std::map<std::tuple<int, bool, int, std::vector<int>, std::vector<double>, double, int>,
                    sim::LayerCostTable>
       tables_;
-  mutable std::map<std::tuple<int, bool, int, int, int, double, int, int, double, double>, double>
-      memory_;
+  struct MemoryKey {
+    int recompute, zero, first, count, tp, dp;
+    bool sp;
+    double share, samples, inflight;
+    bool operator==(const MemoryKey&) const = default;
+  };
+  struct MemoryKeyHash {
+    std::size_t operator()(const MemoryKey& k) const;
+  };
+  mutable std::unordered_map<MemoryKey, double, MemoryKeyHash> memory_;
   mutable std::map<std::tuple<std::vector<int>, double>, double> sync_;
+  mutable std::map<std::tuple<int, int, double>, double> p2p_;
 };
 
 }  // namespace hetplan::search

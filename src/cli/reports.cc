@@ -1,0 +1,64 @@
+#include "reports.h"
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "report_html.h"
+
+namespace hetplan::cli {
+namespace {
+
+std::string label(const plan::Plan& p) {
+  std::size_t replicas = 0;
+  for (const auto& st : p.stages) replicas += st.replicas.size();
+  return fmt::format("pp={} replicas={} m={} recompute={} zero={}", p.stages.size(), replicas,
+                     p.num_microbatches, cost::to_string(p.recompute), p.zero_stage);
+}
+
+std::vector<ReportFrontierPoint> frontier_points(const search::FrontierResult* f,
+                                                 const std::string& chosen) {
+  std::vector<ReportFrontierPoint> out;
+  if (!f) return out;
+  for (const auto& e : f->points)
+    out.push_back({e.iteration_time_s, e.max_peak_bytes, label(e.plan), e.fingerprint == chosen});
+  return out;
+}
+
+}  // namespace
+
+int write_plan_report(const std::string& file, const model::Model& m, const cluster::Cluster& c,
+                      const search::SearchResult& res, const sim::SimResult& result,
+                      const search::FrontierResult* frontier) {
+  ReportInput in{m, c, res.best.plan, result, {}, {}, 0, false, {}, {}};
+  in.title = fmt::format("hetplan plan: {} on {}", m.name, c.name);
+  in.planner = res.planner;
+  in.search_time_s = res.search_time_s;
+  in.timed_out = res.timed_out;
+  for (const auto& b : res.baselines) {
+    ReportBaseline rb;
+    rb.name = b.name;
+    if (b.best.ok) rb.iteration_time_s = b.best.iteration_time_s;
+    rb.fits = b.best.ok && b.best.fits;
+    in.baselines.push_back(rb);
+  }
+  in.frontier = frontier_points(frontier, res.best.fingerprint);
+  return write_output_file(file, report_html(in)) ? 0 : 2;
+}
+
+int write_pareto_report(const std::string& file, const model::Model& m, const cluster::Cluster& c,
+                        const search::FrontierResult& res) {
+  const auto& best = res.points.front();
+  sim::SimOptions opts;
+  opts.record_events = true;
+  auto r = sim::simulate(m, c, best.plan, opts);
+  if (!r) return report_error(r.error().message);
+  ReportInput in{m, c, best.plan, *r, {}, {}, 0, false, {}, {}};
+  in.title = fmt::format("hetplan pareto: {} on {}", m.name, c.name);
+  in.planner = "ft";
+  in.search_time_s = res.search_time_s;
+  in.timed_out = res.timed_out;
+  in.frontier = frontier_points(&res, best.fingerprint);
+  return write_output_file(file, report_html(in)) ? 0 : 2;
+}
+
+}  // namespace hetplan::cli

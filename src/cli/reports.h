@@ -1,0 +1,20 @@
+// Internal to the command line: writing the HTML reports of `plan` and `pareto`.
+#pragma once
+
+#include <string>
+
+#include "hetplan/search/search.h"
+#include "hetplan/sim/simulate.h"
+
+namespace hetplan::cli {
+
+// Both return 0, or the exit code after reporting why the file could not be written.
+// `result` must have been simulated with events recorded.
+int write_plan_report(const std::string& file, const model::Model& m, const cluster::Cluster& c,
+                      const search::SearchResult& res, const sim::SimResult& result,
+                      const search::FrontierResult* frontier);
+// The report of the frontier's fastest plan, with the whole frontier plotted.
+int write_pareto_report(const std::string& file, const model::Model& m, const cluster::Cluster& c,
+                        const search::FrontierResult& res);
+
+}  // namespace hetplan::cli
