@@ -8,6 +8,18 @@ std::int64_t Model::parameters() const {
   return n;
 }
 
+std::int64_t Model::layer_parameters(int layer) const {
+  const Layer& l = layers[layer];
+  std::int64_t n = 0;
+  for (int op = l.first_op; op < l.first_op + l.num_ops; ++op) n += ops[op].params;
+  return n;
+}
+
+double Model::layer_output_bytes(int layer) const {
+  const Layer& l = layers[layer];
+  return ops[l.first_op + l.num_ops - 1].bytes_written;
+}
+
 double Model::forward_flops_per_sample() const {
   double f = 0;
   for (const Op& op : ops) f += op.flops;

@@ -43,14 +43,7 @@ std::size_t Estimator::MemoryKeyHash::operator()(const MemoryKey& k) const {
 }
 
 Estimator::Estimator(const model::Model& m, const cluster::Cluster& c, const SearchOptions& opts)
-    : m_(m), c_(c), opts_(opts) {
-  for (const auto& L : m.layers) {
-    double n = 0;
-    for (int op = L.first_op; op < L.first_op + L.num_ops; ++op)
-      n += static_cast<double>(m.ops[op].params);
-    layer_params_.push_back(n);
-  }
-}
+    : m_(m), c_(c), opts_(opts) {}
 
 Estimator::~Estimator() = default;
 
@@ -111,7 +104,8 @@ double Estimator::sync_time(const plan::Plan& settings, int first, int count,
                             const std::vector<plan::Replica>& replicas) const {
   if (replicas.size() < 2) return 0;
   double params = 0;
-  for (int li = first; li < first + count; ++li) params += layer_params_[li];
+  for (int li = first; li < first + count; ++li)
+    params += static_cast<double>(m_.layer_parameters(li));
   const auto& r0 = replicas.front();
   const std::size_t tp = r0.devices.size();
   // One collective per tensor-parallel rank, in parallel; groups crossing nodes share the NICs.
@@ -154,8 +148,7 @@ double Estimator::sync_time(const plan::Plan& settings, int first, int count,
 
 double Estimator::boundary_time(int layer, double samples, const plan::Replica& from,
                                 const plan::Replica& to) const {
-  const auto& L = m_.layers[layer];
-  const double bytes = m_.ops[L.first_op + L.num_ops - 1].bytes_written * samples;
+  const double bytes = m_.layer_output_bytes(layer) * samples;
   const std::size_t k = std::min(from.devices.size(), to.devices.size());
   const int a = from.devices.front(), b = to.devices.front();
   if (a == b) return 0;

@@ -81,17 +81,6 @@ std::vector<Evaluation> Evaluator::evaluate_all(const std::vector<plan::Plan>& p
   return out;
 }
 
-Evaluation Evaluator::best_of(const std::vector<plan::Plan>& plans) const {
-  Evaluation best;
-  best.error = "no candidate plan";
-  bool any = false;
-  for (auto& e : evaluate_all(plans)) {
-    if (!any || better(e, best, opts_.objective)) best = std::move(e);
-    any = true;
-  }
-  return best;
-}
-
 int Evaluator::simulated() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(cache_.size());

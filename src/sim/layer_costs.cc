@@ -44,9 +44,4 @@ LayerCostTable LayerCosts::replica(const plan::Replica& r, double samples, int d
   return out;
 }
 
-double LayerCosts::boundary_bytes_per_sample(int layer) const {
-  const auto& l = impl_->m.layers[layer];
-  return impl_->m.ops[l.first_op + l.num_ops - 1].bytes_written;
-}
-
 }  // namespace hetplan::sim

@@ -106,13 +106,7 @@ struct Lowering {
     return r.batch_share * static_cast<double>(p.global_batch) / p.num_microbatches;
   }
 
-  double layer_params(int li) const {
-    double n = 0;
-    const auto& L = m.layers[li];
-    for (int op = L.first_op; op < L.first_op + L.num_ops; ++op)
-      n += static_cast<double>(m.ops[op].params);
-    return n;
-  }
+  double layer_params(int li) const { return static_cast<double>(m.layer_parameters(li)); }
 
   Result<bool> build_lanes() {
     std::map<std::vector<int>, int> by_devices;
@@ -280,8 +274,7 @@ struct Lowering {
   // Activation bytes per sample crossing the boundary after stage s: what its last op writes.
   double boundary_bytes(int s) const {
     const auto& st = p.stages[s];
-    const auto& last = m.layers[st.first_layer + st.num_layers - 1];
-    return m.ops[last.first_op + last.num_ops - 1].bytes_written;
+    return m.layer_output_bytes(st.first_layer + st.num_layers - 1);
   }
 
   // Megatron-LM's scatter/gather: the tensor-parallel ranks each send 1/k of the activation

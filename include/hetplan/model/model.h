@@ -123,6 +123,9 @@ struct Model {
   std::vector<Layer> layers;
 
   std::int64_t parameters() const;          // sum of Op::params
+  std::int64_t layer_parameters(int layer) const;  // sum of Op::params over one layer's ops
+  // Bytes per sample the layer's last op writes: what crosses a pipeline boundary after it.
+  double layer_output_bytes(int layer) const;
   double forward_flops_per_sample() const;  // sum of Op::flops
   bool is_language_model() const;           // tokens per sample are meaningful for throughput
   auto operator<=>(const Model&) const = default;

@@ -52,14 +52,11 @@ class Estimator {
   // Seconds to send one micro-batch's activations across the boundary after `layer`.
   double boundary_time(int layer, double samples, const plan::Replica& from,
                        const plan::Replica& to) const;
-  // Parameters of layer li.
-  double layer_params(int li) const { return layer_params_[li]; }
 
  private:
   const model::Model& m_;
   const cluster::Cluster& c_;
   SearchOptions opts_;
-  std::vector<double> layer_params_;
   mutable std::map<std::tuple<int, bool, int>, std::unique_ptr<sim::LayerCosts>> costers_;
   mutable std::map<std::tuple<int, bool, int, std::vector<int>, std::vector<double>, double, int>,
                    sim::LayerCostTable>

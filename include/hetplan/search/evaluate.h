@@ -38,8 +38,6 @@ class Evaluator {
   Evaluation evaluate(const plan::Plan& p) const;
   // The same for many plans, on SearchOptions::threads threads; results in input order.
   std::vector<Evaluation> evaluate_all(const std::vector<plan::Plan>& plans) const;
-  // The best of `plans` (nullopt-like: ok == false when none could be simulated).
-  Evaluation best_of(const std::vector<plan::Plan>& plans) const;
 
   int simulated() const;  // distinct plans simulated so far
   const SearchOptions& options() const { return opts_; }

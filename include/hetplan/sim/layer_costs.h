@@ -33,9 +33,6 @@ class LayerCosts {
   // per micro-batch, in a stage of `dp_replicas` replicas (the ZeRO split of the optimizer).
   LayerCostTable replica(const plan::Replica& r, double samples, int dp_replicas) const;
 
-  // Activation bytes per sample leaving layer `layer` (what crosses a pipeline boundary there).
-  double boundary_bytes_per_sample(int layer) const;
-
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
