@@ -192,17 +192,18 @@ class PipelinePlanner {
       }
       if ((m - 1) * W / S + W > pool_.threshold_s()) return true;
     }
-    for (int s = 0; s < S; ++s) {
+    // Peak memory of a device of stage s holding layers [a, b), with the micro-batches 1F1B keeps
+    // in flight there.
+    auto stage_mem = [&](int s, int a, int b) {
       const auto& st = stages[s];
       const int dp = static_cast<int>(st.replicas.size());
-      const double samples = B / m / dp;
-      const double inflight = std::min(m, S - s);
-      const auto& r0 = st.replicas.front();
-      const double cap = ctx_.cluster.type_of(r0.devices.front()).memory.value;
-      auto fits = [&](int a, int b) {
-        return ctx_.estimator.device_memory(settings, a, b - a, r0, 0, dp, samples, inflight) <=
-               cap;
-      };
+      return ctx_.estimator.device_memory(settings, a, b - a, st.replicas.front(), 0, dp,
+                                          B / m / dp, std::min(m, S - s));
+    };
+    for (int s = 0; s < S; ++s) {
+      const double cap =
+          ctx_.cluster.type_of(stages[s].replicas.front().devices.front()).memory.value;
+      auto fits = [&](int a, int b) { return stage_mem(s, a, b) <= cap; };
       // reach[s][a]: the largest b with [a, b) fitting (a when not even one layer fits).
       for (int a = 0; a < L_; ++a) {
         // [a, reach[s][a - 1]) is inside [a - 1, reach[s][a - 1]), so it fits too.
@@ -241,12 +242,6 @@ class PipelinePlanner {
                   [&](const Cell& x, const Cell& y) { return score(x) < score(y); });
         cells.resize(kFrontierCells);
       }
-    };
-    auto stage_mem = [&](int s, int a, int i) {
-      const auto& st = stages[s];
-      const int dp = static_cast<int>(st.replicas.size());
-      return ctx_.estimator.device_memory(settings, a, i - a, st.replicas.front(), 0, dp,
-                                          B / m / dp, std::min(m, S - s));
     };
     std::vector<std::vector<std::vector<Cell>>> best(S, std::vector<std::vector<Cell>>(L_ + 1));
     for (int i = 1; i <= L_ && i <= reach[0][0]; ++i) {
