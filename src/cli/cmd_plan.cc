@@ -1,7 +1,5 @@
 // hetplan plan: search for the fastest plan that fits, next to the three baselines.
 #include <fmt/format.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -14,24 +12,17 @@
 #include "hetplan/sim/simulate.h"
 #include "reports.h"
 #include "result_json.h"
+#include "search_args.h"
 
 namespace hetplan::cli {
 namespace {
 
-struct PlanArgs {
-  std::string model = "gpt3-1.3b";
-  std::string cluster = "hap-mixed";
-  std::int64_t global_batch = 512;
+struct PlanArgs : SearchArgs {
   std::string algo = "auto";
   std::string objective = "time";
-  double time_limit_s = 0;
-  int threads = 1;
   std::uint64_t seed = 1;
   std::string out_file;
-  std::string report_file;
   std::string calibration_file;
-  bool json = false;
-  bool verbose = false;
 };
 
 nlohmann::ordered_json baselines_json(const search::SearchResult& res) {
@@ -101,22 +92,13 @@ int run_plan(const PlanArgs& a) {
   } else {
     return report_error("--objective: expected time|memory, got '" + a.objective + "'");
   }
-  if (a.global_batch < 1) return report_error("--global-batch: expected a positive integer");
-  if (a.time_limit_s < 0) return report_error("--time-limit: expected seconds >= 0");
-  if (a.threads < 1) return report_error("--threads: expected at least 1");
-  opts.global_batch = a.global_batch;
-  opts.time_limit_s = a.time_limit_s;
-  opts.threads = a.threads;
+  if (auto bad = fill_search_options(a, opts); !bad.empty()) return report_error(bad);
   opts.seed = a.seed;
   if (!a.calibration_file.empty()) {
     auto prof = cost::read_calibration_profile(a.calibration_file);
     if (!prof) return report_error(prof.error().message);
     opts.sim.profile = std::make_shared<const cost::CalibrationProfile>(std::move(*prof));
   }
-  if (a.verbose || isatty(fileno(stderr)))
-    opts.progress = [](const std::string& line) {
-      std::fprintf(stderr, "hetplan: %s\n", line.c_str());
-    };
   auto res = search::find_plan(*m, *c, *algo, opts);
   if (!res) return report_error(res.error().message);
   if (!res->best.fits)
@@ -155,25 +137,13 @@ Action add_plan_command(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
   auto* cmd = app.add_subcommand(
       "plan", "Find the fastest plan that fits the cluster, compared with three baselines");
-  cmd->add_option("--model,-m", args->model,
-                  "Model: preset name, family spec (gpt:layers=..) or graph .json")
-      ->capture_default_str();
-  cmd->add_option("--cluster,-c", args->cluster, "Cluster: preset name (dgx-a100:4) or YAML file")
-      ->capture_default_str();
-  cmd->add_option("--global-batch,-b", args->global_batch, "Samples per iteration")
-      ->capture_default_str();
+  add_problem_options(cmd, *args);
   cmd->add_option("--algo", args->algo, "Planner: " + search::algo_names())->capture_default_str();
   cmd->add_option("--objective", args->objective, "time|memory")->capture_default_str();
-  cmd->add_option("--time-limit", args->time_limit_s,
-                  "Seconds; return the best plan found by then (0: no limit)")
-      ->capture_default_str();
-  cmd->add_option("--threads", args->threads, "Plans simulated in parallel")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed for tie-breaking")->capture_default_str();
   cmd->add_option("--out,-o", args->out_file, "Write the plan (JSON) to FILE");
-  cmd->add_option("--report", args->report_file, "Write an HTML report to FILE");
   cmd->add_option("--calibration", args->calibration_file, "A measured calibration profile (JSON)");
-  cmd->add_flag("--json", args->json, "Print one JSON object instead of the summary");
-  cmd->add_flag("--verbose,-v", args->verbose, "Show search progress on stderr");
+  add_search_options(cmd, *args);
   return [args] { return run_plan(*args); };
 }
 

@@ -6,21 +6,22 @@
 #include "report_html.h"
 
 namespace hetplan::cli {
-namespace {
-
-std::string label(const plan::Plan& p) {
+std::string plan_label(const plan::Plan& p) {
   std::size_t replicas = 0;
   for (const auto& st : p.stages) replicas += st.replicas.size();
-  return fmt::format("pp={} replicas={} m={} recompute={} zero={}", p.stages.size(), replicas,
-                     p.num_microbatches, cost::to_string(p.recompute), p.zero_stage);
+  return fmt::format("{} stages, {} replicas, {} micro-batches, recompute {}, zero {}",
+                     p.stages.size(), replicas, p.num_microbatches, cost::to_string(p.recompute),
+                     p.zero_stage);
 }
+
+namespace {
 
 std::vector<ReportFrontierPoint> frontier_points(const search::FrontierResult* f,
                                                  const std::string& chosen) {
   std::vector<ReportFrontierPoint> out;
   if (!f) return out;
   for (const auto& e : f->points)
-    out.push_back({e.iteration_time_s, e.max_peak_bytes, label(e.plan), e.fingerprint == chosen});
+    out.push_back({e.iteration_time_s, e.max_peak_bytes, plan_label(e.plan), e.fingerprint == chosen});
   return out;
 }
 

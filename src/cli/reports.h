@@ -8,6 +8,10 @@
 
 namespace hetplan::cli {
 
+// One line describing a plan's shape: "2 stages, 32 replicas, 32 micro-batches, recompute none,
+// zero 1" (the pareto table and the report's frontier labels).
+std::string plan_label(const plan::Plan& p);
+
 // Both return 0, or the exit code after reporting why the file could not be written.
 // `result` must have been simulated with events recorded.
 int write_plan_report(const std::string& file, const model::Model& m, const cluster::Cluster& c,

@@ -1,0 +1,43 @@
+#include "search_args.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace hetplan::cli {
+
+void add_problem_options(CLI::App* cmd, SearchArgs& a) {
+  cmd->add_option("--model,-m", a.model,
+                  "Model: preset name, family spec (gpt:layers=..) or graph .json")
+      ->capture_default_str();
+  cmd->add_option("--cluster,-c", a.cluster, "Cluster: preset name (dgx-a100:4) or YAML file")
+      ->capture_default_str();
+  cmd->add_option("--global-batch,-b", a.global_batch, "Samples per iteration")
+      ->capture_default_str();
+}
+
+void add_search_options(CLI::App* cmd, SearchArgs& a) {
+  cmd->add_option("--time-limit", a.time_limit_s,
+                  "Seconds; return the best found by then (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--threads", a.threads, "Plans simulated in parallel")->capture_default_str();
+  cmd->add_option("--report", a.report_file, "Write an HTML report to FILE");
+  cmd->add_flag("--json", a.json, "Print one JSON object instead of the summary");
+  cmd->add_flag("--verbose,-v", a.verbose, "Show search progress on stderr");
+}
+
+std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts) {
+  if (a.global_batch < 1) return "--global-batch: expected a positive integer";
+  if (a.time_limit_s < 0) return "--time-limit: expected seconds >= 0";
+  if (a.threads < 1) return "--threads: expected at least 1";
+  opts.global_batch = a.global_batch;
+  opts.time_limit_s = a.time_limit_s;
+  opts.threads = a.threads;
+  if (a.verbose || isatty(fileno(stderr)))
+    opts.progress = [](const std::string& line) {
+      std::fprintf(stderr, "hetplan: %s\n", line.c_str());
+    };
+  return "";
+}
+
+}  // namespace hetplan::cli

@@ -1,0 +1,34 @@
+// Internal to the command line: the options `plan` and `pareto` share (what to plan for, how long
+// and how wide to search, progress, report and JSON output).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+#include "hetplan/search/problem.h"
+
+namespace hetplan::cli {
+
+struct SearchArgs {
+  std::string model = "gpt3-1.3b";
+  std::string cluster = "hap-mixed";
+  std::int64_t global_batch = 512;
+  double time_limit_s = 0;
+  int threads = 1;
+  std::string report_file;
+  bool json = false;
+  bool verbose = false;
+};
+
+// Registers --model, --cluster and --global-batch.
+void add_problem_options(CLI::App* cmd, SearchArgs& a);
+// Registers --time-limit, --threads, --report, --json and --verbose.
+void add_search_options(CLI::App* cmd, SearchArgs& a);
+
+// Checks --global-batch, --time-limit and --threads and copies them into opts, with a progress
+// line printer on stderr when --verbose is given or stderr is a terminal. Returns the message of
+// the first bad argument, or an empty string.
+std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts);
+
+}  // namespace hetplan::cli
