@@ -19,10 +19,14 @@ using namespace hetplan;
 std::string mixed_yaml(int nodes_each) {
   const std::string n = std::to_string(nodes_each);
   return "version: 1\nnodes:\n"
-         "  - {group: a100, count: " + n + ", device: A100-SXM4-80GB, devices_per_node: 8,\n"
+         "  - {group: a100, count: " +
+         n +
+         ", device: A100-SXM4-80GB, devices_per_node: 8,\n"
          "     intra_node: {bandwidth: 300GB/s, latency: 2us},\n"
          "     nic: {bandwidth: 200Gbps, count: 4, latency: 5us}}\n"
-         "  - {group: v100, count: " + n + ", device: V100-SXM2-32GB, devices_per_node: 8,\n"
+         "  - {group: v100, count: " +
+         n +
+         ", device: V100-SXM2-32GB, devices_per_node: 8,\n"
          "     intra_node: {bandwidth: 150GB/s, latency: 2us},\n"
          "     nic: {bandwidth: 100Gbps, count: 1, latency: 5us}}\n"
          "network: {kind: switch}\n";
@@ -77,15 +81,28 @@ BENCHMARK(BM_Gpt3_6_7B_4096Mixed)->Unit(benchmark::kSecond)->Iterations(1);
 void BM_SearchDevices(benchmark::State& state) {
   search(state, "gpt3-1.3b", load(mixed_yaml(static_cast<int>(state.range(0))), true), 1024);
 }
-BENCHMARK(BM_SearchDevices)->Arg(1)->Arg(4)->Arg(16)->Arg(64)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_SearchDevices)
+    ->Arg(1)
+    ->Arg(4)
+    ->Arg(16)
+    ->Arg(64)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 
 // Layers: a GPT of n blocks (hidden 2048) on 64 mixed GPUs.
 void BM_SearchLayers(benchmark::State& state) {
-  search(state,
-         "gpt:layers=" + std::to_string(state.range(0)) + ",hidden=2048,heads=16,seq=2048,vocab=51200",
-         load(mixed_yaml(4), true), 512);
+  search(
+      state,
+      "gpt:layers=" + std::to_string(state.range(0)) + ",hidden=2048,heads=16,seq=2048,vocab=51200",
+      load(mixed_yaml(4), true), 512);
 }
-BENCHMARK(BM_SearchLayers)->Arg(12)->Arg(24)->Arg(48)->Arg(96)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(BM_SearchLayers)
+    ->Arg(12)
+    ->Arg(24)
+    ->Arg(48)
+    ->Arg(96)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 // hetplan pareto: the frontier of iteration time against peak memory (Frontier Tracking).
 #include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -26,7 +27,8 @@ int run_pareto(const ParetoArgs& a) {
   if (!c) return report_error(c.error().message);
   search::SearchOptions opts;
   if (auto bad = fill_search_options(a, opts); !bad.empty()) return report_error(bad);
-  if (!(a.epsilon > 0 && a.epsilon < 1)) return report_error("--epsilon: expected a number in (0, 1)");
+  if (!(a.epsilon > 0 && a.epsilon < 1))
+    return report_error("--epsilon: expected a number in (0, 1)");
   auto res = search::find_frontier(*m, *c, opts, a.epsilon);
   if (!res) return report_error(res.error().message);
   if (!a.report_file.empty()) {

@@ -1,5 +1,6 @@
 // hetplan plan: search for the fastest plan that fits, next to the three baselines.
 #include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -48,8 +49,8 @@ void print_summary(const model::Model& m, const cluster::Cluster& c,
   fmt::print("model      {} ({:.3g}B parameters), global batch {}\n", m.name,
              static_cast<double>(m.parameters()) / 1e9, p.global_batch);
   fmt::print("cluster    {} ({} devices, {} used)\n", c.name, c.num_devices(), r.devices_used);
-  fmt::print("planner    {} ({} plans simulated in {:.2f} s{})\n", res.planner,
-             res.plans_simulated, res.search_time_s,
+  fmt::print("planner    {} ({} plans simulated in {:.2f} s{})\n", res.planner, res.plans_simulated,
+             res.search_time_s,
              res.timed_out ? ", stopped by the time limit: best found so far" : "");
   fmt::print("plan       {} stages, {} micro-batches, schedule {}, recompute {}, zero {}\n",
              p.stages.size(), p.num_microbatches, plan::to_string(p.schedule),
@@ -82,8 +83,9 @@ int run_plan(const PlanArgs& a) {
   auto c = cluster::load_cluster(a.cluster, "--cluster");
   if (!c) return report_error(c.error().message);
   auto algo = search::algo_from_string(a.algo);
-  if (!algo) return report_error("--algo: expected one of " + search::algo_names() + ", got '" +
-                                 a.algo + "'");
+  if (!algo)
+    return report_error("--algo: expected one of " + search::algo_names() + ", got '" + a.algo +
+                        "'");
   search::SearchOptions opts;
   if (a.objective == "time") {
     opts.objective = search::Objective::time;

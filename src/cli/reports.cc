@@ -21,7 +21,8 @@ std::vector<ReportFrontierPoint> frontier_points(const search::FrontierResult* f
   std::vector<ReportFrontierPoint> out;
   if (!f) return out;
   for (const auto& e : f->points)
-    out.push_back({e.iteration_time_s, e.max_peak_bytes, plan_label(e.plan), e.fingerprint == chosen});
+    out.push_back(
+        {e.iteration_time_s, e.max_peak_bytes, plan_label(e.plan), e.fingerprint == chosen});
   return out;
 }
 

@@ -50,8 +50,9 @@ PlannerOutput data_parallel(const Context& ctx, const std::string& name,
 }  // namespace
 
 PlannerOutput even_dp(const Context& ctx) {
-  return data_parallel(ctx, "even-dp",
-                       std::vector<double>(static_cast<std::size_t>(ctx.cluster.num_devices()), 1.0));
+  return data_parallel(
+      ctx, "even-dp",
+      std::vector<double>(static_cast<std::size_t>(ctx.cluster.num_devices()), 1.0));
 }
 
 PlannerOutput proportional_dp(const Context& ctx) {

@@ -21,8 +21,7 @@ std::vector<DeviceGroup> device_groups(const cluster::Cluster& c) {
     std::map<int, std::vector<int>> by_type;
     for (int d : node.devices) by_type[c.devices[d].type].push_back(d);
     for (auto& [type, devs] : by_type) {
-      const std::string name =
-          c.groups.empty() ? c.device_types[type].name : node.group;
+      const std::string name = c.groups.empty() ? c.device_types[type].name : node.group;
       auto key = std::make_tuple(type, static_cast<int>(devs.size()), name);
       auto it = index.find(key);
       if (it == index.end()) {

@@ -123,8 +123,8 @@ double Estimator::sync_time(const plan::Plan& settings, int first, int count,
     t = it->second;
   } else {
     cost::CollectiveRequest req;
-    req.kind = settings.zero_stage >= 1 ? cost::Collective::reduce_scatter
-                                        : cost::Collective::all_reduce;
+    req.kind =
+        settings.zero_stage >= 1 ? cost::Collective::reduce_scatter : cost::Collective::all_reduce;
     req.devices = group;
     req.bytes = Bytes(bytes);
     t = cost::collective_cost(c_, req, opts_.sim.network).time.value;
@@ -189,8 +189,8 @@ Estimate Estimator::estimate(const plan::Plan& p) const {
       // Memory of every device of this replica.
       const double inflight = p.schedule == plan::Schedule::gpipe ? m : std::min<double>(m, S - s);
       for (std::size_t j = 0; j < r.devices.size(); ++j) {
-        const double bytes = device_memory(p, st.first_layer, st.num_layers, r,
-                                           static_cast<int>(j), dp, samples, inflight);
+        const double bytes = device_memory(p, st.first_layer, st.num_layers, r, static_cast<int>(j),
+                                           dp, samples, inflight);
         const double cap = c_.type_of(r.devices[j]).memory.value;
         e.max_peak_bytes = std::max(e.max_peak_bytes, bytes);
         e.memory_ratio = std::max(e.memory_ratio, bytes / cap);
@@ -201,8 +201,7 @@ Estimate Estimator::estimate(const plan::Plan& p) const {
     if (s + 1 < S) {
       const int last = st.first_layer + st.num_layers - 1;
       double worst = 0;
-      for (const auto& r : st.replicas)
-        worst = std::max(worst, r.batch_share * mb_samples);
+      for (const auto& r : st.replicas) worst = std::max(worst, r.batch_share * mb_samples);
       comm = 2 * boundary_time(last, worst, st.replicas.front(), p.stages[s + 1].replicas.front());
     }
     stage_time[s] = fwd + bwd + comm;

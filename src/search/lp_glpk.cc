@@ -1,7 +1,7 @@
+#include <fmt/format.h>
 #include <glpk.h>
 
 #include <cmath>
-#include <fmt/format.h>
 #include <mutex>
 
 #include "hetplan/search/lp.h"
@@ -118,16 +118,16 @@ Result<bool> check_lp_solution(const LpRequest& req, const LpResult& res, double
   if (res.status != LpStatus::optimal)
     return Error{fmt::format("LP: {} ({})", to_string(res.status), res.message)};
   if (res.values.size() != req.variables.size())
-    return Error{fmt::format("LP: {} values for {} variables", res.values.size(),
-                             req.variables.size())};
+    return Error{
+        fmt::format("LP: {} values for {} variables", res.values.size(), req.variables.size())};
   double objective = 0;
   for (std::size_t j = 0; j < req.variables.size(); ++j) {
     const auto& v = req.variables[j];
     const double x = res.values[j];
     const double slack = tol * std::max(1.0, std::fabs(x));
     if (!std::isfinite(x) || x < v.lower - slack || x > v.upper + slack)
-      return Error{fmt::format("LP: variable {} = {} outside [{}, {}]", v.name, x, v.lower,
-                               v.upper)};
+      return Error{
+          fmt::format("LP: variable {} = {} outside [{}, {}]", v.name, x, v.lower, v.upper)};
     if (v.integer && std::fabs(x - std::round(x)) > 1e-6)
       return Error{fmt::format("LP: integer variable {} = {} is not integral", v.name, x)};
     objective += v.cost * x;
@@ -142,8 +142,8 @@ Result<bool> check_lp_solution(const LpRequest& req, const LpResult& res, double
       return Error{fmt::format("LP: row {} = {} outside [{}, {}]", r.name, lhs, r.lower, r.upper)};
   }
   if (std::fabs(objective - res.objective) > tol * std::max(1.0, std::fabs(objective)))
-    return Error{fmt::format("LP: reported objective {} but the values give {}", res.objective,
-                             objective)};
+    return Error{
+        fmt::format("LP: reported objective {} but the values give {}", res.objective, objective)};
   return true;
 }
 

@@ -10,10 +10,13 @@
 namespace hetplan::search {
 namespace {
 
-constexpr std::pair<Algo, const char*> kAlgoNames[] = {
-    {Algo::automatic, "auto"}, {Algo::dp, "dp"},   {Algo::megatron, "megatron"},
-    {Algo::uneven_dp, "uneven-dp"}, {Algo::hap, "hap"}, {Algo::pipeline, "pipeline"},
-    {Algo::ft, "ft"}};
+constexpr std::pair<Algo, const char*> kAlgoNames[] = {{Algo::automatic, "auto"},
+                                                       {Algo::dp, "dp"},
+                                                       {Algo::megatron, "megatron"},
+                                                       {Algo::uneven_dp, "uneven-dp"},
+                                                       {Algo::hap, "hap"},
+                                                       {Algo::pipeline, "pipeline"},
+                                                       {Algo::ft, "ft"}};
 
 std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024)); }
 
@@ -101,8 +104,7 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   std::vector<const PlannerOutput*> pool;
   for (const auto& p : res.planners) pool.push_back(&p);
   for (const auto& b : res.baselines) {
-    const bool include = algo == Algo::automatic ||
-                         (algo == Algo::dp && b.name != "megatron") ||
+    const bool include = algo == Algo::automatic || (algo == Algo::dp && b.name != "megatron") ||
                          (algo == Algo::megatron && b.name == "megatron");
     if (include) pool.push_back(&b);
   }
@@ -122,8 +124,8 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   }
   res.best = winner->best;
   res.planner = winner->name;
-  say(fmt::format("best: {} {:.4g} s in {:.2f} s of search", res.planner,
-                  res.best.iteration_time_s, res.search_time_s));
+  say(fmt::format("best: {} {:.4g} s in {:.2f} s of search", res.planner, res.best.iteration_time_s,
+                  res.search_time_s));
   return res;
 }
 

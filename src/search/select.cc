@@ -82,7 +82,8 @@ bool FrontierPool::offer(plan::Plan p) {
   Estimate e = ctx_.estimator.estimate(p);
   if (!e.fits) return true;
   for (const auto& k : kept_)
-    if (k.e.time_s <= e.time_s * (1 + epsilon) && k.e.max_peak_bytes <= e.max_peak_bytes * (1 + epsilon))
+    if (k.e.time_s <= e.time_s * (1 + epsilon) &&
+        k.e.max_peak_bytes <= e.max_peak_bytes * (1 + epsilon))
       return true;
   std::erase_if(kept_, [&](const Kept& k) {
     return e.time_s <= k.e.time_s && e.max_peak_bytes <= k.e.max_peak_bytes;

@@ -1,7 +1,8 @@
 #include "hetplan/search/uneven_shares.h"
 
-#include <cmath>
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "hetplan/search/lp.h"
 
@@ -15,12 +16,11 @@ Result<ShareSolution> solve_shares(const ShareProblem& prob) {
     return Error{fmt::format("the replicas' memory holds {} samples, {} needed", room, prob.total)};
   LpRequest req;
   const int T = req.add_variable({"T", 0, kInf, 1.0, false});
-  LpRow sum{"sum of samples", {}, static_cast<double>(prob.total),
-            static_cast<double>(prob.total)};
+  LpRow sum{"sum of samples", {}, static_cast<double>(prob.total), static_cast<double>(prob.total)};
   for (std::size_t r = 0; r < n; ++r) {
-    const int x = req.add_variable({fmt::format("x{}", r), 0,
-                                    static_cast<double>(std::max<std::int64_t>(0, prob.max_samples[r])),
-                                    0.0, false});
+    const int x = req.add_variable(
+        {fmt::format("x{}", r), 0,
+         static_cast<double>(std::max<std::int64_t>(0, prob.max_samples[r])), 0.0, false});
     req.add_row({fmt::format("time of replica {}", r),
                  {{x, prob.per_sample_time[r]}, {T, -1.0}},
                  -kInf,

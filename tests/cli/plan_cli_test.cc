@@ -41,10 +41,10 @@ TEST(PlanCli, AWrittenPlanSimulatesToTheSameNumbers) {
   auto r = run_hetplan("plan " + kSmall + " --json --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto planned = nlohmann::json::parse(r.out);
-  auto s = run_hetplan("simulate --model gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=32000 "
-                       "--cluster " +
-                       source_path("tests/search/data/two-kinds-8.yaml") + " --plan " + out +
-                       " --json");
+  auto s = run_hetplan(
+      "simulate --model gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=32000 "
+      "--cluster " +
+      source_path("tests/search/data/two-kinds-8.yaml") + " --plan " + out + " --json");
   ASSERT_EQ(s.exit_code, 0) << s.err;
   const auto simulated = nlohmann::json::parse(s.out);
   EXPECT_EQ(planned["iteration_time_s"], simulated["iteration_time_s"]);
@@ -98,7 +98,8 @@ TEST(ParetoCli, FrontierPointsAreNonDominated) {
     EXPECT_TRUE(pts[i].contains("plan"));
     if (i == 0) continue;
     // Sorted by time; each slower point must use less memory.
-    EXPECT_GT(pts[i]["iteration_time_s"].get<double>(), pts[i - 1]["iteration_time_s"].get<double>());
+    EXPECT_GT(pts[i]["iteration_time_s"].get<double>(),
+              pts[i - 1]["iteration_time_s"].get<double>());
     EXPECT_LT(pts[i]["max_peak_bytes"].get<double>(), pts[i - 1]["max_peak_bytes"].get<double>());
   }
   // The fastest point is as fast as the time-optimal pipeline plan.

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "hetplan/search/lp.h"
+
+#include <gtest/gtest.h>
 
 namespace hetplan::search {
 namespace {

@@ -1,10 +1,10 @@
+#include "hetplan/search/uneven_shares.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <functional>
 #include <random>
-
-#include "hetplan/search/uneven_shares.h"
 
 namespace hetplan::search {
 namespace {

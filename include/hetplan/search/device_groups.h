@@ -11,12 +11,12 @@
 namespace hetplan::search {
 
 struct DeviceGroup {
-  std::string name;      // node group name (or the device type's for the explicit form)
-  int type = 0;          // index into Cluster::device_types
+  std::string name;  // node group name (or the device type's for the explicit form)
+  int type = 0;      // index into Cluster::device_types
   int devices_per_node = 0;
   std::vector<std::vector<int>> nodes;  // device ids per node, ascending
   int size() const { return static_cast<int>(nodes.size()) * devices_per_node; }
-  std::vector<int> devices() const;     // every device, node by node
+  std::vector<int> devices() const;  // every device, node by node
 };
 
 // Nodes grouped by (device type, devices per node, node group), in order of first appearance; a

@@ -15,8 +15,8 @@ namespace hetplan::search {
 
 struct Evaluation {
   plan::Plan plan;
-  bool ok = false;     // validated and simulated
-  std::string error;   // why not, when !ok
+  bool ok = false;    // validated and simulated
+  std::string error;  // why not, when !ok
   double iteration_time_s = 0;
   double samples_per_s = 0;
   double max_peak_bytes = 0;

@@ -24,7 +24,7 @@ struct Context {
 
 struct PlannerOutput {
   std::string name;
-  Evaluation best;                   // best.ok == false when the planner found nothing to simulate
+  Evaluation best;                    // best.ok == false when the planner found nothing to simulate
   std::vector<Evaluation> simulated;  // every plan it simulated, best first
   long long estimated = 0;            // candidates estimated
   bool timed_out = false;             // stopped by the deadline: best is the best so far

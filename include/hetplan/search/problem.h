@@ -20,10 +20,10 @@ enum class Objective {
 struct SearchOptions {
   std::int64_t global_batch = 512;  // samples per iteration
   Objective objective = Objective::time;
-  double time_limit_s = 0;          // 0: none; otherwise planners return their best so far
-  int threads = 1;                  // plans simulated in parallel
-  std::uint64_t seed = 1;           // for randomised tie-breaking; results depend only on it
-  int simulate_top = 8;             // per planner, how many of the best estimates are simulated
+  double time_limit_s = 0;  // 0: none; otherwise planners return their best so far
+  int threads = 1;          // plans simulated in parallel
+  std::uint64_t seed = 1;   // for randomised tie-breaking; results depend only on it
+  int simulate_top = 8;     // per planner, how many of the best estimates are simulated
   sim::SimOptions sim;
   // Called with one line of progress ("pipeline: 120 shapes, best 1.23 s"); may be empty.
   std::function<void(const std::string&)> progress;
@@ -38,8 +38,7 @@ struct Problem {
 // A wall-clock deadline from SearchOptions::time_limit_s (never expires when the limit is 0).
 class Deadline {
  public:
-  explicit Deadline(double limit_s)
-      : limit_s_(limit_s), start_(std::chrono::steady_clock::now()) {}
+  explicit Deadline(double limit_s) : limit_s_(limit_s), start_(std::chrono::steady_clock::now()) {}
   bool expired() const { return limit_s_ > 0 && elapsed_s() >= limit_s_; }
   double elapsed_s() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

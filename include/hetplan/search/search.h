@@ -16,15 +16,15 @@ namespace hetplan::search {
 enum class Algo { automatic, dp, megatron, uneven_dp, hap, pipeline, ft };
 const char* to_string(Algo a);  // "auto", "dp", "megatron", "uneven-dp", "hap", "pipeline", "ft"
 std::optional<Algo> algo_from_string(std::string_view s);
-std::string algo_names();       // "auto|dp|...": for error messages
+std::string algo_names();  // "auto|dp|...": for error messages
 
 struct SearchResult {
-  Evaluation best;                        // the best plan found (check best.fits)
-  std::string planner;                    // which planner produced it
-  std::vector<PlannerOutput> baselines;   // even-dp, proportional-dp, megatron
-  std::vector<PlannerOutput> planners;    // the planners run for the chosen algorithm
-  double search_time_s = 0;               // wall-clock, baselines included
-  bool timed_out = false;                 // best is the best found before the time limit
+  Evaluation best;                       // the best plan found (check best.fits)
+  std::string planner;                   // which planner produced it
+  std::vector<PlannerOutput> baselines;  // even-dp, proportional-dp, megatron
+  std::vector<PlannerOutput> planners;   // the planners run for the chosen algorithm
+  double search_time_s = 0;              // wall-clock, baselines included
+  bool timed_out = false;                // best is the best found before the time limit
   int plans_simulated = 0;
 };
 

@@ -13,9 +13,9 @@
 namespace hetplan::search {
 
 struct ShareProblem {
-  std::vector<double> per_sample_time;     // seconds per sample, > 0, per replica
-  std::vector<std::int64_t> max_samples;   // memory bound per replica (>= 0)
-  std::int64_t total = 0;                  // samples to place
+  std::vector<double> per_sample_time;    // seconds per sample, > 0, per replica
+  std::vector<std::int64_t> max_samples;  // memory bound per replica (>= 0)
+  std::int64_t total = 0;                 // samples to place
 };
 
 struct ShareSolution {
