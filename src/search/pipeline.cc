@@ -13,6 +13,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <numeric>
 
 #include "hetplan/search/device_groups.h"
@@ -23,6 +25,7 @@ namespace hetplan::search {
 namespace {
 
 constexpr double kInfTime = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t kFrontierCells = 12;  // per DP state, the most (time, memory) points kept
 
 struct StageResources {
@@ -93,6 +96,7 @@ class PipelinePlanner {
       : ctx_(ctx),
         groups_(device_groups(ctx.cluster)),
         L_(static_cast<int>(ctx.model.layers.size())),
+        no_comm_(L_, 0.0),
         pool_(ctx, "pipeline"),
         frontier_(frontier) {}
 
@@ -165,19 +169,16 @@ class PipelinePlanner {
     settings.num_microbatches = m;
     const double B = static_cast<double>(ctx_.options.global_batch);
     // Per stage: prefix sums of per-layer time, boundary cost after each layer, memory reach.
-    std::vector<std::vector<double>> prefix(S, std::vector<double>(L_ + 1, 0));
-    std::vector<std::vector<double>> comm(S, std::vector<double>(L_, 0));
-    std::vector<std::vector<int>> reach(S, std::vector<int>(L_, 0));
+    // Stages cut from one group alike share these tables, so they are cached across shapes.
+    std::vector<const std::vector<double>*> prefix(S), comm(S);
+    std::vector<const std::vector<int>*> reach(S);
+    std::vector<MemoryMatrix*> memory(S);
     for (int s = 0; s < S; ++s) {
       const auto& st = stages[s];
       const int dp = static_cast<int>(st.replicas.size());
       const double samples = B / m / dp;
-      const auto& t = ctx_.estimator.layer_costs(settings, st.replicas.front(), samples, dp);
-      for (int l = 0; l < L_; ++l) prefix[s][l + 1] = prefix[s][l] + t.forward[l] + t.backward[l];
-      if (s + 1 < S)
-        for (int l = 0; l < L_; ++l)
-          comm[s][l] = 2 * ctx_.estimator.boundary_time(l, samples, st.replicas.front(),
-                                                        stages[s + 1].replicas.front());
+      prefix[s] = &prefix_table(settings, st, samples);
+      comm[s] = s + 1 < S ? &comm_table(st, stages[s + 1], samples) : &no_comm_;
     }
     // A lower bound: every layer runs at least as fast as on its fastest stage, the stages share
     // the work at best evenly, so max_s T_s >= W / S and sum_s T_s >= W. Shapes that cannot beat
@@ -187,37 +188,18 @@ class PipelinePlanner {
       double W = 0;
       for (int l = 0; l < L_; ++l) {
         double fastest = kInfTime;
-        for (int s = 0; s < S; ++s) fastest = std::min(fastest, prefix[s][l + 1] - prefix[s][l]);
+        for (int s = 0; s < S; ++s)
+          fastest = std::min(fastest, (*prefix[s])[l + 1] - (*prefix[s])[l]);
         W += fastest;
       }
       if ((m - 1) * W / S + W > pool_.threshold_s()) return true;
     }
-    // Peak memory of a device of stage s holding layers [a, b), with the micro-batches 1F1B keeps
-    // in flight there.
-    auto stage_mem = [&](int s, int a, int b) {
-      const auto& st = stages[s];
-      const int dp = static_cast<int>(st.replicas.size());
-      return ctx_.estimator.device_memory(settings, a, b - a, st.replicas.front(), 0, dp,
-                                          B / m / dp, std::min(m, S - s));
-    };
     for (int s = 0; s < S; ++s) {
-      const double cap =
-          ctx_.cluster.type_of(stages[s].replicas.front().devices.front()).memory.value;
-      auto fits = [&](int a, int b) { return stage_mem(s, a, b) <= cap; };
-      // reach[s][a]: the largest b with [a, b) fitting (a when not even one layer fits).
-      for (int a = 0; a < L_; ++a) {
-        // [a, reach[s][a - 1]) is inside [a - 1, reach[s][a - 1]), so it fits too.
-        int lo = a > 0 ? std::max(a, reach[s][a - 1]) : a, hi = L_;
-        while (lo < hi) {
-          const int mid = (lo + hi + 1) / 2;
-          if (fits(a, mid))
-            lo = mid;
-          else
-            hi = mid - 1;
-        }
-        reach[s][a] = lo;
-      }
+      const int dp = static_cast<int>(stages[s].replicas.size());
+      memory[s] = &memory_matrix(settings, stages[s], B / m / dp, std::min(m, S - s));
+      reach[s] = &memory[s]->reach;
     }
+    auto stage_mem = [&](int s, int a, int b) { return memory[s]->at(a, b); };
     // DP over (stage s, layers placed i): per state the placements' (max, sum) of stage times and
     // peak memory, keeping one (the best score) or, for the frontier, an epsilon-Pareto set of
     // (score, memory).
@@ -244,8 +226,8 @@ class PipelinePlanner {
       }
     };
     std::vector<std::vector<std::vector<Cell>>> best(S, std::vector<std::vector<Cell>>(L_ + 1));
-    for (int i = 1; i <= L_ && i <= reach[0][0]; ++i) {
-      const double t = prefix[0][i] + (S > 1 ? comm[0][i - 1] : 0);
+    for (int i = 1; i <= L_ && i <= (*reach[0])[0]; ++i) {
+      const double t = (*prefix[0])[i] + (*comm[0])[i - 1];
       insert(best[0][i], Cell{t, t, pareto ? stage_mem(0, 0, i) : 0, 0, 0});
     }
     for (int s = 1; s < S; ++s)
@@ -253,8 +235,8 @@ class PipelinePlanner {
         const auto& prev = best[s - 1][a];
         if (prev.empty()) continue;
         const int last_i = s + 1 == S ? L_ : L_ - (S - 1 - s);
-        for (int i = a + 1; i <= std::min(reach[s][a], last_i); ++i) {
-          const double t = prefix[s][i] - prefix[s][a] + (s + 1 < S ? comm[s][i - 1] : 0);
+        for (int i = a + 1; i <= std::min((*reach[s])[a], last_i); ++i) {
+          const double t = (*prefix[s])[i] - (*prefix[s])[a] + (*comm[s])[i - 1];
           const double mem = pareto ? stage_mem(s, a, i) : 0;
           for (std::size_t k = 0; k < prev.size(); ++k) {
             const Cell& pc = prev[k];
@@ -292,9 +274,93 @@ class PipelinePlanner {
     return true;
   }
 
+  // Peak memory of a device of one kind of stage holding layers [a, b), computed as asked, and
+  // reach[a]: the largest b with [a, b) fitting the device (a when not even one layer fits).
+  struct MemoryMatrix {
+    std::function<double(int, int)> compute;
+    int layers = 0;
+    std::vector<int> reach;
+    std::vector<double> cells;  // (a, b) at a * (layers + 1) + b; NaN until asked
+    double at(int a, int b) {
+      if (cells.empty()) cells.assign(static_cast<std::size_t>(layers) * (layers + 1), kNaN);
+      double& v = cells[static_cast<std::size_t>(a) * (layers + 1) + b];
+      if (std::isnan(v)) v = compute(a, b);
+      return v;
+    }
+  };
+  using SettingsKey = std::tuple<int, int, int, double, int, int>;  // group, tp, dp, samples, rc, 0
+
+  SettingsKey settings_key(const plan::Plan& settings, const StageResources& st,
+                           double samples) const {
+    return {st.group, st.tp, static_cast<int>(st.replicas.size()), samples,
+            static_cast<int>(settings.recompute), settings.zero_stage};
+  }
+
+  const std::vector<double>& prefix_table(const plan::Plan& settings, const StageResources& st,
+                                          double samples) {
+    auto [it, fresh] = prefix_.try_emplace(settings_key(settings, st, samples));
+    if (fresh) {
+      const int dp = static_cast<int>(st.replicas.size());
+      const auto& t = ctx_.estimator.layer_costs(settings, st.replicas.front(), samples, dp);
+      it->second.assign(L_ + 1, 0);
+      for (int l = 0; l < L_; ++l)
+        it->second[l + 1] = it->second[l] + t.forward[l] + t.backward[l];
+    }
+    return it->second;
+  }
+
+  // Both directions' transfer of one micro-batch after each layer, from stage st to stage next.
+  const std::vector<double>& comm_table(const StageResources& st, const StageResources& next,
+                                        double samples) {
+    const auto& from = st.replicas.front();
+    const auto& to = next.replicas.front();
+    auto [it, fresh] = comm_.try_emplace(std::make_tuple(
+        from.devices.front(), to.devices.front(),
+        std::min(from.devices.size(), to.devices.size()), samples));
+    if (fresh) {
+      it->second.resize(L_);
+      for (int l = 0; l < L_; ++l)
+        it->second[l] = 2 * ctx_.estimator.boundary_time(l, samples, from, to);
+    }
+    return it->second;
+  }
+
+  MemoryMatrix& memory_matrix(const plan::Plan& settings, const StageResources& st,
+                              double samples, int inflight) {
+    auto [it, fresh] =
+        memory_.try_emplace(std::make_tuple(settings_key(settings, st, samples), inflight));
+    MemoryMatrix& mm = it->second;
+    if (!fresh) return mm;
+    const int dp = static_cast<int>(st.replicas.size());
+    const plan::Replica& r = st.replicas.front();
+    mm.layers = L_;
+    mm.compute = [this, settings, r, dp, samples, inflight](int a, int b) {
+      return ctx_.estimator.device_memory(settings, a, b - a, r, 0, dp, samples, inflight);
+    };
+    const double cap = ctx_.cluster.type_of(r.devices.front()).memory.value;
+    mm.reach.assign(L_, 0);
+    for (int a = 0; a < L_; ++a) {
+      // [a, reach[a - 1]) is inside [a - 1, reach[a - 1]), so it fits too.
+      int lo = a > 0 ? std::max(a, mm.reach[a - 1]) : a, hi = L_;
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (mm.compute(a, mid) <= cap)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      mm.reach[a] = lo;
+    }
+    return mm;
+  }
+
   const Context& ctx_;
   std::vector<DeviceGroup> groups_;
   int L_;
+  std::vector<double> no_comm_;  // the last stage sends nothing on
+  std::map<SettingsKey, std::vector<double>> prefix_;
+  std::map<std::tuple<int, int, std::size_t, double>, std::vector<double>> comm_;
+  std::map<std::tuple<SettingsKey, int>, MemoryMatrix> memory_;
   CandidatePool pool_;
   FrontierPool* frontier_ = nullptr;  // set: track the time/memory frontier instead of one best
 };

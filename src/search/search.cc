@@ -65,40 +65,23 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   auto say = [&](const std::string& line) {
     if (opts.progress) opts.progress(line);
   };
-  auto report = [&](const PlannerOutput& o) {
-    say(fmt::format("{}: {} candidates estimated, {} simulated, best {}{}", o.name, o.estimated,
-                    o.simulated.size(),
+  // Runs one planner, timing it and reporting what it found.
+  auto run = [&](PlannerOutput (*planner)(const Context&)) {
+    const double start = deadline.elapsed_s();
+    PlannerOutput o = planner(ctx);
+    say(fmt::format("{}: {} candidates estimated, {} simulated, best {}{} ({:.2f} s)", o.name,
+                    o.estimated, o.simulated.size(),
                     o.best.ok ? fmt::format("{:.4g} s{}", o.best.iteration_time_s,
                                             o.best.fits ? "" : " (does not fit)")
                               : "none",
-                    o.timed_out ? " (time limit)" : ""));
+                    o.timed_out ? ", time limit" : "", deadline.elapsed_s() - start));
+    return o;
   };
 
   SearchResult res;
-  for (auto* fn : {&even_dp, &proportional_dp, &megatron_grid}) {
-    res.baselines.push_back(fn(ctx));
-    report(res.baselines.back());
-  }
-  switch (algo) {
-    case Algo::dp:
-      break;  // the better of the two data-parallel baselines
-    case Algo::megatron:
-      break;
-    case Algo::uneven_dp:
-      res.planners.push_back(uneven_dp(ctx));
-      break;
-    case Algo::pipeline:
-      res.planners.push_back(pipeline(ctx));
-      break;
-    case Algo::automatic:
-      res.planners.push_back(uneven_dp(ctx));
-      report(res.planners.back());
-      res.planners.push_back(pipeline(ctx));
-      break;
-    default:
-      break;
-  }
-  if (!res.planners.empty()) report(res.planners.back());
+  for (auto* fn : {&even_dp, &proportional_dp, &megatron_grid}) res.baselines.push_back(run(fn));
+  if (algo == Algo::uneven_dp || algo == Algo::automatic) res.planners.push_back(run(&uneven_dp));
+  if (algo == Algo::pipeline || algo == Algo::automatic) res.planners.push_back(run(&pipeline));
 
   // The candidates for the answer: the planners run, plus the baselines the algorithm covers.
   std::vector<const PlannerOutput*> pool;

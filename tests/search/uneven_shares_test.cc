@@ -57,13 +57,17 @@ TEST(UnevenShares, NotEnoughMemorySaysHowMuch) {
 TEST(UnevenShares, MatchesTheIntegerOptimumAndStaysWithinOneSampleOfTheLp) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> speed(0.2, 3.0);
-  std::uniform_int_distribution<int> count(2, 4), total(1, 14), bound(0, 12);
-  for (int trial = 0; trial < 200; ++trial) {
+  std::uniform_int_distribution<int> count(2, 5), total(1, 14), bound(0, 12), pick(0, 1);
+  for (int trial = 0; trial < 300; ++trial) {
     ShareProblem p;
     const int n = count(rng);
+    // Every other trial draws from two kinds of replica, so alike replicas (one LP class) occur.
+    const double speeds[2] = {speed(rng), speed(rng)};
+    const std::int64_t bounds[2] = {bound(rng), bound(rng)};
     for (int r = 0; r < n; ++r) {
-      p.per_sample_time.push_back(speed(rng));
-      p.max_samples.push_back(bound(rng));
+      const bool alike = trial % 2 == 1;
+      p.per_sample_time.push_back(alike ? speeds[pick(rng)] : speed(rng));
+      p.max_samples.push_back(alike ? bounds[pick(rng)] : bound(rng));
     }
     p.total = total(rng);
     std::int64_t room = 0;
