@@ -52,7 +52,9 @@ ActivationBytes stage_activation_bytes(const model::Model& m, const MemoryConfig
     double kept = 0, all = 0;
     for (int oi = layer.first_op; oi < layer.first_op + layer.num_ops; ++oi) {
       const model::Op& op = m.ops[oi];
-      const bool whole = op.shard == model::ShardKind::replicated && !cfg.sequence_parallel;
+      const bool whole = cfg.whole_activations.empty()
+                             ? op.shard == model::ShardKind::replicated && !cfg.sequence_parallel
+                             : cfg.whole_activations[oi];
       const double bytes = op.saved_bytes * (whole ? 1.0 : cfg.activation_shard);
       all += bytes;
       if (!(cfg.recompute == Recompute::selective && op.attention_core)) kept += bytes;
@@ -71,13 +73,14 @@ ActivationBytes stage_activation_bytes(const model::Model& m, const MemoryConfig
 
 MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg) {
   assert(cfg.zero_stage >= 0 && cfg.zero_stage <= 3 && cfg.zero_group >= 1);
-  double params = 0;
+  double local = 0;
   for (int li = cfg.first_layer; li < cfg.first_layer + cfg.num_layers; ++li) {
     const model::Layer& layer = m.layers[li];
-    for (int oi = layer.first_op; oi < layer.first_op + layer.num_ops; ++oi)
-      params += static_cast<double>(m.ops[oi].params);
+    for (int oi = layer.first_op; oi < layer.first_op + layer.num_ops; ++oi) {
+      const bool whole = !cfg.whole_params.empty() && cfg.whole_params[oi];
+      local += static_cast<double>(m.ops[oi].params) * (whole ? 1.0 : cfg.param_shard);
+    }
   }
-  const double local = params * cfg.param_shard;
   const double g = cfg.zero_group;
   const StateBytes sb = state_bytes(m.dtype);
 

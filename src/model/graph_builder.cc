@@ -95,6 +95,7 @@ Op dropout(std::string name, ShardKind shard, std::vector<int> inputs, double ac
            double elements) {
   Op op = pointwise(std::move(name), OpKind::elementwise, shard, std::move(inputs), act, elements,
                     kDropoutFlops);
+  op.output_bytes = op.bytes_written;
   op.bytes_written += kMaskBytes * elements;
   op.saved_bytes = kMaskBytes * elements;
   return op;

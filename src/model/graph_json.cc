@@ -39,11 +39,12 @@ constexpr DoubleField kOpCosts[] = {
     {"bytes_read", &Op::bytes_read},
     {"bytes_written", &Op::bytes_written},
     {"saved_bytes", &Op::saved_bytes},
+    {"output_bytes", &Op::output_bytes},
 };
 
 const std::vector<std::string> kOpKeys = {"name",          "kind",   "shard",       "layer",
                                           "inputs",        "flops",  "bytes_read",  "bytes_written",
-                                          "saved_bytes",   "params", "tied_params", "gemm",
+                                          "saved_bytes",   "output_bytes", "params", "tied_params", "gemm",
                                           "attention_core"};
 
 Json op_to_json(const Op& op) {

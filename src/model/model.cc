@@ -15,9 +15,14 @@ std::int64_t Model::layer_parameters(int layer) const {
   return n;
 }
 
+double Model::output_bytes(int op) const {
+  const Op& o = ops[op];
+  return o.output_bytes > 0 ? o.output_bytes : o.bytes_written;
+}
+
 double Model::layer_output_bytes(int layer) const {
   const Layer& l = layers[layer];
-  return ops[l.first_op + l.num_ops - 1].bytes_written;
+  return output_bytes(l.first_op + l.num_ops - 1);
 }
 
 double Model::forward_flops_per_sample() const {

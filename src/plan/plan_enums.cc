@@ -15,9 +15,10 @@ constexpr Table<Schedule, 3> kSchedules{{
     {Schedule::one_f_one_b, "1f1b"},
     {Schedule::interleaved, "interleaved"},
 }};
-constexpr Table<SplitKind, 2> kSplitKinds{{
+constexpr Table<SplitKind, 3> kSplitKinds{{
     {SplitKind::tensor, "tensor"},
     {SplitKind::replicate, "replicate"},
+    {SplitKind::batch, "batch"},
 }};
 constexpr Table<SyncMethod, 4> kSyncMethods{{
     {SyncMethod::all_reduce, "all_reduce"},
@@ -111,6 +112,12 @@ bool op_pattern_matches(std::string_view pattern, std::string_view op_name) {
   }
   while (p < pattern.size() && pattern[p] == '*') ++p;
   return p == pattern.size();
+}
+
+SplitKind split_of(const Plan& p, std::string_view op_name) {
+  for (const auto& o : p.op_overrides)
+    if (op_pattern_matches(o.ops, op_name)) return o.split;
+  return SplitKind::tensor;
 }
 
 }  // namespace hetplan::plan

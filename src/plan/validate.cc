@@ -86,12 +86,6 @@ bool even_shares(const Replica& r) {
   return true;
 }
 
-bool stage_has_kind(const Stage& st, const model::Model& m, model::LayerKind kind) {
-  for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l)
-    if (m.layers[static_cast<std::size_t>(l)].kind == kind) return true;
-  return false;
-}
-
 // Tensor-parallel degree against what it splits: heads (and kv heads, experts) for even splits;
 // at least one head per device for uneven ones.
 void check_tensor_parallel(const Replica& r, const model::Model& m, const std::string& path) {
@@ -118,7 +112,7 @@ void check_tensor_parallel(const Replica& r, const model::Model& m, const std::s
 }
 
 void check_replica(const Replica& r, const model::Model& m, const cluster::Cluster& c,
-                   const std::string& path, bool has_transformer) {
+                   const std::string& path, bool splits_heads) {
   const int n = c.num_devices();
   if (r.devices.empty())
     throw InputError(field_path(path, "devices"), "expected at least one device");
@@ -151,7 +145,7 @@ void check_replica(const Replica& r, const model::Model& m, const cluster::Clust
   }
   if (!(r.batch_share > 0 && r.batch_share <= 1))
     throw InputError(field_path(path, "batch_share"), "expected a number in (0, 1]");
-  if (has_transformer) check_tensor_parallel(r, m, path);
+  if (splits_heads) check_tensor_parallel(r, m, path);
 }
 
 void check_stage_replicas(const Plan& p, const model::Model& m, const cluster::Cluster& c) {
@@ -159,10 +153,21 @@ void check_stage_replicas(const Plan& p, const model::Model& m, const cluster::C
     const Stage& st = p.stages[s];
     if (st.replicas.empty())
       throw InputError(field_path(stage_path(s), "replicas"), "expected at least one replica");
-    const bool has_transformer = stage_has_kind(st, m, model::LayerKind::transformer);
+    // Heads (and experts) bound the tensor-parallel degree where a transformer layer splits some
+    // op by tensor dimension; a plan that runs every such op by batch or replicated is free of it.
+    bool splits_heads = false;
+    for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
+      const model::Layer& layer = m.layers[static_cast<std::size_t>(l)];
+      if (layer.kind != model::LayerKind::transformer) continue;
+      for (int op = layer.first_op; op < layer.first_op + layer.num_ops; ++op) {
+        const model::Op& o = m.ops[static_cast<std::size_t>(op)];
+        splits_heads = splits_heads || (o.shard != model::ShardKind::replicated &&
+                                        split_of(p, o.name) == SplitKind::tensor);
+      }
+    }
     double sum = 0;
     for (std::size_t r = 0; r < st.replicas.size(); ++r) {
-      check_replica(st.replicas[r], m, c, replica_path(s, r), has_transformer);
+      check_replica(st.replicas[r], m, c, replica_path(s, r), splits_heads);
       sum += st.replicas[r].batch_share;
     }
     if (std::abs(sum - 1) > kShareTolerance)

@@ -51,10 +51,9 @@ const sim::LayerCostTable& Estimator::layer_costs(const plan::Plan& settings,
                                                   const plan::Replica& r, double samples,
                                                   int dp) const {
   const int zero_split = settings.zero_stage >= 1 ? dp : 1;
-  const auto skey = std::make_tuple(static_cast<int>(settings.recompute),
-                                    settings.sequence_parallel, settings.zero_stage);
-  auto tkey = std::make_tuple(std::get<0>(skey), std::get<1>(skey), std::get<2>(skey),
-                              replica_class(c_, r), r.tp_shares, samples, zero_split);
+  SettingsKey skey{static_cast<int>(settings.recompute), settings.sequence_parallel,
+                   settings.zero_stage, settings.op_overrides};
+  auto tkey = std::make_tuple(skey, replica_class(c_, r), r.tp_shares, samples, zero_split);
   auto it = tables_.find(tkey);
   if (it != tables_.end()) return it->second;
   auto& coster = costers_[skey];
@@ -81,22 +80,14 @@ double Estimator::device_memory(const plan::Plan& settings, int first, int count
                       share,
                       samples,
                       inflight};
-  auto it = memory_.find(key);
-  if (it != memory_.end()) return it->second;
-  cost::MemoryConfig cfg;
-  cfg.first_layer = first;
-  cfg.num_layers = count;
-  cfg.param_shard = share;
-  cfg.activation_shard = share;
-  cfg.zero_stage = settings.zero_stage;
-  cfg.zero_group = dp;
-  cfg.recompute = settings.recompute;
-  cfg.sequence_parallel = settings.sequence_parallel;
-  cfg.tensor_parallel = tp;
-  cfg.micro_batch = samples;
-  cfg.inflight_microbatches = inflight;
+  // Plans with op overrides are rare among the candidates and not in the key: not cached.
+  const bool cached = settings.op_overrides.empty();
+  if (cached)
+    if (auto it = memory_.find(key); it != memory_.end()) return it->second;
+  const cost::MemoryConfig cfg =
+      sim::memory_config(m_, settings, first, count, r, j, dp, samples, inflight);
   const double bytes = cost::stage_memory(m_, cfg).total().value;
-  memory_.emplace(key, bytes);
+  if (cached) memory_.emplace(key, bytes);
   return bytes;
 }
 

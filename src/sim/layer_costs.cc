@@ -44,4 +44,35 @@ LayerCostTable LayerCosts::replica(const plan::Replica& r, double samples, int d
   return out;
 }
 
+cost::MemoryConfig memory_config(const model::Model& m, const plan::Plan& settings, int first,
+                                 int count, const plan::Replica& r, int j, int dp_replicas,
+                                 double samples, double inflight) {
+  cost::MemoryConfig cfg;
+  cfg.first_layer = first;
+  cfg.num_layers = count;
+  const int tp = static_cast<int>(r.devices.size());
+  cfg.param_shard = r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[static_cast<std::size_t>(j)];
+  cfg.activation_shard = cfg.param_shard;
+  cfg.zero_stage = settings.zero_stage;
+  cfg.zero_group = dp_replicas;
+  cfg.recompute = settings.recompute;
+  cfg.sequence_parallel = settings.sequence_parallel;
+  cfg.tensor_parallel = tp;
+  cfg.micro_batch = samples;
+  cfg.inflight_microbatches = inflight;
+  if (!settings.op_overrides.empty() && tp > 1) {
+    cfg.whole_params.resize(m.ops.size());
+    cfg.whole_activations.resize(m.ops.size());
+    for (std::size_t i = 0; i < m.ops.size(); ++i) {
+      const plan::SplitKind split = plan::split_of(settings, m.ops[i].name);
+      const bool by_kind =
+          split == plan::SplitKind::tensor && m.ops[i].shard == model::ShardKind::replicated;
+      cfg.whole_params[i] = split != plan::SplitKind::tensor || by_kind;
+      cfg.whole_activations[i] =
+          split == plan::SplitKind::replicate || (by_kind && !settings.sequence_parallel);
+    }
+  }
+  return cfg;
+}
+
 }  // namespace hetplan::sim

@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 
+#include "hetplan/sim/layer_costs.h"
 #include "schedule_order.h"
 #include "stage_costs.h"
 #include "task_graph.h"
@@ -435,6 +436,19 @@ struct Lowering {
           sync_tasks.push_back(t);
         }
       }
+      // Ops split by batch inside a replica: their whole gradients are all-reduced over the
+      // replica's devices once its backward pass ends, before its optimizer step.
+      std::vector<int> inner(R, -1);
+      const double batch_params = coster.batch_split_params(st.first_layer, st.num_layers);
+      for (std::size_t r = 0; r < R && batch_params > 0; ++r) {
+        const auto& rep = st.replicas[r];
+        if (rep.devices.size() < 2) continue;
+        const auto part = coster.collective(cost::Collective::all_reduce, rep.devices,
+                                            batch_params * 2.0, rep.tp_shares);
+        inner[r] = add_transfer(TaskKind::grad_sync, g.add_stream(), lane_of[s][r], -1, s, -1, -1,
+                                {part});
+        g.add_edge(bwd_buckets[s][r].back(), inner[r]);
+      }
       // Optimizer step on each replica, after its stage's gradients are synchronised.
       std::vector<int> opt;
       for (std::size_t r = 0; r < R; ++r) {
@@ -446,6 +460,7 @@ struct Lowering {
         t.duration = times[s][r].optimizer;
         const int id = g.add_task(t);
         g.add_edge(bwd_buckets[s][r].back(), id);
+        if (inner[r] >= 0) g.add_edge(inner[r], id);
         for (int st_id : sync_tasks) g.add_edge(st_id, id);
         opt.push_back(id);
       }
@@ -471,19 +486,9 @@ struct StageMemory {
 
 StageMemory stage_memory_of(const model::Model& m, const plan::Plan& p, const plan::Stage& st,
                             const plan::Replica& r, int j) {
-  cost::MemoryConfig cfg;
-  cfg.first_layer = st.first_layer;
-  cfg.num_layers = st.num_layers;
-  const int tp = static_cast<int>(r.devices.size());
-  cfg.param_shard = r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j];
-  cfg.activation_shard = cfg.param_shard;
-  cfg.zero_stage = p.zero_stage;
-  cfg.zero_group = static_cast<int>(st.replicas.size());
-  cfg.recompute = p.recompute;
-  cfg.sequence_parallel = p.sequence_parallel;
-  cfg.tensor_parallel = tp;
-  cfg.micro_batch = r.batch_share * static_cast<double>(p.global_batch) / p.num_microbatches;
-  cfg.inflight_microbatches = 0;
+  cost::MemoryConfig cfg = memory_config(
+      m, p, st.first_layer, st.num_layers, r, j, static_cast<int>(st.replicas.size()),
+      r.batch_share * static_cast<double>(p.global_batch) / p.num_microbatches, 0);
   StageMemory out;
   out.fixed = cost::stage_memory(m, cfg);
   cfg.inflight_microbatches = 1;

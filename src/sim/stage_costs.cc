@@ -14,26 +14,36 @@ StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const
     backward_index_[tg_.backward[i].op] = static_cast<int>(i);
   for (std::size_t i = 0; i < tg_.optimizer.size(); ++i)
     optimizer_index_[tg_.optimizer[i].op] = static_cast<int>(i);
-  replicated_.assign(n, false);
+  split_.resize(n);
+  layout_.resize(n);
+  whole_work_.resize(n);
+  whole_params_.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    bool rep = m.ops[i].shard == model::ShardKind::replicated;
-    for (const auto& o : p.op_overrides)
-      if (plan::op_pattern_matches(o.ops, m.ops[i].name)) {
-        rep = o.split == plan::SplitKind::replicate;
-        break;
-      }
-    replicated_[i] = rep;
+    const model::Op& o = m.ops[i];
+    split_[i] = p.op_overrides.empty() ? plan::SplitKind::tensor : plan::split_of(p, o.name);
+    layout_[i] = op_layout(o, split_[i], p.sequence_parallel);
+    const bool by_kind = split_[i] == plan::SplitKind::tensor &&
+                         o.shard == model::ShardKind::replicated;
+    // Sequence parallelism splits the replicated ops (norms, dropout, residual) along the sequence.
+    whole_work_[i] = split_[i] == plan::SplitKind::replicate || (by_kind && !p.sequence_parallel);
+    whole_params_[i] = split_[i] != plan::SplitKind::tensor || by_kind;
   }
 }
 
 double StageCoster::op_share(int op, const plan::Replica& r, int j) const {
   const int tp = static_cast<int>(r.devices.size());
-  if (tp == 1) return 1.0;
-  // Sequence parallelism splits the replicated ops (norms, dropout, residual) along the sequence.
-  if (replicated_[op] &&
-      !(p_.sequence_parallel && m_.ops[op].shard == model::ShardKind::replicated))
-    return 1.0;
+  if (tp == 1 || whole_work_[op]) return 1.0;
   return r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j];
+}
+
+double StageCoster::batch_split_params(int first, int count) const {
+  double params = 0;
+  for (int li = first; li < first + count; ++li) {
+    const model::Layer& layer = m_.layers[li];
+    for (int op = layer.first_op; op < layer.first_op + layer.num_ops; ++op)
+      if (split_[op] == plan::SplitKind::batch) params += static_cast<double>(m_.ops[op].params);
+  }
+  return params;
 }
 
 cost::CollectiveCost StageCoster::collective(cost::Collective kind, const std::vector<int>& devices,
@@ -78,25 +88,31 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
               tb,
               compute_.op_time(type, tg_.backward[backward_index_[op]], samples, share, dt).value);
       }
-      // Tensor-parallel communication on the critical path (Megatron-LM: the row-parallel output
-      // and the column-parallel input gradient are all-reduced; with sequence parallelism the same
-      // volume moves as reduce-scatter plus all-gather). Experts move tokens by all-to-all.
-      if (tp > 1 && !replicated_[op]) {
-        switch (o.shard) {
-          case model::ShardKind::row:
-          case model::ShardKind::vocab:
-            if (o.kind != model::OpKind::cross_entropy)
-              tf += tp_collective(cost::Collective::all_reduce, o.bytes_written * samples);
-            break;
-          case model::ShardKind::column:
-            tb += tp_collective(cost::Collective::all_reduce, o.bytes_read * samples);
-            break;
-          case model::ShardKind::expert:
+      // Tensor-parallel communication on the critical path: each input edge whose producer's
+      // layout differs from what this op reads is converted in the forward pass, and this op's
+      // input gradient into what the producer needs in the backward pass (tensor_layout.h). A
+      // producer in an earlier stage arrives whole. Under Megatron-LM's splits this is the
+      // row-parallel output's all-reduce and the column-parallel input gradient's (with sequence
+      // parallelism: reduce-scatter and all-gather). Experts also move tokens by all-to-all, and a
+      // vocabulary-split loss all-reduces its per-token maxima and sums.
+      if (tp > 1) {
+        const OpLayout& mine = layout_[op];
+        for (int in : o.inputs) {
+          const bool local = in >= m_.layers[s.first_layer].first_op;
+          const Layout from = local ? layout_[in].output : Layout::replicated;
+          const double bytes = m_.output_bytes(in) * samples;
+          if (auto c = conversion(from, mine.input)) tf += tp_collective(*c, bytes);
+          if (auto c = conversion(mine.input_grad, gradient_layout(from)))
+            tb += tp_collective(*c, bytes);
+        }
+        if (split_[op] == plan::SplitKind::tensor) {
+          if (o.shard == model::ShardKind::expert) {
             tf += 2 * tp_collective(cost::Collective::all_to_all, o.bytes_read * samples);
             tb += 2 * tp_collective(cost::Collective::all_to_all, o.bytes_read * samples);
-            break;
-          default:
-            break;
+          } else if (o.shard == model::ShardKind::vocab &&
+                     o.kind == model::OpKind::cross_entropy) {
+            tf += tp_collective(cost::Collective::all_reduce, 2 * o.bytes_written * samples);
+          }
         }
       }
       fwd += tf;
@@ -119,7 +135,7 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
       double t = 0;
       for (int j = 0; j < tp; ++j) {
         const double share =
-            replicated_[op] ? 1.0 : (r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j]);
+            whole_params_[op] ? 1.0 : (r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j]);
         t = std::max(t, compute_
                             .op_time(c_.type_of(r.devices[j]), tg_.optimizer[optimizer_index_[op]],
                                      1.0, share / zero_split, dt)

@@ -12,6 +12,7 @@
 #include "hetplan/model/model.h"
 #include "hetplan/model/training.h"
 #include "hetplan/plan/plan.h"
+#include "hetplan/sim/tensor_layout.h"
 
 namespace hetplan::sim::detail {
 
@@ -31,8 +32,9 @@ class StageCoster {
 
   // Device j's share of op `op`'s work in replica r.
   double op_share(int op, const plan::Replica& r, int j) const;
-  const std::vector<bool>& replicated_ops() const { return replicated_; }
-  const model::TrainingGraph& training() const { return tg_; }
+  // Parameters of layers [first, first + count) whose ops the plan splits by batch: every device
+  // of a replica holds them whole and their gradients are all-reduced over the replica.
+  double batch_split_params(int first, int count) const;
   // Cost of a collective, cached by (kind, devices, bytes, shares).
   cost::CollectiveCost collective(cost::Collective kind, const std::vector<int>& devices,
                                   double bytes, const std::vector<double>& shares,
@@ -47,7 +49,10 @@ class StageCoster {
   model::TrainingGraph tg_;
   std::vector<int> backward_index_;   // op -> index in tg_.backward
   std::vector<int> optimizer_index_;  // op -> index in tg_.optimizer or -1
-  std::vector<bool> replicated_;      // op split replicated by its kind or an override
+  std::vector<plan::SplitKind> split_;  // per op, as the plan says
+  std::vector<OpLayout> layout_;        // per op, under its split
+  std::vector<bool> whole_work_;        // every device of a replica computes all of the op
+  std::vector<bool> whole_params_;      // every device of a replica holds all of its weights
   mutable std::map<std::tuple<int, std::vector<int>, double, std::vector<double>>,
                    cost::CollectiveCost>
       cache_;

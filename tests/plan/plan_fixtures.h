@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "hetplan/cluster/cluster.h"
 #include "hetplan/model/model.h"
@@ -29,6 +30,9 @@ inline model::Model tiny_gpt(int blocks, int heads = 8, int kv_heads = 8, int ex
       model::Op o;
       o.name = name + "." + op;
       o.layer = static_cast<int>(m.layers.size());
+      const std::string_view n = op;
+      if (n == "attn.qkv" || n == "mlp.fc1") o.shard = model::ShardKind::column;
+      if (n == "attn.proj" || n == "mlp.fc2") o.shard = model::ShardKind::row;
       m.ops.push_back(o);
     }
     l.num_ops = static_cast<int>(ops.size());

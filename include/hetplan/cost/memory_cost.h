@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "hetplan/core/units.h"
 #include "hetplan/model/model.h"
@@ -23,6 +24,10 @@ struct MemoryConfig {
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false; // layernorm/dropout activations split across the TP group too
   int tensor_parallel = 1;        // TP degree (for the replicated-op activations without SP)
+  // Per model op, when the plan splits ops other than by their ShardKind (else empty): whether the
+  // device holds the op's parameters whole (split by batch, or replicated), and its activations
+  // whole (replicated). Empty: parameters follow param_shard, activations as described below.
+  std::vector<bool> whole_params, whole_activations;
   double micro_batch = 1;         // samples per micro-batch on this device
   double inflight_microbatches = 1;  // activations of this many micro-batches live at the peak
   // Working buffers, counted whole on every device (see memory_cost.cc for the sources):

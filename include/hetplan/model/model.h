@@ -64,6 +64,9 @@ struct Op {
   double flops = 0;          // FLOPs (a multiply-add counts 2)
   double bytes_read = 0;     // activation bytes read (weights excluded, see params)
   double bytes_written = 0;  // activation bytes written
+  // Bytes of the output tensor its consumers read, when less than bytes_written (a dropout also
+  // writes its mask); 0: bytes_written. What moves when the output changes layout.
+  double output_bytes = 0;
   // Activation bytes kept for the backward pass without recomputation. Each stored tensor is
   // counted once, on the op whose split it follows, so that dividing the saved bytes of sharded
   // (non-replicated) ops by the tensor-parallel size gives Korthikanti et al.'s
@@ -122,6 +125,8 @@ struct Model {
   std::vector<Op> ops;  // in a topological order: every input index is smaller than the op's own
   std::vector<Layer> layers;
 
+  // Bytes per sample of op i's output tensor (Op::output_bytes, or bytes_written when 0).
+  double output_bytes(int op) const;
   std::int64_t parameters() const;          // sum of Op::params
   std::int64_t layer_parameters(int layer) const;  // sum of Op::params over one layer's ops
   // Bytes per sample the layer's last op writes: what crosses a pipeline boundary after it.

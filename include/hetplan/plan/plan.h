@@ -28,8 +28,11 @@ const char* to_string(Schedule s);  // "gpipe", "1f1b", "interleaved"
 enum class SplitKind {
   tensor,     // by the op's ShardKind (Megatron column/row/heads/vocab/expert), with tp_shares
   replicate,  // every device of the replica computes the whole op
+  // The replica's samples split over its devices by tp_shares (data parallelism inside the
+  // replica): whole weights on every device, their gradients all-reduced over the replica.
+  batch,
 };
-const char* to_string(SplitKind s);  // "tensor", "replicate"
+const char* to_string(SplitKind s);  // "tensor", "replicate", "batch"
 
 // Gradient synchronisation of a stage's parameters across its replicas.
 enum class SyncMethod { all_reduce, parameter_server, sufficient_factor, none };
@@ -104,5 +107,8 @@ struct Plan {
   std::vector<GradSync> grad_sync;
   auto operator<=>(const Plan&) const = default;
 };
+
+// How the plan splits an op with this name: its first matching op override, else tensor.
+SplitKind split_of(const Plan& p, std::string_view op_name);
 
 }  // namespace hetplan::plan

@@ -57,8 +57,10 @@ class Estimator {
   const model::Model& m_;
   const cluster::Cluster& c_;
   SearchOptions opts_;
-  mutable std::map<std::tuple<int, bool, int>, std::unique_ptr<sim::LayerCosts>> costers_;
-  mutable std::map<std::tuple<int, bool, int, std::vector<int>, std::vector<double>, double, int>,
+  // By (recompute, sequence parallelism, ZeRO stage, op overrides).
+  using SettingsKey = std::tuple<int, bool, int, std::vector<plan::OpOverride>>;
+  mutable std::map<SettingsKey, std::unique_ptr<sim::LayerCosts>> costers_;
+  mutable std::map<std::tuple<SettingsKey, std::vector<int>, std::vector<double>, double, int>,
                    sim::LayerCostTable>
       tables_;
   struct MemoryKey {

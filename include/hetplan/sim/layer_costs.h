@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hetplan/cluster/cluster.h"
+#include "hetplan/cost/memory_cost.h"
 #include "hetplan/model/model.h"
 #include "hetplan/plan/plan.h"
 #include "hetplan/sim/simulate.h"
@@ -37,5 +38,13 @@ class LayerCosts {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The memory model's view of device j of replica r in a stage of `dp_replicas` replicas holding
+// layers [first, first + count), with `samples` per micro-batch and `inflight` micro-batches alive,
+// under the plan's settings (recompute, ZeRO, sequence parallelism, op splits): as the simulator
+// charges it.
+cost::MemoryConfig memory_config(const model::Model& m, const plan::Plan& settings, int first,
+                                 int count, const plan::Replica& r, int j, int dp_replicas,
+                                 double samples, double inflight);
 
 }  // namespace hetplan::sim

@@ -1,0 +1,124 @@
+// Tensor layouts inside a tensor-parallel replica, the collectives between them, and ops split by
+// batch (HAP-style SPMD): exact times on small cases.
+#include "hetplan/sim/tensor_layout.h"
+
+#include <gtest/gtest.h>
+
+#include "hetplan/cost/memory_cost.h"
+#include "hetplan/sim/layer_costs.h"
+#include "sim_fixtures.h"
+
+namespace hetplan::sim {
+namespace {
+
+using testing::chain_model;
+using testing::exact_options;
+using testing::unit_cluster;
+using C = cost::Collective;
+using L = Layout;
+
+TEST(TensorLayout, Conversions) {
+  EXPECT_EQ(conversion(L::partial, L::replicated), C::all_reduce);
+  EXPECT_EQ(conversion(L::partial, L::sequence), C::reduce_scatter);
+  EXPECT_EQ(conversion(L::partial, L::batch), C::reduce_scatter);
+  EXPECT_EQ(conversion(L::feature, L::replicated), C::all_gather);
+  EXPECT_EQ(conversion(L::batch, L::replicated), C::all_gather);
+  EXPECT_EQ(conversion(L::feature, L::batch), C::all_to_all);
+  EXPECT_EQ(conversion(L::sequence, L::batch), C::all_to_all);
+  EXPECT_FALSE(conversion(L::replicated, L::batch));  // a local slice
+  EXPECT_FALSE(conversion(L::replicated, L::feature));
+  EXPECT_FALSE(conversion(L::batch, L::batch));
+  EXPECT_EQ(gradient_layout(L::partial), L::replicated);
+  EXPECT_EQ(gradient_layout(L::batch), L::batch);
+}
+
+TEST(TensorLayout, MegatronSplitsAndOverrides) {
+  model::Op op;
+  op.shard = model::ShardKind::column;
+  auto l = op_layout(op, plan::SplitKind::tensor, false);
+  EXPECT_EQ(l.input, L::replicated);
+  EXPECT_EQ(l.output, L::feature);
+  EXPECT_EQ(l.input_grad, L::partial);
+  op.shard = model::ShardKind::row;
+  l = op_layout(op, plan::SplitKind::tensor, false);
+  EXPECT_EQ(l.input, L::feature);
+  EXPECT_EQ(l.output, L::partial);
+  op.shard = model::ShardKind::replicated;
+  EXPECT_EQ(op_layout(op, plan::SplitKind::tensor, true).input, L::sequence);
+  EXPECT_EQ(op_layout(op, plan::SplitKind::batch, false).output, L::batch);
+  op.shard = model::ShardKind::row;
+  EXPECT_EQ(op_layout(op, plan::SplitKind::replicate, false).output, L::replicated);
+  // Row output (partial) into a sequence-parallel norm: reduce-scatter; its gradient back: none
+  // needed in the forward direction's dual (sequence -> replicated is an all-gather).
+  EXPECT_EQ(conversion(L::partial, L::sequence), C::reduce_scatter);
+  EXPECT_EQ(conversion(L::sequence, gradient_layout(L::partial)), C::all_gather);
+}
+
+// Two column-split layers on two devices of one node: the second reads a replicated input, so
+// the first's feature shards are all-gathered forward and its partial input gradient is
+// reduce-scattered back. 1 TFLOP per sample at 1 TFLOP/s, half each: 0.5 s per sample.
+TEST(TensorLayout, ColumnAfterColumnGathersAndScatters) {
+  const auto m = chain_model(2, 1e12, 1e9);
+  const auto c = unit_cluster(1, 2);
+  plan::Plan settings;
+  LayerCosts costs(m, c, settings, exact_options());
+  const plan::Replica r{{0, 1}, {}, 1.0};
+  const auto t = costs.replica(r, 2.0, 1);
+  auto price = [&](C kind) {
+    cost::CollectiveRequest req;
+    req.kind = kind;
+    req.devices = {0, 1};
+    req.bytes = Bytes(2e9);  // 1 GB per sample, 2 samples
+    return cost::collective_cost(c, req, exact_options().network).time.value;
+  };
+  EXPECT_DOUBLE_EQ(t.forward[0], 1.0);
+  EXPECT_DOUBLE_EQ(t.forward[1], 1.0 + price(C::all_gather));
+  EXPECT_DOUBLE_EQ(t.backward[1], 2.0 + price(C::reduce_scatter));
+  EXPECT_DOUBLE_EQ(t.backward[0], 2.0);
+}
+
+// Every op split by batch over two devices: each device runs its sample alone (no tensor-parallel
+// collectives), holds the whole weights, and the replica all-reduces their gradients before the
+// optimizer step.
+TEST(TensorLayout, BatchSplitRunsDataParallelInsideTheReplica) {
+  const auto m = chain_model(2, 1e12, 1e9, 1'000'000'000);
+  const auto c = unit_cluster(1, 2);
+  plan::Plan p;
+  p.global_batch = 2;
+  p.num_microbatches = 1;
+  p.op_overrides = {plan::OpOverride{"*", plan::SplitKind::batch}};
+  p.stages.push_back(plan::Stage{0, 2, {plan::Replica{{0, 1}, {}, 1.0}}});
+  const auto opts = exact_options();
+  LayerCosts costs(m, c, p, opts);
+  const auto t = costs.replica(p.stages[0].replicas[0], 2.0, 1);
+  EXPECT_DOUBLE_EQ(t.forward[0], 1.0);
+  EXPECT_DOUBLE_EQ(t.forward[1], 1.0);
+  EXPECT_DOUBLE_EQ(t.backward[1], 2.0);
+
+  auto r = simulate(m, c, p, opts);
+  ASSERT_TRUE(r) << r.error().message;
+  cost::CollectiveRequest req;
+  req.kind = C::all_reduce;
+  req.devices = {0, 1};
+  req.bytes = Bytes(2 * 2e9);  // two layers of 1e9 bf16 gradients
+  const double allreduce = cost::collective_cost(c, req, opts.network).time.value;
+  double optimizer = 0;
+  for (const auto& e : r->events)
+    if (e.kind == TaskKind::optimizer) optimizer = (e.end - e.start).value;
+  EXPECT_GT(optimizer, 0);
+  EXPECT_NEAR(r->iteration_time.value, 6.0 + allreduce + optimizer, 1e-9);
+
+  // Memory: whole weights (2 + 2 + 12 bytes per parameter of both layers) on each device.
+  const auto cfg = memory_config(m, p, 0, 2, p.stages[0].replicas[0], 0, 1, 2.0, 1);
+  const auto mem = cost::stage_memory(m, cfg);
+  EXPECT_DOUBLE_EQ(mem.parameters.value, 2.0 * 2e9);
+  EXPECT_DOUBLE_EQ(mem.optimizer.value, 12.0 * 2e9);
+  plan::Plan tensor = p;
+  tensor.op_overrides.clear();
+  const auto half = cost::stage_memory(
+      m, memory_config(m, tensor, 0, 2, p.stages[0].replicas[0], 0, 1, 2.0, 1));
+  EXPECT_DOUBLE_EQ(half.parameters.value, 2.0 * 1e9);
+}
+
+}  // namespace
+}  // namespace hetplan::sim
