@@ -14,8 +14,8 @@
 #include <functional>
 #include <limits>
 #include <map>
-#include <tuple>
 #include <numeric>
+#include <tuple>
 
 #include "hetplan/search/device_groups.h"
 #include "hetplan/search/planners.h"
@@ -292,8 +292,12 @@ class PipelinePlanner {
 
   SettingsKey settings_key(const plan::Plan& settings, const StageResources& st,
                            double samples) const {
-    return {st.group, st.tp, static_cast<int>(st.replicas.size()), samples,
-            static_cast<int>(settings.recompute), settings.zero_stage};
+    return {st.group,
+            st.tp,
+            static_cast<int>(st.replicas.size()),
+            samples,
+            static_cast<int>(settings.recompute),
+            settings.zero_stage};
   }
 
   const std::vector<double>& prefix_table(const plan::Plan& settings, const StageResources& st,
@@ -303,8 +307,7 @@ class PipelinePlanner {
       const int dp = static_cast<int>(st.replicas.size());
       const auto& t = ctx_.estimator.layer_costs(settings, st.replicas.front(), samples, dp);
       it->second.assign(L_ + 1, 0);
-      for (int l = 0; l < L_; ++l)
-        it->second[l + 1] = it->second[l] + t.forward[l] + t.backward[l];
+      for (int l = 0; l < L_; ++l) it->second[l + 1] = it->second[l] + t.forward[l] + t.backward[l];
     }
     return it->second;
   }
@@ -314,9 +317,9 @@ class PipelinePlanner {
                                         double samples) {
     const auto& from = st.replicas.front();
     const auto& to = next.replicas.front();
-    auto [it, fresh] = comm_.try_emplace(std::make_tuple(
-        from.devices.front(), to.devices.front(),
-        std::min(from.devices.size(), to.devices.size()), samples));
+    auto [it, fresh] = comm_.try_emplace(
+        std::make_tuple(from.devices.front(), to.devices.front(),
+                        std::min(from.devices.size(), to.devices.size()), samples));
     if (fresh) {
       it->second.resize(L_);
       for (int l = 0; l < L_; ++l)
@@ -325,8 +328,8 @@ class PipelinePlanner {
     return it->second;
   }
 
-  MemoryMatrix& memory_matrix(const plan::Plan& settings, const StageResources& st,
-                              double samples, int inflight) {
+  MemoryMatrix& memory_matrix(const plan::Plan& settings, const StageResources& st, double samples,
+                              int inflight) {
     auto [it, fresh] =
         memory_.try_emplace(std::make_tuple(settings_key(settings, st, samples), inflight));
     MemoryMatrix& mm = it->second;

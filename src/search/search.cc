@@ -6,6 +6,7 @@
 
 #include "hetplan/search/estimate.h"
 #include "hetplan/search/evaluate.h"
+#include "hetplan/search/hap.h"
 
 namespace hetplan::search {
 namespace {
@@ -53,8 +54,6 @@ std::string shortfall_message(const cluster::Cluster& c, const Evaluation& e) {
 
 Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c, Algo algo,
                                const SearchOptions& opts) {
-  if (algo == Algo::hap)
-    return Error{"--algo: hap: the HAP-style SPMD synthesis is not implemented yet"};
   if (algo == Algo::ft)
     return Error{"--algo: ft: use `hetplan pareto` for the Frontier Tracking planner"};
   if (opts.global_batch < 1) return Error{"--global-batch: expected a positive number of samples"};
@@ -82,6 +81,7 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   for (auto* fn : {&even_dp, &proportional_dp, &megatron_grid}) res.baselines.push_back(run(fn));
   if (algo == Algo::uneven_dp || algo == Algo::automatic) res.planners.push_back(run(&uneven_dp));
   if (algo == Algo::pipeline || algo == Algo::automatic) res.planners.push_back(run(&pipeline));
+  if (algo == Algo::hap || algo == Algo::automatic) res.planners.push_back(run(&hap));
 
   // The candidates for the answer: the planners run, plus the baselines the algorithm covers.
   std::vector<const PlannerOutput*> pool;

@@ -42,8 +42,7 @@ Result<ShareSolution> solve_shares(const ShareProblem& prob) {
   if (!lp) return lp.error();
   std::vector<double> values(n);
   for (const auto& [x, members] : vars)
-    for (std::size_t r : *members)
-      values[r] = lp->values[x] / static_cast<double>(members->size());
+    for (std::size_t r : *members) values[r] = lp->values[x] / static_cast<double>(members->size());
 
   ShareSolution sol;
   sol.lp_time = lp->objective;

@@ -22,8 +22,8 @@ StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const
     const model::Op& o = m.ops[i];
     split_[i] = p.op_overrides.empty() ? plan::SplitKind::tensor : plan::split_of(p, o.name);
     layout_[i] = op_layout(o, split_[i], p.sequence_parallel);
-    const bool by_kind = split_[i] == plan::SplitKind::tensor &&
-                         o.shard == model::ShardKind::replicated;
+    const bool by_kind =
+        split_[i] == plan::SplitKind::tensor && o.shard == model::ShardKind::replicated;
     // Sequence parallelism splits the replicated ops (norms, dropout, residual) along the sequence.
     whole_work_[i] = split_[i] == plan::SplitKind::replicate || (by_kind && !p.sequence_parallel);
     whole_params_[i] = split_[i] != plan::SplitKind::tensor || by_kind;
@@ -109,8 +109,7 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
           if (o.shard == model::ShardKind::expert) {
             tf += 2 * tp_collective(cost::Collective::all_to_all, o.bytes_read * samples);
             tb += 2 * tp_collective(cost::Collective::all_to_all, o.bytes_read * samples);
-          } else if (o.shard == model::ShardKind::vocab &&
-                     o.kind == model::OpKind::cross_entropy) {
+          } else if (o.shard == model::ShardKind::vocab && o.kind == model::OpKind::cross_entropy) {
             tf += tp_collective(cost::Collective::all_reduce, 2 * o.bytes_written * samples);
           }
         }

@@ -47,8 +47,8 @@ class StageCoster {
   const cost::ComputeCostModel& compute_;
   const cost::NetworkParams& net_;
   model::TrainingGraph tg_;
-  std::vector<int> backward_index_;   // op -> index in tg_.backward
-  std::vector<int> optimizer_index_;  // op -> index in tg_.optimizer or -1
+  std::vector<int> backward_index_;     // op -> index in tg_.backward
+  std::vector<int> optimizer_index_;    // op -> index in tg_.optimizer or -1
   std::vector<plan::SplitKind> split_;  // per op, as the plan says
   std::vector<OpLayout> layout_;        // per op, under its split
   std::vector<bool> whole_work_;        // every device of a replica computes all of the op

@@ -37,8 +37,7 @@ OpLayout op_layout(const model::Op& o, plan::SplitKind split, bool sequence_para
       // The input embedding's vocabulary shards give partial sums; the LM head splits its output
       // (logits) by vocabulary like a column split; the loss reads those shards.
       if (o.kind == model::OpKind::embedding) return {L::replicated, L::partial, L::replicated};
-      if (o.kind == model::OpKind::cross_entropy)
-        return {L::feature, L::replicated, L::feature};
+      if (o.kind == model::OpKind::cross_entropy) return {L::feature, L::replicated, L::feature};
       return {L::replicated, L::feature, L::partial};
     case model::ShardKind::expert:
       return {L::replicated, L::replicated, L::replicated};

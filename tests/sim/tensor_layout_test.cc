@@ -115,8 +115,8 @@ TEST(TensorLayout, BatchSplitRunsDataParallelInsideTheReplica) {
   EXPECT_DOUBLE_EQ(mem.optimizer.value, 12.0 * 2e9);
   plan::Plan tensor = p;
   tensor.op_overrides.clear();
-  const auto half = cost::stage_memory(
-      m, memory_config(m, tensor, 0, 2, p.stages[0].replicas[0], 0, 1, 2.0, 1));
+  const auto half =
+      cost::stage_memory(m, memory_config(m, tensor, 0, 2, p.stages[0].replicas[0], 0, 1, 2.0, 1));
   EXPECT_DOUBLE_EQ(half.parameters.value, 2.0 * 1e9);
 }
 
