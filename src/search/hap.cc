@@ -44,7 +44,6 @@ struct Unit {
 std::vector<Unit> make_units(const model::Model& m, int tp) {
   std::map<std::string, int> index;
   std::vector<Unit> units;
-  std::vector<int> unit_of(m.ops.size(), -1);
   for (const auto& layer : m.layers) {
     std::string prefix;
     if (layer.kind == model::LayerKind::transformer) {
@@ -101,7 +100,6 @@ class SpmdCoster {
     distinct_types_ = distinct;
   }
 
-  const std::vector<int>& distinct_types() const { return distinct_types_; }
   int count_of(int type) const {
     return static_cast<int>(std::count(types_.begin(), types_.end(), type));
   }
@@ -121,9 +119,7 @@ class SpmdCoster {
   }
 
   bool whole_work(int op, plan::SplitKind k) const {
-    return k == plan::SplitKind::replicate ||
-           (k == plan::SplitKind::tensor &&
-            ctx_.model.ops[op].shard == model::ShardKind::replicated);
+    return sim::computes_whole(ctx_.model.ops[op], k, settings_.sequence_parallel);
   }
 
   double collective(cost::Collective kind, double bytes, const std::vector<double>& shares) const {
@@ -141,10 +137,10 @@ class SpmdCoster {
     return t;
   }
 
-  // The search instance at ratios `shares` (per device), `samples` per micro-batch, m rounds.
-  SpmdInstance instance(const std::vector<double>& shares, double samples, int m, int dp) const {
+  // The search instance at ratios `shares` (per device), `samples` per micro-batch, m rounds,
+  // without memory limits (add_memory).
+  SpmdInstance instance(const std::vector<double>& shares, double samples, int m) const {
     SpmdInstance inst;
-    add_memory(inst, shares, samples, dp);
     const model::Model& md = ctx_.model;
     std::map<int, double> share_of_type;
     for (std::size_t j = 0; j < devices_.size(); ++j)
@@ -152,16 +148,16 @@ class SpmdCoster {
     std::map<std::pair<int, int>, std::size_t> edge_index;
     for (std::size_t u = 0; u < units_.size(); ++u) {
       const Unit& unit = units_[u];
+      // Blocks alike: one op stands for the unit's others when they cost the same.
+      const bool alike = std::all_of(unit.ops.begin(), unit.ops.end(), [&](int op) {
+        const model::Op &a = md.ops[op], &b = md.ops[unit.ops.front()];
+        return a.flops == b.flops && a.bytes_read == b.bytes_read &&
+               a.bytes_written == b.bytes_written && a.params == b.params && a.kind == b.kind;
+      });
+      const double copies = alike ? static_cast<double>(unit.ops.size()) : 1.0;
       std::vector<double> cost;
       for (plan::SplitKind k : unit.choices) {
         double t = 0;
-        // Blocks alike: one op stands for the unit's others when they cost the same.
-        const bool alike = std::all_of(unit.ops.begin(), unit.ops.end(), [&](int op) {
-          const model::Op &a = md.ops[op], &b = md.ops[unit.ops.front()];
-          return a.flops == b.flops && a.bytes_read == b.bytes_read &&
-                 a.bytes_written == b.bytes_written && a.params == b.params && a.kind == b.kind;
-        });
-        const double copies = alike ? static_cast<double>(unit.ops.size()) : 1.0;
         for (int op : unit.ops) {
           if (alike && op != unit.ops.front()) break;
           double slowest = 0;
@@ -314,16 +310,10 @@ class SpmdCoster {
       }
     }
     // Memory: linear in the device's share (parameters and activations of split ops).
-    const int L = static_cast<int>(ctx_.model.layers.size());
     for (int t : distinct_types_) {
-      plan::Replica r;
-      r.devices = devices_;
+      // (The memory model does not depend on the device, only on its share.)
       auto bytes_at = [&](double share) {
-        r.tp_shares.assign(devices_.size(), share);
-        return cost::stage_memory(ctx_.model,
-                                  sim::memory_config(ctx_.model, p, 0, L, r, 0, dp, samples, 1))
-            .total()
-            .value;
+        return device_bytes(p, 0, std::vector<double>(devices_.size(), share), samples, dp);
       };
       const double fixed = bytes_at(0.0), per_share = bytes_at(1.0) - fixed;
       const double cap = ctx_.cluster.device_types[t].memory.value;
@@ -366,12 +356,13 @@ std::optional<Synthesis> synthesize(const Context& ctx, const plan::Plan& settin
   for (int d : devices) shares.push_back(device_peak(ctx.cluster, d, ctx.model.dtype) / total);
   std::optional<Synthesis> best;
   for (int round = 0; round < 4; ++round) {
-    const SpmdInstance inst = coster.instance(shares, samples, m, dp);
+    SpmdInstance inst = coster.instance(shares, samples, m);
+    coster.add_memory(inst, shares, samples, dp);
     const SpmdProgram prog = synthesize_program(inst);
     if (!prog.feasible) return best;
     auto next = coster.ratios(prog.choice, shares, samples, m, dp);
     if (!next) return best;  // no ratios fit this program's memory
-    const double cost = program_cost(coster.instance(*next, samples, m, dp), prog.choice);
+    const double cost = program_cost(coster.instance(*next, samples, m), prog.choice);
     if (best && cost >= best->cost * (1 - 1e-3)) break;
     best = Synthesis{coster.with_program(prog.choice), *next, cost};
     shares = *next;

@@ -16,14 +16,15 @@ double edge_cost(const SpmdEdge& e, const std::vector<int>& choice) {
   return e.cost[static_cast<std::size_t>(choice[e.a])][static_cast<std::size_t>(choice[e.b])];
 }
 
-}  // namespace
-
+// Whether resources `use`, plus the least the undecided units add (`reserve`), fit.
 bool within(const SpmdInstance& inst, const std::vector<double>& use,
             const std::vector<double>& reserve) {
   for (std::size_t r = 0; r < inst.capacity.size(); ++r)
     if (use[r] + reserve[r] > inst.capacity[r] * (1 + 1e-12) + 1e-9) return false;
   return true;
 }
+
+}  // namespace
 
 double program_cost(const SpmdInstance& inst, const std::vector<int>& choice) {
   double total = 0;

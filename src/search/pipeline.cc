@@ -288,7 +288,8 @@ class PipelinePlanner {
       return v;
     }
   };
-  using SettingsKey = std::tuple<int, int, int, double, int, int>;  // group, tp, dp, samples, rc, 0
+  // (group, tp, dp, samples per micro-batch, recompute, ZeRO stage).
+  using SettingsKey = std::tuple<int, int, int, double, int, int>;
 
   SettingsKey settings_key(const plan::Plan& settings, const StageResources& st,
                            double samples) const {

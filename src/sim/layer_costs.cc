@@ -1,5 +1,6 @@
 #include "hetplan/sim/layer_costs.h"
 
+#include "hetplan/sim/tensor_layout.h"
 #include "stage_costs.h"
 
 namespace hetplan::sim {
@@ -65,11 +66,8 @@ cost::MemoryConfig memory_config(const model::Model& m, const plan::Plan& settin
     cfg.whole_activations.resize(m.ops.size());
     for (std::size_t i = 0; i < m.ops.size(); ++i) {
       const plan::SplitKind split = plan::split_of(settings, m.ops[i].name);
-      const bool by_kind =
-          split == plan::SplitKind::tensor && m.ops[i].shard == model::ShardKind::replicated;
-      cfg.whole_params[i] = split != plan::SplitKind::tensor || by_kind;
-      cfg.whole_activations[i] =
-          split == plan::SplitKind::replicate || (by_kind && !settings.sequence_parallel);
+      cfg.whole_params[i] = holds_whole_weights(m.ops[i], split);
+      cfg.whole_activations[i] = computes_whole(m.ops[i], split, settings.sequence_parallel);
     }
   }
   return cfg;

@@ -22,11 +22,9 @@ StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const
     const model::Op& o = m.ops[i];
     split_[i] = p.op_overrides.empty() ? plan::SplitKind::tensor : plan::split_of(p, o.name);
     layout_[i] = op_layout(o, split_[i], p.sequence_parallel);
-    const bool by_kind =
-        split_[i] == plan::SplitKind::tensor && o.shard == model::ShardKind::replicated;
     // Sequence parallelism splits the replicated ops (norms, dropout, residual) along the sequence.
-    whole_work_[i] = split_[i] == plan::SplitKind::replicate || (by_kind && !p.sequence_parallel);
-    whole_params_[i] = split_[i] != plan::SplitKind::tensor || by_kind;
+    whole_work_[i] = computes_whole(o, split_[i], p.sequence_parallel);
+    whole_params_[i] = holds_whole_weights(o, split_[i]);
   }
 }
 

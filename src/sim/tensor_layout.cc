@@ -45,6 +45,16 @@ OpLayout op_layout(const model::Op& o, plan::SplitKind split, bool sequence_para
   return {};
 }
 
+bool computes_whole(const model::Op& o, plan::SplitKind split, bool sequence_parallel) {
+  return split == plan::SplitKind::replicate ||
+         (split == plan::SplitKind::tensor && o.shard == model::ShardKind::replicated &&
+          !sequence_parallel);
+}
+
+bool holds_whole_weights(const model::Op& o, plan::SplitKind split) {
+  return split != plan::SplitKind::tensor || o.shard == model::ShardKind::replicated;
+}
+
 std::optional<cost::Collective> conversion(Layout from, Layout to) {
   if (from == to || from == Layout::replicated) return std::nullopt;
   if (from == Layout::partial)

@@ -36,6 +36,14 @@ struct OpLayout {
 // The layouts of op o under the plan's split for it and sequence parallelism.
 OpLayout op_layout(const model::Op& o, plan::SplitKind split, bool sequence_parallel);
 
+// Whether every device of a replica computes all of op o, and keeps its activations whole: split
+// replicated, or an op of ShardKind::replicated split by tensor without sequence parallelism.
+bool computes_whole(const model::Op& o, plan::SplitKind split, bool sequence_parallel);
+
+// Whether every device of a replica holds all of op o's weights: split by batch or replicated, or
+// an op of ShardKind::replicated.
+bool holds_whole_weights(const model::Op& o, plan::SplitKind split);
+
 // The collective that turns a tensor in layout `from` into layout `to`; nullopt when none is
 // needed (same layout, or a local slice of a replicated tensor). Partial sums become replicated by
 // all-reduce, become shards by reduce-scatter; shards become replicated by all-gather and other
