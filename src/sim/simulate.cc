@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 
+#include "hetplan/sim/grad_sync.h"
 #include "hetplan/sim/layer_costs.h"
 #include "schedule_order.h"
 #include "stage_costs.h"
@@ -27,6 +28,8 @@ const char* to_string(TaskKind k) {
       return "grad_sync";
     case TaskKind::param_gather:
       return "param_gather";
+    case TaskKind::grad_rebuild:
+      return "grad_rebuild";
   }
   return "?";
 }
@@ -341,8 +344,9 @@ struct Lowering {
       const int chunk =
           static_cast<int>(std::find(lane.stages.begin(), lane.stages.end(), static_cast<int>(s)) -
                            lane.stages.begin());
-      const auto parts = sync_parts(static_cast<int>(s), stage_params(static_cast<int>(s)) * 2.0,
-                                    cost::Collective::all_gather, cost::Algorithm::automatic);
+      const auto parts =
+          coster.sync_parts(st, stage_params(static_cast<int>(s)) * 2.0,
+                            cost::Collective::all_gather, cost::Algorithm::automatic);
       const int stream = g.add_stream();
       for (const PassRef& pr : lane_order[lane0]) {
         if (pr.chunk != chunk) continue;
@@ -360,81 +364,104 @@ struct Lowering {
     return bwd[s][r][mb];
   }
 
-  const plan::GradSync* sync_rule(int s) const {
-    const auto& st = p.stages[s];
-    for (const auto& rule : p.grad_sync) {
-      for (int li = st.first_layer; li < st.first_layer + st.num_layers; ++li) {
-        const auto& L = m.layers[li];
-        for (int op = L.first_op; op < L.first_op + L.num_ops; ++op) {
-          const bool hit = plan::op_pattern_matches(rule.ops, m.ops[op].name);
-          if (hit) return &rule;
-        }
-      }
-    }
-    return nullptr;
+  // Index into p.grad_sync of the rule that synchronises op i's gradient (its first match), or
+  // -1 for the default (all-reduce, cheapest algorithm).
+  std::vector<int> sync_rule;
+
+  void find_sync_rules() {
+    sync_rule.assign(m.ops.size(), -1);
+    for (std::size_t op = 0; op < m.ops.size(); ++op)
+      for (std::size_t i = 0; i < p.grad_sync.size() && sync_rule[op] < 0; ++i)
+        if (plan::op_pattern_matches(p.grad_sync[i].ops, m.ops[op].name))
+          sync_rule[op] = static_cast<int>(i);
   }
 
-  // Collectives of one gradient bucket: one per tensor-parallel rank index, over the replicas.
-  std::vector<cost::CollectiveCost> sync_parts(int s, double grad_bytes, cost::Collective kind,
-                                               cost::Algorithm algo) {
+  plan::SyncMethod sync_method(int op) const {
+    return sync_rule[op] < 0 ? plan::SyncMethod::all_reduce : p.grad_sync[sync_rule[op]].method;
+  }
+
+  // A bucket's parameters to synchronise, by (method, algorithm), and the ops whose gradients
+  // travel as sufficient factors.
+  struct BucketSync {
+    std::map<std::pair<plan::SyncMethod, cost::Algorithm>, double> params;
+    std::vector<int> factor_ops;
+  };
+
+  Result<BucketSync> bucket_sync(int s, int first, int count) const {
     const auto& st = p.stages[s];
-    std::vector<cost::CollectiveCost> parts;
-    const std::size_t tp = st.replicas[0].devices.size();
-    bool same_tp = true;
-    for (const auto& r : st.replicas) same_tp &= r.devices.size() == tp;
-    if (same_tp) {
-      for (std::size_t j = 0; j < tp; ++j) {
-        std::vector<int> group;
-        double share = 0;
-        for (const auto& r : st.replicas) {
-          group.push_back(r.devices[j]);
-          share = std::max(share, r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j]);
+    BucketSync out;
+    for (int li = st.first_layer + first; li < st.first_layer + first + count; ++li) {
+      const auto& L = m.layers[li];
+      for (int op = L.first_op; op < L.first_op + L.num_ops; ++op) {
+        if (m.ops[op].params == 0) continue;
+        const plan::SyncMethod method = sync_method(op);
+        if (method == plan::SyncMethod::none) continue;
+        if (method == plan::SyncMethod::sufficient_factor) {
+          if (!sufficient_factor_applies(m.ops[op], coster.split(op)))
+            return Error{fmt::format(
+                "plan: grad_sync[{}].method: sufficient_factor applies to matmul weights that are "
+                "not expert FFNs or split by batch; op \"{}\" is a {}{}",
+                sync_rule[op], m.ops[op].name, model::to_string(m.ops[op].kind),
+                coster.split(op) == plan::SplitKind::batch ? " split by batch" : "")};
+          out.factor_ops.push_back(op);
+          continue;
         }
-        parts.push_back(coster.collective(kind, group, grad_bytes * share, {}, algo));
+        const cost::Algorithm algo =
+            sync_rule[op] < 0 ? cost::Algorithm::automatic : p.grad_sync[sync_rule[op]].algorithm;
+        out.params[{method, algo}] += static_cast<double>(m.ops[op].params);
       }
-    } else {
-      // Replicas shard differently: every device takes part with its largest shard.
-      std::vector<int> group;
-      double share = 0;
-      for (const auto& r : st.replicas) {
-        group.insert(group.end(), r.devices.begin(), r.devices.end());
-        share = std::max(share, 1.0 / r.devices.size());
-      }
-      parts.push_back(coster.collective(kind, group, grad_bytes * share, {}, algo));
     }
-    return parts;
+    return out;
   }
 
   Result<bool> add_gradient_sync() {
+    find_sync_rules();
     const int S = static_cast<int>(p.stages.size());
+    const double batch = static_cast<double>(p.global_batch);
     for (int s = 0; s < S; ++s) {
       const auto& st = p.stages[s];
       const std::size_t R = st.replicas.size();
-      const plan::GradSync* rule = sync_rule(s);
-      const plan::SyncMethod method = rule ? rule->method : plan::SyncMethod::all_reduce;
-      const cost::Algorithm algo = rule ? rule->algorithm : cost::Algorithm::automatic;
-      if (method == plan::SyncMethod::sufficient_factor)
-        return Error{
-            fmt::format("plan: grad_sync: sufficient_factor synchronisation is not simulated yet "
-                        "(stage {})",
-                        s)};
       std::vector<int> sync_tasks;
-      if (R > 1 && method != plan::SyncMethod::none) {
-        cost::Collective kind = method == plan::SyncMethod::parameter_server
-                                    ? cost::Collective::ps_push_pull
-                                : p.zero_stage >= 1 ? cost::Collective::reduce_scatter
-                                                    : cost::Collective::all_reduce;
-        const int stream = g.add_stream();
-        for (std::size_t b = 0; b < buckets[s].size(); ++b) {
-          auto [off, count] = buckets[s][b];
-          double params = 0;
-          for (int k = off; k < off + count; ++k) params += layer_params(st.first_layer + k);
-          const auto parts = sync_parts(s, params * 2.0, kind, algo);
+      std::vector<std::vector<int>> rebuilt(R);  // per replica, its gradient rebuild tasks
+      bool synced = false;
+      const int stream = R > 1 ? g.add_stream() : -1;
+      for (std::size_t b = 0; b < buckets[s].size() && R > 1; ++b) {
+        auto [off, count] = buckets[s][b];
+        auto bucket = bucket_sync(s, off, count);
+        if (!bucket) return bucket.error();
+        for (const auto& [key, params] : bucket->params) {
+          const auto [method, algo] = key;
+          const cost::Collective kind = method == plan::SyncMethod::parameter_server
+                                            ? cost::Collective::ps_push_pull
+                                        : p.zero_stage >= 1 ? cost::Collective::reduce_scatter
+                                                            : cost::Collective::all_reduce;
+          const auto parts = coster.sync_parts(st, params * 2.0, kind, algo);
           const int t = add_transfer(TaskKind::grad_sync, stream, lane_of[s][0], -1, s, -1,
                                      static_cast<int>(b), parts);
           for (std::size_t r = 0; r < R; ++r) g.add_edge(bwd_buckets[s][r][b], t);
           sync_tasks.push_back(t);
+          synced = true;
         }
+        if (bucket->factor_ops.empty()) continue;
+        // Sufficient factors: every replica gathers the others' factors, then rebuilds the whole
+        // gradient on its compute stream.
+        const int t =
+            add_transfer(TaskKind::grad_sync, stream, lane_of[s][0], -1, s, -1, static_cast<int>(b),
+                         coster.factor_gathers(st, bucket->factor_ops, batch));
+        for (std::size_t r = 0; r < R; ++r) {
+          g.add_edge(bwd_buckets[s][r][b], t);
+          Task rt;
+          rt.kind = TaskKind::grad_rebuild;
+          rt.stream = lane_compute_stream[lane_of[s][r]];
+          rt.lane = lane_of[s][r];
+          rt.stage = s;
+          rt.bucket = static_cast<int>(b);
+          rt.duration = coster.rebuild_time(st, r, bucket->factor_ops, batch);
+          const int id = g.add_task(rt);
+          g.add_edge(t, id);
+          rebuilt[r].push_back(id);
+        }
+        synced = true;
       }
       // Ops split by batch inside a replica: their whole gradients are all-reduced over the
       // replica's devices once its backward pass ends, before its optimizer step.
@@ -445,8 +472,8 @@ struct Lowering {
         if (rep.devices.size() < 2) continue;
         const auto part = coster.collective(cost::Collective::all_reduce, rep.devices,
                                             batch_params * 2.0, rep.tp_shares);
-        inner[r] = add_transfer(TaskKind::grad_sync, g.add_stream(), lane_of[s][r], -1, s, -1, -1,
-                                {part});
+        inner[r] =
+            add_transfer(TaskKind::grad_sync, g.add_stream(), lane_of[s][r], -1, s, -1, -1, {part});
         g.add_edge(bwd_buckets[s][r].back(), inner[r]);
       }
       // Optimizer step on each replica, after its stage's gradients are synchronised.
@@ -462,13 +489,14 @@ struct Lowering {
         g.add_edge(bwd_buckets[s][r].back(), id);
         if (inner[r] >= 0) g.add_edge(inner[r], id);
         for (int st_id : sync_tasks) g.add_edge(st_id, id);
+        for (int rb : rebuilt[r]) g.add_edge(rb, id);
         opt.push_back(id);
       }
       // ZeRO 1 and 2: the updated parameter shards are gathered back (ZeRO-3 gathers them before
       // every pass instead).
-      if (R > 1 && (p.zero_stage == 1 || p.zero_stage == 2) && method != plan::SyncMethod::none) {
-        const auto parts = sync_parts(s, stage_params(s) * 2.0, cost::Collective::all_gather,
-                                      cost::Algorithm::automatic);
+      if (synced && (p.zero_stage == 1 || p.zero_stage == 2)) {
+        const auto parts = coster.sync_parts(
+            st, stage_params(s) * 2.0, cost::Collective::all_gather, cost::Algorithm::automatic);
         const int t = add_transfer(TaskKind::param_gather, g.add_stream(), lane_of[s][0], -1, s, -1,
                                    -1, parts);
         for (int id : opt) g.add_edge(id, t);
@@ -486,9 +514,9 @@ struct StageMemory {
 
 StageMemory stage_memory_of(const model::Model& m, const plan::Plan& p, const plan::Stage& st,
                             const plan::Replica& r, int j) {
-  cost::MemoryConfig cfg = memory_config(
-      m, p, st.first_layer, st.num_layers, r, j, static_cast<int>(st.replicas.size()),
-      r.batch_share * static_cast<double>(p.global_batch) / p.num_microbatches, 0);
+  cost::MemoryConfig cfg =
+      memory_config(m, p, st.first_layer, st.num_layers, r, j, static_cast<int>(st.replicas.size()),
+                    r.batch_share * static_cast<double>(p.global_batch) / p.num_microbatches, 0);
   StageMemory out;
   out.fixed = cost::stage_memory(m, cfg);
   cfg.inflight_microbatches = 1;

@@ -44,6 +44,118 @@ double StageCoster::batch_split_params(int first, int count) const {
   return params;
 }
 
+std::vector<cost::CollectiveCost> StageCoster::sync_parts(const plan::Stage& st, double grad_bytes,
+                                                          cost::Collective kind,
+                                                          cost::Algorithm algo) const {
+  std::vector<cost::CollectiveCost> parts;
+  const std::size_t tp = st.replicas[0].devices.size();
+  bool same_tp = true;
+  for (const auto& r : st.replicas) same_tp &= r.devices.size() == tp;
+  if (same_tp) {
+    for (std::size_t j = 0; j < tp; ++j) {
+      std::vector<int> group;
+      double share = 0;
+      for (const auto& r : st.replicas) {
+        group.push_back(r.devices[j]);
+        share = std::max(share, r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j]);
+      }
+      parts.push_back(collective(kind, group, grad_bytes * share, {}, algo));
+    }
+  } else {
+    // Replicas shard differently: every device takes part with its largest shard.
+    std::vector<int> group;
+    double share = 0;
+    for (const auto& r : st.replicas) {
+      group.insert(group.end(), r.devices.begin(), r.devices.end());
+      share = std::max(share, 1.0 / r.devices.size());
+    }
+    parts.push_back(collective(kind, group, grad_bytes * share, {}, algo));
+  }
+  return parts;
+}
+
+std::vector<cost::CollectiveCost> StageCoster::factor_gathers(const plan::Stage& st,
+                                                              const std::vector<int>& ops,
+                                                              double global_batch) const {
+  std::vector<cost::CollectiveCost> parts;
+  const std::size_t tp = st.replicas[0].devices.size();
+  bool same_tp = true;
+  for (const auto& r : st.replicas) same_tp &= r.devices.size() == tp;
+  auto per_sample = [&](const plan::Replica& r, std::size_t j) {
+    double bytes = 0;
+    for (int op : ops) bytes += factor_bytes(op, r, static_cast<int>(j));
+    return bytes;
+  };
+  if (!same_tp) {
+    // Replicas shard differently: one gather over every device, each contributing the factors of
+    // its shard for its replica's samples (a device receives more than its shard needs).
+    std::vector<int> group;
+    std::vector<double> contribution;
+    double total = 0;
+    for (const auto& r : st.replicas)
+      for (std::size_t j = 0; j < r.devices.size(); ++j) {
+        group.push_back(r.devices[j]);
+        contribution.push_back(per_sample(r, j) * global_batch * r.batch_share);
+        total += contribution.back();
+      }
+    for (double& x : contribution) x /= total;
+    parts.push_back(collective(cost::Collective::all_gather, group, total, contribution,
+                               cost::Algorithm::automatic));
+    return parts;
+  }
+  // One gather per tensor-parallel rank index: every sample of the iteration contributes its
+  // factors and replica r holds batch_share of them. Device j's bytes per sample differ between
+  // replicas only through uneven tp shares; the gather moves the largest.
+  std::vector<double> shares;
+  for (const auto& r : st.replicas) shares.push_back(r.batch_share);
+  for (std::size_t j = 0; j < tp; ++j) {
+    std::vector<int> group;
+    double most = 0;
+    for (const auto& r : st.replicas) {
+      group.push_back(r.devices[j]);
+      most = std::max(most, per_sample(r, j));
+    }
+    parts.push_back(collective(cost::Collective::all_gather, group, most * global_batch, shares,
+                               cost::Algorithm::automatic));
+  }
+  return parts;
+}
+
+double StageCoster::factor_bytes(int op, const plan::Replica& r, int j) const {
+  const model::Op& o = m_.ops[op];
+  const double share = op_share(op, r, j);
+  // The weight is k x n; a column-like split holds a slice of its n output features, a row split
+  // a slice of its k input features. Each sample contributes m rows of both factors.
+  double k = static_cast<double>(o.gemm.k), n = static_cast<double>(o.gemm.n);
+  if (share < 1.0) {
+    if (o.shard == model::ShardKind::row)
+      k *= share;
+    else
+      n *= share;
+  }
+  return static_cast<double>(o.gemm.batch_count * o.gemm.m) * (k + n) *
+         model::dtype_bytes(m_.dtype);
+}
+
+double StageCoster::rebuild_time(const plan::Stage& st, std::size_t r, const std::vector<int>& ops,
+                                 double global_batch) const {
+  // Rebuilding a weight gradient is the backward pass's weight-gradient GEMM, which has the
+  // forward GEMM's volume, over the samples of the other replicas (its own it computed already).
+  const plan::Replica& rep = st.replicas[r];
+  const double samples = global_batch * (1.0 - rep.batch_share);
+  double slowest = 0;
+  for (std::size_t j = 0; j < rep.devices.size(); ++j) {
+    double t = 0;
+    for (int op : ops)
+      t += compute_
+               .op_time(c_.type_of(rep.devices[j]), tg_.forward[op], samples,
+                        op_share(op, rep, static_cast<int>(j)), m_.dtype)
+               .value;
+    slowest = std::max(slowest, t);
+  }
+  return slowest;
+}
+
 cost::CollectiveCost StageCoster::collective(cost::Collective kind, const std::vector<int>& devices,
                                              double bytes, const std::vector<double>& shares,
                                              cost::Algorithm algo) const {

@@ -35,12 +35,31 @@ class StageCoster {
   // Parameters of layers [first, first + count) whose ops the plan splits by batch: every device
   // of a replica holds them whole and their gradients are all-reduced over the replica.
   double batch_split_params(int first, int count) const;
+  // Collectives that synchronise `grad_bytes` of a stage's gradients over its replicas: one per
+  // tensor-parallel rank index, each at that rank's largest share, when the replicas have the same
+  // size; otherwise one over every device, at the largest shard.
+  std::vector<cost::CollectiveCost> sync_parts(const plan::Stage& st, double grad_bytes,
+                                               cost::Collective kind, cost::Algorithm algo) const;
+  // Sufficient factor broadcasting (sim/grad_sync.h) of the weight gradients of `ops` over a
+  // stage's replicas, for an iteration of `global_batch` samples: the all-gathers of the factors
+  // (one per tensor-parallel rank index, or one over every device when the replicas' sizes
+  // differ), and replica r's time to
+  // rebuild its shards of the gradients from the other replicas' samples (its slowest device).
+  std::vector<cost::CollectiveCost> factor_gathers(const plan::Stage& st,
+                                                   const std::vector<int>& ops,
+                                                   double global_batch) const;
+  double rebuild_time(const plan::Stage& st, std::size_t r, const std::vector<int>& ops,
+                      double global_batch) const;
+  plan::SplitKind split(int op) const { return split_[op]; }
   // Cost of a collective, cached by (kind, devices, bytes, shares).
   cost::CollectiveCost collective(cost::Collective kind, const std::vector<int>& devices,
                                   double bytes, const std::vector<double>& shares,
                                   cost::Algorithm algo = cost::Algorithm::automatic) const;
 
  private:
+  // Bytes per sample of the factors device j of replica r holds for its shard of matmul `op`.
+  double factor_bytes(int op, const plan::Replica& r, int j) const;
+
   const model::Model& m_;
   const cluster::Cluster& c_;
   const plan::Plan& p_;

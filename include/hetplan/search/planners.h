@@ -111,6 +111,11 @@ PlannerOutput megatron_grid(const Context& ctx);
 PlannerOutput uneven_dp(const Context& ctx);
 // Pipeline partitioning over unlike device groups (see pipeline.cc).
 PlannerOutput pipeline(const Context& ctx);
+// Sufficient factor broadcasting (sim/grad_sync.h) for every op of p whose factors gather and
+// rebuild faster than its weight gradient all-reduces; p itself when no op gains. Ops that a
+// rule of p already names keep that rule only if it comes first, so rules for the switched ops
+// are put in front; the planner name gains "+sfb".
+plan::Plan with_sufficient_factors(const Context& ctx, const plan::Plan& p);
 // Frontier Tracking (TensorOpt) over the pipeline planner's decision space (shapes, micro-batches,
 // recompute, ZeRO, layer placement): the layer DP keeps per state an epsilon-Pareto set of
 // (time, memory) instead of one best, and every memory setting is explored.

@@ -9,7 +9,8 @@
 
 namespace hetplan::sim {
 
-enum class TaskKind { forward, backward, optimizer, p2p, grad_sync, param_gather };
+// grad_rebuild: a replica rebuilds weight gradients from gathered sufficient factors (compute).
+enum class TaskKind { forward, backward, optimizer, p2p, grad_sync, param_gather, grad_rebuild };
 const char* to_string(TaskKind k);
 
 struct TaskRecord {

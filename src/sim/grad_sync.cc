@@ -1,0 +1,52 @@
+#include "hetplan/sim/grad_sync.h"
+
+#include <algorithm>
+
+#include "stage_costs.h"
+
+namespace hetplan::sim {
+
+bool sufficient_factor_applies(const model::Op& op, plan::SplitKind split) {
+  return op.kind == model::OpKind::matmul && op.params > 0 && op.gemm.m > 0 &&
+         op.gemm.batch_count > 0 && op.shard != model::ShardKind::expert &&
+         split != plan::SplitKind::batch;
+}
+
+std::vector<FactorChoice> sufficient_factor_choices(const model::Model& m,
+                                                    const cluster::Cluster& c, const plan::Plan& p,
+                                                    const SimOptions& opts) {
+  const cost::ComputeCostModel compute(opts.compute, opts.profile);
+  const detail::StageCoster coster(m, c, p, compute, opts.network);
+  const double batch = static_cast<double>(p.global_batch);
+  const cost::Collective kind =
+      p.zero_stage >= 1 ? cost::Collective::reduce_scatter : cost::Collective::all_reduce;
+  auto slowest = [](const std::vector<cost::CollectiveCost>& parts) {
+    double t = 0;
+    for (const auto& part : parts) t = std::max(t, part.time.value);
+    return t;
+  };
+  std::vector<FactorChoice> out;
+  for (std::size_t s = 0; s < p.stages.size(); ++s) {
+    const plan::Stage& st = p.stages[s];
+    if (st.replicas.size() < 2) continue;
+    for (int li = st.first_layer; li < st.first_layer + st.num_layers; ++li) {
+      const model::Layer& layer = m.layers[li];
+      for (int op = layer.first_op; op < layer.first_op + layer.num_ops; ++op) {
+        if (!sufficient_factor_applies(m.ops[op], coster.split(op))) continue;
+        FactorChoice f;
+        f.op = op;
+        f.stage = static_cast<int>(s);
+        f.all_reduce_s = slowest(coster.sync_parts(st, static_cast<double>(m.ops[op].params) * 2.0,
+                                                   kind, cost::Algorithm::automatic));
+        double rebuild = 0;
+        for (std::size_t r = 0; r < st.replicas.size(); ++r)
+          rebuild = std::max(rebuild, coster.rebuild_time(st, r, {op}, batch));
+        f.sufficient_factor_s = slowest(coster.factor_gathers(st, {op}, batch)) + rebuild;
+        out.push_back(f);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace hetplan::sim
