@@ -5,12 +5,12 @@
 // 450 GB/s, NVLink 2 150 GB/s, PCIe 3.0/4.0 x16 15.75/31.5 GB/s per direction, InfiniBand HDR/NDR
 // 200/400 Gb/s); the mixed testbeds from shared/reference/seeds.md. Where a paper does not publish
 // a detail (intra-machine links, latencies) the value is a typical one for that hardware.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "hetplan/cluster/cluster_file.h"
 
@@ -23,7 +23,8 @@ struct PresetDef {
 };
 
 std::string dgx_a100(int n) {
-  return fmt::format(R"(# DGX A100 pod: {} nodes of 8x A100-SXM4-80GB on NVSwitch (NVLink 3, 300 GB/s per GPU per
+  return fmt::format(
+      R"(# DGX A100 pod: {} nodes of 8x A100-SXM4-80GB on NVSwitch (NVLink 3, 300 GB/s per GPU per
 # direction) and 8x 200 Gb/s HDR InfiniBand per node (one rail per GPU), non-blocking fabric.
 version: 1
 nodes:
@@ -35,11 +36,12 @@ nodes:
     nic: {{bandwidth: 200Gbps, count: 8, latency: 5us}}
 network: {{kind: switch}}
 )",
-                     n, n);
+      n, n);
 }
 
 std::string dgx_h100(int n) {
-  return fmt::format(R"(# DGX H100 pod: {} nodes of 8x H100-SXM5-80GB on NVSwitch (NVLink 4, 450 GB/s per GPU per
+  return fmt::format(
+      R"(# DGX H100 pod: {} nodes of 8x H100-SXM5-80GB on NVSwitch (NVLink 4, 450 GB/s per GPU per
 # direction) and 8x 400 Gb/s NDR InfiniBand per node (one rail per GPU), non-blocking fabric.
 version: 1
 nodes:
@@ -51,7 +53,7 @@ nodes:
     nic: {{bandwidth: 400Gbps, count: 8, latency: 5us}}
 network: {{kind: switch}}
 )",
-                     n, n);
+      n, n);
 }
 
 std::string heterog_mixed(int) {
@@ -179,7 +181,8 @@ network: {kind: switch}
 }
 
 std::string mixed_large(int a100_nodes, int v100_nodes) {
-  return fmt::format(R"(# Planner scaling: {} nodes of 8x A100-SXM4-40GB (8x 200 Gb/s) and {} nodes of 8x
+  return fmt::format(
+      R"(# Planner scaling: {} nodes of 8x A100-SXM4-40GB (8x 200 Gb/s) and {} nodes of 8x
 # V100-SXM2-16GB (4x 100 Gb/s) on a fat-tree with 2:1 oversubscription.
 version: 1
 nodes:
@@ -197,7 +200,24 @@ nodes:
     nic: {{bandwidth: 100Gbps, count: 4, latency: 5us}}
 network: {{kind: fat-tree, oversubscription: 2}}
 )",
-                     a100_nodes, v100_nodes, a100_nodes, v100_nodes);
+      a100_nodes, v100_nodes, a100_nodes, v100_nodes);
+}
+
+// The machine at hand as N CPU workers (processes) on one host, for `hetplan plan` and
+// `hetplan run` on CPUs; they talk over loopback TCP (Gloo).
+std::string cpu_host(int n) {
+  return fmt::format(R"(# This host as {} CPU worker processes talking over loopback TCP (Gloo).
+version: 1
+nodes:
+  - group: cpu
+    count: 1
+    device: cpu
+    devices_per_node: {}
+    intra_node: {{bandwidth: 5GB/s, latency: 20us}}
+    nic: {{bandwidth: 10Gbps, count: 1, latency: 20us}}
+network: {{kind: switch}}
+)",
+                     n, n);
 }
 
 std::string mixed_512(int) { return mixed_large(32, 32); }
@@ -205,15 +225,36 @@ std::string mixed_4096(int) { return mixed_large(256, 256); }
 
 const std::vector<PresetDef>& defs() {
   static const std::vector<PresetDef> list = {
-      {{"dgx-a100", "DGX A100 pod: N nodes x 8 A100-SXM4-80GB, NVSwitch 300 GB/s, 8x 200 Gb/s IB (dgx-a100:N, default 4)", 4}, dgx_a100},
-      {{"dgx-h100", "DGX H100 pod: N nodes x 8 H100-SXM5-80GB, NVSwitch 450 GB/s, 8x 400 Gb/s IB (dgx-h100:N, default 4)", 4}, dgx_h100},
-      {{"heterog-mixed", "HeteroG testbed: 2x2 V100 on 100 GbE, 2 GTX-1080Ti + 2 P100 on 50 GbE (8 GPUs, 4 servers)", 0}, heterog_mixed},
-      {{"tag-mixed", "TAG testbed: 4 V100 + 8 GTX-1080Ti + 4 P100 in 3 machines, 22 Gb/s between them", 0}, tag_mixed},
-      {{"hap-mixed", "HAP-style: 2 nodes x 8 V100 + 2 nodes x 8 P100 on 100 Gb/s Ethernet", 0}, hap_mixed},
-      {{"a100-v100", "2 nodes x 8 A100-SXM4-40GB + 2 nodes x 8 V100-SXM2-32GB on 100 Gb/s", 0}, a100_v100},
-      {{"h100-a100-l4", "1 DGX H100 + 2 DGX A100 + 2 servers x 4 L4 on one switch (28 GPUs)", 0}, h100_a100_l4},
-      {{"mixed-512", "256 A100-SXM4-40GB + 256 V100-SXM2-16GB, fat-tree 2:1 (planner scaling)", 0}, mixed_512},
-      {{"mixed-4096", "2048 A100-SXM4-40GB + 2048 V100-SXM2-16GB, fat-tree 2:1 (planner scaling)", 0}, mixed_4096},
+      {{"dgx-a100",
+        "DGX A100 pod: N nodes x 8 A100-SXM4-80GB, NVSwitch 300 GB/s, 8x 200 Gb/s IB (dgx-a100:N, "
+        "default 4)",
+        4},
+       dgx_a100},
+      {{"dgx-h100",
+        "DGX H100 pod: N nodes x 8 H100-SXM5-80GB, NVSwitch 450 GB/s, 8x 400 Gb/s IB (dgx-h100:N, "
+        "default 4)",
+        4},
+       dgx_h100},
+      {{"heterog-mixed",
+        "HeteroG testbed: 2x2 V100 on 100 GbE, 2 GTX-1080Ti + 2 P100 on 50 GbE (8 GPUs, 4 servers)",
+        0},
+       heterog_mixed},
+      {{"tag-mixed",
+        "TAG testbed: 4 V100 + 8 GTX-1080Ti + 4 P100 in 3 machines, 22 Gb/s between them", 0},
+       tag_mixed},
+      {{"hap-mixed", "HAP-style: 2 nodes x 8 V100 + 2 nodes x 8 P100 on 100 Gb/s Ethernet", 0},
+       hap_mixed},
+      {{"a100-v100", "2 nodes x 8 A100-SXM4-40GB + 2 nodes x 8 V100-SXM2-32GB on 100 Gb/s", 0},
+       a100_v100},
+      {{"h100-a100-l4", "1 DGX H100 + 2 DGX A100 + 2 servers x 4 L4 on one switch (28 GPUs)", 0},
+       h100_a100_l4},
+      {{"cpu", "This host as N CPU worker processes on loopback TCP (cpu:N, default 2)", 2},
+       cpu_host},
+      {{"mixed-512", "256 A100-SXM4-40GB + 256 V100-SXM2-16GB, fat-tree 2:1 (planner scaling)", 0},
+       mixed_512},
+      {{"mixed-4096", "2048 A100-SXM4-40GB + 2048 V100-SXM2-16GB, fat-tree 2:1 (planner scaling)",
+        0},
+       mixed_4096},
   };
   return list;
 }
@@ -277,8 +318,9 @@ Result<Cluster> load_cluster(std::string_view text, std::string_view source) {
   if (ref.def) {
     const ClusterPreset& p = ref.def->info;
     if (ref.nodes != 0 && p.default_nodes == 0)
-      return make_error(src, std::string(text),
-                        fmt::format("preset '{}' takes no node count (expected just '{}')", p.name, p.name));
+      return make_error(
+          src, std::string(text),
+          fmt::format("preset '{}' takes no node count (expected just '{}')", p.name, p.name));
     if (ref.nodes < 0 || ref.nodes > 8192)
       return make_error(src, std::string(text),
                         fmt::format("expected a node count from 1 to 8192 after '{}:'", p.name));
@@ -290,8 +332,9 @@ Result<Cluster> load_cluster(std::string_view text, std::string_view source) {
   }
   std::error_code ec;
   if (!std::filesystem::is_regular_file(std::filesystem::path(text), ec))
-    return make_error(src, "",
-                      fmt::format("'{}' is neither a preset ({}) nor a readable file", text, preset_names()));
+    return make_error(
+        src, "",
+        fmt::format("'{}' is neither a preset ({}) nor a readable file", text, preset_names()));
   return read_cluster_file(std::string(text));
 }
 

@@ -1,0 +1,35 @@
+// How a worker process finds its peers: the variables torchrun sets, or a local launch of N
+// worker processes on this host.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "hetplan/core/error.h"
+
+namespace hetplan::runtime {
+
+// One worker's place in the job. A single process without any of the variables is rank 0 of 1.
+struct RankEnv {
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+};
+
+// Reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE and LOCAL_RANK from `env` (as torchrun sets
+// them). RANK and WORLD_SIZE come together or not at all; errors name the variable and what was
+// expected.
+Result<RankEnv> rank_env_from(const std::map<std::string, std::string>& env);
+// The same, from the process environment.
+Result<RankEnv> rank_env_from_environment();
+
+// Starts `nprocs` copies of this executable with `args` (argv without the program name) and the
+// variables of ranks 0..nprocs-1 on 127.0.0.1 and a free port, and waits for them. When a worker
+// fails, the others are stopped. Returns the exit code to use: 0 when all succeeded, else the
+// first failure's code (a worker killed by a signal counts as 1).
+Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& args);
+
+}  // namespace hetplan::runtime

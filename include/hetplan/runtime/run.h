@@ -1,0 +1,49 @@
+// Executes a plan for real: libtorch modules built from the model description, c10d process
+// groups (Gloo on CPU) between the ranks, the plan's batch shares and micro-batches, and
+// measurements of every step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hetplan/core/error.h"
+#include "hetplan/model/model.h"
+#include "hetplan/plan/plan.h"
+#include "hetplan/runtime/launch.h"
+
+namespace hetplan::runtime {
+
+struct RunOptions {
+  int steps = 20;
+  std::uint64_t seed = 1;       // model initialisation and data
+  std::string data_file;        // text tokenised at byte level; empty: a synthetic token stream
+  double learning_rate = 1e-3;  // Adam
+  int threads_per_rank = 1;     // intra-op threads of each worker
+};
+
+// What one rank did over the run (seconds, summed over the measured steps).
+struct RankTimes {
+  double compute_s = 0;  // forward, backward and optimizer
+  double comm_s = 0;     // waiting for collectives
+  double idle_s = 0;     // the rest of the step time
+};
+
+struct RunResult {
+  std::vector<double> losses;        // per step, the global batch's mean loss
+  std::vector<double> step_times_s;  // per step, wall time on rank 0
+  double mean_step_time_s = 0;       // excluding the first two steps (when there are more)
+  std::vector<RankTimes> ranks;      // per rank, over the steps counted in mean_step_time_s
+  std::int64_t parameters = 0;       // of the executed module
+};
+
+// Why the runtime cannot execute this plan for this model, or ok. Checked before any worker
+// starts. `world_size` is the number of ranks the job will have.
+Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size);
+
+// Runs the plan on this rank. Every rank calls it with the same arguments and gets the same
+// losses and every rank's times; rank r of the job is replica r of the plan's one stage.
+Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const RunOptions& opts,
+                           const RankEnv& env);
+
+}  // namespace hetplan::runtime

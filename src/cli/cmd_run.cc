@@ -1,0 +1,182 @@
+// hetplan run: execute a plan for real on libtorch + c10d (Gloo), on local worker processes
+// (--nprocs) or as one rank of a torchrun-style job.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "hetplan/cluster/cluster_file.h"
+#include "hetplan/model/zoo.h"
+#include "hetplan/plan/plan_json.h"
+#include "hetplan/plan/strategy.h"
+#include "hetplan/plan/validate.h"
+#ifdef HETPLAN_WITH_RUNTIME
+#include "hetplan/runtime/launch.h"
+#include "hetplan/runtime/run.h"
+#endif
+
+namespace hetplan::cli {
+namespace {
+
+struct RunArgs {
+  std::string model = "mlp:layers=2,hidden=64,in=32,out=10";
+  std::string plan_file;
+  std::string strategy;
+  std::string cluster;
+  std::string data_file;
+  int steps = 20;
+  int nprocs = 0;
+  std::uint64_t seed = 1;
+  double learning_rate = 1e-3;
+  int threads = 1;
+  bool json = false;
+};
+
+#ifdef HETPLAN_WITH_RUNTIME
+
+// The arguments a worker started by --nprocs gets: the same run, without --nprocs.
+std::vector<std::string> worker_args(const RunArgs& a) {
+  std::vector<std::string> out{"run",
+                               "--model",
+                               a.model,
+                               "--steps",
+                               std::to_string(a.steps),
+                               "--seed",
+                               std::to_string(a.seed),
+                               "--lr",
+                               fmt::format("{}", a.learning_rate),
+                               "--threads",
+                               std::to_string(a.threads)};
+  auto add = [&](const char* flag, const std::string& v) {
+    if (!v.empty()) out.insert(out.end(), {flag, v});
+  };
+  add("--plan", a.plan_file);
+  add("--strategy", a.strategy);
+  add("--cluster", a.cluster);
+  add("--data", a.data_file);
+  if (a.json) out.push_back("--json");
+  return out;
+}
+
+void print_result(const runtime::RunResult& r, const plan::Plan& p, bool json) {
+  if (json) {
+    nlohmann::ordered_json j;
+    j["losses"] = r.losses;
+    j["step_times_s"] = r.step_times_s;
+    j["mean_step_time_s"] = r.mean_step_time_s;
+    j["world_size"] = r.ranks.size();
+    j["global_batch"] = p.global_batch;
+    j["parameters"] = r.parameters;
+    j["ranks"] = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < r.ranks.size(); ++i)
+      j["ranks"].push_back({{"rank", i},
+                            {"compute_s", r.ranks[i].compute_s},
+                            {"comm_s", r.ranks[i].comm_s},
+                            {"idle_s", r.ranks[i].idle_s}});
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
+    return;
+  }
+  fmt::print("{:>5} {:>12} {:>12}\n", "step", "loss", "time (ms)");
+  for (std::size_t s = 0; s < r.losses.size(); ++s)
+    fmt::print("{:>5} {:>12.6f} {:>12.2f}\n", s, r.losses[s], 1e3 * r.step_times_s[s]);
+  fmt::print("\nmean step time {:.2f} ms (steps after the first two), {} parameters, {} ranks\n",
+             1e3 * r.mean_step_time_s, r.parameters, r.ranks.size());
+  fmt::print("\n{:>5} {:>12} {:>12} {:>12}   (seconds over the measured steps)\n", "rank",
+             "compute", "comm", "idle");
+  for (std::size_t i = 0; i < r.ranks.size(); ++i)
+    fmt::print("{:>5} {:>12.4f} {:>12.4f} {:>12.4f}\n", i, r.ranks[i].compute_s, r.ranks[i].comm_s,
+               r.ranks[i].idle_s);
+}
+
+int run_run(const RunArgs& a) {
+  auto env = runtime::rank_env_from_environment();
+  if (!env) return report_error(env.error().message);
+  if (a.nprocs > 0 && env->world_size > 1)
+    return report_error(
+        "--nprocs: this process is already one rank of a job (RANK and WORLD_SIZE are set)");
+  const int world = a.nprocs > 0 ? a.nprocs : env->world_size;
+  auto m = model::load_model(a.model, "--model");
+  if (!m) return report_error(m.error().message);
+  const std::string cluster_spec = a.cluster.empty() ? fmt::format("cpu:{}", world) : a.cluster;
+  auto c = cluster::load_cluster(cluster_spec, "--cluster");
+  if (!c) return report_error(c.error().message);
+  if (!a.strategy.empty() && !a.plan_file.empty())
+    return report_error("--strategy and --plan: expected one of them, not both");
+  Result<plan::Plan> p = Error{""};
+  std::string source;
+  if (!a.plan_file.empty()) {
+    p = plan::read_plan_file(a.plan_file);
+    source = a.plan_file;
+  } else {
+    const std::string text =
+        a.strategy.empty() ? fmt::format("dp={},gbs={}", world, 8 * world) : a.strategy;
+    auto s = plan::parse_strategy(text, "--strategy");
+    if (!s) return report_error(s.error().message);
+    p = plan::plan_from_strategy(*s, *m, *c, "--strategy");
+    source = "--strategy";
+  }
+  if (!p) return report_error(p.error().message);
+  auto valid = plan::validate_plan(*p, *m, *c, source);
+  if (!valid) return report_error(valid.error().message);
+  auto executable = runtime::check_executable(*m, *p, world);
+  if (!executable) return report_error(executable.error().message);
+  if (a.steps < 1) return report_error("--steps: expected at least 1");
+
+  if (a.nprocs > 0) {
+    auto code = runtime::launch_local_workers(a.nprocs, worker_args(a));
+    if (!code) return report_error(code.error().message);
+    return *code;
+  }
+  runtime::RunOptions opts;
+  opts.steps = a.steps;
+  opts.seed = a.seed;
+  opts.data_file = a.data_file;
+  opts.learning_rate = a.learning_rate;
+  opts.threads_per_rank = a.threads;
+  auto r = runtime::run_plan(*m, *p, opts, *env);
+  if (!r) return report_error(fmt::format("rank {}: {}", env->rank, r.error().message));
+  if (env->rank == 0) print_result(*r, *p, a.json);
+  return 0;
+}
+
+#else
+
+int run_run(const RunArgs&) {
+  return report_error(
+      "run: this hetplan was built without the runtime (configure with -DHETPLAN_WITH_RUNTIME=ON "
+      "and libtorch installed)");
+}
+
+#endif
+
+}  // namespace
+
+Action add_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand(
+      "run", "Execute a plan for real on libtorch + c10d (Gloo on CPU) and measure it");
+  cmd->add_option("--model,-m", args->model,
+                  "Model: an MLP (mlp:...) or a GPT-style decoder (gpt:...) small enough for CPUs")
+      ->capture_default_str();
+  cmd->add_option("--plan,-p", args->plan_file, "A plan JSON file (e.g. from hetplan plan --out)");
+  cmd->add_option("--strategy,-s", args->strategy,
+                  "Shorthand instead of --plan (default: dp=<ranks>,gbs=<8 x ranks>)");
+  cmd->add_option("--cluster,-c", args->cluster,
+                  "The cluster the plan is for (default: cpu:<ranks>, this host's CPU workers)");
+  cmd->add_option("--steps", args->steps, "Training steps")->capture_default_str();
+  cmd->add_option("--nprocs", args->nprocs,
+                  "Start this many local worker processes (otherwise read RANK, WORLD_SIZE, "
+                  "MASTER_ADDR, MASTER_PORT as torchrun sets them)");
+  cmd->add_option("--data", args->data_file,
+                  "A text file to train on, tokenised at byte level (default: synthetic tokens)");
+  cmd->add_option("--seed", args->seed, "Seed of initialisation and data")->capture_default_str();
+  cmd->add_option("--lr", args->learning_rate, "Adam learning rate")->capture_default_str();
+  cmd->add_option("--threads", args->threads, "Intra-op threads per worker")->capture_default_str();
+  cmd->add_flag("--json", args->json,
+                "Print one JSON object: losses, step_times_s, mean_step_time_s, ranks");
+  return [args] { return run_run(*args); };
+}
+
+}  // namespace hetplan::cli

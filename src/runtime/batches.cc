@@ -1,0 +1,70 @@
+#include "batches.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iterator>
+
+namespace hetplan::runtime::detail {
+namespace {
+
+at::Generator generator(std::uint64_t seed) { return at::detail::createCPUGenerator(seed); }
+
+}  // namespace
+
+Result<BatchSource> BatchSource::create(const model::Model& m, std::uint64_t seed,
+                                        const std::string& text_file) {
+  BatchSource b;
+  b.m_ = &m;
+  b.seed_ = seed;
+  if (m.family == model::Family::mlp) {
+    if (!text_file.empty())
+      return Error{"--data: a text file feeds language models; an MLP trains on synthetic data"};
+    b.in_ = m.ops.front().gemm.k;
+    b.teacher_ = torch::randn({b.in_, m.num_classes}, generator(seed * 2 + 1));
+    return b;
+  }
+  if (!text_file.empty()) {
+    std::ifstream in(text_file, std::ios::binary);
+    if (!in) return Error{fmt::format("--data: {}: cannot read the file", text_file)};
+    std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>());
+    if (static_cast<std::int64_t>(bytes.size()) < m.seq_len + 2)
+      return Error{fmt::format("--data: {}: expected at least {} bytes (a sequence), got {}",
+                               text_file, m.seq_len + 2, bytes.size())};
+    if (m.vocab < 256)
+      return Error{fmt::format(
+          "--data: {}: byte-level tokens need a vocabulary of at least 256; the model has {}",
+          text_file, m.vocab)};
+    b.text_ =
+        torch::from_blob(bytes.data(), {static_cast<std::int64_t>(bytes.size())}, torch::kUInt8)
+            .to(torch::kLong);
+  }
+  return b;
+}
+
+Batch BatchSource::global(int step, std::int64_t samples) const {
+  auto gen = generator(seed_ * 1000003ULL + static_cast<std::uint64_t>(step) * 7919ULL + 17);
+  if (m_->family == model::Family::mlp) {
+    auto x = torch::randn({samples, in_}, gen);
+    return Batch{x, torch::matmul(x, teacher_).argmax(1)};
+  }
+  const std::int64_t s = m_->seq_len;
+  torch::Tensor tokens;
+  if (text_.defined()) {
+    auto starts = torch::randint(0, text_.size(0) - s - 1, {samples, 1}, gen);
+    tokens = text_.index({starts + torch::arange(s + 1, torch::kLong)});
+  } else {
+    const std::int64_t vocab = m_->vocab;
+    auto noise = torch::randint(0, vocab, {samples, s + 1}, gen);
+    auto random = torch::rand({samples, s + 1}, gen) < 0.1;
+    tokens = noise.clone();
+    for (std::int64_t t = 1; t <= s; ++t) {
+      auto next = (tokens.select(1, t - 1) * 31 + 7).remainder(vocab);
+      tokens.select(1, t).copy_(torch::where(random.select(1, t), noise.select(1, t), next));
+    }
+  }
+  return Batch{tokens.slice(1, 0, s), tokens.slice(1, 1, s + 1)};
+}
+
+}  // namespace hetplan::runtime::detail

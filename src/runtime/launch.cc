@@ -1,0 +1,134 @@
+#include "hetplan/runtime/launch.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+
+extern char** environ;
+
+namespace hetplan::runtime {
+namespace {
+
+Result<int> int_var(const std::map<std::string, std::string>& env, const std::string& name, int lo,
+                    int hi) {
+  const std::string& text = env.at(name);
+  int v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || v < lo || v > hi)
+    return Error{fmt::format("environment variable {}: expected an integer in [{}, {}], got \"{}\"",
+                             name, lo, hi, text)};
+  return v;
+}
+
+// A port the kernel considers free right now (bound to port 0, then released).
+Result<int> free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return Error{fmt::format("--nprocs: cannot open a socket: {}", std::strerror(errno))};
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  if (!ok) return Error{fmt::format("--nprocs: cannot find a free port: {}", std::strerror(errno))};
+  return static_cast<int>(ntohs(addr.sin_port));
+}
+
+}  // namespace
+
+Result<RankEnv> rank_env_from(const std::map<std::string, std::string>& env) {
+  RankEnv r;
+  const bool has_rank = env.count("RANK") > 0, has_world = env.count("WORLD_SIZE") > 0;
+  if (has_rank != has_world)
+    return Error{fmt::format("environment variable {}: expected it set together with {}",
+                             has_rank ? "WORLD_SIZE" : "RANK", has_rank ? "RANK" : "WORLD_SIZE")};
+  if (has_world) {
+    auto world = int_var(env, "WORLD_SIZE", 1, 1 << 20);
+    if (!world) return world.error();
+    r.world_size = *world;
+    auto rank = int_var(env, "RANK", 0, r.world_size - 1);
+    if (!rank) return rank.error();
+    r.rank = *rank;
+    r.local_rank = r.rank;
+  }
+  if (env.count("LOCAL_RANK")) {
+    auto local = int_var(env, "LOCAL_RANK", 0, r.world_size - 1);
+    if (!local) return local.error();
+    r.local_rank = *local;
+  }
+  if (env.count("MASTER_ADDR")) {
+    r.master_addr = env.at("MASTER_ADDR");
+    if (r.master_addr.empty())
+      return Error{"environment variable MASTER_ADDR: expected a host name or address"};
+  }
+  if (env.count("MASTER_PORT")) {
+    auto port = int_var(env, "MASTER_PORT", 1, 65535);
+    if (!port) return port.error();
+    r.master_port = *port;
+  }
+  return r;
+}
+
+Result<RankEnv> rank_env_from_environment() {
+  std::map<std::string, std::string> env;
+  for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"})
+    if (const char* v = std::getenv(name)) env[name] = v;
+  return rank_env_from(env);
+}
+
+Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& args) {
+  if (nprocs < 1) return Error{"--nprocs: expected at least 1 process"};
+  auto port = free_port();
+  if (!port) return port.error();
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < nprocs; ++rank) {
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      for (pid_t p : pids) ::kill(p, SIGTERM);
+      return Error{fmt::format("--nprocs: cannot start worker {}: {}", rank, std::strerror(errno))};
+    }
+    if (pid == 0) {
+      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+      ::setenv("MASTER_PORT", std::to_string(*port).c_str(), 1);
+      ::setenv("RANK", std::to_string(rank).c_str(), 1);
+      ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(nprocs).c_str(), 1);
+      std::vector<std::string> argv_s{"hetplan"};
+      argv_s.insert(argv_s.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (auto& a : argv_s) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execve("/proc/self/exe", argv.data(), environ);
+      std::fprintf(stderr, "hetplan: error: --nprocs: cannot start worker %d: %s\n", rank,
+                   std::strerror(errno));
+      ::_exit(127);
+    }
+    pids.push_back(pid);
+  }
+  int code = 0;
+  for (std::size_t left = pids.size(); left > 0; --left) {
+    int status = 0;
+    const pid_t done = ::waitpid(-1, &status, 0);
+    if (done < 0) break;
+    const int c = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    if (c != 0 && code == 0) {
+      code = c;
+      for (pid_t p : pids)
+        if (p != done) ::kill(p, SIGTERM);
+    }
+  }
+  return code;
+}
+
+}  // namespace hetplan::runtime

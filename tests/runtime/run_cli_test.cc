@@ -1,0 +1,101 @@
+// hetplan run: data-parallel runs over 2 to 3 Gloo processes give the losses of a single-process
+// run of the same model, data, seed and global batch (fp32, within 1e-4 relative).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "../cli/run_command.h"
+
+namespace hetplan::runtime {
+namespace {
+
+using cli::testing::run_hetplan;
+
+constexpr const char* kMlp = "mlp:layers=2,hidden=64,in=32,out=10";
+constexpr const char* kGpt = "gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256";
+
+std::vector<double> losses(const std::string& args) {
+  auto r = run_hetplan("run --json --steps 20 " + args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.exit_code != 0) return {};
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["losses"].size(), 20u);
+  EXPECT_EQ(j["step_times_s"].size(), 20u);
+  EXPECT_GT(j["mean_step_time_s"].get<double>(), 0);
+  return j["losses"].get<std::vector<double>>();
+}
+
+void expect_same_losses(const std::vector<double>& a, const std::vector<double>& b) {
+  ASSERT_EQ(a.size(), 20u);
+  ASSERT_EQ(b.size(), 20u);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-4 * std::abs(a[i])) << "step " << i;
+}
+
+// A one-stage plan with one device per replica and the given samples per replica.
+std::string uneven_plan(int layers, const std::vector<int>& samples, int microbatches) {
+  int total = 0;
+  for (int s : samples) total += s;
+  nlohmann::json replicas = nlohmann::json::array();
+  for (std::size_t r = 0; r < samples.size(); ++r)
+    replicas.push_back(
+        {{"devices", {r}}, {"batch_share", static_cast<double>(samples[r]) / total}});
+  nlohmann::json plan = {
+      {"version", 1},
+      {"global_batch", total},
+      {"num_microbatches", microbatches},
+      {"stages", {{{"first_layer", 0}, {"num_layers", layers}, {"replicas", replicas}}}}};
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_uneven_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << plan.dump();
+  return file.string();
+}
+
+TEST(RunCli, DataParallelMatchesOneProcess) {
+  const auto one = losses(std::string("--model ") + kMlp + " --strategy dp=1,gbs=16");
+  const auto two = losses(std::string("--model ") + kMlp + " --nprocs 2 --strategy dp=2,gbs=16");
+  expect_same_losses(one, two);
+  EXPECT_LT(one.back(), one.front());  // it learns
+}
+
+TEST(RunCli, UnevenSharesAndMicroBatchesMatchOneProcess) {
+  const auto one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=12");
+  const auto plan = uneven_plan(4, {2, 4, 6}, 2);  // embedding, 2 blocks, head
+  const auto three = losses(std::string("--model ") + kGpt + " --nprocs 3 --plan " + plan);
+  std::filesystem::remove(plan);
+  expect_same_losses(one, three);
+  EXPECT_LT(one.back(), one.front());
+}
+
+TEST(RunCli, TrainsOnATextFile) {
+  // Any text file Debian ships: the GPL, tokenised at byte level.
+  const std::string data = " --data /usr/share/common-licenses/GPL-3";
+  const auto one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=8" + data);
+  const auto two =
+      losses(std::string("--model ") + kGpt + " --nprocs 2 --strategy dp=2,gbs=8" + data);
+  expect_same_losses(one, two);
+  EXPECT_LT(one.back(), one.front());
+}
+
+TEST(RunCli, RefusesWhatItCannotExecuteBeforeStarting) {
+  auto r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 2 --strategy tp=2,gbs=8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("tensor parallelism (2 devices) is not executed yet"), std::string::npos)
+      << r.err;
+  r = run_hetplan(std::string("run --model ") + kMlp + " --nprocs 2 --strategy dp=4,gbs=8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--strategy"), std::string::npos) << r.err;
+  r = run_hetplan("run --model resnet50 --strategy dp=1,gbs=8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("a cnn model is not executed yet"), std::string::npos) << r.err;
+  r = run_hetplan(std::string("run --model ") + kGpt + " --data /nonexistent/file.txt");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--data: /nonexistent/file.txt: cannot read the file"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("terminate"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetplan::runtime
