@@ -11,6 +11,7 @@ Model build_bert(const BertConfig& c) {
   b.pre_norm = false;
   Model m;
   describe_transformer(m, Family::encoder, b, c.layers, c.vocab);
+  m.dtype = c.dtype;
   GraphBuilder g(m);
   const double act = g.act(), sh = static_cast<double>(c.seq) * static_cast<double>(c.hidden);
   const double h = static_cast<double>(c.hidden);

@@ -17,12 +17,14 @@ struct GptConfig {
   std::int64_t positions = 0;  // learned position embeddings (OPT keeps 2 extra)
   bool pre_norm = true;        // post-norm models (OPT-350M) have no final norm
   bool tied = true;            // LM head shares the word embedding
+  DType dtype = DType::bf16;   // compute and activation dtype (spec key dtype=)
 };
 Model build_gpt(const GptConfig& c);
 
 // BERT: post-norm encoder with token-type embeddings, MLM head (tied decoder) and NSP head.
 struct BertConfig {
   std::int64_t layers = 0, hidden = 0, heads = 0, ffn = 0, seq = 0, vocab = 0, type_vocab = 2;
+  DType dtype = DType::bf16;  // compute and activation dtype (spec key dtype=)
 };
 Model build_bert(const BertConfig& c);
 
@@ -30,6 +32,7 @@ Model build_bert(const BertConfig& c);
 struct VitConfig {
   std::int64_t layers = 0, hidden = 0, heads = 0, mlp = 0, patch = 0, image = 0, classes = 0;
   std::int64_t channels = 3;
+  DType dtype = DType::bf16;  // compute and activation dtype (spec key dtype=)
 };
 Model build_vit(const VitConfig& c);
 
@@ -39,23 +42,27 @@ struct LlamaConfig {
                vocab = 0;
   bool tied = false;
   std::int64_t experts = 0, top_k = 0;
+  DType dtype = DType::bf16;  // compute and activation dtype (spec key dtype=)
 };
 Model build_llama(const LlamaConfig& c);
 
 struct ResnetConfig {
   int depth = 50;  // 50, 101, 152 (bottleneck blocks)
   std::int64_t image = 224, classes = 1000;
+  DType dtype = DType::bf16;  // compute and activation dtype (spec key dtype=)
 };
 Model build_resnet(const ResnetConfig& c);
 
 struct VggConfig {
   int depth = 16;  // 11, 13, 16, 19
   std::int64_t image = 224, classes = 1000;
+  DType dtype = DType::bf16;  // compute and activation dtype (spec key dtype=)
 };
 Model build_vgg(const VggConfig& c);
 
 struct InceptionConfig {
   std::int64_t image = 299, classes = 1000;
+  DType dtype = DType::bf16;  // compute and activation dtype (spec key dtype=)
 };
 Model build_inception_v3(const InceptionConfig& c);
 
@@ -63,6 +70,7 @@ Model build_inception_v3(const InceptionConfig& c);
 // cross-entropy. One sample is one input vector.
 struct MlpConfig {
   std::int64_t layers = 0, hidden = 0, in = 0, out = 0;
+  DType dtype = DType::bf16;  // compute and activation dtype (spec key dtype=)
 };
 Model build_mlp(const MlpConfig& c);
 

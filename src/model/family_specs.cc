@@ -49,6 +49,11 @@ TransformerDims read_dims(SpecArgs& a, bool allow_head_dim) {
   return d;
 }
 
+// The optional dtype= key every family takes: the compute and activation dtype.
+DType read_dtype(SpecArgs& a) {
+  return *parse_dtype(a.choice("dtype", "bf16", {"bf16", "fp16", "fp32"}));
+}
+
 Model gpt(SpecArgs& a) {
   const TransformerDims d = read_dims(a, true);
   GptConfig c;
@@ -64,6 +69,7 @@ Model gpt(SpecArgs& a) {
   if (c.positions < c.seq) a.fail("positions", fmt::format("expected at least seq ({})", c.seq));
   c.pre_norm = a.choice("norm", "pre", {"pre", "post"}) == "pre";
   c.tied = a.flag("tied", true);
+  c.dtype = read_dtype(a);
   a.finish();
   const double attn = static_cast<double>(c.heads * c.head_dim);
   check_size(
@@ -89,6 +95,7 @@ LlamaConfig llama_config(SpecArgs& a, std::int64_t default_seq, std::int64_t def
   c.seq = a.integer("seq", default_seq, 1, kMaxSeq);
   c.vocab = a.integer("vocab", default_vocab, 1, kMaxVocab);
   c.tied = a.flag("tied", false);
+  c.dtype = read_dtype(a);
   return c;
 }
 
@@ -126,6 +133,7 @@ Model bert(SpecArgs& a) {
   c.seq = a.integer("seq", 512, 1, kMaxSeq);
   c.vocab = a.integer("vocab", 30522, 1, kMaxVocab);
   c.ffn = a.integer("ffn", 4 * c.hidden, 1, 10 * kMaxWidth);
+  c.dtype = read_dtype(a);
   a.finish();
   return build_bert(c);
 }
@@ -142,6 +150,7 @@ Model vit(SpecArgs& a) {
   if (c.image % c.patch != 0)
     a.fail("image", fmt::format("expected a multiple of patch ({})", c.patch));
   c.classes = a.integer("classes", 1000, 1, kMaxVocab);
+  c.dtype = read_dtype(a);
   a.finish();
   return build_vit(c);
 }
@@ -152,6 +161,7 @@ Model resnet(SpecArgs& a) {
   if (c.depth != 50 && c.depth != 101 && c.depth != 152) a.fail("depth", "expected 50, 101 or 152");
   c.image = a.integer("image", 224, 32, kMaxImage);
   c.classes = a.integer("classes", 1000, 1, kMaxVocab);
+  c.dtype = read_dtype(a);
   a.finish();
   return build_resnet(c);
 }
@@ -163,6 +173,7 @@ Model vgg(SpecArgs& a) {
     a.fail("depth", "expected 11, 13, 16 or 19");
   c.image = a.integer("image", 224, 32, kMaxImage);
   c.classes = a.integer("classes", 1000, 1, kMaxVocab);
+  c.dtype = read_dtype(a);
   a.finish();
   return build_vgg(c);
 }
@@ -172,6 +183,7 @@ Model inception(SpecArgs& a) {
   InceptionConfig c;
   c.image = a.integer("image", 299, 75, kMaxImage);
   c.classes = a.integer("classes", 1000, 1, kMaxVocab);
+  c.dtype = read_dtype(a);
   a.finish();
   return build_inception_v3(c);
 }
@@ -182,6 +194,7 @@ Model mlp(SpecArgs& a) {
   c.hidden = a.required("hidden", 1, kMaxWidth);
   c.in = a.required("in", 1, kMaxWidth);
   c.out = a.required("out", 1, kMaxVocab);
+  c.dtype = read_dtype(a);
   a.finish();
   return build_mlp(c);
 }

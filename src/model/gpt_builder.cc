@@ -9,6 +9,7 @@ Model build_gpt(const GptConfig& c) {
   b.pre_norm = c.pre_norm;
   Model m;
   describe_transformer(m, Family::decoder_lm, b, c.layers, c.vocab);
+  m.dtype = c.dtype;
   GraphBuilder g(m);
   const double act = g.act(), sh = static_cast<double>(c.seq) * static_cast<double>(c.hidden);
   const double se = static_cast<double>(c.seq) * static_cast<double>(c.embed);

@@ -42,10 +42,10 @@ constexpr DoubleField kOpCosts[] = {
     {"output_bytes", &Op::output_bytes},
 };
 
-const std::vector<std::string> kOpKeys = {"name",          "kind",   "shard",       "layer",
-                                          "inputs",        "flops",  "bytes_read",  "bytes_written",
-                                          "saved_bytes",   "output_bytes", "params", "tied_params", "gemm",
-                                          "attention_core"};
+const std::vector<std::string> kOpKeys = {
+    "name",   "kind",        "shard",         "layer",         "inputs",
+    "flops",  "bytes_read",  "bytes_written", "saved_bytes",   "output_bytes",
+    "params", "tied_params", "gemm",          "attention_core"};
 
 Json op_to_json(const Op& op) {
   Json j;

@@ -85,6 +85,7 @@ Model build_inception_v3(const InceptionConfig& c) {
   m.image_size = static_cast<int>(c.image);
   m.num_classes = static_cast<int>(c.classes);
   m.num_blocks = 11;
+  m.dtype = c.dtype;
   GraphBuilder g(m);
 
   g.begin_layer("stem", LayerKind::conv_block);

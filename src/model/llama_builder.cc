@@ -22,6 +22,7 @@ Model build_llama(const LlamaConfig& c) {
   Model m;
   describe_transformer(m, c.experts > 0 ? Family::moe_lm : Family::decoder_lm, b, c.layers,
                        c.vocab);
+  m.dtype = c.dtype;
   GraphBuilder g(m);
 
   // RoPE has no parameters and no embedding op: positions enter in each block's rope op.

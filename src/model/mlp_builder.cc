@@ -11,6 +11,7 @@ Model build_mlp(const MlpConfig& c) {
   m.hidden = static_cast<int>(c.hidden);
   m.num_blocks = static_cast<int>(c.layers);
   m.num_classes = static_cast<int>(c.out);
+  m.dtype = c.dtype;
   GraphBuilder g(m);
   const double act = g.act();
   int x = -1;

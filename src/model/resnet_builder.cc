@@ -17,6 +17,7 @@ Model build_resnet(const ResnetConfig& c) {
   m.image_size = static_cast<int>(c.image);
   m.num_classes = static_cast<int>(c.classes);
   m.num_blocks = blocks[0] + blocks[1] + blocks[2] + blocks[3];
+  m.dtype = c.dtype;
   GraphBuilder g(m);
 
   g.begin_layer("stem", LayerKind::conv_block);

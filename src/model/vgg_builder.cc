@@ -30,6 +30,7 @@ Model build_vgg(const VggConfig& c) {
   m.image_size = static_cast<int>(c.image);
   m.num_classes = static_cast<int>(c.classes);
   m.num_blocks = 5;
+  m.dtype = c.dtype;
   GraphBuilder g(m);
   const double act = g.act();
 

@@ -12,6 +12,7 @@ Model build_vit(const VitConfig& c) {
   describe_transformer(m, Family::vision_transformer, b, c.layers, 0);
   m.image_size = static_cast<int>(c.image);
   m.num_classes = static_cast<int>(c.classes);
+  m.dtype = c.dtype;
   GraphBuilder g(m);
   const double act = g.act(), sh = static_cast<double>(seq) * static_cast<double>(c.hidden);
   const double pixels = static_cast<double>(c.channels * c.image * c.image);

@@ -94,7 +94,26 @@ TEST(SpecParse, UnknownKeyListsTheKnownOnes) {
   const std::string e = error_of("bert:layers=2,hidden=64,heads=4,experts=8");
   EXPECT_EQ(e,
             "--model: bert: experts=8: unknown key; expected one of layers, hidden, heads, seq, "
-            "vocab, ffn");
+            "vocab, ffn, dtype");
+}
+
+TEST(SpecParse, DtypeSetsTheActivationBytes) {
+  // Every family takes dtype=; activations are counted in it, parameters do not change.
+  for (const char* spec :
+       {"mlp:layers=1,hidden=4,in=3,out=2", "gpt:layers=1,hidden=64,heads=4", "resnet",
+        "vit:layers=1,hidden=64,heads=4", "llama:layers=1,hidden=64,heads=4"}) {
+    auto bf16 = load_model(spec);
+    auto fp32 =
+        load_model(std::string(spec) +
+                   (std::string(spec).find(':') == std::string::npos ? ":" : ",") + "dtype=fp32");
+    ASSERT_TRUE(bf16 && fp32) << spec;
+    EXPECT_EQ(bf16->dtype, DType::bf16);
+    EXPECT_EQ(fp32->dtype, DType::fp32);
+    EXPECT_EQ(fp32->parameters(), bf16->parameters());
+    EXPECT_DOUBLE_EQ(fp32->layer_output_bytes(0), 2 * bf16->layer_output_bytes(0)) << spec;
+  }
+  EXPECT_EQ(error_of("mlp:layers=1,hidden=4,in=3,out=2,dtype=int8"),
+            "--model: mlp: dtype=int8: expected one of bf16, fp16, fp32");
 }
 
 TEST(SpecParse, UnknownNames) {
