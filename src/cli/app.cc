@@ -42,6 +42,7 @@ int run_main(int argc, char** argv) {
   add(add_pareto_command);
   add(add_simulate_command);
   add(add_run_command);
+  add(add_calibrate_command);
   add(add_models_command);
   add(add_devices_command);
   add(add_clusters_command);

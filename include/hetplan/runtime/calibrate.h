@@ -1,0 +1,28 @@
+// Measures the op kinds the cost model knows on the local device with libtorch, over a range of
+// sizes, and returns them as a calibration profile the cost model reads (cost/compute_cost.h).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "hetplan/core/error.h"
+#include "hetplan/cost/compute_cost.h"
+
+namespace hetplan::runtime {
+
+struct CalibrateOptions {
+  std::string device = "cpu";       // "cpu" or "cuda"
+  std::string device_type = "cpu";  // the catalog name the points are filed under
+  int threads = 1;                  // intra-op threads (cpu), as each `hetplan run` worker uses
+  double seconds_per_point = 0.02;  // repeat each measurement for at least this long
+  int sizes = 7;                    // sizes per op kind, growing geometrically
+  std::string measured_on;          // date written into the profile
+};
+
+// Every op kind gets `sizes` points (forward pass only; the cost model scales backward passes by
+// their FLOPs or bytes). GEMM-like kinds are timed over FLOPs, the others over bytes moved.
+// Times are in the runtime's dtype: fp32 on CPU, bf16 on CUDA.
+Result<cost::CalibrationProfile> calibrate(const CalibrateOptions& opts,
+                                           const std::function<void(const std::string&)>& progress);
+
+}  // namespace hetplan::runtime

@@ -1,0 +1,95 @@
+// hetplan calibrate: time the cost model's op kinds on this machine and write a calibration
+// profile that simulate, plan and pareto read with --calibration.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "commands.h"
+#include "hetplan/cluster/device_type.h"
+#include "hetplan/cost/compute_cost.h"
+#ifdef HETPLAN_WITH_RUNTIME
+#include "hetplan/runtime/calibrate.h"
+#endif
+
+namespace hetplan::cli {
+namespace {
+
+struct CalibrateArgs {
+  std::string device = "cpu";
+  std::string device_type;
+  std::string out;
+  int threads = 1;
+  int sizes = 7;
+  double seconds_per_point = 0.02;
+};
+
+std::string today() {
+  const std::time_t t = std::time(nullptr);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+int run_calibrate(const CalibrateArgs& a) {
+#ifdef HETPLAN_WITH_RUNTIME
+  if (a.device != "cpu" && a.device != "cuda")
+    return report_error(fmt::format("--device: expected cpu or cuda, got \"{}\"", a.device));
+  runtime::CalibrateOptions o;
+  o.device = a.device;
+  o.device_type = a.device_type.empty() ? (a.device == "cpu" ? "cpu" : "") : a.device_type;
+  if (o.device_type.empty())
+    return report_error(
+        "--device-type: expected the catalog name of this GPU (e.g. H100-SXM5-80GB)");
+  if (!cluster::find_device_type(o.device_type))
+    return report_error(
+        fmt::format("--device-type: \"{}\" is not in the device catalog (hetplan devices lists it)",
+                    o.device_type));
+  if (a.seconds_per_point <= 0 || a.seconds_per_point > 10)
+    return report_error("--seconds-per-point: expected a number in (0, 10]");
+  o.threads = a.threads;
+  o.sizes = a.sizes;
+  o.seconds_per_point = a.seconds_per_point;
+  o.measured_on = today();
+  const bool tty = isatty(fileno(stderr));
+  auto prof = runtime::calibrate(o, [tty](const std::string& line) {
+    if (tty) std::fprintf(stderr, "hetplan: %s\n", line.c_str());
+  });
+  if (!prof) return report_error(prof.error().message);
+  if (!write_output_file(a.out, cost::calibration_profile_to_json(*prof))) return 2;
+  std::size_t points = 0;
+  for (const auto& [dev, kinds] : prof->points)
+    for (const auto& [kind, pts] : kinds) points += pts.size();
+  fmt::print("wrote {} ({} points for {} on {})\n", a.out, points, o.device_type, a.device);
+  return 0;
+#else
+  (void)a;
+  return report_error(
+      "calibrate: this hetplan was built without the runtime (configure with "
+      "-DHETPLAN_WITH_RUNTIME=ON and libtorch installed)");
+#endif
+}
+
+}  // namespace
+
+Action add_calibrate_command(CLI::App& app) {
+  auto args = std::make_shared<CalibrateArgs>();
+  auto* cmd = app.add_subcommand(
+      "calibrate",
+      "Time the cost model's op kinds on this machine and write a calibration profile");
+  cmd->add_option("--device", args->device, "cpu or cuda")->capture_default_str();
+  cmd->add_option("--device-type", args->device_type,
+                  "Catalog name to file the points under (default for cpu: cpu)");
+  cmd->add_option("--out,-o", args->out, "The profile to write (JSON)")->required();
+  cmd->add_option("--threads", args->threads, "Intra-op threads, as each run worker uses")
+      ->capture_default_str();
+  cmd->add_option("--sizes", args->sizes, "Sizes per op kind (2 to 10)")->capture_default_str();
+  cmd->add_option("--seconds-per-point", args->seconds_per_point,
+                  "Repeat each measurement for at least this long")
+      ->capture_default_str();
+  return [args] { return run_calibrate(*args); };
+}
+
+}  // namespace hetplan::cli

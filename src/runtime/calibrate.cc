@@ -1,0 +1,193 @@
+#include "hetplan/runtime/calibrate.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+
+namespace hetplan::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using model::OpKind;
+
+// One op at one size: what it computes and moves, and how to run it once.
+struct Probe {
+  double flops = 0;
+  double bytes = 0;
+  std::function<torch::Tensor()> run;
+};
+
+class Timer {
+ public:
+  Timer(torch::Device dev, double min_seconds) : dev_(dev), min_s_(min_seconds) {}
+  // Seconds per run: one warm-up, then repeated until min_seconds have passed (at least 3 runs).
+  double time(const Probe& p) const {
+    sync(p.run());
+    int reps = 0;
+    const auto start = Clock::now();
+    double elapsed = 0;
+    while (reps < 3 || elapsed < min_s_) {
+      sync(p.run());
+      ++reps;
+      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      if (reps >= 100000) break;
+    }
+    return elapsed / reps;
+  }
+
+ private:
+  void sync(const torch::Tensor& t) const {
+    if (dev_.is_cuda()) torch::cuda::synchronize();
+    (void)t;
+  }
+  torch::Device dev_;
+  double min_s_;
+};
+
+// Probes of one kind at size index i of n (larger i, larger problem).
+Probe probe(OpKind kind, int i, const torch::TensorOptions& o) {
+  const double eb = static_cast<double>(torch::elementSize(torch::typeMetaToScalarType(o.dtype())));
+  const auto s = static_cast<std::int64_t>(16) << i;  // 16 .. 16 * 2^(n-1)
+  const std::int64_t rows = 64LL << i;                // rows of memory-bound ops
+  const std::int64_t width = 1024;
+  Probe p;
+  switch (kind) {
+    case OpKind::matmul:
+    case OpKind::moe_router: {
+      const std::int64_t n = kind == OpKind::matmul ? s : 8;
+      auto a = torch::randn({s, s}, o), b = torch::randn({s, n}, o);
+      p.flops = 2.0 * s * s * n;
+      p.bytes = eb * (s * s + s * n + s * n);
+      p.run = [a, b] { return torch::matmul(a, b); };
+      break;
+    }
+    case OpKind::batched_matmul: {
+      auto a = torch::randn({8, s, 64}, o), b = torch::randn({8, 64, s}, o);
+      p.flops = 2.0 * 8 * s * 64 * s;
+      p.bytes = eb * (2 * 8 * s * 64 + 8 * s * s);
+      p.run = [a, b] { return torch::bmm(a, b); };
+      break;
+    }
+    case OpKind::conv2d: {
+      const std::int64_t c = std::max<std::int64_t>(8, s / 2);
+      auto x = torch::randn({1, c, 32, 32}, o), w = torch::randn({c, c, 3, 3}, o);
+      p.flops = 2.0 * c * c * 9 * 32 * 32;
+      p.bytes = eb * (2 * c * 32 * 32 + c * c * 9);
+      p.run = [x, w] { return torch::conv2d(x, w, {}, 1, 1); };
+      break;
+    }
+    case OpKind::softmax: {
+      auto x = torch::randn({rows, width}, o);
+      p.bytes = eb * 2 * rows * width;
+      p.flops = 5.0 * rows * width;
+      p.run = [x] { return torch::softmax(x, -1); };
+      break;
+    }
+    case OpKind::layernorm: {
+      auto x = torch::randn({rows, width}, o), w = torch::ones({width}, o),
+           b = torch::zeros({width}, o);
+      p.bytes = eb * 2 * rows * width;
+      p.flops = 8.0 * rows * width;
+      p.run = [x, w, b, width] { return torch::layer_norm(x, {width}, w, b); };
+      break;
+    }
+    case OpKind::rmsnorm: {
+      auto x = torch::randn({rows, width}, o), w = torch::ones({width}, o);
+      p.bytes = eb * 2 * rows * width;
+      p.flops = 4.0 * rows * width;
+      p.run = [x, w] { return x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6) * w; };
+      break;
+    }
+    case OpKind::elementwise: {
+      auto x = torch::randn({rows, width}, o);
+      p.bytes = eb * 2 * rows * width;
+      p.flops = 8.0 * rows * width;
+      p.run = [x] { return torch::gelu(x); };
+      break;
+    }
+    case OpKind::embedding: {
+      auto table = torch::randn({32000, 256}, o);
+      auto ids = torch::randint(0, 32000, {rows * 4}, o.dtype(torch::kLong));
+      p.bytes = eb * 2 * rows * 4 * 256;
+      p.run = [table, ids] { return torch::embedding(table, ids); };
+      break;
+    }
+    case OpKind::pool: {
+      const std::int64_t c = 8LL << i;
+      auto x = torch::randn({1, c, 56, 56}, o);
+      p.bytes = eb * 1.25 * c * 56 * 56;
+      p.flops = 9.0 * c * 28 * 28;
+      p.run = [x] { return torch::max_pool2d(x, 3, 2, 1); };
+      break;
+    }
+    case OpKind::batchnorm: {
+      const std::int64_t c = 8LL << i;
+      auto x = torch::randn({4, c, 28, 28}, o), w = torch::ones({c}, o), b = torch::zeros({c}, o);
+      auto rm = torch::zeros({c}, o), rv = torch::ones({c}, o);
+      p.bytes = eb * 2 * 4 * c * 28 * 28;
+      p.flops = 8.0 * 4 * c * 28 * 28;
+      p.run = [x, w, b, rm, rv] {
+        return torch::batch_norm(x, w, b, rm, rv, true, 0.1, 1e-5, false);
+      };
+      break;
+    }
+    case OpKind::cross_entropy: {
+      auto x = torch::randn({rows, width}, o);
+      auto y = torch::randint(0, width, {rows}, o.dtype(torch::kLong));
+      p.bytes = eb * rows * width;
+      p.flops = 5.0 * rows * width;
+      p.run = [x, y] { return torch::nn::functional::cross_entropy(x, y); };
+      break;
+    }
+  }
+  return p;
+}
+
+constexpr OpKind kKinds[] = {OpKind::matmul,    OpKind::batched_matmul, OpKind::softmax,
+                             OpKind::layernorm, OpKind::rmsnorm,        OpKind::elementwise,
+                             OpKind::embedding, OpKind::conv2d,         OpKind::pool,
+                             OpKind::batchnorm, OpKind::cross_entropy,  OpKind::moe_router};
+
+}  // namespace
+
+Result<cost::CalibrationProfile> calibrate(
+    const CalibrateOptions& opts, const std::function<void(const std::string&)>& progress) {
+  if (opts.device != "cpu" && opts.device != "cuda")
+    return Error{fmt::format("--device: expected cpu or cuda, got \"{}\"", opts.device)};
+  if (opts.device == "cuda" && !torch::cuda::is_available())
+    return Error{"--device: cuda: no CUDA device is available to this libtorch"};
+  if (opts.sizes < 2 || opts.sizes > 10) return Error{"--sizes: expected 2 to 10"};
+  if (opts.threads < 1) return Error{"--threads: expected at least 1"};
+  torch::set_num_threads(opts.threads);
+  torch::manual_seed(1);
+  torch::NoGradGuard no_grad;
+  const torch::Device dev(opts.device == "cuda" ? torch::kCUDA : torch::kCPU);
+  const auto o =
+      torch::TensorOptions().device(dev).dtype(dev.is_cuda() ? torch::kBFloat16 : torch::kFloat);
+  const Timer timer(dev, opts.seconds_per_point);
+  cost::CalibrationProfile prof;
+  prof.device = opts.device_type;
+  prof.measured_on = opts.measured_on;
+  prof.notes =
+      fmt::format("hetplan calibrate --device {}: libtorch forward passes in {}, {} thread(s)",
+                  opts.device, dev.is_cuda() ? "bf16" : "fp32", opts.threads);
+  for (OpKind kind : kKinds) {
+    auto& pts = prof.points[opts.device_type][kind];
+    for (int i = 0; i < opts.sizes; ++i) {
+      const Probe p = probe(kind, i, o);
+      cost::CalibrationPoint pt;
+      pt.flops = p.flops;
+      pt.bytes = p.bytes;
+      pt.seconds = timer.time(p);
+      pts.push_back(pt);
+    }
+    if (progress)
+      progress(fmt::format("{}: {} sizes, {:.3g} to {:.3g} s", model::to_string(kind), pts.size(),
+                           pts.front().seconds, pts.back().seconds));
+  }
+  return prof;
+}
+
+}  // namespace hetplan::runtime

@@ -1,0 +1,63 @@
+// hetplan calibrate: a profile of every op kind, which the cost model reads back.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "../cli/run_command.h"
+#include "hetplan/cost/compute_cost.h"
+
+namespace hetplan::runtime {
+namespace {
+
+using cli::testing::run_hetplan;
+
+TEST(CalibrateCli, WritesAProfileTheSimulatorReads) {
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_calibrate_" + std::to_string(::getpid()) + ".json");
+  auto r = run_hetplan("calibrate --sizes 3 --seconds-per-point 0.001 --out " + file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto prof = cost::read_calibration_profile(file.string());
+  ASSERT_TRUE(prof) << prof.error().message;
+  ASSERT_EQ(prof->points.count("cpu"), 1u);
+  EXPECT_EQ(prof->points.at("cpu").size(), 12u);  // every op kind
+  for (const auto& [kind, pts] : prof->points.at("cpu")) {
+    EXPECT_EQ(pts.size(), 3u) << model::to_string(kind);
+    for (const auto& p : pts) EXPECT_GT(p.seconds, 0);
+  }
+  // A larger GEMM takes longer than the smallest.
+  const auto& mm = prof->points.at("cpu").at(model::OpKind::matmul);
+  EXPECT_GT(mm.back().seconds, mm.front().seconds);
+
+  // The simulator prices a CPU run with it, and differently from the roofline.
+  const std::string sim =
+      "simulate --model mlp:layers=2,hidden=256,in=64,out=10,dtype=fp32 --cluster cpu:2 "
+      "--strategy dp=2,gbs=64 --json";
+  auto with = run_hetplan(sim + " --calibration " + file.string());
+  auto without = run_hetplan(sim);
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  ASSERT_EQ(without.exit_code, 0) << without.err;
+  const double t1 = nlohmann::json::parse(with.out)["iteration_time_s"].get<double>();
+  const double t0 = nlohmann::json::parse(without.out)["iteration_time_s"].get<double>();
+  EXPECT_GT(t1, 0);
+  EXPECT_NE(t1, t0);
+  std::filesystem::remove(file);
+}
+
+TEST(CalibrateCli, BadArgumentsAreNamed) {
+  auto r = run_hetplan("calibrate --device tpu --out /tmp/x.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--device: expected cpu or cuda, got \"tpu\""), std::string::npos) << r.err;
+  r = run_hetplan("calibrate --device-type XYZ-9000 --out /tmp/x.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--device-type: \"XYZ-9000\" is not in the device catalog"),
+            std::string::npos)
+      << r.err;
+  r = run_hetplan("calibrate --sizes 1 --out /tmp/x.json");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--sizes: expected 2 to 10"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists("/tmp/x.json"));
+}
+
+}  // namespace
+}  // namespace hetplan::runtime
