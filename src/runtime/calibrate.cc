@@ -14,22 +14,29 @@ using model::OpKind;
 
 // One op at one size: what it computes and moves, and how to run it once.
 struct Probe {
-  double flops = 0;
-  double bytes = 0;
+  double flops = 0;  // forward pass
+  double read = 0;   // forward bytes read (weights included)
+  double written = 0;
+  std::vector<torch::Tensor> inputs;  // the float operands the backward pass differentiates
   std::function<torch::Tensor()> run;
 };
 
 class Timer {
  public:
   Timer(torch::Device dev, double min_seconds) : dev_(dev), min_s_(min_seconds) {}
-  // Seconds per run: one warm-up, then repeated until min_seconds have passed (at least 3 runs).
+  // Seconds per forward and backward pass: one warm-up, then repeated until min_seconds have
+  // passed (at least 3 runs). The gradients are returned, not accumulated into the inputs.
   double time(const Probe& p) const {
-    sync(p.run());
+    auto once = [&p] {
+      torch::Tensor y = p.run();
+      return torch::autograd::grad({y}, p.inputs, {torch::ones_like(y)})[0];
+    };
+    sync(once());
     int reps = 0;
     const auto start = Clock::now();
     double elapsed = 0;
     while (reps < 3 || elapsed < min_s_) {
-      sync(p.run());
+      sync(once());
       ++reps;
       elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       if (reps >= 100000) break;
@@ -59,14 +66,18 @@ Probe probe(OpKind kind, int i, const torch::TensorOptions& o) {
       const std::int64_t n = kind == OpKind::matmul ? s : 8;
       auto a = torch::randn({s, s}, o), b = torch::randn({s, n}, o);
       p.flops = 2.0 * s * s * n;
-      p.bytes = eb * (s * s + s * n + s * n);
+      p.read = eb * (s * s + s * n);
+      p.written = eb * s * n;
+      p.inputs = {a, b};
       p.run = [a, b] { return torch::matmul(a, b); };
       break;
     }
     case OpKind::batched_matmul: {
       auto a = torch::randn({8, s, 64}, o), b = torch::randn({8, 64, s}, o);
       p.flops = 2.0 * 8 * s * 64 * s;
-      p.bytes = eb * (2 * 8 * s * 64 + 8 * s * s);
+      p.read = eb * 2 * 8 * s * 64;
+      p.written = eb * 8 * s * s;
+      p.inputs = {a, b};
       p.run = [a, b] { return torch::bmm(a, b); };
       break;
     }
@@ -74,51 +85,60 @@ Probe probe(OpKind kind, int i, const torch::TensorOptions& o) {
       const std::int64_t c = std::max<std::int64_t>(8, s / 2);
       auto x = torch::randn({1, c, 32, 32}, o), w = torch::randn({c, c, 3, 3}, o);
       p.flops = 2.0 * c * c * 9 * 32 * 32;
-      p.bytes = eb * (2 * c * 32 * 32 + c * c * 9);
+      p.read = eb * (c * 32 * 32 + c * c * 9);
+      p.written = eb * c * 32 * 32;
+      p.inputs = {x, w};
       p.run = [x, w] { return torch::conv2d(x, w, {}, 1, 1); };
       break;
     }
     case OpKind::softmax: {
       auto x = torch::randn({rows, width}, o);
-      p.bytes = eb * 2 * rows * width;
+      p.read = p.written = eb * rows * width;
       p.flops = 5.0 * rows * width;
+      p.inputs = {x};
       p.run = [x] { return torch::softmax(x, -1); };
       break;
     }
     case OpKind::layernorm: {
       auto x = torch::randn({rows, width}, o), w = torch::ones({width}, o),
            b = torch::zeros({width}, o);
-      p.bytes = eb * 2 * rows * width;
+      p.read = p.written = eb * rows * width;
       p.flops = 8.0 * rows * width;
+      p.inputs = {x, w, b};
       p.run = [x, w, b, width] { return torch::layer_norm(x, {width}, w, b); };
       break;
     }
     case OpKind::rmsnorm: {
       auto x = torch::randn({rows, width}, o), w = torch::ones({width}, o);
-      p.bytes = eb * 2 * rows * width;
+      p.read = p.written = eb * rows * width;
       p.flops = 4.0 * rows * width;
+      p.inputs = {x, w};
       p.run = [x, w] { return x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-6) * w; };
       break;
     }
     case OpKind::elementwise: {
       auto x = torch::randn({rows, width}, o);
-      p.bytes = eb * 2 * rows * width;
+      p.read = p.written = eb * rows * width;
       p.flops = 8.0 * rows * width;
+      p.inputs = {x};
       p.run = [x] { return torch::gelu(x); };
       break;
     }
     case OpKind::embedding: {
       auto table = torch::randn({32000, 256}, o);
       auto ids = torch::randint(0, 32000, {rows * 4}, o.dtype(torch::kLong));
-      p.bytes = eb * 2 * rows * 4 * 256;
+      p.read = p.written = eb * rows * 4 * 256;
+      p.inputs = {table};
       p.run = [table, ids] { return torch::embedding(table, ids); };
       break;
     }
     case OpKind::pool: {
       const std::int64_t c = 8LL << i;
       auto x = torch::randn({1, c, 56, 56}, o);
-      p.bytes = eb * 1.25 * c * 56 * 56;
+      p.read = eb * c * 56 * 56;
+      p.written = eb * c * 28 * 28;
       p.flops = 9.0 * c * 28 * 28;
+      p.inputs = {x};
       p.run = [x] { return torch::max_pool2d(x, 3, 2, 1); };
       break;
     }
@@ -126,8 +146,9 @@ Probe probe(OpKind kind, int i, const torch::TensorOptions& o) {
       const std::int64_t c = 8LL << i;
       auto x = torch::randn({4, c, 28, 28}, o), w = torch::ones({c}, o), b = torch::zeros({c}, o);
       auto rm = torch::zeros({c}, o), rv = torch::ones({c}, o);
-      p.bytes = eb * 2 * 4 * c * 28 * 28;
+      p.read = p.written = eb * 4 * c * 28 * 28;
       p.flops = 8.0 * 4 * c * 28 * 28;
+      p.inputs = {x, w, b};
       p.run = [x, w, b, rm, rv] {
         return torch::batch_norm(x, w, b, rm, rv, true, 0.1, 1e-5, false);
       };
@@ -136,8 +157,10 @@ Probe probe(OpKind kind, int i, const torch::TensorOptions& o) {
     case OpKind::cross_entropy: {
       auto x = torch::randn({rows, width}, o);
       auto y = torch::randint(0, width, {rows}, o.dtype(torch::kLong));
-      p.bytes = eb * rows * width;
+      p.read = eb * rows * width;
+      p.written = eb * rows;
       p.flops = 5.0 * rows * width;
+      p.inputs = {x};
       p.run = [x, y] { return torch::nn::functional::cross_entropy(x, y); };
       break;
     }
@@ -162,7 +185,6 @@ Result<cost::CalibrationProfile> calibrate(
   if (opts.threads < 1) return Error{"--threads: expected at least 1"};
   torch::set_num_threads(opts.threads);
   torch::manual_seed(1);
-  torch::NoGradGuard no_grad;
   const torch::Device dev(opts.device == "cuda" ? torch::kCUDA : torch::kCPU);
   const auto o =
       torch::TensorOptions().device(dev).dtype(dev.is_cuda() ? torch::kBFloat16 : torch::kFloat);
@@ -176,10 +198,16 @@ Result<cost::CalibrationProfile> calibrate(
   for (OpKind kind : kKinds) {
     auto& pts = prof.points[opts.device_type][kind];
     for (int i = 0; i < opts.sizes; ++i) {
-      const Probe p = probe(kind, i, o);
+      Probe p = probe(kind, i, o);
+      for (auto& t : p.inputs) t.requires_grad_(true);
+      // Filed under the forward and backward pass's work together, as the training graph counts
+      // it (model/training.h): a GEMM's backward is two GEMMs of the forward's FLOPs reading dY
+      // twice and X once; any other op's backward about its forward FLOPs, reading dY and X.
+      const bool gemm = kind == OpKind::matmul || kind == OpKind::batched_matmul ||
+                        kind == OpKind::conv2d || kind == OpKind::moe_router;
       cost::CalibrationPoint pt;
-      pt.flops = p.flops;
-      pt.bytes = p.bytes;
+      pt.flops = p.flops * (gemm ? 3 : 2);
+      pt.bytes = gemm ? 3 * (p.read + p.written) : 3 * p.read + 2 * p.written;
       pt.seconds = timer.time(p);
       pts.push_back(pt);
     }

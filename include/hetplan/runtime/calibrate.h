@@ -19,8 +19,9 @@ struct CalibrateOptions {
   std::string measured_on;          // date written into the profile
 };
 
-// Every op kind gets `sizes` points (forward pass only; the cost model scales backward passes by
-// their FLOPs or bytes). GEMM-like kinds are timed over FLOPs, the others over bytes moved.
+// Every op kind gets `sizes` points, each one forward and backward pass (so the rate it records is
+// what training reaches, transposed GEMMs included), filed under the pass pair's FLOPs and bytes as
+// the training graph counts them. GEMM-like kinds are keyed by FLOPs, the others by bytes.
 // Times are in the runtime's dtype: fp32 on CPU, bf16 on CUDA.
 Result<cost::CalibrationProfile> calibrate(const CalibrateOptions& opts,
                                            const std::function<void(const std::string&)>& progress);

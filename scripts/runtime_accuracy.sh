@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Predicted against measured step time of `hetplan run` on this machine: calibrates the CPU
+# (hetplan calibrate), then for each plan runs it for real (Gloo worker processes, one thread
+# each) and simulates it on the cpu:N cluster with that profile, and prints both with the error
+# and the mean absolute error. The model runs in fp32, so it is simulated with dtype=fp32.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${HETPLAN:-build/hetplan}
+steps=${STEPS:-12}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$bin" calibrate --out "$work/cpu.json" >/dev/null
+
+MLP="mlp:layers=3,hidden=512,in=256,out=10"
+GPT="gpt:layers=2,hidden=128,heads=4,seq=64,vocab=256"
+# An uneven plan: 2 ranks with 4 and 12 of 16 samples.
+cat >"$work/uneven.json" <<JSON
+{"version": 1, "global_batch": 16, "num_microbatches": 1,
+ "stages": [{"first_layer": 0, "num_layers": 4,
+             "replicas": [{"devices": [0], "batch_share": 0.25}, {"devices": [1], "batch_share": 0.75}]}]}
+JSON
+# model ranks plan-args
+ROWS=(
+  "$MLP 1 --strategy=dp=1,gbs=64"
+  "$MLP 2 --strategy=dp=2,gbs=64"
+  "$GPT 1 --strategy=dp=1,gbs=8"
+  "$GPT 1 --strategy=dp=1,gbs=16,mbs=4"
+  "$GPT 2 --strategy=dp=2,gbs=16"
+  "$GPT 2 --plan=$work/uneven.json"
+)
+json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+printf "%-45s %5s %-28s %12s %12s %8s\n" model ranks plan "measured ms" "predicted ms" error
+sum=0; n=0
+for row in "${ROWS[@]}"; do
+  read -r model ranks plan <<<"$row"
+  measured=$("$bin" run --model "$model" --nprocs "$ranks" "$plan" --steps "$steps" --json |
+             json_field mean_step_time_s)
+  predicted=$("$bin" simulate --model "$model,dtype=fp32" --cluster "cpu:$ranks" "$plan" \
+              --calibration "$work/cpu.json" --json | json_field iteration_time_s)
+  err=$(python3 -c "print(100 * ($predicted - $measured) / $measured)")
+  printf "%-45s %5s %-28s %12.2f %12.2f %+7.1f%%\n" "$model" "$ranks" "${plan##*/}" \
+    "$(python3 -c "print(1e3 * $measured)")" "$(python3 -c "print(1e3 * $predicted)")" "$err"
+  sum=$(python3 -c "print($sum + abs($err))"); n=$((n + 1))
+done
+python3 -c "print(f'mean absolute error {$sum / $n:.1f}% over $n plans')"
