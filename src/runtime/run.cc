@@ -67,9 +67,11 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "plan: stages[0].replicas: the plan has {} replicas (one rank each) but the job has {} "
         "ranks",
         replicas.size(), world_size)};
-  if (p.zero_stage != 0)
-    return Error{
-        fmt::format("plan: zero_stage: ZeRO (stage {}) is not executed yet", p.zero_stage)};
+  if (p.zero_stage > 1)
+    return Error{fmt::format(
+        "plan: zero_stage: ZeRO stage {} is not executed yet (stage 1, sharded optimizer states, "
+        "is)",
+        p.zero_stage)};
   if (p.recompute != cost::Recompute::none)
     return Error{fmt::format("plan: recompute: recomputation ({}) is not executed yet",
                              plan::recompute_name(p.recompute))};
@@ -123,17 +125,33 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const double B = static_cast<double>(p.global_batch);
   const int M = std::max(1, p.num_microbatches);
   std::vector<torch::Tensor> params = mod.parameters();
-  torch::optim::Adam adam(params, torch::optim::AdamOptions(opts.learning_rate));
+  std::int64_t numel = 0;
+  for (const auto& t : params) numel += t.numel();
+  // ZeRO-1: rank r keeps Adam's states for slice r of the flattened parameters only (Adam is
+  // elementwise, so the sharded step equals the whole one), and the updated slices are gathered.
+  const bool zero = p.zero_stage == 1 && env.world_size > 1;
+  const std::int64_t shard = (numel + env.world_size - 1) / env.world_size;
+  const std::int64_t shard_begin = std::min(numel, shard * env.rank);
+  const std::int64_t shard_end = std::min(numel, shard_begin + shard);
+  torch::Tensor owned;  // ZeRO-1: this rank's slice of the parameters, which Adam updates
+  if (zero) {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> flat;
+    for (const auto& t : params) flat.push_back(t.reshape({-1}));
+    owned = torch::cat(flat).slice(0, shard_begin, shard_end).clone();
+  }
+  torch::optim::Adam adam(zero ? std::vector<torch::Tensor>{owned} : params,
+                          torch::optim::AdamOptions(opts.learning_rate));
 
   RunResult res;
-  res.parameters = 0;
-  for (const auto& t : params) res.parameters += t.numel();
+  res.parameters = numel;
   RankTimes own;
   const int skip = opts.steps > 2 ? 2 : 0;
   for (int step = 0; step < opts.steps; ++step) {
     const auto start = Clock::now();
     const detail::Batch batch = data->global(step, p.global_batch).slice(offset, offset + mine);
-    adam.zero_grad();
+    for (auto& t : params)
+      if (t.grad().defined()) t.mutable_grad().zero_();
     // Gradient accumulation over the plan's micro-batches; each loss is weighted by 1/B so that
     // the summed gradients over all ranks are the full batch's mean gradient.
     double loss_sum = 0;
@@ -154,16 +172,37 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     flat_parts.push_back(torch::full({1}, loss_sum, torch::kFloat));
     std::vector<torch::Tensor> flat{torch::cat(flat_parts)};
     if (pg) pg->allreduce(flat)->wait();
-    std::int64_t at = 0;
-    for (auto& t : params) {
-      t.mutable_grad().copy_(flat[0].slice(0, at, at + t.numel()).view_as(t));
-      at += t.numel();
-    }
-    const double loss = flat[0][at].item<double>();
-    const double comm = seconds_since(comm_start);
+    const double loss = flat[0][numel].item<double>();
+    double comm = seconds_since(comm_start);
     const auto opt_start = Clock::now();
-    adam.step();
-    compute += seconds_since(opt_start);
+    if (zero) {
+      owned.mutable_grad() = flat[0].slice(0, shard_begin, shard_end).clone();
+      adam.step();
+      compute += seconds_since(opt_start);
+      // Gather the updated slices (padded to one size, as Gloo's all-gather needs).
+      const auto gather_start = Clock::now();
+      std::vector<std::vector<torch::Tensor>> out(1);
+      for (int r = 0; r < env.world_size; ++r) out[0].push_back(torch::empty({shard}));
+      std::vector<torch::Tensor> in{torch::zeros({shard})};
+      in[0].slice(0, 0, shard_end - shard_begin).copy_(owned.detach());
+      pg->allgather(out, in)->wait();
+      const torch::Tensor all = torch::cat(out[0]);
+      torch::NoGradGuard no_grad;
+      std::int64_t at = 0;
+      for (auto& t : params) {
+        t.copy_(all.slice(0, at, at + t.numel()).view_as(t));
+        at += t.numel();
+      }
+      comm += seconds_since(gather_start);
+    } else {
+      std::int64_t at = 0;
+      for (auto& t : params) {
+        t.mutable_grad().copy_(flat[0].slice(0, at, at + t.numel()).view_as(t));
+        at += t.numel();
+      }
+      adam.step();
+      compute += seconds_since(opt_start);
+    }
     const double step_time = seconds_since(start);
     res.losses.push_back(loss);
     res.step_times_s.push_back(step_time);

@@ -1,8 +1,8 @@
-#include "schedule_order.h"
+#include "hetplan/sim/schedule_order.h"
 
 #include <algorithm>
 
-namespace hetplan::sim::detail {
+namespace hetplan::sim {
 
 std::vector<PassRef> pass_order(plan::Schedule schedule, int num_chunks, int position,
                                 int pipeline_size, int microbatches) {
@@ -56,4 +56,4 @@ std::vector<int> peak_inflight(const std::vector<PassRef>& order, int num_chunks
   return peak;
 }
 
-}  // namespace hetplan::sim::detail
+}  // namespace hetplan::sim

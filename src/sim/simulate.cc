@@ -8,7 +8,7 @@
 
 #include "hetplan/sim/grad_sync.h"
 #include "hetplan/sim/layer_costs.h"
-#include "schedule_order.h"
+#include "hetplan/sim/schedule_order.h"
 #include "stage_costs.h"
 #include "task_graph.h"
 
@@ -36,7 +36,6 @@ const char* to_string(TaskKind k) {
 
 namespace {
 
-using detail::PassRef;
 using detail::Task;
 using detail::TaskGraph;
 
@@ -188,7 +187,7 @@ struct Lowering {
     for (std::size_t l = 0; l < lanes.size(); ++l) {
       auto pos = lane_position(lanes[l]);
       if (!pos) return pos.error();
-      lane_order[l] = detail::pass_order(p.schedule, static_cast<int>(lanes[l].stages.size()),
+      lane_order[l] = pass_order(p.schedule, static_cast<int>(lanes[l].stages.size()),
                                          pos->first, pos->second, M);
       lane_compute_stream.push_back(g.add_stream());
     }

@@ -1,8 +1,8 @@
-#include "../../src/sim/schedule_order.h"
+#include "hetplan/sim/schedule_order.h"
 
 #include <gtest/gtest.h>
 
-namespace hetplan::sim::detail {
+namespace hetplan::sim {
 namespace {
 
 std::string show(const std::vector<PassRef>& order) {
@@ -43,4 +43,4 @@ TEST(PassOrder, PeakInflight) {
 }
 
 }  // namespace
-}  // namespace hetplan::sim::detail
+}  // namespace hetplan::sim

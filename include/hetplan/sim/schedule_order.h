@@ -1,11 +1,12 @@
-// Internal to the simulator: the order in which one lane runs its forward and backward passes.
+// The order in which one lane (a replica's devices) runs its forward and backward passes: the
+// simulator models it and the runtime executes it.
 #pragma once
 
 #include <vector>
 
 #include "hetplan/plan/plan.h"
 
-namespace hetplan::sim::detail {
+namespace hetplan::sim {
 
 struct PassRef {
   int chunk = 0;  // index into the lane's chunks (0 = its first stage)
@@ -29,4 +30,4 @@ std::vector<PassRef> pass_order(plan::Schedule schedule, int num_chunks, int pos
 // (forwards done, backwards not yet), per chunk.
 std::vector<int> peak_inflight(const std::vector<PassRef>& order, int num_chunks);
 
-}  // namespace hetplan::sim::detail
+}  // namespace hetplan::sim
