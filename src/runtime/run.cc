@@ -4,43 +4,88 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "batches.h"
+#include "hetplan/sim/schedule_order.h"
 #include "torch_modules.h"
 
 namespace hetplan::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using PG = c10::intrusive_ptr<c10d::ProcessGroup>;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Samples of the global batch per rank (replica order), from the plan's batch shares.
-std::vector<std::int64_t> rank_samples(const plan::Plan& p) {
+// Where the plan puts this rank: rank s * R + r runs stage s of pipeline r (replica r of every
+// stage; the replicas of a stage split the batch, the stages of a pipeline split the layers).
+struct Place {
+  int S = 1, R = 1, s = 0, r = 0;
+  int rank_of(int stage, int replica) const { return stage * R + replica; }
+};
+
+// Samples of the global batch per pipeline, from the first stage's batch shares.
+std::vector<std::int64_t> pipeline_samples(const plan::Plan& p) {
   std::vector<std::int64_t> out;
   for (const auto& r : p.stages[0].replicas)
     out.push_back(std::llround(r.batch_share * static_cast<double>(p.global_batch)));
   return out;
 }
 
-c10::intrusive_ptr<c10d::ProcessGroup> connect(const RankEnv& env) {
+c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options_for(const RankEnv& env) {
+  auto opts = c10d::ProcessGroupGloo::Options::create();
+  opts->timeout = std::chrono::seconds(120);
+  const bool local = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
+  opts->devices.push_back(local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                : c10d::ProcessGroupGloo::createDefaultDevice());
+  return opts;
+}
+
+// The groups this rank talks in: everyone, its stage's replicas (data parallelism), and for a
+// tied LM head split over a pipeline, that pipeline's first and last stage.
+struct Groups {
+  PG world, stage, tied;
+};
+
+Groups connect(const RankEnv& env, const Place& at, bool tied) {
   c10d::TCPStoreOptions so;
   so.port = static_cast<std::uint16_t>(env.master_port);
   so.isServer = env.rank == 0;
   so.numWorkers = env.world_size;
   so.waitWorkers = true;
   so.timeout = std::chrono::seconds(120);
-  auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
-  auto opts = c10d::ProcessGroupGloo::Options::create();
-  opts->timeout = std::chrono::seconds(120);
-  const bool local = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
-  opts->devices.push_back(local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                : c10d::ProcessGroupGloo::createDefaultDevice());
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts);
+  c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+  Groups g;
+  g.world = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size,
+                                                        gloo_options_for(env));
+  if (at.R > 1)
+    g.stage = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>(fmt::format("stage{}/", at.s), store), at.r, at.R,
+        gloo_options_for(env));
+  if (tied && at.S > 1 && (at.s == 0 || at.s == at.S - 1))
+    g.tied = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>(fmt::format("tied{}/", at.r), store),
+        at.s == 0 ? 0 : 1, 2, gloo_options_for(env));
+  return g;
+}
+
+// Sums `tensors` over `pg` in one flat all-reduce and writes the sums back.
+void all_reduce_flat(const PG& pg, const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& t : tensors) parts.push_back(t.reshape({-1}));
+  std::vector<torch::Tensor> flat{torch::cat(parts)};
+  pg->allreduce(flat)->wait();
+  std::int64_t at = 0;
+  for (const auto& t : tensors) {
+    t.copy_(flat[0].slice(0, at, at + t.numel()).view_as(t));
+    at += t.numel();
+  }
 }
 
 }  // namespace
@@ -51,22 +96,37 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "--model: {}: the runtime executes MLPs and GPT-style decoder language models; a {} model "
         "is not executed yet",
         m.name, model::to_string(m.family))};
-  if (p.stages.size() != 1)
-    return Error{fmt::format(
-        "plan: stages: the runtime executes one stage; pipelines ({} stages) are not executed yet",
-        p.stages.size())};
-  const auto& replicas = p.stages[0].replicas;
-  for (std::size_t r = 0; r < replicas.size(); ++r)
-    if (replicas[r].devices.size() != 1)
+  const std::size_t R = p.stages[0].replicas.size();
+  std::set<int> devices;
+  for (std::size_t s = 0; s < p.stages.size(); ++s) {
+    const auto& replicas = p.stages[s].replicas;
+    if (replicas.size() != R)
       return Error{fmt::format(
-          "plan: stages[0].replicas[{}].devices: the runtime executes one device per replica; "
-          "tensor parallelism ({} devices) is not executed yet",
-          r, replicas[r].devices.size())};
-  if (static_cast<int>(replicas.size()) != world_size)
+          "plan: stages[{}].replicas: the runtime executes stages with the same number of "
+          "replicas (stage 0 has {}, stage {} has {})",
+          s, R, s, replicas.size())};
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      if (replicas[r].devices.size() != 1)
+        return Error{fmt::format(
+            "plan: stages[{}].replicas[{}].devices: the runtime executes one device per replica; "
+            "tensor parallelism ({} devices) is not executed yet",
+            s, r, replicas[r].devices.size())};
+      if (!devices.insert(replicas[r].devices[0]).second)
+        return Error{fmt::format(
+            "plan: stages[{}].replicas[{}].devices: device {} runs more than one stage; "
+            "interleaved schedules are not executed yet",
+            s, r, replicas[r].devices[0])};
+      if (std::abs(replicas[r].batch_share - p.stages[0].replicas[r].batch_share) > 1e-12)
+        return Error{fmt::format(
+            "plan: stages[{}].replicas[{}].batch_share: the runtime executes pipelines whose "
+            "stages split the batch alike (stage 0's replica {} has {})",
+            s, r, r, p.stages[0].replicas[r].batch_share)};
+    }
+  }
+  if (static_cast<int>(devices.size()) != world_size)
     return Error{fmt::format(
-        "plan: stages[0].replicas: the plan has {} replicas (one rank each) but the job has {} "
-        "ranks",
-        replicas.size(), world_size)};
+        "plan: stages: the plan runs on {} devices (one rank each) but the job has {} ranks",
+        devices.size(), world_size)};
   if (p.zero_stage > 1)
     return Error{fmt::format(
         "plan: zero_stage: ZeRO stage {} is not executed yet (stage 1, sharded optimizer states, "
@@ -75,14 +135,17 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
   if (p.recompute != cost::Recompute::none)
     return Error{fmt::format("plan: recompute: recomputation ({}) is not executed yet",
                              plan::recompute_name(p.recompute))};
+  if (p.schedule == plan::Schedule::interleaved)
+    return Error{"plan: schedule: interleaved schedules are not executed yet"};
   for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
     if (p.grad_sync[i].method != plan::SyncMethod::all_reduce)
       return Error{fmt::format(
           "plan: grad_sync[{}].method: {} is not executed yet (the runtime all-reduces gradients)",
           i, plan::to_string(p.grad_sync[i].method))};
   std::int64_t total = 0;
-  for (std::size_t r = 0; r < replicas.size(); ++r) {
-    const double samples = replicas[r].batch_share * static_cast<double>(p.global_batch);
+  for (std::size_t r = 0; r < R; ++r) {
+    const double samples =
+        p.stages[0].replicas[r].batch_share * static_cast<double>(p.global_batch);
     if (std::abs(samples - std::round(samples)) > 1e-6)
       return Error{fmt::format(
           "plan: stages[0].replicas[{}].batch_share: expected a whole number of the {} samples, "
@@ -102,38 +165,53 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   if (!ok) return ok.error();
   torch::set_num_threads(std::max(1, opts.threads_per_rank));
   torch::manual_seed(opts.seed);
-  auto module = detail::build_module(m);
+  auto module = detail::build_module(m);  // every rank builds it whole: the same initial weights
   if (!module) return module.error();
   auto& mod = **module;
   auto data = detail::BatchSource::create(m, opts.seed, opts.data_file);
   if (!data) return data.error();
 
-  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  Place at;
+  at.S = static_cast<int>(p.stages.size());
+  at.R = static_cast<int>(p.stages[0].replicas.size());
+  at.s = env.rank / at.R;
+  at.r = env.rank % at.R;
+  const plan::Stage& stage = p.stages[at.s];
+  const bool first = at.s == 0, last = at.s == at.S - 1;
+  // A tied LM head split off from the embedding gets its own copy, kept equal by summing the two
+  // copies' gradients (as Megatron-LM does).
+  const auto [tied_source, tied_copy] =
+      at.S > 1 ? mod.untie_head() : std::pair<torch::Tensor, torch::Tensor>{};
+  const bool tied = tied_source.defined();
+  Groups groups;
   if (env.world_size > 1) {
     try {
-      pg = connect(env);
+      groups = connect(env, at, tied);
     } catch (const std::exception& e) {
       return Error{fmt::format("rank {}: cannot join the job at {}:{}: {}", env.rank,
                                env.master_addr, env.master_port, e.what())};
     }
   }
 
-  const auto samples = rank_samples(p);
+  const auto samples = pipeline_samples(p);
   std::int64_t offset = 0;
-  for (int r = 0; r < env.rank; ++r) offset += samples[r];
-  const std::int64_t mine = samples[env.rank];
+  for (int r = 0; r < at.r; ++r) offset += samples[r];
+  const std::int64_t mine = samples[at.r];
   const double B = static_cast<double>(p.global_batch);
   const int M = std::max(1, p.num_microbatches);
-  std::vector<torch::Tensor> params = mod.parameters();
+  const auto order = sim::pass_order(p.schedule, 1, at.s, at.S, M);
+
+  std::vector<torch::Tensor> params = mod.layer_parameters(stage.first_layer, stage.num_layers);
   std::int64_t numel = 0;
   for (const auto& t : params) numel += t.numel();
-  // ZeRO-1: rank r keeps Adam's states for slice r of the flattened parameters only (Adam is
-  // elementwise, so the sharded step equals the whole one), and the updated slices are gathered.
-  const bool zero = p.zero_stage == 1 && env.world_size > 1;
-  const std::int64_t shard = (numel + env.world_size - 1) / env.world_size;
-  const std::int64_t shard_begin = std::min(numel, shard * env.rank);
+  // ZeRO-1: replica r of a stage keeps Adam's states for slice r of the stage's flattened
+  // parameters only (Adam is elementwise, so the sharded step equals the whole one), and the
+  // updated slices are gathered.
+  const bool zero = p.zero_stage == 1 && at.R > 1;
+  const std::int64_t shard = (numel + at.R - 1) / at.R;
+  const std::int64_t shard_begin = std::min(numel, shard * at.r);
   const std::int64_t shard_end = std::min(numel, shard_begin + shard);
-  torch::Tensor owned;  // ZeRO-1: this rank's slice of the parameters, which Adam updates
+  torch::Tensor owned;
   if (zero) {
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> flat;
@@ -144,83 +222,117 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
                           torch::optim::AdamOptions(opts.learning_rate));
 
   RunResult res;
-  res.parameters = numel;
+  res.parameters = m.parameters();
   RankTimes own;
   const int skip = opts.steps > 2 ? 2 : 0;
   for (int step = 0; step < opts.steps; ++step) {
     const auto start = Clock::now();
+    double comm = 0, idle = 0;
     const detail::Batch batch = data->global(step, p.global_batch).slice(offset, offset + mine);
-    for (auto& t : params)
-      if (t.grad().defined()) t.mutable_grad().zero_();
-    // Gradient accumulation over the plan's micro-batches; each loss is weighted by 1/B so that
-    // the summed gradients over all ranks are the full batch's mean gradient.
-    double loss_sum = 0;
-    for (int mb = 0; mb < M; ++mb) {
-      const std::int64_t b0 = mine * mb / M, b1 = mine * (mb + 1) / M;
-      if (b1 <= b0) continue;
-      auto loss = mod.loss_sum(batch.slice(b0, b1)) / B;
-      loss.backward();
-      loss_sum += loss.item<double>();
-    }
-    double compute = seconds_since(start);
-    const auto comm_start = Clock::now();
-    std::vector<torch::Tensor> flat_parts;
     for (auto& t : params) {
       if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
-      flat_parts.push_back(t.grad().reshape({-1}));
+      t.mutable_grad().zero_();
     }
-    flat_parts.push_back(torch::full({1}, loss_sum, torch::kFloat));
-    std::vector<torch::Tensor> flat{torch::cat(flat_parts)};
-    if (pg) pg->allreduce(flat)->wait();
-    const double loss = flat[0][numel].item<double>();
-    double comm = seconds_since(comm_start);
-    const auto opt_start = Clock::now();
+    // The plan's micro-batches through this stage in the simulator's pass order. Each loss is
+    // weighted by 1/B so that the gradients summed over all replicas are the full batch's mean.
+    std::vector<torch::Tensor> inputs(M), outputs(M);
+    std::vector<c10::intrusive_ptr<c10d::Work>> sends;
+    std::vector<std::vector<torch::Tensor>> in_flight;  // tensors of pending sends
+    auto send = [&](const torch::Tensor& t, int to, int tag) {
+      in_flight.push_back({t.contiguous()});
+      sends.push_back(groups.world->send(in_flight.back(), to, tag));
+    };
+    auto recv = [&](std::int64_t n, int from, int tag) {
+      std::vector<torch::Tensor> t{torch::empty(mod.activation_shape(n))};
+      const auto wait_start = Clock::now();
+      groups.world->recv(t, from, tag)->wait();
+      idle += seconds_since(wait_start);  // waiting for the neighbour stage, transfer included
+      return t[0];
+    };
+    double loss_sum = 0;
+    for (const sim::PassRef& pass : order) {
+      const int mb = pass.microbatch;
+      const std::int64_t b0 = mine * mb / M, b1 = mine * (mb + 1) / M;
+      if (b1 <= b0) continue;
+      const detail::Batch chunk = batch.slice(b0, b1);
+      if (pass.forward) {
+        torch::Tensor x = first ? chunk.inputs : recv(b1 - b0, at.rank_of(at.s - 1, at.r), 2 * mb);
+        if (!first) x.requires_grad_(true);
+        torch::Tensor out =
+            mod.forward_layers(stage.first_layer, stage.num_layers, x, chunk.targets);
+        if (last) {
+          out = out / B;
+          loss_sum += out.item<double>();
+        } else {
+          send(out.detach(), at.rank_of(at.s + 1, at.r), 2 * mb);
+        }
+        inputs[mb] = x;
+        outputs[mb] = out;
+      } else {
+        if (last)
+          outputs[mb].backward();
+        else
+          outputs[mb].backward(recv(b1 - b0, at.rank_of(at.s + 1, at.r), 2 * mb + 1));
+        if (!first) send(inputs[mb].grad(), at.rank_of(at.s - 1, at.r), 2 * mb + 1);
+        inputs[mb] = outputs[mb] = torch::Tensor();
+      }
+    }
+    auto comm_start = Clock::now();
+    for (auto& w : sends) w->wait();
+    // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
+    if (groups.stage)
+      all_reduce_flat(groups.stage, [&] {
+        std::vector<torch::Tensor> g;
+        for (auto& t : params) g.push_back(t.mutable_grad());
+        return g;
+      }());
+    if (groups.tied)
+      all_reduce_flat(groups.tied, {(first ? tied_source : tied_copy).mutable_grad()});
+    // The step's loss, summed over the pipelines' last stages.
+    std::vector<torch::Tensor> loss{torch::full({1}, last ? loss_sum : 0.0, torch::kDouble)};
+    if (groups.world) groups.world->allreduce(loss)->wait();
+    comm += seconds_since(comm_start);
     if (zero) {
-      owned.mutable_grad() = flat[0].slice(0, shard_begin, shard_end).clone();
+      std::vector<torch::Tensor> flat;
+      for (auto& t : params) flat.push_back(t.grad().reshape({-1}));
+      owned.mutable_grad() = torch::cat(flat).slice(0, shard_begin, shard_end).clone();
       adam.step();
-      compute += seconds_since(opt_start);
       // Gather the updated slices (padded to one size, as Gloo's all-gather needs).
-      const auto gather_start = Clock::now();
+      comm_start = Clock::now();
       std::vector<std::vector<torch::Tensor>> out(1);
-      for (int r = 0; r < env.world_size; ++r) out[0].push_back(torch::empty({shard}));
+      for (int r = 0; r < at.R; ++r) out[0].push_back(torch::empty({shard}));
       std::vector<torch::Tensor> in{torch::zeros({shard})};
       in[0].slice(0, 0, shard_end - shard_begin).copy_(owned.detach());
-      pg->allgather(out, in)->wait();
+      groups.stage->allgather(out, in)->wait();
       const torch::Tensor all = torch::cat(out[0]);
       torch::NoGradGuard no_grad;
-      std::int64_t at = 0;
+      std::int64_t pos = 0;
       for (auto& t : params) {
-        t.copy_(all.slice(0, at, at + t.numel()).view_as(t));
-        at += t.numel();
+        t.copy_(all.slice(0, pos, pos + t.numel()).view_as(t));
+        pos += t.numel();
       }
-      comm += seconds_since(gather_start);
+      comm += seconds_since(comm_start);
     } else {
-      std::int64_t at = 0;
-      for (auto& t : params) {
-        t.mutable_grad().copy_(flat[0].slice(0, at, at + t.numel()).view_as(t));
-        at += t.numel();
-      }
       adam.step();
-      compute += seconds_since(opt_start);
     }
     const double step_time = seconds_since(start);
-    res.losses.push_back(loss);
+    res.losses.push_back(loss[0].item<double>());
     res.step_times_s.push_back(step_time);
     if (step >= skip) {
-      own.compute_s += compute;
       own.comm_s += comm;
-      own.idle_s += std::max(0.0, step_time - compute - comm);
+      own.idle_s += idle;
+      own.compute_s += std::max(0.0, step_time - comm - idle);
     }
   }
   double measured = 0;
   for (int s = skip; s < opts.steps; ++s) measured += res.step_times_s[s];
   res.mean_step_time_s = opts.steps > skip ? measured / (opts.steps - skip) : 0;
-  // Every rank's times, to rank 0 (each fills its own slot of a summed buffer).
+  // Every rank's times, to every rank (each fills its own slot of a summed buffer).
   std::vector<torch::Tensor> times{torch::zeros({env.world_size * 3}, torch::kDouble)};
   times[0][env.rank * 3] = own.compute_s;
   times[0][env.rank * 3 + 1] = own.comm_s;
   times[0][env.rank * 3 + 2] = own.idle_s;
-  if (pg) pg->allreduce(times)->wait();
+  if (groups.world) groups.world->allreduce(times)->wait();
   for (int r = 0; r < env.world_size; ++r)
     res.ranks.push_back(RankTimes{times[0][r * 3].item<double>(),
                                   times[0][r * 3 + 1].item<double>(),

@@ -15,25 +15,55 @@ const model::Op* find_op(const model::Model& m, std::string_view name) {
   return nullptr;
 }
 
+std::vector<torch::Tensor> params_of(std::initializer_list<const nn::Module*> mods) {
+  std::vector<torch::Tensor> out;
+  for (const auto* m : mods)
+    for (const auto& t : m->parameters()) out.push_back(t);
+  return out;
+}
+
+torch::Tensor summed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
+  return torch::nn::functional::cross_entropy(
+      logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+}
+
+// Layers "layers.i" (Linear + ReLU) and "head" (Linear + cross-entropy).
 class Mlp : public TrainModule {
  public:
-  Mlp(std::int64_t in, std::int64_t hidden, int layers, std::int64_t out) {
+  Mlp(std::int64_t in, std::int64_t hidden, int layers, std::int64_t out) : hidden_(hidden) {
     std::int64_t width = in;
     for (int i = 0; i < layers; ++i) {
       layers_.push_back(register_module("fc" + std::to_string(i), nn::Linear(width, hidden)));
       width = hidden;
     }
     head_ = register_module("head", nn::Linear(width, out));
+    num_layers_ = layers + 1;
   }
-  torch::Tensor loss_sum(const Batch& b) override {
-    torch::Tensor x = b.inputs;
-    for (auto& l : layers_) x = torch::relu(l->forward(x));
-    return torch::nn::functional::cross_entropy(
-        head_->forward(x), b.targets,
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+  torch::Tensor forward_layers(int first, int count, const torch::Tensor& x,
+                               const torch::Tensor& targets) override {
+    torch::Tensor y = x;
+    for (int l = first; l < first + count; ++l) {
+      if (l + 1 < num_layers_) {
+        y = torch::relu(layers_[l]->forward(y));
+      } else {
+        y = summed_cross_entropy(head_->forward(y), targets);
+      }
+    }
+    return y;
+  }
+  std::vector<std::int64_t> activation_shape(std::int64_t n) const override { return {n, hidden_}; }
+  std::vector<torch::Tensor> layer_parameters(int first, int count) override {
+    std::vector<torch::Tensor> out;
+    for (int l = first; l < first + count; ++l) {
+      const nn::Module* m =
+          l + 1 < num_layers_ ? static_cast<const nn::Module*>(layers_[l].get()) : head_.get();
+      for (const auto& t : params_of({m})) out.push_back(t);
+    }
+    return out;
   }
 
  private:
+  std::int64_t hidden_;
   std::vector<nn::Linear> layers_;
   nn::Linear head_{nullptr};
 };
@@ -68,13 +98,17 @@ class Block : public nn::Module {
   nn::Linear fc1_, fc2_;
 };
 
+// Layers "embedding" (words + positions), "layers.i" (blocks) and "head" (final norm, LM head,
+// cross-entropy).
 class Gpt : public TrainModule {
  public:
   Gpt(std::int64_t vocab, std::int64_t positions, std::int64_t hidden, int heads, int layers,
-      std::int64_t ffn, bool tied)
+      std::int64_t ffn, bool tied, std::int64_t seq)
       : word_(register_module("word", nn::Embedding(vocab, hidden))),
         pos_(register_module("pos", nn::Embedding(positions, hidden))),
-        ln_f_(register_module("ln_f", nn::LayerNorm(nn::LayerNormOptions({hidden})))) {
+        ln_f_(register_module("ln_f", nn::LayerNorm(nn::LayerNormOptions({hidden})))),
+        hidden_(hidden),
+        seq_(seq) {
     for (int i = 0; i < layers; ++i)
       blocks_.push_back(register_module("block" + std::to_string(i),
                                         std::make_shared<Block>(hidden, heads, ffn)));
@@ -85,19 +119,54 @@ class Gpt : public TrainModule {
     torch::NoGradGuard no_grad;
     word_->weight.normal_(0.0, 0.02);
     pos_->weight.normal_(0.0, 0.02);
+    num_layers_ = layers + 2;
   }
-  torch::Tensor loss_sum(const Batch& b) override {
-    const auto s = b.inputs.size(1);
-    auto x = word_->forward(b.inputs) + pos_->forward(torch::arange(s, torch::kLong));
-    auto causal = torch::ones({s, s}, torch::kBool).triu(1);
-    for (auto& blk : blocks_) x = blk->forward(x, causal);
-    x = ln_f_->forward(x);
-    auto logits = head_ ? head_->forward(x) : torch::matmul(x, word_->weight.t());
-    // Each sample's loss is the mean over its tokens.
-    auto tokens = torch::nn::functional::cross_entropy(
-        logits.reshape({-1, logits.size(-1)}), b.targets.reshape({-1}),
-        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-    return tokens / static_cast<double>(s);
+  torch::Tensor forward_layers(int first, int count, const torch::Tensor& x,
+                               const torch::Tensor& targets) override {
+    torch::Tensor y = x;
+    const auto s = seq_;
+    for (int l = first; l < first + count; ++l) {
+      if (l == 0) {
+        y = word_->forward(y) + pos_->forward(torch::arange(s, torch::kLong));
+      } else if (l + 1 < num_layers_) {
+        if (!causal_.defined()) causal_ = torch::ones({s, s}, torch::kBool).triu(1);
+        y = blocks_[l - 1]->forward(y, causal_);
+      } else {
+        y = ln_f_->forward(y);
+        const torch::Tensor& w = head_                  ? head_->weight
+                                 : head_copy_.defined() ? head_copy_
+                                                        : word_->weight;
+        auto logits = torch::matmul(y, w.t());
+        // Each sample's loss is the mean over its tokens.
+        y = summed_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1})) /
+            static_cast<double>(s);
+      }
+    }
+    return y;
+  }
+  std::vector<std::int64_t> activation_shape(std::int64_t n) const override {
+    return {n, seq_, hidden_};
+  }
+  std::vector<torch::Tensor> layer_parameters(int first, int count) override {
+    std::vector<torch::Tensor> out;
+    auto add = [&](std::vector<torch::Tensor> v) { out.insert(out.end(), v.begin(), v.end()); };
+    for (int l = first; l < first + count; ++l) {
+      if (l == 0) {
+        add(params_of({word_.get(), pos_.get()}));
+      } else if (l + 1 < num_layers_) {
+        add(params_of({blocks_[l - 1].get()}));
+      } else {
+        add(params_of({ln_f_.get()}));
+        if (head_) add(params_of({head_.get()}));
+        if (head_copy_.defined()) out.push_back(head_copy_);
+      }
+    }
+    return out;
+  }
+  std::pair<torch::Tensor, torch::Tensor> untie_head() override {
+    if (head_) return {};
+    if (!head_copy_.defined()) head_copy_ = word_->weight.detach().clone().requires_grad_(true);
+    return {word_->weight, head_copy_};
   }
 
  private:
@@ -105,6 +174,9 @@ class Gpt : public TrainModule {
   nn::LayerNorm ln_f_;
   std::vector<std::shared_ptr<Block>> blocks_;
   nn::Linear head_{nullptr};
+  torch::Tensor head_copy_;  // the tied head's own copy when a pipeline splits it off
+  torch::Tensor causal_;
+  std::int64_t hidden_, seq_;
 };
 
 std::int64_t count_parameters(const torch::nn::Module& mod) {
@@ -132,13 +204,18 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
           "this one is not executed yet",
           m.name)};
     mod = std::make_shared<Gpt>(m.vocab, pos->params / m.hidden, m.hidden, m.heads, m.num_blocks,
-                                m.ffn_hidden, head->tied_params > 0);
+                                m.ffn_hidden, head->tied_params > 0, m.seq_len);
   } else {
     return Error{fmt::format(
         "--model: {}: the runtime executes MLPs and GPT-style decoder language models; a {} model "
         "is not executed yet",
         m.name, model::to_string(m.family))};
   }
+  if (mod->num_layers() != static_cast<int>(m.layers.size()))
+    return Error{
+        fmt::format("--model: {}: the runtime's module has {} layers against the "
+                    "description's {}: this variant is not executed yet",
+                    m.name, mod->num_layers(), m.layers.size())};
   const std::int64_t have = count_parameters(*mod), want = m.parameters();
   if (have != want)
     return Error{fmt::format(

@@ -1,10 +1,11 @@
-// Internal to the runtime: libtorch modules built from a model description, each able to compute
-// the summed loss of a batch.
+// Internal to the runtime: libtorch modules built from a model description, run layer by layer
+// (the description's layers, the unit a pipeline stage holds).
 #pragma once
 
 #include <torch/torch.h>
 
 #include <memory>
+#include <vector>
 
 #include "hetplan/core/error.h"
 #include "hetplan/model/model.h"
@@ -24,14 +25,36 @@ struct Batch {
 
 class TrainModule : public torch::nn::Module {
  public:
-  // Sum over the batch's samples of each sample's loss (a language model's is the mean over its
-  // tokens), so that a split batch's sums add up to the whole batch's.
-  virtual torch::Tensor loss_sum(const Batch& b) = 0;
+  // The description's layers, in order.
+  int num_layers() const { return num_layers_; }
+  // Runs layers [first, first + count) on x: the batch's inputs when first == 0, else the
+  // activation the layer before wrote. When the range ends with the last layer it returns the
+  // sum over the samples of each sample's loss (a language model's is the mean over its tokens),
+  // so that a split batch's sums add up to the whole batch's; otherwise the activation.
+  virtual torch::Tensor forward_layers(int first, int count, const torch::Tensor& x,
+                                       const torch::Tensor& targets) = 0;
+  // Shape of the activation between layers for n samples (what a pipeline stage sends).
+  virtual std::vector<std::int64_t> activation_shape(std::int64_t n) const = 0;
+  // The parameters layers [first, first + count) use, in a fixed order.
+  virtual std::vector<torch::Tensor> layer_parameters(int first, int count) = 0;
+  // When the first and the last layer share a weight (a tied LM head) and a pipeline puts them on
+  // different stages: gives the last layer its own copy and returns {the first layer's weight,
+  // the copy} (both start equal; the caller sums their gradients so that they stay equal).
+  // Undefined tensors when nothing is tied.
+  virtual std::pair<torch::Tensor, torch::Tensor> untie_head() { return {}; }
+
+  torch::Tensor loss_sum(const Batch& b) {
+    return forward_layers(0, num_layers_, b.inputs, b.targets);
+  }
+
+ protected:
+  int num_layers_ = 0;
 };
 
 // The module for `m`, initialised from the current torch seed. Supported: Family::mlp and GPT-style
 // decoder language models (pre-norm LayerNorm, GELU MLP, learned positions, biases, tied or untied
-// head); the module's parameter count must equal the description's, else the model is refused.
+// head); the module's layers and parameter count must equal the description's, else the model is
+// refused.
 Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m);
 
 }  // namespace hetplan::runtime::detail

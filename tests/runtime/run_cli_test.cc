@@ -34,21 +34,27 @@ void expect_same_losses(const std::vector<double>& a, const std::vector<double>&
     EXPECT_NEAR(a[i], b[i], 1e-4 * std::abs(a[i])) << "step " << i;
 }
 
-// A one-stage plan with one device per replica and the given samples per replica.
-std::string uneven_plan(int layers, const std::vector<int>& samples, int microbatches) {
+// A plan of stages (first layer, layer count) each with one-device replicas taking the given
+// samples; devices numbered stage by stage.
+std::string plan_file(const std::vector<std::pair<int, int>>& stages,
+                      const std::vector<int>& samples, int microbatches,
+                      const std::string& schedule = "1f1b", int zero = 0) {
   int total = 0;
   for (int s : samples) total += s;
-  nlohmann::json replicas = nlohmann::json::array();
-  for (std::size_t r = 0; r < samples.size(); ++r)
-    replicas.push_back(
-        {{"devices", {r}}, {"batch_share", static_cast<double>(samples[r]) / total}});
+  nlohmann::json js = nlohmann::json::array();
+  int device = 0;
+  for (auto [first, count] : stages) {
+    nlohmann::json replicas = nlohmann::json::array();
+    for (int n : samples)
+      replicas.push_back(
+          {{"devices", {device++}}, {"batch_share", static_cast<double>(n) / total}});
+    js.push_back({{"first_layer", first}, {"num_layers", count}, {"replicas", replicas}});
+  }
   nlohmann::json plan = {
-      {"version", 1},
-      {"global_batch", total},
-      {"num_microbatches", microbatches},
-      {"stages", {{{"first_layer", 0}, {"num_layers", layers}, {"replicas", replicas}}}}};
+      {"version", 1},         {"global_batch", total}, {"num_microbatches", microbatches},
+      {"schedule", schedule}, {"zero_stage", zero},    {"stages", js}};
   const auto file = std::filesystem::temp_directory_path() /
-                    ("hetplan_uneven_" + std::to_string(::getpid()) + ".json");
+                    ("hetplan_plan_" + std::to_string(::getpid()) + ".json");
   std::ofstream(file) << plan.dump();
   return file.string();
 }
@@ -62,11 +68,38 @@ TEST(RunCli, DataParallelMatchesOneProcess) {
 
 TEST(RunCli, UnevenSharesAndMicroBatchesMatchOneProcess) {
   const auto one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=12");
-  const auto plan = uneven_plan(4, {2, 4, 6}, 2);  // embedding, 2 blocks, head
+  const auto plan = plan_file({{0, 4}}, {2, 4, 6}, 2);  // embedding, 2 blocks, head
   const auto three = losses(std::string("--model ") + kGpt + " --nprocs 3 --plan " + plan);
   std::filesystem::remove(plan);
   expect_same_losses(one, three);
   EXPECT_LT(one.back(), one.front());
+}
+
+TEST(RunCli, ZeroOneMatchesOneProcess) {
+  const auto one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=12");
+  const auto three =
+      losses(std::string("--model ") + kGpt + " --nprocs 3 --strategy dp=3,gbs=12,zero=1");
+  expect_same_losses(one, three);
+}
+
+TEST(RunCli, UnevenPipelinesMatchOneProcess) {
+  // Three stages of 1, 2 and 1 layers (the tied LM head apart from the embedding), 1F1B over four
+  // micro-batches; then the same over two uneven data-parallel pipelines with GPipe.
+  const auto one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=12");
+  auto plan = plan_file({{0, 1}, {1, 2}, {3, 1}}, {12}, 4);
+  const auto pipe = losses(std::string("--model ") + kGpt + " --nprocs 3 --plan " + plan);
+  expect_same_losses(one, pipe);
+  plan = plan_file({{0, 3}, {3, 1}}, {4, 8}, 2, "gpipe");
+  const auto grid = losses(std::string("--model ") + kGpt + " --nprocs 4 --plan " + plan);
+  std::filesystem::remove(plan);
+  expect_same_losses(one, grid);
+}
+
+TEST(RunCli, PipelineWithDataParallelZeroMatchesOneProcess) {
+  const auto one = losses(std::string("--model ") + kMlp + " --strategy dp=1,gbs=16");
+  const auto six = losses(std::string("--model ") + kMlp +
+                          " --nprocs 6 --strategy dp=2,pp=3,gbs=16,mbs=2,zero=1");
+  expect_same_losses(one, six);
 }
 
 TEST(RunCli, TrainsOnATextFile) {
@@ -87,6 +120,12 @@ TEST(RunCli, RefusesWhatItCannotExecuteBeforeStarting) {
   r = run_hetplan(std::string("run --model ") + kMlp + " --nprocs 2 --strategy dp=4,gbs=8");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--strategy"), std::string::npos) << r.err;
+  r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 2 --strategy dp=2,gbs=8,zero=2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("ZeRO stage 2 is not executed yet"), std::string::npos) << r.err;
+  r = run_hetplan(std::string("run --model ") + kGpt + " --strategy dp=1,gbs=8,recompute=full");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("recomputation (full) is not executed yet"), std::string::npos) << r.err;
   r = run_hetplan("run --model resnet50 --strategy dp=1,gbs=8");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("a cnn model is not executed yet"), std::string::npos) << r.err;

@@ -24,9 +24,10 @@ struct RunOptions {
 
 // What one rank did over the run (seconds, summed over the measured steps).
 struct RankTimes {
-  double compute_s = 0;  // forward, backward and optimizer
-  double comm_s = 0;     // waiting for collectives
-  double idle_s = 0;     // the rest of the step time
+  double compute_s = 0;  // the rest of the step: forward, backward and optimizer
+  double comm_s = 0;     // in gradient and parameter collectives, and finishing sends
+  double idle_s = 0;     // waiting for a neighbour stage's activation or gradient (pipeline
+                         // bubbles, transfers included)
 };
 
 struct RunResult {
@@ -38,11 +39,17 @@ struct RunResult {
 };
 
 // Why the runtime cannot execute this plan for this model, or ok. Checked before any worker
-// starts. `world_size` is the number of ranks the job will have.
+// starts. `world_size` is the number of ranks the job will have. Executed: pipelines of stages
+// with uneven layer counts (GPipe, 1F1B), each stage R replicas of one device with the same
+// batch shares in every stage (uneven data parallelism), micro-batches, ZeRO-1. Refused with the
+// reason: tensor parallelism, interleaved schedules, ZeRO-2/3, recomputation, gradient sync other
+// than all-reduce.
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size);
 
 // Runs the plan on this rank. Every rank calls it with the same arguments and gets the same
-// losses and every rank's times; rank r of the job is replica r of the plan's one stage.
+// losses and every rank's times. Rank s * R + r runs replica r of stage s (R replicas per stage):
+// the stages of pipeline r pass activations and gradients point to point in the simulator's
+// pass order (GPipe or 1F1B); a stage's replicas all-reduce their gradients.
 Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const RunOptions& opts,
                            const RankEnv& env);
 
