@@ -132,9 +132,6 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "plan: zero_stage: ZeRO stage {} is not executed yet (stage 1, sharded optimizer states, "
         "is)",
         p.zero_stage)};
-  if (p.recompute != cost::Recompute::none)
-    return Error{fmt::format("plan: recompute: recomputation ({}) is not executed yet",
-                             plan::recompute_name(p.recompute))};
   if (p.schedule == plan::Schedule::interleaved)
     return Error{"plan: schedule: interleaved schedules are not executed yet"};
   for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
@@ -168,6 +165,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   auto module = detail::build_module(m);  // every rank builds it whole: the same initial weights
   if (!module) return module.error();
   auto& mod = **module;
+  mod.set_recompute(p.recompute);
   auto data = detail::BatchSource::create(m, opts.seed, opts.data_file);
   if (!data) return data.error();
 

@@ -27,6 +27,39 @@ torch::Tensor summed_cross_entropy(const torch::Tensor& logits, const torch::Ten
       logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
 }
 
+// Activation recomputation: `f` runs without keeping its intermediate activations, only its
+// input, and runs again in the backward pass (the reentrant form of activation checkpointing).
+// `f` must outlive the backward pass; the module members that hold the functions do.
+class Recomputed : public torch::autograd::Function<Recomputed> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x,
+                               const LayerFn* f) {
+    ctx->save_for_backward({x});
+    ctx->saved_data["f"] = reinterpret_cast<std::int64_t>(f);
+    return (*f)(x);  // autograd is off here: nothing inside f is kept
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad) {
+    auto x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    const auto* f = reinterpret_cast<const LayerFn*>(ctx->saved_data["f"].toInt());
+    torch::Tensor y;
+    {
+      torch::AutoGradMode on(true);
+      y = (*f)(x);
+    }
+    torch::autograd::backward({y}, {grad[0]});  // parameters' gradients accumulate here
+    return {x.grad(), torch::Tensor()};
+  }
+};
+
+// f(x), recomputed in the backward pass when `recompute`. An input that needs no gradient (the
+// first layer's features) is made a leaf that does, so that the backward pass reaches f's
+// parameters.
+torch::Tensor run_layer(const LayerFn& f, const torch::Tensor& x, bool recompute) {
+  if (!recompute) return f(x);
+  return Recomputed::apply(x.requires_grad() ? x : x.detach().requires_grad_(true), &f);
+}
+
 // Layers "layers.i" (Linear + ReLU) and "head" (Linear + cross-entropy).
 class Mlp : public TrainModule {
  public:
@@ -38,13 +71,17 @@ class Mlp : public TrainModule {
     }
     head_ = register_module("head", nn::Linear(width, out));
     num_layers_ = layers + 1;
+    for (int i = 0; i < layers; ++i)
+      layer_fns_.push_back(
+          [this, i](const torch::Tensor& x) { return torch::relu(layers_[i]->forward(x)); });
   }
   torch::Tensor forward_layers(int first, int count, const torch::Tensor& x,
                                const torch::Tensor& targets) override {
     torch::Tensor y = x;
     for (int l = first; l < first + count; ++l) {
       if (l + 1 < num_layers_) {
-        y = torch::relu(layers_[l]->forward(y));
+        // Selective recomputation drops attention cores only: an MLP has none.
+        y = run_layer(layer_fns_[l], y, recompute_ == cost::Recompute::full);
       } else {
         y = summed_cross_entropy(head_->forward(y), targets);
       }
@@ -65,37 +102,53 @@ class Mlp : public TrainModule {
  private:
   std::int64_t hidden_;
   std::vector<nn::Linear> layers_;
+  std::vector<LayerFn> layer_fns_;
   nn::Linear head_{nullptr};
 };
 
 class Block : public nn::Module {
  public:
-  Block(std::int64_t hidden, int heads, std::int64_t ffn)
+  Block(std::int64_t hidden, int heads, std::int64_t ffn, const torch::Tensor* causal)
       : heads_(heads),
+        causal_(causal),
         ln1_(register_module("ln1", nn::LayerNorm(nn::LayerNormOptions({hidden})))),
         qkv_(register_module("qkv", nn::Linear(hidden, 3 * hidden))),
         proj_(register_module("proj", nn::Linear(hidden, hidden))),
         ln2_(register_module("ln2", nn::LayerNorm(nn::LayerNormOptions({hidden})))),
         fc1_(register_module("fc1", nn::Linear(hidden, ffn))),
-        fc2_(register_module("fc2", nn::Linear(ffn, hidden))) {}
+        fc2_(register_module("fc2", nn::Linear(ffn, hidden))) {
+    whole_ = [this](const torch::Tensor& x) { return body(x, false); };
+    core_ = [this](const torch::Tensor& qkv) { return attention_core(qkv); };
+  }
 
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& causal) {
-    const auto n = x.size(0), s = x.size(1), h = x.size(2), d = h / heads_;
-    auto qkv = qkv_->forward(ln1_->forward(x)).view({n, s, 3, heads_, d}).permute({2, 0, 3, 1, 4});
-    auto q = qkv[0], k = qkv[1], v = qkv[2];  // [n, heads, s, d]
-    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
-    scores = scores.masked_fill(causal, -std::numeric_limits<float>::infinity());
-    auto ctx = torch::matmul(torch::softmax(scores, -1), v).transpose(1, 2).reshape({n, s, h});
-    auto y = x + proj_->forward(ctx);
-    return y + fc2_->forward(torch::gelu(fc1_->forward(ln2_->forward(y))));
+  torch::Tensor forward(const torch::Tensor& x, cost::Recompute recompute) {
+    if (recompute == cost::Recompute::full) return run_layer(whole_, x, true);
+    return body(x, recompute == cost::Recompute::selective);
   }
 
  private:
+  torch::Tensor body(const torch::Tensor& x, bool recompute_core) {
+    auto ctx = run_layer(core_, qkv_->forward(ln1_->forward(x)), recompute_core);
+    auto y = x + proj_->forward(ctx);
+    return y + fc2_->forward(torch::gelu(fc1_->forward(ln2_->forward(y))));
+  }
+  // QK^T, softmax and scores x V of every head: what selective recomputation drops.
+  torch::Tensor attention_core(const torch::Tensor& qkv_out) const {
+    const auto n = qkv_out.size(0), s = qkv_out.size(1), h = qkv_out.size(2) / 3, d = h / heads_;
+    auto qkv = qkv_out.view({n, s, 3, heads_, d}).permute({2, 0, 3, 1, 4});
+    auto q = qkv[0], k = qkv[1], v = qkv[2];  // [n, heads, s, d]
+    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
+    scores = scores.masked_fill(*causal_, -std::numeric_limits<float>::infinity());
+    return torch::matmul(torch::softmax(scores, -1), v).transpose(1, 2).reshape({n, s, h});
+  }
+
   int heads_;
+  const torch::Tensor* causal_;  // the model's causal mask
   nn::LayerNorm ln1_;
   nn::Linear qkv_, proj_;
   nn::LayerNorm ln2_;
   nn::Linear fc1_, fc2_;
+  LayerFn whole_, core_;
 };
 
 // Layers "embedding" (words + positions), "layers.i" (blocks) and "head" (final norm, LM head,
@@ -111,7 +164,8 @@ class Gpt : public TrainModule {
         seq_(seq) {
     for (int i = 0; i < layers; ++i)
       blocks_.push_back(register_module("block" + std::to_string(i),
-                                        std::make_shared<Block>(hidden, heads, ffn)));
+                                        std::make_shared<Block>(hidden, heads, ffn, &causal_)));
+    causal_ = torch::ones({seq, seq}, torch::kBool).triu(1);
     if (!tied)
       head_ = register_module("head", nn::Linear(nn::LinearOptions(hidden, vocab).bias(false)));
     // GPT-2's initialisation of the embeddings (libtorch's default, N(0, 1), makes the tied
@@ -129,8 +183,7 @@ class Gpt : public TrainModule {
       if (l == 0) {
         y = word_->forward(y) + pos_->forward(torch::arange(s, torch::kLong));
       } else if (l + 1 < num_layers_) {
-        if (!causal_.defined()) causal_ = torch::ones({s, s}, torch::kBool).triu(1);
-        y = blocks_[l - 1]->forward(y, causal_);
+        y = blocks_[l - 1]->forward(y, recompute_);
       } else {
         y = ln_f_->forward(y);
         const torch::Tensor& w = head_                  ? head_->weight

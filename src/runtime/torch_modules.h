@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hetplan/core/error.h"
+#include "hetplan/cost/memory_cost.h"
 #include "hetplan/model/model.h"
 
 namespace hetplan::runtime::detail {
@@ -43,13 +44,20 @@ class TrainModule : public torch::nn::Module {
   // Undefined tensors when nothing is tied.
   virtual std::pair<torch::Tensor, torch::Tensor> untie_head() { return {}; }
 
+  // Activation recomputation (Korthikanti et al. 2022): full recomputes every transformer block
+  // or MLP layer from its input in the backward pass; selective only the attention cores.
+  void set_recompute(cost::Recompute r) { recompute_ = r; }
+
   torch::Tensor loss_sum(const Batch& b) {
     return forward_layers(0, num_layers_, b.inputs, b.targets);
   }
 
  protected:
   int num_layers_ = 0;
+  cost::Recompute recompute_ = cost::Recompute::none;
 };
+
+using LayerFn = std::function<torch::Tensor(const torch::Tensor&)>;
 
 // The module for `m`, initialised from the current torch seed. Supported: Family::mlp and GPT-style
 // decoder language models (pre-norm LayerNorm, GELU MLP, learned positions, biases, tied or untied

@@ -1,0 +1,86 @@
+// The runtime's modules: built from the description, split by layer, recomputing what the plan
+// says.
+#include "../../src/runtime/torch_modules.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+
+#include "hetplan/model/zoo.h"
+
+namespace hetplan::runtime::detail {
+namespace {
+
+model::Model load(const std::string& spec) {
+  auto m = model::load_model(spec);
+  EXPECT_TRUE(m) << m.error().message;
+  return *m;
+}
+
+// Autograd nodes of the graph that produced t whose name mentions `what`.
+int count_nodes(const torch::Tensor& t, const std::string& what) {
+  int n = 0;
+  std::set<torch::autograd::Node*> seen;
+  std::function<void(torch::autograd::Node*)> walk = [&](torch::autograd::Node* node) {
+    if (!node || !seen.insert(node).second) return;
+    if (node->name().find(what) != std::string::npos) ++n;
+    for (const auto& e : node->next_edges()) walk(e.function.get());
+  };
+  walk(t.grad_fn().get());
+  return n;
+}
+
+TEST(TorchModules, MatchTheDescription) {
+  torch::manual_seed(1);
+  for (const char* spec : {"mlp:layers=3,hidden=32,in=16,out=4",
+                           "gpt:layers=3,hidden=64,heads=4,seq=16,vocab=128",
+                           "gpt:layers=1,hidden=64,heads=4,seq=16,vocab=128,tied=false"}) {
+    const auto m = load(spec);
+    auto mod = build_module(m);
+    ASSERT_TRUE(mod) << mod.error().message;
+    EXPECT_EQ((*mod)->num_layers(), static_cast<int>(m.layers.size())) << spec;
+    std::int64_t by_layer = 0;
+    for (const auto& t : (*mod)->layer_parameters(0, (*mod)->num_layers())) by_layer += t.numel();
+    EXPECT_EQ(by_layer, m.parameters()) << spec;
+  }
+  EXPECT_FALSE(build_module(load("llama:layers=1,hidden=64,heads=4,seq=16,vocab=128")));
+  EXPECT_FALSE(build_module(load("resnet50")));
+}
+
+TEST(TorchModules, LayersComposeToTheWholeModel) {
+  torch::manual_seed(1);
+  const auto m = load("gpt:layers=2,hidden=32,heads=2,seq=8,vocab=64");
+  auto mod = *build_module(m);
+  const auto ids = torch::randint(0, 64, {3, 8}, torch::kLong);
+  const auto targets = torch::randint(0, 64, {3, 8}, torch::kLong);
+  const auto whole = mod->loss_sum(Batch{ids, targets});
+  const auto a = mod->forward_layers(0, 2, ids, targets);
+  EXPECT_EQ(a.sizes(), torch::IntArrayRef(mod->activation_shape(3)));
+  const auto split = mod->forward_layers(2, 2, a, targets);
+  EXPECT_NEAR(split.item<double>(), whole.item<double>(), 1e-6 * whole.item<double>());
+}
+
+TEST(TorchModules, RecomputationIsInTheBackwardGraph) {
+  torch::manual_seed(1);
+  const auto gpt = load("gpt:layers=3,hidden=32,heads=2,seq=8,vocab=64");
+  auto mod = *build_module(gpt);
+  const Batch b{torch::randint(0, 64, {2, 8}, torch::kLong),
+                torch::randint(0, 64, {2, 8}, torch::kLong)};
+  EXPECT_EQ(count_nodes(mod->loss_sum(b), "Recomputed"), 0);
+  mod->set_recompute(cost::Recompute::full);
+  EXPECT_EQ(count_nodes(mod->loss_sum(b), "Recomputed"), 3);  // one per block
+  mod->set_recompute(cost::Recompute::selective);
+  EXPECT_EQ(count_nodes(mod->loss_sum(b), "Recomputed"), 3);  // one attention core per block
+
+  auto mlp = *build_module(load("mlp:layers=2,hidden=16,in=8,out=3"));
+  const Batch x{torch::randn({4, 8}), torch::randint(0, 3, {4}, torch::kLong)};
+  mlp->set_recompute(cost::Recompute::full);
+  auto loss = mlp->loss_sum(x);
+  EXPECT_EQ(count_nodes(loss, "Recomputed"), 2);
+  loss.backward();  // the recomputation reaches the first layer's weights
+  for (const auto& t : mlp->parameters()) EXPECT_TRUE(t.grad().defined());
+}
+
+}  // namespace
+}  // namespace hetplan::runtime::detail
