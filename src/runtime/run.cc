@@ -11,6 +11,7 @@
 
 #include "batches.h"
 #include "hetplan/sim/schedule_order.h"
+#include "tensor_parallel.h"
 #include "torch_modules.h"
 
 namespace hetplan::runtime {
@@ -23,11 +24,12 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Where the plan puts this rank: rank s * R + r runs stage s of pipeline r (replica r of every
-// stage; the replicas of a stage split the batch, the stages of a pipeline split the layers).
+// Where the plan puts this rank: rank (s * R + r) * T + j is tensor-parallel rank j of replica r
+// of stage s (pipeline r is replica r of every stage; the replicas of a stage split the batch,
+// the stages of a pipeline split the layers, the T devices of a replica split its ops).
 struct Place {
-  int S = 1, R = 1, s = 0, r = 0;
-  int rank_of(int stage, int replica) const { return stage * R + replica; }
+  int S = 1, R = 1, T = 1, s = 0, r = 0, j = 0;
+  int rank_of(int stage, int replica) const { return (stage * R + replica) * T + j; }
 };
 
 // Samples of the global batch per pipeline, from the first stage's batch shares.
@@ -47,10 +49,11 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options_for(const RankE
   return opts;
 }
 
-// The groups this rank talks in: everyone, its stage's replicas (data parallelism), and for a
-// tied LM head split over a pipeline, that pipeline's first and last stage.
+// The groups this rank talks in: everyone, its replica's devices (tensor parallelism), the same
+// tensor-parallel rank of its stage's replicas (data parallelism), and for a tied LM head split
+// over a pipeline, that pipeline's first and last stage.
 struct Groups {
-  PG world, stage, tied;
+  PG world, tensor, stage, tied;
 };
 
 Groups connect(const RankEnv& env, const Place& at, bool tied) {
@@ -64,14 +67,15 @@ Groups connect(const RankEnv& env, const Place& at, bool tied) {
   Groups g;
   g.world = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size,
                                                         gloo_options_for(env));
-  if (at.R > 1)
-    g.stage = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        c10::make_intrusive<c10d::PrefixStore>(fmt::format("stage{}/", at.s), store), at.r, at.R,
+  auto group = [&](const std::string& name, int rank, int size) -> PG {
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>(name + "/", store), rank, size,
         gloo_options_for(env));
+  };
+  if (at.T > 1) g.tensor = group(fmt::format("tp{}_{}", at.s, at.r), at.j, at.T);
+  if (at.R > 1) g.stage = group(fmt::format("stage{}_{}", at.s, at.j), at.r, at.R);
   if (tied && at.S > 1 && (at.s == 0 || at.s == at.S - 1))
-    g.tied = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        c10::make_intrusive<c10d::PrefixStore>(fmt::format("tied{}/", at.r), store),
-        at.s == 0 ? 0 : 1, 2, gloo_options_for(env));
+    g.tied = group(fmt::format("tied{}_{}", at.r, at.j), at.s == 0 ? 0 : 1, 2);
   return g;
 }
 
@@ -97,6 +101,7 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "is not executed yet",
         m.name, model::to_string(m.family))};
   const std::size_t R = p.stages[0].replicas.size();
+  const std::size_t T = p.stages[0].replicas[0].devices.size();
   std::set<int> devices;
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
     const auto& replicas = p.stages[s].replicas;
@@ -106,16 +111,17 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
           "replicas (stage 0 has {}, stage {} has {})",
           s, R, s, replicas.size())};
     for (std::size_t r = 0; r < replicas.size(); ++r) {
-      if (replicas[r].devices.size() != 1)
+      if (replicas[r].devices.size() != T)
         return Error{fmt::format(
-            "plan: stages[{}].replicas[{}].devices: the runtime executes one device per replica; "
-            "tensor parallelism ({} devices) is not executed yet",
-            s, r, replicas[r].devices.size())};
-      if (!devices.insert(replicas[r].devices[0]).second)
-        return Error{fmt::format(
-            "plan: stages[{}].replicas[{}].devices: device {} runs more than one stage; "
-            "interleaved schedules are not executed yet",
-            s, r, replicas[r].devices[0])};
+            "plan: stages[{}].replicas[{}].devices: the runtime executes replicas of one size "
+            "(stage 0's first has {} devices, this one {})",
+            s, r, T, replicas[r].devices.size())};
+      for (int d : replicas[r].devices)
+        if (!devices.insert(d).second)
+          return Error{fmt::format(
+              "plan: stages[{}].replicas[{}].devices: device {} runs more than one stage; "
+              "interleaved schedules are not executed yet",
+              s, r, d)};
       if (std::abs(replicas[r].batch_share - p.stages[0].replicas[r].batch_share) > 1e-12)
         return Error{fmt::format(
             "plan: stages[{}].replicas[{}].batch_share: the runtime executes pipelines whose "
@@ -132,6 +138,28 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "plan: zero_stage: ZeRO stage {} is not executed yet (stage 1, sharded optimizer states, "
         "is)",
         p.zero_stage)};
+  if (T > 1 && p.sequence_parallel)
+    return Error{"plan: sequence_parallel: sequence parallelism is not executed yet"};
+  if (T > 1)
+    for (std::size_t i = 0; i < p.op_overrides.size(); ++i)
+      if (p.op_overrides[i].split != plan::SplitKind::tensor)
+        return Error{
+            fmt::format("plan: op_overrides[{}].split: the runtime splits every op of a "
+                        "tensor-parallel replica "
+                        "the Megatron-LM way; \"{}\" splits are not executed yet",
+                        i, plan::to_string(p.op_overrides[i].split))};
+  // Uneven shares are rounded to whole heads, MLP columns and vocabulary rows: each rank needs one.
+  if (T > 1 && m.family == model::Family::decoder_lm)
+    for (const auto& st : p.stages)
+      for (const auto& rep : st.replicas)
+        for (std::size_t j = 0; j < T; ++j) {
+          detail::TensorParallel tp{nullptr, static_cast<int>(j), static_cast<int>(T),
+                                    rep.tp_shares};
+          for (auto [n, what] : {std::pair<std::int64_t, const char*>{m.heads, "attention heads"},
+                                 {m.ffn_hidden, "MLP columns"},
+                                 {m.vocab, "vocabulary rows"}})
+            if (auto ok = detail::unit_range(n, tp, what); !ok) return ok.error();
+        }
   if (p.schedule == plan::Schedule::interleaved)
     return Error{"plan: schedule: interleaved schedules are not executed yet"};
   for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
@@ -172,15 +200,20 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   Place at;
   at.S = static_cast<int>(p.stages.size());
   at.R = static_cast<int>(p.stages[0].replicas.size());
-  at.s = env.rank / at.R;
-  at.r = env.rank % at.R;
+  at.T = static_cast<int>(p.stages[0].replicas[0].devices.size());
+  at.j = env.rank % at.T;
+  at.r = env.rank / at.T % at.R;
+  at.s = env.rank / at.T / at.R;
   const plan::Stage& stage = p.stages[at.s];
   const bool first = at.s == 0, last = at.s == at.S - 1;
-  // A tied LM head split off from the embedding gets its own copy, kept equal by summing the two
-  // copies' gradients (as Megatron-LM does).
-  const auto [tied_source, tied_copy] =
-      at.S > 1 ? mod.untie_head() : std::pair<torch::Tensor, torch::Tensor>{};
-  const bool tied = tied_source.defined();
+  // Whether a tied LM head is split from its embedding: it then gets its own copy, kept equal by
+  // summing the two copies' gradients (as Megatron-LM does).
+  const bool tied = at.S > 1 && m.family == model::Family::decoder_lm && mod.tied_head();
+  if (tied && p.stages.front().replicas[at.r].tp_shares != p.stages.back().replicas[at.r].tp_shares)
+    return Error{fmt::format(
+        "plan: stages: the tied embedding and LM head are split by vocabulary alike on the first "
+        "and last stage; replica {}'s tp_shares differ there",
+        at.r)};
   Groups groups;
   if (env.world_size > 1) {
     try {
@@ -190,6 +223,14 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
                                env.master_addr, env.master_port, e.what())};
     }
   }
+  detail::TensorParallel tp;
+  tp.group = groups.tensor.get();
+  tp.rank = at.j;
+  tp.size = at.T;
+  tp.shares = stage.replicas[at.r].tp_shares;
+  if (auto sharded = mod.shard(tp); !sharded) return sharded.error();
+  const auto [tied_source, tied_copy] =
+      tied ? mod.untie_head() : std::pair<torch::Tensor, torch::Tensor>{};
 
   const auto samples = pipeline_samples(p);
   std::int64_t offset = 0;
@@ -287,7 +328,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     if (groups.tied)
       all_reduce_flat(groups.tied, {(first ? tied_source : tied_copy).mutable_grad()});
     // The step's loss, summed over the pipelines' last stages.
-    std::vector<torch::Tensor> loss{torch::full({1}, last ? loss_sum : 0.0, torch::kDouble)};
+    std::vector<torch::Tensor> loss{
+        torch::full({1}, last && at.j == 0 ? loss_sum : 0.0, torch::kDouble)};
     if (groups.world) groups.world->allreduce(loss)->wait();
     comm += seconds_since(comm_start);
     if (zero) {

@@ -106,11 +106,24 @@ class Mlp : public TrainModule {
   nn::Linear head_{nullptr};
 };
 
+// Slices of a weight (or bias) along `dim`, concatenated, in place of the whole.
+void keep_slices(torch::Tensor& t, int dim,
+                 const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> parts;
+  for (auto [b, e] : ranges) parts.push_back(t.slice(dim, b, e));
+  t.set_data(torch::cat(parts, dim).clone());
+}
+
 class Block : public nn::Module {
  public:
-  Block(std::int64_t hidden, int heads, std::int64_t ffn, const torch::Tensor* causal)
-      : heads_(heads),
+  Block(std::int64_t hidden, int heads, std::int64_t ffn, const torch::Tensor* causal,
+        const TensorParallel* tp)
+      : hidden_(hidden),
+        heads_(heads),
+        ffn_(ffn),
         causal_(causal),
+        tp_(tp),
         ln1_(register_module("ln1", nn::LayerNorm(nn::LayerNormOptions({hidden})))),
         qkv_(register_module("qkv", nn::Linear(hidden, 3 * hidden))),
         proj_(register_module("proj", nn::Linear(hidden, hidden))),
@@ -126,24 +139,52 @@ class Block : public nn::Module {
     return body(x, recompute == cost::Recompute::selective);
   }
 
+  // Megatron-LM's split: QKV by heads and fc1 by columns (column-parallel), proj and fc2 by the
+  // matching input features (row-parallel, partial sums all-reduced); norms and the row-parallel
+  // biases stay whole.
+  Result<bool> shard() {
+    auto heads = unit_range(heads_, *tp_, "attention heads");
+    if (!heads) return heads.error();
+    auto cols = unit_range(ffn_, *tp_, "MLP columns");
+    if (!cols) return cols.error();
+    const std::int64_t d = hidden_ / heads_, h0 = heads->first * d, h1 = heads->second * d;
+    const std::vector<std::pair<std::int64_t, std::int64_t>> qkv_rows = {
+        {h0, h1}, {hidden_ + h0, hidden_ + h1}, {2 * hidden_ + h0, 2 * hidden_ + h1}};
+    keep_slices(qkv_->weight, 0, qkv_rows);
+    keep_slices(qkv_->bias, 0, qkv_rows);
+    keep_slices(proj_->weight, 1, {{h0, h1}});
+    keep_slices(fc1_->weight, 0, {*cols});
+    keep_slices(fc1_->bias, 0, {*cols});
+    keep_slices(fc2_->weight, 1, {*cols});
+    local_heads_ = heads->second - heads->first;
+    return true;
+  }
+
  private:
   torch::Tensor body(const torch::Tensor& x, bool recompute_core) {
-    auto ctx = run_layer(core_, qkv_->forward(ln1_->forward(x)), recompute_core);
-    auto y = x + proj_->forward(ctx);
-    return y + fc2_->forward(torch::gelu(fc1_->forward(ln2_->forward(y))));
+    namespace F = torch::nn::functional;
+    const auto a = copy_to_group(ln1_->forward(x), *tp_);
+    const auto ctx = run_layer(core_, F::linear(a, qkv_->weight, qkv_->bias), recompute_core);
+    const auto y = x + reduce_from_group(torch::matmul(ctx, proj_->weight.t()), *tp_) + proj_->bias;
+    const auto b = copy_to_group(ln2_->forward(y), *tp_);
+    const auto m = torch::gelu(F::linear(b, fc1_->weight, fc1_->bias));
+    return y + reduce_from_group(torch::matmul(m, fc2_->weight.t()), *tp_) + fc2_->bias;
   }
-  // QK^T, softmax and scores x V of every head: what selective recomputation drops.
+  // QK^T, softmax and scores x V of this rank's heads: what selective recomputation drops.
   torch::Tensor attention_core(const torch::Tensor& qkv_out) const {
-    const auto n = qkv_out.size(0), s = qkv_out.size(1), h = qkv_out.size(2) / 3, d = h / heads_;
-    auto qkv = qkv_out.view({n, s, 3, heads_, d}).permute({2, 0, 3, 1, 4});
+    const auto n = qkv_out.size(0), s = qkv_out.size(1), w = qkv_out.size(2) / 3;
+    const auto heads = local_heads_ > 0 ? local_heads_ : heads_, d = w / heads;
+    auto qkv = qkv_out.view({n, s, 3, heads, d}).permute({2, 0, 3, 1, 4});
     auto q = qkv[0], k = qkv[1], v = qkv[2];  // [n, heads, s, d]
     auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
     scores = scores.masked_fill(*causal_, -std::numeric_limits<float>::infinity());
-    return torch::matmul(torch::softmax(scores, -1), v).transpose(1, 2).reshape({n, s, h});
+    return torch::matmul(torch::softmax(scores, -1), v).transpose(1, 2).reshape({n, s, w});
   }
 
-  int heads_;
-  const torch::Tensor* causal_;  // the model's causal mask
+  std::int64_t hidden_, heads_, ffn_;
+  std::int64_t local_heads_ = 0;  // after shard()
+  const torch::Tensor* causal_;   // the model's causal mask
+  const TensorParallel* tp_;      // the model's tensor-parallel group
   nn::LayerNorm ln1_;
   nn::Linear qkv_, proj_;
   nn::LayerNorm ln2_;
@@ -163,8 +204,9 @@ class Gpt : public TrainModule {
         hidden_(hidden),
         seq_(seq) {
     for (int i = 0; i < layers; ++i)
-      blocks_.push_back(register_module("block" + std::to_string(i),
-                                        std::make_shared<Block>(hidden, heads, ffn, &causal_)));
+      blocks_.push_back(
+          register_module("block" + std::to_string(i),
+                          std::make_shared<Block>(hidden, heads, ffn, &causal_, &tp_)));
     causal_ = torch::ones({seq, seq}, torch::kBool).triu(1);
     if (!tied)
       head_ = register_module("head", nn::Linear(nn::LinearOptions(hidden, vocab).bias(false)));
@@ -181,7 +223,7 @@ class Gpt : public TrainModule {
     const auto s = seq_;
     for (int l = first; l < first + count; ++l) {
       if (l == 0) {
-        y = word_->forward(y) + pos_->forward(torch::arange(s, torch::kLong));
+        y = embed(y) + pos_->forward(torch::arange(s, torch::kLong));
       } else if (l + 1 < num_layers_) {
         y = blocks_[l - 1]->forward(y, recompute_);
       } else {
@@ -189,9 +231,11 @@ class Gpt : public TrainModule {
         const torch::Tensor& w = head_                  ? head_->weight
                                  : head_copy_.defined() ? head_copy_
                                                         : word_->weight;
-        auto logits = torch::matmul(y, w.t());
+        auto logits = torch::matmul(copy_to_group(y, tp_), w.t());
+        logits = logits.reshape({-1, logits.size(-1)});
         // Each sample's loss is the mean over its tokens.
-        y = summed_cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1})) /
+        y = (tp_.active() ? vocab_parallel_cross_entropy(logits, targets.reshape({-1}))
+                          : summed_cross_entropy(logits, targets.reshape({-1}))) /
             static_cast<double>(s);
       }
     }
@@ -216,6 +260,21 @@ class Gpt : public TrainModule {
     }
     return out;
   }
+  Result<bool> shard(const TensorParallel& tp) override {
+    tp_ = tp;
+    if (!tp_.active()) return true;
+    for (auto& b : blocks_)
+      if (auto ok = b->shard(); !ok) return ok;
+    // The word embedding and the LM head by vocabulary rows (Megatron-LM's vocab-parallel
+    // embedding and head); positions stay whole.
+    auto rows = unit_range(word_->weight.size(0), tp_, "vocabulary rows");
+    if (!rows) return rows.error();
+    vocab_ = *rows;
+    keep_slices(word_->weight, 0, {vocab_});
+    if (head_) keep_slices(head_->weight, 0, {vocab_});
+    return true;
+  }
+  bool tied_head() const override { return !head_; }
   std::pair<torch::Tensor, torch::Tensor> untie_head() override {
     if (head_) return {};
     if (!head_copy_.defined()) head_copy_ = word_->weight.detach().clone().requires_grad_(true);
@@ -223,6 +282,31 @@ class Gpt : public TrainModule {
   }
 
  private:
+  // Token embeddings; split by vocabulary rows, each rank looks up its own rows and the group sums.
+  torch::Tensor embed(const torch::Tensor& ids) {
+    if (!tp_.active()) return word_->forward(ids);
+    const auto [v0, v1] = vocab_;
+    const auto mine = (ids >= v0) & (ids < v1);
+    const auto local = (ids - v0).clamp(0, v1 - v0 - 1);
+    const auto e = torch::embedding(word_->weight, local) * mine.unsqueeze(-1);
+    return reduce_from_group(e, tp_);
+  }
+  // Summed cross-entropy over rows of logits split by vocabulary: the group's maximum, the sum of
+  // exponentials and the target's logit are summed over the ranks (Megatron-LM).
+  torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits,
+                                             const torch::Tensor& targets) {
+    const auto [v0, v1] = vocab_;
+    const auto top = max_over_group(std::get<0>(logits.detach().max(1)), tp_);
+    const auto sum_exp = reduce_from_group((logits - top.unsqueeze(1)).exp().sum(1), tp_);
+    const auto mine = (targets >= v0) & (targets < v1);
+    const auto local = (targets - v0).clamp(0, v1 - v0 - 1);
+    const auto target_logit =
+        reduce_from_group(logits.gather(1, local.unsqueeze(1)).squeeze(1) * mine, tp_);
+    return (sum_exp.log() + top - target_logit).sum();
+  }
+
+  TensorParallel tp_;
+  std::pair<std::int64_t, std::int64_t> vocab_{0, 0};
   nn::Embedding word_, pos_;
   nn::LayerNorm ln_f_;
   std::vector<std::shared_ptr<Block>> blocks_;

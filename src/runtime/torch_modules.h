@@ -10,6 +10,7 @@
 #include "hetplan/core/error.h"
 #include "hetplan/cost/memory_cost.h"
 #include "hetplan/model/model.h"
+#include "tensor_parallel.h"
 
 namespace hetplan::runtime::detail {
 
@@ -43,7 +44,17 @@ class TrainModule : public torch::nn::Module {
   // the copy} (both start equal; the caller sums their gradients so that they stay equal).
   // Undefined tensors when nothing is tied.
   virtual std::pair<torch::Tensor, torch::Tensor> untie_head() { return {}; }
+  // Whether the first and the last layer share a weight.
+  virtual bool tied_head() const { return false; }
 
+  // Splits the tensor-split ops over a replica's tensor-parallel group (Megatron-LM style, with
+  // uneven shares rounded to whole heads, columns and vocabulary rows): this rank keeps its slices
+  // of the whole, identically initialised weights. Ops the description replicates (an MLP's) stay
+  // whole on every rank. Call once, before untie_head; `tp` must outlive the module's use.
+  virtual Result<bool> shard(const TensorParallel& tp) {
+    (void)tp;
+    return true;
+  }
   // Activation recomputation (Korthikanti et al. 2022): full recomputes every transformer block
   // or MLP layer from its input in the backward pass; selective only the attention cores.
   void set_recompute(cost::Recompute r) { recompute_ = r; }

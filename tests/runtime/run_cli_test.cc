@@ -2,6 +2,7 @@
 // run of the same model, data, seed and global batch (fp32, within 1e-4 relative).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -34,20 +35,26 @@ void expect_same_losses(const std::vector<double>& a, const std::vector<double>&
     EXPECT_NEAR(a[i], b[i], 1e-4 * std::abs(a[i])) << "step " << i;
 }
 
-// A plan of stages (first layer, layer count) each with one-device replicas taking the given
-// samples; devices numbered stage by stage.
+// A plan of stages (first layer, layer count) each with replicas taking the given samples, of one
+// device or, with tp_shares, of that many devices; devices numbered stage by stage.
 std::string plan_file(const std::vector<std::pair<int, int>>& stages,
                       const std::vector<int>& samples, int microbatches,
-                      const std::string& schedule = "1f1b", int zero = 0) {
+                      const std::string& schedule = "1f1b", int zero = 0,
+                      const std::vector<double>& tp_shares = {}) {
   int total = 0;
   for (int s : samples) total += s;
   nlohmann::json js = nlohmann::json::array();
   int device = 0;
   for (auto [first, count] : stages) {
     nlohmann::json replicas = nlohmann::json::array();
-    for (int n : samples)
-      replicas.push_back(
-          {{"devices", {device++}}, {"batch_share", static_cast<double>(n) / total}});
+    for (int n : samples) {
+      nlohmann::json replica = {{"batch_share", static_cast<double>(n) / total}};
+      replica["devices"] = nlohmann::json::array();
+      for (std::size_t j = 0; j < std::max<std::size_t>(1, tp_shares.size()); ++j)
+        replica["devices"].push_back(device++);
+      if (!tp_shares.empty()) replica["tp_shares"] = tp_shares;
+      replicas.push_back(replica);
+    }
     js.push_back({{"first_layer", first}, {"num_layers", count}, {"replicas", replicas}});
   }
   nlohmann::json plan = {
@@ -102,6 +109,21 @@ TEST(RunCli, PipelineWithDataParallelZeroMatchesOneProcess) {
   expect_same_losses(one, six);
 }
 
+TEST(RunCli, TensorParallelMatchesOneProcess) {
+  // Megatron-LM's split (heads, MLP columns, vocabulary rows) over 2 ranks; then uneven shares
+  // (2, 1 and 1 of the 4 heads) over 3 ranks in each of two pipeline stages.
+  const auto one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=12");
+  const auto two = losses(std::string("--model ") + kGpt + " --nprocs 2 --strategy tp=2,gbs=12");
+  expect_same_losses(one, two);
+  const auto plan = plan_file({{0, 2}, {2, 2}}, {12}, 2, "1f1b", 0, {0.5, 0.25, 0.25});
+  const auto six = losses(std::string("--model ") + kGpt + " --nprocs 6 --plan " + plan);
+  std::filesystem::remove(plan);
+  expect_same_losses(one, six);
+  const auto grid =
+      losses(std::string("--model ") + kGpt + " --nprocs 4 --strategy tp=2,dp=2,gbs=12,zero=1");
+  expect_same_losses(one, grid);
+}
+
 TEST(RunCli, RecomputationMatchesOneProcess) {
   // Full recomputation reruns each block (or MLP layer) in the backward pass, selective only the
   // attention cores; either way the gradients are the same.
@@ -128,10 +150,18 @@ TEST(RunCli, TrainsOnATextFile) {
 }
 
 TEST(RunCli, RefusesWhatItCannotExecuteBeforeStarting) {
-  auto r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 2 --strategy tp=2,gbs=8");
+  auto r =
+      run_hetplan(std::string("run --model ") + kGpt + " --nprocs 2 --strategy tp=2,sp=1,gbs=8");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("tensor parallelism (2 devices) is not executed yet"), std::string::npos)
+  EXPECT_NE(r.err.find("sequence parallelism is not executed yet"), std::string::npos) << r.err;
+  const auto tiny = plan_file({{0, 4}}, {8}, 1, "1f1b", 0, {0.9, 0.05, 0.05});
+  r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 3 --plan " + tiny);
+  std::filesystem::remove(tiny);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("tensor-parallel rank 1 would hold none of the 4 attention heads"),
+            std::string::npos)
       << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);  // one message, before any start
   r = run_hetplan(std::string("run --model ") + kMlp + " --nprocs 2 --strategy dp=4,gbs=8");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--strategy"), std::string::npos) << r.err;

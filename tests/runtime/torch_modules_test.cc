@@ -33,9 +33,9 @@ int count_nodes(const torch::Tensor& t, const std::string& what) {
 
 TEST(TorchModules, MatchTheDescription) {
   torch::manual_seed(1);
-  for (const char* spec : {"mlp:layers=3,hidden=32,in=16,out=4",
-                           "gpt:layers=3,hidden=64,heads=4,seq=16,vocab=128",
-                           "gpt:layers=1,hidden=64,heads=4,seq=16,vocab=128,tied=false"}) {
+  for (const char* spec :
+       {"mlp:layers=3,hidden=32,in=16,out=4", "gpt:layers=3,hidden=64,heads=4,seq=16,vocab=128",
+        "gpt:layers=1,hidden=64,heads=4,seq=16,vocab=128,tied=false"}) {
     const auto m = load(spec);
     auto mod = build_module(m);
     ASSERT_TRUE(mod) << mod.error().message;
@@ -80,6 +80,31 @@ TEST(TorchModules, RecomputationIsInTheBackwardGraph) {
   EXPECT_EQ(count_nodes(loss, "Recomputed"), 2);
   loss.backward();  // the recomputation reaches the first layer's weights
   for (const auto& t : mlp->parameters()) EXPECT_TRUE(t.grad().defined());
+}
+
+}  // namespace
+}  // namespace hetplan::runtime::detail
+
+namespace hetplan::runtime::detail {
+namespace {
+
+TEST(TensorParallelUnits, UnevenSharesRoundByLargestRemainder) {
+  auto range = [](std::int64_t n, int rank, std::vector<double> shares, int size = 3) {
+    TensorParallel tp{nullptr, rank, size, shares};
+    auto r = unit_range(n, tp, "heads");
+    EXPECT_TRUE(r) << r.error().message;
+    return *r;
+  };
+  // 10 heads at 0.45/0.35/0.2: 4.5, 3.5, 2 -> 5, 3, 2 (ties go to the lower rank).
+  EXPECT_EQ(range(10, 0, {0.45, 0.35, 0.2}), (std::pair<std::int64_t, std::int64_t>{0, 5}));
+  EXPECT_EQ(range(10, 1, {0.45, 0.35, 0.2}), (std::pair<std::int64_t, std::int64_t>{5, 8}));
+  EXPECT_EQ(range(10, 2, {0.45, 0.35, 0.2}), (std::pair<std::int64_t, std::int64_t>{8, 10}));
+  EXPECT_EQ(range(7, 1, {}), (std::pair<std::int64_t, std::int64_t>{3, 5}));  // even: 3, 2, 2
+  TensorParallel tp{nullptr, 0, 2, {0.99, 0.01}};
+  auto r = unit_range(4, tp, "heads");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "plan: tp_shares: tensor-parallel rank 1 would hold none of the 4 heads (share 0.01)");
 }
 
 }  // namespace

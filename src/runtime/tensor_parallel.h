@@ -1,0 +1,41 @@
+// Internal to the runtime: the collectives of tensor parallelism as autograd operations
+// (Megatron-LM's f and g), and how uneven shares split heads, columns and vocabulary rows.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "hetplan/core/error.h"
+
+namespace c10d {
+class ProcessGroup;
+}
+
+namespace hetplan::runtime::detail {
+
+// This rank's place in its replica's tensor-parallel group; inactive without a group of 2 or more.
+struct TensorParallel {
+  c10d::ProcessGroup* group = nullptr;
+  int rank = 0;
+  int size = 1;
+  std::vector<double> shares;  // per rank, sum 1; empty: even
+  bool active() const { return group != nullptr && size > 1; }
+};
+
+// f: identity forward; the gradient is summed over the group in the backward pass. Where a
+// replicated activation enters a tensor-split op.
+torch::Tensor copy_to_group(const torch::Tensor& x, const TensorParallel& tp);
+// g: summed over the group forward; identity backward. Where partial results leave.
+torch::Tensor reduce_from_group(const torch::Tensor& x, const TensorParallel& tp);
+// Elementwise maximum over the group (no gradient).
+torch::Tensor max_over_group(const torch::Tensor& x, const TensorParallel& tp);
+
+// [begin, end) of the `n` units (heads, columns, vocabulary rows) rank `tp.rank` holds: counts by
+// the shares, rounded by largest remainder. Every rank must get at least one; `what` names the
+// units in the error.
+Result<std::pair<std::int64_t, std::int64_t>> unit_range(std::int64_t n, const TensorParallel& tp,
+                                                         const std::string& what);
+
+}  // namespace hetplan::runtime::detail
