@@ -28,6 +28,14 @@ StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const
   }
 }
 
+double StageCoster::device_time(int device, const model::TrainOp& op, double samples,
+                                double shard) const {
+  // A node limited to a share of its CPU (cluster files' cpu_share, emulated clusters) runs
+  // everything proportionally slower.
+  const double cpu_share = c_.nodes[c_.devices[device].node].cpu_share;
+  return compute_.op_time(c_.type_of(device), op, samples, shard, m_.dtype).value / cpu_share;
+}
+
 double StageCoster::op_share(int op, const plan::Replica& r, int j) const {
   const int tp = static_cast<int>(r.devices.size());
   if (tp == 1 || whole_work_[op]) return 1.0;
@@ -147,10 +155,8 @@ double StageCoster::rebuild_time(const plan::Stage& st, std::size_t r, const std
   for (std::size_t j = 0; j < rep.devices.size(); ++j) {
     double t = 0;
     for (int op : ops)
-      t += compute_
-               .op_time(c_.type_of(rep.devices[j]), tg_.forward[op], samples,
-                        op_share(op, rep, static_cast<int>(j)), m_.dtype)
-               .value;
+      t += device_time(rep.devices[j], tg_.forward[op], samples,
+                       op_share(op, rep, static_cast<int>(j)));
     slowest = std::max(slowest, t);
   }
   return slowest;
@@ -178,7 +184,6 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
                                       double samples) const {
   LayerTimes out;
   const int tp = static_cast<int>(r.devices.size());
-  const model::DType dt = m_.dtype;
   auto tp_collective = [&](cost::Collective kind, double bytes) {
     if (tp == 1 || bytes <= 0) return 0.0;
     return collective(kind, r.devices, bytes, r.tp_shares).time.value;
@@ -190,13 +195,11 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
       const model::Op& o = m_.ops[op];
       double tf = 0, tb = 0;
       for (int j = 0; j < tp; ++j) {
-        const auto& type = c_.type_of(r.devices[j]);
         const double share = op_share(op, r, j);
-        tf = std::max(tf, compute_.op_time(type, tg_.forward[op], samples, share, dt).value);
+        tf = std::max(tf, device_time(r.devices[j], tg_.forward[op], samples, share));
         if (backward_index_[op] >= 0)
-          tb = std::max(
-              tb,
-              compute_.op_time(type, tg_.backward[backward_index_[op]], samples, share, dt).value);
+          tb = std::max(tb, device_time(r.devices[j], tg_.backward[backward_index_[op]], samples,
+                                        share));
       }
       // Tensor-parallel communication on the critical path: each input edge whose producer's
       // layout differs from what this op reads is converted in the forward pass, and this op's
@@ -245,10 +248,8 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
       for (int j = 0; j < tp; ++j) {
         const double share =
             whole_params_[op] ? 1.0 : (r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j]);
-        t = std::max(t, compute_
-                            .op_time(c_.type_of(r.devices[j]), tg_.optimizer[optimizer_index_[op]],
-                                     1.0, share / zero_split, dt)
-                            .value);
+        t = std::max(t, device_time(r.devices[j], tg_.optimizer[optimizer_index_[op]], 1.0,
+                                    share / zero_split));
       }
       out.optimizer += t;
     }

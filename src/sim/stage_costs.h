@@ -57,6 +57,8 @@ class StageCoster {
                                   cost::Algorithm algo = cost::Algorithm::automatic) const;
 
  private:
+  // Seconds of one pass of `op` on `device` (its type's cost, slowed by its node's cpu_share).
+  double device_time(int device, const model::TrainOp& op, double samples, double shard) const;
   // Bytes per sample of the factors device j of replica r holds for its shard of matmul `op`.
   double factor_bytes(int op, const plan::Replica& r, int j) const;
 

@@ -33,6 +33,18 @@ TEST(SimulateExact, SingleDeviceGPipe) {
   EXPECT_DOUBLE_EQ(r->samples_per_s, 2.0 / 12.0);
 }
 
+TEST(SimulateExact, CpuShareSlowsItsNodesCompute) {
+  // The same device at half its node's CPU: every pass takes twice as long (12 s -> 24 s).
+  const auto m = chain_model(2, 1e12, 0);
+  auto c = unit_cluster(1, 1);
+  c.nodes[0].cpu_share = 0.5;
+  auto p = one_stage_plan(2, {plan::Replica{{0}, {}, 1.0}}, 2, 2);
+  p.schedule = plan::Schedule::gpipe;
+  auto r = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->iteration_time.value, 24.0);
+}
+
 TEST(SimulateExact, TwoStageOneFOneBTrace) {
   // Stage 0 on node 0, stage 1 on node 1. Forward 1 s, backward 2 s per stage and micro-batch;
   // each boundary transfer moves 0.5 GB over a 1 GB/s NIC path: 0.5 s + path latency L.
