@@ -2,7 +2,7 @@
 # Installs hetplan's build and test dependencies from Debian's packages (idempotent).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
-      libgtest-dev libgmock-dev libbenchmark-dev libglpk-dev chromium libtorch-dev libgloo-dev)
+      libgtest-dev libgmock-dev libbenchmark-dev libglpk-dev chromium libtorch-dev libgloo-dev iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,7 @@
 // hetplan run: execute a plan for real on libtorch + c10d (Gloo), on local worker processes
 // (--nprocs) or as one rank of a torchrun-style job.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "hetplan/plan/strategy.h"
 #include "hetplan/plan/validate.h"
 #ifdef HETPLAN_WITH_RUNTIME
+#include "hetplan/runtime/emulate.h"
 #include "hetplan/runtime/launch.h"
 #include "hetplan/runtime/run.h"
 #endif
@@ -32,6 +34,7 @@ struct RunArgs {
   double learning_rate = 1e-3;
   int threads = 1;
   bool json = false;
+  bool emulate = false;
 };
 
 #ifdef HETPLAN_WITH_RUNTIME
@@ -124,8 +127,21 @@ int run_run(const RunArgs& a) {
   if (!executable) return report_error(executable.error().message);
   if (a.steps < 1) return report_error("--steps: expected at least 1");
 
+  std::unique_ptr<runtime::Emulation> emulation;
+  if (a.emulate) {
+    if (a.nprocs < 1)
+      return report_error("--emulate: expected --nprocs (the emulated ranks are local workers)");
+    if (a.cluster.empty())
+      return report_error("--emulate: expected --cluster (its nodes' cpu_share and NICs)");
+    auto e = runtime::Emulation::create(runtime::rank_limits(*c, runtime::rank_devices(*p)),
+                                        std::to_string(::getpid()));
+    if (!e) return report_error(e.error().message);
+    emulation = std::move(*e);
+    for (const auto& note : emulation->notes())
+      std::fprintf(stderr, "hetplan: --emulate: %s\n", note.c_str());
+  }
   if (a.nprocs > 0) {
-    auto code = runtime::launch_local_workers(a.nprocs, worker_args(a));
+    auto code = runtime::launch_local_workers(a.nprocs, worker_args(a), emulation.get());
     if (!code) return report_error(code.error().message);
     return *code;
   }
@@ -174,6 +190,10 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "Seed of initialisation and data")->capture_default_str();
   cmd->add_option("--lr", args->learning_rate, "Adam learning rate")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Intra-op threads per worker")->capture_default_str();
+  cmd->add_flag("--emulate", args->emulate,
+                "Run the --nprocs workers as --cluster describes them: each in its own network "
+                "namespace with its node's NIC bandwidth (tc), at its node's cpu_share of a core "
+                "(cgroups); needs root");
   cmd->add_flag("--json", args->json,
                 "Print one JSON object: losses, step_times_s, mean_step_time_s, ranks");
   return [args] { return run_run(*args); };

@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "hetplan/runtime/emulate.h"
+
 extern char** environ;
 
 namespace hetplan::runtime {
@@ -87,10 +89,14 @@ Result<RankEnv> rank_env_from_environment() {
   return rank_env_from(env);
 }
 
-Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& args) {
+Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& args,
+                                 const Emulation* emulation) {
   if (nprocs < 1) return Error{"--nprocs: expected at least 1 process"};
+  if (emulation && emulation->size() != nprocs)
+    return Error{"--emulate: the emulation has a different number of ranks than --nprocs"};
   auto port = free_port();
   if (!port) return port.error();
+  const std::string master = emulation ? emulation->address(0) : "127.0.0.1";
   std::vector<pid_t> pids;
   for (int rank = 0; rank < nprocs; ++rank) {
     const pid_t pid = ::fork();
@@ -99,7 +105,17 @@ Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& arg
       return Error{fmt::format("--nprocs: cannot start worker {}: {}", rank, std::strerror(errno))};
     }
     if (pid == 0) {
-      ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+      if (emulation) {
+        if (!emulation->enter(rank)) {
+          std::fprintf(stderr,
+                       "hetplan: error: --emulate: worker %d cannot enter its namespace "
+                       "and cgroup: %s\n",
+                       rank, std::strerror(errno));
+          ::_exit(126);
+        }
+        ::setenv("GLOO_SOCKET_IFNAME", Emulation::interface(), 1);
+      }
+      ::setenv("MASTER_ADDR", master.c_str(), 1);
       ::setenv("MASTER_PORT", std::to_string(*port).c_str(), 1);
       ::setenv("RANK", std::to_string(rank).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);

@@ -24,28 +24,59 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Where the plan puts this rank: rank (s * R + r) * T + j is tensor-parallel rank j of replica r
-// of stage s (pipeline r is replica r of every stage; the replicas of a stage split the batch,
-// the stages of a pipeline split the layers, the T devices of a replica split its ops).
+// Where the plan puts the ranks: stage by stage, replica by replica, then the T devices of a
+// replica (its tensor-parallel ranks j). The replicas of a stage split every micro-batch by their
+// batch shares, the stages split the layers, the T devices of a replica split its ops.
 struct Place {
-  int S = 1, R = 1, T = 1, s = 0, r = 0, j = 0;
-  int rank_of(int stage, int replica) const { return (stage * R + replica) * T + j; }
+  int S = 1, T = 1, s = 0, r = 0, j = 0;
+  std::vector<int> replicas;  // per stage
+  std::vector<int> base;      // per stage: its first rank
+  int R() const { return replicas[s]; }
+  int rank_of(int stage, int replica) const { return base[stage] + replica * T + j; }
+
+  explicit Place(const plan::Plan& p, int rank) {
+    S = static_cast<int>(p.stages.size());
+    T = static_cast<int>(p.stages[0].replicas[0].devices.size());
+    int next = 0;
+    bool found = false;
+    for (int st = 0; st < S; ++st) {
+      base.push_back(next);
+      replicas.push_back(static_cast<int>(p.stages[st].replicas.size()));
+      next += replicas.back() * T;
+      if (!found && rank < next) {
+        s = st;
+        r = (rank - base[st]) / T;
+        j = (rank - base[st]) % T;
+        found = true;
+      }
+    }
+  }
 };
 
-// Samples of the global batch per pipeline, from the first stage's batch shares.
-std::vector<std::int64_t> pipeline_samples(const plan::Plan& p) {
-  std::vector<std::int64_t> out;
-  for (const auto& r : p.stages[0].replicas)
-    out.push_back(std::llround(r.batch_share * static_cast<double>(p.global_batch)));
-  return out;
+// Samples [begin, end) of the global batch that replica r of `stage` takes of micro-batch k: the
+// micro-batch is samples [B k / M, B (k + 1) / M), split by the replicas' cumulative batch shares.
+std::pair<std::int64_t, std::int64_t> samples_of(const plan::Plan& p, int stage, int r, int k) {
+  const std::int64_t B = p.global_batch, M = std::max(1, p.num_microbatches);
+  const std::int64_t lo = B * k / M, hi = B * (k + 1) / M;
+  const auto& reps = p.stages[stage].replicas;
+  double before = 0;
+  for (int q = 0; q < r; ++q) before += reps[q].batch_share;
+  const double after = r + 1 == static_cast<int>(reps.size()) ? 1.0 : before + reps[r].batch_share;
+  const auto at = [&](double share) {
+    return lo + std::llround(share * static_cast<double>(hi - lo));
+  };
+  return {at(before), at(after)};
 }
 
 c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options_for(const RankEnv& env) {
   auto opts = c10d::ProcessGroupGloo::Options::create();
   opts->timeout = std::chrono::seconds(120);
+  // An emulated rank talks through its namespace's interface; a local job over loopback.
+  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
   const bool local = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
-  opts->devices.push_back(local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                : c10d::ProcessGroupGloo::createDefaultDevice());
+  opts->devices.push_back(ifname  ? c10d::ProcessGroupGloo::createDeviceForInterface(ifname)
+                          : local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                  : c10d::ProcessGroupGloo::createDefaultDevice());
   return opts;
 }
 
@@ -73,9 +104,11 @@ Groups connect(const RankEnv& env, const Place& at, bool tied) {
         gloo_options_for(env));
   };
   if (at.T > 1) g.tensor = group(fmt::format("tp{}_{}", at.s, at.r), at.j, at.T);
-  if (at.R > 1) g.stage = group(fmt::format("stage{}_{}", at.s, at.j), at.r, at.R);
+  if (at.R() > 1) g.stage = group(fmt::format("stage{}_{}", at.s, at.j), at.r, at.R());
+  // Every replica of the first and of the last stage, for tensor-parallel rank j.
   if (tied && at.S > 1 && (at.s == 0 || at.s == at.S - 1))
-    g.tied = group(fmt::format("tied{}_{}", at.r, at.j), at.s == 0 ? 0 : 1, 2);
+    g.tied = group(fmt::format("tied{}", at.j), at.s == 0 ? at.r : at.replicas[0] + at.r,
+                   at.replicas[0] + at.replicas[at.S - 1]);
   return g;
 }
 
@@ -94,22 +127,24 @@ void all_reduce_flat(const PG& pg, const std::vector<torch::Tensor>& tensors) {
 
 }  // namespace
 
+std::vector<int> rank_devices(const plan::Plan& p) {
+  std::vector<int> out;
+  for (const auto& st : p.stages)
+    for (const auto& rep : st.replicas)
+      out.insert(out.end(), rep.devices.begin(), rep.devices.end());
+  return out;
+}
+
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size) {
   if (m.family != model::Family::mlp && m.family != model::Family::decoder_lm)
     return Error{fmt::format(
         "--model: {}: the runtime executes MLPs and GPT-style decoder language models; a {} model "
         "is not executed yet",
         m.name, model::to_string(m.family))};
-  const std::size_t R = p.stages[0].replicas.size();
   const std::size_t T = p.stages[0].replicas[0].devices.size();
   std::set<int> devices;
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
     const auto& replicas = p.stages[s].replicas;
-    if (replicas.size() != R)
-      return Error{fmt::format(
-          "plan: stages[{}].replicas: the runtime executes stages with the same number of "
-          "replicas (stage 0 has {}, stage {} has {})",
-          s, R, s, replicas.size())};
     for (std::size_t r = 0; r < replicas.size(); ++r) {
       if (replicas[r].devices.size() != T)
         return Error{fmt::format(
@@ -122,11 +157,6 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
               "plan: stages[{}].replicas[{}].devices: device {} runs more than one stage; "
               "interleaved schedules are not executed yet",
               s, r, d)};
-      if (std::abs(replicas[r].batch_share - p.stages[0].replicas[r].batch_share) > 1e-12)
-        return Error{fmt::format(
-            "plan: stages[{}].replicas[{}].batch_share: the runtime executes pipelines whose "
-            "stages split the batch alike (stage 0's replica {} has {})",
-            s, r, r, p.stages[0].replicas[r].batch_share)};
     }
   }
   if (static_cast<int>(devices.size()) != world_size)
@@ -167,20 +197,6 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
       return Error{fmt::format(
           "plan: grad_sync[{}].method: {} is not executed yet (the runtime all-reduces gradients)",
           i, plan::to_string(p.grad_sync[i].method))};
-  std::int64_t total = 0;
-  for (std::size_t r = 0; r < R; ++r) {
-    const double samples =
-        p.stages[0].replicas[r].batch_share * static_cast<double>(p.global_batch);
-    if (std::abs(samples - std::round(samples)) > 1e-6)
-      return Error{fmt::format(
-          "plan: stages[0].replicas[{}].batch_share: expected a whole number of the {} samples, "
-          "got {}",
-          r, p.global_batch, samples)};
-    total += std::llround(samples);
-  }
-  if (total != p.global_batch)
-    return Error{fmt::format("plan: batch shares: expected {} samples in all, got {}",
-                             p.global_batch, total)};
   return true;
 }
 
@@ -197,23 +213,19 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   auto data = detail::BatchSource::create(m, opts.seed, opts.data_file);
   if (!data) return data.error();
 
-  Place at;
-  at.S = static_cast<int>(p.stages.size());
-  at.R = static_cast<int>(p.stages[0].replicas.size());
-  at.T = static_cast<int>(p.stages[0].replicas[0].devices.size());
-  at.j = env.rank % at.T;
-  at.r = env.rank / at.T % at.R;
-  at.s = env.rank / at.T / at.R;
+  const Place at(p, env.rank);
   const plan::Stage& stage = p.stages[at.s];
   const bool first = at.s == 0, last = at.s == at.S - 1;
   // Whether a tied LM head is split from its embedding: it then gets its own copy, kept equal by
-  // summing the two copies' gradients (as Megatron-LM does).
+  // summing the copies' gradients (as Megatron-LM does). The copies' vocabulary rows must match.
   const bool tied = at.S > 1 && m.family == model::Family::decoder_lm && mod.tied_head();
-  if (tied && p.stages.front().replicas[at.r].tp_shares != p.stages.back().replicas[at.r].tp_shares)
-    return Error{fmt::format(
-        "plan: stages: the tied embedding and LM head are split by vocabulary alike on the first "
-        "and last stage; replica {}'s tp_shares differ there",
-        at.r)};
+  if (tied)
+    for (const auto* st : {&p.stages.front(), &p.stages.back()})
+      for (const auto& rep : st->replicas)
+        if (rep.tp_shares != p.stages.front().replicas.front().tp_shares)
+          return Error{
+              "plan: stages: the tied embedding and LM head are split by vocabulary alike on the "
+              "first and last stage; their replicas' tp_shares differ"};
   Groups groups;
   if (env.world_size > 1) {
     try {
@@ -232,10 +244,6 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const auto [tied_source, tied_copy] =
       tied ? mod.untie_head() : std::pair<torch::Tensor, torch::Tensor>{};
 
-  const auto samples = pipeline_samples(p);
-  std::int64_t offset = 0;
-  for (int r = 0; r < at.r; ++r) offset += samples[r];
-  const std::int64_t mine = samples[at.r];
   const double B = static_cast<double>(p.global_batch);
   const int M = std::max(1, p.num_microbatches);
   const auto order = sim::pass_order(p.schedule, 1, at.s, at.S, M);
@@ -246,8 +254,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   // ZeRO-1: replica r of a stage keeps Adam's states for slice r of the stage's flattened
   // parameters only (Adam is elementwise, so the sharded step equals the whole one), and the
   // updated slices are gathered.
-  const bool zero = p.zero_stage == 1 && at.R > 1;
-  const std::int64_t shard = (numel + at.R - 1) / at.R;
+  const bool zero = p.zero_stage == 1 && at.R() > 1;
+  const std::int64_t shard = (numel + at.R() - 1) / at.R();
   const std::int64_t shard_begin = std::min(numel, shard * at.r);
   const std::int64_t shard_end = std::min(numel, shard_begin + shard);
   torch::Tensor owned;
@@ -267,13 +275,16 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   for (int step = 0; step < opts.steps; ++step) {
     const auto start = Clock::now();
     double comm = 0, idle = 0;
-    const detail::Batch batch = data->global(step, p.global_batch).slice(offset, offset + mine);
+    const detail::Batch batch = data->global(step, p.global_batch);
     for (auto& t : params) {
       if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
       t.mutable_grad().zero_();
     }
     // The plan's micro-batches through this stage in the simulator's pass order. Each loss is
     // weighted by 1/B so that the gradients summed over all replicas are the full batch's mean.
+    // Between stages, each replica sends each replica of the next stage the rows of the samples
+    // both hold (replicas of unlike stages split a micro-batch differently), and the gradients of
+    // those rows come back.
     std::vector<torch::Tensor> inputs(M), outputs(M);
     std::vector<c10::intrusive_ptr<c10d::Work>> sends;
     std::vector<std::vector<torch::Tensor>> in_flight;  // tensors of pending sends
@@ -281,21 +292,41 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       in_flight.push_back({t.contiguous()});
       sends.push_back(groups.world->send(in_flight.back(), to, tag));
     };
-    auto recv = [&](std::int64_t n, int from, int tag) {
-      std::vector<torch::Tensor> t{torch::empty(mod.activation_shape(n))};
+    // Exchanges with the replicas of stage `other` whose samples of micro-batch k overlap
+    // [lo, hi): each overlap's rows.
+    auto overlaps = [&](int other, int k, std::int64_t lo, std::int64_t hi) {
+      std::vector<std::tuple<int, std::int64_t, std::int64_t>> out;  // rank, begin, end
+      for (int q = 0; q < at.replicas[other]; ++q) {
+        const auto [b0, b1] = samples_of(p, other, q, k);
+        const std::int64_t o0 = std::max(lo, b0), o1 = std::min(hi, b1);
+        if (o1 > o0) out.emplace_back(at.rank_of(other, q), o0, o1);
+      }
+      return out;
+    };
+    auto gather = [&](int other, int k, std::int64_t lo, std::int64_t hi, int tag) {
+      std::vector<torch::Tensor> parts;
       const auto wait_start = Clock::now();
-      groups.world->recv(t, from, tag)->wait();
+      for (auto [from, o0, o1] : overlaps(other, k, lo, hi)) {
+        std::vector<torch::Tensor> t{torch::empty(mod.activation_shape(o1 - o0))};
+        groups.world->recv(t, from, tag)->wait();
+        parts.push_back(t[0]);
+      }
       idle += seconds_since(wait_start);  // waiting for the neighbour stage, transfer included
-      return t[0];
+      return torch::cat(parts);
+    };
+    auto scatter = [&](const torch::Tensor& t, int other, int k, std::int64_t lo, std::int64_t hi,
+                       int tag) {
+      for (auto [to, o0, o1] : overlaps(other, k, lo, hi))
+        send(t.slice(0, o0 - lo, o1 - lo), to, tag);
     };
     double loss_sum = 0;
     for (const sim::PassRef& pass : order) {
       const int mb = pass.microbatch;
-      const std::int64_t b0 = mine * mb / M, b1 = mine * (mb + 1) / M;
+      const auto [b0, b1] = samples_of(p, at.s, at.r, mb);
       if (b1 <= b0) continue;
       const detail::Batch chunk = batch.slice(b0, b1);
       if (pass.forward) {
-        torch::Tensor x = first ? chunk.inputs : recv(b1 - b0, at.rank_of(at.s - 1, at.r), 2 * mb);
+        torch::Tensor x = first ? chunk.inputs : gather(at.s - 1, mb, b0, b1, 2 * mb);
         if (!first) x.requires_grad_(true);
         torch::Tensor out =
             mod.forward_layers(stage.first_layer, stage.num_layers, x, chunk.targets);
@@ -303,7 +334,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           out = out / B;
           loss_sum += out.item<double>();
         } else {
-          send(out.detach(), at.rank_of(at.s + 1, at.r), 2 * mb);
+          scatter(out.detach(), at.s + 1, mb, b0, b1, 2 * mb);
         }
         inputs[mb] = x;
         outputs[mb] = out;
@@ -311,8 +342,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         if (last)
           outputs[mb].backward();
         else
-          outputs[mb].backward(recv(b1 - b0, at.rank_of(at.s + 1, at.r), 2 * mb + 1));
-        if (!first) send(inputs[mb].grad(), at.rank_of(at.s - 1, at.r), 2 * mb + 1);
+          outputs[mb].backward(gather(at.s + 1, mb, b0, b1, 2 * mb + 1));
+        if (!first) scatter(inputs[mb].grad(), at.s - 1, mb, b0, b1, 2 * mb + 1);
         inputs[mb] = outputs[mb] = torch::Tensor();
       }
     }
@@ -325,8 +356,13 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         for (auto& t : params) g.push_back(t.mutable_grad());
         return g;
       }());
-    if (groups.tied)
-      all_reduce_flat(groups.tied, {(first ? tied_source : tied_copy).mutable_grad()});
+    // After the stage's all-reduce every replica of a stage holds its stage's sum; the first
+    // replica of each stage contributes it, so every copy gets the sum of both stages.
+    if (groups.tied) {
+      torch::Tensor g = (first ? tied_source : tied_copy).mutable_grad();
+      if (at.r != 0) g.zero_();
+      all_reduce_flat(groups.tied, {g});
+    }
     // The step's loss, summed over the pipelines' last stages.
     std::vector<torch::Tensor> loss{
         torch::full({1}, last && at.j == 0 ? loss_sum : 0.0, torch::kDouble)};
@@ -340,7 +376,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       // Gather the updated slices (padded to one size, as Gloo's all-gather needs).
       comm_start = Clock::now();
       std::vector<std::vector<torch::Tensor>> out(1);
-      for (int r = 0; r < at.R; ++r) out[0].push_back(torch::empty({shard}));
+      for (int r = 0; r < at.R(); ++r) out[0].push_back(torch::empty({shard}));
       std::vector<torch::Tensor> in{torch::zeros({shard})};
       in[0].slice(0, 0, shard_end - shard_begin).copy_(owned.detach());
       groups.stage->allgather(out, in)->wait();

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "../cli/run_command.h"
 
@@ -100,6 +101,54 @@ TEST(RunCli, UnevenPipelinesMatchOneProcess) {
   const auto grid = losses(std::string("--model ") + kGpt + " --nprocs 4 --plan " + plan);
   std::filesystem::remove(plan);
   expect_same_losses(one, grid);
+}
+
+TEST(RunCli, StagesOfUnlikeReplicasMatchOneProcess) {
+  // One replica for the embedding and first block, then two replicas splitting each micro-batch
+  // 1:3 for the rest: rows are exchanged by overlap, the tied head's copies summed over both.
+  const std::string plan_json = R"({"version": 1, "global_batch": 16, "num_microbatches": 4,
+    "stages": [{"first_layer": 0, "num_layers": 2,
+                "replicas": [{"devices": [0], "batch_share": 1.0}]},
+               {"first_layer": 2, "num_layers": 2,
+                "replicas": [{"devices": [1], "batch_share": 0.25},
+                             {"devices": [2], "batch_share": 0.75}]}]})";
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_unlike_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << plan_json;
+  const auto one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=16");
+  const auto three = losses(std::string("--model ") + kGpt + " --nprocs 3 --plan " + file.string());
+  std::filesystem::remove(file);
+  expect_same_losses(one, three);
+}
+
+TEST(RunCli, RunsThePlannersPlan) {
+  // hetplan plan for 2 fast + 2 slow CPU workers, then hetplan run of that plan.
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto cluster = dir / ("hetplan_mixed_" + std::to_string(::getpid()) + ".yaml");
+  const auto plan = dir / ("hetplan_planned_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(cluster) << R"(version: 1
+nodes:
+  - {group: fast, count: 2, device: cpu, devices_per_node: 1, cpu_share: 0.75,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1}}
+  - {group: slow, count: 2, device: cpu, devices_per_node: 1, cpu_share: 0.25,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1}}
+)";
+  const std::string model = "mlp:layers=4,hidden=128,in=64,out=10";
+  auto r = run_hetplan("plan --model " + model + ",dtype=fp32 --cluster " + cluster.string() +
+                       " --global-batch 32 --out " + plan.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // One rank per device the plan uses.
+  std::set<int> devices;
+  const auto planned_json = nlohmann::json::parse(cli::testing::slurp(plan.string()));
+  for (const auto& st : planned_json["stages"])
+    for (const auto& rep : st["replicas"])
+      for (int d : rep["devices"]) devices.insert(d);
+  const auto one = losses("--model " + model + " --strategy dp=1,gbs=32");
+  const auto planned = losses("--model " + model + " --nprocs " + std::to_string(devices.size()) +
+                              " --cluster " + cluster.string() + " --plan " + plan.string());
+  std::filesystem::remove(cluster);
+  std::filesystem::remove(plan);
+  expect_same_losses(one, planned);
 }
 
 TEST(RunCli, PipelineWithDataParallelZeroMatchesOneProcess) {

@@ -26,10 +26,14 @@ Result<RankEnv> rank_env_from(const std::map<std::string, std::string>& env);
 // The same, from the process environment.
 Result<RankEnv> rank_env_from_environment();
 
+class Emulation;
+
 // Starts `nprocs` copies of this executable with `args` (argv without the program name) and the
-// variables of ranks 0..nprocs-1 on 127.0.0.1 and a free port, and waits for them. When a worker
-// fails, the others are stopped. Returns the exit code to use: 0 when all succeeded, else the
-// first failure's code (a worker killed by a signal counts as 1).
-Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& args);
+// variables of ranks 0..nprocs-1 on 127.0.0.1 and a free port, and waits for them. With an
+// emulation, each worker first enters its rank's namespace and cgroup and rank 0's address is
+// the master's. When a worker fails, the others are stopped. Returns the exit code to use: 0 when
+// all succeeded, else the first failure's code (a worker killed by a signal counts as 1).
+Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& args,
+                                 const Emulation* emulation = nullptr);
 
 }  // namespace hetplan::runtime

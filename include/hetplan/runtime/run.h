@@ -46,6 +46,9 @@ struct RunResult {
 // than all-reduce.
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size);
 
+// The plan's device of every rank, in rank order (stage, replica, tensor-parallel rank).
+std::vector<int> rank_devices(const plan::Plan& p);
+
 // Runs the plan on this rank. Every rank calls it with the same arguments and gets the same
 // losses and every rank's times. Rank s * R + r runs replica r of stage s (R replicas per stage):
 // the stages of pipeline r pass activations and gradients point to point in the simulator's

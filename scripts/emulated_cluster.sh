@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# An unlike cluster emulated on this machine (needs root): 2 fast + 2 slow CPU workers (0.75 and
+# 0.25 of a core, 1 Gb/s links). Calibrates the CPU, plans each model for that cluster, and runs
+# for real (hetplan run --emulate) even data parallelism, the planner's plan and more plans; prints
+# measured against predicted step times, the measured speed-up of the planner's plan over even
+# data parallelism, and the mean prediction error.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${HETPLAN:-build/hetplan}
+steps=${STEPS:-10}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$bin" calibrate --out "$work/cpu.json" >/dev/null
+cat >"$work/cluster.yaml" <<YAML
+version: 1
+nodes:
+  - {group: fast, count: 2, device: cpu, devices_per_node: 1, cpu_share: 0.75,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1, latency: 50us}}
+  - {group: slow, count: 2, device: cpu, devices_per_node: 1, cpu_share: 0.25,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1, latency: 50us}}
+network: {kind: switch}
+YAML
+json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+ranks() {  # plan arguments: the devices the plan uses (4 for a strategy)
+  case $1 in
+    --plan*) python3 -c "import json; p=json.load(open('${1#--plan }'));
+print(len({d for s in p['stages'] for r in s['replicas'] for d in r['devices']}))" ;;
+    *) echo 4 ;;
+  esac
+}
+measure() {  # model, plan arguments
+  "$bin" run --model "$1" --cluster "$work/cluster.yaml" --nprocs "$(ranks "$2")" --emulate $2 \
+    --steps "$steps" --json 2>/dev/null | json_field "['mean_step_time_s']"
+}
+predict() {
+  "$bin" simulate --model "$1,dtype=fp32" --cluster "$work/cluster.yaml" $2 \
+    --calibration "$work/cpu.json" --json | json_field "['iteration_time_s']"
+}
+printf "%-42s %-26s %12s %12s %8s\n" model plan "measured ms" "predicted ms" error
+sum=0; n=0
+for model in "mlp:layers=4,hidden=512,in=256,out=10" "gpt:layers=4,hidden=128,heads=4,seq=64,vocab=256"; do
+  gbs=64; [[ $model == gpt* ]] && gbs=16
+  "$bin" plan --model "$model,dtype=fp32" --cluster "$work/cluster.yaml" --global-batch $gbs \
+    --calibration "$work/cpu.json" --out "$work/plan.json" >/dev/null
+  for plan in "--strategy dp=4,gbs=$gbs" "--plan $work/plan.json" "--strategy dp=2,pp=2,gbs=$gbs,mbs=4" \
+              "--strategy tp=2,dp=2,gbs=$gbs"; do
+    measured=$(measure "$model" "$plan")
+    predicted=$(predict "$model" "$plan")
+    err=$(python3 -c "print(100 * ($predicted - $measured) / $measured)")
+    label=${plan/$work\//}
+    printf "%-42s %-26s %12.1f %12.1f %+7.1f%%\n" "$model" "$label" \
+      "$(python3 -c "print(1e3 * $measured)")" "$(python3 -c "print(1e3 * $predicted)")" "$err"
+    [[ $label == "--strategy dp=4,gbs=$gbs" ]] && even=$measured
+    [[ $label == "--plan plan.json" ]] && planned=$measured
+    sum=$(python3 -c "print($sum + abs($err))"); n=$((n + 1))
+  done
+  python3 -c "print(f'  {\"$model\"}: measured speed-up of the planner plan over even data parallelism {$even / $planned:.2f}x')"
+done
+python3 -c "print(f'mean absolute prediction error {$sum / $n:.1f}% over $n plans')"

@@ -1,0 +1,68 @@
+// hetplan run --emulate: ranks in their own network namespaces and CPU cgroups. Needs root and a
+// kernel that allows namespaces; elsewhere the test is skipped with the reason hetplan gives.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "../cli/run_command.h"
+
+namespace hetplan::runtime {
+namespace {
+
+using cli::testing::run_hetplan;
+
+constexpr const char* kMlp = "mlp:layers=2,hidden=64,in=32,out=10";
+
+std::string cluster_file() {
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_emulate_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(file) << R"(version: 1
+nodes:
+  - {group: fast, count: 1, device: cpu, devices_per_node: 1, cpu_share: 0.75,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1, latency: 50us}}
+  - {group: slow, count: 1, device: cpu, devices_per_node: 1, cpu_share: 0.25,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 100Mbps, count: 1, latency: 50us}}
+network: {kind: switch}
+)";
+  return file.string();
+}
+
+TEST(EmulateCli, RunsInNamespacesAndMatchesOneProcess) {
+  const std::string cluster = cluster_file();
+  auto r = run_hetplan(std::string("run --json --steps 20 --model ") + kMlp + " --cluster " +
+                       cluster + " --nprocs 2 --emulate --strategy dp=2,gbs=16");
+  std::filesystem::remove(cluster);
+  if (r.exit_code != 0 && r.err.find("--emulate:") != std::string::npos)
+    GTEST_SKIP() << "this environment refuses emulation: " << r.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto emulated = nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>();
+  auto one =
+      run_hetplan(std::string("run --json --steps 20 --model ") + kMlp + " --strategy dp=1,gbs=16");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto single = nlohmann::json::parse(one.out)["losses"].get<std::vector<double>>();
+  ASSERT_EQ(emulated.size(), single.size());
+  for (std::size_t i = 0; i < single.size(); ++i)
+    EXPECT_NEAR(emulated[i], single[i], 1e-4 * std::abs(single[i]));
+  // Everything it set up is gone.
+  if (std::filesystem::exists("/var/run/netns")) {
+    for (const auto& e : std::filesystem::directory_iterator("/var/run/netns")) {
+      EXPECT_NE(e.path().filename().string().rfind("hp", 0), 0u) << e.path();
+    }
+  }
+}
+
+TEST(EmulateCli, NeedsWorkersAndACluster) {
+  auto r = run_hetplan(std::string("run --model ") + kMlp + " --emulate --strategy dp=1,gbs=8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--emulate: expected --nprocs"), std::string::npos) << r.err;
+  r = run_hetplan(std::string("run --model ") + kMlp +
+                  " --nprocs 2 --emulate --strategy dp=2,gbs=8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--emulate: expected --cluster"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace hetplan::runtime
