@@ -45,18 +45,21 @@ TEST(CalibrateCli, WritesAProfileTheSimulatorReads) {
 }
 
 TEST(CalibrateCli, BadArgumentsAreNamed) {
-  auto r = run_hetplan("calibrate --device tpu --out /tmp/x.json");
+  const std::string out = (std::filesystem::temp_directory_path() /
+                           ("hetplan_bad_calibrate_" + std::to_string(::getpid()) + ".json"))
+                              .string();
+  auto r = run_hetplan("calibrate --device tpu --out " + out);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--device: expected cpu or cuda, got \"tpu\""), std::string::npos) << r.err;
-  r = run_hetplan("calibrate --device-type XYZ-9000 --out /tmp/x.json");
+  r = run_hetplan("calibrate --device-type XYZ-9000 --out " + out);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--device-type: \"XYZ-9000\" is not in the device catalog"),
             std::string::npos)
       << r.err;
-  r = run_hetplan("calibrate --sizes 1 --out /tmp/x.json");
+  r = run_hetplan("calibrate --sizes 1 --out " + out);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--sizes: expected 2 to 10"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists("/tmp/x.json"));
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 }  // namespace
