@@ -10,9 +10,7 @@
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/model/zoo.h"
-#include "hetplan/plan/plan_json.h"
-#include "hetplan/plan/strategy.h"
-#include "hetplan/plan/validate.h"
+#include "plan_args.h"
 #ifdef HETPLAN_WITH_RUNTIME
 #include "hetplan/runtime/emulate.h"
 #include "hetplan/runtime/launch.h"
@@ -105,24 +103,9 @@ int run_run(const RunArgs& a) {
   const std::string cluster_spec = a.cluster.empty() ? fmt::format("cpu:{}", world) : a.cluster;
   auto c = cluster::load_cluster(cluster_spec, "--cluster");
   if (!c) return report_error(c.error().message);
-  if (!a.strategy.empty() && !a.plan_file.empty())
-    return report_error("--strategy and --plan: expected one of them, not both");
-  Result<plan::Plan> p = Error{""};
-  std::string source;
-  if (!a.plan_file.empty()) {
-    p = plan::read_plan_file(a.plan_file);
-    source = a.plan_file;
-  } else {
-    const std::string text =
-        a.strategy.empty() ? fmt::format("dp={},gbs={}", world, 8 * world) : a.strategy;
-    auto s = plan::parse_strategy(text, "--strategy");
-    if (!s) return report_error(s.error().message);
-    p = plan::plan_from_strategy(*s, *m, *c, "--strategy");
-    source = "--strategy";
-  }
+  auto p = plan_from_args(a.plan_file, a.strategy, fmt::format("dp={},gbs={}", world, 8 * world),
+                          *m, *c);
   if (!p) return report_error(p.error().message);
-  auto valid = plan::validate_plan(*p, *m, *c, source);
-  if (!valid) return report_error(valid.error().message);
   auto executable = runtime::check_executable(*m, *p, world);
   if (!executable) return report_error(executable.error().message);
   if (a.steps < 1) return report_error("--steps: expected at least 1");

@@ -11,11 +11,9 @@
 #include "hetplan/core/quantity_parse.h"
 #include "hetplan/cost/compute_cost.h"
 #include "hetplan/model/zoo.h"
-#include "hetplan/plan/plan_json.h"
-#include "hetplan/plan/strategy.h"
-#include "hetplan/plan/validate.h"
 #include "hetplan/sim/chrome_trace.h"
 #include "hetplan/sim/simulate.h"
+#include "plan_args.h"
 #include "result_json.h"
 
 namespace hetplan::cli {
@@ -71,23 +69,8 @@ int run_simulate(const SimulateArgs& a) {
   if (!m) return report_error(m.error().message);
   auto c = cluster::load_cluster(a.cluster, "--cluster");
   if (!c) return report_error(c.error().message);
-  if (!a.strategy.empty() && !a.plan_file.empty())
-    return report_error("--strategy and --plan: expected one of them, not both");
-  Result<plan::Plan> p = Error{""};
-  std::string plan_source;
-  if (!a.plan_file.empty()) {
-    p = plan::read_plan_file(a.plan_file);
-    plan_source = a.plan_file;
-  } else {
-    const std::string text = a.strategy.empty() ? kDefaultStrategy : a.strategy;
-    auto s = plan::parse_strategy(text, "--strategy");
-    if (!s) return report_error(s.error().message);
-    p = plan::plan_from_strategy(*s, *m, *c, "--strategy");
-    plan_source = "--strategy";
-  }
+  auto p = plan_from_args(a.plan_file, a.strategy, kDefaultStrategy, *m, *c);
   if (!p) return report_error(p.error().message);
-  auto valid = plan::validate_plan(*p, *m, *c, plan_source);
-  if (!valid) return report_error(valid.error().message);
   sim::SimOptions opts;
   if (!a.calibration_file.empty()) {
     auto prof = cost::read_calibration_profile(a.calibration_file);

@@ -24,7 +24,7 @@ struct ReportBaseline {
 struct ReportFrontierPoint {
   double iteration_time_s = 0;
   double max_peak_bytes = 0;
-  std::string label;  // short description of the plan ("pp=2 tp=1 recompute=full zero=1")
+  std::string label;    // short description of the plan ("pp=2 tp=1 recompute=full zero=1")
   bool chosen = false;  // the plan the report is about
 };
 
@@ -37,8 +37,8 @@ struct ReportInput {
   std::string planner;           // which planner chose the plan
   double search_time_s = 0;
   bool timed_out = false;
-  std::vector<ReportBaseline> baselines;       // may be empty (pareto reports)
-  std::vector<ReportFrontierPoint> frontier;   // may be empty (then no plot, a note instead)
+  std::vector<ReportBaseline> baselines;      // may be empty (pareto reports)
+  std::vector<ReportFrontierPoint> frontier;  // may be empty (then no plot, a note instead)
 };
 
 // The whole HTML document.

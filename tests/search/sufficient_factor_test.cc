@@ -11,18 +11,30 @@ namespace {
 using testing::load_cluster_or_die;
 using testing::load_model_or_die;
 
+// A model and cluster with everything a planner needs, and uneven-dp's answer.
+struct Planned {
+  Planned(const std::string& model, const std::string& cluster, std::int64_t global_batch)
+      : m(load_model_or_die(model)), c(load_cluster_or_die(cluster)), opts([&] {
+          SearchOptions o;
+          o.global_batch = global_batch;
+          return o;
+        }()) {}
+  model::Model m;
+  cluster::Cluster c;
+  SearchOptions opts;
+  Evaluator evaluator{m, c, opts};
+  Estimator estimator{m, c, opts};
+  Deadline deadline{0};
+  Context ctx{m, c, opts, evaluator, estimator, deadline};
+  PlannerOutput dp = uneven_dp(ctx);
+};
+
 TEST(SufficientFactorChoice, SwitchesTheWideLayersOfVggOnSlowEthernet) {
   // TAG's testbed: 22 Gb/s between machines. VGG-16's fully connected layers hold 90% of its
   // parameters but have one row per sample, so gathering factors beats all-reducing them.
-  const auto m = load_model_or_die("vgg16");
-  const auto c = load_cluster_or_die("tag-mixed");
-  SearchOptions opts;
-  opts.global_batch = 256;
-  Evaluator evaluator(m, c, opts);
-  Estimator estimator(m, c, opts);
-  Deadline deadline(0);
-  Context ctx{m, c, opts, evaluator, estimator, deadline};
-  const PlannerOutput dp = uneven_dp(ctx);
+  const Planned t("vgg16", "tag-mixed", 256);
+  const auto& [m, c, opts, evaluator, ctx, dp] =
+      std::tie(t.m, t.c, t.opts, t.evaluator, t.ctx, t.dp);
   ASSERT_TRUE(dp.best.ok) << dp.best.error;
   ASSERT_TRUE(dp.best.plan.grad_sync.empty());
   const plan::Plan sfb = with_sufficient_factors(ctx, dp.best.plan);
@@ -46,17 +58,9 @@ TEST(SufficientFactorChoice, SwitchesTheWideLayersOfVggOnSlowEthernet) {
 }
 
 TEST(SufficientFactorChoice, LeavesTransformersAlone) {
-  const auto m = load_model_or_die(testing::kSmallGpt);
-  const auto c = load_cluster_or_die("tag-mixed");
-  SearchOptions opts;
-  opts.global_batch = 64;
-  Evaluator evaluator(m, c, opts);
-  Estimator estimator(m, c, opts);
-  Deadline deadline(0);
-  Context ctx{m, c, opts, evaluator, estimator, deadline};
-  const PlannerOutput dp = uneven_dp(ctx);
-  ASSERT_TRUE(dp.best.ok) << dp.best.error;
-  EXPECT_EQ(with_sufficient_factors(ctx, dp.best.plan), dp.best.plan);
+  const Planned t(testing::kSmallGpt, "tag-mixed", 64);
+  ASSERT_TRUE(t.dp.best.ok) << t.dp.best.error;
+  EXPECT_EQ(with_sufficient_factors(t.ctx, t.dp.best.plan), t.dp.best.plan);
 }
 
 }  // namespace

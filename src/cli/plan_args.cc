@@ -1,0 +1,30 @@
+#include "plan_args.h"
+
+#include "hetplan/plan/plan_json.h"
+#include "hetplan/plan/strategy.h"
+#include "hetplan/plan/validate.h"
+
+namespace hetplan::cli {
+
+Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::string& strategy,
+                                  const std::string& default_strategy, const model::Model& m,
+                                  const cluster::Cluster& c) {
+  if (!strategy.empty() && !plan_file.empty())
+    return Error{"--strategy and --plan: expected one of them, not both"};
+  Result<plan::Plan> p = Error{""};
+  std::string source;
+  if (!plan_file.empty()) {
+    p = plan::read_plan_file(plan_file);
+    source = plan_file;
+  } else {
+    auto s = plan::parse_strategy(strategy.empty() ? default_strategy : strategy, "--strategy");
+    if (!s) return s.error();
+    p = plan::plan_from_strategy(*s, m, c, "--strategy");
+    source = "--strategy";
+  }
+  if (!p) return p.error();
+  if (auto valid = plan::validate_plan(*p, m, c, source); !valid) return valid.error();
+  return p;
+}
+
+}  // namespace hetplan::cli
