@@ -26,6 +26,7 @@ struct RunArgs {
   std::string strategy;
   std::string cluster;
   std::string data_file;
+  std::string checkpoint_dir;
   int steps = 20;
   int nprocs = 0;
   std::uint64_t seed = 1;
@@ -57,6 +58,7 @@ std::vector<std::string> worker_args(const RunArgs& a) {
   add("--strategy", a.strategy);
   add("--cluster", a.cluster);
   add("--data", a.data_file);
+  add("--checkpoint", a.checkpoint_dir);
   if (a.json) out.push_back("--json");
   return out;
 }
@@ -64,6 +66,7 @@ std::vector<std::string> worker_args(const RunArgs& a) {
 void print_result(const runtime::RunResult& r, const plan::Plan& p, bool json) {
   if (json) {
     nlohmann::ordered_json j;
+    j["first_step"] = r.first_step;
     j["losses"] = r.losses;
     j["step_times_s"] = r.step_times_s;
     j["mean_step_time_s"] = r.mean_step_time_s;
@@ -81,7 +84,8 @@ void print_result(const runtime::RunResult& r, const plan::Plan& p, bool json) {
   }
   fmt::print("{:>5} {:>12} {:>12}\n", "step", "loss", "time (ms)");
   for (std::size_t s = 0; s < r.losses.size(); ++s)
-    fmt::print("{:>5} {:>12.6f} {:>12.2f}\n", s, r.losses[s], 1e3 * r.step_times_s[s]);
+    fmt::print("{:>5} {:>12.6f} {:>12.2f}\n", r.first_step + static_cast<int>(s), r.losses[s],
+               1e3 * r.step_times_s[s]);
   fmt::print("\nmean step time {:.2f} ms (steps after the first two), {} parameters, {} ranks\n",
              1e3 * r.mean_step_time_s, r.parameters, r.ranks.size());
   fmt::print("\n{:>5} {:>12} {:>12} {:>12}   (seconds over the measured steps)\n", "rank",
@@ -132,6 +136,7 @@ int run_run(const RunArgs& a) {
   opts.steps = a.steps;
   opts.seed = a.seed;
   opts.data_file = a.data_file;
+  opts.checkpoint_dir = a.checkpoint_dir;
   opts.learning_rate = a.learning_rate;
   opts.threads_per_rank = a.threads;
   auto r = runtime::run_plan(*m, *p, opts, *env);
@@ -170,6 +175,9 @@ Action add_run_command(CLI::App& app) {
                   "MASTER_ADDR, MASTER_PORT as torchrun sets them)");
   cmd->add_option("--data", args->data_file,
                   "A text file to train on, tokenised at byte level (default: synthetic tokens)");
+  cmd->add_option("--checkpoint", args->checkpoint_dir,
+                  "Keep each rank's parameters, optimizer state and step in DIR: resume from "
+                  "them when there, write them at the end");
   cmd->add_option("--seed", args->seed, "Seed of initialisation and data")->capture_default_str();
   cmd->add_option("--lr", args->learning_rate, "Adam learning rate")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Intra-op threads per worker")->capture_default_str();

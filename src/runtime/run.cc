@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <set>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -251,6 +252,35 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   std::vector<torch::Tensor> params = mod.layer_parameters(stage.first_layer, stage.num_layers);
   std::int64_t numel = 0;
   for (const auto& t : params) numel += t.numel();
+  // Resuming: this rank's parameters and step count, then (below) its optimizer state.
+  const std::string ckpt =
+      opts.checkpoint_dir.empty() ? "" : fmt::format("{}/rank{}", opts.checkpoint_dir, env.rank);
+  int first_step = 0;
+  const bool resume = !ckpt.empty() && std::filesystem::exists(ckpt + ".pt");
+  if (resume) {
+    try {
+      torch::serialize::InputArchive in;
+      in.load_from(ckpt + ".pt");
+      torch::Tensor meta;
+      in.read("meta", meta);
+      if (meta[0].item<std::int64_t>() != env.world_size || meta[1].item<std::int64_t>() != numel)
+        return Error{fmt::format(
+            "--checkpoint: {}.pt was written by another plan ({} ranks, {} parameters on this "
+            "rank; now {} and {})",
+            ckpt, meta[0].item<std::int64_t>(), meta[1].item<std::int64_t>(), env.world_size,
+            numel)};
+      first_step = static_cast<int>(meta[2].item<std::int64_t>());
+      torch::NoGradGuard no_grad;
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        torch::Tensor t;
+        in.read(fmt::format("p{}", i), t);
+        params[i].copy_(t);
+      }
+    } catch (const c10::Error& e) {
+      return Error{
+          fmt::format("--checkpoint: {}.pt: cannot read it: {}", ckpt, e.what_without_backtrace())};
+    }
+  }
   // ZeRO-1: replica r of a stage keeps Adam's states for slice r of the stage's flattened
   // parameters only (Adam is elementwise, so the sharded step equals the whole one), and the
   // updated slices are gathered.
@@ -272,7 +302,18 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   res.parameters = m.parameters();
   RankTimes own;
   const int skip = opts.steps > 2 ? 2 : 0;
-  for (int step = 0; step < opts.steps; ++step) {
+  if (resume) {
+    try {
+      torch::serialize::InputArchive in;
+      in.load_from(ckpt + ".adam.pt");
+      adam.load(in);
+    } catch (const c10::Error& e) {
+      return Error{fmt::format("--checkpoint: {}.adam.pt: cannot read it: {}", ckpt,
+                               e.what_without_backtrace())};
+    }
+  }
+  res.first_step = first_step;
+  for (int step = first_step; step < first_step + opts.steps; ++step) {
     const auto start = Clock::now();
     double comm = 0, idle = 0;
     const detail::Batch batch = data->global(step, p.global_batch);
@@ -394,7 +435,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     const double step_time = seconds_since(start);
     res.losses.push_back(loss[0].item<double>());
     res.step_times_s.push_back(step_time);
-    if (step >= skip) {
+    if (step - first_step >= skip) {
       own.comm_s += comm;
       own.idle_s += idle;
       own.compute_s += std::max(0.0, step_time - comm - idle);
@@ -403,6 +444,25 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   double measured = 0;
   for (int s = skip; s < opts.steps; ++s) measured += res.step_times_s[s];
   res.mean_step_time_s = opts.steps > skip ? measured / (opts.steps - skip) : 0;
+  if (!ckpt.empty()) {
+    // Written next to the old files, then moved over them: a crash leaves the old checkpoint.
+    try {
+      std::filesystem::create_directories(opts.checkpoint_dir);
+      torch::serialize::OutputArchive out;
+      out.write("meta", torch::tensor({static_cast<std::int64_t>(env.world_size), numel,
+                                       static_cast<std::int64_t>(first_step + opts.steps)}));
+      for (std::size_t i = 0; i < params.size(); ++i)
+        out.write(fmt::format("p{}", i), params[i].detach());
+      out.save_to(ckpt + ".pt.tmp");
+      torch::serialize::OutputArchive opt;
+      adam.save(opt);
+      opt.save_to(ckpt + ".adam.pt.tmp");
+      std::filesystem::rename(ckpt + ".adam.pt.tmp", ckpt + ".adam.pt");
+      std::filesystem::rename(ckpt + ".pt.tmp", ckpt + ".pt");
+    } catch (const std::exception& e) {
+      return Error{fmt::format("--checkpoint: cannot write {}: {}", ckpt, e.what())};
+    }
+  }
   // Every rank's times, to every rank (each fills its own slot of a summed buffer).
   std::vector<torch::Tensor> times{torch::zeros({env.world_size * 3}, torch::kDouble)};
   times[0][env.rank * 3] = own.compute_s;

@@ -188,6 +188,33 @@ TEST(RunCli, RecomputationMatchesOneProcess) {
   expect_same_losses(one, selective);
 }
 
+TEST(RunCli, CheckpointResumesTheSameRun) {
+  // 10 steps, then 10 more from the checkpoint: the second half of one 20-step run (ZeRO-1, so
+  // each rank's optimizer shard is kept too).
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("hetplan_checkpoint_" + std::to_string(::getpid()));
+  const std::string args =
+      std::string("--model ") + kGpt + " --nprocs 2 --strategy dp=2,gbs=12,zero=1";
+  const auto whole = losses(args);
+  for (int half = 0; half < 2; ++half) {
+    auto r = run_hetplan("run --json --steps 10 --checkpoint " + dir.string() + " " + args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["first_step"].get<int>(), 10 * half);
+    const auto part = j["losses"].get<std::vector<double>>();
+    ASSERT_EQ(part.size(), 10u);
+    for (int i = 0; i < 10; ++i)
+      EXPECT_NEAR(part[i], whole[10 * half + i], 1e-6 * std::abs(whole[10 * half + i]));
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir / "rank1.adam.pt"));
+  // Another plan cannot take it over.
+  auto r = run_hetplan(std::string("run --steps 1 --model ") + kGpt +
+                       " --strategy dp=1,gbs=12 --checkpoint " + dir.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("was written by another plan"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RunCli, TrainsOnATextFile) {
   // Any text file Debian ships: the GPL, tokenised at byte level.
   const std::string data = " --data /usr/share/common-licenses/GPL-3";

@@ -20,6 +20,10 @@ struct RunOptions {
   std::string data_file;        // text tokenised at byte level; empty: a synthetic token stream
   double learning_rate = 1e-3;  // Adam
   int threads_per_rank = 1;     // intra-op threads of each worker
+  // Where each rank keeps its parameters, optimizer state and step count (rank<k>.pt,
+  // rank<k>.adam.pt): read at the start when there, so the run goes on from that step, and
+  // written at the end. Empty: none.
+  std::string checkpoint_dir;
 };
 
 // What one rank did over the run (seconds, summed over the measured steps).
@@ -36,6 +40,7 @@ struct RunResult {
   double mean_step_time_s = 0;       // excluding the first two steps (when there are more)
   std::vector<RankTimes> ranks;      // per rank, over the steps counted in mean_step_time_s
   std::int64_t parameters = 0;       // of the executed module
+  int first_step = 0;                // the step the run started from (a checkpoint's)
 };
 
 // Why the runtime cannot execute this plan for this model, or ok. Checked before any worker
