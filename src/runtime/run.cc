@@ -138,10 +138,10 @@ std::vector<int> rank_devices(const plan::Plan& p) {
 
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size) {
   if (m.family != model::Family::mlp && m.family != model::Family::decoder_lm)
-    return Error{fmt::format(
-        "--model: {}: the runtime executes MLPs and GPT-style decoder language models; a {} model "
-        "is not executed yet",
-        m.name, model::to_string(m.family))};
+    return Error{
+        fmt::format("--model: {}: the runtime executes MLPs and GPT- or Llama-style decoder "
+                    "language models; a {} model is not executed yet",
+                    m.name, model::to_string(m.family))};
   const std::size_t T = p.stages[0].replicas[0].devices.size();
   std::set<int> devices;
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
@@ -186,9 +186,10 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         for (std::size_t j = 0; j < T; ++j) {
           detail::TensorParallel tp{nullptr, static_cast<int>(j), static_cast<int>(T),
                                     rep.tp_shares};
-          for (auto [n, what] : {std::pair<std::int64_t, const char*>{m.heads, "attention heads"},
-                                 {m.ffn_hidden, "MLP columns"},
-                                 {m.vocab, "vocabulary rows"}})
+          for (auto [n, what] :
+               {std::pair<std::int64_t, const char*>{m.kv_heads, "key/value heads"},
+                {m.ffn_hidden, "MLP columns"},
+                {m.vocab, "vocabulary rows"}})
             if (auto ok = detail::unit_range(n, tp, what); !ok) return ok.error();
         }
   if (p.schedule == plan::Schedule::interleaved)

@@ -15,6 +15,14 @@ const model::Op* find_op(const model::Model& m, std::string_view name) {
   return nullptr;
 }
 
+const model::Op* find_suffix(const model::Model& m, std::string_view suffix) {
+  for (const auto& op : m.ops)
+    if (op.name.size() >= suffix.size() &&
+        op.name.compare(op.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return &op;
+  return nullptr;
+}
+
 std::vector<torch::Tensor> params_of(std::initializer_list<const nn::Module*> mods) {
   std::vector<torch::Tensor> out;
   for (const auto* m : mods)
@@ -115,21 +123,71 @@ void keep_slices(torch::Tensor& t, int dim,
   t.set_data(torch::cat(parts, dim).clone());
 }
 
+// What distinguishes the decoders the zoo describes: GPT (LayerNorm, GELU MLP, biases, learned
+// positions) and Llama (RMSNorm, SwiGLU, no biases, rotary positions, grouped-query attention).
+struct DecoderShape {
+  std::int64_t vocab = 0, positions = 0, hidden = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0,
+               seq = 0;
+  int layers = 0;
+  bool rms_norm = false, swiglu = false, bias = true, rope = false, tied = true;
+};
+
+// RMSNorm (no bias): x / sqrt(mean(x^2) + eps) * w.
+class RmsNorm : public nn::Module {
+ public:
+  explicit RmsNorm(std::int64_t width)
+      : weight(register_parameter("weight", torch::ones({width}))) {}
+  torch::Tensor forward(const torch::Tensor& x) const {
+    return x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-5) * weight;
+  }
+  torch::Tensor weight;
+};
+
+// A LayerNorm or an RMSNorm, registered on its owner.
+struct Norm {
+  nn::LayerNorm ln{nullptr};
+  std::shared_ptr<RmsNorm> rms;
+  Norm() = default;
+  Norm(nn::Module& owner, const std::string& name, bool use_rms, std::int64_t width) {
+    if (use_rms)
+      rms = owner.register_module(name, std::make_shared<RmsNorm>(width));
+    else
+      ln = owner.register_module(name, nn::LayerNorm(nn::LayerNormOptions({width})));
+  }
+  torch::Tensor operator()(const torch::Tensor& x) const {
+    return rms ? rms->forward(x)
+               : torch::layer_norm(x, {ln->options.normalized_shape()}, ln->weight, ln->bias,
+                                   ln->options.eps());
+  }
+  const nn::Module* module() const {
+    return rms ? static_cast<const nn::Module*>(rms.get()) : ln.get();
+  }
+};
+
+// One pre-norm decoder block. Under tensor parallelism (Megatron-LM's split): QKV by key/value
+// head groups and the MLP's first GEMM by columns (column-parallel), the projection and the
+// second GEMM by the matching input features (row-parallel, partial sums all-reduced); norms and
+// the row-parallel biases stay whole.
 class Block : public nn::Module {
  public:
-  Block(std::int64_t hidden, int heads, std::int64_t ffn, const torch::Tensor* causal,
-        const TensorParallel* tp)
-      : hidden_(hidden),
-        heads_(heads),
-        ffn_(ffn),
+  Block(const DecoderShape& d, const torch::Tensor* causal, const torch::Tensor* rope_cos,
+        const torch::Tensor* rope_sin, const TensorParallel* tp)
+      : d_(d),
         causal_(causal),
+        cos_(rope_cos),
+        sin_(rope_sin),
         tp_(tp),
-        ln1_(register_module("ln1", nn::LayerNorm(nn::LayerNormOptions({hidden})))),
-        qkv_(register_module("qkv", nn::Linear(hidden, 3 * hidden))),
-        proj_(register_module("proj", nn::Linear(hidden, hidden))),
-        ln2_(register_module("ln2", nn::LayerNorm(nn::LayerNormOptions({hidden})))),
-        fc1_(register_module("fc1", nn::Linear(hidden, ffn))),
-        fc2_(register_module("fc2", nn::Linear(ffn, hidden))) {
+        local_heads_(d.heads),
+        local_kv_(d.kv_heads),
+        local_ffn_(d.ffn) {
+    const std::int64_t q = d.heads * d.head_dim, kv = d.kv_heads * d.head_dim;
+    norm1_ = Norm(*this, "norm1", d.rms_norm, d.hidden);
+    qkv_ = register_module("qkv", nn::Linear(nn::LinearOptions(d.hidden, q + 2 * kv).bias(d.bias)));
+    proj_ = register_module("proj", nn::Linear(nn::LinearOptions(q, d.hidden).bias(d.bias)));
+    norm2_ = Norm(*this, "norm2", d.rms_norm, d.hidden);
+    fc1_ = register_module(
+        "fc1", nn::Linear(nn::LinearOptions(d.hidden, (d.swiglu ? 2 : 1) * d.ffn).bias(d.bias)));
+    fc2_ = register_module("fc2", nn::Linear(nn::LinearOptions(d.ffn, d.hidden).bias(d.bias)));
     whole_ = [this](const torch::Tensor& x) { return body(x, false); };
     core_ = [this](const torch::Tensor& qkv) { return attention_core(qkv); };
   }
@@ -139,95 +197,122 @@ class Block : public nn::Module {
     return body(x, recompute == cost::Recompute::selective);
   }
 
-  // Megatron-LM's split: QKV by heads and fc1 by columns (column-parallel), proj and fc2 by the
-  // matching input features (row-parallel, partial sums all-reduced); norms and the row-parallel
-  // biases stay whole.
   Result<bool> shard() {
-    auto heads = unit_range(heads_, *tp_, "attention heads");
-    if (!heads) return heads.error();
-    auto cols = unit_range(ffn_, *tp_, "MLP columns");
+    auto groups = unit_range(d_.kv_heads, *tp_, "key/value heads");
+    if (!groups) return groups.error();
+    auto cols = unit_range(d_.ffn, *tp_, "MLP columns");
     if (!cols) return cols.error();
-    const std::int64_t d = hidden_ / heads_, h0 = heads->first * d, h1 = heads->second * d;
+    const std::int64_t hd = d_.head_dim, per = d_.heads / d_.kv_heads;
+    const auto [k0, k1] = *groups;
+    const std::int64_t q = d_.heads * hd, kv = d_.kv_heads * hd;
     const std::vector<std::pair<std::int64_t, std::int64_t>> qkv_rows = {
-        {h0, h1}, {hidden_ + h0, hidden_ + h1}, {2 * hidden_ + h0, 2 * hidden_ + h1}};
+        {k0 * per * hd, k1 * per * hd},
+        {q + k0 * hd, q + k1 * hd},
+        {q + kv + k0 * hd, q + kv + k1 * hd}};
     keep_slices(qkv_->weight, 0, qkv_rows);
-    keep_slices(qkv_->bias, 0, qkv_rows);
-    keep_slices(proj_->weight, 1, {{h0, h1}});
-    keep_slices(fc1_->weight, 0, {*cols});
-    keep_slices(fc1_->bias, 0, {*cols});
-    keep_slices(fc2_->weight, 1, {*cols});
-    local_heads_ = heads->second - heads->first;
+    if (d_.bias) keep_slices(qkv_->bias, 0, qkv_rows);
+    keep_slices(proj_->weight, 1, {{k0 * per * hd, k1 * per * hd}});
+    const auto [f0, f1] = *cols;
+    std::vector<std::pair<std::int64_t, std::int64_t>> fc1_rows = {{f0, f1}};
+    if (d_.swiglu) fc1_rows.push_back({d_.ffn + f0, d_.ffn + f1});
+    keep_slices(fc1_->weight, 0, fc1_rows);
+    if (d_.bias) keep_slices(fc1_->bias, 0, fc1_rows);
+    keep_slices(fc2_->weight, 1, {{f0, f1}});
+    local_kv_ = k1 - k0;
+    local_heads_ = local_kv_ * per;
+    local_ffn_ = f1 - f0;
     return true;
   }
 
  private:
   torch::Tensor body(const torch::Tensor& x, bool recompute_core) {
     namespace F = torch::nn::functional;
-    const auto a = copy_to_group(ln1_->forward(x), *tp_);
+    const auto a = copy_to_group(norm1_(x), *tp_);
     const auto ctx = run_layer(core_, F::linear(a, qkv_->weight, qkv_->bias), recompute_core);
-    const auto y = x + reduce_from_group(torch::matmul(ctx, proj_->weight.t()), *tp_) + proj_->bias;
-    const auto b = copy_to_group(ln2_->forward(y), *tp_);
-    const auto m = torch::gelu(F::linear(b, fc1_->weight, fc1_->bias));
-    return y + reduce_from_group(torch::matmul(m, fc2_->weight.t()), *tp_) + fc2_->bias;
+    auto y = x + reduce_from_group(torch::matmul(ctx, proj_->weight.t()), *tp_);
+    if (d_.bias) y = y + proj_->bias;
+    const auto b = copy_to_group(norm2_(y), *tp_);
+    auto h = F::linear(b, fc1_->weight, fc1_->bias);
+    h = d_.swiglu ? torch::silu(h.slice(-1, 0, local_ffn_)) * h.slice(-1, local_ffn_)
+                  : torch::gelu(h);
+    auto out = y + reduce_from_group(torch::matmul(h, fc2_->weight.t()), *tp_);
+    return d_.bias ? out + fc2_->bias : out;
+  }
+  // Rotary positions on [n, heads, s, hd]: pairs (i, i + hd/2) rotated by position x frequency.
+  torch::Tensor rotate(const torch::Tensor& t) const {
+    const auto half = d_.head_dim / 2;
+    const auto rotated = torch::cat({-t.slice(-1, half), t.slice(-1, 0, half)}, -1);
+    return t * *cos_ + rotated * *sin_;
   }
   // QK^T, softmax and scores x V of this rank's heads: what selective recomputation drops.
   torch::Tensor attention_core(const torch::Tensor& qkv_out) const {
-    const auto n = qkv_out.size(0), s = qkv_out.size(1), w = qkv_out.size(2) / 3;
-    const auto heads = local_heads_ > 0 ? local_heads_ : heads_, d = w / heads;
-    auto qkv = qkv_out.view({n, s, 3, heads, d}).permute({2, 0, 3, 1, 4});
-    auto q = qkv[0], k = qkv[1], v = qkv[2];  // [n, heads, s, d]
-    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
+    const auto n = qkv_out.size(0), s = qkv_out.size(1), hd = d_.head_dim;
+    const auto H = local_heads_, K = local_kv_;
+    auto q = qkv_out.slice(-1, 0, H * hd).view({n, s, H, hd}).transpose(1, 2);
+    auto k = qkv_out.slice(-1, H * hd, (H + K) * hd).view({n, s, K, hd}).transpose(1, 2);
+    auto v = qkv_out.slice(-1, (H + K) * hd).view({n, s, K, hd}).transpose(1, 2);
+    if (d_.rope) {
+      q = rotate(q);
+      k = rotate(k);
+    }
+    if (K != H) {  // grouped-query attention: each key/value head serves H / K query heads
+      k = k.repeat_interleave(H / K, 1);
+      v = v.repeat_interleave(H / K, 1);
+    }
+    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));
     scores = scores.masked_fill(*causal_, -std::numeric_limits<float>::infinity());
-    return torch::matmul(torch::softmax(scores, -1), v).transpose(1, 2).reshape({n, s, w});
+    return torch::matmul(torch::softmax(scores, -1), v).transpose(1, 2).reshape({n, s, H * hd});
   }
 
-  std::int64_t hidden_, heads_, ffn_;
-  std::int64_t local_heads_ = 0;  // after shard()
-  const torch::Tensor* causal_;   // the model's causal mask
-  const TensorParallel* tp_;      // the model's tensor-parallel group
-  nn::LayerNorm ln1_;
-  nn::Linear qkv_, proj_;
-  nn::LayerNorm ln2_;
-  nn::Linear fc1_, fc2_;
+  DecoderShape d_;
+  const torch::Tensor* causal_;      // the model's causal mask
+  const torch::Tensor *cos_, *sin_;  // the model's rotary tables
+  const TensorParallel* tp_;         // the model's tensor-parallel group
+  std::int64_t local_heads_, local_kv_, local_ffn_;
+  Norm norm1_, norm2_;
+  nn::Linear qkv_{nullptr}, proj_{nullptr}, fc1_{nullptr}, fc2_{nullptr};
   LayerFn whole_, core_;
 };
 
-// Layers "embedding" (words + positions), "layers.i" (blocks) and "head" (final norm, LM head,
-// cross-entropy).
-class Gpt : public TrainModule {
+// Layers "embedding" (words, and learned positions for GPT), "layers.i" (blocks) and "head"
+// (final norm, LM head, cross-entropy).
+class Decoder : public TrainModule {
  public:
-  Gpt(std::int64_t vocab, std::int64_t positions, std::int64_t hidden, int heads, int layers,
-      std::int64_t ffn, bool tied, std::int64_t seq)
-      : word_(register_module("word", nn::Embedding(vocab, hidden))),
-        pos_(register_module("pos", nn::Embedding(positions, hidden))),
-        ln_f_(register_module("ln_f", nn::LayerNorm(nn::LayerNormOptions({hidden})))),
-        hidden_(hidden),
-        seq_(seq) {
-    for (int i = 0; i < layers; ++i)
-      blocks_.push_back(
-          register_module("block" + std::to_string(i),
-                          std::make_shared<Block>(hidden, heads, ffn, &causal_, &tp_)));
-    causal_ = torch::ones({seq, seq}, torch::kBool).triu(1);
-    if (!tied)
-      head_ = register_module("head", nn::Linear(nn::LinearOptions(hidden, vocab).bias(false)));
+  explicit Decoder(const DecoderShape& d)
+      : d_(d), word_(register_module("word", nn::Embedding(d.vocab, d.hidden))) {
+    if (d.positions > 0) pos_ = register_module("pos", nn::Embedding(d.positions, d.hidden));
+    for (int i = 0; i < d.layers; ++i)
+      blocks_.push_back(register_module("block" + std::to_string(i),
+                                        std::make_shared<Block>(d, &causal_, &cos_, &sin_, &tp_)));
+    norm_ = Norm(*this, "norm", d.rms_norm, d.hidden);
+    if (!d.tied)
+      head_ = register_module("head", nn::Linear(nn::LinearOptions(d.hidden, d.vocab).bias(false)));
+    causal_ = torch::ones({d.seq, d.seq}, torch::kBool).triu(1);
+    if (d.rope) {
+      const auto half = d.head_dim / 2;
+      const auto freq = torch::pow(10000.0, -torch::arange(half, torch::kDouble) / half);
+      const auto angle = torch::outer(torch::arange(d.seq, torch::kDouble), freq);
+      cos_ = torch::cat({angle.cos(), angle.cos()}, -1).to(torch::kFloat);
+      sin_ = torch::cat({angle.sin(), angle.sin()}, -1).to(torch::kFloat);
+    }
     // GPT-2's initialisation of the embeddings (libtorch's default, N(0, 1), makes the tied
     // head's first logits far too large).
     torch::NoGradGuard no_grad;
     word_->weight.normal_(0.0, 0.02);
-    pos_->weight.normal_(0.0, 0.02);
-    num_layers_ = layers + 2;
+    if (pos_) pos_->weight.normal_(0.0, 0.02);
+    num_layers_ = d.layers + 2;
   }
   torch::Tensor forward_layers(int first, int count, const torch::Tensor& x,
                                const torch::Tensor& targets) override {
     torch::Tensor y = x;
-    const auto s = seq_;
     for (int l = first; l < first + count; ++l) {
       if (l == 0) {
-        y = embed(y) + pos_->forward(torch::arange(s, torch::kLong));
+        y = embed(y);
+        if (pos_) y = y + pos_->forward(torch::arange(d_.seq, torch::kLong));
       } else if (l + 1 < num_layers_) {
         y = blocks_[l - 1]->forward(y, recompute_);
       } else {
-        y = ln_f_->forward(y);
+        y = norm_(y);
         const torch::Tensor& w = head_                  ? head_->weight
                                  : head_copy_.defined() ? head_copy_
                                                         : word_->weight;
@@ -236,24 +321,25 @@ class Gpt : public TrainModule {
         // Each sample's loss is the mean over its tokens.
         y = (tp_.active() ? vocab_parallel_cross_entropy(logits, targets.reshape({-1}))
                           : summed_cross_entropy(logits, targets.reshape({-1}))) /
-            static_cast<double>(s);
+            static_cast<double>(d_.seq);
       }
     }
     return y;
   }
   std::vector<std::int64_t> activation_shape(std::int64_t n) const override {
-    return {n, seq_, hidden_};
+    return {n, d_.seq, d_.hidden};
   }
   std::vector<torch::Tensor> layer_parameters(int first, int count) override {
     std::vector<torch::Tensor> out;
     auto add = [&](std::vector<torch::Tensor> v) { out.insert(out.end(), v.begin(), v.end()); };
     for (int l = first; l < first + count; ++l) {
       if (l == 0) {
-        add(params_of({word_.get(), pos_.get()}));
+        add(params_of({word_.get()}));
+        if (pos_) add(params_of({pos_.get()}));
       } else if (l + 1 < num_layers_) {
         add(params_of({blocks_[l - 1].get()}));
       } else {
-        add(params_of({ln_f_.get()}));
+        add(params_of({norm_.module()}));
         if (head_) add(params_of({head_.get()}));
         if (head_copy_.defined()) out.push_back(head_copy_);
       }
@@ -267,7 +353,7 @@ class Gpt : public TrainModule {
       if (auto ok = b->shard(); !ok) return ok;
     // The word embedding and the LM head by vocabulary rows (Megatron-LM's vocab-parallel
     // embedding and head); positions stay whole.
-    auto rows = unit_range(word_->weight.size(0), tp_, "vocabulary rows");
+    auto rows = unit_range(d_.vocab, tp_, "vocabulary rows");
     if (!rows) return rows.error();
     vocab_ = *rows;
     keep_slices(word_->weight, 0, {vocab_});
@@ -305,15 +391,15 @@ class Gpt : public TrainModule {
     return (sum_exp.log() + top - target_logit).sum();
   }
 
+  DecoderShape d_;
   TensorParallel tp_;
   std::pair<std::int64_t, std::int64_t> vocab_{0, 0};
-  nn::Embedding word_, pos_;
-  nn::LayerNorm ln_f_;
+  nn::Embedding word_, pos_{nullptr};
   std::vector<std::shared_ptr<Block>> blocks_;
+  Norm norm_;
   nn::Linear head_{nullptr};
   torch::Tensor head_copy_;  // the tied head's own copy when a pipeline splits it off
-  torch::Tensor causal_;
-  std::int64_t hidden_, seq_;
+  torch::Tensor causal_, cos_, sin_;
 };
 
 std::int64_t count_parameters(const torch::nn::Module& mod) {
@@ -333,20 +419,34 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
           fmt::format("--model: {}: expected an MLP whose first op is a linear layer", m.name)};
     mod = std::make_shared<Mlp>(first->gemm.k, m.hidden, m.num_blocks, m.num_classes);
   } else if (m.family == model::Family::decoder_lm) {
-    const model::Op* pos = find_op(m, "embedding.position");
     const model::Op* head = find_op(m, "head.lm_head");
-    if (!pos || !head || m.hidden <= 0 || m.heads <= 0 || m.hidden % m.heads != 0)
+    const model::Op* qkv = find_suffix(m, ".qkv");
+    if (!head || !qkv || m.hidden <= 0 || m.heads <= 0 || m.kv_heads <= 0 || m.head_dim <= 0)
       return Error{fmt::format(
-          "--model: {}: the runtime executes GPT-style decoders (learned positions, an LM head); "
-          "this one is not executed yet",
-          m.name)};
-    mod = std::make_shared<Gpt>(m.vocab, pos->params / m.hidden, m.hidden, m.heads, m.num_blocks,
-                                m.ffn_hidden, head->tied_params > 0, m.seq_len);
+          "--model: {}: expected a decoder with attention blocks and an LM head", m.name)};
+    DecoderShape d;
+    d.vocab = m.vocab;
+    d.hidden = m.hidden;
+    d.heads = m.heads;
+    d.kv_heads = m.kv_heads;
+    d.head_dim = m.head_dim;
+    d.ffn = m.ffn_hidden;
+    d.seq = m.seq_len;
+    d.layers = m.num_blocks;
+    d.tied = head->tied_params > 0;
+    if (const model::Op* pos = find_op(m, "embedding.position"))
+      d.positions = pos->params / m.hidden;
+    d.rope = find_suffix(m, ".rope") != nullptr;
+    d.swiglu = find_suffix(m, ".gate_up") != nullptr;
+    d.bias = qkv->params > qkv->gemm.k * qkv->gemm.n;
+    const model::Op* norm = find_op(m, "head.norm");
+    d.rms_norm = norm && norm->kind == model::OpKind::rmsnorm;
+    mod = std::make_shared<Decoder>(d);
   } else {
-    return Error{fmt::format(
-        "--model: {}: the runtime executes MLPs and GPT-style decoder language models; a {} model "
-        "is not executed yet",
-        m.name, model::to_string(m.family))};
+    return Error{
+        fmt::format("--model: {}: the runtime executes MLPs and GPT- or Llama-style decoder "
+                    "language models; a {} model is not executed yet",
+                    m.name, model::to_string(m.family))};
   }
   if (mod->num_layers() != static_cast<int>(m.layers.size()))
     return Error{
@@ -357,7 +457,7 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
   if (have != want)
     return Error{fmt::format(
         "--model: {}: the runtime's module would have {} parameters against the description's {}: "
-        "this variant (e.g. Llama-style norms and MLP) is not executed yet",
+        "this variant is not executed yet",
         m.name, have, want)};
   return mod;
 }

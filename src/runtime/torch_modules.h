@@ -70,10 +70,11 @@ class TrainModule : public torch::nn::Module {
 
 using LayerFn = std::function<torch::Tensor(const torch::Tensor&)>;
 
-// The module for `m`, initialised from the current torch seed. Supported: Family::mlp and GPT-style
-// decoder language models (pre-norm LayerNorm, GELU MLP, learned positions, biases, tied or untied
-// head); the module's layers and parameter count must equal the description's, else the model is
-// refused.
+// The module for `m`, initialised from the current torch seed. Supported: Family::mlp and pre-norm
+// decoder language models, GPT-style (LayerNorm, GELU MLP, learned positions, biases) or
+// Llama-style (RMSNorm, SwiGLU, rotary positions, grouped-query attention, no biases), with a tied
+// or untied head; the module's layers and parameter count must equal the description's, else the
+// model is refused.
 Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m);
 
 }  // namespace hetplan::runtime::detail

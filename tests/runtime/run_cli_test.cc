@@ -173,6 +173,17 @@ TEST(RunCli, TensorParallelMatchesOneProcess) {
   expect_same_losses(one, grid);
 }
 
+TEST(RunCli, LlamaStyleDecodersMatchOneProcess) {
+  // RMSNorm, SwiGLU, rotary positions and grouped-query attention (2 key/value heads for 4 query
+  // heads): split by key/value head groups over 2 tensor ranks, in 2 pipeline stages.
+  const std::string llama = "llama:layers=2,hidden=64,heads=4,kv_heads=2,seq=32,vocab=256,ffn=96";
+  const auto one = losses("--model " + llama + " --strategy dp=1,gbs=12");
+  const auto four =
+      losses("--model " + llama + " --nprocs 4 --strategy tp=2,pp=2,gbs=12,mbs=3,recompute=full");
+  expect_same_losses(one, four);
+  EXPECT_LT(one.back(), one.front());
+}
+
 TEST(RunCli, RecomputationMatchesOneProcess) {
   // Full recomputation reruns each block (or MLP layer) in the backward pass, selective only the
   // attention cores; either way the gradients are the same.
@@ -234,7 +245,7 @@ TEST(RunCli, RefusesWhatItCannotExecuteBeforeStarting) {
   r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 3 --plan " + tiny);
   std::filesystem::remove(tiny);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("tensor-parallel rank 1 would hold none of the 4 attention heads"),
+  EXPECT_NE(r.err.find("tensor-parallel rank 1 would hold none of the 4 key/value heads"),
             std::string::npos)
       << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);  // one message, before any start

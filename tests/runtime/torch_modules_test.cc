@@ -44,7 +44,7 @@ TEST(TorchModules, MatchTheDescription) {
     for (const auto& t : (*mod)->layer_parameters(0, (*mod)->num_layers())) by_layer += t.numel();
     EXPECT_EQ(by_layer, m.parameters()) << spec;
   }
-  EXPECT_FALSE(build_module(load("llama:layers=1,hidden=64,heads=4,seq=16,vocab=128")));
+  EXPECT_FALSE(build_module(load("moe:layers=1,hidden=64,heads=4,seq=16,vocab=128,experts=2")));
   EXPECT_FALSE(build_module(load("resnet50")));
 }
 
