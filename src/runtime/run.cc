@@ -162,8 +162,9 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
   }
   if (static_cast<int>(devices.size()) != world_size)
     return Error{fmt::format(
-        "plan: stages: the plan runs on {} devices (one rank each) but the job has {} ranks",
-        devices.size(), world_size)};
+        "plan: stages: the plan runs on {} devices (one rank each) but the job has {} ranks "
+        "(start it with --nprocs {}, or as {} torchrun ranks)",
+        devices.size(), world_size, devices.size(), devices.size())};
   if (p.zero_stage > 1)
     return Error{fmt::format(
         "plan: zero_stage: ZeRO stage {} is not executed yet (stage 1, sharded optimizer states, "
