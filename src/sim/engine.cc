@@ -1,9 +1,11 @@
 // The discrete-event engine. Events sit in a binary heap keyed on (time, sequence number), so ties
 // resolve in a fixed order. Transfers are flows: after their latency they move their bytes at a
-// speed that every change in the set of flows on their links recomputes (each link's capacity is
-// shared in proportion to the flows' demands; a flow goes as fast as its most loaded link allows).
+// speed that every change in the set of flows on their links recomputes (each link's capacity goes
+// to the flows of the highest priority first; flows of one priority share what is left in
+// proportion to their demands; a flow goes as fast as its most loaded link allows).
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <queue>
 
 #include "task_graph.h"
@@ -39,6 +41,7 @@ class Engine {
         flows_(g.tasks.size()),
         link_demand_(cap.size(), 0.0),
         link_flows_(cap.size()) {
+    for (const Task& t : g.tasks) prioritised_ = prioritised_ || t.priority != 0;
     r_.start.assign(g.tasks.size(), -1);
     r_.end.assign(g.tasks.size(), -1);
     for (std::size_t i = 0; i < g.tasks.size(); ++i) preds_[i] = g.tasks[i].preds;
@@ -161,12 +164,29 @@ class Engine {
     double load = 1.0;
     for (int i = task.loads_begin; i < task.loads_end; ++i) {
       const int link = g_.loads[i].link;
-      if (cap_[link] > 0) load = std::max(load, link_demand_[link] / cap_[link]);
+      if (cap_[link] <= 0) continue;
+      if (!prioritised_) {
+        load = std::max(load, link_demand_[link] / cap_[link]);
+        continue;
+      }
+      // What flows of a higher priority leave of the link, shared by this priority's flows.
+      double higher = 0, same = 0;
+      for (int other : link_flows_[link]) {
+        const Task& o = g_.tasks[other];
+        double d = 0;
+        for (int k = o.loads_begin; k < o.loads_end; ++k)
+          if (g_.loads[k].link == link) d += demand(o, g_.loads[k]);
+        if (o.priority > task.priority) higher += d;
+        if (o.priority == task.priority) same += d;
+      }
+      const double left = cap_[link] - std::min(cap_[link], higher);
+      load = std::max(load, left > 0 ? same / left : std::numeric_limits<double>::infinity());
     }
     const double speed = 1.0 / load;
     ++f.version;
     f.speed = speed;
-    push(now_ + f.remaining / speed, t, EvType::flow_done, f.version);
+    // A flow starved by higher priorities waits for them to end (they reschedule it).
+    if (speed > 0) push(now_ + f.remaining / speed, t, EvType::flow_done, f.version);
   }
 
   const TaskGraph& g_;
@@ -178,6 +198,7 @@ class Engine {
   std::vector<std::vector<int>> link_flows_;
   std::vector<std::uint32_t> seen_;
   std::uint32_t stamp_ = 0;
+  bool prioritised_ = false;  // some transfer has a priority: links are shared by priority
   std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
   std::uint64_t seq_ = 0;
   double now_ = 0;

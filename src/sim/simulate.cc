@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
+#include <tuple>
 
 #include "hetplan/sim/grad_sync.h"
 #include "hetplan/sim/layer_costs.h"
@@ -187,8 +189,8 @@ struct Lowering {
     for (std::size_t l = 0; l < lanes.size(); ++l) {
       auto pos = lane_position(lanes[l]);
       if (!pos) return pos.error();
-      lane_order[l] = pass_order(p.schedule, static_cast<int>(lanes[l].stages.size()),
-                                         pos->first, pos->second, M);
+      lane_order[l] = pass_order(p.schedule, static_cast<int>(lanes[l].stages.size()), pos->first,
+                                 pos->second, M);
       lane_compute_stream.push_back(g.add_stream());
     }
     fwd.assign(S, {});
@@ -382,8 +384,9 @@ struct Lowering {
   // A bucket's parameters to synchronise, by (method, algorithm), and the ops whose gradients
   // travel as sufficient factors.
   struct BucketSync {
-    std::map<std::pair<plan::SyncMethod, cost::Algorithm>, double> params;
+    std::map<std::tuple<plan::SyncMethod, cost::Algorithm, int>, double> params;
     std::vector<int> factor_ops;
+    int factor_priority = std::numeric_limits<int>::min();  // the highest of the factor ops' rules
   };
 
   Result<BucketSync> bucket_sync(int s, int first, int count) const {
@@ -403,11 +406,13 @@ struct Lowering {
                 sync_rule[op], m.ops[op].name, model::to_string(m.ops[op].kind),
                 coster.split(op) == plan::SplitKind::batch ? " split by batch" : "")};
           out.factor_ops.push_back(op);
+          out.factor_priority = std::max(out.factor_priority, p.grad_sync[sync_rule[op]].priority);
           continue;
         }
-        const cost::Algorithm algo =
-            sync_rule[op] < 0 ? cost::Algorithm::automatic : p.grad_sync[sync_rule[op]].algorithm;
-        out.params[{method, algo}] += static_cast<double>(m.ops[op].params);
+        const plan::GradSync* rule = sync_rule[op] < 0 ? nullptr : &p.grad_sync[sync_rule[op]];
+        const cost::Algorithm algo = rule ? rule->algorithm : cost::Algorithm::automatic;
+        out.params[{method, algo, rule ? rule->priority : 0}] +=
+            static_cast<double>(m.ops[op].params);
       }
     }
     return out;
@@ -429,7 +434,7 @@ struct Lowering {
         auto bucket = bucket_sync(s, off, count);
         if (!bucket) return bucket.error();
         for (const auto& [key, params] : bucket->params) {
-          const auto [method, algo] = key;
+          const auto [method, algo, priority] = key;
           const cost::Collective kind = method == plan::SyncMethod::parameter_server
                                             ? cost::Collective::ps_push_pull
                                         : p.zero_stage >= 1 ? cost::Collective::reduce_scatter
@@ -437,6 +442,7 @@ struct Lowering {
           const auto parts = coster.sync_parts(st, params * 2.0, kind, algo);
           const int t = add_transfer(TaskKind::grad_sync, stream, lane_of[s][0], -1, s, -1,
                                      static_cast<int>(b), parts);
+          g.tasks[t].priority = priority;
           for (std::size_t r = 0; r < R; ++r) g.add_edge(bwd_buckets[s][r][b], t);
           sync_tasks.push_back(t);
           synced = true;
@@ -447,6 +453,7 @@ struct Lowering {
         const int t =
             add_transfer(TaskKind::grad_sync, stream, lane_of[s][0], -1, s, -1, static_cast<int>(b),
                          coster.factor_gathers(st, bucket->factor_ops, batch));
+        g.tasks[t].priority = bucket->factor_priority;
         for (std::size_t r = 0; r < R; ++r) {
           g.add_edge(bwd_buckets[s][r][b], t);
           Task rt;

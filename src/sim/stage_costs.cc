@@ -198,8 +198,8 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
         const double share = op_share(op, r, j);
         tf = std::max(tf, device_time(r.devices[j], tg_.forward[op], samples, share));
         if (backward_index_[op] >= 0)
-          tb = std::max(tb, device_time(r.devices[j], tg_.backward[backward_index_[op]], samples,
-                                        share));
+          tb = std::max(
+              tb, device_time(r.devices[j], tg_.backward[backward_index_[op]], samples, share));
       }
       // Tensor-parallel communication on the critical path: each input edge whose producer's
       // layout differs from what this op reads is converted in the forward pass, and this op's

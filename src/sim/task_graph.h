@@ -21,6 +21,9 @@ struct Task {
   double latency = 0;   // transfer only: seconds before bytes flow
   int loads_begin = 0;  // transfer only: [loads_begin, loads_end) in TaskGraph::loads
   int loads_end = 0;
+  // Transfer only: on a shared link, flows of a higher priority take the capacity first (strict
+  // priority, DLCP-style); equal priorities share it by demand.
+  int priority = 0;
   int preds = 0;
   std::vector<int> succs;
 };
