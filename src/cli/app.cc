@@ -17,6 +17,12 @@ int report_error(const std::string& message) {
   return 2;
 }
 
+int report_no_runtime(const std::string& command) {
+  return report_error(command +
+                      ": this hetplan was built without the runtime (configure with "
+                      "-DHETPLAN_WITH_RUNTIME=ON and libtorch installed)");
+}
+
 bool write_output_file(const std::string& file, const std::string& text) {
   try {
     write_text_file_atomic(file, text);

@@ -66,9 +66,7 @@ int run_calibrate(const CalibrateArgs& a) {
   return 0;
 #else
   (void)a;
-  return report_error(
-      "calibrate: this hetplan was built without the runtime (configure with "
-      "-DHETPLAN_WITH_RUNTIME=ON and libtorch installed)");
+  return report_no_runtime("calibrate");
 #endif
 }
 

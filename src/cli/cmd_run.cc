@@ -147,11 +147,7 @@ int run_run(const RunArgs& a) {
 
 #else
 
-int run_run(const RunArgs&) {
-  return report_error(
-      "run: this hetplan was built without the runtime (configure with -DHETPLAN_WITH_RUNTIME=ON "
-      "and libtorch installed)");
-}
+int run_run(const RunArgs&) { return report_no_runtime("run"); }
 
 #endif
 

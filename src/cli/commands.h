@@ -24,6 +24,9 @@ Action add_calibrate_command(CLI::App& app);
 // Prints "hetplan: error: <message>" on stderr and returns the exit code for user errors (2).
 int report_error(const std::string& message);
 
+// Reports that `command` needs the runtime this hetplan was built without; returns the exit code.
+int report_no_runtime(const std::string& command);
+
 // Writes text to a file atomically, or reports why it could not (returns false).
 bool write_output_file(const std::string& file, const std::string& text);
 

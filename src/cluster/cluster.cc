@@ -4,11 +4,11 @@
 // route is assembled from at most eight precomputed link ids: collectives ask for O(n) routes and
 // clusters reach thousands of devices. The explicit form has no such structure and is routed by a
 // breadth-first search that stops at the target.
+#include "hetplan/cluster/cluster.h"
+
 #include <cassert>
 #include <deque>
 #include <limits>
-
-#include "hetplan/cluster/cluster.h"
 
 namespace hetplan::cluster {
 namespace {
@@ -50,9 +50,12 @@ std::vector<int> unwind(const Cluster& c, const std::vector<int>& pred, int a, i
 
 const char* to_string(NetworkKind k) {
   switch (k) {
-    case NetworkKind::single_switch: return "switch";
-    case NetworkKind::fat_tree: return "fat-tree";
-    case NetworkKind::explicit_links: return "explicit";
+    case NetworkKind::single_switch:
+      return "switch";
+    case NetworkKind::fat_tree:
+      return "fat-tree";
+    case NetworkKind::explicit_links:
+      return "explicit";
   }
   return "?";
 }
@@ -60,6 +63,13 @@ const char* to_string(NetworkKind k) {
 std::vector<int> route_by_search(const Cluster& c, int a, int b) {
   if (a == b) return {};
   return unwind(c, search_tree(c, a, b), a, b);
+}
+
+int Cluster::group_of(int device) const {
+  const std::string& group = nodes[devices[device].node].group;
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    if (groups[g].name == group) return static_cast<int>(g);
+  return -1;
 }
 
 std::vector<int> Cluster::route(int a, int b) const {

@@ -73,15 +73,14 @@ Result<std::pair<std::string, bool>> cpu_cgroup_root() {
 std::vector<RankLimits> rank_limits(const cluster::Cluster& c, const std::vector<int>& devices) {
   std::vector<RankLimits> out;
   for (int d : devices) {
-    const cluster::Node& node = c.nodes[c.devices[d].node];
     RankLimits l;
-    l.cpu_share = node.cpu_share;
-    for (const auto& g : c.groups)
-      if (g.name == node.group) {
-        l.bytes_per_s =
-            g.nic_bandwidth.value * std::max(1, g.nic_count) / std::max(1, g.devices_per_node);
-        l.latency_s = g.nic_latency.value;
-      }
+    l.cpu_share = c.nodes[c.devices[d].node].cpu_share;
+    if (const int gi = c.group_of(d); gi >= 0) {
+      const cluster::NodeGroup& g = c.groups[gi];
+      l.bytes_per_s =
+          g.nic_bandwidth.value * std::max(1, g.nic_count) / std::max(1, g.devices_per_node);
+      l.latency_s = g.nic_latency.value;
+    }
     out.push_back(l);
   }
   return out;

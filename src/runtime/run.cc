@@ -113,17 +113,33 @@ Groups connect(const RankEnv& env, const Place& at, bool tied) {
   return g;
 }
 
-// Sums `tensors` over `pg` in one flat all-reduce and writes the sums back.
-void all_reduce_flat(const PG& pg, const std::vector<torch::Tensor>& tensors) {
+// The tensors end to end, as one new flat tensor.
+torch::Tensor flatten(const std::vector<torch::Tensor>& tensors) {
   std::vector<torch::Tensor> parts;
   for (const auto& t : tensors) parts.push_back(t.reshape({-1}));
-  std::vector<torch::Tensor> flat{torch::cat(parts)};
-  pg->allreduce(flat)->wait();
+  return torch::cat(parts);
+}
+
+// Copies consecutive slices of `flat` into `tensors`, in order (the inverse of flatten).
+void unflatten_into(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors) {
   std::int64_t at = 0;
   for (const auto& t : tensors) {
-    t.copy_(flat[0].slice(0, at, at + t.numel()).view_as(t));
+    t.copy_(flat.slice(0, at, at + t.numel()).view_as(t));
     at += t.numel();
   }
+}
+
+std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> out;
+  for (const auto& t : params) out.push_back(t.grad());
+  return out;
+}
+
+// Sums `tensors` over `pg` in one flat all-reduce and writes the sums back.
+void all_reduce_flat(const PG& pg, const std::vector<torch::Tensor>& tensors) {
+  std::vector<torch::Tensor> flat{flatten(tensors)};
+  pg->allreduce(flat)->wait();
+  unflatten_into(flat[0], tensors);
 }
 
 }  // namespace
@@ -137,11 +153,7 @@ std::vector<int> rank_devices(const plan::Plan& p) {
 }
 
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size) {
-  if (m.family != model::Family::mlp && m.family != model::Family::decoder_lm)
-    return Error{
-        fmt::format("--model: {}: the runtime executes MLPs and GPT- or Llama-style decoder "
-                    "language models; a {} model is not executed yet",
-                    m.name, model::to_string(m.family))};
+  if (auto family = detail::executable_family(m); !family) return family.error();
   const std::size_t T = p.stages[0].replicas[0].devices.size();
   std::set<int> devices;
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
@@ -293,9 +305,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   torch::Tensor owned;
   if (zero) {
     torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> flat;
-    for (const auto& t : params) flat.push_back(t.reshape({-1}));
-    owned = torch::cat(flat).slice(0, shard_begin, shard_end).clone();
+    owned = flatten(params).slice(0, shard_begin, shard_end).clone();
   }
   torch::optim::Adam adam(zero ? std::vector<torch::Tensor>{owned} : params,
                           torch::optim::AdamOptions(opts.learning_rate));
@@ -393,12 +403,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     auto comm_start = Clock::now();
     for (auto& w : sends) w->wait();
     // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
-    if (groups.stage)
-      all_reduce_flat(groups.stage, [&] {
-        std::vector<torch::Tensor> g;
-        for (auto& t : params) g.push_back(t.mutable_grad());
-        return g;
-      }());
+    if (groups.stage) all_reduce_flat(groups.stage, grads_of(params));
     // After the stage's all-reduce every replica of a stage holds its stage's sum; the first
     // replica of each stage contributes it, so every copy gets the sum of both stages.
     if (groups.tied) {
@@ -412,9 +417,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     if (groups.world) groups.world->allreduce(loss)->wait();
     comm += seconds_since(comm_start);
     if (zero) {
-      std::vector<torch::Tensor> flat;
-      for (auto& t : params) flat.push_back(t.grad().reshape({-1}));
-      owned.mutable_grad() = torch::cat(flat).slice(0, shard_begin, shard_end).clone();
+      owned.mutable_grad() = flatten(grads_of(params)).slice(0, shard_begin, shard_end).clone();
       adam.step();
       // Gather the updated slices (padded to one size, as Gloo's all-gather needs).
       comm_start = Clock::now();
@@ -423,13 +426,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       std::vector<torch::Tensor> in{torch::zeros({shard})};
       in[0].slice(0, 0, shard_end - shard_begin).copy_(owned.detach());
       groups.stage->allgather(out, in)->wait();
-      const torch::Tensor all = torch::cat(out[0]);
       torch::NoGradGuard no_grad;
-      std::int64_t pos = 0;
-      for (auto& t : params) {
-        t.copy_(all.slice(0, pos, pos + t.numel()).view_as(t));
-        pos += t.numel();
-      }
+      unflatten_into(torch::cat(out[0]), params);
       comm += seconds_since(comm_start);
     } else {
       adam.step();

@@ -410,6 +410,14 @@ std::int64_t count_parameters(const torch::nn::Module& mod) {
 
 }  // namespace
 
+Result<bool> executable_family(const model::Model& m) {
+  if (m.family == model::Family::mlp || m.family == model::Family::decoder_lm) return true;
+  return Error{fmt::format(
+      "--model: {}: the runtime executes MLPs and GPT- or Llama-style decoder language models; a "
+      "{} model is not executed yet",
+      m.name, model::to_string(m.family))};
+}
+
 Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
   std::shared_ptr<TrainModule> mod;
   if (m.family == model::Family::mlp) {
@@ -443,10 +451,7 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
     d.rms_norm = norm && norm->kind == model::OpKind::rmsnorm;
     mod = std::make_shared<Decoder>(d);
   } else {
-    return Error{
-        fmt::format("--model: {}: the runtime executes MLPs and GPT- or Llama-style decoder "
-                    "language models; a {} model is not executed yet",
-                    m.name, model::to_string(m.family))};
+    return executable_family(m).error();
   }
   if (mod->num_layers() != static_cast<int>(m.layers.size()))
     return Error{

@@ -70,6 +70,9 @@ class TrainModule : public torch::nn::Module {
 
 using LayerFn = std::function<torch::Tensor(const torch::Tensor&)>;
 
+// Whether the runtime has modules for m's family (MLPs and decoder language models), or why not.
+Result<bool> executable_family(const model::Model& m);
+
 // The module for `m`, initialised from the current torch seed. Supported: Family::mlp and pre-norm
 // decoder language models, GPT-style (LayerNorm, GELU MLP, learned positions, biases) or
 // Llama-style (RMSNorm, SwiGLU, rotary positions, grouped-query attention, no biases), with a tied

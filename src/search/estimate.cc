@@ -18,11 +18,7 @@ std::vector<int> replica_class(const cluster::Cluster& c, const plan::Replica& r
     key.push_back(c.devices[d].type);
     one_node = one_node && c.same_node(d, r.devices.front());
   }
-  const auto& node = c.nodes[c.devices[r.devices.front()].node];
-  int group = 0;
-  for (std::size_t g = 0; g < c.groups.size(); ++g)
-    if (c.groups[g].name == node.group) group = static_cast<int>(g);
-  key.push_back(group);
+  key.push_back(std::max(0, c.group_of(r.devices.front())));
   key.push_back(one_node ? 1 : 0);
   return key;
 }
@@ -128,10 +124,8 @@ double Estimator::sync_time(const plan::Plan& settings, int first, int count,
   bool crosses = false;
   for (const auto& r : replicas) crosses = crosses || !c_.same_node(r.devices.front(), group[0]);
   if (crosses && tp > 1) {
-    const auto& node = c_.nodes[c_.devices[group[0]].node];
-    int nics = 1;
-    for (const auto& g : c_.groups)
-      if (g.name == node.group) nics = std::max(1, g.nic_count);
+    const int g = c_.group_of(group[0]);
+    const int nics = g < 0 ? 1 : std::max(1, c_.groups[g].nic_count);
     t *= std::max(1.0, static_cast<double>(tp) / nics);
   }
   return t;

@@ -35,7 +35,6 @@ std::vector<FactorChoice> sufficient_factor_choices(const model::Model& m,
         if (!sufficient_factor_applies(m.ops[op], coster.split(op))) continue;
         FactorChoice f;
         f.op = op;
-        f.stage = static_cast<int>(s);
         f.all_reduce_s = slowest(coster.sync_parts(st, static_cast<double>(m.ops[op].params) * 2.0,
                                                    kind, cost::Algorithm::automatic));
         double rebuild = 0;

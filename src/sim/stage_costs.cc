@@ -52,14 +52,24 @@ double StageCoster::batch_split_params(int first, int count) const {
   return params;
 }
 
+namespace {
+
+// Whether every replica of the stage has as many devices as its first (tensor-parallel rank j
+// then means the same position in each).
+bool replicas_alike(const plan::Stage& st) {
+  for (const auto& r : st.replicas)
+    if (r.devices.size() != st.replicas[0].devices.size()) return false;
+  return true;
+}
+
+}  // namespace
+
 std::vector<cost::CollectiveCost> StageCoster::sync_parts(const plan::Stage& st, double grad_bytes,
                                                           cost::Collective kind,
                                                           cost::Algorithm algo) const {
   std::vector<cost::CollectiveCost> parts;
   const std::size_t tp = st.replicas[0].devices.size();
-  bool same_tp = true;
-  for (const auto& r : st.replicas) same_tp &= r.devices.size() == tp;
-  if (same_tp) {
+  if (replicas_alike(st)) {
     for (std::size_t j = 0; j < tp; ++j) {
       std::vector<int> group;
       double share = 0;
@@ -87,14 +97,12 @@ std::vector<cost::CollectiveCost> StageCoster::factor_gathers(const plan::Stage&
                                                               double global_batch) const {
   std::vector<cost::CollectiveCost> parts;
   const std::size_t tp = st.replicas[0].devices.size();
-  bool same_tp = true;
-  for (const auto& r : st.replicas) same_tp &= r.devices.size() == tp;
   auto per_sample = [&](const plan::Replica& r, std::size_t j) {
     double bytes = 0;
     for (int op : ops) bytes += factor_bytes(op, r, static_cast<int>(j));
     return bytes;
   };
-  if (!same_tp) {
+  if (!replicas_alike(st)) {
     // Replicas shard differently: one gather over every device, each contributing the factors of
     // its shard for its replica's samples (a device receives more than its shard needs).
     std::vector<int> group;

@@ -99,5 +99,16 @@ TEST(Presets, ShippedFilesParseAndMatchTheirPresets) {
   EXPECT_GE(files, 5);
 }
 
+TEST(Presets, GroupOfADevice) {
+  // hap-mixed: 2 nodes x 8 V100, then 2 nodes x 8 P100.
+  auto c = load_cluster("hap-mixed");
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_EQ(c->groups.size(), 2u);
+  EXPECT_EQ(c->group_of(0), 0);
+  EXPECT_EQ(c->group_of(15), 0);
+  EXPECT_EQ(c->group_of(16), 1);
+  EXPECT_EQ(c->group_of(31), 1);
+}
+
 }  // namespace
 }  // namespace hetplan::cluster

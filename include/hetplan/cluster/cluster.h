@@ -13,11 +13,11 @@
 namespace hetplan::cluster {
 
 struct Device {
-  int id = 0;           // also its vertex id
-  int node = 0;         // index into Cluster::nodes
-  int local_rank = 0;   // index within its node
-  int type = 0;         // index into Cluster::device_types
-  std::string name;     // "a100/0/3": group / node-in-group / local rank
+  int id = 0;          // also its vertex id
+  int node = 0;        // index into Cluster::nodes
+  int local_rank = 0;  // index within its node
+  int type = 0;        // index into Cluster::device_types
+  std::string name;    // "a100/0/3": group / node-in-group / local rank
   auto operator<=>(const Device&) const = default;
 };
 
@@ -33,13 +33,13 @@ struct Node {
 // A group of identical nodes as written in the cluster file (none for the explicit form).
 struct NodeGroup {
   std::string name;
-  int count = 0;             // nodes
-  int device_type = 0;       // index into Cluster::device_types
+  int count = 0;        // nodes
+  int device_type = 0;  // index into Cluster::device_types
   int devices_per_node = 0;
   BytesPerSecond intra_bandwidth;  // per device, per direction
   Seconds intra_latency;
-  BytesPerSecond nic_bandwidth;    // per NIC, per direction
-  int nic_count = 0;               // per node
+  BytesPerSecond nic_bandwidth;  // per NIC, per direction
+  int nic_count = 0;             // per node
   Seconds nic_latency;
   double cpu_share = 1.0;
   auto operator<=>(const NodeGroup&) const = default;
@@ -70,7 +70,7 @@ struct Link {
   int from = 0, to = 0;  // vertex ids
   BytesPerSecond bandwidth;
   Seconds latency;
-  std::string name;      // "a100/0/3->nvswitch", for traces and errors
+  std::string name;  // "a100/0/3->nvswitch", for traces and errors
   auto operator<=>(const Link&) const = default;
 };
 
@@ -92,6 +92,8 @@ struct Cluster {
   int num_devices() const { return static_cast<int>(devices.size()); }
   const DeviceType& type_of(int device) const { return device_types[devices[device].type]; }
   bool same_node(int a, int b) const { return devices[a].node == devices[b].node; }
+  // Index into groups of the node group device d's node belongs to; -1 in the explicit form.
+  int group_of(int device) const;
 
   // The links a transfer from device a to device b crosses, in order (empty when a == b).
   // Deterministic: the fewest hops, ties broken by the lowest link ids.

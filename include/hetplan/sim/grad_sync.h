@@ -25,7 +25,6 @@ bool sufficient_factor_applies(const model::Op& op, plan::SplitKind split);
 // One op's gradient synchronised alone, both ways (seconds, standalone, no overlap).
 struct FactorChoice {
   int op = 0;                      // Model::ops index
-  int stage = 0;                   // the plan's stage holding it
   double all_reduce_s = 0;         // all-reduce (ZeRO: reduce-scatter) of its weight gradient
   double sufficient_factor_s = 0;  // factor all-gather plus the slowest replica's rebuild
 };
