@@ -27,8 +27,10 @@ struct RunArgs {
   std::string cluster;
   std::string data_file;
   std::string checkpoint_dir;
+  int checkpoint_every = 0;
   int steps = 20;
   int nprocs = 0;
+  double timeout_s = 120;
   std::uint64_t seed = 1;
   double learning_rate = 1e-3;
   int threads = 1;
@@ -50,7 +52,11 @@ std::vector<std::string> worker_args(const RunArgs& a) {
                                "--lr",
                                fmt::format("{}", a.learning_rate),
                                "--threads",
-                               std::to_string(a.threads)};
+                               std::to_string(a.threads),
+                               "--checkpoint-every",
+                               std::to_string(a.checkpoint_every),
+                               "--timeout",
+                               fmt::format("{}", a.timeout_s)};
   auto add = [&](const char* flag, const std::string& v) {
     if (!v.empty()) out.insert(out.end(), {flag, v});
   };
@@ -113,6 +119,12 @@ int run_run(const RunArgs& a) {
   auto executable = runtime::check_executable(*m, *p, world);
   if (!executable) return report_error(executable.error().message);
   if (a.steps < 1) return report_error("--steps: expected at least 1");
+  if (a.checkpoint_every < 0)
+    return report_error("--checkpoint-every: expected a number of steps, 0 or more");
+  if (a.checkpoint_every > 0 && a.checkpoint_dir.empty())
+    return report_error("--checkpoint-every: expected --checkpoint DIR too");
+  if (!(a.timeout_s > 0) || a.timeout_s > 1e6)
+    return report_error("--timeout: expected seconds, more than 0");
 
   std::unique_ptr<runtime::Emulation> emulation;
   if (a.emulate) {
@@ -137,6 +149,8 @@ int run_run(const RunArgs& a) {
   opts.seed = a.seed;
   opts.data_file = a.data_file;
   opts.checkpoint_dir = a.checkpoint_dir;
+  opts.checkpoint_every = a.checkpoint_every;
+  opts.timeout_s = a.timeout_s;
   opts.learning_rate = a.learning_rate;
   opts.threads_per_rank = a.threads;
   auto r = runtime::run_plan(*m, *p, opts, *env);
@@ -173,7 +187,15 @@ Action add_run_command(CLI::App& app) {
                   "A text file to train on, tokenised at byte level (default: synthetic tokens)");
   cmd->add_option("--checkpoint", args->checkpoint_dir,
                   "Keep each rank's parameters, optimizer state and step in DIR: resume from "
-                  "them when there, write them at the end");
+                  "the newest whole step there, write them at the end (and every "
+                  "--checkpoint-every steps)");
+  cmd->add_option("--checkpoint-every", args->checkpoint_every,
+                  "Steps between checkpoints (0: only at the end)")
+      ->capture_default_str();
+  cmd->add_option("--timeout", args->timeout_s,
+                  "Seconds a rank waits for a collective or a neighbour stage before it stops "
+                  "and names the ranks that stopped answering")
+      ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of initialisation and data")->capture_default_str();
   cmd->add_option("--lr", args->learning_rate, "Adam learning rate")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Intra-op threads per worker")->capture_default_str();

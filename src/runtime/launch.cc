@@ -8,10 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "hetplan/runtime/emulate.h"
 
@@ -97,6 +100,10 @@ Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& arg
   auto port = free_port();
   if (!port) return port.error();
   const std::string master = emulation ? emulation->address(0) : "127.0.0.1";
+  // This binary by its own path, so that the workers carry its name (not "exe").
+  std::error_code ec;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec) return Error{fmt::format("--nprocs: cannot find this program: {}", ec.message())};
   std::vector<pid_t> pids;
   for (int rank = 0; rank < nprocs; ++rank) {
     const pid_t pid = ::fork();
@@ -125,13 +132,15 @@ Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& arg
       std::vector<char*> argv;
       for (auto& a : argv_s) argv.push_back(a.data());
       argv.push_back(nullptr);
-      ::execve("/proc/self/exe", argv.data(), environ);
+      ::execve(self.c_str(), argv.data(), environ);
       std::fprintf(stderr, "hetplan: error: --nprocs: cannot start worker %d: %s\n", rank,
                    std::strerror(errno));
       ::_exit(127);
     }
     pids.push_back(pid);
   }
+  // The first worker to fail is named, and the others are killed (SIGKILL: a stopped worker
+  // would not act on anything gentler).
   int code = 0;
   for (std::size_t left = pids.size(); left > 0; --left) {
     int status = 0;
@@ -140,8 +149,20 @@ Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& arg
     const int c = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
     if (c != 0 && code == 0) {
       code = c;
+      const auto rank = std::find(pids.begin(), pids.end(), done) - pids.begin();
+      if (WIFSIGNALED(status))
+        std::fprintf(stderr,
+                     "hetplan: error: rank %d (process %d) was killed by signal %d (%s); "
+                     "stopping the other ranks\n",
+                     static_cast<int>(rank), static_cast<int>(done), WTERMSIG(status),
+                     strsignal(WTERMSIG(status)));
+      else
+        std::fprintf(stderr,
+                     "hetplan: error: rank %d (process %d) failed (exit code %d); "
+                     "stopping the other ranks\n",
+                     static_cast<int>(rank), static_cast<int>(done), c);
       for (pid_t p : pids)
-        if (p != done) ::kill(p, SIGTERM);
+        if (p != done) ::kill(p, SIGKILL);
     }
   }
   return code;

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <optional>
 #include <set>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -12,6 +14,7 @@
 
 #include "batches.h"
 #include "hetplan/sim/schedule_order.h"
+#include "peer_watch.h"
 #include "tensor_parallel.h"
 #include "torch_modules.h"
 
@@ -69,9 +72,10 @@ std::pair<std::int64_t, std::int64_t> samples_of(const plan::Plan& p, int stage,
   return {at(before), at(after)};
 }
 
-c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options_for(const RankEnv& env) {
+c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options_for(
+    const RankEnv& env, std::chrono::milliseconds timeout) {
   auto opts = c10d::ProcessGroupGloo::Options::create();
-  opts->timeout = std::chrono::seconds(120);
+  opts->timeout = timeout;
   // An emulated rank talks through its namespace's interface; a local job over loopback.
   const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
   const bool local = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
@@ -88,21 +92,21 @@ struct Groups {
   PG world, tensor, stage, tied;
 };
 
-Groups connect(const RankEnv& env, const Place& at, bool tied) {
+Groups connect(const RankEnv& env, const Place& at, bool tied, std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions so;
   so.port = static_cast<std::uint16_t>(env.master_port);
   so.isServer = env.rank == 0;
   so.numWorkers = env.world_size;
   so.waitWorkers = true;
-  so.timeout = std::chrono::seconds(120);
+  so.timeout = timeout;
   c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
   Groups g;
   g.world = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size,
-                                                        gloo_options_for(env));
+                                                        gloo_options_for(env, timeout));
   auto group = [&](const std::string& name, int rank, int size) -> PG {
     return c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>(name + "/", store), rank, size,
-        gloo_options_for(env));
+        gloo_options_for(env, timeout));
   };
   if (at.T > 1) g.tensor = group(fmt::format("tp{}_{}", at.s, at.r), at.j, at.T);
   if (at.R() > 1) g.stage = group(fmt::format("stage{}_{}", at.s, at.j), at.r, at.R());
@@ -140,6 +144,46 @@ void all_reduce_flat(const PG& pg, const std::vector<torch::Tensor>& tensors) {
   std::vector<torch::Tensor> flat{flatten(tensors)};
   pg->allreduce(flat)->wait();
   unflatten_into(flat[0], tensors);
+}
+
+std::string checkpoint_prefix(const std::string& dir, int steps, int rank) {
+  return fmt::format("{}/step-{}/rank{}", dir, steps, rank);
+}
+
+// The number of steps of the checkpoint's newest whole step (its `latest` file), or 0 for none.
+Result<int> latest_checkpoint(const std::string& dir) {
+  const auto file = std::filesystem::path(dir) / "latest";
+  if (!std::filesystem::exists(file)) return 0;
+  std::ifstream in(file);
+  int steps = -1;
+  in >> steps;
+  if (!in || steps < 1)
+    return Error{fmt::format("--checkpoint: {}: expected the number of steps done", file.string())};
+  return steps;
+}
+
+// Rank 0, once every rank has written step `steps`: points `latest` at it (written next to it,
+// then moved over it) and removes the older steps.
+void publish_checkpoint(const std::string& dir, int steps) {
+  const auto root = std::filesystem::path(dir);
+  {
+    std::ofstream out(root / "latest.tmp");
+    out << steps << "\n";
+    if (!out) throw std::filesystem::filesystem_error("cannot write", root / "latest.tmp", {});
+  }
+  std::filesystem::rename(root / "latest.tmp", root / "latest");
+  for (const auto& entry : std::filesystem::directory_iterator(root))
+    if (entry.is_directory() && entry.path().filename().string().rfind("step-", 0) == 0 &&
+        entry.path().filename() != fmt::format("step-{}", steps))
+      std::filesystem::remove_all(entry.path());
+}
+
+// What a failed collective or point-to-point wait says, on one line and without a backtrace.
+std::string failure_text(const std::exception& e) {
+  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+  std::string text = c10 ? c10->what_without_backtrace() : e.what();
+  if (const auto eol = text.find('\n'); eol != std::string::npos) text.resize(eol);
+  return text;
 }
 
 }  // namespace
@@ -241,14 +285,17 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           return Error{
               "plan: stages: the tied embedding and LM head are split by vocabulary alike on the "
               "first and last stage; their replicas' tp_shares differ"};
+  const auto timeout = std::chrono::milliseconds(std::llround(opts.timeout_s * 1000));
   Groups groups;
+  std::optional<detail::PeerWatch> watch;
   if (env.world_size > 1) {
     try {
-      groups = connect(env, at, tied);
+      groups = connect(env, at, tied, timeout);
     } catch (const std::exception& e) {
-      return Error{fmt::format("rank {}: cannot join the job at {}:{}: {}", env.rank,
-                               env.master_addr, env.master_port, e.what())};
+      return Error{fmt::format("cannot join the job at {}:{}: {}", env.master_addr, env.master_port,
+                               failure_text(e))};
     }
+    watch.emplace(env.master_addr, env.master_port, env.rank, env.world_size);
   }
   detail::TensorParallel tp;
   tp.group = groups.tensor.get();
@@ -266,11 +313,17 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   std::vector<torch::Tensor> params = mod.layer_parameters(stage.first_layer, stage.num_layers);
   std::int64_t numel = 0;
   for (const auto& t : params) numel += t.numel();
-  // Resuming: this rank's parameters and step count, then (below) its optimizer state.
-  const std::string ckpt =
-      opts.checkpoint_dir.empty() ? "" : fmt::format("{}/rank{}", opts.checkpoint_dir, env.rank);
+  // Resuming: this rank's parameters and step count from the newest whole checkpoint, then
+  // (below) its optimizer state.
   int first_step = 0;
-  const bool resume = !ckpt.empty() && std::filesystem::exists(ckpt + ".pt");
+  if (!opts.checkpoint_dir.empty()) {
+    auto latest = latest_checkpoint(opts.checkpoint_dir);
+    if (!latest) return latest.error();
+    first_step = *latest;
+  }
+  const bool resume = first_step > 0;
+  const std::string ckpt =
+      resume ? checkpoint_prefix(opts.checkpoint_dir, first_step, env.rank) : "";
   if (resume) {
     try {
       torch::serialize::InputArchive in;
@@ -283,7 +336,6 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
             "rank; now {} and {})",
             ckpt, meta[0].item<std::int64_t>(), meta[1].item<std::int64_t>(), env.world_size,
             numel)};
-      first_step = static_cast<int>(meta[2].item<std::int64_t>());
       torch::NoGradGuard no_grad;
       for (std::size_t i = 0; i < params.size(); ++i) {
         torch::Tensor t;
@@ -325,154 +377,177 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     }
   }
   res.first_step = first_step;
-  for (int step = first_step; step < first_step + opts.steps; ++step) {
-    const auto start = Clock::now();
-    double comm = 0, idle = 0;
-    const detail::Batch batch = data->global(step, p.global_batch);
-    for (auto& t : params) {
-      if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
-      t.mutable_grad().zero_();
-    }
-    // The plan's micro-batches through this stage in the simulator's pass order. Each loss is
-    // weighted by 1/B so that the gradients summed over all replicas are the full batch's mean.
-    // Between stages, each replica sends each replica of the next stage the rows of the samples
-    // both hold (replicas of unlike stages split a micro-batch differently), and the gradients of
-    // those rows come back.
-    std::vector<torch::Tensor> inputs(M), outputs(M);
-    std::vector<c10::intrusive_ptr<c10d::Work>> sends;
-    std::vector<std::vector<torch::Tensor>> in_flight;  // tensors of pending sends
-    auto send = [&](const torch::Tensor& t, int to, int tag) {
-      in_flight.push_back({t.contiguous()});
-      sends.push_back(groups.world->send(in_flight.back(), to, tag));
-    };
-    // Exchanges with the replicas of stage `other` whose samples of micro-batch k overlap
-    // [lo, hi): each overlap's rows.
-    auto overlaps = [&](int other, int k, std::int64_t lo, std::int64_t hi) {
-      std::vector<std::tuple<int, std::int64_t, std::int64_t>> out;  // rank, begin, end
-      for (int q = 0; q < at.replicas[other]; ++q) {
-        const auto [b0, b1] = samples_of(p, other, q, k);
-        const std::int64_t o0 = std::max(lo, b0), o1 = std::min(hi, b1);
-        if (o1 > o0) out.emplace_back(at.rank_of(other, q), o0, o1);
-      }
-      return out;
-    };
-    auto gather = [&](int other, int k, std::int64_t lo, std::int64_t hi, int tag) {
-      std::vector<torch::Tensor> parts;
-      const auto wait_start = Clock::now();
-      for (auto [from, o0, o1] : overlaps(other, k, lo, hi)) {
-        std::vector<torch::Tensor> t{torch::empty(mod.activation_shape(o1 - o0))};
-        groups.world->recv(t, from, tag)->wait();
-        parts.push_back(t[0]);
-      }
-      idle += seconds_since(wait_start);  // waiting for the neighbour stage, transfer included
-      return torch::cat(parts);
-    };
-    auto scatter = [&](const torch::Tensor& t, int other, int k, std::int64_t lo, std::int64_t hi,
-                       int tag) {
-      for (auto [to, o0, o1] : overlaps(other, k, lo, hi))
-        send(t.slice(0, o0 - lo, o1 - lo), to, tag);
-    };
-    double loss_sum = 0;
-    for (const sim::PassRef& pass : order) {
-      const int mb = pass.microbatch;
-      const auto [b0, b1] = samples_of(p, at.s, at.r, mb);
-      if (b1 <= b0) continue;
-      const detail::Batch chunk = batch.slice(b0, b1);
-      if (pass.forward) {
-        torch::Tensor x = first ? chunk.inputs : gather(at.s - 1, mb, b0, b1, 2 * mb);
-        if (!first) x.requires_grad_(true);
-        torch::Tensor out =
-            mod.forward_layers(stage.first_layer, stage.num_layers, x, chunk.targets);
-        if (last) {
-          out = out / B;
-          loss_sum += out.item<double>();
-        } else {
-          scatter(out.detach(), at.s + 1, mb, b0, b1, 2 * mb);
-        }
-        inputs[mb] = x;
-        outputs[mb] = out;
-      } else {
-        if (last)
-          outputs[mb].backward();
-        else
-          outputs[mb].backward(gather(at.s + 1, mb, b0, b1, 2 * mb + 1));
-        if (!first) scatter(inputs[mb].grad(), at.s - 1, mb, b0, b1, 2 * mb + 1);
-        inputs[mb] = outputs[mb] = torch::Tensor();
-      }
-    }
-    auto comm_start = Clock::now();
-    for (auto& w : sends) w->wait();
-    // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
-    if (groups.stage) all_reduce_flat(groups.stage, grads_of(params));
-    // After the stage's all-reduce every replica of a stage holds its stage's sum; the first
-    // replica of each stage contributes it, so every copy gets the sum of both stages.
-    if (groups.tied) {
-      torch::Tensor g = (first ? tied_source : tied_copy).mutable_grad();
-      if (at.r != 0) g.zero_();
-      all_reduce_flat(groups.tied, {g});
-    }
-    // The step's loss, summed over the pipelines' last stages.
-    std::vector<torch::Tensor> loss{
-        torch::full({1}, last && at.j == 0 ? loss_sum : 0.0, torch::kDouble)};
-    if (groups.world) groups.world->allreduce(loss)->wait();
-    comm += seconds_since(comm_start);
-    if (zero) {
-      owned.mutable_grad() = flatten(grads_of(params)).slice(0, shard_begin, shard_end).clone();
-      adam.step();
-      // Gather the updated slices (padded to one size, as Gloo's all-gather needs).
-      comm_start = Clock::now();
-      std::vector<std::vector<torch::Tensor>> out(1);
-      for (int r = 0; r < at.R(); ++r) out[0].push_back(torch::empty({shard}));
-      std::vector<torch::Tensor> in{torch::zeros({shard})};
-      in[0].slice(0, 0, shard_end - shard_begin).copy_(owned.detach());
-      groups.stage->allgather(out, in)->wait();
-      torch::NoGradGuard no_grad;
-      unflatten_into(torch::cat(out[0]), params);
-      comm += seconds_since(comm_start);
-    } else {
-      adam.step();
-    }
-    const double step_time = seconds_since(start);
-    res.losses.push_back(loss[0].item<double>());
-    res.step_times_s.push_back(step_time);
-    if (step - first_step >= skip) {
-      own.comm_s += comm;
-      own.idle_s += idle;
-      own.compute_s += std::max(0.0, step_time - comm - idle);
-    }
-  }
-  double measured = 0;
-  for (int s = skip; s < opts.steps; ++s) measured += res.step_times_s[s];
-  res.mean_step_time_s = opts.steps > skip ? measured / (opts.steps - skip) : 0;
-  if (!ckpt.empty()) {
-    // Written next to the old files, then moved over them: a crash leaves the old checkpoint.
+  // This rank's parameters and optimizer state after `steps` steps: each file written next to its
+  // final name, then moved there. Then, once every rank has, rank 0 publishes the step.
+  auto save = [&](int steps) -> Result<bool> {
+    const std::string prefix = checkpoint_prefix(opts.checkpoint_dir, steps, env.rank);
     try {
-      std::filesystem::create_directories(opts.checkpoint_dir);
+      std::filesystem::create_directories(std::filesystem::path(prefix).parent_path());
       torch::serialize::OutputArchive out;
       out.write("meta", torch::tensor({static_cast<std::int64_t>(env.world_size), numel,
-                                       static_cast<std::int64_t>(first_step + opts.steps)}));
+                                       static_cast<std::int64_t>(steps)}));
       for (std::size_t i = 0; i < params.size(); ++i)
         out.write(fmt::format("p{}", i), params[i].detach());
-      out.save_to(ckpt + ".pt.tmp");
+      out.save_to(prefix + ".pt.tmp");
       torch::serialize::OutputArchive opt;
       adam.save(opt);
-      opt.save_to(ckpt + ".adam.pt.tmp");
-      std::filesystem::rename(ckpt + ".adam.pt.tmp", ckpt + ".adam.pt");
-      std::filesystem::rename(ckpt + ".pt.tmp", ckpt + ".pt");
-    } catch (const std::exception& e) {
-      return Error{fmt::format("--checkpoint: cannot write {}: {}", ckpt, e.what())};
+      opt.save_to(prefix + ".adam.pt.tmp");
+      std::filesystem::rename(prefix + ".adam.pt.tmp", prefix + ".adam.pt");
+      std::filesystem::rename(prefix + ".pt.tmp", prefix + ".pt");
+    } catch (const c10::Error& e) {
+      return Error{fmt::format("--checkpoint: cannot write {}: {}", prefix, failure_text(e))};
+    } catch (const std::filesystem::filesystem_error& e) {
+      return Error{fmt::format("--checkpoint: cannot write {}: {}", prefix, e.what())};
     }
+    if (groups.world) groups.world->barrier()->wait();
+    if (env.rank == 0) try {
+        publish_checkpoint(opts.checkpoint_dir, steps);
+      } catch (const std::filesystem::filesystem_error& e) {
+        return Error{
+            fmt::format("--checkpoint: cannot write {}/latest: {}", opts.checkpoint_dir, e.what())};
+      }
+    return true;
+  };
+  int step = first_step;
+  try {
+    for (; step < first_step + opts.steps; ++step) {
+      const auto start = Clock::now();
+      double comm = 0, idle = 0;
+      const detail::Batch batch = data->global(step, p.global_batch);
+      for (auto& t : params) {
+        if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
+        t.mutable_grad().zero_();
+      }
+      // The plan's micro-batches through this stage in the simulator's pass order. Each loss is
+      // weighted by 1/B so that the gradients summed over all replicas are the full batch's mean.
+      // Between stages, each replica sends each replica of the next stage the rows of the samples
+      // both hold (replicas of unlike stages split a micro-batch differently), and the gradients of
+      // those rows come back.
+      std::vector<torch::Tensor> inputs(M), outputs(M);
+      std::vector<c10::intrusive_ptr<c10d::Work>> sends;
+      std::vector<std::vector<torch::Tensor>> in_flight;  // tensors of pending sends
+      auto send = [&](const torch::Tensor& t, int to, int tag) {
+        in_flight.push_back({t.contiguous()});
+        sends.push_back(groups.world->send(in_flight.back(), to, tag));
+      };
+      // Exchanges with the replicas of stage `other` whose samples of micro-batch k overlap
+      // [lo, hi): each overlap's rows.
+      auto overlaps = [&](int other, int k, std::int64_t lo, std::int64_t hi) {
+        std::vector<std::tuple<int, std::int64_t, std::int64_t>> out;  // rank, begin, end
+        for (int q = 0; q < at.replicas[other]; ++q) {
+          const auto [b0, b1] = samples_of(p, other, q, k);
+          const std::int64_t o0 = std::max(lo, b0), o1 = std::min(hi, b1);
+          if (o1 > o0) out.emplace_back(at.rank_of(other, q), o0, o1);
+        }
+        return out;
+      };
+      auto gather = [&](int other, int k, std::int64_t lo, std::int64_t hi, int tag) {
+        std::vector<torch::Tensor> parts;
+        const auto wait_start = Clock::now();
+        for (auto [from, o0, o1] : overlaps(other, k, lo, hi)) {
+          std::vector<torch::Tensor> t{torch::empty(mod.activation_shape(o1 - o0))};
+          groups.world->recv(t, from, tag)->wait(timeout);
+          parts.push_back(t[0]);
+        }
+        idle += seconds_since(wait_start);  // waiting for the neighbour stage, transfer included
+        return torch::cat(parts);
+      };
+      auto scatter = [&](const torch::Tensor& t, int other, int k, std::int64_t lo, std::int64_t hi,
+                         int tag) {
+        for (auto [to, o0, o1] : overlaps(other, k, lo, hi))
+          send(t.slice(0, o0 - lo, o1 - lo), to, tag);
+      };
+      double loss_sum = 0;
+      for (const sim::PassRef& pass : order) {
+        const int mb = pass.microbatch;
+        const auto [b0, b1] = samples_of(p, at.s, at.r, mb);
+        if (b1 <= b0) continue;
+        const detail::Batch chunk = batch.slice(b0, b1);
+        if (pass.forward) {
+          torch::Tensor x = first ? chunk.inputs : gather(at.s - 1, mb, b0, b1, 2 * mb);
+          if (!first) x.requires_grad_(true);
+          torch::Tensor out =
+              mod.forward_layers(stage.first_layer, stage.num_layers, x, chunk.targets);
+          if (last) {
+            out = out / B;
+            loss_sum += out.item<double>();
+          } else {
+            scatter(out.detach(), at.s + 1, mb, b0, b1, 2 * mb);
+          }
+          inputs[mb] = x;
+          outputs[mb] = out;
+        } else {
+          if (last)
+            outputs[mb].backward();
+          else
+            outputs[mb].backward(gather(at.s + 1, mb, b0, b1, 2 * mb + 1));
+          if (!first) scatter(inputs[mb].grad(), at.s - 1, mb, b0, b1, 2 * mb + 1);
+          inputs[mb] = outputs[mb] = torch::Tensor();
+        }
+      }
+      auto comm_start = Clock::now();
+      for (auto& w : sends) w->wait(timeout);
+      // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
+      if (groups.stage) all_reduce_flat(groups.stage, grads_of(params));
+      // After the stage's all-reduce every replica of a stage holds its stage's sum; the first
+      // replica of each stage contributes it, so every copy gets the sum of both stages.
+      if (groups.tied) {
+        torch::Tensor g = (first ? tied_source : tied_copy).mutable_grad();
+        if (at.r != 0) g.zero_();
+        all_reduce_flat(groups.tied, {g});
+      }
+      // The step's loss, summed over the pipelines' last stages.
+      std::vector<torch::Tensor> loss{
+          torch::full({1}, last && at.j == 0 ? loss_sum : 0.0, torch::kDouble)};
+      if (groups.world) groups.world->allreduce(loss)->wait();
+      comm += seconds_since(comm_start);
+      if (zero) {
+        owned.mutable_grad() = flatten(grads_of(params)).slice(0, shard_begin, shard_end).clone();
+        adam.step();
+        // Gather the updated slices (padded to one size, as Gloo's all-gather needs).
+        comm_start = Clock::now();
+        std::vector<std::vector<torch::Tensor>> out(1);
+        for (int r = 0; r < at.R(); ++r) out[0].push_back(torch::empty({shard}));
+        std::vector<torch::Tensor> in{torch::zeros({shard})};
+        in[0].slice(0, 0, shard_end - shard_begin).copy_(owned.detach());
+        groups.stage->allgather(out, in)->wait();
+        torch::NoGradGuard no_grad;
+        unflatten_into(torch::cat(out[0]), params);
+        comm += seconds_since(comm_start);
+      } else {
+        adam.step();
+      }
+      const double step_time = seconds_since(start);
+      res.losses.push_back(loss[0].item<double>());
+      res.step_times_s.push_back(step_time);
+      if (step - first_step >= skip) {
+        own.comm_s += comm;
+        own.idle_s += idle;
+        own.compute_s += std::max(0.0, step_time - comm - idle);
+      }
+      const bool last_step = step + 1 == first_step + opts.steps;
+      if (!opts.checkpoint_dir.empty() &&
+          (last_step || (opts.checkpoint_every > 0 && (step + 1) % opts.checkpoint_every == 0)))
+        if (auto saved = save(step + 1); !saved) return saved.error();
+    }
+    double measured = 0;
+    for (int s = skip; s < opts.steps; ++s) measured += res.step_times_s[s];
+    res.mean_step_time_s = opts.steps > skip ? measured / (opts.steps - skip) : 0;
+    // Every rank's times, to every rank (each fills its own slot of a summed buffer).
+    std::vector<torch::Tensor> times{torch::zeros({env.world_size * 3}, torch::kDouble)};
+    times[0][env.rank * 3] = own.compute_s;
+    times[0][env.rank * 3 + 1] = own.comm_s;
+    times[0][env.rank * 3 + 2] = own.idle_s;
+    if (groups.world) groups.world->allreduce(times)->wait();
+    for (int r = 0; r < env.world_size; ++r)
+      res.ranks.push_back(RankTimes{times[0][r * 3].item<double>(),
+                                    times[0][r * 3 + 1].item<double>(),
+                                    times[0][r * 3 + 2].item<double>()});
+  } catch (const std::exception& e) {
+    // A collective or a neighbour's transfer failed or timed out: say which ranks stopped.
+    return Error{fmt::format("step {}: {}; {}", step, failure_text(e),
+                             watch ? watch->who_stopped() : "no other rank")};
   }
-  // Every rank's times, to every rank (each fills its own slot of a summed buffer).
-  std::vector<torch::Tensor> times{torch::zeros({env.world_size * 3}, torch::kDouble)};
-  times[0][env.rank * 3] = own.compute_s;
-  times[0][env.rank * 3 + 1] = own.comm_s;
-  times[0][env.rank * 3 + 2] = own.idle_s;
-  if (groups.world) groups.world->allreduce(times)->wait();
-  for (int r = 0; r < env.world_size; ++r)
-    res.ranks.push_back(RankTimes{times[0][r * 3].item<double>(),
-                                  times[0][r * 3 + 1].item<double>(),
-                                  times[0][r * 3 + 2].item<double>()});
   return res;
 }
 

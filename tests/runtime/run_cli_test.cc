@@ -217,7 +217,8 @@ TEST(RunCli, CheckpointResumesTheSameRun) {
     for (int i = 0; i < 10; ++i)
       EXPECT_NEAR(part[i], whole[10 * half + i], 1e-6 * std::abs(whole[10 * half + i]));
   }
-  EXPECT_TRUE(std::filesystem::exists(dir / "rank1.adam.pt"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "step-20" / "rank1.adam.pt"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "step-10"));
   // Another plan cannot take it over.
   auto r = run_hetplan(std::string("run --steps 1 --model ") + kGpt +
                        " --strategy dp=1,gbs=12 --checkpoint " + dir.string());

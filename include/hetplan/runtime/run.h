@@ -20,10 +20,15 @@ struct RunOptions {
   std::string data_file;        // text tokenised at byte level; empty: a synthetic token stream
   double learning_rate = 1e-3;  // Adam
   int threads_per_rank = 1;     // intra-op threads of each worker
-  // Where each rank keeps its parameters, optimizer state and step count (rank<k>.pt,
-  // rank<k>.adam.pt): read at the start when there, so the run goes on from that step, and
-  // written at the end. Empty: none.
+  // Where the job keeps its parameters, optimizer states and step: step-<n>/rank<k>.pt and
+  // rank<k>.adam.pt for each rank k after step n, and `latest`, naming the newest step every rank
+  // has written (rank 0 moves it there after a barrier, so a crash at any point leaves a whole
+  // checkpoint). Read at the start when there, so the run goes on from that step. Empty: none.
   std::string checkpoint_dir;
+  int checkpoint_every = 0;  // steps between checkpoints; 0: only at the end
+  // How long a rank waits for a collective or a neighbour stage before it gives up and names the
+  // ranks that stopped answering.
+  double timeout_s = 120;
 };
 
 // What one rank did over the run (seconds, summed over the measured steps).
@@ -45,19 +50,21 @@ struct RunResult {
 
 // Why the runtime cannot execute this plan for this model, or ok. Checked before any worker
 // starts. `world_size` is the number of ranks the job will have. Executed: pipelines of stages
-// with uneven layer counts (GPipe, 1F1B), each stage R replicas of one device with the same
-// batch shares in every stage (uneven data parallelism), micro-batches, ZeRO-1. Refused with the
-// reason: tensor parallelism, interleaved schedules, ZeRO-2/3, recomputation, gradient sync other
-// than all-reduce.
+// with uneven layer counts (GPipe, 1F1B), each stage any number of replicas with uneven batch
+// shares, Megatron-style tensor parallelism with uneven shares inside a replica, micro-batches,
+// ZeRO-1, full or selective recomputation. Refused with the reason: sequence parallelism, per-op
+// split overrides under tensor parallelism, interleaved schedules, ZeRO-2/3, gradient sync other
+// than all-reduce, model families without a runtime module.
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size);
 
 // The plan's device of every rank, in rank order (stage, replica, tensor-parallel rank).
 std::vector<int> rank_devices(const plan::Plan& p);
 
 // Runs the plan on this rank. Every rank calls it with the same arguments and gets the same
-// losses and every rank's times. Rank s * R + r runs replica r of stage s (R replicas per stage):
-// the stages of pipeline r pass activations and gradients point to point in the simulator's
-// pass order (GPipe or 1F1B); a stage's replicas all-reduce their gradients.
+// losses and every rank's times. Ranks are numbered stage by stage, replica by replica, then by
+// tensor-parallel rank (as rank_devices lists them): the stages pass activations and gradients
+// point to point in the simulator's pass order (GPipe or 1F1B); a stage's replicas all-reduce
+// their gradients. When a peer dies or hangs, the error names the ranks that stopped answering.
 Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const RunOptions& opts,
                            const RankEnv& env);
 

@@ -1,0 +1,173 @@
+// hetplan run when a rank dies or hangs: the others stop within a bounded time and name it, and
+// a periodic checkpoint taken before the failure resumes with the losses of an uninterrupted run.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "../cli/run_command.h"
+
+namespace hetplan::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using cli::testing::run_hetplan;
+using cli::testing::slurp;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kMlp = "mlp:layers=2,hidden=64,in=32,out=10";
+
+fs::path temp(const std::string& name) {
+  return fs::temp_directory_path() / ("hetplan_failure_" + name + "_" + std::to_string(::getpid()));
+}
+
+// Starts hetplan with `args` and the environment variables `env`, its stderr going to `err`.
+pid_t spawn(const std::string& args, const std::map<std::string, std::string>& env,
+            const fs::path& err) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    const std::string cmd =
+        "exec " + std::string(HETPLAN_BINARY) + " " + args + " >/dev/null 2>" + err.string();
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Waits for `pid` to end, at most `limit`: its exit status, or -1 when it is still running.
+int wait_for(pid_t pid, std::chrono::seconds limit) {
+  const auto until = Clock::now() + limit;
+  while (Clock::now() < until) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return -1;
+}
+
+// Waits until the job's first checkpoint exists: its ranks are then all running steps.
+bool wait_for_checkpoint(const fs::path& dir) {
+  for (int i = 0; i < 1200; ++i) {
+    if (fs::exists(dir / "latest")) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// The processes whose parent is `parent`, by their RANK variable.
+std::map<int, pid_t> workers_of(pid_t parent) {
+  std::map<int, pid_t> out;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string pid, comm, state;
+    pid_t ppid = 0;
+    if (!(stat >> pid >> comm >> state >> ppid) || ppid != parent) continue;
+    const std::string vars = slurp((entry.path() / "environ").string());
+    for (std::size_t p = 0; p < vars.size();) {
+      const auto end = vars.find('\0', p);
+      const std::string var = vars.substr(p, end == std::string::npos ? end : end - p);
+      if (var.rfind("RANK=", 0) == 0) out[std::stoi(var.substr(5))] = std::stoi(pid);
+      if (end == std::string::npos) break;
+      p = end + 1;
+    }
+  }
+  return out;
+}
+
+std::vector<double> losses_of(const std::string& args) {
+  auto r = run_hetplan("run --json " + args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.exit_code != 0) return {};
+  return nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>();
+}
+
+TEST(RunFailures, AKilledRankIsNamedAndTheCheckpointResumesTheRun) {
+  const fs::path dir = temp("checkpoint"), err = temp("err");
+  fs::remove_all(dir);
+  const std::string job = std::string("--model ") + kMlp + " --nprocs 3 --strategy dp=3,gbs=12";
+  const pid_t launcher = spawn(
+      "run --steps 1000000 --checkpoint-every 7 --checkpoint " + dir.string() + " " + job, {}, err);
+  ASSERT_TRUE(wait_for_checkpoint(dir)) << slurp(err.string());
+  const auto workers = workers_of(launcher);
+  ASSERT_EQ(workers.size(), 3u);
+  const auto killed_at = Clock::now();
+  ::kill(workers.at(1), SIGKILL);
+  const int status = wait_for(launcher, std::chrono::seconds(60));
+  const double took = std::chrono::duration<double>(Clock::now() - killed_at).count();
+  ASSERT_NE(status, -1) << "the job did not end";
+  EXPECT_LT(took, 30.0);
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  EXPECT_NE(slurp(err.string()).find("rank 1 "), std::string::npos) << slurp(err.string());
+
+  // Resumed from the newest whole step (a multiple of 7): five more steps give the losses an
+  // uninterrupted run has at those steps.
+  auto r = run_hetplan("run --json --steps 5 --checkpoint " + dir.string() + " " + job);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const int first = j["first_step"].get<int>();
+  EXPECT_GT(first, 0);
+  EXPECT_EQ(first % 7, 0);
+  const auto resumed = j["losses"].get<std::vector<double>>();
+  const auto whole = losses_of("--steps " + std::to_string(first + 5) + " " + job);
+  ASSERT_EQ(whole.size(), static_cast<std::size_t>(first + 5));
+  ASSERT_EQ(resumed.size(), 5u);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_NEAR(resumed[i], whole[first + i], 1e-6 * std::abs(whole[first + i])) << i;
+  // Only the newest step is kept.
+  int steps_kept = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) steps_kept += entry.is_directory();
+  EXPECT_EQ(steps_kept, 1);
+  fs::remove_all(dir);
+  fs::remove(err);
+}
+
+TEST(RunFailures, AHungRankIsNamedWithinTheTimeout) {
+  // Three ranks started as torchrun would (no launcher to notice): rank 2 stops (SIGSTOP), and
+  // ranks 0 and 1 give up after --timeout and name it.
+  const fs::path dir = temp("progress");
+  fs::remove_all(dir);
+  const std::string port = std::to_string(20000 + ::getpid() % 20000);
+  std::vector<pid_t> ranks;
+  std::vector<fs::path> errs;
+  for (int rank = 0; rank < 3; ++rank) {
+    errs.push_back(temp("err" + std::to_string(rank)));
+    ranks.push_back(spawn(std::string("run --steps 1000000 --timeout 3 --checkpoint-every 7 ") +
+                              "--checkpoint " + dir.string() + " --model " + kMlp +
+                              " --strategy dp=3,gbs=12",
+                          {{"MASTER_ADDR", "127.0.0.1"},
+                           {"MASTER_PORT", port},
+                           {"WORLD_SIZE", "3"},
+                           {"RANK", std::to_string(rank)}},
+                          errs.back()));
+  }
+  ASSERT_TRUE(wait_for_checkpoint(dir)) << slurp(errs[0].string());
+  const auto stopped_at = Clock::now();
+  ::kill(ranks[2], SIGSTOP);
+  for (int rank = 0; rank < 2; ++rank) {
+    const int status = wait_for(ranks[rank], std::chrono::seconds(60));
+    EXPECT_NE(status, -1) << "rank " << rank << " did not end";
+    if (status != -1) {
+      EXPECT_EQ(WEXITSTATUS(status), 2);
+    }
+    const std::string text = slurp(errs[rank].string());
+    EXPECT_NE(text.find("rank 2 stopped answering"), std::string::npos) << text;
+  }
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - stopped_at).count(), 30.0);
+  for (pid_t p : ranks) ::kill(p, SIGKILL);
+  for (pid_t p : ranks) ::waitpid(p, nullptr, 0);
+  fs::remove_all(dir);
+  for (const auto& e : errs) fs::remove(e);
+}
+
+}  // namespace
+}  // namespace hetplan::runtime
