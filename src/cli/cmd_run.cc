@@ -172,7 +172,8 @@ Action add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "run", "Execute a plan for real on libtorch + c10d (Gloo on CPU) and measure it");
   cmd->add_option("--model,-m", args->model,
-                  "Model: an MLP (mlp:...) or a GPT-style decoder (gpt:...) small enough for CPUs")
+                  "Model: an MLP (mlp:...), a ResNet (resnet:...) or a GPT- or Llama-style decoder "
+                  "(gpt:..., llama:...) small enough for CPUs")
       ->capture_default_str();
   cmd->add_option("--plan,-p", args->plan_file, "A plan JSON file (e.g. from hetplan plan --out)");
   cmd->add_option("--strategy,-s", args->strategy,

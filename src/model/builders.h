@@ -47,7 +47,8 @@ struct LlamaConfig {
 Model build_llama(const LlamaConfig& c);
 
 struct ResnetConfig {
-  int depth = 50;  // 50, 101, 152 (bottleneck blocks)
+  int depth = 50;  // 18, 34 (basic blocks), 50, 101, 152 (bottleneck blocks)
+  std::int64_t width = 64;  // channels of the first stage (doubled at each of the next three)
   std::int64_t image = 224, classes = 1000;
   DType dtype = DType::bf16;  // compute and activation dtype (spec key dtype=)
 };

@@ -158,7 +158,9 @@ Model vit(SpecArgs& a) {
 Model resnet(SpecArgs& a) {
   ResnetConfig c;
   c.depth = static_cast<int>(a.integer("depth", 50, 1, 1000));
-  if (c.depth != 50 && c.depth != 101 && c.depth != 152) a.fail("depth", "expected 50, 101 or 152");
+  if (c.depth != 18 && c.depth != 34 && c.depth != 50 && c.depth != 101 && c.depth != 152)
+    a.fail("depth", "expected 18, 34, 50, 101 or 152");
+  c.width = a.integer("width", 64, 1, 4096);
   c.image = a.integer("image", 224, 32, kMaxImage);
   c.classes = a.integer("classes", 1000, 1, kMaxVocab);
   c.dtype = read_dtype(a);

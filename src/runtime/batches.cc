@@ -17,10 +17,11 @@ Result<BatchSource> BatchSource::create(const model::Model& m, std::uint64_t see
   BatchSource b;
   b.m_ = &m;
   b.seed_ = seed;
-  if (m.family == model::Family::mlp) {
+  if (m.family == model::Family::mlp || m.family == model::Family::cnn) {
     if (!text_file.empty())
-      return Error{"--data: a text file feeds language models; an MLP trains on synthetic data"};
-    b.in_ = m.ops.front().gemm.k;
+      return Error{fmt::format(
+          "--data: a text file feeds language models; {} trains on synthetic data", m.name)};
+    b.in_ = m.family == model::Family::mlp ? m.ops.front().gemm.k : 3 * 4 * 4;
     b.teacher_ = torch::randn({b.in_, m.num_classes}, generator(seed * 2 + 1));
     return b;
   }
@@ -48,6 +49,11 @@ Batch BatchSource::global(int step, std::int64_t samples) const {
   if (m_->family == model::Family::mlp) {
     auto x = torch::randn({samples, in_}, gen);
     return Batch{x, torch::matmul(x, teacher_).argmax(1)};
+  }
+  if (m_->family == model::Family::cnn) {
+    auto x = torch::randn({samples, 3, m_->image_size, m_->image_size}, gen);
+    auto pooled = torch::adaptive_avg_pool2d(x, {4, 4}).flatten(1);
+    return Batch{x, torch::matmul(pooled, teacher_).argmax(1)};
   }
   const std::int64_t s = m_->seq_len;
   torch::Tensor tokens;

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>

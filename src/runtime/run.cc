@@ -226,6 +226,10 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "plan: zero_stage: ZeRO stage {} is not executed yet (stage 1, sharded optimizer states, "
         "is)",
         p.zero_stage)};
+  if (T > 1 && m.family == model::Family::cnn)
+    return Error{
+        "plan: stages[0].replicas[0].devices: a CNN's convolutions are not split by tensor "
+        "dimension in the runtime yet; give each replica one device"};
   if (T > 1 && p.sequence_parallel)
     return Error{"plan: sequence_parallel: sequence parallelism is not executed yet"};
   if (T > 1)
@@ -303,6 +307,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   tp.size = at.T;
   tp.shares = stage.replicas[at.r].tp_shares;
   if (auto sharded = mod.shard(tp); !sharded) return sharded.error();
+  mod.set_batch_group(groups.stage.get());
   const auto [tied_source, tied_copy] =
       tied ? mod.untie_head() : std::pair<torch::Tensor, torch::Tensor>{};
 
@@ -441,11 +446,12 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         }
         return out;
       };
-      auto gather = [&](int other, int k, std::int64_t lo, std::int64_t hi, int tag) {
+      // Rows of layer `layer`'s input (or of its gradient) from stage `other`.
+      auto gather = [&](int other, int layer, int k, std::int64_t lo, std::int64_t hi, int tag) {
         std::vector<torch::Tensor> parts;
         const auto wait_start = Clock::now();
         for (auto [from, o0, o1] : overlaps(other, k, lo, hi)) {
-          std::vector<torch::Tensor> t{torch::empty(mod.activation_shape(o1 - o0))};
+          std::vector<torch::Tensor> t{torch::empty(mod.activation_shape(layer, o1 - o0))};
           groups.world->recv(t, from, tag)->wait(timeout);
           parts.push_back(t[0]);
         }
@@ -464,7 +470,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         if (b1 <= b0) continue;
         const detail::Batch chunk = batch.slice(b0, b1);
         if (pass.forward) {
-          torch::Tensor x = first ? chunk.inputs : gather(at.s - 1, mb, b0, b1, 2 * mb);
+          torch::Tensor x =
+              first ? chunk.inputs : gather(at.s - 1, stage.first_layer, mb, b0, b1, 2 * mb);
           if (!first) x.requires_grad_(true);
           torch::Tensor out =
               mod.forward_layers(stage.first_layer, stage.num_layers, x, chunk.targets);
@@ -480,7 +487,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           if (last)
             outputs[mb].backward();
           else
-            outputs[mb].backward(gather(at.s + 1, mb, b0, b1, 2 * mb + 1));
+            outputs[mb].backward(
+                gather(at.s + 1, stage.first_layer + stage.num_layers, mb, b0, b1, 2 * mb + 1));
           if (!first) scatter(inputs[mb].grad(), at.s - 1, mb, b0, b1, 2 * mb + 1);
           inputs[mb] = outputs[mb] = torch::Tensor();
         }

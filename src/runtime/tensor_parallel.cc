@@ -46,7 +46,58 @@ class ReduceFromGroup : public torch::autograd::Function<ReduceFromGroup> {
   }
 };
 
+// Batch normalisation with the statistics of the whole batch, when its samples are split over
+// the group's ranks: per-channel sums, sums of squares and counts are summed over the group in the
+// forward pass, and the two sums the input's gradient needs in the backward pass. The weight's and
+// bias's gradients stay this rank's part (the replicas' gradient all-reduce sums them).
+class BatchNormOverGroup : public torch::autograd::Function<BatchNormOverGroup> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor weight,
+                               torch::Tensor bias, c10d::ProcessGroup* pg, double eps) {
+    const std::int64_t c = x.size(1);
+    const std::vector<std::int64_t> dims{0, 2, 3}, channel{1, c, 1, 1};
+    // In double: the variance is a difference of sums, and the ranks' partial sums must add up to
+    // the whole batch's whatever the split.
+    const torch::Tensor xd = x.to(torch::kDouble);
+    torch::Tensor stats =
+        torch::cat({xd.sum(dims), (xd * xd).sum(dims),
+                    torch::full({1}, static_cast<double>(x.numel() / c), torch::kDouble)});
+    if (pg) stats = all_reduce(stats, pg, c10d::ReduceOp::SUM);
+    const torch::Tensor n = stats.slice(0, 2 * c, 2 * c + 1);
+    const torch::Tensor mean = stats.slice(0, 0, c) / n;
+    const torch::Tensor var = stats.slice(0, c, 2 * c) / n - mean * mean;
+    const torch::Tensor invstd = (var + eps).rsqrt().to(x.scalar_type());
+    const torch::Tensor xhat = (x - mean.to(x.scalar_type()).view(channel)) * invstd.view(channel);
+    ctx->save_for_backward({xhat, weight, invstd, n});
+    ctx->saved_data["pg"] = reinterpret_cast<std::int64_t>(pg);
+    return xhat * weight.view(channel) + bias.view(channel);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &xhat = saved[0], &weight = saved[1], &invstd = saved[2], &n = saved[3];
+    const torch::Tensor& gy = grad[0];
+    const std::int64_t c = xhat.size(1);
+    const std::vector<std::int64_t> dims{0, 2, 3}, channel{1, c, 1, 1};
+    torch::Tensor sums = torch::cat(
+        {gy.sum(dims, false, torch::kDouble), (gy * xhat).sum(dims, false, torch::kDouble)});
+    const torch::Tensor dbias = sums.slice(0, 0, c).to(gy.scalar_type());
+    const torch::Tensor dweight = sums.slice(0, c, 2 * c).to(gy.scalar_type());
+    if (auto* pg = group_of(ctx)) sums = all_reduce(sums, pg, c10d::ReduceOp::SUM);
+    const torch::Tensor mean_dy = (sums.slice(0, 0, c) / n).to(gy.scalar_type()).view(channel);
+    const torch::Tensor mean_dy_xhat =
+        (sums.slice(0, c, 2 * c) / n).to(gy.scalar_type()).view(channel);
+    const torch::Tensor dx = (weight * invstd).view(channel) * (gy - mean_dy - xhat * mean_dy_xhat);
+    return {dx, dweight, dbias, torch::Tensor(), torch::Tensor()};
+  }
+};
+
 }  // namespace
+
+torch::Tensor batch_norm_over_group(const torch::Tensor& x, const torch::Tensor& weight,
+                                    const torch::Tensor& bias, c10d::ProcessGroup* group,
+                                    double eps) {
+  return BatchNormOverGroup::apply(x, weight, bias, group, eps);
+}
 
 torch::Tensor copy_to_group(const torch::Tensor& x, const TensorParallel& tp) {
   return tp.active() ? CopyToGroup::apply(x, tp.group) : x;

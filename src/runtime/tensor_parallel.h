@@ -1,5 +1,6 @@
 // Internal to the runtime: the collectives of tensor parallelism as autograd operations
-// (Megatron-LM's f and g), and how uneven shares split heads, columns and vocabulary rows.
+// (Megatron-LM's f and g), batch normalisation over a batch split between ranks, and how uneven
+// shares split heads, columns and vocabulary rows.
 #pragma once
 
 #include <torch/torch.h>
@@ -31,6 +32,13 @@ torch::Tensor copy_to_group(const torch::Tensor& x, const TensorParallel& tp);
 torch::Tensor reduce_from_group(const torch::Tensor& x, const TensorParallel& tp);
 // Elementwise maximum over the group (no gradient).
 torch::Tensor max_over_group(const torch::Tensor& x, const TensorParallel& tp);
+
+// Training-mode batch normalisation of x [n, c, h, w] with the statistics of the samples of every
+// rank of `group` (null: this rank's alone), so that a batch split over replicas, evenly or not,
+// normalises as the whole batch does. Keeps no running statistics.
+torch::Tensor batch_norm_over_group(const torch::Tensor& x, const torch::Tensor& weight,
+                                    const torch::Tensor& bias, c10d::ProcessGroup* group,
+                                    double eps = 1e-5);
 
 // [begin, end) of the `n` units (heads, columns, vocabulary rows) rank `tp.rank` holds: counts by
 // the shares, rounded by largest remainder. Every rank must get at least one; `what` names the

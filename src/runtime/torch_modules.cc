@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "resnet_module.h"
+
 namespace hetplan::runtime::detail {
 namespace {
 
@@ -28,11 +30,6 @@ std::vector<torch::Tensor> params_of(std::initializer_list<const nn::Module*> mo
   for (const auto* m : mods)
     for (const auto& t : m->parameters()) out.push_back(t);
   return out;
-}
-
-torch::Tensor summed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
-  return torch::nn::functional::cross_entropy(
-      logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
 }
 
 // Activation recomputation: `f` runs without keeping its intermediate activations, only its
@@ -60,18 +57,11 @@ class Recomputed : public torch::autograd::Function<Recomputed> {
   }
 };
 
-// f(x), recomputed in the backward pass when `recompute`. An input that needs no gradient (the
-// first layer's features) is made a leaf that does, so that the backward pass reaches f's
-// parameters.
-torch::Tensor run_layer(const LayerFn& f, const torch::Tensor& x, bool recompute) {
-  if (!recompute) return f(x);
-  return Recomputed::apply(x.requires_grad() ? x : x.detach().requires_grad_(true), &f);
-}
-
 // Layers "layers.i" (Linear + ReLU) and "head" (Linear + cross-entropy).
 class Mlp : public TrainModule {
  public:
-  Mlp(std::int64_t in, std::int64_t hidden, int layers, std::int64_t out) : hidden_(hidden) {
+  Mlp(std::int64_t in, std::int64_t hidden, int layers, std::int64_t out)
+      : in_(in), hidden_(hidden) {
     std::int64_t width = in;
     for (int i = 0; i < layers; ++i) {
       layers_.push_back(register_module("fc" + std::to_string(i), nn::Linear(width, hidden)));
@@ -96,7 +86,9 @@ class Mlp : public TrainModule {
     }
     return y;
   }
-  std::vector<std::int64_t> activation_shape(std::int64_t n) const override { return {n, hidden_}; }
+  std::vector<std::int64_t> activation_shape(int layer, std::int64_t n) const override {
+    return {n, layer == 0 ? in_ : hidden_};
+  }
   std::vector<torch::Tensor> layer_parameters(int first, int count) override {
     std::vector<torch::Tensor> out;
     for (int l = first; l < first + count; ++l) {
@@ -108,7 +100,7 @@ class Mlp : public TrainModule {
   }
 
  private:
-  std::int64_t hidden_;
+  std::int64_t in_, hidden_;
   std::vector<nn::Linear> layers_;
   std::vector<LayerFn> layer_fns_;
   nn::Linear head_{nullptr};
@@ -326,7 +318,8 @@ class Decoder : public TrainModule {
     }
     return y;
   }
-  std::vector<std::int64_t> activation_shape(std::int64_t n) const override {
+  std::vector<std::int64_t> activation_shape(int layer, std::int64_t n) const override {
+    if (layer == 0) return {n, d_.seq};  // token ids
     return {n, d_.seq, d_.hidden};
   }
   std::vector<torch::Tensor> layer_parameters(int first, int count) override {
@@ -410,11 +403,24 @@ std::int64_t count_parameters(const torch::nn::Module& mod) {
 
 }  // namespace
 
+torch::Tensor summed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
+  return torch::nn::functional::cross_entropy(
+      logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+}
+
+// An input that needs no gradient (the first layer's features) is made a leaf that does, so that
+// the backward pass reaches f's parameters.
+torch::Tensor run_layer(const LayerFn& f, const torch::Tensor& x, bool recompute) {
+  if (!recompute) return f(x);
+  return Recomputed::apply(x.requires_grad() ? x : x.detach().requires_grad_(true), &f);
+}
+
 Result<bool> executable_family(const model::Model& m) {
   if (m.family == model::Family::mlp || m.family == model::Family::decoder_lm) return true;
+  if (m.family == model::Family::cnn) return check_resnet(m);
   return Error{fmt::format(
-      "--model: {}: the runtime executes MLPs and GPT- or Llama-style decoder language models; a "
-      "{} model is not executed yet",
+      "--model: {}: the runtime executes MLPs, ResNets and GPT- or Llama-style decoder language "
+      "models; a {} model is not executed yet",
       m.name, model::to_string(m.family))};
 }
 
@@ -450,6 +456,10 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
     const model::Op* norm = find_op(m, "head.norm");
     d.rms_norm = norm && norm->kind == model::OpKind::rmsnorm;
     mod = std::make_shared<Decoder>(d);
+  } else if (m.family == model::Family::cnn) {
+    auto resnet = build_resnet_module(m);
+    if (!resnet) return resnet.error();
+    mod = *resnet;
   } else {
     return executable_family(m).error();
   }

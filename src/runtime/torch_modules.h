@@ -15,7 +15,7 @@
 namespace hetplan::runtime::detail {
 
 // A batch of samples: for language models token ids [n, seq] and next-token targets [n, seq];
-// for MLPs features [n, in] and class targets [n].
+// for MLPs features [n, in], for CNNs images [n, 3, h, w], and class targets [n].
 struct Batch {
   torch::Tensor inputs;
   torch::Tensor targets;
@@ -35,8 +35,8 @@ class TrainModule : public torch::nn::Module {
   // so that a split batch's sums add up to the whole batch's; otherwise the activation.
   virtual torch::Tensor forward_layers(int first, int count, const torch::Tensor& x,
                                        const torch::Tensor& targets) = 0;
-  // Shape of the activation between layers for n samples (what a pipeline stage sends).
-  virtual std::vector<std::int64_t> activation_shape(std::int64_t n) const = 0;
+  // Shape of layer `layer`'s input for n samples (what the stage before it sends).
+  virtual std::vector<std::int64_t> activation_shape(int layer, std::int64_t n) const = 0;
   // The parameters layers [first, first + count) use, in a fixed order.
   virtual std::vector<torch::Tensor> layer_parameters(int first, int count) = 0;
   // When the first and the last layer share a weight (a tied LM head) and a pipeline puts them on
@@ -55,6 +55,10 @@ class TrainModule : public torch::nn::Module {
     (void)tp;
     return true;
   }
+  // The group of ranks that split each micro-batch of this stage between them (its replicas, for
+  // one tensor-parallel rank): layers whose output depends on the whole batch (batch
+  // normalisation) reduce their statistics over it. Null: this rank holds whole micro-batches.
+  virtual void set_batch_group(c10d::ProcessGroup* group) { (void)group; }
   // Activation recomputation (Korthikanti et al. 2022): full recomputes every transformer block
   // or MLP layer from its input in the backward pass; selective only the attention cores.
   void set_recompute(cost::Recompute r) { recompute_ = r; }
@@ -70,10 +74,17 @@ class TrainModule : public torch::nn::Module {
 
 using LayerFn = std::function<torch::Tensor(const torch::Tensor&)>;
 
-// Whether the runtime has modules for m's family (MLPs and decoder language models), or why not.
+// f(x), recomputed in the backward pass when `recompute` (f must outlive the backward pass).
+torch::Tensor run_layer(const LayerFn& f, const torch::Tensor& x, bool recompute);
+// The cross-entropy of each row of logits against its target, summed.
+torch::Tensor summed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets);
+
+// Whether the runtime has modules for m's family (MLPs, ResNets and decoder language models), or
+// why not.
 Result<bool> executable_family(const model::Model& m);
 
-// The module for `m`, initialised from the current torch seed. Supported: Family::mlp and pre-norm
+// The module for `m`, initialised from the current torch seed. Supported: Family::mlp, ResNets
+// (resnet_module.h) and pre-norm
 // decoder language models, GPT-style (LayerNorm, GELU MLP, learned positions, biases) or
 // Llama-style (RMSNorm, SwiGLU, rotary positions, grouped-query attention, no biases), with a tied
 // or untied head; the module's layers and parameter count must equal the description's, else the

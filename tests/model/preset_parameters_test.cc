@@ -38,6 +38,8 @@ TEST(PresetParameters, ExactCountsOfReleasedImplementations) {
   EXPECT_EQ(params_of("resnet50"), 25'557'032);  // torchvision
   EXPECT_EQ(params_of("resnet101"), 44'549'160);
   EXPECT_EQ(params_of("resnet152"), 60'192'808);
+  EXPECT_EQ(params_of("resnet:depth=18"), 11'689'512);  // torchvision resnet18
+  EXPECT_EQ(params_of("resnet:depth=34"), 21'797'672);
   EXPECT_EQ(params_of("vgg16"), 138'357'544);
   EXPECT_EQ(params_of("vgg19"), 143'667'240);
   EXPECT_EQ(params_of("inception-v3"), 23'834'568);  // torchvision without AuxLogits

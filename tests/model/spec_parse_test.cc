@@ -78,7 +78,8 @@ TEST(SpecParse, ErrorsNameTheKeyAndTheExpectation) {
             "--model: moe: top_k=3: expected at most experts (2)");
   EXPECT_EQ(error_of("vit:layers=2,hidden=64,heads=4,image=30"),
             "--model: vit: image=30: expected a multiple of patch (16)");
-  EXPECT_EQ(error_of("resnet:depth=34"), "--model: resnet: depth=34: expected 50, 101 or 152");
+  EXPECT_EQ(error_of("resnet:depth=35"),
+            "--model: resnet: depth=35: expected 18, 34, 50, 101 or 152");
   EXPECT_EQ(error_of("vgg:depth=17"), "--model: vgg: depth=17: expected 11, 13, 16 or 19");
   EXPECT_EQ(error_of("gpt:layers=2,hidden=64,heads=4,layers=3"),
             "--model: gpt: layers: given twice; expected each key once");

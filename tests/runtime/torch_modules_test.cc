@@ -35,7 +35,9 @@ TEST(TorchModules, MatchTheDescription) {
   torch::manual_seed(1);
   for (const char* spec :
        {"mlp:layers=3,hidden=32,in=16,out=4", "gpt:layers=3,hidden=64,heads=4,seq=16,vocab=128",
-        "gpt:layers=1,hidden=64,heads=4,seq=16,vocab=128,tied=false"}) {
+        "gpt:layers=1,hidden=64,heads=4,seq=16,vocab=128,tied=false",
+        "resnet:depth=18,width=8,image=32,classes=10",
+        "resnet:depth=50,width=4,image=32,classes=10"}) {
     const auto m = load(spec);
     auto mod = build_module(m);
     ASSERT_TRUE(mod) << mod.error().message;
@@ -45,7 +47,8 @@ TEST(TorchModules, MatchTheDescription) {
     EXPECT_EQ(by_layer, m.parameters()) << spec;
   }
   EXPECT_FALSE(build_module(load("moe:layers=1,hidden=64,heads=4,seq=16,vocab=128,experts=2")));
-  EXPECT_FALSE(build_module(load("resnet50")));
+  EXPECT_FALSE(build_module(load("vgg:depth=11,image=32,classes=10")));
+  EXPECT_FALSE(build_module(load("inception-v3")));
 }
 
 TEST(TorchModules, LayersComposeToTheWholeModel) {
@@ -56,9 +59,40 @@ TEST(TorchModules, LayersComposeToTheWholeModel) {
   const auto targets = torch::randint(0, 64, {3, 8}, torch::kLong);
   const auto whole = mod->loss_sum(Batch{ids, targets});
   const auto a = mod->forward_layers(0, 2, ids, targets);
-  EXPECT_EQ(a.sizes(), torch::IntArrayRef(mod->activation_shape(3)));
+  EXPECT_EQ(a.sizes(), torch::IntArrayRef(mod->activation_shape(2, 3)));
   const auto split = mod->forward_layers(2, 2, a, targets);
   EXPECT_NEAR(split.item<double>(), whole.item<double>(), 1e-6 * whole.item<double>());
+}
+
+TEST(TorchModules, ResNetLayersComposeToTheWholeModel) {
+  torch::manual_seed(1);
+  const auto m = load("resnet:depth=18,width=8,image=32,classes=10");
+  auto mod = *build_module(m);
+  ASSERT_EQ(mod->num_layers(), 10);  // stem, 8 basic blocks, head
+  const Batch b{torch::randn({4, 3, 32, 32}), torch::randint(0, 10, {4}, torch::kLong)};
+  const auto whole = mod->loss_sum(b);
+  torch::Tensor x = b.inputs;
+  for (int l = 0; l + 1 < mod->num_layers(); ++l) {
+    EXPECT_EQ(x.sizes(), torch::IntArrayRef(mod->activation_shape(l, 4))) << l;
+    x = mod->forward_layers(l, 1, x, b.targets);
+  }
+  // 32 px: stem to 8x8 (stride-2 conv, stride-2 pool), then stages at 8, 4, 2, 1 px.
+  EXPECT_EQ(x.sizes(), torch::IntArrayRef({4, 64, 1, 1}));
+  const auto split = mod->forward_layers(9, 1, x, b.targets);
+  EXPECT_NEAR(split.item<double>(), whole.item<double>(), 1e-6 * whole.item<double>());
+}
+
+TEST(TorchModules, BatchNormWithoutAGroupIsTorchsBatchNorm) {
+  torch::manual_seed(3);
+  const auto x = (torch::randn({5, 3, 4, 4}) * 2 + 1).requires_grad_(true);
+  const auto w = torch::rand({3}).requires_grad_(true), b = torch::randn({3}).requires_grad_(true);
+  const auto gy = torch::randn({5, 3, 4, 4});
+  const auto ours = batch_norm_over_group(x, w, b, nullptr);
+  const auto theirs = torch::batch_norm(x, w, b, {}, {}, /*training=*/true, 0.1, 1e-5, false);
+  EXPECT_TRUE(torch::allclose(ours, theirs, 1e-5, 1e-5));
+  const auto g1 = torch::autograd::grad({ours}, {x, w, b}, {gy});
+  const auto g2 = torch::autograd::grad({theirs}, {x, w, b}, {gy});
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(torch::allclose(g1[i], g2[i], 1e-4, 1e-5)) << i;
 }
 
 TEST(TorchModules, RecomputationIsInTheBackwardGraph) {
