@@ -141,8 +141,14 @@ Action add_plan_command(CLI::App& app) {
       "plan", "Find the fastest plan that fits the cluster, compared with three baselines");
   add_problem_options(cmd, *args);
   cmd->add_option("--algo", args->algo, "Planner: " + search::algo_names())->capture_default_str();
-  cmd->add_option("--objective", args->objective, "time|memory")->capture_default_str();
-  cmd->add_option("--seed", args->seed, "Seed for tie-breaking")->capture_default_str();
+  cmd->add_option("--objective", args->objective,
+                  "time: the fastest plan that fits; memory: the least peak memory for the "
+                  "capacity (the time/memory frontier joins the search), then the fastest")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->seed,
+                  "Accepted for reproducible command lines; the search draws no random numbers "
+                  "(ties go by plan fingerprint), so every seed gives the same plan")
+      ->capture_default_str();
   cmd->add_option("--out,-o", args->out_file, "Write the plan (JSON) to FILE");
   cmd->add_option("--calibration", args->calibration_file, "A measured calibration profile (JSON)");
   add_search_options(cmd, *args);

@@ -16,23 +16,28 @@ namespace hetplan::cost {
 //   range, was chosen once, globally, against the Megatron-LM scaling table
 //   (tests/sim/megatron_accuracy_test.cc): 0.80 over-predicted every row (mean error 8.4%), 0.72
 //   gives a mean absolute error of 3.5% with the same value for every row and device.
-// - gemm_half_size_flops 3e9: a GEMM of 3 GFLOP runs at half that efficiency, so a 1024^3 GEMM
-//   (2.1 GFLOP) reaches 0.41 of it and the 50+ GFLOP GEMMs of large LLM layers 0.95+; small and
-//   skinny GEMMs are latency- and tile-bound (wave quantization), which this curve stands in for.
-//   Chosen with gemm_peak_efficiency in the same single global fit.
+// - gemm_half_size_time 9.6 us: a GEMM runs at half that efficiency at the size the device's peak
+//   computes in 9.6 us: 3 GFLOP on an A100 (312 TFLOP/s BF16), so a 1024^3 GEMM (2.1 GFLOP)
+//   reaches 0.41 of it there and the 50+ GFLOP GEMMs of large LLM layers 0.95+; small and skinny
+//   GEMMs are latency- and tile-bound (wave quantization), which this curve stands in for. Chosen
+//   with gemm_peak_efficiency in the same single global fit (as 3 GFLOP on the A100s of that
+//   table). Scaled by each device's peak, the threshold follows its width: 9.5 GFLOP on an H100,
+//   1.2 GFLOP on a V100, 1 MFLOP on a 100 GFLOP/s CPU worker (as a fixed FLOP count it put a
+//   41 ms floor under every GEMM there).
 // - memory_efficiency 0.85: memory copies reach 80 to 90% of the data-sheet bandwidth.
 // - kernel_launch 3 us: per kernel on the GPU stream (launch plus inter-kernel gap, a few us).
 // One set for every device and run; the simulator's accuracy check tunes them here, nowhere else.
 ComputeParams ComputeParams::defaults() {
   ComputeParams p;
   p.gemm_peak_efficiency = 0.72;
-  p.gemm_half_size_flops = 3e9;
+  p.gemm_half_size_time = Seconds(3e9 / 312e12);
   p.memory_efficiency = 0.85;
   p.kernel_launch = Seconds(3e-6);
   return p;
 }
 
-ComputeCostModel::ComputeCostModel(ComputeParams params, std::shared_ptr<const CalibrationProfile> profile)
+ComputeCostModel::ComputeCostModel(ComputeParams params,
+                                   std::shared_ptr<const CalibrationProfile> profile)
     : params_(params), profile_(std::move(profile)) {}
 
 namespace {
@@ -55,8 +60,9 @@ Seconds ComputeCostModel::op_time(const cluster::DeviceType& dev, const model::T
   const bool optimizer = op.phase == model::Phase::optimizer;
   if (!optimizer && samples <= 0) return Seconds(0);
   const double flops = op.flops * shard * (optimizer ? 1.0 : samples);
-  const double bytes =
-      optimizer ? op.bytes * shard : ((op.bytes - op.weight_bytes) * samples + op.weight_bytes) * shard;
+  const double bytes = optimizer
+                           ? op.bytes * shard
+                           : ((op.bytes - op.weight_bytes) * samples + op.weight_bytes) * shard;
   if (flops <= 0 && bytes <= 0) return Seconds(0);
 
   // The optimizer step is fp32 streaming (Adam) whatever the forward op's kind: never calibrated
@@ -64,7 +70,8 @@ Seconds ComputeCostModel::op_time(const cluster::DeviceType& dev, const model::T
   const bool gemm = !optimizer && is_gemm_like(op.kind);
   if (!optimizer) {
     if (const auto* pts = find_points(profile_.get(), dev.name, op.kind)) {
-      if ((gemm ? flops : bytes) > 0) return interpolate_calibrated_time(*pts, op.kind, flops, bytes);
+      if ((gemm ? flops : bytes) > 0)
+        return interpolate_calibrated_time(*pts, op.kind, flops, bytes);
     }
   }
 
@@ -74,8 +81,9 @@ Seconds ComputeCostModel::op_time(const cluster::DeviceType& dev, const model::T
   if (flops > 0) {
     double rate = 0;
     if (gemm) {
-      const double eff = params_.gemm_peak_efficiency * flops / (flops + params_.gemm_half_size_flops);
-      rate = dev.peak(dtype).value * eff;
+      const double peak = dev.peak(dtype).value;
+      const double half = params_.gemm_half_size_time.value * peak;
+      rate = peak * params_.gemm_peak_efficiency * flops / (flops + half);
     } else {
       rate = dev.peak_fp32.value > 0 ? dev.peak_fp32.value : dev.peak(dtype).value;
     }

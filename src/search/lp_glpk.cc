@@ -9,6 +9,11 @@
 namespace hetplan::search {
 namespace {
 
+// Per solve: the planner's programs are small (tens of variables), solved in well under a
+// millisecond; these bounds only keep a stalled one from holding up the search.
+constexpr int kIterationLimit = 100000;
+constexpr int kTimeLimitMs = 2000;
+
 std::mutex glpk_mutex;  // GLPK keeps per-thread environment state; one solve at a time is enough
 
 int bound_type(double lo, double hi) {
@@ -76,6 +81,10 @@ LpResult solve_lp(const LpRequest& req) {
   glp_init_smcp(&smcp);
   smcp.msg_lev = GLP_MSG_OFF;
   smcp.presolve = GLP_ON;
+  // Bounded: a degenerate program can stall the simplex; the caller gets "failed" instead.
+  smcp.it_lim = kIterationLimit;
+  smcp.tm_lim = kTimeLimitMs;
+  glp_scale_prob(lp, GLP_SF_AUTO);
   const int rc = glp_simplex(lp, &smcp);
   int status = glp_get_status(lp);
   if (rc == GLP_ENOPFS || status == GLP_NOFEAS) {
@@ -95,6 +104,7 @@ LpResult solve_lp(const LpRequest& req) {
     glp_iocp iocp;
     glp_init_iocp(&iocp);
     iocp.msg_lev = GLP_MSG_OFF;
+    iocp.tm_lim = kTimeLimitMs;
     const int mrc = glp_intopt(lp, &iocp);
     status = glp_mip_status(lp);
     if (mrc == 0 && status == GLP_OPT) {

@@ -102,6 +102,8 @@ FrontierOutput FrontierPool::finish() {
   kept_.clear();
   auto evals = ctx_.evaluator.evaluate_all(plans);
   out.simulated = static_cast<int>(evals.size());
+  for (auto& e : included_) evals.push_back(std::move(e));
+  included_.clear();
   std::erase_if(evals, [](const Evaluation& e) { return !e.ok || !e.fits; });
   std::stable_sort(evals.begin(), evals.end(), [](const Evaluation& a, const Evaluation& b) {
     if (a.iteration_time_s != b.iteration_time_s) return a.iteration_time_s < b.iteration_time_s;

@@ -1,7 +1,9 @@
 // hetplan plan and hetplan pareto from the command line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "run_command.h"
@@ -86,6 +88,47 @@ TEST(PlanCli, BadArgumentsAndModelsThatCannotFit) {
   EXPECT_NE(big.err.find("does not fit: the plan closest to fitting"), std::string::npos)
       << big.err;
   EXPECT_NE(big.err.find("GiB more on device"), std::string::npos) << big.err;
+}
+
+// The largest share of its device's capacity that any device's peak memory takes.
+double capacity_share(const nlohmann::json& memory) {
+  double most = 0;
+  for (std::size_t d = 0; d < memory["peak_bytes_per_device"].size(); ++d)
+    most = std::max(most, memory["peak_bytes_per_device"][d].get<double>() /
+                              memory["capacity_bytes_per_device"][d].get<double>());
+  return most;
+}
+
+TEST(PlanCli, MemoryObjectiveFindsTheFrontiersLeastMemory) {
+  auto fast = run_hetplan("plan " + kSmall + " --json");
+  auto lean = run_hetplan("plan " + kSmall + " --objective memory --json");
+  auto front = run_hetplan("pareto " + kSmall + " --json");
+  ASSERT_EQ(fast.exit_code, 0) << fast.err;
+  ASSERT_EQ(lean.exit_code, 0) << lean.err;
+  ASSERT_EQ(front.exit_code, 0) << front.err;
+  const auto f = nlohmann::json::parse(fast.out), l = nlohmann::json::parse(lean.out);
+  const double share = capacity_share(l["memory"]);
+  // Far below the fastest plan's memory, and slower for it.
+  EXPECT_LT(share, 0.5 * capacity_share(f["memory"]));
+  EXPECT_GT(l["iteration_time_s"].get<double>(), f["iteration_time_s"].get<double>());
+  // No point of the frontier takes a smaller share of its devices' capacity.
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_frontier_point_" + std::to_string(::getpid()) + ".json");
+  for (const auto& point : nlohmann::json::parse(front.out)["points"]) {
+    std::ofstream(file) << point["plan"].dump();
+    auto sim = run_hetplan("simulate " + kSmall + " --plan " + file.string() + " --json");
+    ASSERT_EQ(sim.exit_code, 0) << sim.err;
+    EXPECT_LE(share, capacity_share(nlohmann::json::parse(sim.out)["memory"]) * (1 + 1e-12));
+  }
+  std::filesystem::remove(file);
+}
+
+TEST(PlanCli, EverySeedGivesTheSamePlan) {
+  auto a = run_hetplan("plan " + kSmall + " --seed 1 --json");
+  auto b = run_hetplan("plan " + kSmall + " --seed 987654321 --json");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["plan"], nlohmann::json::parse(b.out)["plan"]);
 }
 
 TEST(ParetoCli, FrontierPointsAreNonDominated) {

@@ -17,7 +17,7 @@ cluster::DeviceType fake_device() {
 ComputeParams simple_params() {
   ComputeParams p;
   p.gemm_peak_efficiency = 0.5;
-  p.gemm_half_size_flops = 1e9;
+  p.gemm_half_size_time = Seconds(1e9 / 100e12);  // 1 GFLOP on the fake device's FP16 peak
   p.memory_efficiency = 0.5;
   p.kernel_launch = Seconds(1e-6);
   return p;
@@ -74,7 +74,20 @@ TEST(ComputeCost, Fp32GemmUsesFp32Peak) {
   const ComputeCostModel m(simple_params());
   const auto op = train_op(model::OpKind::matmul, 1e9, 0);
   const Seconds t = m.op_time(fake_device(), op, 1, 1, model::DType::fp32);
-  EXPECT_DOUBLE_EQ(t.value, 1e9 / (10e12 * 0.25) + 1e-6);
+  // Half efficiency at what the FP32 peak computes in 10 us: 1e8 FLOPs, so 1e9 reaches 0.5 / 1.1.
+  EXPECT_DOUBLE_EQ(t.value, 1e9 / (10e12 * 0.5 * 1e9 / 1.1e9) + 1e-6);
+}
+
+TEST(ComputeCost, SmallGemmsReachHalfEfficiencyAtTheSameTimeOnEveryDevice) {
+  // The half-efficiency size scales with the device's peak: a 100x slower device computes a 100x
+  // smaller GEMM in the same time, at the same efficiency.
+  const ComputeCostModel m(simple_params());
+  cluster::DeviceType slow = fake_device();
+  slow.peak_fp16 = FlopsPerSecond(1e12);
+  const auto big = train_op(model::OpKind::matmul, 1e9, 0);
+  const auto small = train_op(model::OpKind::matmul, 1e7, 0);
+  EXPECT_DOUBLE_EQ(m.op_time(fake_device(), big, 1, 1, model::DType::fp16).value,
+                   m.op_time(slow, small, 1, 1, model::DType::fp16).value);
 }
 
 TEST(ComputeCost, OptimizerIgnoresSamplesAndIsNeverAGemm) {
@@ -86,9 +99,14 @@ TEST(ComputeCost, OptimizerIgnoresSamplesAndIsNeverAGemm) {
 
 TEST(ComputeCost, NoWorkTakesNoTime) {
   const ComputeCostModel m(simple_params());
-  EXPECT_EQ(m.op_time(fake_device(), train_op(model::OpKind::matmul, 0, 0), 4, 1, model::DType::bf16).value, 0);
-  EXPECT_EQ(m.op_time(fake_device(), train_op(model::OpKind::matmul, 1e9, 1e6), 0, 1, model::DType::bf16).value,
-            0);
+  EXPECT_EQ(
+      m.op_time(fake_device(), train_op(model::OpKind::matmul, 0, 0), 4, 1, model::DType::bf16)
+          .value,
+      0);
+  EXPECT_EQ(
+      m.op_time(fake_device(), train_op(model::OpKind::matmul, 1e9, 1e6), 0, 1, model::DType::bf16)
+          .value,
+      0);
 }
 
 TEST(ComputeCost, DefaultsAreTheDocumentedPriors) {
@@ -97,7 +115,7 @@ TEST(ComputeCost, DefaultsAreTheDocumentedPriors) {
   EXPECT_LE(p.gemm_peak_efficiency, 0.87);
   EXPECT_GE(p.memory_efficiency, 0.8);
   EXPECT_LE(p.memory_efficiency, 0.9);
-  EXPECT_GT(p.gemm_half_size_flops, 0);
+  EXPECT_GT(p.gemm_half_size_time.value, 0);
   EXPECT_GT(p.kernel_launch.value, 0);
   EXPECT_LT(p.kernel_launch.value, 10e-6);
 }

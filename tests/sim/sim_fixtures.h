@@ -61,7 +61,7 @@ inline cluster::Cluster unit_cluster(int nodes, int per_node, const std::string&
 inline SimOptions exact_options() {
   SimOptions o;
   o.compute.gemm_peak_efficiency = 1.0;
-  o.compute.gemm_half_size_flops = 0.0;
+  o.compute.gemm_half_size_time = Seconds(0);
   o.compute.memory_efficiency = 1.0;
   o.compute.kernel_launch = Seconds(0);
   o.network.intra_node_efficiency = 1.0;

@@ -30,15 +30,18 @@ struct CalibrationProfile {
   std::string device;       // catalog name it was measured on
   std::string measured_on;  // date, "2026-11-22"
   std::string notes;
-  std::map<std::string, std::map<model::OpKind, std::vector<CalibrationPoint>>> points;  // by device type
+  std::map<std::string, std::map<model::OpKind, std::vector<CalibrationPoint>>>
+      points;  // by device type
   bool operator==(const CalibrationProfile&) const = default;
 };
-// Reading validates every field (errors name the file and the field: "prof.json: entries[0].op_kind:
-// unknown op kind 'foo'"), and sorts each entry's points by size. Points of GEMM-like kinds (matmul,
-// batched_matmul, moe_router, conv2d) are keyed by `flops`, all others by `bytes`; that key must be
-// > 0 and `seconds` > 0. Entries without `device` belong to the profile's `device`.
+// Reading validates every field (errors name the file and the field: "prof.json:
+// entries[0].op_kind: unknown op kind 'foo'"), and sorts each entry's points by size. Points of
+// GEMM-like kinds (matmul, batched_matmul, moe_router, conv2d) are keyed by `flops`, all others by
+// `bytes`; that key must be > 0 and `seconds` > 0. Entries without `device` belong to the profile's
+// `device`.
 Result<CalibrationProfile> read_calibration_profile(const std::string& file);
-Result<CalibrationProfile> parse_calibration_profile(const std::string& json_text, const std::string& source);
+Result<CalibrationProfile> parse_calibration_profile(const std::string& json_text,
+                                                     const std::string& source);
 std::string calibration_profile_to_json(const CalibrationProfile& p);
 
 // Time interpolated from measured points of one (device, op kind): the achieved rate (FLOP/s for
@@ -50,17 +53,20 @@ Seconds interpolate_calibrated_time(const std::vector<CalibrationPoint>& points,
 // The global parameters of the roofline; one set serves every device and every run (no per-case
 // fitting). Defaults documented in compute_cost.cc with their sources.
 struct ComputeParams {
-  double gemm_peak_efficiency = 0.0;    // fraction of tensor peak reached by large GEMMs
-  double gemm_half_size_flops = 0.0;    // FLOPs at which a GEMM reaches half its peak efficiency
-  double memory_efficiency = 0.0;       // fraction of memory bandwidth reached by streaming ops
-  Seconds kernel_launch;                // fixed overhead per kernel
+  double gemm_peak_efficiency = 0.0;  // fraction of tensor peak reached by large GEMMs
+  // A GEMM reaches half its peak efficiency at the size the device's peak (of the GEMM's dtype)
+  // computes in this time: a device of more compute units needs a larger GEMM to fill them.
+  Seconds gemm_half_size_time;
+  double memory_efficiency = 0.0;  // fraction of memory bandwidth reached by streaming ops
+  Seconds kernel_launch;           // fixed overhead per kernel
   static ComputeParams defaults();
 };
 
 // Narrow interface: the simulator asks only this.
 class ComputeCostModel {
  public:
-  ComputeCostModel(ComputeParams params, std::shared_ptr<const CalibrationProfile> profile = nullptr);
+  ComputeCostModel(ComputeParams params,
+                   std::shared_ptr<const CalibrationProfile> profile = nullptr);
 
   // Time of `op` (one pass of the training graph) on a device of type `dev`, for `samples` samples
   // (a micro-batch; may be fractional for uneven shares) and a fraction `shard` (0 < shard <= 1)

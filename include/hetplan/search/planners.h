@@ -72,6 +72,9 @@ class FrontierPool {
  public:
   FrontierPool(const Context& ctx, double eps) : ctx_(ctx), epsilon(eps) {}
   bool offer(plan::Plan p);
+  // A plan already simulated, joining the simulated candidates at finish() (the time-optimal
+  // plan, which epsilon-pruning could otherwise leave out by up to epsilon).
+  void include(Evaluation e) { included_.push_back(std::move(e)); }
   FrontierOutput finish();
 
  private:
@@ -81,6 +84,7 @@ class FrontierPool {
   };
   const Context& ctx_;
   std::vector<Kept> kept_;
+  std::vector<Evaluation> included_;
   long long offered_ = 0;
   bool timed_out_ = false;
 

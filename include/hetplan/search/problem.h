@@ -22,8 +22,10 @@ struct SearchOptions {
   Objective objective = Objective::time;
   double time_limit_s = 0;  // 0: none; otherwise planners return their best so far
   int threads = 1;          // plans simulated in parallel
-  std::uint64_t seed = 1;   // for randomised tie-breaking; results depend only on it
-  int simulate_top = 8;     // per planner, how many of the best estimates are simulated
+  // Kept for reproducible command lines: no planner draws random numbers (ties are broken by plan
+  // fingerprint), so every seed gives the same plan.
+  std::uint64_t seed = 1;
+  int simulate_top = 8;  // per planner, how many of the best estimates are simulated
   sim::SimOptions sim;
   // Called with one line of progress ("pipeline: 120 shapes, best 1.23 s"); may be empty.
   std::function<void(const std::string&)> progress;
