@@ -30,8 +30,15 @@ double share_of(const plan::Replica& r, std::size_t j) {
 }  // namespace
 
 std::size_t Estimator::MemoryKeyHash::operator()(const MemoryKey& k) const {
-  std::size_t h = 1469598103934665603ull;
-  auto mix = [&](std::size_t v) { h = (h ^ v) * 1099511628211ull; };
+  // Every input word is spread over all bits (the splitmix64 finaliser) before it is combined:
+  // multiplying whole words alone left the keys' differences in few bits, and long chains.
+  std::size_t h = 0x9e3779b97f4a7c15ull;
+  auto mix = [&](std::size_t v) {
+    v += 0x9e3779b97f4a7c15ull + h;
+    v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
+    v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
+    h = v ^ (v >> 31);
+  };
   for (int v : {k.recompute, k.zero, k.first, k.count, k.tp, k.dp, k.sp ? 1 : 0})
     mix(std::hash<int>{}(v));
   for (double v : {k.share, k.samples, k.inflight}) mix(std::hash<double>{}(v));
@@ -78,12 +85,16 @@ double Estimator::device_memory(const plan::Plan& settings, int first, int count
                       inflight};
   // Plans with op overrides are rare among the candidates and not in the key: not cached.
   const bool cached = settings.op_overrides.empty();
-  if (cached)
-    if (auto it = memory_.find(key); it != memory_.end()) return it->second;
+  MemorySlot* slot = nullptr;
+  if (cached) {
+    if (memory_.empty()) memory_.resize(kMemorySlots);
+    slot = &memory_[MemoryKeyHash{}(key) & (kMemorySlots - 1)];
+    if (slot->bytes >= 0 && slot->key == key) return slot->bytes;
+  }
   const cost::MemoryConfig cfg =
       sim::memory_config(m_, settings, first, count, r, j, dp, samples, inflight);
   const double bytes = cost::stage_memory(m_, cfg).total().value;
-  if (cached) memory_.emplace(key, bytes);
+  if (slot) *slot = MemorySlot{key, bytes};
   return bytes;
 }
 

@@ -10,6 +10,7 @@
 // fewer layers, so stages finish together. Recompute modes are tried cheapest first (see
 // try_shape). The best plans by estimate are simulated.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -100,7 +101,21 @@ class PipelinePlanner {
         pool_(ctx, "pipeline"),
         frontier_(frontier) {}
 
+  // ZeRO stages 0 and 1 first; 2 and 3 (gradients, then parameters sharded too) in a second pass
+  // where no candidate of the first fits. The frontier tries all four in one pass, for its
+  // low-memory end.
   PlannerOutput run() {
+    if (frontier_) zeros_ = {0, 1, 2, 3};
+    shapes();
+    if (!frontier_ && !pool_.any_fits() && !ctx_.deadline.expired()) {
+      zeros_ = {2, 3};
+      shapes();
+    }
+    return pool_.finish();
+  }
+
+ private:
+  void shapes() {
     const int max_stages = std::min({L_, block_count(ctx_.model) + 2, 32});
     for (const auto& order : group_orders(ctx_.cluster, groups_, ctx_.model.dtype)) {
       std::vector<std::vector<GroupCut>> cuts;
@@ -117,10 +132,8 @@ class PipelinePlanner {
       };
       if (!rec(0, 0)) break;
     }
-    return pool_.finish();
   }
 
- private:
   // False once the deadline has passed.
   bool try_shape(const std::vector<int>& order, const std::vector<GroupCut>& cuts) {
     std::vector<StageResources> stages;
@@ -149,9 +162,9 @@ class PipelinePlanner {
       // optimizer step but splits the all-reduce in two), so both stages are tried.
       for (auto rc : recompute_modes(ctx_.model)) {
         bool placed = false;
-        for (int zero : {0, 1}) {
+        for (int zero : zeros_) {
           if (ctx_.deadline.expired()) return false;
-          if (zero == 1 && dp_max == 1) continue;
+          if (zero >= 1 && dp_max == 1) continue;
           placed = place_layers(stages, m, Settings{rc, zero}) || placed;
         }
         if (placed && !frontier_) break;  // the frontier wants the costlier, smaller ones too
@@ -367,6 +380,7 @@ class PipelinePlanner {
   std::map<std::tuple<SettingsKey, int>, MemoryMatrix> memory_;
   CandidatePool pool_;
   FrontierPool* frontier_ = nullptr;  // set: track the time/memory frontier instead of one best
+  std::vector<int> zeros_{0, 1};      // the ZeRO stages this pass tries
 };
 
 }  // namespace

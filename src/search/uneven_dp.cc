@@ -54,67 +54,75 @@ PlannerOutput uneven_dp(const Context& ctx) {
   const std::int64_t B = ctx.options.global_batch;
   const int L = static_cast<int>(ctx.model.layers.size());
   std::vector<plan::Plan> candidates;
-  for (const auto& tps : tp_choices(groups)) {
-    std::vector<plan::Replica> reps;
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      auto r = tp_replicas(ctx.cluster, groups[g].devices(), tps[g]);
-      reps.insert(reps.end(), r.begin(), r.end());
-    }
-    const int R = static_cast<int>(reps.size());
-    if (R == 0 || B < 1) continue;
-    for (auto rc : recompute_modes(ctx.model))
-      for (int zero : {0, 1}) {
-        if (zero && R == 1) continue;
-        for (int m = 1; m <= B; m *= 2) {
-          if (ctx.deadline.expired()) break;
-          plan::Plan p = base_plan(ctx, "uneven-dp");
-          p.recompute = rc;
-          p.zero_stage = zero;
-          p.num_microbatches = m;
-          ShareProblem prob;
-          prob.total = B;
-          for (const auto& r : reps) prob.max_samples.push_back(memory_bound(ctx, p, r, R, m));
-          // Start from shares proportional to peak FLOP/s, then refine at the resulting sizes.
-          std::vector<double> guess;
-          for (const auto& r : reps) {
-            double peak = 0;
-            for (int d : r.devices) peak += device_peak(ctx.cluster, d, ctx.model.dtype);
-            guess.push_back(peak);
-          }
-          std::vector<std::int64_t> samples = proportional_split(guess, B);
-          bool ok = true;
-          for (int round = 0; round < 3 && ok; ++round) {
-            prob.per_sample_time.clear();
-            for (int r = 0; r < R; ++r) {
-              const double s = std::max(1.0, static_cast<double>(samples[r]) / m);
-              const auto& t = ctx.estimator.layer_costs(p, reps[r], s, R);
-              double sum = 0;
-              for (int li = 0; li < L; ++li) sum += t.forward[li] + t.backward[li];
-              prob.per_sample_time.push_back(sum / s / m);
-            }
-            auto sol = solve_shares(prob);
-            if (!sol) {
-              ok = false;
-              break;
-            }
-            if (sol->samples == samples) break;
-            samples = sol->samples;
-          }
-          if (!ok) continue;
-          // A replica must get work in every micro-batch round: at least m samples, or none.
-          std::int64_t active = 0;
-          for (auto s : samples) active += s > 0;
-          if (active == 0) continue;
-          plan::Stage st;
-          st.num_layers = L;
-          st.replicas = reps;
-          set_batch_shares(st.replicas, samples);
-          p.stages.push_back(std::move(st));
-          candidates.push_back(std::move(p));
-          if (B / m < R) break;  // fewer samples per round than replicas: stop adding rounds
-        }
+  // ZeRO stages 0 and 1 first; 2 and 3 (gradients, then parameters sharded too) only where no
+  // candidate of those fits.
+  auto add_candidates = [&](std::initializer_list<int> zeros) {
+    for (const auto& tps : tp_choices(groups)) {
+      std::vector<plan::Replica> reps;
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        auto r = tp_replicas(ctx.cluster, groups[g].devices(), tps[g]);
+        reps.insert(reps.end(), r.begin(), r.end());
       }
-  }
+      const int R = static_cast<int>(reps.size());
+      if (R == 0 || B < 1) continue;
+      for (auto rc : recompute_modes(ctx.model))
+        for (int zero : zeros) {
+          if (zero && R == 1) continue;
+          for (int m = 1; m <= B; m *= 2) {
+            if (ctx.deadline.expired()) break;
+            plan::Plan p = base_plan(ctx, "uneven-dp");
+            p.recompute = rc;
+            p.zero_stage = zero;
+            p.num_microbatches = m;
+            ShareProblem prob;
+            prob.total = B;
+            for (const auto& r : reps) prob.max_samples.push_back(memory_bound(ctx, p, r, R, m));
+            // Start from shares proportional to peak FLOP/s, then refine at the resulting sizes.
+            std::vector<double> guess;
+            for (const auto& r : reps) {
+              double peak = 0;
+              for (int d : r.devices) peak += device_peak(ctx.cluster, d, ctx.model.dtype);
+              guess.push_back(peak);
+            }
+            std::vector<std::int64_t> samples = proportional_split(guess, B);
+            bool ok = true;
+            for (int round = 0; round < 3 && ok; ++round) {
+              prob.per_sample_time.clear();
+              for (int r = 0; r < R; ++r) {
+                const double s = std::max(1.0, static_cast<double>(samples[r]) / m);
+                const auto& t = ctx.estimator.layer_costs(p, reps[r], s, R);
+                double sum = 0;
+                for (int li = 0; li < L; ++li) sum += t.forward[li] + t.backward[li];
+                prob.per_sample_time.push_back(sum / s / m);
+              }
+              auto sol = solve_shares(prob);
+              if (!sol) {
+                ok = false;
+                break;
+              }
+              if (sol->samples == samples) break;
+              samples = sol->samples;
+            }
+            if (!ok) continue;
+            // A replica must get work in every micro-batch round: at least m samples, or none.
+            std::int64_t active = 0;
+            for (auto s : samples) active += s > 0;
+            if (active == 0) continue;
+            plan::Stage st;
+            st.num_layers = L;
+            st.replicas = reps;
+            set_batch_shares(st.replicas, samples);
+            p.stages.push_back(std::move(st));
+            candidates.push_back(std::move(p));
+            if (B / m < R) break;  // fewer samples per round than replicas: stop adding rounds
+          }
+        }
+    }
+  };
+  add_candidates({0, 1});
+  if (std::none_of(candidates.begin(), candidates.end(),
+                   [&](const plan::Plan& p) { return ctx.estimator.estimate(p).fits; }))
+    add_candidates({2, 3});
   return select_candidates(ctx, "uneven-dp", std::move(candidates));
 }
 

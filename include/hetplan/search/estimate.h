@@ -15,7 +15,6 @@
 #include <memory>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "hetplan/plan/plan.h"
@@ -72,7 +71,14 @@ class Estimator {
   struct MemoryKeyHash {
     std::size_t operator()(const MemoryKey& k) const;
   };
-  mutable std::unordered_map<MemoryKey, double, MemoryKeyHash> memory_;
+  // A direct-mapped cache: a fixed number of slots, each holding the last key that hashed there.
+  // Bounded memory and no rehashing; a search whose keys rarely repeat pays little for it.
+  struct MemorySlot {
+    MemoryKey key{};
+    double bytes = -1;  // < 0: empty
+  };
+  static constexpr std::size_t kMemorySlots = std::size_t{1} << 16;
+  mutable std::vector<MemorySlot> memory_;
   mutable std::map<std::tuple<std::vector<int>, double>, double> sync_;
   mutable std::map<std::tuple<int, int, double>, double> p2p_;
 };

@@ -39,6 +39,8 @@ class CandidatePool {
   bool offer(plan::Plan p);
   // The estimate a candidate must beat to be kept (infinite until the pool is full).
   double threshold_s() const;
+  // Whether a kept candidate fits by its estimate.
+  bool any_fits() const { return !kept_.empty() && kept_.front().e.fits; }
   // Simulates the kept candidates (at least the best one, even past the deadline).
   PlannerOutput finish();
 
