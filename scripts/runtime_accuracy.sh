@@ -13,6 +13,7 @@ trap 'rm -rf "$work"' EXIT
 
 MLP="mlp:layers=3,hidden=512,in=256,out=10"
 GPT="gpt:layers=2,hidden=128,heads=4,seq=64,vocab=256"
+RESNET="resnet:depth=18,width=16,image=32,classes=10"
 # An uneven plan: 2 ranks with 4 and 12 of 16 samples.
 cat >"$work/uneven.json" <<JSON
 {"version": 1, "global_batch": 16, "num_microbatches": 1,
@@ -27,6 +28,8 @@ ROWS=(
   "$GPT 1 --strategy=dp=1,gbs=16,mbs=4"
   "$GPT 2 --strategy=dp=2,gbs=16"
   "$GPT 2 --plan=$work/uneven.json"
+  "$RESNET 1 --strategy=dp=1,gbs=16,mbs=16"
+  "$RESNET 2 --strategy=dp=2,gbs=16,mbs=8"
 )
 json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 printf "%-45s %5s %-28s %12s %12s %8s\n" model ranks plan "measured ms" "predicted ms" error
