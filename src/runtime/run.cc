@@ -329,6 +329,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const bool resume = first_step > 0;
   const std::string ckpt =
       resume ? checkpoint_prefix(opts.checkpoint_dir, first_step, env.rank) : "";
+  if (resume && !std::filesystem::exists(ckpt + ".pt"))
+    return Error{fmt::format(
+        "--checkpoint: {}/latest names step {}, but {}.pt is missing (a checkpoint of {} ranks?)",
+        opts.checkpoint_dir, first_step, ckpt, env.rank + 1)};
   if (resume) {
     try {
       torch::serialize::InputArchive in;

@@ -286,6 +286,27 @@ TEST(RunCli, RefusesWhatItCannotExecuteBeforeStarting) {
   r = run_hetplan("run --model moe:layers=1,hidden=64,heads=4,seq=16,vocab=128,experts=2");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("a moe_lm model is not executed yet"), std::string::npos) << r.err;
+  r = run_hetplan(std::string("run --model ") + kMlp + " --checkpoint-every -1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--checkpoint-every: expected a number of steps"), std::string::npos)
+      << r.err;
+  r = run_hetplan(std::string("run --model ") + kMlp + " --timeout 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--timeout: expected seconds"), std::string::npos) << r.err;
+  {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("hetplan_bad_checkpoint_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "latest") << "abc\n";
+    r = run_hetplan(std::string("run --steps 1 --model ") + kMlp + " --checkpoint " + dir.string());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("latest: expected the number of steps done"), std::string::npos) << r.err;
+    std::ofstream(dir / "latest") << "5\n";
+    r = run_hetplan(std::string("run --steps 1 --model ") + kMlp + " --checkpoint " + dir.string());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("names step 5, but"), std::string::npos) << r.err;
+    std::filesystem::remove_all(dir);
+  }
   r = run_hetplan(std::string("run --model ") + kGpt + " --data /nonexistent/file.txt");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--data: /nonexistent/file.txt: cannot read the file"), std::string::npos)
