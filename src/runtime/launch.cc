@@ -100,9 +100,10 @@ Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& arg
   if (!port) return port.error();
   const std::string master = emulation ? emulation->address(0) : "127.0.0.1";
   // This binary by its own path, so that the workers carry its name (not "exe").
+  // (A binary replaced while it runs reads as "... (deleted)": then /proc/self/exe itself.)
   std::error_code ec;
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  if (ec) return Error{fmt::format("--nprocs: cannot find this program: {}", ec.message())};
+  std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec || !std::filesystem::exists(self)) self = "/proc/self/exe";
   std::vector<pid_t> pids;
   for (int rank = 0; rank < nprocs; ++rank) {
     const pid_t pid = ::fork();

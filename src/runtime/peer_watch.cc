@@ -43,11 +43,14 @@ std::string diagnose(c10d::Store& store, const PeerWatch::State& s) {
   std::vector<std::int64_t> before(s.world_size);
   for (int k = 0; k < s.world_size; ++k) before[k] = store.add(key("beat", k), 0);
   std::this_thread::sleep_for(4 * s.beat);
-  std::vector<int> stopped;
-  for (int k = 0; k < s.world_size; ++k)
-    if (k != s.rank && store.add(key("beat", k), 0) == before[k] &&
-        !store.check({key("failed", k)}))
+  std::vector<int> stopped, failed;
+  for (int k = 0; k < s.world_size; ++k) {
+    if (k == s.rank) continue;
+    if (store.check({key("failed", k)}))
+      failed.push_back(k);
+    else if (store.add(key("beat", k), 0) == before[k])
       stopped.push_back(k);
+  }
   store.set(key("asked", s.rank), std::vector<uint8_t>{1});
   if (s.rank == 0)
     for (int wait = 0; wait < 20; ++wait) {
@@ -59,8 +62,9 @@ std::string diagnose(c10d::Store& store, const PeerWatch::State& s) {
       if (all) break;
       std::this_thread::sleep_for(s.beat);
     }
-  if (stopped.empty()) return "every other rank still answers";
-  return list_ranks(stopped) + " stopped answering (died or hangs)";
+  if (!stopped.empty()) return list_ranks(stopped) + " stopped answering (died or hangs)";
+  if (!failed.empty()) return list_ranks(failed) + " failed too (see their messages)";
+  return "every other rank still answers";
 }
 
 void watch(const std::shared_ptr<PeerWatch::State>& s) {
@@ -121,7 +125,8 @@ std::string PeerWatch::who_stopped() {
   state_->answer.reset();
   state_->asked = true;
   state_->cv.notify_all();
-  if (!state_->cv.wait_for(lock, 30 * state_->beat, [&] { return state_->answer.has_value(); }))
+  // Rank 0's diagnosis takes 4 beats plus up to 20 waiting for the others, and store round trips.
+  if (!state_->cv.wait_for(lock, 40 * state_->beat, [&] { return state_->answer.has_value(); }))
     return "the job's store on rank 0 does not answer (rank 0 died or hangs)";
   return *state_->answer;
 }

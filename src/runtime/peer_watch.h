@@ -20,8 +20,9 @@ class PeerWatch {
   PeerWatch& operator=(const PeerWatch&) = delete;
 
   // Marks this rank as failing, watches the others' counters over four beats and says which
-  // stopped, e.g. "rank 2 stopped answering (it died or hangs)", or that the store on rank 0 no
-  // longer answers. Blocks for at most about six beats.
+  // stopped, e.g. "rank 2 stopped answering (died or hangs)", else which failed with errors of
+  // their own, or that the store on rank 0 no longer answers. Blocks for four beats; rank 0, which
+  // keeps the store up until the live ranks have asked too, for up to twenty more.
   std::string who_stopped();
 
   struct State;  // shared with the watching thread, which may outlive this object

@@ -98,7 +98,9 @@ Groups connect(const RankEnv& env, const Place& at, bool tied, std::chrono::mill
   so.isServer = env.rank == 0;
   so.numWorkers = env.world_size;
   so.waitWorkers = true;
-  so.timeout = timeout;
+  // Joining waits for every rank to start (loading libtorch takes seconds): at least 2 minutes,
+  // whatever --timeout says for the steps.
+  so.timeout = std::max(timeout, std::chrono::milliseconds(120000));
   c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
   Groups g;
   g.world = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size,
@@ -253,6 +255,20 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
                 {m.vocab, "vocabulary rows"}})
             if (auto ok = detail::unit_range(n, tp, what); !ok) return ok.error();
         }
+  // Batch normalisation reduces its statistics over a stage's replicas in every micro-batch, so
+  // each replica must take part in each: at least one sample of every micro-batch.
+  if (m.family == model::Family::cnn)
+    for (std::size_t s = 0; s < p.stages.size(); ++s)
+      for (std::size_t r = 0; r < p.stages[s].replicas.size() && p.stages[s].replicas.size() > 1;
+           ++r)
+        for (int k = 0; k < std::max(1, p.num_microbatches); ++k)
+          if (const auto [b0, b1] = samples_of(p, static_cast<int>(s), static_cast<int>(r), k);
+              b1 <= b0)
+            return Error{fmt::format(
+                "plan: stages[{}].replicas[{}].batch_share: this replica gets no sample of "
+                "micro-batch {}; a CNN's replicas share batch statistics, so each needs at least "
+                "one sample of every micro-batch (fewer micro-batches or a larger share)",
+                s, r, k)};
   if (p.schedule == plan::Schedule::interleaved)
     return Error{"plan: schedule: interleaved schedules are not executed yet"};
   for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
@@ -321,24 +337,53 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   // Resuming: this rank's parameters and step count from the newest whole checkpoint, then
   // (below) its optimizer state.
   int first_step = 0;
+  std::optional<Error> unreadable;
   if (!opts.checkpoint_dir.empty()) {
     auto latest = latest_checkpoint(opts.checkpoint_dir);
-    if (!latest) return latest.error();
-    first_step = *latest;
+    if (latest)
+      first_step = *latest;
+    else
+      unreadable = latest.error();
   }
+  // Every rank must go on from the same step. Rank 0 alone writes `latest`, so DIR must be one
+  // directory every rank sees; ranks that find different steps (or none) stop together.
+  if (groups.world) {
+    const double mine = unreadable ? -1.0 : static_cast<double>(first_step);
+    std::vector<torch::Tensor> lo{torch::full({1}, mine, torch::kDouble)}, hi{lo[0].clone()};
+    try {
+      c10d::AllreduceOptions min, max;
+      min.reduceOp = c10d::ReduceOp::MIN;
+      max.reduceOp = c10d::ReduceOp::MAX;
+      groups.world->allreduce(lo, min)->wait();
+      groups.world->allreduce(hi, max)->wait();
+    } catch (const std::exception& e) {
+      return Error{fmt::format("--checkpoint: the ranks could not compare their steps: {}",
+                               failure_text(e))};
+    }
+    if (!unreadable && lo[0].item<double>() != hi[0].item<double>())
+      return Error{fmt::format(
+          "--checkpoint: {}: the ranks find different steps to resume from ({} to {}; -1: "
+          "unreadable): every rank must see the one directory rank 0 writes",
+          opts.checkpoint_dir, lo[0].item<double>(), hi[0].item<double>())};
+  }
+  if (unreadable) return *unreadable;
   const bool resume = first_step > 0;
   const std::string ckpt =
       resume ? checkpoint_prefix(opts.checkpoint_dir, first_step, env.rank) : "";
   if (resume && !std::filesystem::exists(ckpt + ".pt"))
     return Error{fmt::format(
-        "--checkpoint: {}/latest names step {}, but {}.pt is missing (a checkpoint of {} ranks?)",
-        opts.checkpoint_dir, first_step, ckpt, env.rank + 1)};
+        "--checkpoint: {}/latest names step {}, but {}.pt is missing (written by a job of fewer "
+        "ranks, or a directory this rank does not share with rank 0?)",
+        opts.checkpoint_dir, first_step, ckpt)};
   if (resume) {
     try {
       torch::serialize::InputArchive in;
       in.load_from(ckpt + ".pt");
       torch::Tensor meta;
       in.read("meta", meta);
+      if (meta[2].item<std::int64_t>() != first_step)
+        return Error{fmt::format("--checkpoint: {}.pt holds step {}, not the step {} latest names",
+                                 ckpt, meta[2].item<std::int64_t>(), first_step)};
       if (meta[0].item<std::int64_t>() != env.world_size || meta[1].item<std::int64_t>() != numel)
         return Error{fmt::format(
             "--checkpoint: {}.pt was written by another plan ({} ranks, {} parameters on this "

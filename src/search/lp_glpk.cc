@@ -10,9 +10,9 @@ namespace hetplan::search {
 namespace {
 
 // Per solve: the planner's programs are small (tens of variables), solved in well under a
-// millisecond; these bounds only keep a stalled one from holding up the search.
+// millisecond; this bound only keeps a stalled one from holding up the search. An iteration
+// count, not a time, so that the answer does not depend on the machine's load.
 constexpr int kIterationLimit = 100000;
-constexpr int kTimeLimitMs = 2000;
 
 std::mutex glpk_mutex;  // GLPK keeps per-thread environment state; one solve at a time is enough
 
@@ -81,9 +81,9 @@ LpResult solve_lp(const LpRequest& req) {
   glp_init_smcp(&smcp);
   smcp.msg_lev = GLP_MSG_OFF;
   smcp.presolve = GLP_ON;
-  // Bounded: a degenerate program can stall the simplex; the caller gets "failed" instead.
+  // Bounded: a stalled simplex gives the caller "failed"; scaling keeps the new GEMM costs' wide
+  // range of coefficients from stalling it (a HAP ratio LP took minutes unscaled).
   smcp.it_lim = kIterationLimit;
-  smcp.tm_lim = kTimeLimitMs;
   glp_scale_prob(lp, GLP_SF_AUTO);
   const int rc = glp_simplex(lp, &smcp);
   int status = glp_get_status(lp);
@@ -104,7 +104,6 @@ LpResult solve_lp(const LpRequest& req) {
     glp_iocp iocp;
     glp_init_iocp(&iocp);
     iocp.msg_lev = GLP_MSG_OFF;
-    iocp.tm_lim = kTimeLimitMs;
     const int mrc = glp_intopt(lp, &iocp);
     status = glp_mip_status(lp);
     if (mrc == 0 && status == GLP_OPT) {

@@ -104,7 +104,8 @@ PlannerOutput uneven_dp(const Context& ctx) {
               samples = sol->samples;
             }
             if (!ok) continue;
-            // A replica must get work in every micro-batch round: at least m samples, or none.
+            // Skip a split that leaves every replica idle. (A replica with fewer than m samples
+            // sits out some micro-batch rounds; the simulator charges what it does.)
             std::int64_t active = 0;
             for (auto s : samples) active += s > 0;
             if (active == 0) continue;

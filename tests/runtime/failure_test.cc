@@ -1,7 +1,10 @@
 // hetplan run when a rank dies or hangs: the others stop within a bounded time and name it, and
 // a periodic checkpoint taken before the failure resumes with the losses of an uninterrupted run.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,6 +43,30 @@ pid_t spawn(const std::string& args, const std::map<std::string, std::string>& e
     ::_exit(127);
   }
   return pid;
+}
+
+// Kills the processes it holds when it goes out of scope (a failed assertion included).
+struct Reaper {
+  std::vector<pid_t> pids;
+  ~Reaper() {
+    for (pid_t p : pids) ::kill(p, SIGKILL);
+    for (pid_t p : pids) ::waitpid(p, nullptr, WNOHANG);
+  }
+};
+
+// A TCP port nothing listens on now (the kernel's pick).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
 }
 
 // Waits for `pid` to end, at most `limit`: its exit status, or -1 when it is still running.
@@ -97,14 +124,17 @@ TEST(RunFailures, AKilledRankIsNamedAndTheCheckpointResumesTheRun) {
   const std::string job = std::string("--model ") + kMlp + " --nprocs 3 --strategy dp=3,gbs=12";
   const pid_t launcher = spawn(
       "run --steps 1000000 --checkpoint-every 7 --checkpoint " + dir.string() + " " + job, {}, err);
+  Reaper reaper{{launcher}};
   ASSERT_TRUE(wait_for_checkpoint(dir)) << slurp(err.string());
   const auto workers = workers_of(launcher);
+  for (const auto& [rank, pid] : workers) reaper.pids.push_back(pid);
   ASSERT_EQ(workers.size(), 3u);
   const auto killed_at = Clock::now();
   ::kill(workers.at(1), SIGKILL);
   const int status = wait_for(launcher, std::chrono::seconds(60));
   const double took = std::chrono::duration<double>(Clock::now() - killed_at).count();
   ASSERT_NE(status, -1) << "the job did not end";
+  reaper.pids.clear();  // reaped: the launcher, and its workers with it
   EXPECT_LT(took, 30.0);
   EXPECT_NE(WEXITSTATUS(status), 0);
   EXPECT_NE(slurp(err.string()).find("rank 1 "), std::string::npos) << slurp(err.string());
@@ -133,15 +163,17 @@ TEST(RunFailures, AKilledRankIsNamedAndTheCheckpointResumesTheRun) {
 
 TEST(RunFailures, AHungRankIsNamedWithinTheTimeout) {
   // Three ranks started as torchrun would (no launcher to notice): rank 2 stops (SIGSTOP), and
-  // ranks 0 and 1 give up after --timeout and name it.
+  // ranks 0 and 1 give up after --timeout (5 s) and name it.
   const fs::path dir = temp("progress");
   fs::remove_all(dir);
-  const std::string port = std::to_string(20000 + ::getpid() % 20000);
+  const int free = free_port();
+  ASSERT_GT(free, 0);
+  const std::string port = std::to_string(free);
   std::vector<pid_t> ranks;
   std::vector<fs::path> errs;
   for (int rank = 0; rank < 3; ++rank) {
     errs.push_back(temp("err" + std::to_string(rank)));
-    ranks.push_back(spawn(std::string("run --steps 1000000 --timeout 3 --checkpoint-every 7 ") +
+    ranks.push_back(spawn(std::string("run --steps 1000000 --timeout 5 --checkpoint-every 7 ") +
                               "--checkpoint " + dir.string() + " --model " + kMlp +
                               " --strategy dp=3,gbs=12",
                           {{"MASTER_ADDR", "127.0.0.1"},
@@ -150,6 +182,7 @@ TEST(RunFailures, AHungRankIsNamedWithinTheTimeout) {
                            {"RANK", std::to_string(rank)}},
                           errs.back()));
   }
+  Reaper reaper{ranks};
   ASSERT_TRUE(wait_for_checkpoint(dir)) << slurp(errs[0].string());
   const auto stopped_at = Clock::now();
   ::kill(ranks[2], SIGSTOP);
@@ -165,6 +198,7 @@ TEST(RunFailures, AHungRankIsNamedWithinTheTimeout) {
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - stopped_at).count(), 30.0);
   for (pid_t p : ranks) ::kill(p, SIGKILL);
   for (pid_t p : ranks) ::waitpid(p, nullptr, 0);
+  reaper.pids.clear();
   fs::remove_all(dir);
   for (const auto& e : errs) fs::remove(e);
 }

@@ -283,6 +283,14 @@ TEST(RunCli, RefusesWhatItCannotExecuteBeforeStarting) {
   r = run_hetplan(std::string("run --model ") + kResNet + " --nprocs 2 --strategy tp=2,gbs=8");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("a CNN's convolutions are not split"), std::string::npos) << r.err;
+  {
+    // Shares 1:15 over 4 micro-batches of 4: the first replica has no sample of some of them.
+    const auto plan = plan_file({{0, 10}}, {1, 15}, 4);
+    r = run_hetplan(std::string("run --model ") + kResNet + " --nprocs 2 --plan " + plan);
+    std::filesystem::remove(plan);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("gets no sample of micro-batch"), std::string::npos) << r.err;
+  }
   r = run_hetplan("run --model moe:layers=1,hidden=64,heads=4,seq=16,vocab=128,experts=2");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("a moe_lm model is not executed yet"), std::string::npos) << r.err;

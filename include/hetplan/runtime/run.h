@@ -23,7 +23,9 @@ struct RunOptions {
   // Where the job keeps its parameters, optimizer states and step: step-<n>/rank<k>.pt and
   // rank<k>.adam.pt for each rank k after step n, and `latest`, naming the newest step every rank
   // has written (rank 0 moves it there after a barrier, so a crash at any point leaves a whole
-  // checkpoint). Read at the start when there, so the run goes on from that step. Empty: none.
+  // checkpoint). Read at the start when there, so the run goes on from that step; every rank must
+  // see the same directory (one file system), and ranks that find different steps stop. A rank
+  // that cannot write its files stops; the others then time out at the barrier. Empty: none.
   std::string checkpoint_dir;
   int checkpoint_every = 0;  // steps between checkpoints; 0: only at the end
   // How long a rank waits for a collective or a neighbour stage before it gives up and names the
@@ -54,7 +56,8 @@ struct RunResult {
 // shares, Megatron-style tensor parallelism with uneven shares inside a replica, micro-batches,
 // ZeRO-1, full or selective recomputation. Refused with the reason: sequence parallelism, per-op
 // split overrides under tensor parallelism, interleaved schedules, ZeRO-2/3, gradient sync other
-// than all-reduce, model families without a runtime module.
+// than all-reduce, model families without a runtime module (CNNs other than ResNets), CNNs under
+// tensor parallelism, and CNN replicas left without a sample of some micro-batch.
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size);
 
 // The plan's device of every rank, in rank order (stage, replica, tensor-parallel rank).
