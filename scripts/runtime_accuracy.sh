@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Predicted against measured step time of `hetplan run` on this machine: calibrates the CPU
 # (hetplan calibrate), then for each plan runs it for real (Gloo worker processes, one thread
-# each) and simulates it on the cpu:N cluster with that profile, and prints both with the error
-# and the mean absolute error. The model runs in fp32, so it is simulated with dtype=fp32.
+# each; run --measured-out) and simulates it on the cpu:N cluster with that profile against the
+# measurements (simulate --measured), and prints both with the error and the mean absolute
+# error. The model runs in fp32, so it is simulated with dtype=fp32.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${HETPLAN:-build/hetplan}
@@ -36,11 +37,13 @@ printf "%-45s %5s %-28s %12s %12s %8s\n" model ranks plan "measured ms" "predict
 sum=0; n=0
 for row in "${ROWS[@]}"; do
   read -r model ranks plan <<<"$row"
-  measured=$("$bin" run --model "$model" --nprocs "$ranks" "$plan" --steps "$steps" --json |
-             json_field mean_step_time_s)
-  predicted=$("$bin" simulate --model "$model,dtype=fp32" --cluster "cpu:$ranks" "$plan" \
-              --calibration "$work/cpu.json" --json | json_field iteration_time_s)
-  err=$(python3 -c "print(100 * ($predicted - $measured) / $measured)")
+  "$bin" run --model "$model" --nprocs "$ranks" "$plan" --steps "$steps" \
+    --measured-out "$work/measured.json" >/dev/null
+  sim=$("$bin" simulate --model "$model,dtype=fp32" --cluster "cpu:$ranks" "$plan" \
+        --calibration "$work/cpu.json" --measured "$work/measured.json" --json)
+  measured=$(json_field measured <<<"$sim" | python3 -c "import ast,sys; print(ast.literal_eval(sys.stdin.read())['iteration_time_s'])")
+  predicted=$(json_field iteration_time_s <<<"$sim")
+  err=$(json_field measured <<<"$sim" | python3 -c "import ast,sys; print(100 * ast.literal_eval(sys.stdin.read())['error'])")
   printf "%-45s %5s %-28s %12.2f %12.2f %+7.1f%%\n" "$model" "$ranks" "${plan##*/}" \
     "$(python3 -c "print(1e3 * $measured)")" "$(python3 -c "print(1e3 * $predicted)")" "$err"
   sum=$(python3 -c "print($sum + abs($err))"); n=$((n + 1))

@@ -23,7 +23,7 @@ struct CalibrateArgs {
   std::string out;
   int threads = 1;
   int sizes = 7;
-  double seconds_per_point = 0.02;
+  double seconds_per_point = 0.1;
 };
 
 std::string today() {

@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/model/zoo.h"
+#include "measured_run.h"
 #include "plan_args.h"
 #ifdef HETPLAN_WITH_RUNTIME
 #include "hetplan/runtime/emulate.h"
@@ -27,6 +28,7 @@ struct RunArgs {
   std::string cluster;
   std::string data_file;
   std::string checkpoint_dir;
+  std::string measured_out;
   int checkpoint_every = 0;
   int steps = 20;
   int nprocs = 0;
@@ -65,6 +67,7 @@ std::vector<std::string> worker_args(const RunArgs& a) {
   add("--cluster", a.cluster);
   add("--data", a.data_file);
   add("--checkpoint", a.checkpoint_dir);
+  add("--measured-out", a.measured_out);
   if (a.json) out.push_back("--json");
   return out;
 }
@@ -155,7 +158,24 @@ int run_run(const RunArgs& a) {
   opts.threads_per_rank = a.threads;
   auto r = runtime::run_plan(*m, *p, opts, *env);
   if (!r) return report_error(fmt::format("rank {}: {}", env->rank, r.error().message));
-  if (env->rank == 0) print_result(*r, *p, a.json);
+  if (env->rank != 0) return 0;
+  if (!a.measured_out.empty()) {
+    MeasuredRun out;
+    out.model = a.model;
+    out.cluster = cluster_spec;
+    out.plan = *p;
+    out.first_step = r->first_step;
+    out.step_times_s = r->step_times_s;
+    out.mean_step_time_s = r->mean_step_time_s;
+    out.threads_per_rank = a.threads;
+    const auto devices = runtime::rank_devices(*p);
+    for (std::size_t k = 0; k < r->ranks.size(); ++k)
+      out.ranks.push_back(MeasuredRank{static_cast<int>(k), k < devices.size() ? devices[k] : 0,
+                                       r->ranks[k].compute_s, r->ranks[k].comm_s,
+                                       r->ranks[k].idle_s});
+    if (!write_output_file(a.measured_out, measured_run_json(out).dump(2) + "\n")) return 2;
+  }
+  print_result(*r, *p, a.json);
   return 0;
 }
 
@@ -190,6 +210,10 @@ Action add_run_command(CLI::App& app) {
                   "Keep each rank's parameters, optimizer state and step in DIR: resume from "
                   "the newest whole step there, write them at the end (and every "
                   "--checkpoint-every steps)");
+  cmd->add_option("--measured-out", args->measured_out,
+                  "Write what the run measured (step times, each rank's compute, communication "
+                  "and idle time) with its model, cluster and plan as JSON, for simulate "
+                  "--measured");
   cmd->add_option("--checkpoint-every", args->checkpoint_every,
                   "Steps between checkpoints (0: only at the end)")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
@@ -13,6 +14,7 @@
 #include "hetplan/model/zoo.h"
 #include "hetplan/sim/chrome_trace.h"
 #include "hetplan/sim/simulate.h"
+#include "measured_run.h"
 #include "plan_args.h"
 #include "result_json.h"
 
@@ -26,6 +28,7 @@ struct SimulateArgs {
   std::string plan_file;
   std::string trace_file;
   std::string calibration_file;
+  std::string measured_file;
   bool json = false;
 };
 
@@ -77,16 +80,36 @@ int run_simulate(const SimulateArgs& a) {
     if (!prof) return report_error(prof.error().message);
     opts.profile = std::make_shared<const cost::CalibrationProfile>(std::move(*prof));
   }
+  std::optional<MeasuredRun> measured;
+  if (!a.measured_file.empty()) {
+    auto mr = read_measured_run(a.measured_file);
+    if (!mr) return report_error(mr.error().message);
+    measured = std::move(*mr);
+  }
   opts.record_events = !a.trace_file.empty();
   progress("simulating");
   auto r = sim::simulate(*m, *c, *p, opts);
   if (!r) return report_error(r.error().message);
   if (!a.trace_file.empty() && !write_output_file(a.trace_file, sim::chrome_trace_json(*r)))
     return 2;
+  // Against a measured run: the relative error of the predicted iteration time.
+  const double predicted = r->iteration_time.value;
+  const double error =
+      measured ? (predicted - measured->mean_step_time_s) / measured->mean_step_time_s : 0;
   if (a.json) {
-    std::fputs((sim_result_json(*m, *p, *r).dump(2) + "\n").c_str(), stdout);
+    auto j = sim_result_json(*m, *p, *r);
+    if (measured)
+      j["measured"] = {{"file", a.measured_file},
+                       {"iteration_time_s", measured->mean_step_time_s},
+                       {"error", error}};
+    std::fputs((j.dump(2) + "\n").c_str(), stdout);
   } else {
     print_summary(*m, *c, *p, *r);
+    if (measured)
+      fmt::print("\nmeasured   {} per step ({}: {} on {}); predicted {}: {:+.1f}%\n",
+                 format_duration(Seconds(measured->mean_step_time_s)), a.measured_file,
+                 measured->model, measured->cluster, format_duration(r->iteration_time),
+                 100 * error);
   }
   return 0;
 }
@@ -111,6 +134,9 @@ Action add_simulate_command(CLI::App& app) {
   cmd->add_option("--trace", args->trace_file,
                   "Write a Chrome trace (Perfetto) of the iteration to FILE");
   cmd->add_option("--calibration", args->calibration_file, "A measured calibration profile (JSON)");
+  cmd->add_option("--measured", args->measured_file,
+                  "A run's measurements (hetplan run --measured-out): prints the predicted "
+                  "iteration time's error against its mean step time");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the summary");
   return [args] { return run_simulate(*args); };
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -24,24 +25,27 @@ struct Probe {
 class Timer {
  public:
   Timer(torch::Device dev, double min_seconds) : dev_(dev), min_s_(min_seconds) {}
-  // Seconds per forward and backward pass: one warm-up, then repeated until min_seconds have
-  // passed (at least 3 runs). The gradients are returned, not accumulated into the inputs.
+  // Seconds per forward and backward pass: one warm-up, then each pass timed on its own until
+  // min_seconds have passed (at least 5 passes); the median, so that a pass that an interrupt or
+  // a page fault stretched does not move the figure. The gradients are returned, not
+  // accumulated into the inputs.
   double time(const Probe& p) const {
     auto once = [&p] {
       torch::Tensor y = p.run();
       return torch::autograd::grad({y}, p.inputs, {torch::ones_like(y)})[0];
     };
     sync(once());
-    int reps = 0;
+    std::vector<double> runs;
     const auto start = Clock::now();
-    double elapsed = 0;
-    while (reps < 3 || elapsed < min_s_) {
+    while (runs.size() < 5 ||
+           std::chrono::duration<double>(Clock::now() - start).count() < min_s_) {
+      const auto t0 = Clock::now();
       sync(once());
-      ++reps;
-      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-      if (reps >= 100000) break;
+      runs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      if (runs.size() >= 100000) break;
     }
-    return elapsed / reps;
+    std::nth_element(runs.begin(), runs.begin() + runs.size() / 2, runs.end());
+    return runs[runs.size() / 2];
   }
 
  private:

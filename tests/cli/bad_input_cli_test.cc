@@ -47,6 +47,26 @@ TEST(BadInputCli, Strategy) {
       {"simulate --model gpt3-1.3b --cluster dgx-a100:1 --strategy tp=-2", {"--strategy", "tp"}});
 }
 
+TEST(BadInputCli, MeasuredRunFiles) {
+  const std::string sim = "simulate --model gpt3-1.3b --cluster dgx-a100:1 --measured ";
+  expect_clean_failure({sim + "/nonexistent/run.json", {"--measured", "cannot read"}});
+  expect_clean_failure(
+      {sim + write_temp("hetplan_measured_notjson.json", "{"), {"--measured", "not JSON"}});
+  expect_clean_failure({sim + write_temp("hetplan_measured_other.json", R"({"version": 1})"),
+                        {"--measured", "hetplan measured run"}});
+  expect_clean_failure(
+      {sim +
+           write_temp("hetplan_measured_mean.json",
+                      R"({"version": 1, "kind": "hetplan measured run", "mean_step_time_s": -1})"),
+       {"--measured", "mean_step_time_s", "positive"}});
+  expect_clean_failure(
+      {sim + write_temp("hetplan_measured_ranks.json",
+                        R"({"version": 1, "kind": "hetplan measured run", "mean_step_time_s": 1,
+                            "step_times_s": [1], "model": "m", "cluster": "c",
+                            "ranks": [{"rank": "zero"}]})"),
+       {"--measured", "hetplan_measured_ranks.json"}});
+}
+
 TEST(BadInputCli, ModelSpec) {
   expect_clean_failure(
       {"simulate --model gpt5-ultra --cluster dgx-a100:1", {"--model", "gpt5-ultra"}});

@@ -247,6 +247,35 @@ TEST(RunCli, CheckpointResumesTheSameRun) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(RunCli, WritesWhatItMeasuredForSimulate) {
+  // run --measured-out, then simulate --measured: the file carries the run's step times, ranks and
+  // plan, and the prediction's error is against its mean step time.
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_measured_" + std::to_string(::getpid()) + ".json");
+  auto r = run_hetplan(std::string("run --json --steps 6 --nprocs 2 --strategy dp=2,gbs=8 ") +
+                       "--model " + kMlp + " --measured-out " + file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto ran = nlohmann::json::parse(r.out);
+  const auto written = nlohmann::json::parse(cli::testing::slurp(file.string()));
+  EXPECT_EQ(written["kind"], "hetplan measured run");
+  EXPECT_EQ(written["model"], kMlp);
+  EXPECT_EQ(written["cluster"], "cpu:2");
+  EXPECT_EQ(written["step_times_s"], ran["step_times_s"]);
+  EXPECT_EQ(written["mean_step_time_s"], ran["mean_step_time_s"]);
+  ASSERT_EQ(written["ranks"].size(), 2u);
+  EXPECT_EQ(written["ranks"][1]["device"], 1);
+  EXPECT_EQ(written["plan"]["stages"][0]["replicas"].size(), 2u);
+  auto s = run_hetplan(std::string("simulate --json --cluster cpu:2 --strategy dp=2,gbs=8 ") +
+                       "--model " + kMlp + ",dtype=fp32 --measured " + file.string());
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const auto sim = nlohmann::json::parse(s.out);
+  const double measured = ran["mean_step_time_s"].get<double>();
+  EXPECT_EQ(sim["measured"]["iteration_time_s"].get<double>(), measured);
+  EXPECT_NEAR(sim["measured"]["error"].get<double>(),
+              (sim["iteration_time_s"].get<double>() - measured) / measured, 1e-12);
+  std::filesystem::remove(file);
+}
+
 TEST(RunCli, TrainsOnATextFile) {
   // Any text file Debian ships: the GPL, tokenised at byte level.
   const std::string data = " --data /usr/share/common-licenses/GPL-3";

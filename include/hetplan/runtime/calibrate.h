@@ -14,7 +14,7 @@ struct CalibrateOptions {
   std::string device = "cpu";       // "cpu" or "cuda"
   std::string device_type = "cpu";  // the catalog name the points are filed under
   int threads = 1;                  // intra-op threads (cpu), as each `hetplan run` worker uses
-  double seconds_per_point = 0.02;  // repeat each measurement for at least this long
+  double seconds_per_point = 0.1;  // time each measurement for at least this long
   int sizes = 7;                    // sizes per op kind, growing geometrically
   std::string measured_on;          // date written into the profile
 };
