@@ -11,6 +11,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <tuple>
 
 #include "batches.h"
 #include "hetplan/sim/schedule_order.h"
@@ -28,9 +29,20 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Where the plan puts the ranks: stage by stage, replica by replica, then the T devices of a
-// replica (its tensor-parallel ranks j). The replicas of a stage split every micro-batch by their
-// batch shares, the stages split the layers, the T devices of a replica split its ops.
+// The one rank order of the runtime: stage by stage, replica by replica, then the devices of a
+// replica (its tensor-parallel ranks j). Calls f(rank, stage, replica, j, device).
+template <class F>
+void for_each_rank(const plan::Plan& p, F&& f) {
+  int rank = 0;
+  for (int s = 0; s < static_cast<int>(p.stages.size()); ++s)
+    for (int r = 0; r < static_cast<int>(p.stages[s].replicas.size()); ++r)
+      for (int j = 0; j < static_cast<int>(p.stages[s].replicas[r].devices.size()); ++j)
+        f(rank++, s, r, j, p.stages[s].replicas[r].devices[j]);
+}
+
+// Where the plan puts a rank (in for_each_rank's order). The replicas of a stage split every
+// micro-batch by their batch shares, the stages split the layers, the T devices of a replica
+// split its ops (check_executable makes T the same for every replica).
 struct Place {
   int S = 1, T = 1, s = 0, r = 0, j = 0;
   std::vector<int> replicas;  // per stage
@@ -41,19 +53,12 @@ struct Place {
   explicit Place(const plan::Plan& p, int rank) {
     S = static_cast<int>(p.stages.size());
     T = static_cast<int>(p.stages[0].replicas[0].devices.size());
-    int next = 0;
-    bool found = false;
-    for (int st = 0; st < S; ++st) {
-      base.push_back(next);
-      replicas.push_back(static_cast<int>(p.stages[st].replicas.size()));
-      next += replicas.back() * T;
-      if (!found && rank < next) {
-        s = st;
-        r = (rank - base[st]) / T;
-        j = (rank - base[st]) % T;
-        found = true;
-      }
-    }
+    for (const auto& st : p.stages) replicas.push_back(static_cast<int>(st.replicas.size()));
+    base.assign(S, 0);
+    for_each_rank(p, [&](int k, int stage, int replica, int jj, int) {
+      if (replica == 0 && jj == 0) base[stage] = k;
+      if (k == rank) std::tie(s, r, j) = std::tie(stage, replica, jj);
+    });
   }
 };
 
@@ -192,9 +197,7 @@ std::string failure_text(const std::exception& e) {
 
 std::vector<int> rank_devices(const plan::Plan& p) {
   std::vector<int> out;
-  for (const auto& st : p.stages)
-    for (const auto& rep : st.replicas)
-      out.insert(out.end(), rep.devices.begin(), rep.devices.end());
+  for_each_rank(p, [&](int, int, int, int, int device) { out.push_back(device); });
   return out;
 }
 
