@@ -29,13 +29,12 @@ print(len({d for s in p['stages'] for r in s['replicas'] for d in r['devices']})
     *) echo 4 ;;
   esac
 }
-measure() {  # model, plan arguments
+# Runs the plan for real, then simulates it against what the run measured: the simulator's JSON.
+measure_and_predict() {  # model, plan arguments
   "$bin" run --model "$1" --cluster "$work/cluster.yaml" --nprocs "$(ranks "$2")" --emulate $2 \
-    --steps "$steps" --json 2>/dev/null | json_field "['mean_step_time_s']"
-}
-predict() {
+    --steps "$steps" --measured-out "$work/measured.json" >/dev/null 2>&1
   "$bin" simulate --model "$1,dtype=fp32" --cluster "$work/cluster.yaml" $2 \
-    --calibration "$work/cpu.json" --json | json_field "['iteration_time_s']"
+    --calibration "$work/cpu.json" --measured "$work/measured.json" --json
 }
 printf "%-42s %-26s %12s %12s %8s\n" model plan "measured ms" "predicted ms" error
 sum=0; n=0
@@ -45,9 +44,10 @@ for model in "mlp:layers=4,hidden=512,in=256,out=10" "gpt:layers=4,hidden=128,he
     --calibration "$work/cpu.json" --out "$work/plan.json" >/dev/null
   for plan in "--strategy dp=4,gbs=$gbs" "--plan $work/plan.json" "--strategy dp=2,pp=2,gbs=$gbs,mbs=4" \
               "--strategy tp=2,dp=2,gbs=$gbs"; do
-    measured=$(measure "$model" "$plan")
-    predicted=$(predict "$model" "$plan")
-    err=$(python3 -c "print(100 * ($predicted - $measured) / $measured)")
+    sim=$(measure_and_predict "$model" "$plan")
+    measured=$(json_field "['measured']['iteration_time_s']" <<<"$sim")
+    predicted=$(json_field "['iteration_time_s']" <<<"$sim")
+    err=$(json_field "['measured']['error'] * 100" <<<"$sim")
     label=${plan/$work\//}
     printf "%-42s %-26s %12.1f %12.1f %+7.1f%%\n" "$model" "$label" \
       "$(python3 -c "print(1e3 * $measured)")" "$(python3 -c "print(1e3 * $predicted)")" "$err"

@@ -32,7 +32,7 @@ ROWS=(
   "$RESNET 1 --strategy=dp=1,gbs=16,mbs=16"
   "$RESNET 2 --strategy=dp=2,gbs=16,mbs=8"
 )
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 printf "%-45s %5s %-28s %12s %12s %8s\n" model ranks plan "measured ms" "predicted ms" error
 sum=0; n=0
 for row in "${ROWS[@]}"; do
@@ -41,9 +41,9 @@ for row in "${ROWS[@]}"; do
     --measured-out "$work/measured.json" >/dev/null
   sim=$("$bin" simulate --model "$model,dtype=fp32" --cluster "cpu:$ranks" "$plan" \
         --calibration "$work/cpu.json" --measured "$work/measured.json" --json)
-  measured=$(json_field measured <<<"$sim" | python3 -c "import ast,sys; print(ast.literal_eval(sys.stdin.read())['iteration_time_s'])")
-  predicted=$(json_field iteration_time_s <<<"$sim")
-  err=$(json_field measured <<<"$sim" | python3 -c "import ast,sys; print(100 * ast.literal_eval(sys.stdin.read())['error'])")
+  measured=$(json_field "['measured']['iteration_time_s']" <<<"$sim")
+  predicted=$(json_field "['iteration_time_s']" <<<"$sim")
+  err=$(json_field "['measured']['error'] * 100" <<<"$sim")
   printf "%-45s %5s %-28s %12.2f %12.2f %+7.1f%%\n" "$model" "$ranks" "${plan##*/}" \
     "$(python3 -c "print(1e3 * $measured)")" "$(python3 -c "print(1e3 * $predicted)")" "$err"
   sum=$(python3 -c "print($sum + abs($err))"); n=$((n + 1))

@@ -33,7 +33,8 @@ Result<int> int_var(const std::map<std::string, std::string>& env, const std::st
   return v;
 }
 
-// A port the kernel considers free right now (bound to port 0, then released).
+}  // namespace
+
 Result<int> free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return Error{fmt::format("--nprocs: cannot open a socket: {}", std::strerror(errno))};
@@ -48,8 +49,6 @@ Result<int> free_port() {
   if (!ok) return Error{fmt::format("--nprocs: cannot find a free port: {}", std::strerror(errno))};
   return static_cast<int>(ntohs(addr.sin_port));
 }
-
-}  // namespace
 
 Result<RankEnv> rank_env_from(const std::map<std::string, std::string>& env) {
   RankEnv r;

@@ -92,7 +92,9 @@ class Block : public nn::Module {
 };
 
 // Layers: "stem", one per block, "head" (global average pooling, linear, cross-entropy).
-class ResNet : public TrainModule {
+// Under full recomputation a layer's batch statistics are reduced again in the backward pass, by
+// every replica alike.
+class ResNet : public ClassifierStack {
  public:
   ResNet(std::int64_t image, std::int64_t width, const std::vector<BlockShape>& blocks,
          std::int64_t classes) {
@@ -116,42 +118,24 @@ class ResNet : public TrainModule {
     input_shapes_.push_back(x.sizes().vec());
   }
   void set_batch_group(c10d::ProcessGroup* group) override { group_ = group; }
-  torch::Tensor forward_layers(int first, int count, const torch::Tensor& x,
-                               const torch::Tensor& targets) override {
-    torch::Tensor y = x;
-    for (int l = first; l < first + count; ++l) {
-      if (l + 1 < num_layers_) {
-        // Full recomputation reruns each layer in the backward pass (its batch statistics are
-        // reduced again, by every replica alike); selective has no attention core to drop.
-        y = run_layer(layer_fns_[l], y, recompute_ == cost::Recompute::full);
-      } else {
-        y = summed_cross_entropy(head_->forward(y.mean({2, 3})), targets);
-      }
-    }
-    return y;
-  }
   std::vector<std::int64_t> activation_shape(int layer, std::int64_t n) const override {
     auto shape = input_shapes_.at(static_cast<std::size_t>(layer));
     shape[0] = n;
     return shape;
   }
-  std::vector<torch::Tensor> layer_parameters(int first, int count) override {
-    std::vector<torch::Tensor> out;
-    for (int l = first; l < first + count; ++l) {
-      const nn::Module* m = stem_.get();
-      if (l > 0)
-        m = l + 1 < num_layers_ ? blocks_[static_cast<std::size_t>(l - 1)].get()
-                                : static_cast<const nn::Module*>(head_.get());
-      for (const auto& t : m->parameters()) out.push_back(t);
-    }
-    return out;
-  }
 
  private:
+  const nn::Module& layer_module(int l) const override {
+    if (l == 0) return *stem_;
+    if (l + 1 < num_layers_) return *blocks_[static_cast<std::size_t>(l - 1)];
+    return *head_;
+  }
+  // Global average pooling, then the linear classifier.
+  torch::Tensor logits(const torch::Tensor& x) override { return head_->forward(x.mean({2, 3})); }
+
   std::shared_ptr<Stem> stem_;
   std::vector<std::shared_ptr<Block>> blocks_;
   nn::Linear head_{nullptr};
-  std::vector<LayerFn> layer_fns_;
   std::vector<std::vector<std::int64_t>> input_shapes_;
   c10d::ProcessGroup* group_ = nullptr;
 };

@@ -351,23 +351,23 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   // Every rank must go on from the same step. Rank 0 alone writes `latest`, so DIR must be one
   // directory every rank sees; ranks that find different steps (or none) stop together.
   if (groups.world) {
+    // One all-reduce of (step, -step) by maximum gives the highest and the lowest.
     const double mine = unreadable ? -1.0 : static_cast<double>(first_step);
-    std::vector<torch::Tensor> lo{torch::full({1}, mine, torch::kDouble)}, hi{lo[0].clone()};
+    std::vector<torch::Tensor> range{torch::tensor({mine, -mine}, torch::kDouble)};
     try {
-      c10d::AllreduceOptions min, max;
-      min.reduceOp = c10d::ReduceOp::MIN;
+      c10d::AllreduceOptions max;
       max.reduceOp = c10d::ReduceOp::MAX;
-      groups.world->allreduce(lo, min)->wait();
-      groups.world->allreduce(hi, max)->wait();
+      groups.world->allreduce(range, max)->wait();
     } catch (const std::exception& e) {
       return Error{fmt::format("--checkpoint: the ranks could not compare their steps: {}",
                                failure_text(e))};
     }
-    if (!unreadable && lo[0].item<double>() != hi[0].item<double>())
+    const double hi = range[0][0].item<double>(), lo = -range[0][1].item<double>();
+    if (!unreadable && lo != hi)
       return Error{fmt::format(
           "--checkpoint: {}: the ranks find different steps to resume from ({} to {}; -1: "
           "unreadable): every rank must see the one directory rank 0 writes",
-          opts.checkpoint_dir, lo[0].item<double>(), hi[0].item<double>())};
+          opts.checkpoint_dir, lo, hi)};
   }
   if (unreadable) return *unreadable;
   const bool resume = first_step > 0;

@@ -58,7 +58,7 @@ class Recomputed : public torch::autograd::Function<Recomputed> {
 };
 
 // Layers "layers.i" (Linear + ReLU) and "head" (Linear + cross-entropy).
-class Mlp : public TrainModule {
+class Mlp : public ClassifierStack {
  public:
   Mlp(std::int64_t in, std::int64_t hidden, int layers, std::int64_t out)
       : in_(in), hidden_(hidden) {
@@ -73,36 +73,18 @@ class Mlp : public TrainModule {
       layer_fns_.push_back(
           [this, i](const torch::Tensor& x) { return torch::relu(layers_[i]->forward(x)); });
   }
-  torch::Tensor forward_layers(int first, int count, const torch::Tensor& x,
-                               const torch::Tensor& targets) override {
-    torch::Tensor y = x;
-    for (int l = first; l < first + count; ++l) {
-      if (l + 1 < num_layers_) {
-        // Selective recomputation drops attention cores only: an MLP has none.
-        y = run_layer(layer_fns_[l], y, recompute_ == cost::Recompute::full);
-      } else {
-        y = summed_cross_entropy(head_->forward(y), targets);
-      }
-    }
-    return y;
-  }
   std::vector<std::int64_t> activation_shape(int layer, std::int64_t n) const override {
     return {n, layer == 0 ? in_ : hidden_};
   }
-  std::vector<torch::Tensor> layer_parameters(int first, int count) override {
-    std::vector<torch::Tensor> out;
-    for (int l = first; l < first + count; ++l) {
-      const nn::Module* m =
-          l + 1 < num_layers_ ? static_cast<const nn::Module*>(layers_[l].get()) : head_.get();
-      for (const auto& t : params_of({m})) out.push_back(t);
-    }
-    return out;
-  }
 
  private:
+  const nn::Module& layer_module(int l) const override {
+    return l + 1 < num_layers_ ? static_cast<const nn::Module&>(*layers_[l]) : *head_;
+  }
+  torch::Tensor logits(const torch::Tensor& x) override { return head_->forward(x); }
+
   std::int64_t in_, hidden_;
   std::vector<nn::Linear> layers_;
-  std::vector<LayerFn> layer_fns_;
   nn::Linear head_{nullptr};
 };
 
@@ -406,6 +388,22 @@ std::int64_t count_parameters(const torch::nn::Module& mod) {
 torch::Tensor summed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
   return torch::nn::functional::cross_entropy(
       logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+}
+
+torch::Tensor ClassifierStack::forward_layers(int first, int count, const torch::Tensor& x,
+                                              const torch::Tensor& targets) {
+  torch::Tensor y = x;
+  for (int l = first; l < first + count; ++l)
+    y = l + 1 < num_layers_ ? run_layer(layer_fns_[l], y, recompute_ == cost::Recompute::full)
+                            : summed_cross_entropy(logits(y), targets);
+  return y;
+}
+
+std::vector<torch::Tensor> ClassifierStack::layer_parameters(int first, int count) {
+  std::vector<torch::Tensor> out;
+  for (int l = first; l < first + count; ++l)
+    for (const auto& t : layer_module(l).parameters()) out.push_back(t);
+  return out;
 }
 
 // An input that needs no gradient (the first layer's features) is made a leaf that does, so that

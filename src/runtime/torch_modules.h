@@ -79,6 +79,25 @@ torch::Tensor run_layer(const LayerFn& f, const torch::Tensor& x, bool recompute
 // The cross-entropy of each row of logits against its target, summed.
 torch::Tensor summed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets);
 
+// Layers that are functions of their input, then a classifier head whose loss is the summed
+// cross-entropy (an MLP's and a ResNet's shape). Subclasses fill layer_fns_, one per layer but
+// the head, and say which module holds each layer's parameters and what logits the head gives.
+class ClassifierStack : public TrainModule {
+ public:
+  // Full recomputation reruns each layer in the backward pass; selective recomputation drops
+  // attention cores only, and these layers have none.
+  torch::Tensor forward_layers(int first, int count, const torch::Tensor& x,
+                               const torch::Tensor& targets) override;
+  std::vector<torch::Tensor> layer_parameters(int first, int count) override;
+
+ protected:
+  // The module holding layer l's parameters (the last layer: the head's).
+  virtual const torch::nn::Module& layer_module(int l) const = 0;
+  // The head's logits for the last layer's input.
+  virtual torch::Tensor logits(const torch::Tensor& x) = 0;
+  std::vector<LayerFn> layer_fns_;
+};
+
 // Whether the runtime has modules for m's family (MLPs, ResNets and decoder language models), or
 // why not.
 Result<bool> executable_family(const model::Model& m);

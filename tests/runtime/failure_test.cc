@@ -1,10 +1,7 @@
 // hetplan run when a rank dies or hangs: the others stop within a bounded time and name it, and
 // a periodic checkpoint taken before the failure resumes with the losses of an uninterrupted run.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +13,7 @@
 #include <thread>
 
 #include "../cli/run_command.h"
+#include "hetplan/runtime/launch.h"
 
 namespace hetplan::runtime {
 namespace {
@@ -53,21 +51,6 @@ struct Reaper {
     for (pid_t p : pids) ::waitpid(p, nullptr, WNOHANG);
   }
 };
-
-// A TCP port nothing listens on now (the kernel's pick).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
 
 // Waits for `pid` to end, at most `limit`: its exit status, or -1 when it is still running.
 int wait_for(pid_t pid, std::chrono::seconds limit) {
@@ -166,9 +149,9 @@ TEST(RunFailures, AHungRankIsNamedWithinTheTimeout) {
   // ranks 0 and 1 give up after --timeout (5 s) and name it.
   const fs::path dir = temp("progress");
   fs::remove_all(dir);
-  const int free = free_port();
-  ASSERT_GT(free, 0);
-  const std::string port = std::to_string(free);
+  const auto free = free_port();
+  ASSERT_TRUE(free) << free.error().message;
+  const std::string port = std::to_string(*free);
   std::vector<pid_t> ranks;
   std::vector<fs::path> errs;
   for (int rank = 0; rank < 3; ++rank) {

@@ -26,6 +26,10 @@ Result<RankEnv> rank_env_from(const std::map<std::string, std::string>& env);
 // The same, from the process environment.
 Result<RankEnv> rank_env_from_environment();
 
+// A TCP port on 127.0.0.1 that the kernel considers free right now (bound to port 0, then
+// released): where a local job's rendezvous store listens.
+Result<int> free_port();
+
 class Emulation;
 
 // Starts `nprocs` copies of this executable with `args` (argv without the program name) and the
