@@ -22,8 +22,7 @@ std::string chrome_trace_json(const SimResult& r) {
                       {"args", {{"name", "communication"}}}});
   }
   for (const TaskRecord& e : r.events) {
-    const bool transfer = e.kind == TaskKind::p2p || e.kind == TaskKind::grad_sync ||
-                          e.kind == TaskKind::param_gather;
+    const bool transfer = is_transfer(e.kind);
     std::string name = to_string(e.kind);
     if (e.microbatch >= 0) name += " mb" + std::to_string(e.microbatch);
     if (e.bucket >= 0) name += " bucket" + std::to_string(e.bucket);

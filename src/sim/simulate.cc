@@ -32,8 +32,15 @@ const char* to_string(TaskKind k) {
       return "param_gather";
     case TaskKind::grad_rebuild:
       return "grad_rebuild";
+    case TaskKind::tp_comm:
+      return "tp_comm";
   }
   return "?";
+}
+
+bool is_transfer(TaskKind k) {
+  return k == TaskKind::p2p || k == TaskKind::grad_sync || k == TaskKind::param_gather ||
+         k == TaskKind::tp_comm;
 }
 
 namespace {
@@ -89,10 +96,11 @@ struct Lowering {
   std::vector<std::vector<int>> lane_of;  // [stage][replica]
   std::vector<int> lane_compute_stream;
   std::vector<std::vector<PassRef>> lane_order;
-  // Task ids: [stage][replica][microbatch]
-  std::vector<std::vector<std::vector<int>>> fwd, bwd;
+  // Task ids, [stage][replica][microbatch]: the first task of each pass (its compute) and the last
+  // (its tensor-parallel collectives, or the compute when it has none).
+  std::vector<std::vector<std::vector<int>>> fwd, bwd, fwd_last, bwd_last;
   std::vector<std::vector<std::vector<int>>>
-      bwd_buckets;                                     // last micro-batch's backward, per bucket
+      bwd_buckets;  // last micro-batch's backward compute, per bucket
   std::vector<std::vector<detail::LayerTimes>> times;  // [stage][replica]
   std::vector<std::vector<std::pair<int, int>>>
       buckets;  // [stage] -> (first layer offset, count), in backward order
@@ -195,12 +203,16 @@ struct Lowering {
     }
     fwd.assign(S, {});
     bwd.assign(S, {});
+    fwd_last.assign(S, {});
+    bwd_last.assign(S, {});
     bwd_buckets.assign(S, {});
     optimizer_task.assign(S, {});
     for (int s = 0; s < S; ++s) {
       const std::size_t R = p.stages[s].replicas.size();
       fwd[s].assign(R, std::vector<int>(M, -1));
       bwd[s].assign(R, std::vector<int>(M, -1));
+      fwd_last[s].assign(R, std::vector<int>(M, -1));
+      bwd_last[s].assign(R, std::vector<int>(M, -1));
       bwd_buckets[s].assign(R, {});
     }
     // Replica index of each stage on each lane.
@@ -213,33 +225,33 @@ struct Lowering {
         const int s = lanes[l].stages[pr.chunk];
         const int r = replica_on_lane[l][s];
         const auto& t = times[s][r];
+        const int layers = p.stages[s].num_layers;
         Task task;
         task.stream = lane_compute_stream[l];
         task.lane = static_cast<int>(l);
         task.stage = s;
         task.microbatch = pr.microbatch;
+        const int mb = pr.microbatch;
         if (pr.forward) {
           task.kind = TaskKind::forward;
-          task.duration = t.forward_total;
-          fwd[s][r][pr.microbatch] = g.add_task(task);
-        } else if (pr.microbatch != M - 1) {
+          std::tie(fwd[s][r][mb], fwd_last[s][r][mb]) =
+              add_pass(task, t.compute(true, 0, layers), t.comm(true, 0, layers));
+        } else if (mb != M - 1) {
           task.kind = TaskKind::backward;
-          task.duration = t.backward_total;
-          bwd[s][r][pr.microbatch] = g.add_task(task);
+          std::tie(bwd[s][r][mb], bwd_last[s][r][mb]) =
+              add_pass(task, t.compute(false, 0, layers), t.comm(false, 0, layers));
         } else {
           // The last backward pass, split by gradient bucket so synchronisation overlaps it.
           task.kind = TaskKind::backward;
-          int first = -1;
           for (std::size_t b = 0; b < buckets[s].size(); ++b) {
             auto [off, count] = buckets[s][b];
             task.bucket = static_cast<int>(b);
-            task.duration = 0;
-            for (int k = off; k < off + count; ++k) task.duration += t.backward[k];
-            const int id = g.add_task(task);
-            if (first < 0) first = id;
-            bwd_buckets[s][r].push_back(id);
+            const auto [first, last] =
+                add_pass(task, t.compute(false, off, count), t.comm(false, off, count));
+            if (b == 0) bwd[s][r][mb] = first;
+            bwd_last[s][r][mb] = last;
+            bwd_buckets[s][r].push_back(first);
           }
-          bwd[s][r][pr.microbatch] = first;
         }
       }
     }
@@ -247,12 +259,30 @@ struct Lowering {
     // but explicit edges keep odd schedules honest).
     for (int s = 0; s < S; ++s)
       for (std::size_t r = 0; r < p.stages[s].replicas.size(); ++r)
-        for (int mb = 0; mb < M; ++mb) g.add_edge(fwd[s][r][mb], bwd[s][r][mb]);
+        for (int mb = 0; mb < M; ++mb) g.add_edge(fwd_last[s][r][mb], bwd[s][r][mb]);
     add_pipeline_transfers();
     if (p.zero_stage >= 3) add_parameter_gathers();
     auto sync = add_gradient_sync();
     if (!sync) return sync;
     return true;
+  }
+
+  // A pass's compute, then on the same stream its tensor-parallel collectives as one flow (the
+  // compute stream waits for them, as Megatron-LM's synchronous collectives make it). Returns the
+  // first and the last task.
+  std::pair<int, int> add_pass(Task task, double compute_s, const detail::PassComm& comm) {
+    task.duration = compute_s;
+    const int first = g.add_task(task);
+    if (comm.empty()) return {first, first};
+    Task t = task;
+    t.kind = TaskKind::tp_comm;
+    t.is_transfer = true;
+    t.duration = comm.transfer;
+    t.latency = comm.latency;
+    t.loads_begin = static_cast<int>(g.loads.size());
+    g.loads.insert(g.loads.end(), comm.loads.begin(), comm.loads.end());
+    t.loads_end = static_cast<int>(g.loads.size());
+    return {first, g.add_task(t)};
   }
 
   int add_transfer(TaskKind kind, int stream, int lane, int peer, int stage, int mb, int bucket,
@@ -306,7 +336,7 @@ struct Lowering {
           const int la = lane_of[s][a], lb = lane_of[s + 1][b];
           if (la == lb) {
             for (int mb = 0; mb < M; ++mb) {
-              g.add_edge(fwd[s][a][mb], fwd[s + 1][b][mb]);
+              g.add_edge(fwd_last[s][a][mb], fwd[s + 1][b][mb]);
               g.add_edge(bwd_end(s + 1, b, mb), bwd[s][a][mb]);
             }
             continue;
@@ -316,7 +346,7 @@ struct Lowering {
           const int fstream = g.add_stream(), bstream = g.add_stream();
           for (int mb = 0; mb < M; ++mb) {
             const int tf = add_transfer(TaskKind::p2p, fstream, la, lb, s, mb, -1, parts);
-            g.add_edge(fwd[s][a][mb], tf);
+            g.add_edge(fwd_last[s][a][mb], tf);
             g.add_edge(tf, fwd[s + 1][b][mb]);
             const int tb = add_transfer(TaskKind::p2p, bstream, lb, la, s + 1, mb, -1, parts);
             g.add_edge(bwd_end(s + 1, b, mb), tb);
@@ -360,10 +390,7 @@ struct Lowering {
   }
 
   // The task that ends the backward pass of (stage, replica, micro-batch).
-  int bwd_end(int s, std::size_t r, int mb) const {
-    if (mb == p.num_microbatches - 1) return bwd_buckets[s][r].back();
-    return bwd[s][r][mb];
-  }
+  int bwd_end(int s, std::size_t r, int mb) const { return bwd_last[s][r][mb]; }
 
   // Index into p.grad_sync of the rule that synchronises op i's gradient (its first match), or
   // -1 for the default (all-reduce, cheapest algorithm).

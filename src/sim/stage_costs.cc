@@ -28,6 +28,59 @@ StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const
   }
 }
 
+namespace {
+
+// Adds `more` (ascending by link) into `into` (ascending by link), summing the bytes of a link.
+void merge_loads(std::vector<cost::LinkLoad>& into, const std::vector<cost::LinkLoad>& more) {
+  std::vector<cost::LinkLoad> merged;
+  merged.reserve(into.size() + more.size());
+  std::size_t i = 0, j = 0;
+  while (i < into.size() || j < more.size()) {
+    if (j == more.size() || (i < into.size() && into[i].link < more[j].link)) {
+      merged.push_back(into[i++]);
+    } else if (i == into.size() || more[j].link < into[i].link) {
+      merged.push_back(more[j++]);
+    } else {
+      merged.push_back({into[i].link, into[i].bytes + more[j].bytes});
+      ++i;
+      ++j;
+    }
+  }
+  into = std::move(merged);
+}
+
+}  // namespace
+
+void PassComm::add(const cost::CollectiveCost& c) {
+  latency += c.latency.value;
+  transfer += (c.time - c.latency).value;
+  std::vector<cost::LinkLoad> sorted = c.loads;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const cost::LinkLoad& a, const cost::LinkLoad& b) { return a.link < b.link; });
+  merge_loads(loads, sorted);
+}
+
+void PassComm::add(const PassComm& o) {
+  latency += o.latency;
+  transfer += o.transfer;
+  merge_loads(loads, o.loads);
+}
+
+double LayerTimes::compute(bool forward_pass, int first, int count) const {
+  const auto& total = forward_pass ? forward : backward;
+  const auto& comms = forward_pass ? forward_comm : backward_comm;
+  double t = 0;
+  for (int k = first; k < first + count; ++k) t += std::max(0.0, total[k] - comms[k].time());
+  return t;
+}
+
+PassComm LayerTimes::comm(bool forward_pass, int first, int count) const {
+  const auto& comms = forward_pass ? forward_comm : backward_comm;
+  PassComm out;
+  for (int k = first; k < first + count; ++k) out.add(comms[k]);
+  return out;
+}
+
 double StageCoster::device_time(int device, const model::TrainOp& op, double samples,
                                 double shard) const {
   // A node limited to a share of its CPU (cluster files' cpu_share, emulated clusters) runs
@@ -192,16 +245,21 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
                                       double samples) const {
   LayerTimes out;
   const int tp = static_cast<int>(r.devices.size());
-  auto tp_collective = [&](cost::Collective kind, double bytes) {
-    if (tp == 1 || bytes <= 0) return 0.0;
-    return collective(kind, r.devices, bytes, r.tp_shares).time.value;
+  // Adds a tensor-parallel collective's time to `t` and the collective to `comm`.
+  auto tp_collective = [&](cost::Collective kind, double bytes, double& t, PassComm& comm) {
+    if (tp == 1 || bytes <= 0) return;
+    const auto c = collective(kind, r.devices, bytes, r.tp_shares);
+    t += c.time.value;
+    comm.add(c);
   };
   for (int li = s.first_layer; li < s.first_layer + s.num_layers; ++li) {
     const model::Layer& layer = m_.layers[li];
     double fwd = 0, bwd = 0, recompute = 0;
+    PassComm fwd_comm, bwd_comm, recompute_comm;
     for (int op = layer.first_op; op < layer.first_op + layer.num_ops; ++op) {
       const model::Op& o = m_.ops[op];
       double tf = 0, tb = 0;
+      PassComm op_fwd_comm;
       for (int j = 0; j < tp; ++j) {
         const double share = op_share(op, r, j);
         tf = std::max(tf, device_time(r.devices[j], tg_.forward[op], samples, share));
@@ -222,25 +280,35 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
           const bool local = in >= m_.layers[s.first_layer].first_op;
           const Layout from = local ? layout_[in].output : Layout::replicated;
           const double bytes = m_.output_bytes(in) * samples;
-          if (auto c = conversion(from, mine.input)) tf += tp_collective(*c, bytes);
+          if (auto c = conversion(from, mine.input)) tp_collective(*c, bytes, tf, op_fwd_comm);
           if (auto c = conversion(mine.input_grad, gradient_layout(from)))
-            tb += tp_collective(*c, bytes);
+            tp_collective(*c, bytes, tb, bwd_comm);
         }
         if (split_[op] == plan::SplitKind::tensor) {
           if (o.shard == model::ShardKind::expert) {
-            tf += 2 * tp_collective(cost::Collective::all_to_all, o.bytes_read * samples);
-            tb += 2 * tp_collective(cost::Collective::all_to_all, o.bytes_read * samples);
+            // Tokens to their experts and back, in each pass.
+            for (int k = 0; k < 2; ++k) {
+              tp_collective(cost::Collective::all_to_all, o.bytes_read * samples, tf, op_fwd_comm);
+              tp_collective(cost::Collective::all_to_all, o.bytes_read * samples, tb, bwd_comm);
+            }
           } else if (o.shard == model::ShardKind::vocab && o.kind == model::OpKind::cross_entropy) {
-            tf += tp_collective(cost::Collective::all_reduce, 2 * o.bytes_written * samples);
+            tp_collective(cost::Collective::all_reduce, 2 * o.bytes_written * samples, tf,
+                          op_fwd_comm);
           }
         }
       }
       fwd += tf;
       bwd += tb;
+      fwd_comm.add(op_fwd_comm);
       if (p_.recompute == cost::Recompute::full ||
-          (p_.recompute == cost::Recompute::selective && o.attention_core))
+          (p_.recompute == cost::Recompute::selective && o.attention_core)) {
         recompute += tf;
+        recompute_comm.add(op_fwd_comm);
+      }
     }
+    bwd_comm.add(recompute_comm);
+    out.forward_comm.push_back(std::move(fwd_comm));
+    out.backward_comm.push_back(std::move(bwd_comm));
     out.forward.push_back(fwd);
     out.backward.push_back(bwd + recompute);
     out.forward_total += fwd;

@@ -16,11 +16,29 @@
 
 namespace hetplan::sim::detail {
 
+// Tensor-parallel collectives of some part of a pass, merged into one flow: the simulator runs
+// them after that part's compute, on links it shares with every other transfer. Alone on its
+// links the flow takes exactly the sum of the collectives' times.
+struct PassComm {
+  double latency = 0;                 // the collectives' latencies, summed
+  double transfer = 0;                // their bandwidth terms (each alone on its links), summed
+  std::vector<cost::LinkLoad> loads;  // bytes per link, summed, ascending by link
+  double time() const { return latency + transfer; }
+  bool empty() const { return latency <= 0 && transfer <= 0; }
+  void add(const cost::CollectiveCost& c);
+  void add(const PassComm& o);
+};
+
 struct LayerTimes {
   std::vector<double> forward;   // per layer of the stage, seconds for one micro-batch
   std::vector<double> backward;  // includes recomputation
-  double optimizer = 0;          // the optimizer step for this replica's parameter shard
+  // The tensor-parallel collectives inside forward[k] and backward[k].
+  std::vector<PassComm> forward_comm, backward_comm;
+  double optimizer = 0;  // the optimizer step for this replica's parameter shard
   double forward_total = 0, backward_total = 0;
+  // Layers [first, first + count): compute seconds, and their collectives.
+  double compute(bool forward_pass, int first, int count) const;
+  PassComm comm(bool forward_pass, int first, int count) const;
 };
 
 class StageCoster {

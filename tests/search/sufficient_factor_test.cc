@@ -62,10 +62,13 @@ TEST(SufficientFactorChoice, PricesTheWideLayersOfVggOnSlowEthernet) {
 }
 
 TEST(SufficientFactorChoice, TheSearchKeepsItWhereTheStepIsFaster) {
-  // The same testbed with 5 Gb/s Ethernet: the fully connected layers' all-reduce now reaches the
-  // critical path, and gathering their factors shortens the step.
+  // The testbed's devices one per machine on 5 Gb/s Ethernet: the fully connected layers'
+  // all-reduces cross the network on the critical path, and gathering their factors shortens the
+  // step. (On the testbed's own machines, slowed to 5 Gb/s, the plan splits the fully connected
+  // layers over each machine's devices, and the tensor-parallel collectives share the links the
+  // gathers would use: all-reduce stays faster there.)
   const auto m = load_model_or_die("vgg16");
-  const auto c = load_cluster_or_die(testing::data_file("tag-mixed-5g.yaml"));
+  const auto c = load_cluster_or_die(testing::data_file("tag-single-gpu-5g.yaml"));
   SearchOptions opts;
   opts.global_batch = 256;
   auto res = find_plan(m, c, Algo::uneven_dp, opts);
@@ -75,13 +78,13 @@ TEST(SufficientFactorChoice, TheSearchKeepsItWhereTheStepIsFaster) {
     EXPECT_EQ(rule.method, plan::SyncMethod::sufficient_factor);
     switched.push_back(rule.ops);
   }
-  EXPECT_EQ(switched, (std::vector<std::string>{"fc6.fc", "fc7.fc"}));
+  EXPECT_EQ(switched, (std::vector<std::string>{"fc6.fc", "fc7.fc", "head.fc"}));
   plan::Plan plain = res->best.plan;
   plain.grad_sync.clear();
   Evaluator evaluator{m, c, opts};
   const Evaluation without = evaluator.evaluate(plain);
   ASSERT_TRUE(without.ok) << without.error;
-  EXPECT_LT(res->best.iteration_time_s, without.iteration_time_s * 0.99);
+  EXPECT_LT(res->best.iteration_time_s, without.iteration_time_s * 0.8);
 }
 
 TEST(SufficientFactorChoice, LeavesTransformersAlone) {

@@ -77,6 +77,59 @@ TEST(TensorLayout, ColumnAfterColumnGathersAndScatters) {
   EXPECT_DOUBLE_EQ(t.backward[0], 2.0);
 }
 
+// The tensor-parallel collectives run as transfers after their pass's compute, on the same links
+// as every other transfer. Two data-parallel replicas of two devices each on one node; two
+// column-split layers of 1 TFLOP per sample and 1e9 parameters, each its own gradient bucket; two
+// micro-batches of one sample per replica. The first micro-batch's collectives have the links to
+// themselves and take exactly their price; in the last backward pass, the second layer's
+// reduce-scatter shares device links with its gradient bucket's all-reduce and takes longer.
+TEST(TensorLayout, TensorParallelCollectivesShareLinksWithGradientSync) {
+  const auto m = chain_model(2, 1e12, 1e9, 1'000'000'000);
+  const auto c = unit_cluster(1, 4);
+  plan::Plan p;
+  p.global_batch = 4;
+  p.num_microbatches = 2;
+  p.grad_bucket_bytes = 1;
+  p.stages.push_back(
+      plan::Stage{0, 2, {plan::Replica{{0, 1}, {}, 0.5}, plan::Replica{{2, 3}, {}, 0.5}}});
+  const auto opts = exact_options();
+  auto r = simulate(m, c, p, opts);
+  ASSERT_TRUE(r) << r.error().message;
+  auto price = [&](C kind) {
+    cost::CollectiveRequest req;
+    req.kind = kind;
+    req.devices = {0, 1};
+    req.bytes = Bytes(1e9);  // one sample's 1 GB activation
+    return cost::collective_cost(c, req, opts.network).time.value;
+  };
+  double forward_compute = -1, forward_comm = -1, first_backward_comm = -1, last_backward_comm = -1;
+  int tp_comms = 0;
+  for (const auto& e : r->events) {
+    if (e.lane != 0) continue;
+    const double d = (e.end - e.start).value;
+    if (e.kind == TaskKind::forward && e.microbatch == 0) forward_compute = d;
+    if (e.kind != TaskKind::tp_comm) continue;
+    ++tp_comms;
+    EXPECT_TRUE(is_transfer(e.kind));
+    if (e.microbatch == 0 && e.bucket < 0 && forward_comm < 0) {
+      forward_comm = d;  // the forward pass's comes first on the lane
+    } else if (e.microbatch == 0) {
+      first_backward_comm = d;
+    } else if (e.bucket == 0) {
+      last_backward_comm = d;
+    }
+  }
+  // Per micro-batch: one forward and one backward transfer (the first layer's backward needs no
+  // conversion: its input arrives whole).
+  EXPECT_EQ(tp_comms, 4);
+  EXPECT_DOUBLE_EQ(forward_compute, 1.0);  // two layers at half a TFLOP each per device
+  EXPECT_NEAR(forward_comm, price(C::all_gather), 1e-12);
+  EXPECT_NEAR(first_backward_comm, price(C::reduce_scatter), 1e-12);
+  EXPECT_GT(last_backward_comm, first_backward_comm * 1.2);
+  // Lane 0's devices spend the collectives communicating, not computing.
+  EXPECT_GT(r->devices[0].comm_busy.value, 2 * (forward_comm + first_backward_comm) - 1e-9);
+}
+
 // Every op split by batch over two devices: each device runs its sample alone (no tensor-parallel
 // collectives), holds the whole weights, and the replica all-reduces their gradients before the
 // optimizer step.

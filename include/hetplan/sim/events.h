@@ -10,8 +10,21 @@
 namespace hetplan::sim {
 
 // grad_rebuild: a replica rebuilds weight gradients from gathered sufficient factors (compute).
-enum class TaskKind { forward, backward, optimizer, p2p, grad_sync, param_gather, grad_rebuild };
+// tp_comm: the tensor-parallel collectives of a pass (or of a gradient bucket's part of the last
+// backward pass), which the pass's compute waits for.
+enum class TaskKind {
+  forward,
+  backward,
+  optimizer,
+  p2p,
+  grad_sync,
+  param_gather,
+  grad_rebuild,
+  tp_comm
+};
 const char* to_string(TaskKind k);
+// Whether tasks of this kind move data over links (the others compute).
+bool is_transfer(TaskKind k);
 
 struct TaskRecord {
   TaskKind kind = TaskKind::forward;
