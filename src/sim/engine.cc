@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <queue>
+#include <utility>
 
 #include "task_graph.h"
 
@@ -40,7 +41,8 @@ class Engine {
         next_(g.streams.size(), 0),
         flows_(g.tasks.size()),
         link_demand_(cap.size(), 0.0),
-        link_flows_(cap.size()) {
+        link_flows_(cap.size()),
+        link_priority_demand_(cap.size()) {
     for (const Task& t : g.tasks) prioritised_ = prioritised_ || t.priority != 0;
     r_.start.assign(g.tasks.size(), -1);
     r_.end.assign(g.tasks.size(), -1);
@@ -124,6 +126,7 @@ class Engine {
     for (int i = task.loads_begin; i < task.loads_end; ++i) {
       const auto& l = g_.loads[i];
       link_demand_[l.link] += demand(task, l);
+      if (prioritised_) add_priority_demand(l.link, task.priority, demand(task, l));
       link_flows_[l.link].push_back(t);
     }
     update_neighbours(t);
@@ -135,6 +138,7 @@ class Engine {
     for (int i = task.loads_begin; i < task.loads_end; ++i) {
       const auto& l = g_.loads[i];
       link_demand_[l.link] -= demand(task, l);
+      if (prioritised_) add_priority_demand(l.link, task.priority, -demand(task, l));
       auto& v = link_flows_[l.link];
       auto it = std::find(v.begin(), v.end(), t);
       *it = v.back();
@@ -171,13 +175,9 @@ class Engine {
       }
       // What flows of a higher priority leave of the link, shared by this priority's flows.
       double higher = 0, same = 0;
-      for (int other : link_flows_[link]) {
-        const Task& o = g_.tasks[other];
-        double d = 0;
-        for (int k = o.loads_begin; k < o.loads_end; ++k)
-          if (g_.loads[k].link == link) d += demand(o, g_.loads[k]);
-        if (o.priority > task.priority) higher += d;
-        if (o.priority == task.priority) same += d;
+      for (const auto& [priority, d] : link_priority_demand_[link]) {
+        if (priority > task.priority) higher += d;
+        if (priority == task.priority) same += d;
       }
       const double left = cap_[link] - std::min(cap_[link], higher);
       load = std::max(load, left > 0 ? same / left : std::numeric_limits<double>::infinity());
@@ -189,6 +189,17 @@ class Engine {
     if (speed > 0) push(now_ + f.remaining / speed, t, EvType::flow_done, f.version);
   }
 
+  // Demand on `link` of the active flows of one priority changes by `d`.
+  void add_priority_demand(int link, int priority, double d) {
+    auto& v = link_priority_demand_[link];
+    for (auto& [p, sum] : v)
+      if (p == priority) {
+        sum += d;
+        return;
+      }
+    v.emplace_back(priority, d);
+  }
+
   const TaskGraph& g_;
   const std::vector<double>& cap_;
   std::vector<int> preds_;
@@ -196,6 +207,8 @@ class Engine {
   std::vector<Flow> flows_;
   std::vector<double> link_demand_;
   std::vector<std::vector<int>> link_flows_;
+  // Per link, (priority, summed demand of its active flows), for the priority path.
+  std::vector<std::vector<std::pair<int, double>>> link_priority_demand_;
   std::vector<std::uint32_t> seen_;
   std::uint32_t stamp_ = 0;
   bool prioritised_ = false;  // some transfer has a priority: links are shared by priority
