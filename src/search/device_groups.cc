@@ -56,7 +56,7 @@ std::vector<plan::Replica> tp_replicas(const cluster::Cluster& c, const std::vec
 }
 
 double device_peak(const cluster::Cluster& c, int device, model::DType dt) {
-  return c.type_of(device).peak(dt).value;
+  return c.type_of(device).peak(dt).value * c.nodes[c.devices[device].node].cpu_share;
 }
 
 std::vector<std::int64_t> proportional_split(const std::vector<double>& weights,

@@ -6,9 +6,11 @@
 // replicated), the collectives between layouts on every data edge (the cost layer picks padded or
 // grouped forms for uneven shards), and once per iteration the all-reduce of the weight gradients
 // of ops split by batch. With the program fixed, a linear program picks the ratios: minimise the
-// sum over units of the slowest device's compute (per device type, linearised at the current
+// sum over units of the slowest device's compute (per device class, linearised at the current
 // ratios) subject to each device's memory; program search and LP alternate until the cost stops
-// improving by 0.1%.
+// improving by 0.1%. A device class is a device type at a node's cpu_share: devices of one class
+// are interchangeable, so the LP gives them one ratio (a ratio per device would take the same
+// values at the optimum).
 #include "hetplan/search/hap.h"
 
 #include <fmt/format.h>
@@ -76,6 +78,13 @@ std::vector<Unit> make_units(const model::Model& m, int tp) {
   return units;
 }
 
+// Devices that compute alike: one type at one cpu_share.
+using DeviceClass = std::pair<int, double>;  // (device type, its node's cpu_share)
+
+DeviceClass class_of(const cluster::Cluster& c, int device) {
+  return {c.devices[device].type, c.nodes[c.devices[device].node].cpu_share};
+}
+
 // Costs of programs on one replica at given ratios; builds the search instance.
 class SpmdCoster {
  public:
@@ -93,25 +102,32 @@ class SpmdCoster {
     backward_of_.assign(ctx.model.ops.size(), -1);
     for (std::size_t i = 0; i < tg_.backward.size(); ++i)
       backward_of_[tg_.backward[i].op] = static_cast<int>(i);
-    for (int d : devices) types_.push_back(ctx.cluster.devices[d].type);
-    std::vector<int> distinct = types_;
-    std::sort(distinct.begin(), distinct.end());
-    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-    distinct_types_ = distinct;
+    for (int d : devices) classes_.push_back(class_of(ctx.cluster, d));
+    std::sort(classes_.begin(), classes_.end());
+    classes_.erase(std::unique(classes_.begin(), classes_.end()), classes_.end());
+    for (int d : devices)
+      class_index_.push_back(
+          static_cast<int>(std::find(classes_.begin(), classes_.end(), class_of(ctx.cluster, d)) -
+                           classes_.begin()));
   }
 
-  int count_of(int type) const {
-    return static_cast<int>(std::count(types_.begin(), types_.end(), type));
+  int num_classes() const { return static_cast<int>(classes_.size()); }
+  int count_of(int cls) const {
+    return static_cast<int>(std::count(class_index_.begin(), class_index_.end(), cls));
   }
 
-  // Forward + backward (+ recomputed forward) seconds of op on a device type at a share.
-  double compute_time(int op, int type, double samples, double share) const {
-    const auto& dev = ctx_.cluster.device_types[type];
+  // Forward + backward (+ recomputed forward) seconds of op on a device of class `cls` at a
+  // share.
+  double compute_time(int op, int cls, double samples, double share) const {
+    const auto& dev = ctx_.cluster.device_types[classes_[cls].first];
+    const double slowdown = 1.0 / classes_[cls].second;
     const model::DType dt = ctx_.model.dtype;
-    double f = compute_.op_time(dev, tg_.forward[op], samples, share, dt).value;
-    double b = backward_of_[op] >= 0
-                   ? compute_.op_time(dev, tg_.backward[backward_of_[op]], samples, share, dt).value
-                   : 0.0;
+    double f = compute_.op_time(dev, tg_.forward[op], samples, share, dt).value * slowdown;
+    double b =
+        backward_of_[op] >= 0
+            ? compute_.op_time(dev, tg_.backward[backward_of_[op]], samples, share, dt).value *
+                  slowdown
+            : 0.0;
     const bool recompute =
         settings_.recompute == cost::Recompute::full ||
         (settings_.recompute == cost::Recompute::selective && ctx_.model.ops[op].attention_core);
@@ -142,9 +158,9 @@ class SpmdCoster {
   SpmdInstance instance(const std::vector<double>& shares, double samples, int m) const {
     SpmdInstance inst;
     const model::Model& md = ctx_.model;
-    std::map<int, double> share_of_type;
+    std::map<int, double> share_of_class;
     for (std::size_t j = 0; j < devices_.size(); ++j)
-      share_of_type[types_[j]] = std::max(share_of_type[types_[j]], shares[j]);
+      share_of_class[class_index_[j]] = std::max(share_of_class[class_index_[j]], shares[j]);
     std::map<std::pair<int, int>, std::size_t> edge_index;
     for (std::size_t u = 0; u < units_.size(); ++u) {
       const Unit& unit = units_[u];
@@ -161,9 +177,9 @@ class SpmdCoster {
         for (int op : unit.ops) {
           if (alike && op != unit.ops.front()) break;
           double slowest = 0;
-          for (auto [type, share] : share_of_type)
+          for (auto [cls, share] : share_of_class)
             slowest =
-                std::max(slowest, compute_time(op, type, samples, whole_work(op, k) ? 1.0 : share));
+                std::max(slowest, compute_time(op, cls, samples, whole_work(op, k) ? 1.0 : share));
           const model::Op& o = md.ops[op];
           if (k == plan::SplitKind::tensor && o.shard == model::ShardKind::expert)
             slowest += 4 * collective(cost::Collective::all_to_all, o.bytes_read * samples, shares);
@@ -236,30 +252,30 @@ class SpmdCoster {
         .value;
   }
 
-  // Memory per device type as search resources: every op split by tensor dimension is the
-  // baseline; a unit's other choices add (or save) what they change on a device of that type.
+  // Memory per device class as search resources: every op split by tensor dimension is the
+  // baseline; a unit's other choices add (or save) what they change on a device of that class.
   void add_memory(SpmdInstance& inst, const std::vector<double>& shares, double samples,
                   int dp) const {
-    std::vector<std::size_t> sample_device;  // one device per distinct type
-    for (int t : distinct_types_)
-      sample_device.push_back(
-          static_cast<std::size_t>(std::find(types_.begin(), types_.end(), t) - types_.begin()));
+    std::vector<std::size_t> sample_device;  // one device per class
+    for (int k = 0; k < num_classes(); ++k)
+      sample_device.push_back(static_cast<std::size_t>(
+          std::find(class_index_.begin(), class_index_.end(), k) - class_index_.begin()));
     plan::Plan base = settings_;
     base.op_overrides.clear();
     std::vector<double> base_bytes;
-    for (std::size_t i = 0; i < distinct_types_.size(); ++i) {
+    for (std::size_t i = 0; i < classes_.size(); ++i) {
       base_bytes.push_back(device_bytes(base, sample_device[i], shares, samples, dp));
-      inst.capacity.push_back(ctx_.cluster.device_types[distinct_types_[i]].memory.value -
+      inst.capacity.push_back(ctx_.cluster.device_types[classes_[i].first].memory.value -
                               base_bytes.back());
     }
     for (const Unit& u : units_) {
       std::vector<std::vector<double>> per_choice;
       for (plan::SplitKind k : u.choices) {
-        std::vector<double> use(distinct_types_.size(), 0.0);
+        std::vector<double> use(classes_.size(), 0.0);
         if (k != plan::SplitKind::tensor) {
           plan::Plan one = base;
           one.op_overrides = {{u.pattern, k}};
-          for (std::size_t i = 0; i < distinct_types_.size(); ++i)
+          for (std::size_t i = 0; i < classes_.size(); ++i)
             use[i] = device_bytes(one, sample_device[i], shares, samples, dp) - base_bytes[i];
         }
         per_choice.push_back(std::move(use));
@@ -279,19 +295,19 @@ class SpmdCoster {
     return p;
   }
 
-  // Per device type: the ratio LP at the program `choice`, linearising each op's time at the
+  // Per device class: the ratio LP at the program `choice`, linearising each op's time at the
   // current ratios. Error when no ratios fit the devices' memory.
   Result<std::vector<double>> ratios(const std::vector<int>& choice,
                                      const std::vector<double>& shares, double samples, int m,
                                      int dp) const {
     const plan::Plan p = with_program(choice);
     LpRequest req;
-    std::map<int, int> var;  // type -> LP variable (share per device of that type)
+    std::vector<int> var(classes_.size());  // class -> LP variable (share per device of it)
     LpRow sum{"shares sum to 1", {}, 1.0, 1.0};
-    std::map<int, double> current;
-    for (std::size_t j = 0; j < devices_.size(); ++j) current[types_[j]] = shares[j];
-    for (int t : distinct_types_) {
-      var[t] = req.add_variable({fmt::format("r_type{}", t), 0.0, 1.0, 0.0, false});
+    std::vector<double> current(classes_.size());
+    for (std::size_t j = 0; j < devices_.size(); ++j) current[class_index_[j]] = shares[j];
+    for (int t = 0; t < num_classes(); ++t) {
+      var[t] = req.add_variable({fmt::format("r_class{}", t), 0.0, 1.0, 0.0, false});
       sum.terms.push_back({var[t], static_cast<double>(count_of(t))});
     }
     req.add_row(std::move(sum));
@@ -299,30 +315,31 @@ class SpmdCoster {
       const plan::SplitKind k = units_[u].choices[static_cast<std::size_t>(choice[u])];
       if (whole_work(units_[u].ops.front(), k)) continue;
       const int z = req.add_variable({fmt::format("z{}", u), 0.0, kInf, 1.0, false});
-      for (int t : distinct_types_) {
+      for (int t = 0; t < num_classes(); ++t) {
         const double r0 = std::max(current[t], 1e-3);
         double per_share = 0;
         for (int op : units_[u].ops) per_share += m * compute_time(op, t, samples, r0) / r0;
-        req.add_row({fmt::format("unit {} on type {}", u, t),
+        req.add_row({fmt::format("unit {} on class {}", u, t),
                      {{var[t], per_share}, {z, -1.0}},
                      -kInf,
                      0.0});
       }
     }
     // Memory: linear in the device's share (parameters and activations of split ops).
-    for (int t : distinct_types_) {
-      // (The memory model does not depend on the device, only on its share.)
-      auto bytes_at = [&](double share) {
-        return device_bytes(p, 0, std::vector<double>(devices_.size(), share), samples, dp);
-      };
-      const double fixed = bytes_at(0.0), per_share = bytes_at(1.0) - fixed;
-      const double cap = ctx_.cluster.device_types[t].memory.value;
-      req.add_row({fmt::format("memory of type {}", t), {{var[t], per_share}}, -kInf, cap - fixed});
+    // (The memory model does not depend on the device, only on its share.)
+    auto bytes_at = [&](double share) {
+      return device_bytes(p, 0, std::vector<double>(devices_.size(), share), samples, dp);
+    };
+    const double fixed = bytes_at(0.0), per_share = bytes_at(1.0) - fixed;
+    for (int t = 0; t < num_classes(); ++t) {
+      const double cap = ctx_.cluster.device_types[classes_[t].first].memory.value;
+      req.add_row(
+          {fmt::format("memory of class {}", t), {{var[t], per_share}}, -kInf, cap - fixed});
     }
     auto sol = solve_checked(req);
     if (!sol) return sol.error();
     std::vector<double> out(devices_.size());
-    for (std::size_t j = 0; j < devices_.size(); ++j) out[j] = sol->values[var.at(types_[j])];
+    for (std::size_t j = 0; j < devices_.size(); ++j) out[j] = sol->values[var[class_index_[j]]];
     return out;
   }
 
@@ -333,7 +350,9 @@ class SpmdCoster {
   std::vector<int> devices_;
   cost::ComputeCostModel compute_;
   model::TrainingGraph tg_;
-  std::vector<int> unit_of_, backward_of_, types_, distinct_types_;
+  std::vector<int> unit_of_, backward_of_;
+  std::vector<DeviceClass> classes_;  // ascending
+  std::vector<int> class_index_;      // per device of the replica: its class
   mutable std::map<std::tuple<int, double, std::vector<double>>, double> cache_;
 };
 
@@ -415,14 +434,14 @@ PlannerOutput hap(const Context& ctx) {
         plan::Plan settings = base_plan(ctx, "hap");
         settings.recompute = rc;
         settings.num_microbatches = static_cast<int>(m);
-        // One program per kind of replica (same device types in the same order).
-        std::map<std::vector<int>, std::optional<Synthesis>> by_kind;
+        // One program per kind of replica (same device classes in the same order).
+        std::map<std::vector<DeviceClass>, std::optional<Synthesis>> by_kind;
         const double samples = static_cast<double>(B) / static_cast<double>(m * R);
         std::vector<Synthesis> found;
         bool ok = true;
         for (const auto& devs : replicas) {
-          std::vector<int> kind;
-          for (int d : devs) kind.push_back(ctx.cluster.devices[d].type);
+          std::vector<DeviceClass> kind;
+          for (int d : devs) kind.push_back(class_of(ctx.cluster, d));
           auto it = by_kind.find(kind);
           if (it == by_kind.end())
             it =

@@ -136,5 +136,39 @@ TEST(HapPlanner, MixesSplitsAndBeatsTheMegatronGrid) {
   EXPECT_EQ(again->best.fingerprint, r->best.fingerprint);
 }
 
+// Two CPU workers of one type, one limited to a quarter of its core (cpu_share), on links fast
+// enough that one SPMD program over both wins: the ratio LP gives the full core four times the
+// work of the quarter (devices of one type at different cpu_shares are different classes).
+TEST(HapPlanner, SplitsWorkByEachDevicesSpeedNotItsType) {
+  const auto m = load_model_or_die("mlp:layers=4,hidden=2048,in=1024,out=10,dtype=fp32");
+  auto c = cluster::parse_cluster_yaml(R"(version: 1
+nodes:
+  - {group: fast, count: 1, device: cpu, devices_per_node: 1, cpu_share: 1.0,
+     intra_node: {bandwidth: 50GB/s}, nic: {bandwidth: 400Gbps, count: 1}}
+  - {group: slow, count: 1, device: cpu, devices_per_node: 1, cpu_share: 0.25,
+     intra_node: {bandwidth: 50GB/s}, nic: {bandwidth: 400Gbps, count: 1}}
+)",
+                                       "two-cpus.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  SearchOptions opts;
+  opts.global_batch = 64;
+  auto r = find_plan(m, *c, Algo::hap, opts);
+  ASSERT_TRUE(r) << r.error().message;
+  const auto& st = r->best.plan.stages;
+  ASSERT_EQ(st.size(), 1u);
+  ASSERT_EQ(st[0].replicas.size(), 1u);
+  const auto& rep = st[0].replicas[0];
+  ASSERT_EQ(rep.devices, (std::vector<int>{0, 1}));
+  ASSERT_EQ(rep.tp_shares.size(), 2u);
+  EXPECT_NEAR(rep.tp_shares[0] / rep.tp_shares[1], 4.0, 0.1);
+  // Even shares, the same program otherwise, are slower.
+  plan::Plan even = r->best.plan;
+  even.stages[0].replicas[0].tp_shares.clear();
+  Evaluator evaluator{m, *c, opts};
+  const Evaluation e = evaluator.evaluate(even);
+  ASSERT_TRUE(e.ok) << e.error;
+  EXPECT_LT(r->best.iteration_time_s, e.iteration_time_s * 0.8);
+}
+
 }  // namespace
 }  // namespace hetplan::search

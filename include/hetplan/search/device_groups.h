@@ -28,7 +28,7 @@ std::vector<DeviceGroup> device_groups(const cluster::Cluster& c);
 std::vector<plan::Replica> tp_replicas(const cluster::Cluster& c, const std::vector<int>& devices,
                                        int tp);
 
-// The device type's dense peak for the model's dtype, FLOP/s.
+// The device's dense peak for the model's dtype, FLOP/s: its type's, times its node's cpu_share.
 double device_peak(const cluster::Cluster& c, int device, model::DType dt);
 
 // Integer samples per replica proportional to `weights` and summing to `total` (largest
