@@ -73,6 +73,10 @@ PlannerOutput select_candidates(const Context& ctx, std::string name,
 
 namespace hetplan::search {
 
+namespace {
+constexpr double kEstimateSlack = 0.10;
+}  // namespace
+
 bool FrontierPool::offer(plan::Plan p) {
   if (ctx_.deadline.expired() && !kept_.empty()) {
     timed_out_ = true;
@@ -81,12 +85,15 @@ bool FrontierPool::offer(plan::Plan p) {
   ++offered_;
   Estimate e = ctx_.estimator.estimate(p);
   if (!e.fits) return true;
+  // Estimated times are off the simulated ones by up to about 10% either way (peak memory is
+  // the same model in both), so a candidate gives way only to a kept one that is faster by that
+  // margin, or it could be the one whose simulated point the frontier needs.
   for (const auto& k : kept_)
-    if (k.e.time_s <= e.time_s * (1 + epsilon) &&
+    if (k.e.time_s * (1 + kEstimateSlack) <= e.time_s * (1 + epsilon) &&
         k.e.max_peak_bytes <= e.max_peak_bytes * (1 + epsilon))
       return true;
   std::erase_if(kept_, [&](const Kept& k) {
-    return e.time_s <= k.e.time_s && e.max_peak_bytes <= k.e.max_peak_bytes;
+    return e.time_s * (1 + kEstimateSlack) <= k.e.time_s && e.max_peak_bytes <= k.e.max_peak_bytes;
   });
   kept_.push_back({e, std::move(p)});
   return true;

@@ -60,9 +60,11 @@ class CandidatePool {
 };
 
 // Frontier Tracking's pool: keeps an epsilon-Pareto set of candidates by estimated (time, peak
-// memory): a candidate is dropped when a kept one is within a factor (1 + epsilon) of it on both,
-// which bounds the set's size by the ranges' logarithms over epsilon. finish() simulates every kept
-// candidate and returns the exact Pareto set of the simulated plans that fit, fastest first.
+// memory), widened by the estimator's error: a candidate is dropped when a kept one needs at most
+// (1 + epsilon) times its memory and is estimated faster by a margin of 10% less epsilon (the
+// estimate's error against the simulator). finish() simulates every kept candidate and returns the
+// exact Pareto set of the simulated plans that fit, fastest first. Tested against a brute-force
+// frontier (tests/search/pipeline_oracle_test.cc).
 struct FrontierOutput {
   std::vector<Evaluation> points;  // non-dominated by (iteration time, max peak bytes), by time
   long long estimated = 0;
