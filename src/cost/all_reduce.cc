@@ -14,14 +14,15 @@ namespace {
 // Sum of the path latencies round a ring.
 double ring_latency(const cluster::Cluster& c, const std::vector<int>& ring) {
   double total = 0;
-  for (std::size_t i = 0; i < ring.size(); ++i) total += c.path_latency(ring[i], ring[(i + 1) % ring.size()]).value;
+  for (std::size_t i = 0; i < ring.size(); ++i)
+    total += c.path_latency(ring[i], ring[(i + 1) % ring.size()]).value;
   return total;
 }
 
 }  // namespace
 
-Estimate ring_all_reduce(const cluster::Cluster& c, const NetworkParams& p, const std::vector<int>& devices,
-                         double bytes) {
+Estimate ring_all_reduce(const cluster::Cluster& c, const NetworkParams& p,
+                         const std::vector<int>& devices, double bytes) {
   const double n = static_cast<double>(devices.size());
   const auto ordered = order_by_node(c, devices);
   return phase(c, p, ring_hops(c, ordered, 2 * (n - 1) / n * bytes, 2 * (n - 1) / n), 0);
@@ -30,8 +31,8 @@ Estimate ring_all_reduce(const cluster::Cluster& c, const NetworkParams& p, cons
 // Two binary trees (heap layout) over the devices in node order and in reverse order, each reducing
 // then broadcasting half of the data: a device interior in one tree is (about) a leaf in the other,
 // as in NCCL's double binary tree, so no device sends more than about 2S.
-Estimate tree_all_reduce(const cluster::Cluster& c, const NetworkParams& p, const std::vector<int>& devices,
-                         double bytes) {
+Estimate tree_all_reduce(const cluster::Cluster& c, const NetworkParams& p,
+                         const std::vector<int>& devices, double bytes) {
   const std::size_t n = devices.size();
   std::vector<int> order = order_by_node(c, devices);
   std::vector<Hop> hops;

@@ -3,11 +3,11 @@
 //   {"version": 1, "device": "H100-SXM5-80GB", "measured_on": "2026-11-22", "notes": "...",
 //    "entries": [{"device": "H100-SXM5-80GB", "op_kind": "matmul",
 //                 "points": [{"flops": 1.1e9, "bytes": 6.3e6, "seconds": 2.1e-6}, ...]}]}
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "hetplan/core/json_util.h"
 #include "hetplan/cost/compute_cost.h"
@@ -38,7 +38,8 @@ CalibrationProfile parse_profile(const Json& doc) {
     const auto kind = model::parse_op_kind(kind_name);
     if (!kind) {
       std::string known;
-      for (model::OpKind k : kAllOpKinds) known += (known.empty() ? "" : ", ") + std::string(model::to_string(k));
+      for (model::OpKind k : kAllOpKinds)
+        known += (known.empty() ? "" : ", ") + std::string(model::to_string(k));
       throw InputError(field_path(path, "op_kind"),
                        fmt::format("unknown op kind '{}' (expected one of {})", kind_name, known));
     }
@@ -59,24 +60,26 @@ CalibrationProfile parse_profile(const Json& doc) {
       if (!(p.seconds > 0)) throw InputError(field_path(pp, "seconds"), "expected a number > 0");
       if (!(size_key(p, gemm) > 0))
         throw InputError(field_path(pp, gemm ? "flops" : "bytes"),
-                         fmt::format("expected a number > 0 (points of {} are keyed by {})", kind_name,
-                                     gemm ? "flops" : "bytes"));
+                         fmt::format("expected a number > 0 (points of {} are keyed by {})",
+                                     kind_name, gemm ? "flops" : "bytes"));
       out.push_back(p);
     }
   }
   for (auto& [device, kinds] : prof.points)
     for (auto& [kind, pts] : kinds) {
       const bool gemm = is_gemm_like(kind);
-      std::stable_sort(pts.begin(), pts.end(), [gemm](const CalibrationPoint& a, const CalibrationPoint& b) {
-        return size_key(a, gemm) < size_key(b, gemm);
-      });
+      std::stable_sort(pts.begin(), pts.end(),
+                       [gemm](const CalibrationPoint& a, const CalibrationPoint& b) {
+                         return size_key(a, gemm) < size_key(b, gemm);
+                       });
     }
   return prof;
 }
 
 }  // namespace
 
-Result<CalibrationProfile> parse_calibration_profile(const std::string& json_text, const std::string& source) {
+Result<CalibrationProfile> parse_calibration_profile(const std::string& json_text,
+                                                     const std::string& source) {
   return capture_errors(source, [&] {
     Json doc;
     try {
@@ -129,15 +132,18 @@ Seconds interpolate_calibrated_time(const std::vector<CalibrationPoint>& points,
   auto rate_at = [&](std::size_t i) { return size_key(points[i], gemm) / points[i].seconds; };
   double rate = 0;
   if (size <= size_key(points.front(), gemm)) {
-    rate = rate_at(0);
+    // No faster than the smallest point measured: that is a kernel's fixed cost.
+    return Seconds(points.front().seconds);
   } else if (size >= size_key(points.back(), gemm)) {
     rate = rate_at(points.size() - 1);
   } else {
     // First point with key >= size; its predecessor has key < size, so the two keys differ.
-    const auto hi = static_cast<std::size_t>(
-        std::lower_bound(points.begin(), points.end(), size,
-                         [gemm](const CalibrationPoint& p, double s) { return size_key(p, gemm) < s; }) -
-        points.begin());
+    const auto hi =
+        static_cast<std::size_t>(std::lower_bound(points.begin(), points.end(), size,
+                                                  [gemm](const CalibrationPoint& p, double s) {
+                                                    return size_key(p, gemm) < s;
+                                                  }) -
+                                 points.begin());
     const std::size_t lo = hi - 1;
     const double x0 = std::log(size_key(points[lo], gemm));
     const double x1 = std::log(size_key(points[hi], gemm));

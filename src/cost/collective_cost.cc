@@ -12,42 +12,57 @@ namespace hetplan::cost {
 
 const char* to_string(Collective c) {
   switch (c) {
-    case Collective::all_reduce: return "all_reduce";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::all_gather: return "all_gather";
-    case Collective::all_to_all: return "all_to_all";
-    case Collective::broadcast: return "broadcast";
-    case Collective::p2p: return "p2p";
-    case Collective::ps_push_pull: return "ps_push_pull";
+    case Collective::all_reduce:
+      return "all_reduce";
+    case Collective::reduce_scatter:
+      return "reduce_scatter";
+    case Collective::all_gather:
+      return "all_gather";
+    case Collective::all_to_all:
+      return "all_to_all";
+    case Collective::broadcast:
+      return "broadcast";
+    case Collective::p2p:
+      return "p2p";
+    case Collective::ps_push_pull:
+      return "ps_push_pull";
   }
   return "?";
 }
 
 const char* to_string(Algorithm a) {
   switch (a) {
-    case Algorithm::automatic: return "automatic";
-    case Algorithm::ring: return "ring";
-    case Algorithm::tree: return "tree";
-    case Algorithm::hierarchical: return "hierarchical";
-    case Algorithm::direct: return "direct";
-    case Algorithm::parameter_server: return "parameter_server";
+    case Algorithm::automatic:
+      return "automatic";
+    case Algorithm::ring:
+      return "ring";
+    case Algorithm::tree:
+      return "tree";
+    case Algorithm::hierarchical:
+      return "hierarchical";
+    case Algorithm::direct:
+      return "direct";
+    case Algorithm::parameter_server:
+      return "parameter_server";
   }
   return "?";
 }
 
 const char* to_string(UnevenForm f) {
   switch (f) {
-    case UnevenForm::padded: return "padded";
-    case UnevenForm::grouped: return "grouped";
+    case UnevenForm::padded:
+      return "padded";
+    case UnevenForm::grouped:
+      return "grouped";
   }
   return "?";
 }
 
-// Defaults, from ../shared/reference/hardware.md: a published analytical model that matches measured
-// Megatron runs within a few percent uses 65% of NVLink bandwidth and 90% of InfiniBand bandwidth
-// for collectives (NCCL bus bandwidth in a DGX A100 is 230 to 260 of 300 GB/s; IB reaches 90 to
-// 95%). Launch: NVLink/NVSwitch and InfiniBand cost a few microseconds per step; an NCCL call adds
-// about 5 us of software overhead. Tuned once, globally, here.
+// Defaults, from ../shared/reference/hardware.md: a published analytical model that matches
+// measured Megatron runs within a few percent uses 65% of NVLink bandwidth and 90% of InfiniBand
+// bandwidth for collectives (NCCL bus bandwidth in a DGX A100 is 230 to 260 of 300 GB/s; IB reaches
+// 90 to 95%). Launch: NVLink/NVSwitch and InfiniBand cost a few microseconds per step; an NCCL call
+// adds about 5 us of software overhead. Tuned once, globally, here.
 NetworkParams NetworkParams::defaults() {
   NetworkParams p;
   p.intra_node_efficiency = 0.65;
@@ -96,9 +111,12 @@ bool uneven(const std::vector<double>& shares) {
 Algorithm default_algorithm(Collective k) {
   switch (k) {
     case Collective::all_to_all:
-    case Collective::p2p: return Algorithm::direct;
-    case Collective::ps_push_pull: return Algorithm::parameter_server;
-    default: return Algorithm::ring;
+    case Collective::p2p:
+      return Algorithm::direct;
+    case Collective::ps_push_pull:
+      return Algorithm::parameter_server;
+    default:
+      return Algorithm::ring;
   }
 }
 
@@ -112,7 +130,8 @@ CollectiveCost collective_cost(const cluster::Cluster& c, const CollectiveReques
   const double bytes = req.bytes.value;
   if (n < 2 || bytes <= 0) {
     CollectiveCost zero;
-    zero.algorithm = req.algorithm == Algorithm::automatic ? default_algorithm(req.kind) : req.algorithm;
+    zero.algorithm =
+        req.algorithm == Algorithm::automatic ? default_algorithm(req.kind) : req.algorithm;
     return zero;
   }
   const auto& dev = req.devices;
@@ -123,8 +142,10 @@ CollectiveCost collective_cost(const cluster::Cluster& c, const CollectiveReques
                        detail::parameter_server(c, params, dev, bytes, {})},
                       params);
       std::vector<Candidate> cands;
-      cands.push_back({Algorithm::ring, UnevenForm::padded, detail::ring_all_reduce(c, params, dev, bytes)});
-      cands.push_back({Algorithm::tree, UnevenForm::padded, detail::tree_all_reduce(c, params, dev, bytes)});
+      cands.push_back(
+          {Algorithm::ring, UnevenForm::padded, detail::ring_all_reduce(c, params, dev, bytes)});
+      cands.push_back(
+          {Algorithm::tree, UnevenForm::padded, detail::tree_all_reduce(c, params, dev, bytes)});
       if (detail::hierarchical_applies(c, dev))
         cands.push_back({Algorithm::hierarchical, UnevenForm::padded,
                          detail::hierarchical_all_reduce(c, params, dev, bytes)});
@@ -135,27 +156,33 @@ CollectiveCost collective_cost(const cluster::Cluster& c, const CollectiveReques
       const bool gather = req.kind == Collective::all_gather;
       std::vector<Candidate> cands;
       const bool want_padded = !req.uneven_form || *req.uneven_form == UnevenForm::padded;
-      const bool want_grouped = uneven(req.shares) && (!req.uneven_form || *req.uneven_form == UnevenForm::grouped);
+      const bool want_grouped =
+          uneven(req.shares) && (!req.uneven_form || *req.uneven_form == UnevenForm::grouped);
       if (want_padded || !want_grouped)
         cands.push_back({Algorithm::ring, UnevenForm::padded,
                          detail::ring_shard_collective(c, params, dev, bytes, req.shares)});
       if (want_grouped)
-        cands.push_back({Algorithm::ring, UnevenForm::grouped,
-                         detail::grouped_shard_collective(c, params, dev, bytes, req.shares, gather)});
+        cands.push_back(
+            {Algorithm::ring, UnevenForm::grouped,
+             detail::grouped_shard_collective(c, params, dev, bytes, req.shares, gather)});
       return pick(std::move(cands), Algorithm::automatic, params);
     }
     case Collective::broadcast: {
       std::vector<Candidate> cands;
-      cands.push_back({Algorithm::ring, UnevenForm::padded, detail::chain_broadcast(c, params, dev, bytes)});
-      cands.push_back({Algorithm::tree, UnevenForm::padded, detail::tree_broadcast(c, params, dev, bytes)});
+      cands.push_back(
+          {Algorithm::ring, UnevenForm::padded, detail::chain_broadcast(c, params, dev, bytes)});
+      cands.push_back(
+          {Algorithm::tree, UnevenForm::padded, detail::tree_broadcast(c, params, dev, bytes)});
       return pick(std::move(cands), req.algorithm, params);
     }
     case Collective::all_to_all:
-      return finish({Algorithm::direct, UnevenForm::padded, detail::all_to_all(c, params, dev, bytes, req.shares)},
+      return finish({Algorithm::direct, UnevenForm::padded,
+                     detail::all_to_all(c, params, dev, bytes, req.shares)},
                     params);
     case Collective::p2p:
       assert(n == 2);
-      return finish({Algorithm::direct, UnevenForm::padded, detail::point_to_point(c, params, dev[0], dev[1], bytes)},
+      return finish({Algorithm::direct, UnevenForm::padded,
+                     detail::point_to_point(c, params, dev[0], dev[1], bytes)},
                     params);
     case Collective::ps_push_pull:
       return finish({Algorithm::parameter_server, UnevenForm::padded,

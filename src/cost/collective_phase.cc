@@ -11,7 +11,8 @@ double link_efficiency(const cluster::Cluster& c, int link, const NetworkParams&
     const cluster::VertexKind k = c.vertices[v].kind;
     return k == cluster::VertexKind::nic || k == cluster::VertexKind::network_switch;
   };
-  return network(l.from) || network(l.to) ? params.inter_node_efficiency : params.intra_node_efficiency;
+  return network(l.from) || network(l.to) ? params.inter_node_efficiency
+                                          : params.intra_node_efficiency;
 }
 
 namespace detail {
@@ -31,7 +32,8 @@ Estimate phase(const cluster::Cluster& c, const NetworkParams& p, const std::vec
     max_latency = std::max(max_latency, latency);
     weighted_latency += h.latency_weight * latency;
   }
-  std::sort(raw.begin(), raw.end(), [](const LinkLoad& a, const LinkLoad& b) { return a.link < b.link; });
+  std::sort(raw.begin(), raw.end(),
+            [](const LinkLoad& a, const LinkLoad& b) { return a.link < b.link; });
   Estimate e;
   double slowest = 0;
   for (const LinkLoad& r : raw) {
@@ -82,7 +84,8 @@ std::vector<int> order_by_node(const cluster::Cluster& c, const std::vector<int>
   return out;
 }
 
-std::vector<std::vector<int>> split_by_node(const cluster::Cluster& c, const std::vector<int>& ordered) {
+std::vector<std::vector<int>> split_by_node(const cluster::Cluster& c,
+                                            const std::vector<int>& ordered) {
   std::vector<std::vector<int>> runs;
   for (std::size_t i = 0; i < ordered.size(); ++i) {
     if (i == 0 || c.devices[ordered[i]].node != c.devices[ordered[i - 1]].node) runs.emplace_back();
@@ -109,8 +112,8 @@ std::vector<Hop> single_ring_hops(const std::vector<int>& order, const std::vect
   return hops;
 }
 
-std::vector<Hop> ring_hops(const cluster::Cluster& c, const std::vector<int>& ordered, double per_position,
-                           double traversals) {
+std::vector<Hop> ring_hops(const cluster::Cluster& c, const std::vector<int>& ordered,
+                           double per_position, double traversals) {
   const auto runs = split_by_node(c, ordered);
   const int k = uniform_run_size(runs);
   if (runs.size() < 2 || k < 2)

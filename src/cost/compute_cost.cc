@@ -70,8 +70,17 @@ Seconds ComputeCostModel::op_time(const cluster::DeviceType& dev, const model::T
   const bool gemm = !optimizer && is_gemm_like(op.kind);
   if (!optimizer) {
     if (const auto* pts = find_points(profile_.get(), dev.name, op.kind)) {
-      if ((gemm ? flops : bytes) > 0)
-        return interpolate_calibrated_time(*pts, op.kind, flops, bytes);
+      if ((gemm ? flops : bytes) > 0) {
+        Seconds t = interpolate_calibrated_time(*pts, op.kind, flops, bytes);
+        // A GEMM with few rows streams its weights more than it computes (one row: a
+        // matrix-vector product): no faster than the device's measured streaming rate moves its
+        // bytes. The calibrated GEMMs are square, so their rates say nothing about this.
+        if (gemm && bytes > 0)
+          if (const auto* stream =
+                  find_points(profile_.get(), dev.name, model::OpKind::elementwise))
+            t = max(t, interpolate_calibrated_time(*stream, model::OpKind::elementwise, 0, bytes));
+        return t;
+      }
     }
   }
 

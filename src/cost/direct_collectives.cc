@@ -4,10 +4,13 @@
 
 namespace hetplan::cost::detail {
 
-Estimate all_to_all(const cluster::Cluster& c, const NetworkParams& p, const std::vector<int>& devices,
-                    double bytes, const std::vector<double>& shares) {
+Estimate all_to_all(const cluster::Cluster& c, const NetworkParams& p,
+                    const std::vector<int>& devices, double bytes,
+                    const std::vector<double>& shares) {
   const std::size_t n = devices.size();
-  auto share = [&](std::size_t i) { return shares.empty() ? 1.0 / static_cast<double>(n) : shares[i]; };
+  auto share = [&](std::size_t i) {
+    return shares.empty() ? 1.0 / static_cast<double>(n) : shares[i];
+  };
   std::vector<Hop> hops;
   hops.reserve(n * (n - 1));
   for (std::size_t i = 0; i < n; ++i)
@@ -16,14 +19,16 @@ Estimate all_to_all(const cluster::Cluster& c, const NetworkParams& p, const std
   return phase(c, p, hops, static_cast<double>(n - 1));
 }
 
-Estimate point_to_point(const cluster::Cluster& c, const NetworkParams& p, int src, int dst, double bytes) {
+Estimate point_to_point(const cluster::Cluster& c, const NetworkParams& p, int src, int dst,
+                        double bytes) {
   return phase(c, p, {{src, dst, bytes}}, 1);
 }
 
 // Push then pull; the two directions use different links (full duplex), so they overlap except for
 // the server's own bottleneck; modelled as one phase of both with 2 latency steps.
-Estimate parameter_server(const cluster::Cluster& c, const NetworkParams& p, const std::vector<int>& devices,
-                          double bytes, const std::vector<double>& shares) {
+Estimate parameter_server(const cluster::Cluster& c, const NetworkParams& p,
+                          const std::vector<int>& devices, double bytes,
+                          const std::vector<double>& shares) {
   std::vector<Hop> hops;
   if (shares.empty()) {
     const int server = devices.front();

@@ -57,11 +57,12 @@ class Timer {
   double min_s_;
 };
 
-// Probes of one kind at size index i of n (larger i, larger problem).
-Probe probe(OpKind kind, int i, const torch::TensorOptions& o) {
+// Probes of one kind at size index i of count (larger i, larger problem).
+Probe probe(OpKind kind, int i, int count, const torch::TensorOptions& o) {
   const double eb = static_cast<double>(torch::elementSize(torch::typeMetaToScalarType(o.dtype())));
   const auto s = static_cast<std::int64_t>(16) << i;  // 16 .. 16 * 2^(n-1)
-  const std::int64_t rows = 64LL << i;                // rows of memory-bound ops
+  // Rows of memory-bound ops, 1 to 4096 geometrically: one row of 1024 is a kernel's fixed cost.
+  const std::int64_t rows = 1LL << (12 * i / (count - 1));
   const std::int64_t width = 1024;
   Probe p;
   switch (kind) {
@@ -202,7 +203,7 @@ Result<cost::CalibrationProfile> calibrate(
   for (OpKind kind : kKinds) {
     auto& pts = prof.points[opts.device_type][kind];
     for (int i = 0; i < opts.sizes; ++i) {
-      Probe p = probe(kind, i, o);
+      Probe p = probe(kind, i, opts.sizes, o);
       for (auto& t : p.inputs) t.requires_grad_(true);
       // Filed under the forward and backward pass's work together, as the training graph counts
       // it (model/training.h): a GEMM's backward is two GEMMs of the forward's FLOPs reading dY

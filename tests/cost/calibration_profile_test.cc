@@ -1,10 +1,10 @@
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
-
-#include <gtest/gtest.h>
 
 #include "hetplan/cost/compute_cost.h"
 
@@ -59,9 +59,13 @@ TEST(CalibrationProfile, InterpolatesRateLogLinearlyAndClamps) {
   ASSERT_TRUE(prof.ok());
   const auto& pts = prof->points.at("FAKE-GPU").at(model::OpKind::matmul);
   // Rates 1e14 at 1e9 FLOPs and 2e14 at 1e11: halfway in log size gives 1.5e14.
-  EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e10, 0).value, 1e10 / 1.5e14);
-  EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e8, 0).value, 1e8 / 1e14);
-  EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e12, 0).value, 1e12 / 2e14);
+  EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e10, 0).value,
+                   1e10 / 1.5e14);
+  // Below the smallest point: its time (1e9 FLOPs at 1e14 FLOP/s), a kernel's fixed cost.
+  EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e8, 0).value,
+                   1e9 / 1e14);
+  EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e12, 0).value,
+                   1e12 / 2e14);
   EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e11, 0).value, 5e-4);
 }
 
@@ -74,22 +78,44 @@ TEST(CalibrationProfile, OverridesRooflineOnlyForItsDeviceAndKind) {
   const auto gemm = train_op(model::OpKind::matmul, 1e9, 1e3);
   // 2 samples: a 2e9-FLOP call, rate 1e14 + 1e14 * log(2)/log(100).
   const double rate = 1e14 * (1 + std::log(2.0) / std::log(100.0));
-  EXPECT_DOUBLE_EQ(calibrated.op_time(fake_device("FAKE-GPU"), gemm, 2, 1, model::DType::bf16).value,
-                   2e9 / rate);
+  EXPECT_DOUBLE_EQ(
+      calibrated.op_time(fake_device("FAKE-GPU"), gemm, 2, 1, model::DType::bf16).value,
+      2e9 / rate);
   EXPECT_EQ(calibrated.op_time(fake_device("NEW-GPU"), gemm, 2, 1, model::DType::bf16),
             roofline.op_time(fake_device("NEW-GPU"), gemm, 2, 1, model::DType::bf16));
   const auto norm = train_op(model::OpKind::layernorm, 1e3, 4e6);
   EXPECT_EQ(calibrated.op_time(fake_device("FAKE-GPU"), norm, 1, 1, model::DType::bf16),
             roofline.op_time(fake_device("FAKE-GPU"), norm, 1, 1, model::DType::bf16));
   // Non-GEMM kinds are keyed by bytes: 4e6 bytes at the single point's 5e11 B/s.
-  EXPECT_DOUBLE_EQ(calibrated.op_time(fake_device("OTHER-GPU"), norm, 1, 1, model::DType::bf16).value,
-                   4e6 / 5e11);
+  EXPECT_DOUBLE_EQ(
+      calibrated.op_time(fake_device("OTHER-GPU"), norm, 1, 1, model::DType::bf16).value,
+      4e6 / 5e11);
+}
+
+// A GEMM that moves many bytes for its FLOPs (a matrix-vector product's weights) is no faster than
+// the device's measured streaming rate (its elementwise points) moves them.
+TEST(CalibrationProfile, SkinnyGemmsAreBoundByTheMeasuredStreamingRate) {
+  const char* text = R"({"version": 1, "device": "FAKE-CPU", "entries": [
+    {"op_kind": "matmul", "points": [{"flops": 1e6, "seconds": 1e-5}, {"flops": 1e9, "seconds": 1e-2}]},
+    {"op_kind": "elementwise", "points": [{"bytes": 1e4, "seconds": 2e-6}, {"bytes": 1e8, "seconds": 1e-2}]}]})";
+  auto prof = parse_calibration_profile(text, "prof.json");
+  ASSERT_TRUE(prof.ok()) << prof.error().message;
+  const ComputeCostModel calibrated(ComputeParams::defaults(),
+                                    std::make_shared<const CalibrationProfile>(*prof));
+  const auto dev = fake_device("FAKE-CPU");
+  // 1e8 FLOPs at 1e11 FLOP/s take 1e-3 s; its 1e8 bytes stream in 1e-2 s at 1e10 B/s.
+  const auto gemv = train_op(model::OpKind::matmul, 1e8, 1e8);
+  EXPECT_DOUBLE_EQ(calibrated.op_time(dev, gemv, 1, 1, model::DType::fp32).value, 1e-2);
+  // A square GEMM's 1e6 bytes stream in 1e-4 s: its FLOPs decide.
+  const auto square = train_op(model::OpKind::matmul, 1e8, 1e6);
+  EXPECT_DOUBLE_EQ(calibrated.op_time(dev, square, 1, 1, model::DType::fp32).value, 1e-3);
 }
 
 TEST(CalibrationProfile, RoundTripsThroughAFile) {
   auto prof = parse_calibration_profile(kProfile, "prof.json");
   ASSERT_TRUE(prof.ok());
-  const std::string file = temp_file("hetplan_cost_roundtrip.json", calibration_profile_to_json(*prof));
+  const std::string file =
+      temp_file("hetplan_cost_roundtrip.json", calibration_profile_to_json(*prof));
   auto back = read_calibration_profile(file);
   std::remove(file.c_str());
   ASSERT_TRUE(back.ok()) << back.error().message;
@@ -108,16 +134,21 @@ TEST(CalibrationProfile, ErrorsNameFileAndField) {
   expect_error(R"({"version": 2, "device": "X", "entries": []})", "version");
   expect_error(R"({"version": 1, "entries": []})", "device");
   expect_error(R"({"version": 1, "device": "X"})", "entries");
-  expect_error(R"({"version": 1, "device": "X", "entries": [{"op_kind": "fft", "points": [{"flops": 1, "seconds": 1}]}]})",
-               "entries[0].op_kind: unknown op kind 'fft'");
-  expect_error(R"({"version": 1, "device": "X", "entries": [{"op_kind": "matmul", "points": [{"flops": 1, "seconds": -1}]}]})",
-               "entries[0].points[0].seconds");
-  expect_error(R"({"version": 1, "device": "X", "entries": [{"op_kind": "matmul", "points": [{"bytes": 1, "seconds": 1}]}]})",
-               "entries[0].points[0].flops");
-  expect_error(R"({"version": 1, "device": "X", "entries": [{"op_kind": "softmax", "points": []}]})",
-               "entries[0].points");
-  expect_error(R"({"version": 1, "device": "X", "entries": [{"op_kind": "softmax", "points": [{"bytes": "a", "seconds": 1}]}]})",
-               "entries[0].points[0].bytes");
+  expect_error(
+      R"({"version": 1, "device": "X", "entries": [{"op_kind": "fft", "points": [{"flops": 1, "seconds": 1}]}]})",
+      "entries[0].op_kind: unknown op kind 'fft'");
+  expect_error(
+      R"({"version": 1, "device": "X", "entries": [{"op_kind": "matmul", "points": [{"flops": 1, "seconds": -1}]}]})",
+      "entries[0].points[0].seconds");
+  expect_error(
+      R"({"version": 1, "device": "X", "entries": [{"op_kind": "matmul", "points": [{"bytes": 1, "seconds": 1}]}]})",
+      "entries[0].points[0].flops");
+  expect_error(
+      R"({"version": 1, "device": "X", "entries": [{"op_kind": "softmax", "points": []}]})",
+      "entries[0].points");
+  expect_error(
+      R"({"version": 1, "device": "X", "entries": [{"op_kind": "softmax", "points": [{"bytes": "a", "seconds": 1}]}]})",
+      "entries[0].points[0].bytes");
   expect_error("{not json", "not valid JSON");
 }
 

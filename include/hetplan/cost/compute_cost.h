@@ -46,7 +46,9 @@ std::string calibration_profile_to_json(const CalibrationProfile& p);
 
 // Time interpolated from measured points of one (device, op kind): the achieved rate (FLOP/s for
 // GEMM-like kinds, B/s otherwise) is linear in log(size) between neighbouring points and constant
-// beyond the smallest and largest one. `points` sorted by size, not empty.
+// beyond the largest one; below the smallest one the time is the smallest one's (calibrate's
+// smallest probes are small enough that a kernel's fixed cost is all they measure). `points`
+// sorted by size, not empty.
 Seconds interpolate_calibrated_time(const std::vector<CalibrationPoint>& points, model::OpKind kind,
                                     double flops, double bytes);
 
