@@ -26,6 +26,11 @@ constexpr Table<SyncMethod, 4> kSyncMethods{{
     {SyncMethod::sufficient_factor, "sufficient_factor"},
     {SyncMethod::none, "none"},
 }};
+constexpr Table<UnevenCollectives, 3> kUnevenCollectives{{
+    {UnevenCollectives::automatic, "auto"},
+    {UnevenCollectives::padded, "padded"},
+    {UnevenCollectives::grouped, "grouped"},
+}};
 constexpr Table<cost::Algorithm, 6> kAlgorithms{{
     {cost::Algorithm::automatic, "auto"},
     {cost::Algorithm::ring, "ring"},
@@ -69,6 +74,7 @@ std::string names_of(const Table<E, N>& table) {
 const char* to_string(Schedule s) { return name_of(kSchedules, s); }
 const char* to_string(SplitKind s) { return name_of(kSplitKinds, s); }
 const char* to_string(SyncMethod s) { return name_of(kSyncMethods, s); }
+const char* to_string(UnevenCollectives u) { return name_of(kUnevenCollectives, u); }
 const char* algorithm_name(cost::Algorithm a) { return name_of(kAlgorithms, a); }
 const char* recompute_name(cost::Recompute r) { return name_of(kRecomputes, r); }
 
@@ -78,6 +84,9 @@ std::optional<SplitKind> split_kind_from_string(std::string_view s) {
 }
 std::optional<SyncMethod> sync_method_from_string(std::string_view s) {
   return value_of(kSyncMethods, s);
+}
+std::optional<UnevenCollectives> uneven_collectives_from_string(std::string_view s) {
+  return value_of(kUnevenCollectives, s);
 }
 std::optional<cost::Algorithm> algorithm_from_string(std::string_view s) {
   return value_of(kAlgorithms, s);
@@ -89,6 +98,7 @@ std::optional<cost::Recompute> recompute_from_string(std::string_view s) {
 std::string schedule_names() { return names_of(kSchedules); }
 std::string split_kind_names() { return names_of(kSplitKinds); }
 std::string sync_method_names() { return names_of(kSyncMethods); }
+std::string uneven_collectives_names() { return names_of(kUnevenCollectives); }
 std::string algorithm_names() { return names_of(kAlgorithms); }
 std::string recompute_names() { return names_of(kRecomputes); }
 

@@ -50,6 +50,10 @@ OJson ordered_plan_json(const Plan& p) {
   j["recompute"] = recompute_name(p.recompute);
   j["zero_stage"] = p.zero_stage;
   j["sequence_parallel"] = p.sequence_parallel;
+  // Written only when the plan names a form, so plans that leave it to the cost model keep their
+  // files (and fingerprints).
+  if (p.uneven_collectives != UnevenCollectives::automatic)
+    j["uneven_collectives"] = to_string(p.uneven_collectives);
   j["grad_bucket_bytes"] = p.grad_bucket_bytes;
   j["stages"] = OJson::array();
   for (const Stage& s : p.stages) j["stages"].push_back(stage_json(s));
@@ -252,7 +256,8 @@ Plan read_plan(const Json& doc) {
   reject_unknown_keys(doc, "",
                       {"version", "model", "cluster", "planner", "global_batch", "num_microbatches",
                        "schedule", "recompute", "zero_stage", "sequence_parallel",
-                       "grad_bucket_bytes", "stages", "op_overrides", "grad_sync"});
+                       "uneven_collectives", "grad_bucket_bytes", "stages", "op_overrides",
+                       "grad_sync"});
   json_require_version(doc, kVersion, "");
   Plan p;
   p.model = json_string_or(doc, "model", "", "");
@@ -268,6 +273,8 @@ Plan read_plan(const Json& doc) {
   p.zero_stage =
       static_cast<int>(int_in_or(doc, "zero_stage", "", 0, 3, "expected an integer in 0..3", 0));
   p.sequence_parallel = json_bool_or(doc, "sequence_parallel", "", false);
+  p.uneven_collectives = enum_or(doc, "uneven_collectives", "", UnevenCollectives::automatic,
+                                 uneven_collectives_from_string, uneven_collectives_names());
   if (doc.contains("grad_bucket_bytes")) {
     const Json& v = doc.at("grad_bucket_bytes");
     if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))

@@ -14,6 +14,9 @@ StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const
     backward_index_[tg_.backward[i].op] = static_cast<int>(i);
   for (std::size_t i = 0; i < tg_.optimizer.size(); ++i)
     optimizer_index_[tg_.optimizer[i].op] = static_cast<int>(i);
+  if (p.uneven_collectives == plan::UnevenCollectives::padded) tp_form_ = cost::UnevenForm::padded;
+  if (p.uneven_collectives == plan::UnevenCollectives::grouped)
+    tp_form_ = cost::UnevenForm::grouped;
   split_.resize(n);
   layout_.resize(n);
   whole_work_.resize(n);
@@ -225,9 +228,11 @@ double StageCoster::rebuild_time(const plan::Stage& st, std::size_t r, const std
 
 cost::CollectiveCost StageCoster::collective(cost::Collective kind, const std::vector<int>& devices,
                                              double bytes, const std::vector<double>& shares,
-                                             cost::Algorithm algo) const {
-  auto key =
-      std::make_tuple(static_cast<int>(kind) * 16 + static_cast<int>(algo), devices, bytes, shares);
+                                             cost::Algorithm algo,
+                                             std::optional<cost::UnevenForm> form) const {
+  auto key = std::make_tuple((static_cast<int>(kind) * 16 + static_cast<int>(algo)) * 4 +
+                                 (form ? 1 + static_cast<int>(*form) : 0),
+                             devices, bytes, shares);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   cost::CollectiveRequest req;
@@ -236,6 +241,7 @@ cost::CollectiveCost StageCoster::collective(cost::Collective kind, const std::v
   req.bytes = Bytes(bytes);
   req.shares = shares;
   req.algorithm = algo;
+  req.uneven_form = form;
   auto res = cost::collective_cost(c_, req, net_);
   cache_.emplace(std::move(key), res);
   return res;
@@ -248,7 +254,8 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
   // Adds a tensor-parallel collective's time to `t` and the collective to `comm`.
   auto tp_collective = [&](cost::Collective kind, double bytes, double& t, PassComm& comm) {
     if (tp == 1 || bytes <= 0) return;
-    const auto c = collective(kind, r.devices, bytes, r.tp_shares);
+    const auto c =
+        collective(kind, r.devices, bytes, r.tp_shares, cost::Algorithm::automatic, tp_form_);
     t += c.time.value;
     comm.add(c);
   };

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -69,10 +70,11 @@ class StageCoster {
   double rebuild_time(const plan::Stage& st, std::size_t r, const std::vector<int>& ops,
                       double global_batch) const;
   plan::SplitKind split(int op) const { return split_[op]; }
-  // Cost of a collective, cached by (kind, devices, bytes, shares).
+  // Cost of a collective, cached by (kind, algorithm, form, devices, bytes, shares).
   cost::CollectiveCost collective(cost::Collective kind, const std::vector<int>& devices,
                                   double bytes, const std::vector<double>& shares,
-                                  cost::Algorithm algo = cost::Algorithm::automatic) const;
+                                  cost::Algorithm algo = cost::Algorithm::automatic,
+                                  std::optional<cost::UnevenForm> form = std::nullopt) const;
 
  private:
   // Seconds of one pass of `op` on `device` (its type's cost, slowed by its node's cpu_share).
@@ -86,12 +88,13 @@ class StageCoster {
   const cost::ComputeCostModel& compute_;
   const cost::NetworkParams& net_;
   model::TrainingGraph tg_;
-  std::vector<int> backward_index_;     // op -> index in tg_.backward
-  std::vector<int> optimizer_index_;    // op -> index in tg_.optimizer or -1
-  std::vector<plan::SplitKind> split_;  // per op, as the plan says
-  std::vector<OpLayout> layout_;        // per op, under its split
-  std::vector<bool> whole_work_;        // every device of a replica computes all of the op
-  std::vector<bool> whole_params_;      // every device of a replica holds all of its weights
+  std::vector<int> backward_index_;          // op -> index in tg_.backward
+  std::vector<int> optimizer_index_;         // op -> index in tg_.optimizer or -1
+  std::vector<plan::SplitKind> split_;       // per op, as the plan says
+  std::vector<OpLayout> layout_;             // per op, under its split
+  std::vector<bool> whole_work_;             // every device of a replica computes all of the op
+  std::vector<bool> whole_params_;           // every device of a replica holds all of its weights
+  std::optional<cost::UnevenForm> tp_form_;  // the plan's form for uneven shards, or the cheaper
   mutable std::map<std::tuple<int, std::vector<int>, double, std::vector<double>>,
                    cost::CollectiveCost>
       cache_;

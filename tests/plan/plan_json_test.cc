@@ -23,6 +23,7 @@ Plan rich_plan() {
   p.recompute = cost::Recompute::selective;
   p.zero_stage = 2;
   p.sequence_parallel = true;
+  p.uneven_collectives = UnevenCollectives::grouped;
   p.grad_bucket_bytes = 12345678.5;
   p.stages[0].replicas[0].tp_shares = {0.1 + 0.2, 1 - (0.1 + 0.2)};  // not short decimals
   p.stages[0].replicas[0].batch_share = 1.0 / 3;
@@ -179,6 +180,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"/zero_stage", "4", "plan.json: zero_stage: expected an integer in 0..3"},
         BadField{"/sequence_parallel", "1", "plan.json: sequence_parallel: expected true or false"},
         BadField{"/grad_bucket_bytes", "-1", "plan.json: grad_bucket_bytes: expected a number > 0"},
+        BadField{"/uneven_collectives", "\"even\"",
+                 "plan.json: uneven_collectives: expected one of auto|padded|grouped (got "
+                 "\"even\")"},
         BadField{"/stages", "[]", "plan.json: stages: expected a non-empty array of stages"},
         BadField{"/stages", "{}", "plan.json: stages: expected a non-empty array of stages"},
         BadField{"/stages/1", "7", "plan.json: stages[1]: expected an object"},
@@ -220,7 +224,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "plan.json: microbatches: unknown key (allowed: version, model, cluster, planner, "
                  "global_batch, "
                  "num_microbatches, schedule, recompute, zero_stage, sequence_parallel, "
-                 "grad_bucket_bytes, stages, "
+                 "uneven_collectives, grad_bucket_bytes, stages, "
                  "op_overrides, grad_sync)"},
         BadField{"/op_overrides/0/ops", "\"\"",
                  "plan.json: op_overrides[0].ops: expected a non-empty op name or pattern "

@@ -77,6 +77,36 @@ TEST(TensorLayout, ColumnAfterColumnGathersAndScatters) {
   EXPECT_DOUBLE_EQ(t.backward[0], 2.0);
 }
 
+// Uneven shards (3:1): the plan's uneven_collectives picks the all-gather's form; auto takes the
+// cheaper of the two.
+TEST(TensorLayout, ThePlanChoosesPaddedOrGroupedCollectives) {
+  const auto m = chain_model(2, 1e12, 1e9);
+  const auto c = unit_cluster(1, 2);
+  const plan::Replica r{{0, 1}, {0.75, 0.25}, 1.0};
+  auto gather = [&](cost::UnevenForm form) {
+    cost::CollectiveRequest req;
+    req.kind = C::all_gather;
+    req.devices = {0, 1};
+    req.bytes = Bytes(2e9);
+    req.shares = {0.75, 0.25};
+    req.uneven_form = form;
+    return cost::collective_cost(c, req, exact_options().network).time.value;
+  };
+  auto forward_comm = [&](plan::UnevenCollectives u) {
+    plan::Plan settings;
+    settings.uneven_collectives = u;
+    LayerCosts costs(m, c, settings, exact_options());
+    const auto t = costs.replica(r, 2.0, 1);
+    return t.forward[1] - t.forward[0];  // the same compute; the second layer gathers
+  };
+  const double padded = gather(cost::UnevenForm::padded);
+  const double grouped = gather(cost::UnevenForm::grouped);
+  EXPECT_NE(padded, grouped);
+  EXPECT_NEAR(forward_comm(plan::UnevenCollectives::padded), padded, 1e-12);
+  EXPECT_NEAR(forward_comm(plan::UnevenCollectives::grouped), grouped, 1e-12);
+  EXPECT_NEAR(forward_comm(plan::UnevenCollectives::automatic), std::min(padded, grouped), 1e-12);
+}
+
 // The tensor-parallel collectives run as transfers after their pass's compute, on the same links
 // as every other transfer. Two data-parallel replicas of two devices each on one node; two
 // column-split layers of 1 TFLOP per sample and 1e9 parameters, each its own gradient bucket; two

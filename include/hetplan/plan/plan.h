@@ -36,7 +36,14 @@ const char* to_string(SplitKind s);  // "tensor", "replicate", "batch"
 
 // Gradient synchronisation of a stage's parameters across its replicas.
 enum class SyncMethod { all_reduce, parameter_server, sufficient_factor, none };
-const char* to_string(SyncMethod s);  // "all_reduce", "parameter_server", "sufficient_factor", "none"
+
+// How tensor-parallel all-gathers and reduce-scatters move shards of unlike sizes (uneven
+// tp_shares): padded to the largest shard in one collective, or grouped (one broadcast or reduce
+// per rank, each moving that rank's shard once); automatic: whichever the cost model finds
+// cheaper (cost/collective_cost.h). Plan files: "auto", "padded", "grouped".
+enum class UnevenCollectives { automatic, padded, grouped };
+const char* to_string(SyncMethod s);
+const char* to_string(UnevenCollectives u);  // "all_reduce", "parameter_server", "sufficient_factor", "none"
 
 // The names used in plan files and the strategy shorthand, and their inverses (nullopt for an
 // unknown name). The cost enums get their own tables here so the plan layer does not depend on the
@@ -47,12 +54,14 @@ const char* recompute_name(cost::Recompute r);
 std::optional<Schedule> schedule_from_string(std::string_view s);
 std::optional<SplitKind> split_kind_from_string(std::string_view s);
 std::optional<SyncMethod> sync_method_from_string(std::string_view s);
+std::optional<UnevenCollectives> uneven_collectives_from_string(std::string_view s);
 std::optional<cost::Algorithm> algorithm_from_string(std::string_view s);
 std::optional<cost::Recompute> recompute_from_string(std::string_view s);
 // "a|b|c": the accepted names, for error messages.
 std::string schedule_names();
 std::string split_kind_names();
 std::string sync_method_names();
+std::string uneven_collectives_names();
 std::string algorithm_names();
 std::string recompute_names();
 
@@ -101,6 +110,7 @@ struct Plan {
   cost::Recompute recompute = cost::Recompute::none;
   int zero_stage = 0;             // 0..3, over each stage's replicas
   bool sequence_parallel = false;
+  UnevenCollectives uneven_collectives = UnevenCollectives::automatic;
   double grad_bucket_bytes = 25e6;  // gradient all-reduce bucket size (overlap with backward)
   std::vector<Stage> stages;      // in model order; together they cover every layer exactly once
   std::vector<OpOverride> op_overrides;
