@@ -156,6 +156,7 @@ int run_run(const RunArgs& a) {
   opts.timeout_s = a.timeout_s;
   opts.learning_rate = a.learning_rate;
   opts.threads_per_rank = a.threads;
+  opts.cluster = &*c;
   auto r = runtime::run_plan(*m, *p, opts, *env);
   if (!r) return report_error(fmt::format("rank {}: {}", env->rank, r.error().message));
   if (env->rank != 0) return 0;

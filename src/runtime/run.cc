@@ -235,8 +235,11 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
     return Error{
         "plan: stages[0].replicas[0].devices: a CNN's convolutions are not split by tensor "
         "dimension in the runtime yet; give each replica one device"};
-  if (T > 1 && p.sequence_parallel)
-    return Error{"plan: sequence_parallel: sequence parallelism is not executed yet"};
+  if (T > 1 && p.sequence_parallel && m.family != model::Family::decoder_lm)
+    return Error{fmt::format(
+        "plan: sequence_parallel: the runtime splits decoder language models by sequence; a {} "
+        "model is not",
+        model::to_string(m.family))};
   if (T > 1)
     for (std::size_t i = 0; i < p.op_overrides.size(); ++i)
       if (p.op_overrides[i].split != plan::SplitKind::tensor)
@@ -250,13 +253,18 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
     for (const auto& st : p.stages)
       for (const auto& rep : st.replicas)
         for (std::size_t j = 0; j < T; ++j) {
-          detail::TensorParallel tp{nullptr, static_cast<int>(j), static_cast<int>(T),
-                                    rep.tp_shares};
+          detail::TensorParallel tp;
+          tp.rank = static_cast<int>(j);
+          tp.size = static_cast<int>(T);
+          tp.shares = rep.tp_shares;
           for (auto [n, what] :
                {std::pair<std::int64_t, const char*>{m.kv_heads, "key/value heads"},
                 {m.ffn_hidden, "MLP columns"},
                 {m.vocab, "vocabulary rows"}})
             if (auto ok = detail::unit_range(n, tp, what); !ok) return ok.error();
+          if (p.sequence_parallel)
+            if (auto ok = detail::unit_range(m.seq_len, tp, "sequence positions"); !ok)
+              return ok.error();
         }
   // Batch normalisation reduces its statistics over a stage's replicas in every micro-batch, so
   // each replica must take part in each: at least one sample of every micro-batch.
@@ -280,6 +288,22 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
           "plan: grad_sync[{}].method: {} is not executed yet (the runtime all-reduces gradients)",
           i, plan::to_string(p.grad_sync[i].method))};
   return true;
+}
+
+cost::UnevenForm uneven_form(const model::Model& m, const plan::Plan& p, const plan::Replica& r,
+                             const cluster::Cluster* c) {
+  if (p.uneven_collectives == plan::UnevenCollectives::grouped) return cost::UnevenForm::grouped;
+  if (p.uneven_collectives == plan::UnevenCollectives::padded || c == nullptr ||
+      r.tp_shares.empty())
+    return cost::UnevenForm::padded;
+  // The form the simulator takes: the cheaper all-gather of one micro-batch's activations.
+  cost::CollectiveRequest req;
+  req.kind = cost::Collective::all_gather;
+  req.devices = r.devices;
+  req.shares = r.tp_shares;
+  req.bytes = Bytes(static_cast<double>(m.seq_len * m.hidden) * 4.0 * r.batch_share *
+                    static_cast<double>(p.global_batch) / std::max(1, p.num_microbatches));
+  return cost::collective_cost(*c, req, cost::NetworkParams::defaults()).uneven_form;
 }
 
 Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const RunOptions& opts,
@@ -325,6 +349,16 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   tp.rank = at.j;
   tp.size = at.T;
   tp.shares = stage.replicas[at.r].tp_shares;
+  if (p.sequence_parallel && at.T > 1) {
+    for (int i = 0; i < at.T; ++i) {
+      detail::TensorParallel other = tp;
+      other.rank = i;
+      auto range = detail::unit_range(m.seq_len, other, "sequence positions");
+      if (!range) return range.error();
+      tp.sequence.push_back(range->second - range->first);
+    }
+    tp.grouped = uneven_form(m, p, stage.replicas[at.r], opts.cluster) == cost::UnevenForm::grouped;
+  }
   if (auto sharded = mod.shard(tp); !sharded) return sharded.error();
   mod.set_batch_group(groups.stage.get());
   const auto [tied_source, tied_copy] =

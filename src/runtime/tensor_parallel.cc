@@ -25,6 +25,126 @@ c10d::ProcessGroup* group_of(AutogradContext* ctx) {
   return reinterpret_cast<c10d::ProcessGroup*>(ctx->saved_data["pg"].toInt());
 }
 
+// Where rank i's shard of the sequence starts.
+std::int64_t sequence_offset(const TensorParallel& tp, int i) {
+  std::int64_t off = 0;
+  for (int k = 0; k < i; ++k) off += tp.sequence[k];
+  return off;
+}
+
+// [n, s_j, h] -> [n, S, h]: the shards of every rank, in rank order.
+torch::Tensor all_gather_sequence(const torch::Tensor& x, const TensorParallel& tp) {
+  std::vector<torch::Tensor> parts;
+  const auto shape = [&](std::int64_t s) {
+    return std::vector<std::int64_t>{x.size(0), s, x.size(2)};
+  };
+  if (tp.grouped) {
+    for (int i = 0; i < tp.size; ++i) {
+      std::vector<torch::Tensor> t{i == tp.rank ? x.contiguous().clone()
+                                                : torch::empty(shape(tp.sequence[i]), x.options())};
+      c10d::BroadcastOptions o;
+      o.rootRank = i;
+      tp.group->broadcast(t, o)->wait();
+      parts.push_back(t[0]);
+    }
+  } else {
+    const std::int64_t most = *std::max_element(tp.sequence.begin(), tp.sequence.end());
+    std::vector<torch::Tensor> in{
+        torch::cat({x, torch::zeros(shape(most - x.size(1)), x.options())}, 1).contiguous()};
+    std::vector<std::vector<torch::Tensor>> out(1);
+    for (int i = 0; i < tp.size; ++i) out[0].push_back(torch::empty_like(in[0]));
+    tp.group->allgather(out, in)->wait();
+    for (int i = 0; i < tp.size; ++i) parts.push_back(out[0][i].slice(1, 0, tp.sequence[i]));
+  }
+  return torch::cat(parts, 1);
+}
+
+// [n, S, h] partial sums -> this rank's shard [n, s_j, h] of their sum.
+torch::Tensor reduce_scatter_sequence_sum(const torch::Tensor& x, const TensorParallel& tp) {
+  if (tp.grouped) {
+    torch::Tensor mine;
+    for (int i = 0; i < tp.size; ++i) {
+      std::vector<torch::Tensor> t{
+          x.slice(1, sequence_offset(tp, i), sequence_offset(tp, i) + tp.sequence[i])
+              .contiguous()
+              .clone()};
+      c10d::ReduceOptions o;
+      o.rootRank = i;
+      o.reduceOp = c10d::ReduceOp::SUM;
+      tp.group->reduce(t, o)->wait();
+      if (i == tp.rank) mine = t[0];
+    }
+    return mine;
+  }
+  // Padded: every rank's slice padded to the largest, sent to its rank by an all-to-all, then
+  // the received partial sums added up (Gloo has no reduce-scatter).
+  const std::int64_t most = *std::max_element(tp.sequence.begin(), tp.sequence.end());
+  std::vector<torch::Tensor> chunks;
+  for (int i = 0; i < tp.size; ++i) {
+    auto part = x.slice(1, sequence_offset(tp, i), sequence_offset(tp, i) + tp.sequence[i]);
+    chunks.push_back(torch::cat(
+        {part, torch::zeros({x.size(0), most - tp.sequence[i], x.size(2)}, x.options())}, 1));
+  }
+  torch::Tensor in = torch::stack(chunks).contiguous(), out = torch::empty_like(in);
+  std::vector<std::int64_t> even;
+  c10d::AllToAllOptions o;
+  tp.group->alltoall_base(out, in, even, even, o)->wait();
+  return out.sum(0).slice(1, 0, tp.sequence[tp.rank]);
+}
+
+const TensorParallel& tp_of(AutogradContext* ctx) {
+  return *reinterpret_cast<const TensorParallel*>(ctx->saved_data["tp"].toInt());
+}
+
+torch::Tensor own_slice(const torch::Tensor& x, const TensorParallel& tp) {
+  const std::int64_t b = sequence_offset(tp, tp.rank);
+  return x.slice(1, b, b + tp.sequence[tp.rank]).clone();
+}
+
+class GatherSequence : public torch::autograd::Function<GatherSequence> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, const TensorParallel* tp) {
+    ctx->saved_data["tp"] = reinterpret_cast<std::int64_t>(tp);
+    return all_gather_sequence(x, *tp);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {reduce_scatter_sequence_sum(grad[0], tp_of(ctx)), torch::Tensor()};
+  }
+};
+
+class ReduceScatterSequence : public torch::autograd::Function<ReduceScatterSequence> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, const TensorParallel* tp) {
+    ctx->saved_data["tp"] = reinterpret_cast<std::int64_t>(tp);
+    return reduce_scatter_sequence_sum(x, *tp);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {all_gather_sequence(grad[0], tp_of(ctx)), torch::Tensor()};
+  }
+};
+
+class ScatterSequence : public torch::autograd::Function<ScatterSequence> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, const TensorParallel* tp) {
+    ctx->saved_data["tp"] = reinterpret_cast<std::int64_t>(tp);
+    return own_slice(x, *tp);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {all_gather_sequence(grad[0], tp_of(ctx)), torch::Tensor()};
+  }
+};
+
+class GatherSequenceWhole : public torch::autograd::Function<GatherSequenceWhole> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, const TensorParallel* tp) {
+    ctx->saved_data["tp"] = reinterpret_cast<std::int64_t>(tp);
+    return all_gather_sequence(x, *tp);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    return {own_slice(grad[0], tp_of(ctx)), torch::Tensor()};
+  }
+};
+
 class CopyToGroup : public torch::autograd::Function<CopyToGroup> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, c10d::ProcessGroup* pg) {
@@ -109,6 +229,22 @@ torch::Tensor reduce_from_group(const torch::Tensor& x, const TensorParallel& tp
 
 torch::Tensor max_over_group(const torch::Tensor& x, const TensorParallel& tp) {
   return tp.active() ? all_reduce(x.detach(), tp.group, c10d::ReduceOp::MAX) : x.detach();
+}
+
+torch::Tensor gather_sequence(const torch::Tensor& x, const TensorParallel& tp) {
+  return tp.sequence_parallel() ? GatherSequence::apply(x, &tp) : x;
+}
+
+torch::Tensor reduce_scatter_sequence(const torch::Tensor& x, const TensorParallel& tp) {
+  return tp.sequence_parallel() ? ReduceScatterSequence::apply(x, &tp) : x;
+}
+
+torch::Tensor scatter_sequence(const torch::Tensor& x, const TensorParallel& tp) {
+  return tp.sequence_parallel() ? ScatterSequence::apply(x, &tp) : x;
+}
+
+torch::Tensor gather_sequence_whole(const torch::Tensor& x, const TensorParallel& tp) {
+  return tp.sequence_parallel() ? GatherSequenceWhole::apply(x, &tp) : x;
 }
 
 Result<std::pair<std::int64_t, std::int64_t>> unit_range(std::int64_t n, const TensorParallel& tp,

@@ -22,7 +22,13 @@ struct TensorParallel {
   int rank = 0;
   int size = 1;
   std::vector<double> shares;  // per rank, sum 1; empty: even
+  // Sequence parallelism: each rank's number of sequence positions (by the shares), empty when
+  // off; and how shards of unlike sizes move: grouped (a broadcast or a reduce per rank, each
+  // moving that rank's shard) or padded (every shard padded to the largest, one collective).
+  std::vector<std::int64_t> sequence;
+  bool grouped = false;
   bool active() const { return group != nullptr && size > 1; }
+  bool sequence_parallel() const { return active() && !sequence.empty(); }
 };
 
 // f: identity forward; the gradient is summed over the group in the backward pass. Where a
@@ -32,6 +38,21 @@ torch::Tensor copy_to_group(const torch::Tensor& x, const TensorParallel& tp);
 torch::Tensor reduce_from_group(const torch::Tensor& x, const TensorParallel& tp);
 // Elementwise maximum over the group (no gradient).
 torch::Tensor max_over_group(const torch::Tensor& x, const TensorParallel& tp);
+
+// Sequence parallelism (Megatron-LM's, over tp.sequence's uneven shards of dim 1), as autograd
+// operations. `tp` must outlive the backward pass.
+// All-gather of the shards [n, s_j, h] into [n, S, h] where a tensor-split op reads them; its
+// gradient is reduce-scattered (the ranks' partial gradients summed, each keeping its shard).
+torch::Tensor gather_sequence(const torch::Tensor& x, const TensorParallel& tp);
+// Reduce-scatter of partial sums [n, S, h] into this rank's summed shard; its gradient is
+// all-gathered. Where a row-split op's output leaves.
+torch::Tensor reduce_scatter_sequence(const torch::Tensor& x, const TensorParallel& tp);
+// This rank's shard of a whole activation that every rank holds (a stage's input); its gradient
+// is all-gathered, so every rank passes back the whole gradient.
+torch::Tensor scatter_sequence(const torch::Tensor& x, const TensorParallel& tp);
+// All-gather into a whole activation that the ranks then hold alike (a stage's output); its
+// gradient, alike on every rank, is sliced to this rank's shard.
+torch::Tensor gather_sequence_whole(const torch::Tensor& x, const TensorParallel& tp);
 
 // Training-mode batch normalisation of x [n, c, h, w] with the statistics of the samples of every
 // rank of `group` (null: this rank's alone), so that a batch split over replicas, evenly or not,

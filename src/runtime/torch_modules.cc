@@ -111,11 +111,17 @@ class RmsNorm : public nn::Module {
  public:
   explicit RmsNorm(std::int64_t width)
       : weight(register_parameter("weight", torch::ones({width}))) {}
-  torch::Tensor forward(const torch::Tensor& x) const {
-    return x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-5) * weight;
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& w) const {
+    return x * torch::rsqrt(x.pow(2).mean(-1, true) + 1e-5) * w;
   }
   torch::Tensor weight;
 };
+
+// A weight every rank of a tensor-parallel group holds whole: under sequence parallelism each rank
+// applies it to its own positions only, so its gradient is summed over the group.
+torch::Tensor whole_weight(const torch::Tensor& w, const TensorParallel& tp) {
+  return tp.sequence_parallel() && w.defined() ? copy_to_group(w, tp) : w;
+}
 
 // A LayerNorm or an RMSNorm, registered on its owner.
 struct Norm {
@@ -128,9 +134,10 @@ struct Norm {
     else
       ln = owner.register_module(name, nn::LayerNorm(nn::LayerNormOptions({width})));
   }
-  torch::Tensor operator()(const torch::Tensor& x) const {
-    return rms ? rms->forward(x)
-               : torch::layer_norm(x, {ln->options.normalized_shape()}, ln->weight, ln->bias,
+  torch::Tensor operator()(const torch::Tensor& x, const TensorParallel& tp) const {
+    return rms ? rms->forward(x, whole_weight(rms->weight, tp))
+               : torch::layer_norm(x, {ln->options.normalized_shape()},
+                                   whole_weight(ln->weight, tp), whole_weight(ln->bias, tp),
                                    ln->options.eps());
   }
   const nn::Module* module() const {
@@ -141,7 +148,9 @@ struct Norm {
 // One pre-norm decoder block. Under tensor parallelism (Megatron-LM's split): QKV by key/value
 // head groups and the MLP's first GEMM by columns (column-parallel), the projection and the
 // second GEMM by the matching input features (row-parallel, partial sums all-reduced); norms and
-// the row-parallel biases stay whole.
+// the row-parallel biases stay whole. With sequence parallelism the block's input and output are
+// this rank's positions: the norms' outputs are all-gathered into the column-parallel GEMMs and
+// the row-parallel outputs reduce-scattered (instead of all-reduced).
 class Block : public nn::Module {
  public:
   Block(const DecoderShape& d, const torch::Tensor* causal, const torch::Tensor* rope_cos,
@@ -201,16 +210,24 @@ class Block : public nn::Module {
  private:
   torch::Tensor body(const torch::Tensor& x, bool recompute_core) {
     namespace F = torch::nn::functional;
-    const auto a = copy_to_group(norm1_(x), *tp_);
+    const TensorParallel& tp = *tp_;
+    const bool sp = tp.sequence_parallel();
+    auto enter = [&](const torch::Tensor& t) {
+      return sp ? gather_sequence(t, tp) : copy_to_group(t, tp);
+    };
+    auto leave = [&](const torch::Tensor& t) {
+      return sp ? reduce_scatter_sequence(t, tp) : reduce_from_group(t, tp);
+    };
+    const auto a = enter(norm1_(x, tp));
     const auto ctx = run_layer(core_, F::linear(a, qkv_->weight, qkv_->bias), recompute_core);
-    auto y = x + reduce_from_group(torch::matmul(ctx, proj_->weight.t()), *tp_);
-    if (d_.bias) y = y + proj_->bias;
-    const auto b = copy_to_group(norm2_(y), *tp_);
+    auto y = x + leave(torch::matmul(ctx, proj_->weight.t()));
+    if (d_.bias) y = y + whole_weight(proj_->bias, tp);
+    const auto b = enter(norm2_(y, tp));
     auto h = F::linear(b, fc1_->weight, fc1_->bias);
     h = d_.swiglu ? torch::silu(h.slice(-1, 0, local_ffn_)) * h.slice(-1, local_ffn_)
                   : torch::gelu(h);
-    auto out = y + reduce_from_group(torch::matmul(h, fc2_->weight.t()), *tp_);
-    return d_.bias ? out + fc2_->bias : out;
+    auto out = y + leave(torch::matmul(h, fc2_->weight.t()));
+    return d_.bias ? out + whole_weight(fc2_->bias, tp) : out;
   }
   // Rotary positions on [n, heads, s, hd]: pairs (i, i + hd/2) rotated by position x frequency.
   torch::Tensor rotate(const torch::Tensor& t) const {
@@ -275,22 +292,30 @@ class Decoder : public TrainModule {
     word_->weight.normal_(0.0, 0.02);
     if (pos_) pos_->weight.normal_(0.0, 0.02);
     num_layers_ = d.layers + 2;
+    positions_ = {0, d.seq};
   }
   torch::Tensor forward_layers(int first, int count, const torch::Tensor& x,
                                const torch::Tensor& targets) override {
-    torch::Tensor y = x;
+    // Under sequence parallelism a stage takes and passes on whole activations, and holds only
+    // its positions in between.
+    torch::Tensor y = first > 0 ? scatter_sequence(x, tp_) : x;
     for (int l = first; l < first + count; ++l) {
       if (l == 0) {
         y = embed(y);
-        if (pos_) y = y + pos_->forward(torch::arange(d_.seq, torch::kLong));
+        if (pos_) {
+          const auto [p0, p1] = positions_;
+          y = y + torch::embedding(whole_weight(pos_->weight, tp_),
+                                   torch::arange(p0, p1, torch::kLong));
+        }
       } else if (l + 1 < num_layers_) {
         y = blocks_[l - 1]->forward(y, recompute_);
       } else {
-        y = norm_(y);
+        y = norm_(y, tp_);
         const torch::Tensor& w = head_                  ? head_->weight
                                  : head_copy_.defined() ? head_copy_
                                                         : word_->weight;
-        auto logits = torch::matmul(copy_to_group(y, tp_), w.t());
+        auto logits = torch::matmul(
+            tp_.sequence_parallel() ? gather_sequence(y, tp_) : copy_to_group(y, tp_), w.t());
         logits = logits.reshape({-1, logits.size(-1)});
         // Each sample's loss is the mean over its tokens.
         y = (tp_.active() ? vocab_parallel_cross_entropy(logits, targets.reshape({-1}))
@@ -298,7 +323,7 @@ class Decoder : public TrainModule {
             static_cast<double>(d_.seq);
       }
     }
-    return y;
+    return first + count < num_layers_ ? gather_sequence_whole(y, tp_) : y;
   }
   std::vector<std::int64_t> activation_shape(int layer, std::int64_t n) const override {
     if (layer == 0) return {n, d_.seq};  // token ids
@@ -323,7 +348,15 @@ class Decoder : public TrainModule {
   }
   Result<bool> shard(const TensorParallel& tp) override {
     tp_ = tp;
+    positions_ = {0, d_.seq};
     if (!tp_.active()) return true;
+    if (tp_.sequence_parallel()) {
+      if (static_cast<int>(tp_.sequence.size()) != tp_.size)
+        return Error{"sequence parallelism: one count of positions per tensor-parallel rank"};
+      std::int64_t p0 = 0;
+      for (int i = 0; i < tp_.rank; ++i) p0 += tp_.sequence[i];
+      positions_ = {p0, p0 + tp_.sequence[tp_.rank]};
+    }
     for (auto& b : blocks_)
       if (auto ok = b->shard(); !ok) return ok;
     // The word embedding and the LM head by vocabulary rows (Megatron-LM's vocab-parallel
@@ -343,14 +376,15 @@ class Decoder : public TrainModule {
   }
 
  private:
-  // Token embeddings; split by vocabulary rows, each rank looks up its own rows and the group sums.
+  // Token embeddings; split by vocabulary rows, each rank looks up its own rows and the group sums
+  // (under sequence parallelism, each rank keeping the sums of its positions).
   torch::Tensor embed(const torch::Tensor& ids) {
     if (!tp_.active()) return word_->forward(ids);
     const auto [v0, v1] = vocab_;
     const auto mine = (ids >= v0) & (ids < v1);
     const auto local = (ids - v0).clamp(0, v1 - v0 - 1);
     const auto e = torch::embedding(word_->weight, local) * mine.unsqueeze(-1);
-    return reduce_from_group(e, tp_);
+    return tp_.sequence_parallel() ? reduce_scatter_sequence(e, tp_) : reduce_from_group(e, tp_);
   }
   // Summed cross-entropy over rows of logits split by vocabulary: the group's maximum, the sum of
   // exponentials and the target's logit are summed over the ranks (Megatron-LM).
@@ -369,6 +403,7 @@ class Decoder : public TrainModule {
   DecoderShape d_;
   TensorParallel tp_;
   std::pair<std::int64_t, std::int64_t> vocab_{0, 0};
+  std::pair<std::int64_t, std::int64_t> positions_{0, 0};  // this rank's, [begin, end)
   nn::Embedding word_, pos_{nullptr};
   std::vector<std::shared_ptr<Block>> blocks_;
   Norm norm_;

@@ -124,7 +124,10 @@ namespace {
 
 TEST(TensorParallelUnits, UnevenSharesRoundByLargestRemainder) {
   auto range = [](std::int64_t n, int rank, std::vector<double> shares, int size = 3) {
-    TensorParallel tp{nullptr, rank, size, shares};
+    TensorParallel tp;
+    tp.rank = rank;
+    tp.size = size;
+    tp.shares = shares;
     auto r = unit_range(n, tp, "heads");
     EXPECT_TRUE(r) << r.error().message;
     return *r;
@@ -134,7 +137,9 @@ TEST(TensorParallelUnits, UnevenSharesRoundByLargestRemainder) {
   EXPECT_EQ(range(10, 1, {0.45, 0.35, 0.2}), (std::pair<std::int64_t, std::int64_t>{5, 8}));
   EXPECT_EQ(range(10, 2, {0.45, 0.35, 0.2}), (std::pair<std::int64_t, std::int64_t>{8, 10}));
   EXPECT_EQ(range(7, 1, {}), (std::pair<std::int64_t, std::int64_t>{3, 5}));  // even: 3, 2, 2
-  TensorParallel tp{nullptr, 0, 2, {0.99, 0.01}};
+  TensorParallel tp;
+  tp.size = 2;
+  tp.shares = {0.99, 0.01};
   auto r = unit_range(4, tp, "heads");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message,

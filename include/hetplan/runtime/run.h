@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "hetplan/cluster/cluster.h"
 #include "hetplan/core/error.h"
+#include "hetplan/cost/collective_cost.h"
 #include "hetplan/model/model.h"
 #include "hetplan/plan/plan.h"
 #include "hetplan/runtime/launch.h"
@@ -31,7 +33,15 @@ struct RunOptions {
   // How long a rank waits for a collective or a neighbour stage before it gives up and names the
   // ranks that stopped answering.
   double timeout_s = 120;
+  // The cluster the plan was made for, to pick the form of uneven sequence-parallel collectives
+  // as the simulator does when the plan leaves it to the cost model (null: padded).
+  const cluster::Cluster* cluster = nullptr;
 };
+
+// The form of replica r's uneven all-gathers and reduce-scatters: the plan's, or (auto) the one
+// the cost model finds cheaper for a micro-batch's activations on cluster c (padded without c).
+cost::UnevenForm uneven_form(const model::Model& m, const plan::Plan& p, const plan::Replica& r,
+                             const cluster::Cluster* c);
 
 // What one rank did over the run (seconds, summed over the measured steps).
 struct RankTimes {
