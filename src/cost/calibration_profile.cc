@@ -124,7 +124,7 @@ std::string calibration_profile_to_json(const CalibrationProfile& p) {
 }
 
 Seconds interpolate_calibrated_time(const std::vector<CalibrationPoint>& points, model::OpKind kind,
-                                    double flops, double bytes) {
+                                    double flops, double bytes, double floor_share) {
   assert(!points.empty());
   const bool gemm = is_gemm_like(kind);
   const double size = gemm ? flops : bytes;
@@ -132,8 +132,8 @@ Seconds interpolate_calibrated_time(const std::vector<CalibrationPoint>& points,
   auto rate_at = [&](std::size_t i) { return size_key(points[i], gemm) / points[i].seconds; };
   double rate = 0;
   if (size <= size_key(points.front(), gemm)) {
-    // No faster than the smallest point measured: that is a kernel's fixed cost.
-    return Seconds(points.front().seconds);
+    // The smallest point's time is its kernels' fixed cost: this pass's part of it at least.
+    return Seconds(std::max(size / rate_at(0), floor_share * points.front().seconds));
   } else if (size >= size_key(points.back(), gemm)) {
     rate = rate_at(points.size() - 1);
   } else {

@@ -71,14 +71,19 @@ Seconds ComputeCostModel::op_time(const cluster::DeviceType& dev, const model::T
   if (!optimizer) {
     if (const auto* pts = find_points(profile_.get(), dev.name, op.kind)) {
       if ((gemm ? flops : bytes) > 0) {
-        Seconds t = interpolate_calibrated_time(*pts, op.kind, flops, bytes);
+        // A point times a forward and a backward pass: a GEMM's forward is one of its three
+        // GEMMs; another op's forward moves about two fifths of the bytes (calibrate.cc).
+        const bool forward = op.phase == model::Phase::forward;
+        const double part = gemm ? (forward ? 1.0 / 3 : 2.0 / 3) : (forward ? 0.4 : 0.6);
+        Seconds t = interpolate_calibrated_time(*pts, op.kind, flops, bytes, part);
         // A GEMM with few rows streams its weights more than it computes (one row: a
         // matrix-vector product): no faster than the device's measured streaming rate moves its
         // bytes. The calibrated GEMMs are square, so their rates say nothing about this.
         if (gemm && bytes > 0)
           if (const auto* stream =
                   find_points(profile_.get(), dev.name, model::OpKind::elementwise))
-            t = max(t, interpolate_calibrated_time(*stream, model::OpKind::elementwise, 0, bytes));
+            t = max(t, interpolate_calibrated_time(*stream, model::OpKind::elementwise, 0, bytes,
+                                                   part));
         return t;
       }
     }

@@ -293,16 +293,18 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
 cost::UnevenForm uneven_form(const model::Model& m, const plan::Plan& p, const plan::Replica& r,
                              const cluster::Cluster* c) {
   if (p.uneven_collectives == plan::UnevenCollectives::grouped) return cost::UnevenForm::grouped;
-  if (p.uneven_collectives == plan::UnevenCollectives::padded || c == nullptr ||
-      r.tp_shares.empty())
+  bool even = true;
+  for (double s : r.tp_shares) even = even && s == r.tp_shares.front();
+  if (p.uneven_collectives == plan::UnevenCollectives::padded || c == nullptr || even)
     return cost::UnevenForm::padded;
   // The form the simulator takes: the cheaper all-gather of one micro-batch's activations.
   cost::CollectiveRequest req;
   req.kind = cost::Collective::all_gather;
   req.devices = r.devices;
   req.shares = r.tp_shares;
-  req.bytes = Bytes(static_cast<double>(m.seq_len * m.hidden) * 4.0 * r.batch_share *
-                    static_cast<double>(p.global_batch) / std::max(1, p.num_microbatches));
+  req.bytes =
+      Bytes(static_cast<double>(m.seq_len * m.hidden) * model::dtype_bytes(m.dtype) *
+            r.batch_share * static_cast<double>(p.global_batch) / std::max(1, p.num_microbatches));
   return cost::collective_cost(*c, req, cost::NetworkParams::defaults()).uneven_form;
 }
 

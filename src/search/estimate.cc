@@ -55,7 +55,7 @@ const sim::LayerCostTable& Estimator::layer_costs(const plan::Plan& settings,
                                                   int dp) const {
   const int zero_split = settings.zero_stage >= 1 ? dp : 1;
   SettingsKey skey{static_cast<int>(settings.recompute), settings.sequence_parallel,
-                   settings.zero_stage, settings.op_overrides};
+                   settings.zero_stage, settings.uneven_collectives, settings.op_overrides};
   auto tkey = std::make_tuple(skey, replica_class(c_, r), r.tp_shares, samples, zero_split);
   auto it = tables_.find(tkey);
   if (it != tables_.end()) return it->second;

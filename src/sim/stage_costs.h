@@ -19,7 +19,9 @@ namespace hetplan::sim::detail {
 
 // Tensor-parallel collectives of some part of a pass, merged into one flow: the simulator runs
 // them after that part's compute, on links it shares with every other transfer. Alone on its
-// links the flow takes exactly the sum of the collectives' times.
+// links the flow takes exactly the sum of the collectives' times. An approximation under
+// contention: the flow spreads each collective's bytes over the whole flow's duration, so a link
+// that one short collective loads heavily shows a lower demand than it has while that one runs.
 struct PassComm {
   double latency = 0;                 // the collectives' latencies, summed
   double transfer = 0;                // their bandwidth terms (each alone on its links), summed

@@ -61,9 +61,14 @@ TEST(CalibrationProfile, InterpolatesRateLogLinearlyAndClamps) {
   // Rates 1e14 at 1e9 FLOPs and 2e14 at 1e11: halfway in log size gives 1.5e14.
   EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e10, 0).value,
                    1e10 / 1.5e14);
-  // Below the smallest point: its time (1e9 FLOPs at 1e14 FLOP/s), a kernel's fixed cost.
+  // Below the smallest point: its time (1e9 FLOPs at 1e14 FLOP/s), a kernel's fixed cost; a third
+  // of it for a pass that launches a third of the point's kernels, but no less than at its rate.
   EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e8, 0).value,
                    1e9 / 1e14);
+  EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e8, 0, 1.0 / 3).value,
+                   1e9 / 1e14 / 3);
+  EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 5e8, 0, 0.1).value,
+                   5e8 / 1e14);
   EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e12, 0).value,
                    1e12 / 2e14);
   EXPECT_DOUBLE_EQ(interpolate_calibrated_time(pts, model::OpKind::matmul, 1e11, 0).value, 5e-4);

@@ -1,16 +1,16 @@
 #include "hetplan/cost/collective_cost.h"
 
-#include <numeric>
-
 #include <gtest/gtest.h>
+
+#include <numeric>
 
 #include "hand_built.h"
 
 namespace hetplan::cost {
 namespace {
 
-using testing::TwoLevelSpec;
 using testing::two_level_cluster;
+using testing::TwoLevelSpec;
 
 NetworkParams ideal() {
   NetworkParams p;
@@ -36,7 +36,8 @@ CollectiveRequest request(Collective kind, std::vector<int> devices, double byte
   return r;
 }
 
-double load_on(const CollectiveCost& cost, const cluster::Cluster& c, const std::string& link_name) {
+double load_on(const CollectiveCost& cost, const cluster::Cluster& c,
+               const std::string& link_name) {
   for (const LinkLoad& l : cost.loads)
     if (c.links[l.link].name == link_name) return l.bytes;
   return 0;
@@ -55,7 +56,8 @@ TEST(CollectiveCost, RingAllReduceMatchesAlphaBetaFormula) {
   spec.nic_latency = 0;  // every hop, inside a node or not, then has alpha = 6 us
   const auto c = two_level_cluster(spec);
   const double S = 1e8, n = 4, B = 10e9, alpha = 6e-6;
-  const auto cost = collective_cost(c, request(Collective::all_reduce, {0, 1, 2, 3}, S, Algorithm::ring), ideal());
+  const auto cost = collective_cost(
+      c, request(Collective::all_reduce, {0, 1, 2, 3}, S, Algorithm::ring), ideal());
   EXPECT_EQ(cost.algorithm, Algorithm::ring);
   EXPECT_DOUBLE_EQ(cost.time.value, 2 * (n - 1) / n * S / B + 2 * (n - 1) * alpha);
   EXPECT_DOUBLE_EQ(cost.latency.value, 2 * (n - 1) * alpha);
@@ -67,7 +69,8 @@ TEST(CollectiveCost, RingAllReduceMatchesAlphaBetaFormula) {
 
 TEST(CollectiveCost, RingLatencySumsItsHops) {
   const auto c = two_level_cluster({});
-  const auto cost = collective_cost(c, request(Collective::all_reduce, {0, 1, 2, 3}, 1e8, Algorithm::ring), ideal());
+  const auto cost = collective_cost(
+      c, request(Collective::all_reduce, {0, 1, 2, 3}, 1e8, Algorithm::ring), ideal());
   EXPECT_DOUBLE_EQ(cost.latency.value, 2 * 3.0 / 4 * kRingLatency);
 }
 
@@ -79,7 +82,8 @@ TEST(CollectiveCost, EfficienciesAndLaunchApplyByLinkKind) {
   p.collective_launch = Seconds(7e-6);
   EXPECT_EQ(link_efficiency(c, 0, p), 0.25);  // g0->sw0
   const double S = 1e8;
-  const auto cost = collective_cost(c, request(Collective::all_reduce, {3, 2, 1, 0}, S, Algorithm::ring), p);
+  const auto cost =
+      collective_cost(c, request(Collective::all_reduce, {3, 2, 1, 0}, S, Algorithm::ring), p);
   // NIC: 1.5 S / 5 GB/s = 30 ms; device uplink: 1.5 S / 25 GB/s = 6 ms.
   EXPECT_DOUBLE_EQ(cost.time.value, 1.5 * S / 5e9 + 1.5 * kRingLatency + 7e-6);
 }
@@ -87,8 +91,10 @@ TEST(CollectiveCost, EfficienciesAndLaunchApplyByLinkKind) {
 TEST(CollectiveCost, NothingToDoTakesNoTime) {
   const auto c = two_level_cluster({});
   EXPECT_EQ(collective_cost(c, request(Collective::all_reduce, {2}, 1e9), ideal()).time.value, 0);
-  EXPECT_EQ(collective_cost(c, request(Collective::all_gather, {0, 1, 2}, 0), ideal()).time.value, 0);
-  EXPECT_TRUE(collective_cost(c, request(Collective::all_reduce, {0, 3}, 0), ideal()).loads.empty());
+  EXPECT_EQ(collective_cost(c, request(Collective::all_gather, {0, 1, 2}, 0), ideal()).time.value,
+            0);
+  EXPECT_TRUE(
+      collective_cost(c, request(Collective::all_reduce, {0, 3}, 0), ideal()).loads.empty());
 }
 
 TEST(CollectiveCost, RingRunsOneChannelPerRail) {
@@ -97,14 +103,17 @@ TEST(CollectiveCost, RingRunsOneChannelPerRail) {
   s.rails = true;
   const auto c = two_level_cluster(s);
   const double S = 1e9, n = 8;
-  const auto cost = collective_cost(c, request(Collective::all_reduce, all_devices(c), S, Algorithm::ring), ideal());
+  const auto cost = collective_cost(
+      c, request(Collective::all_reduce, all_devices(c), S, Algorithm::ring), ideal());
   // 4 channels, each leaving node 0 through a different NIC with a quarter of 2(n-1)/n S.
   for (int r = 0; r < 4; ++r)
-    EXPECT_DOUBLE_EQ(load_on(cost, c, "nic0." + std::to_string(r) + "->core"), 2 * (n - 1) / n * S / 4);
+    EXPECT_DOUBLE_EQ(load_on(cost, c, "nic0." + std::to_string(r) + "->core"),
+                     2 * (n - 1) / n * S / 4);
   // Each channel crosses 3 hops of 2 us inside each node and one of 10 us (device->NIC->core->
   // NIC->device) to the next node.
   const double channel_latency = 2 * (3 * 2e-6 + 10e-6);
-  EXPECT_NEAR(cost.time.value, 2 * (n - 1) / n * S / 4 / 10e9 + 2 * (n - 1) / n * channel_latency, 1e-15);
+  EXPECT_NEAR(cost.time.value, 2 * (n - 1) / n * S / 4 / 10e9 + 2 * (n - 1) / n * channel_latency,
+              1e-15);
 }
 
 TEST(CollectiveCost, HierarchicalBeatsRingAcrossSlowNics) {
@@ -115,9 +124,10 @@ TEST(CollectiveCost, HierarchicalBeatsRingAcrossSlowNics) {
   const double S = 1e9;
   const auto p = NetworkParams::defaults();
   const auto best = collective_cost(c, request(Collective::all_reduce, all_devices(c), S), p);
-  const auto ring = collective_cost(c, request(Collective::all_reduce, all_devices(c), S, Algorithm::ring), p);
-  const auto hier =
-      collective_cost(c, request(Collective::all_reduce, all_devices(c), S, Algorithm::hierarchical), p);
+  const auto ring =
+      collective_cost(c, request(Collective::all_reduce, all_devices(c), S, Algorithm::ring), p);
+  const auto hier = collective_cost(
+      c, request(Collective::all_reduce, all_devices(c), S, Algorithm::hierarchical), p);
   EXPECT_EQ(best.algorithm, Algorithm::hierarchical);
   EXPECT_EQ(hier.algorithm, Algorithm::hierarchical);
   EXPECT_LT(hier.time, ring.time);
@@ -128,11 +138,13 @@ TEST(CollectiveCost, HierarchicalBeatsRingAcrossSlowNics) {
 
 TEST(CollectiveCost, HierarchicalNeedsSeveralDevicesOnSeveralNodes) {
   const auto c = two_level_cluster({});
-  const auto one_node = collective_cost(c, request(Collective::all_reduce, {0, 1}, 1e9, Algorithm::hierarchical),
-                                        NetworkParams::defaults());
+  const auto one_node =
+      collective_cost(c, request(Collective::all_reduce, {0, 1}, 1e9, Algorithm::hierarchical),
+                      NetworkParams::defaults());
   EXPECT_NE(one_node.algorithm, Algorithm::hierarchical);
-  const auto one_each = collective_cost(c, request(Collective::all_reduce, {0, 2}, 1e9, Algorithm::hierarchical),
-                                        NetworkParams::defaults());
+  const auto one_each =
+      collective_cost(c, request(Collective::all_reduce, {0, 2}, 1e9, Algorithm::hierarchical),
+                      NetworkParams::defaults());
   EXPECT_NE(one_each.algorithm, Algorithm::hierarchical);
 }
 
@@ -144,7 +156,8 @@ TEST(CollectiveCost, TreeBeatsRingForTinyMessages) {
   const auto p = NetworkParams::defaults();
   const auto tiny = collective_cost(c, request(Collective::all_reduce, all_devices(c), 64), p);
   EXPECT_EQ(tiny.algorithm, Algorithm::tree);
-  const auto ring = collective_cost(c, request(Collective::all_reduce, all_devices(c), 64, Algorithm::ring), p);
+  const auto ring =
+      collective_cost(c, request(Collective::all_reduce, all_devices(c), 64, Algorithm::ring), p);
   EXPECT_LT(tiny.time, ring.time);
   // 2 log2(8) = 6 latency steps against the ring's 14.
   EXPECT_DOUBLE_EQ(tiny.latency.value, 6 * kInterNodeLatency + p.collective_launch.value);
@@ -160,7 +173,8 @@ TEST(CollectiveCost, PointToPoint) {
   const auto cost = collective_cost(c, request(Collective::p2p, {1, 2}, S), p);
   EXPECT_EQ(cost.algorithm, Algorithm::direct);
   // NIC at 90% of 10 GB/s is slower than NVLink-like 65% of 100 GB/s.
-  EXPECT_DOUBLE_EQ(cost.time.value, S / (10e9 * 0.9) + kInterNodeLatency + p.collective_launch.value);
+  EXPECT_DOUBLE_EQ(cost.time.value,
+                   S / (10e9 * 0.9) + kInterNodeLatency + p.collective_launch.value);
   EXPECT_EQ(cost.loads.size(), 6u);
   const auto local = collective_cost(c, request(Collective::p2p, {0, 1}, S), p);
   EXPECT_DOUBLE_EQ(local.time.value, S / (100e9 * 0.65) + 2e-6 + p.collective_launch.value);
@@ -244,7 +258,8 @@ TEST(CollectiveCost, ManyDevicesStayCheap) {
   s.nodes = 64;
   s.devices_per_node = 8;
   const auto c = two_level_cluster(s);
-  const auto cost = collective_cost(c, request(Collective::all_reduce, all_devices(c), 1e9), NetworkParams::defaults());
+  const auto cost = collective_cost(c, request(Collective::all_reduce, all_devices(c), 1e9),
+                                    NetworkParams::defaults());
   EXPECT_NE(cost.algorithm, Algorithm::tree);
   EXPECT_GT(cost.time.value, 0);
 }

@@ -93,7 +93,7 @@ TEST(MemoryCost, FullRecomputeKeepsLayerInputsPlusOneLayerWorkingSet) {
   cfg.micro_batch = 2;
   cfg.inflight_microbatches = 3;
   const double b = 2, L = 4;
-  const double inputs = 2 * s * b * h * L * 3;        // 2sbhL per micro-batch in flight
+  const double inputs = 2 * s * b * h * L * 3;              // 2sbhL per micro-batch in flight
   const double working = s * b * h * (34 + 5 * a * s / h);  // one layer, one micro-batch
   EXPECT_DOUBLE_EQ(stage_memory(m, cfg).activations.value, inputs + working);
   const auto act = stage_activation_bytes(m, cfg);
@@ -109,7 +109,8 @@ TEST(MemoryCost, InflightMicrobatchesMultiplyActivations) {
   MemoryConfig one = layers(2);
   MemoryConfig many = one;
   many.inflight_microbatches = 4;
-  EXPECT_DOUBLE_EQ(stage_memory(m, many).activations.value, 4 * stage_memory(m, one).activations.value);
+  EXPECT_DOUBLE_EQ(stage_memory(m, many).activations.value,
+                   4 * stage_memory(m, one).activations.value);
 }
 
 TEST(MemoryCost, StageCountsOnlyItsLayers) {
@@ -136,7 +137,8 @@ TEST(MemoryCost, NonTransformerLayersKeepEverythingUnderFullRecompute) {
   MemoryConfig cfg = layers(2);
   cfg.recompute = Recompute::full;
   cfg.activation_shard = 0.5;
-  EXPECT_DOUBLE_EQ(stage_activation_bytes(m, cfg).stored_per_sample, 2 * s * h + 4 * s * 50000 * 0.5);
+  EXPECT_DOUBLE_EQ(stage_activation_bytes(m, cfg).stored_per_sample,
+                   2 * s * h + 4 * s * 50000 * 0.5);
 }
 
 TEST(MemoryCost, BuffersAreTheConfiguredWorkspaceAndBuckets) {
@@ -147,7 +149,8 @@ TEST(MemoryCost, BuffersAreTheConfiguredWorkspaceAndBuckets) {
   cfg.gradient_buckets = Bytes(1e6);
   const auto mem = stage_memory(m, cfg);
   EXPECT_DOUBLE_EQ(mem.buffers.value, 1e6);
-  EXPECT_DOUBLE_EQ(mem.total().value, (mem.parameters + mem.gradients + mem.optimizer + mem.activations).value + 1e6);
+  EXPECT_DOUBLE_EQ(mem.total().value,
+                   (mem.parameters + mem.gradients + mem.optimizer + mem.activations).value + 1e6);
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
 // The cost layer on the real model zoo and cluster presets: the summation rules agree with the
 // standard formulas on the GPT block the model layer builds, and collectives stay fast at scale.
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <numeric>
-
-#include <gtest/gtest.h>
 
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/cost/collective_cost.h"
@@ -59,9 +59,11 @@ TEST(CostOnZoo, DataParallelAllReduceOnAPodOf4096Gpus) {
   req.bytes = Bytes(2.6e9);  // bf16 gradients of a 1.3B model
   const auto start = std::chrono::steady_clock::now();
   const auto cost = collective_cost(*c, req, NetworkParams::defaults());
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(elapsed, 0.5);  // ring, tree and hierarchical candidates over 4096 devices
-  // Bus bandwidth bound: 2(n-1)/n S over 8 rails of 200 Gb/s at 90%, or NVSwitch at 65% of 300 GB/s.
+  // Bus bandwidth bound: 2(n-1)/n S over 8 rails of 200 Gb/s at 90%, or NVSwitch at 65% of 300
+  // GB/s.
   const double n = 4096;
   const double rail_bound = 2 * (n - 1) / n * 2.6e9 / (8 * 25e9 * 0.9);
   EXPECT_GT(cost.time.value, rail_bound * 0.99);

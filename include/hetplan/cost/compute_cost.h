@@ -46,11 +46,12 @@ std::string calibration_profile_to_json(const CalibrationProfile& p);
 
 // Time interpolated from measured points of one (device, op kind): the achieved rate (FLOP/s for
 // GEMM-like kinds, B/s otherwise) is linear in log(size) between neighbouring points and constant
-// beyond the largest one; below the smallest one the time is the smallest one's (calibrate's
-// smallest probes are small enough that a kernel's fixed cost is all they measure). `points`
-// sorted by size, not empty.
+// beyond the largest one. Below the smallest one, the time is at least `floor_share` of the
+// smallest one's: calibrate's smallest probes are small enough that their kernels' fixed cost is
+// all they measure, and a point covers a forward and a backward pass, of which the asking pass
+// launches that share. `points` sorted by size, not empty.
 Seconds interpolate_calibrated_time(const std::vector<CalibrationPoint>& points, model::OpKind kind,
-                                    double flops, double bytes);
+                                    double flops, double bytes, double floor_share = 1.0);
 
 // The global parameters of the roofline; one set serves every device and every run (no per-case
 // fitting). Defaults documented in compute_cost.cc with their sources.

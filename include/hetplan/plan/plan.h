@@ -42,8 +42,9 @@ enum class SyncMethod { all_reduce, parameter_server, sufficient_factor, none };
 // per rank, each moving that rank's shard once); automatic: whichever the cost model finds
 // cheaper (cost/collective_cost.h). Plan files: "auto", "padded", "grouped".
 enum class UnevenCollectives { automatic, padded, grouped };
-const char* to_string(SyncMethod s);
-const char* to_string(UnevenCollectives u);  // "all_reduce", "parameter_server", "sufficient_factor", "none"
+const char* to_string(
+    SyncMethod s);  // "all_reduce", "parameter_server", "sufficient_factor", "none"
+const char* to_string(UnevenCollectives u);  // "auto", "padded", "grouped"
 
 // The names used in plan files and the strategy shorthand, and their inverses (nullopt for an
 // unknown name). The cost enums get their own tables here so the plan layer does not depend on the
@@ -70,9 +71,9 @@ std::string recompute_names();
 bool op_pattern_matches(std::string_view pattern, std::string_view op_name);
 
 struct Replica {
-  std::vector<int> devices;        // the tensor-parallel group, in rank order
-  std::vector<double> tp_shares;   // per device share of tensor-split work, sum 1; empty = even
-  double batch_share = 0;          // fraction of the global batch, sum over a stage's replicas = 1
+  std::vector<int> devices;       // the tensor-parallel group, in rank order
+  std::vector<double> tp_shares;  // per device share of tensor-split work, sum 1; empty = even
+  double batch_share = 0;         // fraction of the global batch, sum over a stage's replicas = 1
   auto operator<=>(const Replica&) const = default;
 };
 
@@ -101,18 +102,18 @@ struct GradSync {
 };
 
 struct Plan {
-  std::string model;    // informative: the model spec it was made for
-  std::string cluster;  // informative: the cluster it was made for
-  std::string planner;  // which planner (or "strategy") produced it
+  std::string model;              // informative: the model spec it was made for
+  std::string cluster;            // informative: the cluster it was made for
+  std::string planner;            // which planner (or "strategy") produced it
   std::int64_t global_batch = 0;  // samples per iteration
   int num_microbatches = 1;       // micro-batch rounds per iteration (per pipeline)
   Schedule schedule = Schedule::one_f_one_b;
   cost::Recompute recompute = cost::Recompute::none;
-  int zero_stage = 0;             // 0..3, over each stage's replicas
+  int zero_stage = 0;  // 0..3, over each stage's replicas
   bool sequence_parallel = false;
   UnevenCollectives uneven_collectives = UnevenCollectives::automatic;
   double grad_bucket_bytes = 25e6;  // gradient all-reduce bucket size (overlap with backward)
-  std::vector<Stage> stages;      // in model order; together they cover every layer exactly once
+  std::vector<Stage> stages;        // in model order; together they cover every layer exactly once
   std::vector<OpOverride> op_overrides;
   std::vector<GradSync> grad_sync;
   auto operator<=>(const Plan&) const = default;

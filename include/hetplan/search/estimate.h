@@ -57,7 +57,8 @@ class Estimator {
   const cluster::Cluster& c_;
   SearchOptions opts_;
   // By (recompute, sequence parallelism, ZeRO stage, op overrides).
-  using SettingsKey = std::tuple<int, bool, int, std::vector<plan::OpOverride>>;
+  using SettingsKey =
+      std::tuple<int, bool, int, plan::UnevenCollectives, std::vector<plan::OpOverride>>;
   mutable std::map<SettingsKey, std::unique_ptr<sim::LayerCosts>> costers_;
   mutable std::map<std::tuple<SettingsKey, std::vector<int>, std::vector<double>, double, int>,
                    sim::LayerCostTable>

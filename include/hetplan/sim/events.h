@@ -11,7 +11,7 @@ namespace hetplan::sim {
 
 // grad_rebuild: a replica rebuilds weight gradients from gathered sufficient factors (compute).
 // tp_comm: the tensor-parallel collectives of a pass (or of a gradient bucket's part of the last
-// backward pass), which the pass's compute waits for.
+// backward pass), run after that compute on its stream: the lane's next task waits for them.
 enum class TaskKind {
   forward,
   backward,
