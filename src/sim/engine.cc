@@ -29,6 +29,10 @@ struct Flow {
   double remaining = 0;  // seconds of transfer left at full speed
   double speed = 1;      // fraction of full speed
   double last_update = 0;
+  // Without priorities: the largest demand over capacity on the flow's links (at least 1; speed
+  // is its inverse) and the link it comes from (-1 when it is 1).
+  double load = 1;
+  int bottleneck = -1;
   std::uint32_t version = 0;
 };
 
@@ -129,7 +133,7 @@ class Engine {
       if (prioritised_) add_priority_demand(l.link, task.priority, demand(task, l));
       link_flows_[l.link].push_back(t);
     }
-    update_neighbours(t);
+    update_neighbours(t, true);
     reschedule(t);
   }
 
@@ -144,20 +148,64 @@ class Engine {
       *it = v.back();
       v.pop_back();
     }
-    update_neighbours(t);
+    update_neighbours(t, false);
   }
 
-  // Recomputes the speed of every flow sharing a link with t (t included while it is active).
-  void update_neighbours(int t) {
+  // Updates the speed of every other flow sharing a link with t, which has just started or
+  // ended. With priorities, each is recomputed whole. Without, a start can only slow a flow down
+  // to the new load of a shared link (when that exceeds its bottleneck's), and an end can only
+  // speed up a flow whose bottleneck was a shared link (recomputed whole); the others keep their
+  // speed, so a flow over thousands of links is not rescanned for every neighbour's change.
+  void update_neighbours(int t, bool started) {
     const Task& task = g_.tasks[t];
+    if (seen_.size() < g_.tasks.size()) {
+      seen_.assign(g_.tasks.size(), 0);
+      pending_load_.assign(g_.tasks.size(), 0.0);
+      pending_link_.assign(g_.tasks.size(), -1);
+    }
     ++stamp_;
-    for (int i = task.loads_begin; i < task.loads_end; ++i)
-      for (int other : link_flows_[g_.loads[i].link]) {
-        if (seen_.size() < g_.tasks.size()) seen_.assign(g_.tasks.size(), 0);
-        if (seen_[other] == stamp_) continue;
-        seen_[other] = stamp_;
-        if (other != t) reschedule(other);
+    touched_.clear();
+    for (int i = task.loads_begin; i < task.loads_end; ++i) {
+      const int link = g_.loads[i].link;
+      const double ratio = cap_[link] > 0 ? link_demand_[link] / cap_[link] : 0.0;
+      for (int other : link_flows_[link]) {
+        if (other == t) continue;
+        if (seen_[other] != stamp_) {
+          seen_[other] = stamp_;
+          pending_load_[other] = kKeep;
+          touched_.push_back(other);
+        }
+        double& pending = pending_load_[other];
+        if (prioritised_ || pending == kRecompute) {
+          pending = kRecompute;
+        } else if (started) {
+          if (ratio > std::max(flows_[other].load, pending)) {
+            pending = ratio;
+            pending_link_[other] = link;
+          }
+        } else if (flows_[other].bottleneck == link) {
+          pending = kRecompute;
+        }
       }
+    }
+    for (int other : touched_) {
+      if (pending_load_[other] == kRecompute)
+        reschedule(other);
+      else if (pending_load_[other] != kKeep)
+        set_load(other, pending_load_[other], pending_link_[other]);
+    }
+  }
+
+  // Gives flow t a new load (and bottleneck link) and its new finishing event.
+  void set_load(int t, double load, int bottleneck) {
+    Flow& f = flows_[t];
+    f.remaining = std::max(0.0, f.remaining - (now_ - f.last_update) * f.speed);
+    f.last_update = now_;
+    f.load = load;
+    f.bottleneck = bottleneck;
+    f.speed = 1.0 / load;
+    ++f.version;
+    push(now_ + f.remaining / f.speed, t, EvType::flow_done, f.version);
   }
 
   void reschedule(int t) {
@@ -166,11 +214,15 @@ class Engine {
     f.remaining = std::max(0.0, f.remaining - (now_ - f.last_update) * f.speed);
     f.last_update = now_;
     double load = 1.0;
+    int bottleneck = -1;
     for (int i = task.loads_begin; i < task.loads_end; ++i) {
       const int link = g_.loads[i].link;
       if (cap_[link] <= 0) continue;
       if (!prioritised_) {
-        load = std::max(load, link_demand_[link] / cap_[link]);
+        if (link_demand_[link] / cap_[link] > load) {
+          load = link_demand_[link] / cap_[link];
+          bottleneck = link;
+        }
         continue;
       }
       // What flows of a higher priority leave of the link, shared by this priority's flows.
@@ -185,6 +237,8 @@ class Engine {
     const double speed = 1.0 / load;
     ++f.version;
     f.speed = speed;
+    f.load = load;
+    f.bottleneck = bottleneck;
     // A flow starved by higher priorities waits for them to end (they reschedule it).
     if (speed > 0) push(now_ + f.remaining / speed, t, EvType::flow_done, f.version);
   }
@@ -210,6 +264,11 @@ class Engine {
   // Per link, (priority, summed demand of its active flows), for the priority path.
   std::vector<std::vector<std::pair<int, double>>> link_priority_demand_;
   std::vector<std::uint32_t> seen_;
+  // During update_neighbours, per flow: kKeep, kRecompute, or a new load from pending_link_.
+  static constexpr double kKeep = -1, kRecompute = -2;
+  std::vector<double> pending_load_;
+  std::vector<int> pending_link_;
+  std::vector<int> touched_;
   std::uint32_t stamp_ = 0;
   bool prioritised_ = false;  // some transfer has a priority: links are shared by priority
   std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;

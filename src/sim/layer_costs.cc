@@ -31,7 +31,7 @@ LayerCostTable LayerCosts::replica(const plan::Replica& r, double samples, int d
   st.first_layer = 0;
   st.num_layers = static_cast<int>(impl_->m.layers.size());
   st.replicas.assign(static_cast<std::size_t>(std::max(1, dp_replicas)), r);
-  const auto all = impl_->coster.replica_times(st, r, samples);
+  const auto all = impl_->coster.replica_times(st, r, samples, false);
   LayerCostTable out;
   out.forward = all.forward;
   out.backward = all.backward;
@@ -40,7 +40,7 @@ LayerCostTable LayerCosts::replica(const plan::Replica& r, double samples, int d
     plan::Stage one = st;
     one.first_layer = li;
     one.num_layers = 1;
-    out.optimizer[li] = impl_->coster.replica_times(one, r, samples).optimizer;
+    out.optimizer[li] = impl_->coster.replica_times(one, r, samples, false).optimizer;
   }
   return out;
 }

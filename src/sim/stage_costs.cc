@@ -54,9 +54,10 @@ void merge_loads(std::vector<cost::LinkLoad>& into, const std::vector<cost::Link
 
 }  // namespace
 
-void PassComm::add(const cost::CollectiveCost& c) {
+void PassComm::add(const cost::CollectiveCost& c, bool with_loads) {
   latency += c.latency.value;
   transfer += (c.time - c.latency).value;
+  if (!with_loads) return;
   std::vector<cost::LinkLoad> sorted = c.loads;
   std::sort(sorted.begin(), sorted.end(),
             [](const cost::LinkLoad& a, const cost::LinkLoad& b) { return a.link < b.link; });
@@ -247,8 +248,8 @@ cost::CollectiveCost StageCoster::collective(cost::Collective kind, const std::v
   return res;
 }
 
-LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica& r,
-                                      double samples) const {
+LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica& r, double samples,
+                                      bool loads) const {
   LayerTimes out;
   const int tp = static_cast<int>(r.devices.size());
   // Adds a tensor-parallel collective's time to `t` and the collective to `comm`.
@@ -257,7 +258,7 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
     const auto c =
         collective(kind, r.devices, bytes, r.tp_shares, cost::Algorithm::automatic, tp_form_);
     t += c.time.value;
-    comm.add(c);
+    comm.add(c, loads);
   };
   for (int li = s.first_layer; li < s.first_layer + s.num_layers; ++li) {
     const model::Layer& layer = m_.layers[li];

@@ -28,7 +28,7 @@ struct PassComm {
   std::vector<cost::LinkLoad> loads;  // bytes per link, summed, ascending by link
   double time() const { return latency + transfer; }
   bool empty() const { return latency <= 0 && transfer <= 0; }
-  void add(const cost::CollectiveCost& c);
+  void add(const cost::CollectiveCost& c, bool with_loads = true);
   void add(const PassComm& o);
 };
 
@@ -49,7 +49,9 @@ class StageCoster {
   StageCoster(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
               const cost::ComputeCostModel& compute, const cost::NetworkParams& net);
 
-  LayerTimes replica_times(const plan::Stage& s, const plan::Replica& r, double samples) const;
+  // Without `loads`, the PassComms carry times only (what the planners' estimates need).
+  LayerTimes replica_times(const plan::Stage& s, const plan::Replica& r, double samples,
+                           bool loads = true) const;
 
   // Device j's share of op `op`'s work in replica r.
   double op_share(int op, const plan::Replica& r, int j) const;
