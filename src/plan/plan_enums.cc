@@ -15,10 +15,11 @@ constexpr Table<Schedule, 3> kSchedules{{
     {Schedule::one_f_one_b, "1f1b"},
     {Schedule::interleaved, "interleaved"},
 }};
-constexpr Table<SplitKind, 3> kSplitKinds{{
+constexpr Table<SplitKind, 4> kSplitKinds{{
     {SplitKind::tensor, "tensor"},
     {SplitKind::replicate, "replicate"},
     {SplitKind::batch, "batch"},
+    {SplitKind::batch_sharded, "batch_sharded"},
 }};
 constexpr Table<SyncMethod, 4> kSyncMethods{{
     {SyncMethod::all_reduce, "all_reduce"},

@@ -253,11 +253,11 @@ GradSync read_grad_sync(const Json& j, const std::string& path) {
 
 Plan read_plan(const Json& doc) {
   if (!doc.is_object()) throw InputError("expected a JSON object at the top level");
-  reject_unknown_keys(doc, "",
-                      {"version", "model", "cluster", "planner", "global_batch", "num_microbatches",
-                       "schedule", "recompute", "zero_stage", "sequence_parallel",
-                       "uneven_collectives", "grad_bucket_bytes", "stages", "op_overrides",
-                       "grad_sync"});
+  reject_unknown_keys(
+      doc, "",
+      {"version", "model", "cluster", "planner", "global_batch", "num_microbatches", "schedule",
+       "recompute", "zero_stage", "sequence_parallel", "uneven_collectives", "grad_bucket_bytes",
+       "stages", "op_overrides", "grad_sync"});
   json_require_version(doc, kVersion, "");
   Plan p;
   p.model = json_string_or(doc, "model", "", "");

@@ -4,8 +4,9 @@
 // cost of a program is per micro-batch, times the micro-batches: per op the slowest device's
 // forward and backward time (recomputed forward included) at its share (r_j when split, 1 when
 // replicated), the collectives between layouts on every data edge (the cost layer picks padded or
-// grouped forms for uneven shards), and once per iteration the all-reduce of the weight gradients
-// of ops split by batch. With the program fixed, a linear program picks the ratios: minimise the
+// grouped forms for uneven shards), once per iteration the all-reduce of the weight gradients
+// of ops split by batch, and per micro-batch the weight all-gathers and gradient reduce-scatters
+// of ops split by batch with their weights sharded (batch_sharded: HAP's parameter sharding). With the program fixed, a linear program picks the ratios: minimise the
 // sum over units of the slowest device's compute (per device class, linearised at the current
 // ratios) subject to each device's memory; program search and LP alternate until the cost stops
 // improving by 0.1%. A device class is a device type at a node's cpu_share: devices of one class
@@ -68,6 +69,7 @@ std::vector<Unit> make_units(const model::Model& m, int tp) {
               ((m.heads > 0 && tp > m.heads) || (m.experts > 0 && tp > m.experts)));
         if (tensor_ok) u.choices.push_back(plan::SplitKind::tensor);
         u.choices.push_back(plan::SplitKind::batch);
+        if (o.params > 0) u.choices.push_back(plan::SplitKind::batch_sharded);
         if (o.shard != model::ShardKind::replicated)
           u.choices.push_back(plan::SplitKind::replicate);
         units.push_back(std::move(u));
@@ -190,6 +192,15 @@ class SpmdCoster {
           if (k == plan::SplitKind::batch && o.params > 0)
             t += copies *
                  collective(cost::Collective::all_reduce, 2.0 * static_cast<double>(o.params), {});
+          if (k == plan::SplitKind::batch_sharded && o.params > 0) {
+            // Per micro-batch: the weights gathered for the forward and the backward pass, the
+            // gradients reduce-scattered (as the simulator runs them).
+            const double bytes =
+                static_cast<double>(o.params) * model::dtype_bytes(ctx_.model.dtype);
+            t += copies * m *
+                 (2 * collective(cost::Collective::all_gather, bytes, shares) +
+                  collective(cost::Collective::reduce_scatter, bytes, shares));
+          }
         }
         cost.push_back(t);
       }

@@ -9,7 +9,7 @@ namespace hetplan::sim {
 bool sufficient_factor_applies(const model::Op& op, plan::SplitKind split) {
   return op.kind == model::OpKind::matmul && op.params > 0 && op.gemm.m > 0 &&
          op.gemm.batch_count > 0 && op.shard != model::ShardKind::expert &&
-         split != plan::SplitKind::batch;
+         split != plan::SplitKind::batch && split != plan::SplitKind::batch_sharded;
 }
 
 std::vector<FactorChoice> sufficient_factor_choices(const model::Model& m,

@@ -431,7 +431,10 @@ struct Lowering {
                 "plan: grad_sync[{}].method: sufficient_factor applies to matmul weights that are "
                 "not expert FFNs or split by batch; op \"{}\" is a {}{}",
                 sync_rule[op], m.ops[op].name, model::to_string(m.ops[op].kind),
-                coster.split(op) == plan::SplitKind::batch ? " split by batch" : "")};
+                coster.split(op) == plan::SplitKind::batch ||
+                        coster.split(op) == plan::SplitKind::batch_sharded
+                    ? " split by batch"
+                    : "")};
           out.factor_ops.push_back(op);
           out.factor_priority = std::max(out.factor_priority, p.grad_sync[sync_rule[op]].priority);
           continue;

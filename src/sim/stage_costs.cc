@@ -252,6 +252,10 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
                                       bool loads) const {
   LayerTimes out;
   const int tp = static_cast<int>(r.devices.size());
+  auto recomputed = [&](const model::Op& o) {
+    return p_.recompute == cost::Recompute::full ||
+           (p_.recompute == cost::Recompute::selective && o.attention_core);
+  };
   // Adds a tensor-parallel collective's time to `t` and the collective to `comm`.
   auto tp_collective = [&](cost::Collective kind, double bytes, double& t, PassComm& comm) {
     if (tp == 1 || bytes <= 0) return;
@@ -292,6 +296,15 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
           if (auto c = conversion(mine.input_grad, gradient_layout(from)))
             tp_collective(*c, bytes, tb, bwd_comm);
         }
+        if (split_[op] == plan::SplitKind::batch_sharded && o.params > 0) {
+          // The weights gathered before each pass, and the gradients reduce-scattered after the
+          // backward one, over the replica at its shares.
+          const double bytes = static_cast<double>(o.params) * model::dtype_bytes(m_.dtype);
+          tp_collective(cost::Collective::all_gather, bytes, tf, op_fwd_comm);
+          // A recomputed forward pass gathers them again, for the backward pass too.
+          if (!recomputed(o)) tp_collective(cost::Collective::all_gather, bytes, tb, bwd_comm);
+          tp_collective(cost::Collective::reduce_scatter, bytes, tb, bwd_comm);
+        }
         if (split_[op] == plan::SplitKind::tensor) {
           if (o.shard == model::ShardKind::expert) {
             // Tokens to their experts and back, in each pass.
@@ -308,8 +321,7 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
       fwd += tf;
       bwd += tb;
       fwd_comm.add(op_fwd_comm);
-      if (p_.recompute == cost::Recompute::full ||
-          (p_.recompute == cost::Recompute::selective && o.attention_core)) {
+      if (recomputed(o)) {
         recompute += tf;
         recompute_comm.add(op_fwd_comm);
       }

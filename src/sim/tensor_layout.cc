@@ -21,7 +21,8 @@ const char* to_string(Layout l) {
 OpLayout op_layout(const model::Op& o, plan::SplitKind split, bool sequence_parallel) {
   using L = Layout;
   if (split == plan::SplitKind::replicate) return {L::replicated, L::replicated, L::replicated};
-  if (split == plan::SplitKind::batch) return {L::batch, L::batch, L::batch};
+  if (split == plan::SplitKind::batch || split == plan::SplitKind::batch_sharded)
+    return {L::batch, L::batch, L::batch};
   switch (o.shard) {
     case model::ShardKind::replicated:
       return sequence_parallel ? OpLayout{L::sequence, L::sequence, L::sequence}
@@ -52,6 +53,7 @@ bool computes_whole(const model::Op& o, plan::SplitKind split, bool sequence_par
 }
 
 bool holds_whole_weights(const model::Op& o, plan::SplitKind split) {
+  if (split == plan::SplitKind::batch_sharded) return false;
   return split != plan::SplitKind::tensor || o.shard == model::ShardKind::replicated;
 }
 

@@ -231,7 +231,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "(\"layers.3.*\")"},
         BadField{
             "/op_overrides/1/split", "\"column\"",
-            "plan.json: op_overrides[1].split: expected one of tensor|replicate|batch (got \"column\")"},
+            "plan.json: op_overrides[1].split: expected one of tensor|replicate|batch|batch_sharded (got \"column\")"},
         BadField{"/grad_sync/0/method", "\"allreduce\"",
                  "plan.json: grad_sync[0].method: expected one of "
                  "all_reduce|parameter_server|sufficient_factor|none "

@@ -136,6 +136,31 @@ TEST(HapPlanner, MixesSplitsAndBeatsTheMegatronGrid) {
   EXPECT_EQ(again->best.fingerprint, r->best.fingerprint);
 }
 
+// Llama-2 7B on hap-mixed's 16 V100 + 16 P100 (16 GB each) as one SPMD program: the search shards
+// the weights of the ops it splits by batch over the devices (HAP's parameter sharding); with
+// whole weights on every device instead, the same program does not fit.
+TEST(HapPlanner, ShardsWeightsWhereWholeOnesDoNotFit) {
+  const auto m = load_model_or_die("llama2-7b");
+  const auto c = load_cluster_or_die("hap-mixed");
+  SearchOptions opts;
+  opts.global_batch = 512;
+  auto r = find_plan(m, c, Algo::hap, opts);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_TRUE(r->best.fits);
+  plan::Plan whole = r->best.plan;
+  int sharded = 0;
+  for (auto& o : whole.op_overrides)
+    if (o.split == plan::SplitKind::batch_sharded) {
+      ++sharded;
+      o.split = plan::SplitKind::batch;
+    }
+  EXPECT_GT(sharded, 0);
+  Evaluator evaluator{m, c, opts};
+  const Evaluation e = evaluator.evaluate(whole);
+  ASSERT_TRUE(e.ok) << e.error;
+  EXPECT_FALSE(e.fits);
+}
+
 // Two CPU workers of one type, one limited to a quarter of its core (cpu_share), on links fast
 // enough that one SPMD program over both wins: the ratio LP gives the full core four times the
 // work of the quarter (devices of one type at different cpu_shares are different classes).

@@ -202,5 +202,41 @@ TEST(TensorLayout, BatchSplitRunsDataParallelInsideTheReplica) {
   EXPECT_DOUBLE_EQ(half.parameters.value, 2.0 * 1e9);
 }
 
+// The same split with the weights sharded over the replica (HAP's parameter sharding): each pass
+// all-gathers the layer's 2 GB of bf16 weights first, the backward pass also reduce-scatters their
+// gradients; each device holds half the weights, gradients and optimizer states; no all-reduce
+// inside the replica.
+TEST(TensorLayout, BatchShardedGathersWeightsAndHoldsHalf) {
+  const auto m = chain_model(2, 1e12, 1e9, 1'000'000'000);
+  const auto c = unit_cluster(1, 2);
+  plan::Plan p;
+  p.global_batch = 2;
+  p.num_microbatches = 1;
+  p.op_overrides = {plan::OpOverride{"*", plan::SplitKind::batch_sharded}};
+  p.stages.push_back(plan::Stage{0, 2, {plan::Replica{{0, 1}, {}, 1.0}}});
+  const auto opts = exact_options();
+  auto price = [&](C kind) {
+    cost::CollectiveRequest req;
+    req.kind = kind;
+    req.devices = {0, 1};
+    req.bytes = Bytes(2e9);
+    return cost::collective_cost(c, req, opts.network).time.value;
+  };
+  LayerCosts costs(m, c, p, opts);
+  const auto t = costs.replica(p.stages[0].replicas[0], 2.0, 1);
+  EXPECT_NEAR(t.forward[0], 1.0 + price(C::all_gather), 1e-12);
+  EXPECT_NEAR(t.backward[1], 2.0 + price(C::all_gather) + price(C::reduce_scatter), 1e-12);
+
+  auto r = simulate(m, c, p, opts);
+  ASSERT_TRUE(r) << r.error().message;
+  int gradient_syncs = 0;
+  for (const auto& e : r->events) gradient_syncs += e.kind == TaskKind::grad_sync;
+  EXPECT_EQ(gradient_syncs, 0);
+  const auto cfg = memory_config(m, p, 0, 2, p.stages[0].replicas[0], 0, 1, 2.0, 1);
+  const auto mem = cost::stage_memory(m, cfg);
+  EXPECT_DOUBLE_EQ(mem.parameters.value, 2.0 * 1e9);  // half of 2 x 1e9 bf16 weights
+  EXPECT_DOUBLE_EQ(mem.optimizer.value, 12.0 * 1e9);
+}
+
 }  // namespace
 }  // namespace hetplan::sim

@@ -31,8 +31,12 @@ enum class SplitKind {
   // The replica's samples split over its devices by tp_shares (data parallelism inside the
   // replica): whole weights on every device, their gradients all-reduced over the replica.
   batch,
+  // As batch, but the weights (with their gradients and optimizer states) sharded over the
+  // replica's devices by tp_shares (HAP's parameter sharding, ZeRO-3 inside the replica): each
+  // forward and backward pass all-gathers them, each backward pass reduce-scatters the gradients.
+  batch_sharded,
 };
-const char* to_string(SplitKind s);  // "tensor", "replicate", "batch"
+const char* to_string(SplitKind s);  // "tensor", "replicate", "batch", "batch_sharded"
 
 // Gradient synchronisation of a stage's parameters across its replicas.
 enum class SyncMethod { all_reduce, parameter_server, sufficient_factor, none };
