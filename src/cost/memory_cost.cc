@@ -95,7 +95,7 @@ MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg) {
   const ActivationBytes act = stage_activation_bytes(m, cfg);
   b.activations = Bytes(act.stored_per_sample * cfg.micro_batch * cfg.inflight_microbatches +
                         act.working_set_per_sample * cfg.micro_batch);
-  b.buffers = cfg.workspace + cfg.gradient_buckets;
+  b.buffers = cfg.workspace + cfg.gradient_buckets + cfg.gathered_weights;
   return b;
 }
 

@@ -113,7 +113,7 @@ double Estimator::sync_time(const plan::Plan& settings, int first, int count,
     group.push_back(r.devices.front());
     share = std::max(share, share_of(r, 0));
   }
-  const double bytes = params * 2.0 * share;
+  const double bytes = params * model::dtype_bytes(m_.dtype) * share;
   auto key = std::make_tuple(group, bytes);
   auto it = sync_.find(key);
   double t;

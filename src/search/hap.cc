@@ -6,12 +6,12 @@
 // replicated), the collectives between layouts on every data edge (the cost layer picks padded or
 // grouped forms for uneven shards), once per iteration the all-reduce of the weight gradients
 // of ops split by batch, and per micro-batch the weight all-gathers and gradient reduce-scatters
-// of ops split by batch with their weights sharded (batch_sharded: HAP's parameter sharding). With the program fixed, a linear program picks the ratios: minimise the
-// sum over units of the slowest device's compute (per device class, linearised at the current
-// ratios) subject to each device's memory; program search and LP alternate until the cost stops
-// improving by 0.1%. A device class is a device type at a node's cpu_share: devices of one class
-// are interchangeable, so the LP gives them one ratio (a ratio per device would take the same
-// values at the optimum).
+// of ops split by batch with their weights sharded (batch_sharded: HAP's parameter sharding). With
+// the program fixed, a linear program picks the ratios: minimise the sum over units of the slowest
+// device's compute (per device class, linearised at the current ratios) subject to each device's
+// memory; program search and LP alternate until the cost stops improving by 0.1%. A device class is
+// a device type at a node's cpu_share: devices of one class are interchangeable, so the LP gives
+// them one ratio (a ratio per device would take the same values at the optimum).
 #include "hetplan/search/hap.h"
 
 #include <fmt/format.h>
@@ -191,7 +191,9 @@ class SpmdCoster {
           t += copies * m * slowest;
           if (k == plan::SplitKind::batch && o.params > 0)
             t += copies *
-                 collective(cost::Collective::all_reduce, 2.0 * static_cast<double>(o.params), {});
+                 collective(cost::Collective::all_reduce,
+                            static_cast<double>(o.params) * model::dtype_bytes(ctx_.model.dtype),
+                            {});
           if (k == plan::SplitKind::batch_sharded && o.params > 0) {
             // Per micro-batch: the weights gathered for the forward and the backward pass, the
             // gradients reduce-scattered (as the simulator runs them).

@@ -35,8 +35,9 @@ std::vector<FactorChoice> sufficient_factor_choices(const model::Model& m,
         if (!sufficient_factor_applies(m.ops[op], coster.split(op))) continue;
         FactorChoice f;
         f.op = op;
-        f.all_reduce_s = slowest(coster.sync_parts(st, static_cast<double>(m.ops[op].params) * 2.0,
-                                                   kind, cost::Algorithm::automatic));
+        f.all_reduce_s = slowest(coster.sync_parts(
+            st, static_cast<double>(m.ops[op].params) * model::dtype_bytes(m.dtype), kind,
+            cost::Algorithm::automatic));
         double rebuild = 0;
         for (std::size_t r = 0; r < st.replicas.size(); ++r)
           rebuild = std::max(rebuild, coster.rebuild_time(st, r, {op}, batch));

@@ -68,6 +68,11 @@ cost::MemoryConfig memory_config(const model::Model& m, const plan::Plan& settin
       const plan::SplitKind split = plan::split_of(settings, m.ops[i].name);
       cfg.whole_params[i] = holds_whole_weights(m.ops[i], split);
       cfg.whole_activations[i] = computes_whole(m.ops[i], split, settings.sequence_parallel);
+      const int layer = m.ops[i].layer;
+      if (split == plan::SplitKind::batch_sharded && layer >= first && layer < first + count)
+        cfg.gathered_weights = max(cfg.gathered_weights,
+                                   Bytes(static_cast<double>(m.ops[i].params) *
+                                         (1 - cfg.param_shard) * 2 * model::dtype_bytes(m.dtype)));
     }
   }
   return cfg;

@@ -120,6 +120,8 @@ struct Lowering {
   }
 
   double layer_params(int li) const { return static_cast<double>(m.layer_parameters(li)); }
+  // Bytes of a weight or its gradient as they travel: the model's dtype (2 for bf16 and fp16).
+  double param_bytes() const { return model::dtype_bytes(m.dtype); }
 
   Result<bool> build_lanes() {
     std::map<std::vector<int>, int> by_devices;
@@ -171,7 +173,7 @@ struct Lowering {
       double acc = 0;
       int count = 0;
       for (int off = st.num_layers - 1; off >= 0; --off) {
-        acc += layer_params(st.first_layer + off) * 2.0 / tp;
+        acc += layer_params(st.first_layer + off) * param_bytes() / tp;
         ++count;
         if (acc >= p.grad_bucket_bytes || off == 0) {
           buckets[s].push_back({off, count});
@@ -376,7 +378,7 @@ struct Lowering {
           static_cast<int>(std::find(lane.stages.begin(), lane.stages.end(), static_cast<int>(s)) -
                            lane.stages.begin());
       const auto parts =
-          coster.sync_parts(st, stage_params(static_cast<int>(s)) * 2.0,
+          coster.sync_parts(st, stage_params(static_cast<int>(s)) * param_bytes(),
                             cost::Collective::all_gather, cost::Algorithm::automatic);
       const int stream = g.add_stream();
       for (const PassRef& pr : lane_order[lane0]) {
@@ -469,7 +471,7 @@ struct Lowering {
                                             ? cost::Collective::ps_push_pull
                                         : p.zero_stage >= 1 ? cost::Collective::reduce_scatter
                                                             : cost::Collective::all_reduce;
-          const auto parts = coster.sync_parts(st, params * 2.0, kind, algo);
+          const auto parts = coster.sync_parts(st, params * param_bytes(), kind, algo);
           const int t = add_transfer(TaskKind::grad_sync, stream, lane_of[s][0], -1, s, -1,
                                      static_cast<int>(b), parts);
           g.tasks[t].priority = priority;
@@ -507,7 +509,7 @@ struct Lowering {
         const auto& rep = st.replicas[r];
         if (rep.devices.size() < 2) continue;
         const auto part = coster.collective(cost::Collective::all_reduce, rep.devices,
-                                            batch_params * 2.0, rep.tp_shares);
+                                            batch_params * param_bytes(), rep.tp_shares);
         inner[r] =
             add_transfer(TaskKind::grad_sync, g.add_stream(), lane_of[s][r], -1, s, -1, -1, {part});
         g.add_edge(bwd_buckets[s][r].back(), inner[r]);
@@ -531,8 +533,9 @@ struct Lowering {
       // ZeRO 1 and 2: the updated parameter shards are gathered back (ZeRO-3 gathers them before
       // every pass instead).
       if (synced && (p.zero_stage == 1 || p.zero_stage == 2)) {
-        const auto parts = coster.sync_parts(
-            st, stage_params(s) * 2.0, cost::Collective::all_gather, cost::Algorithm::automatic);
+        const auto parts =
+            coster.sync_parts(st, stage_params(s) * param_bytes(), cost::Collective::all_gather,
+                              cost::Algorithm::automatic);
         const int t = add_transfer(TaskKind::param_gather, g.add_stream(), lane_of[s][0], -1, s, -1,
                                    -1, parts);
         for (int id : opt) g.add_edge(id, t);

@@ -236,6 +236,15 @@ TEST(TensorLayout, BatchShardedGathersWeightsAndHoldsHalf) {
   const auto mem = cost::stage_memory(m, cfg);
   EXPECT_DOUBLE_EQ(mem.parameters.value, 2.0 * 1e9);  // half of 2 x 1e9 bf16 weights
   EXPECT_DOUBLE_EQ(mem.optimizer.value, 12.0 * 1e9);
+  // While a layer runs, the other half of its weights and of its gradient are held too.
+  EXPECT_DOUBLE_EQ(mem.buffers.value, (cfg.workspace + cfg.gradient_buckets).value + 2.0 * 1e9);
+
+  // Recomputed, the backward pass gathers the weights once (for the recomputed forward) and
+  // reduce-scatters the gradients.
+  p.recompute = cost::Recompute::full;
+  LayerCosts again(m, c, p, opts);
+  const auto tr = again.replica(p.stages[0].replicas[0], 2.0, 1);
+  EXPECT_NEAR(tr.backward[1], 2.0 + tr.forward[1] + price(C::reduce_scatter), 1e-12);
 }
 
 }  // namespace

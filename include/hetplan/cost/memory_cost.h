@@ -15,32 +15,35 @@ enum class Recompute { none, selective, full };
 const char* to_string(Recompute r);
 
 struct MemoryConfig {
-  int first_layer = 0;            // the stage's layers [first_layer, first_layer + num_layers)
+  int first_layer = 0;  // the stage's layers [first_layer, first_layer + num_layers)
   int num_layers = 0;
-  double param_shard = 1.0;       // this device's fraction of the stage's parameters (1/tp when even)
+  double param_shard = 1.0;  // this device's fraction of the stage's parameters (1/tp when even)
   double activation_shard = 1.0;  // this device's fraction of each sample's activations
   int zero_stage = 0;             // 0..3
   int zero_group = 1;             // devices the ZeRO states are split over (data-parallel size)
   Recompute recompute = Recompute::none;
-  bool sequence_parallel = false; // layernorm/dropout activations split across the TP group too
-  int tensor_parallel = 1;        // TP degree (for the replicated-op activations without SP)
+  bool sequence_parallel = false;  // layernorm/dropout activations split across the TP group too
+  int tensor_parallel = 1;         // TP degree (for the replicated-op activations without SP)
   // Per model op, when the plan splits ops other than by their ShardKind (else empty): whether the
   // device holds the op's parameters whole (split by batch, or replicated), and its activations
   // whole (replicated). Empty: parameters follow param_shard, activations as described below.
   std::vector<bool> whole_params, whole_activations;
-  double micro_batch = 1;         // samples per micro-batch on this device
+  double micro_batch = 1;            // samples per micro-batch on this device
   double inflight_microbatches = 1;  // activations of this many micro-batches live at the peak
   // Working buffers, counted whole on every device (see memory_cost.cc for the sources):
-  Bytes workspace = Bytes(512.0 * 1024 * 1024);       // cuBLAS/NCCL workspaces, allocator slack
-  Bytes gradient_buckets = Bytes(50.0 * 1024 * 1024); // two 25 MiB communication buckets in flight
+  Bytes workspace = Bytes(512.0 * 1024 * 1024);        // cuBLAS/NCCL workspaces, allocator slack
+  Bytes gradient_buckets = Bytes(50.0 * 1024 * 1024);  // two 25 MiB communication buckets in flight
+  // Ops whose sharded weights are gathered whole for each pass (split batch_sharded): the rest of
+  // the largest one's weights and gradient, held while it runs (counted with the buffers).
+  Bytes gathered_weights;
 };
 
 struct MemoryBreakdown {
-  Bytes parameters;     // 16-bit weights (plus fp32 master copy counted in optimizer)
+  Bytes parameters;  // 16-bit weights (plus fp32 master copy counted in optimizer)
   Bytes gradients;
-  Bytes optimizer;      // fp32 master weights and Adam moments
+  Bytes optimizer;  // fp32 master weights and Adam moments
   Bytes activations;
-  Bytes buffers;        // communication buckets, workspace, framework reserve
+  Bytes buffers;  // communication buckets, workspace, framework reserve
   Bytes total() const { return parameters + gradients + optimizer + activations + buffers; }
 };
 

@@ -40,8 +40,8 @@ OpLayout op_layout(const model::Op& o, plan::SplitKind split, bool sequence_para
 // replicated, or an op of ShardKind::replicated split by tensor without sequence parallelism.
 bool computes_whole(const model::Op& o, plan::SplitKind split, bool sequence_parallel);
 
-// Whether every device of a replica holds all of op o's weights: split by batch or replicated, or
-// an op of ShardKind::replicated.
+// Whether every device of a replica holds all of op o's weights: split by batch (not
+// batch_sharded) or replicated, or an op of ShardKind::replicated.
 bool holds_whole_weights(const model::Op& o, plan::SplitKind split);
 
 // The collective that turns a tensor in layout `from` into layout `to`; nullopt when none is
