@@ -137,12 +137,13 @@ std::vector<cost::CollectiveCost> StageCoster::sync_parts(const plan::Stage& st,
       parts.push_back(collective(kind, group, grad_bytes * share, {}, algo));
     }
   } else {
-    // Replicas shard differently: every device takes part with its largest shard.
+    // Replicas shard differently: every device takes part with the largest shard of any.
     std::vector<int> group;
     double share = 0;
     for (const auto& r : st.replicas) {
       group.insert(group.end(), r.devices.begin(), r.devices.end());
-      share = std::max(share, 1.0 / r.devices.size());
+      for (std::size_t j = 0; j < r.devices.size(); ++j)
+        share = std::max(share, r.tp_shares.empty() ? 1.0 / r.devices.size() : r.tp_shares[j]);
     }
     parts.push_back(collective(kind, group, grad_bytes * share, {}, algo));
   }

@@ -148,5 +148,25 @@ TEST(SufficientFactor, PaysForWideLayersNotForTokenRichOnes) {
   EXPECT_EQ(gpt.second, 0);
 }
 
+// Replicas of unlike sizes (2 devices at 3:1, and 3 even) all-reduce over every device at the
+// largest shard any device holds: 3/4 of the gradient, not 1/2.
+TEST(GradSync, UnlikeReplicasSyncAtTheLargestTensorShare) {
+  const auto m = chain_model(1, 1e9, 0, 1'000'000);  // no activations: no tensor-parallel traffic
+  const auto c = unit_cluster(1, 5);
+  plan::Plan p;
+  p.global_batch = 2;
+  p.num_microbatches = 1;
+  p.stages.push_back(plan::Stage{
+      0, 1, {plan::Replica{{0, 1}, {0.75, 0.25}, 0.5}, plan::Replica{{2, 3, 4}, {}, 0.5}}});
+  auto r = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  cost::CollectiveRequest req;
+  req.kind = cost::Collective::all_reduce;
+  req.devices = {0, 1, 2, 3, 4};
+  req.bytes = Bytes(0.75 * 2e6);  // bf16 gradients of 1e6 parameters
+  EXPECT_NEAR(duration_of(*r, TaskKind::grad_sync),
+              cost::collective_cost(c, req, exact_options().network).time.value, 1e-15);
+}
+
 }  // namespace
 }  // namespace hetplan::sim
