@@ -40,14 +40,10 @@ double duration_of(const SimResult& r, TaskKind kind) {
   return -1;
 }
 
+// Over the two devices.
 double collective(const cluster::Cluster& c, cost::Collective kind, double bytes,
                   std::vector<double> shares = {}) {
-  cost::CollectiveRequest req;
-  req.kind = kind;
-  req.devices = {0, 1};
-  req.bytes = Bytes(bytes);
-  req.shares = std::move(shares);
-  return cost::collective_cost(c, req, exact_options().network).time.value;
+  return testing::collective_time(c, kind, {0, 1}, bytes, std::move(shares));
 }
 
 TEST(SufficientFactor, GathersFactorsThenRebuildsTheGradient) {
@@ -160,12 +156,11 @@ TEST(GradSync, UnlikeReplicasSyncAtTheLargestTensorShare) {
       0, 1, {plan::Replica{{0, 1}, {0.75, 0.25}, 0.5}, plan::Replica{{2, 3, 4}, {}, 0.5}}});
   auto r = simulate(m, c, p, exact_options());
   ASSERT_TRUE(r) << r.error().message;
-  cost::CollectiveRequest req;
-  req.kind = cost::Collective::all_reduce;
-  req.devices = {0, 1, 2, 3, 4};
-  req.bytes = Bytes(0.75 * 2e6);  // bf16 gradients of 1e6 parameters
-  EXPECT_NEAR(duration_of(*r, TaskKind::grad_sync),
-              cost::collective_cost(c, req, exact_options().network).time.value, 1e-15);
+  // bf16 gradients of 1e6 parameters.
+  EXPECT_NEAR(
+      duration_of(*r, TaskKind::grad_sync),
+      testing::collective_time(c, cost::Collective::all_reduce, {0, 1, 2, 3, 4}, 0.75 * 2e6),
+      1e-15);
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 // Small hand-made models and clusters whose simulated times can be worked out by hand.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "hetplan/cluster/cluster_file.h"
+#include "hetplan/cost/collective_cost.h"
 #include "hetplan/model/model.h"
 #include "hetplan/sim/simulate.h"
 
@@ -69,6 +72,21 @@ inline SimOptions exact_options() {
   o.network.collective_launch = Seconds(0);
   o.record_events = true;
   return o;
+}
+
+// Seconds of a collective over `devices` of c on exact_options()'s network (what the simulator
+// should charge for it when it has its links to itself).
+inline double collective_time(const cluster::Cluster& c, cost::Collective kind,
+                              std::vector<int> devices, double bytes,
+                              std::vector<double> shares = {},
+                              std::optional<cost::UnevenForm> form = std::nullopt) {
+  cost::CollectiveRequest req;
+  req.kind = kind;
+  req.devices = std::move(devices);
+  req.bytes = Bytes(bytes);
+  req.shares = std::move(shares);
+  req.uneven_form = form;
+  return cost::collective_cost(c, req, exact_options().network).time.value;
 }
 
 }  // namespace hetplan::sim::testing

@@ -8,6 +8,7 @@ namespace hetplan::sim {
 namespace {
 
 using testing::chain_model;
+using testing::collective_time;
 using testing::exact_options;
 using testing::unit_cluster;
 
@@ -81,11 +82,7 @@ TEST(SimulateExact, DataParallelWaitsForGradientAllReduce) {
   const auto opts = exact_options();
   auto r = simulate(m, c, p, opts);
   ASSERT_TRUE(r) << r.error().message;
-  cost::CollectiveRequest req;
-  req.kind = cost::Collective::all_reduce;
-  req.devices = {0, 1};
-  req.bytes = Bytes(2e9);
-  const double allreduce = cost::collective_cost(c, req, opts.network).time.value;
+  const double allreduce = collective_time(c, cost::Collective::all_reduce, {0, 1}, 2e9);
   double optimizer = 0;
   for (const auto& e : r->events)
     if (e.kind == TaskKind::optimizer) optimizer = (e.end - e.start).value;
@@ -145,11 +142,7 @@ TEST(SimulateExact, ZeroThreeGathersParametersBeforeEachPass) {
   auto r = simulate(m, c, p, opts);
   ASSERT_TRUE(r) << r.error().message;
   auto cost_of = [&](cost::Collective kind) {
-    cost::CollectiveRequest req;
-    req.kind = kind;
-    req.devices = {0, 1};
-    req.bytes = Bytes(2e9);
-    return cost::collective_cost(c, req, opts.network).time.value;
+    return testing::collective_time(c, kind, {0, 1}, 2e9);
   };
   const double G = cost_of(cost::Collective::all_gather);
   const double RS = cost_of(cost::Collective::reduce_scatter);

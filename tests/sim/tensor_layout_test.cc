@@ -12,6 +12,7 @@ namespace hetplan::sim {
 namespace {
 
 using testing::chain_model;
+using testing::collective_time;
 using testing::exact_options;
 using testing::unit_cluster;
 using C = cost::Collective;
@@ -64,13 +65,7 @@ TEST(TensorLayout, ColumnAfterColumnGathersAndScatters) {
   LayerCosts costs(m, c, settings, exact_options());
   const plan::Replica r{{0, 1}, {}, 1.0};
   const auto t = costs.replica(r, 2.0, 1);
-  auto price = [&](C kind) {
-    cost::CollectiveRequest req;
-    req.kind = kind;
-    req.devices = {0, 1};
-    req.bytes = Bytes(2e9);  // 1 GB per sample, 2 samples
-    return cost::collective_cost(c, req, exact_options().network).time.value;
-  };
+  auto price = [&](C kind) { return collective_time(c, kind, {0, 1}, 2e9); };  // 1 GB x 2
   EXPECT_DOUBLE_EQ(t.forward[0], 1.0);
   EXPECT_DOUBLE_EQ(t.forward[1], 1.0 + price(C::all_gather));
   EXPECT_DOUBLE_EQ(t.backward[1], 2.0 + price(C::reduce_scatter));
@@ -84,13 +79,7 @@ TEST(TensorLayout, ThePlanChoosesPaddedOrGroupedCollectives) {
   const auto c = unit_cluster(1, 2);
   const plan::Replica r{{0, 1}, {0.75, 0.25}, 1.0};
   auto gather = [&](cost::UnevenForm form) {
-    cost::CollectiveRequest req;
-    req.kind = C::all_gather;
-    req.devices = {0, 1};
-    req.bytes = Bytes(2e9);
-    req.shares = {0.75, 0.25};
-    req.uneven_form = form;
-    return cost::collective_cost(c, req, exact_options().network).time.value;
+    return collective_time(c, C::all_gather, {0, 1}, 2e9, {0.75, 0.25}, form);
   };
   auto forward_comm = [&](plan::UnevenCollectives u) {
     plan::Plan settings;
@@ -125,13 +114,8 @@ TEST(TensorLayout, TensorParallelCollectivesShareLinksWithGradientSync) {
   const auto opts = exact_options();
   auto r = simulate(m, c, p, opts);
   ASSERT_TRUE(r) << r.error().message;
-  auto price = [&](C kind) {
-    cost::CollectiveRequest req;
-    req.kind = kind;
-    req.devices = {0, 1};
-    req.bytes = Bytes(1e9);  // one sample's 1 GB activation
-    return cost::collective_cost(c, req, opts.network).time.value;
-  };
+  // One sample's 1 GB activation.
+  auto price = [&](C kind) { return collective_time(c, kind, {0, 1}, 1e9); };
   double forward_compute = -1, forward_comm = -1, first_backward_comm = -1, last_backward_comm = -1;
   int tp_comms = 0;
   for (const auto& e : r->events) {
@@ -179,11 +163,8 @@ TEST(TensorLayout, BatchSplitRunsDataParallelInsideTheReplica) {
 
   auto r = simulate(m, c, p, opts);
   ASSERT_TRUE(r) << r.error().message;
-  cost::CollectiveRequest req;
-  req.kind = C::all_reduce;
-  req.devices = {0, 1};
-  req.bytes = Bytes(2 * 2e9);  // two layers of 1e9 bf16 gradients
-  const double allreduce = cost::collective_cost(c, req, opts.network).time.value;
+  // Two layers of 1e9 bf16 gradients.
+  const double allreduce = collective_time(c, C::all_reduce, {0, 1}, 2 * 2e9);
   double optimizer = 0;
   for (const auto& e : r->events)
     if (e.kind == TaskKind::optimizer) optimizer = (e.end - e.start).value;
@@ -215,13 +196,7 @@ TEST(TensorLayout, BatchShardedGathersWeightsAndHoldsHalf) {
   p.op_overrides = {plan::OpOverride{"*", plan::SplitKind::batch_sharded}};
   p.stages.push_back(plan::Stage{0, 2, {plan::Replica{{0, 1}, {}, 1.0}}});
   const auto opts = exact_options();
-  auto price = [&](C kind) {
-    cost::CollectiveRequest req;
-    req.kind = kind;
-    req.devices = {0, 1};
-    req.bytes = Bytes(2e9);
-    return cost::collective_cost(c, req, opts.network).time.value;
-  };
+  auto price = [&](C kind) { return collective_time(c, kind, {0, 1}, 2e9); };
   LayerCosts costs(m, c, p, opts);
   const auto t = costs.replica(p.stages[0].replicas[0], 2.0, 1);
   EXPECT_NEAR(t.forward[0], 1.0 + price(C::all_gather), 1e-12);
