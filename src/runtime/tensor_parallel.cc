@@ -101,49 +101,26 @@ torch::Tensor own_slice(const torch::Tensor& x, const TensorParallel& tp) {
   return x.slice(1, b, b + tp.sequence[tp.rank]).clone();
 }
 
-class GatherSequence : public torch::autograd::Function<GatherSequence> {
+// A sequence-parallel step as an autograd operation: Forward on the way in, Backward on the
+// gradient (the four below pair a collective or slice with its adjoint).
+using SequenceFn = torch::Tensor (*)(const torch::Tensor&, const TensorParallel&);
+
+template <SequenceFn Forward, SequenceFn Backward>
+class SequenceStep : public torch::autograd::Function<SequenceStep<Forward, Backward>> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, const TensorParallel* tp) {
     ctx->saved_data["tp"] = reinterpret_cast<std::int64_t>(tp);
-    return all_gather_sequence(x, *tp);
+    return Forward(x, *tp);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    return {reduce_scatter_sequence_sum(grad[0], tp_of(ctx)), torch::Tensor()};
+    return {Backward(grad[0], tp_of(ctx)), torch::Tensor()};
   }
 };
 
-class ReduceScatterSequence : public torch::autograd::Function<ReduceScatterSequence> {
- public:
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, const TensorParallel* tp) {
-    ctx->saved_data["tp"] = reinterpret_cast<std::int64_t>(tp);
-    return reduce_scatter_sequence_sum(x, *tp);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    return {all_gather_sequence(grad[0], tp_of(ctx)), torch::Tensor()};
-  }
-};
-
-class ScatterSequence : public torch::autograd::Function<ScatterSequence> {
- public:
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, const TensorParallel* tp) {
-    ctx->saved_data["tp"] = reinterpret_cast<std::int64_t>(tp);
-    return own_slice(x, *tp);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    return {all_gather_sequence(grad[0], tp_of(ctx)), torch::Tensor()};
-  }
-};
-
-class GatherSequenceWhole : public torch::autograd::Function<GatherSequenceWhole> {
- public:
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, const TensorParallel* tp) {
-    ctx->saved_data["tp"] = reinterpret_cast<std::int64_t>(tp);
-    return all_gather_sequence(x, *tp);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    return {own_slice(grad[0], tp_of(ctx)), torch::Tensor()};
-  }
-};
+using GatherSequence = SequenceStep<all_gather_sequence, reduce_scatter_sequence_sum>;
+using ReduceScatterSequence = SequenceStep<reduce_scatter_sequence_sum, all_gather_sequence>;
+using ScatterSequence = SequenceStep<own_slice, all_gather_sequence>;
+using GatherSequenceWhole = SequenceStep<all_gather_sequence, own_slice>;
 
 class CopyToGroup : public torch::autograd::Function<CopyToGroup> {
  public:
