@@ -248,24 +248,22 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
                         "tensor-parallel replica "
                         "the Megatron-LM way; \"{}\" splits are not executed yet",
                         i, plan::to_string(p.op_overrides[i].split))};
-  // Uneven shares are rounded to whole heads, MLP columns and vocabulary rows: each rank needs one.
+  // Uneven shares are rounded to whole heads, MLP columns, vocabulary rows (and sequence
+  // positions): each rank needs one.
   if (T > 1 && m.family == model::Family::decoder_lm)
     for (const auto& st : p.stages)
-      for (const auto& rep : st.replicas)
-        for (std::size_t j = 0; j < T; ++j) {
-          detail::TensorParallel tp;
-          tp.rank = static_cast<int>(j);
-          tp.size = static_cast<int>(T);
-          tp.shares = rep.tp_shares;
-          for (auto [n, what] :
-               {std::pair<std::int64_t, const char*>{m.kv_heads, "key/value heads"},
-                {m.ffn_hidden, "MLP columns"},
-                {m.vocab, "vocabulary rows"}})
-            if (auto ok = detail::unit_range(n, tp, what); !ok) return ok.error();
-          if (p.sequence_parallel)
-            if (auto ok = detail::unit_range(m.seq_len, tp, "sequence positions"); !ok)
-              return ok.error();
-        }
+      for (const auto& rep : st.replicas) {
+        detail::TensorParallel tp;
+        tp.size = static_cast<int>(T);
+        tp.shares = rep.tp_shares;
+        for (auto [n, what] : {std::pair<std::int64_t, const char*>{m.kv_heads, "key/value heads"},
+                               {m.ffn_hidden, "MLP columns"},
+                               {m.vocab, "vocabulary rows"}})
+          if (auto ok = detail::unit_counts(n, tp, what); !ok) return ok.error();
+        if (p.sequence_parallel)
+          if (auto ok = detail::unit_counts(m.seq_len, tp, "sequence positions"); !ok)
+            return ok.error();
+      }
   // Batch normalisation reduces its statistics over a stage's replicas in every micro-batch, so
   // each replica must take part in each: at least one sample of every micro-batch.
   if (m.family == model::Family::cnn)
@@ -352,13 +350,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   tp.size = at.T;
   tp.shares = stage.replicas[at.r].tp_shares;
   if (p.sequence_parallel && at.T > 1) {
-    for (int i = 0; i < at.T; ++i) {
-      detail::TensorParallel other = tp;
-      other.rank = i;
-      auto range = detail::unit_range(m.seq_len, other, "sequence positions");
-      if (!range) return range.error();
-      tp.sequence.push_back(range->second - range->first);
-    }
+    auto positions = detail::unit_counts(m.seq_len, tp, "sequence positions");
+    if (!positions) return positions.error();
+    tp.sequence = std::move(*positions);
     tp.grouped = uneven_form(m, p, stage.replicas[at.r], opts.cluster) == cost::UnevenForm::grouped;
   }
   if (auto sharded = mod.shard(tp); !sharded) return sharded.error();

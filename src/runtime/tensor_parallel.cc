@@ -224,8 +224,8 @@ torch::Tensor gather_sequence_whole(const torch::Tensor& x, const TensorParallel
   return tp.sequence_parallel() ? GatherSequenceWhole::apply(x, &tp) : x;
 }
 
-Result<std::pair<std::int64_t, std::int64_t>> unit_range(std::int64_t n, const TensorParallel& tp,
-                                                         const std::string& what) {
+Result<std::vector<std::int64_t>> unit_counts(std::int64_t n, const TensorParallel& tp,
+                                              const std::string& what) {
   const int k = tp.size;
   std::vector<double> shares = tp.shares;
   if (shares.empty()) shares.assign(k, 1.0 / k);
@@ -245,9 +245,16 @@ Result<std::pair<std::int64_t, std::int64_t>> unit_range(std::int64_t n, const T
       return Error{fmt::format(
           "plan: tp_shares: tensor-parallel rank {} would hold none of the {} {} (share {:.3g})", i,
           n, what, shares[i])};
+  return count;
+}
+
+Result<std::pair<std::int64_t, std::int64_t>> unit_range(std::int64_t n, const TensorParallel& tp,
+                                                         const std::string& what) {
+  auto count = unit_counts(n, tp, what);
+  if (!count) return count.error();
   const std::int64_t begin =
-      std::accumulate(count.begin(), count.begin() + tp.rank, std::int64_t{0});
-  return std::make_pair(begin, begin + count[tp.rank]);
+      std::accumulate(count->begin(), count->begin() + tp.rank, std::int64_t{0});
+  return std::make_pair(begin, begin + (*count)[tp.rank]);
 }
 
 }  // namespace hetplan::runtime::detail

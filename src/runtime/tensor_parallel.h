@@ -61,9 +61,12 @@ torch::Tensor batch_norm_over_group(const torch::Tensor& x, const torch::Tensor&
                                     const torch::Tensor& bias, c10d::ProcessGroup* group,
                                     double eps = 1e-5);
 
-// [begin, end) of the `n` units (heads, columns, vocabulary rows) rank `tp.rank` holds: counts by
-// the shares, rounded by largest remainder. Every rank must get at least one; `what` names the
-// units in the error.
+// How many of the `n` units (heads, columns, vocabulary rows, sequence positions) each rank of
+// the group holds: counts by the shares, rounded by largest remainder. Every rank must get at
+// least one; `what` names the units in the error.
+Result<std::vector<std::int64_t>> unit_counts(std::int64_t n, const TensorParallel& tp,
+                                              const std::string& what);
+// [begin, end) of those that rank `tp.rank` holds.
 Result<std::pair<std::int64_t, std::int64_t>> unit_range(std::int64_t n, const TensorParallel& tp,
                                                          const std::string& what);
 

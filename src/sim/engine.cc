@@ -196,7 +196,8 @@ class Engine {
     }
   }
 
-  // Gives flow t a new load (and bottleneck link) and its new finishing event.
+  // Gives flow t a new load (and bottleneck link) and its new finishing event. A flow starved by
+  // higher priorities (infinite load) waits for them to end (they reschedule it).
   void set_load(int t, double load, int bottleneck) {
     Flow& f = flows_[t];
     f.remaining = std::max(0.0, f.remaining - (now_ - f.last_update) * f.speed);
@@ -205,14 +206,12 @@ class Engine {
     f.bottleneck = bottleneck;
     f.speed = 1.0 / load;
     ++f.version;
-    push(now_ + f.remaining / f.speed, t, EvType::flow_done, f.version);
+    if (f.speed > 0) push(now_ + f.remaining / f.speed, t, EvType::flow_done, f.version);
   }
 
+  // Recomputes flow t's load from every link it uses.
   void reschedule(int t) {
     const Task& task = g_.tasks[t];
-    Flow& f = flows_[t];
-    f.remaining = std::max(0.0, f.remaining - (now_ - f.last_update) * f.speed);
-    f.last_update = now_;
     double load = 1.0;
     int bottleneck = -1;
     for (int i = task.loads_begin; i < task.loads_end; ++i) {
@@ -234,13 +233,7 @@ class Engine {
       const double left = cap_[link] - std::min(cap_[link], higher);
       load = std::max(load, left > 0 ? same / left : std::numeric_limits<double>::infinity());
     }
-    const double speed = 1.0 / load;
-    ++f.version;
-    f.speed = speed;
-    f.load = load;
-    f.bottleneck = bottleneck;
-    // A flow starved by higher priorities waits for them to end (they reschedule it).
-    if (speed > 0) push(now_ + f.remaining / speed, t, EvType::flow_done, f.version);
+    set_load(t, load, bottleneck);
   }
 
   // Demand on `link` of the active flows of one priority changes by `d`.
