@@ -130,10 +130,7 @@ class SpmdCoster {
             ? compute_.op_time(dev, tg_.backward[backward_of_[op]], samples, share, dt).value *
                   slowdown
             : 0.0;
-    const bool recompute =
-        settings_.recompute == cost::Recompute::full ||
-        (settings_.recompute == cost::Recompute::selective && ctx_.model.ops[op].attention_core);
-    return f + b + (recompute ? f : 0.0);
+    return f + b + (cost::recomputes(settings_.recompute, ctx_.model.ops[op]) ? f : 0.0);
   }
 
   bool whole_work(int op, plan::SplitKind k) const {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "hetplan/cost/memory_cost.h"
+
 namespace hetplan::sim::detail {
 StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
                          const cost::ComputeCostModel& compute, const cost::NetworkParams& net)
@@ -253,10 +255,6 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
                                       bool loads) const {
   LayerTimes out;
   const int tp = static_cast<int>(r.devices.size());
-  auto recomputed = [&](const model::Op& o) {
-    return p_.recompute == cost::Recompute::full ||
-           (p_.recompute == cost::Recompute::selective && o.attention_core);
-  };
   // Adds a tensor-parallel collective's time to `t` and the collective to `comm`.
   auto tp_collective = [&](cost::Collective kind, double bytes, double& t, PassComm& comm) {
     if (tp == 1 || bytes <= 0) return;
@@ -303,7 +301,8 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
           const double bytes = static_cast<double>(o.params) * model::dtype_bytes(m_.dtype);
           tp_collective(cost::Collective::all_gather, bytes, tf, op_fwd_comm);
           // A recomputed forward pass gathers them again, for the backward pass too.
-          if (!recomputed(o)) tp_collective(cost::Collective::all_gather, bytes, tb, bwd_comm);
+          if (!cost::recomputes(p_.recompute, o))
+            tp_collective(cost::Collective::all_gather, bytes, tb, bwd_comm);
           tp_collective(cost::Collective::reduce_scatter, bytes, tb, bwd_comm);
         }
         if (split_[op] == plan::SplitKind::tensor) {
@@ -322,7 +321,7 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
       fwd += tf;
       bwd += tb;
       fwd_comm.add(op_fwd_comm);
-      if (recomputed(o)) {
+      if (cost::recomputes(p_.recompute, o)) {
         recompute += tf;
         recompute_comm.add(op_fwd_comm);
       }

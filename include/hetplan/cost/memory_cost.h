@@ -13,6 +13,11 @@ namespace hetplan::cost {
 
 enum class Recompute { none, selective, full };
 const char* to_string(Recompute r);
+// Whether the backward pass reruns op o's forward pass: every op under full recomputation, the
+// attention cores under selective.
+inline bool recomputes(Recompute r, const model::Op& o) {
+  return r == Recompute::full || (r == Recompute::selective && o.attention_core);
+}
 
 struct MemoryConfig {
   int first_layer = 0;  // the stage's layers [first_layer, first_layer + num_layers)
