@@ -38,7 +38,7 @@ Estimate tree_all_reduce(const cluster::Cluster& c, const NetworkParams& p,
   std::vector<Hop> hops;
   hops.reserve(4 * n);
   for (int tree = 0; tree < 2; ++tree) {
-    if (tree == 1) order.assign(order.rbegin(), order.rend());
+    if (tree == 1) std::reverse(order.begin(), order.end());
     for (std::size_t i = 1; i < n; ++i) {
       const int child = order[i], parent = order[(i - 1) / 2];
       hops.push_back({child, parent, bytes / 2});  // reduce

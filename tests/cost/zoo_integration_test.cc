@@ -74,8 +74,19 @@ TEST(CostOnZoo, DataParallelAllReduceOnAPodOf4096Gpus) {
   for (int node = 0; node < 512; ++node) rail.push_back(node * 8 + 3);
   req.devices = rail;
   const auto r = collective_cost(*c, req, NetworkParams::defaults());
-  EXPECT_EQ(r.algorithm, Algorithm::ring);
+  // The double binary tree: the ring's bandwidth term without its 2 x 511 hop latencies.
+  EXPECT_EQ(r.algorithm, Algorithm::tree);
+  req.algorithm = Algorithm::ring;
+  const auto ring = collective_cost(*c, req, NetworkParams::defaults());
+  EXPECT_LT(r.time.value, ring.time.value);
+  EXPECT_NEAR(ring.time.value, 2 * 511.0 / 512 * 2.6e9 / (25e9 * 0.9), 0.2 * ring.time.value);
   EXPECT_NEAR(r.time.value, 2 * 511.0 / 512 * 2.6e9 / (25e9 * 0.9), 0.2 * r.time.value);
+  // Over rail 3 only: each GPU's links to and from its NIC 3, and those NICs' to the network.
+  EXPECT_EQ(r.loads.size(), 512u * 4);
+  for (const auto& l : r.loads) {
+    const auto& name = c->links[l.link].name;
+    EXPECT_NE(name.find("nic3"), std::string::npos) << name;
+  }
 }
 
 }  // namespace
