@@ -32,6 +32,10 @@ constexpr Table<UnevenCollectives, 3> kUnevenCollectives{{
     {UnevenCollectives::padded, "padded"},
     {UnevenCollectives::grouped, "grouped"},
 }};
+constexpr Table<BatchNormStats, 2> kBatchNorms{{
+    {BatchNormStats::local, "local"},
+    {BatchNormStats::synced, "synced"},
+}};
 constexpr Table<cost::Algorithm, 6> kAlgorithms{{
     {cost::Algorithm::automatic, "auto"},
     {cost::Algorithm::ring, "ring"},
@@ -76,6 +80,7 @@ const char* to_string(Schedule s) { return name_of(kSchedules, s); }
 const char* to_string(SplitKind s) { return name_of(kSplitKinds, s); }
 const char* to_string(SyncMethod s) { return name_of(kSyncMethods, s); }
 const char* to_string(UnevenCollectives u) { return name_of(kUnevenCollectives, u); }
+const char* to_string(BatchNormStats b) { return name_of(kBatchNorms, b); }
 const char* algorithm_name(cost::Algorithm a) { return name_of(kAlgorithms, a); }
 const char* recompute_name(cost::Recompute r) { return name_of(kRecomputes, r); }
 
@@ -89,6 +94,9 @@ std::optional<SyncMethod> sync_method_from_string(std::string_view s) {
 std::optional<UnevenCollectives> uneven_collectives_from_string(std::string_view s) {
   return value_of(kUnevenCollectives, s);
 }
+std::optional<BatchNormStats> batch_norm_from_string(std::string_view s) {
+  return value_of(kBatchNorms, s);
+}
 std::optional<cost::Algorithm> algorithm_from_string(std::string_view s) {
   return value_of(kAlgorithms, s);
 }
@@ -100,6 +108,7 @@ std::string schedule_names() { return names_of(kSchedules); }
 std::string split_kind_names() { return names_of(kSplitKinds); }
 std::string sync_method_names() { return names_of(kSyncMethods); }
 std::string uneven_collectives_names() { return names_of(kUnevenCollectives); }
+std::string batch_norm_names() { return names_of(kBatchNorms); }
 std::string algorithm_names() { return names_of(kAlgorithms); }
 std::string recompute_names() { return names_of(kRecomputes); }
 

@@ -54,6 +54,7 @@ OJson ordered_plan_json(const Plan& p) {
   // files (and fingerprints).
   if (p.uneven_collectives != UnevenCollectives::automatic)
     j["uneven_collectives"] = to_string(p.uneven_collectives);
+  if (p.batch_norm != BatchNormStats::local) j["batch_norm"] = to_string(p.batch_norm);
   j["grad_bucket_bytes"] = p.grad_bucket_bytes;
   j["stages"] = OJson::array();
   for (const Stage& s : p.stages) j["stages"].push_back(stage_json(s));
@@ -256,8 +257,8 @@ Plan read_plan(const Json& doc) {
   reject_unknown_keys(
       doc, "",
       {"version", "model", "cluster", "planner", "global_batch", "num_microbatches", "schedule",
-       "recompute", "zero_stage", "sequence_parallel", "uneven_collectives", "grad_bucket_bytes",
-       "stages", "op_overrides", "grad_sync"});
+       "recompute", "zero_stage", "sequence_parallel", "uneven_collectives", "batch_norm",
+       "grad_bucket_bytes", "stages", "op_overrides", "grad_sync"});
   json_require_version(doc, kVersion, "");
   Plan p;
   p.model = json_string_or(doc, "model", "", "");
@@ -275,6 +276,8 @@ Plan read_plan(const Json& doc) {
   p.sequence_parallel = json_bool_or(doc, "sequence_parallel", "", false);
   p.uneven_collectives = enum_or(doc, "uneven_collectives", "", UnevenCollectives::automatic,
                                  uneven_collectives_from_string, uneven_collectives_names());
+  p.batch_norm = enum_or(doc, "batch_norm", "", BatchNormStats::local, batch_norm_from_string,
+                         batch_norm_names());
   if (doc.contains("grad_bucket_bytes")) {
     const Json& v = doc.at("grad_bucket_bytes");
     if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))

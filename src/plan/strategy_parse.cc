@@ -11,8 +11,8 @@
 namespace hetplan::plan {
 namespace {
 
-constexpr std::array<std::string_view, 10> kKeys{"dp",  "tp",        "pp",   "vpp",      "mbs",
-                                                 "gbs", "recompute", "zero", "schedule", "sp"};
+constexpr std::array<std::string_view, 11> kKeys{
+    "dp", "tp", "pp", "vpp", "mbs", "gbs", "recompute", "zero", "schedule", "sp", "bn"};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -63,6 +63,10 @@ void apply(Strategy& s, std::string_view key, std::string_view value, std::strin
       s.sp = false;
     else
       throw InputError(field, "expected 0, 1, true or false");
+  } else if (key == "bn") {
+    auto v = batch_norm_from_string(value);
+    if (!v) throw InputError(field, fmt::format("expected one of {}", batch_norm_names()));
+    s.bn = *v;
   }
 }
 
@@ -124,6 +128,7 @@ std::string to_string(const Strategy& s) {
   if (s.gbs > 0) out += fmt::format("gbs={},", s.gbs);
   out += fmt::format("recompute={},zero={},schedule={},sp={}", recompute_name(s.recompute), s.zero,
                      to_string(s.schedule), s.sp ? 1 : 0);
+  if (s.bn != BatchNormStats::local) out += fmt::format(",bn={}", to_string(s.bn));
   return out;
 }
 

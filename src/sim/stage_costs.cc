@@ -56,11 +56,12 @@ void merge_loads(std::vector<cost::LinkLoad>& into, const std::vector<cost::Link
 
 }  // namespace
 
-void PassComm::add(const cost::CollectiveCost& c, bool with_loads) {
+void PassComm::add(const cost::CollectiveCost& c, bool with_loads, double load_share) {
   latency += c.latency.value;
   transfer += (c.time - c.latency).value;
   if (!with_loads) return;
   std::vector<cost::LinkLoad> sorted = c.loads;
+  for (cost::LinkLoad& l : sorted) l.bytes *= load_share;
   std::sort(sorted.begin(), sorted.end(),
             [](const cost::LinkLoad& a, const cost::LinkLoad& b) { return a.link < b.link; });
   merge_loads(loads, sorted);
@@ -263,6 +264,14 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
     t += c.time.value;
     comm.add(c, loads);
   };
+  // Synced batch normalisation all-reduces over the devices that split each micro-batch between
+  // them: one device of each replica (the stage's replicas must differ; the planners' layer costs,
+  // which repeat one replica, leave it out).
+  std::vector<int> batch_group;
+  if (p_.batch_norm == plan::BatchNormStats::synced)
+    for (const plan::Replica& q : s.replicas)
+      if (std::find(batch_group.begin(), batch_group.end(), q.devices.front()) == batch_group.end())
+        batch_group.push_back(q.devices.front());
   for (int li = s.first_layer; li < s.first_layer + s.num_layers; ++li) {
     const model::Layer& layer = m_.layers[li];
     double fwd = 0, bwd = 0, recompute = 0;
@@ -317,6 +326,23 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
                           op_fwd_comm);
           }
         }
+      }
+      if (o.kind == model::OpKind::batchnorm && batch_group.size() > 1 && o.params > 0) {
+        // SyncBatchNorm: the forward pass sums each channel's values and squares and the sample
+        // count, the backward pass each channel's two gradient sums; 8-byte sums, as the
+        // runtime's (weight and bias: params = 2 x channels).
+        const double channels = static_cast<double>(o.params) / 2;
+        const auto stats =
+            collective(cost::Collective::all_reduce, batch_group, 8 * (2 * channels + 1), {});
+        // Every replica's pass runs its part of the one collective: its flow carries that share
+        // of the links' bytes.
+        const double part = 1.0 / static_cast<double>(batch_group.size());
+        tf += stats.time.value;
+        op_fwd_comm.add(stats, loads, part);
+        const auto sums =
+            collective(cost::Collective::all_reduce, batch_group, 8 * 2 * channels, {});
+        tb += sums.time.value;
+        bwd_comm.add(sums, loads, part);
       }
       fwd += tf;
       bwd += tb;

@@ -28,7 +28,9 @@ struct PassComm {
   std::vector<cost::LinkLoad> loads;  // bytes per link, summed, ascending by link
   double time() const { return latency + transfer; }
   bool empty() const { return latency <= 0 && transfer <= 0; }
-  void add(const cost::CollectiveCost& c, bool with_loads = true);
+  // `load_share` of the collective's bytes on each link (a part of a collective that several
+  // flows run together).
+  void add(const cost::CollectiveCost& c, bool with_loads = true, double load_share = 1.0);
   void add(const PassComm& o);
 };
 

@@ -24,6 +24,7 @@ Plan rich_plan() {
   p.zero_stage = 2;
   p.sequence_parallel = true;
   p.uneven_collectives = UnevenCollectives::grouped;
+  p.batch_norm = BatchNormStats::synced;
   p.grad_bucket_bytes = 12345678.5;
   p.stages[0].replicas[0].tp_shares = {0.1 + 0.2, 1 - (0.1 + 0.2)};  // not short decimals
   p.stages[0].replicas[0].batch_share = 1.0 / 3;
@@ -183,6 +184,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"/uneven_collectives", "\"even\"",
                  "plan.json: uneven_collectives: expected one of auto|padded|grouped (got "
                  "\"even\")"},
+        BadField{"/batch_norm", "\"global\"",
+                 "plan.json: batch_norm: expected one of local|synced (got \"global\")"},
         BadField{"/stages", "[]", "plan.json: stages: expected a non-empty array of stages"},
         BadField{"/stages", "{}", "plan.json: stages: expected a non-empty array of stages"},
         BadField{"/stages/1", "7", "plan.json: stages[1]: expected an object"},
@@ -224,14 +227,14 @@ INSTANTIATE_TEST_SUITE_P(
                  "plan.json: microbatches: unknown key (allowed: version, model, cluster, planner, "
                  "global_batch, "
                  "num_microbatches, schedule, recompute, zero_stage, sequence_parallel, "
-                 "uneven_collectives, grad_bucket_bytes, stages, "
+                 "uneven_collectives, batch_norm, grad_bucket_bytes, stages, "
                  "op_overrides, grad_sync)"},
         BadField{"/op_overrides/0/ops", "\"\"",
                  "plan.json: op_overrides[0].ops: expected a non-empty op name or pattern "
                  "(\"layers.3.*\")"},
-        BadField{
-            "/op_overrides/1/split", "\"column\"",
-            "plan.json: op_overrides[1].split: expected one of tensor|replicate|batch|batch_sharded (got \"column\")"},
+        BadField{"/op_overrides/1/split", "\"column\"",
+                 "plan.json: op_overrides[1].split: expected one of "
+                 "tensor|replicate|batch|batch_sharded (got \"column\")"},
         BadField{"/grad_sync/0/method", "\"allreduce\"",
                  "plan.json: grad_sync[0].method: expected one of "
                  "all_reduce|parameter_server|sufficient_factor|none "

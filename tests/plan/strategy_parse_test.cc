@@ -59,7 +59,7 @@ TEST(StrategyParse, VppImpliesInterleaved) {
 }
 
 TEST(StrategyParse, CanonicalTextParsesBack) {
-  auto s = parse_strategy("gbs=64,dp=4,tp=2,pp=2,vpp=2,zero=3,recompute=selective,mbs=2");
+  auto s = parse_strategy("gbs=64,dp=4,tp=2,pp=2,vpp=2,zero=3,recompute=selective,mbs=2,bn=synced");
   ASSERT_TRUE(s.ok()) << s.error().message;
   auto again = parse_strategy(to_string(*s));
   ASSERT_TRUE(again.ok()) << again.error().message;
@@ -71,8 +71,9 @@ TEST(StrategyParse, CanonicalTextParsesBack) {
 TEST(StrategyParse, Errors) {
   EXPECT_EQ(error_of("tp=2,foo=1"),
             "--strategy: foo=1: unknown key (allowed: dp, tp, pp, vpp, mbs, gbs, recompute, zero, "
-            "schedule, sp)");
+            "schedule, sp, bn)");
   EXPECT_EQ(error_of("tp=two"), "--strategy: tp=two: expected a positive integer");
+  EXPECT_EQ(error_of("bn=sync"), "--strategy: bn=sync: expected one of local|synced");
   EXPECT_EQ(error_of("tp=2.5"), "--strategy: tp=2.5: expected a positive integer");
   EXPECT_EQ(error_of("pp=0"), "--strategy: pp=0: expected a positive integer");
   EXPECT_EQ(error_of("dp=-4"), "--strategy: dp=-4: expected a positive integer");

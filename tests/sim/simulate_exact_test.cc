@@ -156,5 +156,31 @@ TEST(SimulateExact, ZeroThreeGathersParametersBeforeEachPass) {
   EXPECT_NEAR(r->iteration_time.value, std::max(G + 1.0, 2 * G) + 2.0 + RS + optimizer, 1e-9);
 }
 
+TEST(SimulateExact, SyncedBatchNormAllReducesItsStatisticsInEachPass) {
+  // Layer 1 is a batch normalisation of 32 channels (64 parameters). Two replicas split each
+  // micro-batch: synced, each forward pass all-reduces 2 x 32 + 1 sums and each backward pass
+  // 2 x 32, in 8 bytes each, on the critical path; local, nothing. (No gradient synchronisation,
+  // whose flow would overlap the backward pass's: the simulator runs a pass's collectives after
+  // its compute, where the runtime's sum the gradients before the layer below runs.)
+  auto m = chain_model(2, 1e12, 0);
+  m.ops[1].kind = model::OpKind::batchnorm;
+  m.ops[1].shard = model::ShardKind::replicated;
+  m.ops[1].flops = 0;
+  m.ops[1].bytes_written = 1e9;
+  m.ops[1].params = 64;
+  const auto c = unit_cluster(2, 1);
+  auto p = one_stage_plan(2, {plan::Replica{{0}, {}, 0.5}, plan::Replica{{1}, {}, 0.5}}, 2, 1);
+  p.grad_sync = {plan::GradSync{"*", plan::SyncMethod::none}};
+  auto local = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(local) << local.error().message;
+  p.batch_norm = plan::BatchNormStats::synced;
+  auto synced = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(synced) << synced.error().message;
+  const double stats = collective_time(c, cost::Collective::all_reduce, {0, 1}, 8 * 65);
+  const double sums = collective_time(c, cost::Collective::all_reduce, {0, 1}, 8 * 64);
+  EXPECT_GT(stats, 0);
+  EXPECT_NEAR(synced->iteration_time.value - local->iteration_time.value, stats + sums, 1e-12);
+}
+
 }  // namespace
 }  // namespace hetplan::sim

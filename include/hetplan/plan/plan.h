@@ -46,9 +46,16 @@ enum class SyncMethod { all_reduce, parameter_server, sufficient_factor, none };
 // per rank, each moving that rank's shard once); automatic: whichever the cost model finds
 // cheaper (cost/collective_cost.h). Plan files: "auto", "padded", "grouped".
 enum class UnevenCollectives { automatic, padded, grouped };
+// Where batch normalisation takes its statistics when a stage's replicas split a micro-batch:
+// each replica over its own samples (local, as data-parallel training usually runs), or over the
+// whole micro-batch (synced, SyncBatchNorm: an all-reduce of the statistics over the stage's
+// replicas in each forward pass and one of the gradient sums in each backward pass, so that the
+// step equals one device's). Plan files: "local", "synced".
+enum class BatchNormStats { local, synced };
 const char* to_string(
     SyncMethod s);  // "all_reduce", "parameter_server", "sufficient_factor", "none"
 const char* to_string(UnevenCollectives u);  // "auto", "padded", "grouped"
+const char* to_string(BatchNormStats b);     // "local", "synced"
 
 // The names used in plan files and the strategy shorthand, and their inverses (nullopt for an
 // unknown name). The cost enums get their own tables here so the plan layer does not depend on the
@@ -60,6 +67,7 @@ std::optional<Schedule> schedule_from_string(std::string_view s);
 std::optional<SplitKind> split_kind_from_string(std::string_view s);
 std::optional<SyncMethod> sync_method_from_string(std::string_view s);
 std::optional<UnevenCollectives> uneven_collectives_from_string(std::string_view s);
+std::optional<BatchNormStats> batch_norm_from_string(std::string_view s);
 std::optional<cost::Algorithm> algorithm_from_string(std::string_view s);
 std::optional<cost::Recompute> recompute_from_string(std::string_view s);
 // "a|b|c": the accepted names, for error messages.
@@ -67,6 +75,7 @@ std::string schedule_names();
 std::string split_kind_names();
 std::string sync_method_names();
 std::string uneven_collectives_names();
+std::string batch_norm_names();
 std::string algorithm_names();
 std::string recompute_names();
 
@@ -116,6 +125,7 @@ struct Plan {
   int zero_stage = 0;  // 0..3, over each stage's replicas
   bool sequence_parallel = false;
   UnevenCollectives uneven_collectives = UnevenCollectives::automatic;
+  BatchNormStats batch_norm = BatchNormStats::local;
   double grad_bucket_bytes = 25e6;  // gradient all-reduce bucket size (overlap with backward)
   std::vector<Stage> stages;        // in model order; together they cover every layer exactly once
   std::vector<OpOverride> op_overrides;

@@ -16,7 +16,8 @@
 // Omitted keys: tp=1, pp=1, vpp=1, mbs=1, dp = floor(devices / (tp * pp)) (the remaining devices
 // stay idle), gbs = dp * mbs * (pp == 1 ? 1 : 4 * pp) (4 micro-batches per pipeline stage keep the
 // 1F1B bubble (pp-1)/m under 25% and suit the interleaved schedule), recompute=none, zero=0,
-// schedule=1f1b (interleaved when vpp > 1), sp=0.
+// schedule=1f1b (interleaved when vpp > 1), sp=0, bn=local (bn=synced: batch normalisation over
+// each whole micro-batch, Plan::batch_norm).
 #pragma once
 
 #include <string>
@@ -41,12 +42,13 @@ struct Strategy {
   Schedule schedule = Schedule::one_f_one_b;
   bool schedule_given = false;
   bool sp = false;
+  BatchNormStats bn = BatchNormStats::local;
   auto operator<=>(const Strategy&) const = default;
 };
 
 // The canonical text: every key in the order dp, tp, pp, vpp, mbs, gbs, recompute, zero, schedule,
-// sp; dp and gbs left out while 0 (unresolved). parse_strategy(to_string(s)) == s up to
-// schedule_given.
+// sp, bn; dp and gbs left out while 0 (unresolved), bn while local. parse_strategy(to_string(s)) ==
+// s up to schedule_given.
 std::string to_string(const Strategy& s);
 
 // Parses the shorthand; `source` names the argument ("--strategy") in errors.
