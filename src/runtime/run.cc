@@ -10,12 +10,12 @@
 #include <set>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <tuple>
 
 #include "batches.h"
 #include "hetplan/sim/schedule_order.h"
 #include "peer_watch.h"
+#include "process_groups.h"
 #include "tensor_parallel.h"
 #include "torch_modules.h"
 
@@ -77,19 +77,6 @@ std::pair<std::int64_t, std::int64_t> samples_of(const plan::Plan& p, int stage,
   return {at(before), at(after)};
 }
 
-c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options_for(
-    const RankEnv& env, std::chrono::milliseconds timeout) {
-  auto opts = c10d::ProcessGroupGloo::Options::create();
-  opts->timeout = timeout;
-  // An emulated rank talks through its namespace's interface; a local job over loopback.
-  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-  const bool local = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
-  opts->devices.push_back(ifname  ? c10d::ProcessGroupGloo::createDeviceForInterface(ifname)
-                          : local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                  : c10d::ProcessGroupGloo::createDefaultDevice());
-  return opts;
-}
-
 // The groups this rank talks in: everyone, its replica's devices (tensor parallelism), the same
 // tensor-parallel rank of its stage's replicas (data parallelism), and for a tied LM head split
 // over a pipeline, that pipeline's first and last stage.
@@ -98,22 +85,14 @@ struct Groups {
 };
 
 Groups connect(const RankEnv& env, const Place& at, bool tied, std::chrono::milliseconds timeout) {
-  c10d::TCPStoreOptions so;
-  so.port = static_cast<std::uint16_t>(env.master_port);
-  so.isServer = env.rank == 0;
-  so.numWorkers = env.world_size;
-  so.waitWorkers = true;
-  // Joining waits for every rank to start (loading libtorch takes seconds): at least 2 minutes,
-  // whatever --timeout says for the steps.
-  so.timeout = std::max(timeout, std::chrono::milliseconds(120000));
-  c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+  const c10::intrusive_ptr<c10d::Store> store = detail::connect_store(env, timeout);
   Groups g;
   g.world = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size,
-                                                        gloo_options_for(env, timeout));
+                                                        detail::gloo_options_for(env, timeout));
   auto group = [&](const std::string& name, int rank, int size) -> PG {
     return c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>(name + "/", store), rank, size,
-        gloo_options_for(env, timeout));
+        detail::gloo_options_for(env, timeout));
   };
   if (at.T > 1) g.tensor = group(fmt::format("tp{}_{}", at.s, at.r), at.j, at.T);
   if (at.R() > 1) g.stage = group(fmt::format("stage{}_{}", at.s, at.j), at.r, at.R());
@@ -356,7 +335,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     tp.grouped = uneven_form(m, p, stage.replicas[at.r], opts.cluster) == cost::UnevenForm::grouped;
   }
   if (auto sharded = mod.shard(tp); !sharded) return sharded.error();
-  mod.set_batch_group(groups.stage.get());
+  // Batch normalisation over the whole micro-batch only when the plan asks (synced): otherwise each
+  // replica normalises its own samples, as data-parallel training usually does.
+  if (p.batch_norm == plan::BatchNormStats::synced) mod.set_batch_group(groups.stage.get());
   const auto [tied_source, tied_copy] =
       tied ? mod.untie_head() : std::pair<torch::Tensor, torch::Tensor>{};
 
@@ -496,6 +477,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     return true;
   };
   int step = first_step;
+  std::vector<double> own_losses;
   try {
     for (; step < first_step + opts.steps; ++step) {
       const auto start = Clock::now();
@@ -586,10 +568,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         if (at.r != 0) g.zero_();
         all_reduce_flat(groups.tied, {g});
       }
-      // The step's loss, summed over the pipelines' last stages.
-      std::vector<torch::Tensor> loss{
-          torch::full({1}, last && at.j == 0 ? loss_sum : 0.0, torch::kDouble)};
-      if (groups.world) groups.world->allreduce(loss)->wait();
+      // This rank's part of the step's loss (the pipelines' last stages hold it); summed over the
+      // ranks once, after the last step, so that no step pays a collective the plan does not have.
+      own_losses.push_back(last && at.j == 0 ? loss_sum : 0.0);
       comm += seconds_since(comm_start);
       if (zero) {
         owned.mutable_grad() = flatten(grads_of(params)).slice(0, shard_begin, shard_end).clone();
@@ -608,7 +589,6 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         adam.step();
       }
       const double step_time = seconds_since(start);
-      res.losses.push_back(loss[0].item<double>());
       res.step_times_s.push_back(step_time);
       if (step - first_step >= skip) {
         own.comm_s += comm;
@@ -620,6 +600,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           (last_step || (opts.checkpoint_every > 0 && (step + 1) % opts.checkpoint_every == 0)))
         if (auto saved = save(step + 1); !saved) return saved.error();
     }
+    std::vector<torch::Tensor> losses{torch::tensor(own_losses, torch::kDouble)};
+    if (groups.world && !own_losses.empty()) groups.world->allreduce(losses)->wait();
+    for (std::size_t s = 0; s < own_losses.size(); ++s)
+      res.losses.push_back(losses[0][static_cast<std::int64_t>(s)].item<double>());
     double measured = 0;
     for (int s = skip; s < opts.steps; ++s) measured += res.step_times_s[s];
     res.mean_step_time_s = opts.steps > skip ? measured / (opts.steps - skip) : 0;

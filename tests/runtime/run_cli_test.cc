@@ -42,7 +42,8 @@ void expect_same_losses(const std::vector<double>& a, const std::vector<double>&
 std::string plan_file(const std::vector<std::pair<int, int>>& stages,
                       const std::vector<int>& samples, int microbatches,
                       const std::string& schedule = "1f1b", int zero = 0,
-                      const std::vector<double>& tp_shares = {}) {
+                      const std::vector<double>& tp_shares = {},
+                      const std::string& batch_norm = "local") {
   int total = 0;
   for (int s : samples) total += s;
   nlohmann::json js = nlohmann::json::array();
@@ -59,9 +60,13 @@ std::string plan_file(const std::vector<std::pair<int, int>>& stages,
     }
     js.push_back({{"first_layer", first}, {"num_layers", count}, {"replicas", replicas}});
   }
-  nlohmann::json plan = {
-      {"version", 1},         {"global_batch", total}, {"num_microbatches", microbatches},
-      {"schedule", schedule}, {"zero_stage", zero},    {"stages", js}};
+  nlohmann::json plan = {{"version", 1},
+                         {"global_batch", total},
+                         {"num_microbatches", microbatches},
+                         {"schedule", schedule},
+                         {"zero_stage", zero},
+                         {"stages", js},
+                         {"batch_norm", batch_norm}};
   const auto file = std::filesystem::temp_directory_path() /
                     ("hetplan_plan_" + std::to_string(::getpid()) + ".json");
   std::ofstream(file) << plan.dump();
@@ -105,22 +110,27 @@ TEST(RunCli, UnevenPipelinesMatchOneProcess) {
 }
 
 TEST(RunCli, ResNetsMatchOneProcess) {
-  // Batch normalisation takes its statistics over each micro-batch, whichever replicas split it:
-  // one process with micro-batches of 16 (then of 8) against uneven data parallelism 6:10, full
-  // recomputation, then a two-stage pipeline of two uneven replicas each over two micro-batches.
-  // (With micro-batches of 4, this small ResNet's losses drift apart by 2e-4 within 10 steps, as
-  // two single-process runs with one and two threads do: rounding, not the split.)
+  // Synced batch normalisation takes its statistics over each micro-batch, whichever replicas
+  // split it: one process with micro-batches of 16 (then of 8) against uneven data parallelism
+  // 6:10, full recomputation, then a two-stage pipeline of two uneven replicas each over two
+  // micro-batches. (With micro-batches of 4, this small ResNet's losses drift apart by 2e-4 within
+  // 10 steps, as two single-process runs with one and two threads do: rounding, not the split.)
   const std::string model = std::string("--model ") + kResNet;
   const auto whole = losses(model + " --strategy dp=1,gbs=16,mbs=16");
-  auto plan = plan_file({{0, 10}}, {6, 10}, 1);
+  auto plan = plan_file({{0, 10}}, {6, 10}, 1, "1f1b", 0, {}, "synced");
   expect_same_losses(whole, losses(model + " --nprocs 2 --plan " + plan));
-  expect_same_losses(whole,
-                     losses(model + " --nprocs 2 --strategy dp=2,gbs=16,mbs=8,recompute=full"));
+  expect_same_losses(
+      whole, losses(model + " --nprocs 2 --strategy dp=2,gbs=16,mbs=8,recompute=full,bn=synced"));
   const auto halves = losses(model + " --strategy dp=1,gbs=16,mbs=8");
-  plan = plan_file({{0, 4}, {4, 6}}, {6, 10}, 2);
+  plan = plan_file({{0, 4}, {4, 6}}, {6, 10}, 2, "1f1b", 0, {}, "synced");
   expect_same_losses(halves, losses(model + " --nprocs 4 --plan " + plan));
   std::filesystem::remove(plan);
   EXPECT_LT(whole.back(), whole.front());
+  // Local statistics (the default): each replica normalises its own 8 samples, and the first
+  // step's loss already differs from the whole batch's.
+  const auto local = losses(model + " --nprocs 2 --strategy dp=2,gbs=16,mbs=8");
+  ASSERT_EQ(local.size(), whole.size());
+  EXPECT_GT(std::abs(local[0] - whole[0]), 1e-3 * std::abs(whole[0]));
 }
 
 TEST(RunCli, StagesOfUnlikeReplicasMatchOneProcess) {

@@ -63,11 +63,12 @@ struct RunResult {
 // Why the runtime cannot execute this plan for this model, or ok. Checked before any worker
 // starts. `world_size` is the number of ranks the job will have. Executed: pipelines of stages
 // with uneven layer counts (GPipe, 1F1B), each stage any number of replicas with uneven batch
-// shares, Megatron-style tensor parallelism with uneven shares inside a replica, micro-batches,
-// ZeRO-1, full or selective recomputation. Refused with the reason: sequence parallelism, per-op
-// split overrides under tensor parallelism, interleaved schedules, ZeRO-2/3, gradient sync other
-// than all-reduce, model families without a runtime module (CNNs other than ResNets), CNNs under
-// tensor parallelism, and CNN replicas left without a sample of some micro-batch.
+// shares, Megatron-style tensor parallelism with uneven shares inside a replica (and sequence
+// parallelism for decoders), micro-batches, ZeRO-1, full or selective recomputation, local or
+// synced batch normalisation. Refused with the reason: sequence parallelism outside decoders,
+// per-op split overrides under tensor parallelism, interleaved schedules, ZeRO-2/3, gradient sync
+// other than all-reduce, model families without a runtime module (CNNs other than ResNets), CNNs
+// under tensor parallelism, and CNN replicas left without a sample of some micro-batch.
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size);
 
 // The plan's device of every rank, in rank order (stage, replica, tensor-parallel rank).
