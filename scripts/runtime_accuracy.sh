@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Predicted against measured step time of `hetplan run` on this machine: calibrates the CPU
-# (hetplan calibrate), then for each plan runs it for real (Gloo worker processes, one thread
+# (hetplan calibrate: op kinds, and all-reduces between two workers), then for each plan runs it for real (Gloo worker processes, one thread
 # each; run --measured-out) and simulates it on the cpu:N cluster with that profile against the
 # measurements (simulate --measured), and prints both with the error and the mean absolute
 # error. The model runs in fp32, so it is simulated with dtype=fp32.
@@ -31,9 +31,10 @@ ROWS=(
   "$GPT 2 --plan=$work/uneven.json"
   "$RESNET 1 --strategy=dp=1,gbs=16,mbs=16"
   "$RESNET 2 --strategy=dp=2,gbs=16,mbs=8"
+  "$RESNET 2 --strategy=dp=2,gbs=16,mbs=8,bn=synced"
 )
 json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
-printf "%-45s %5s %-28s %12s %12s %8s\n" model ranks plan "measured ms" "predicted ms" error
+printf "%-45s %5s %-36s %12s %12s %8s\n" model ranks plan "measured ms" "predicted ms" error
 sum=0; n=0
 for row in "${ROWS[@]}"; do
   read -r model ranks plan <<<"$row"
@@ -44,7 +45,7 @@ for row in "${ROWS[@]}"; do
   measured=$(json_field "['measured']['iteration_time_s']" <<<"$sim")
   predicted=$(json_field "['iteration_time_s']" <<<"$sim")
   err=$(json_field "['measured']['error'] * 100" <<<"$sim")
-  printf "%-45s %5s %-28s %12.2f %12.2f %+7.1f%%\n" "$model" "$ranks" "${plan##*/}" \
+  printf "%-45s %5s %-36s %12.2f %12.2f %+7.1f%%\n" "$model" "$ranks" "${plan##*/}" \
     "$(python3 -c "print(1e3 * $measured)")" "$(python3 -c "print(1e3 * $predicted)")" "$err"
   sum=$(python3 -c "print($sum + abs($err))"); n=$((n + 1))
 done

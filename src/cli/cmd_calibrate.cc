@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "commands.h"
@@ -24,6 +25,8 @@ struct CalibrateArgs {
   int threads = 1;
   int sizes = 7;
   double seconds_per_point = 0.1;
+  bool no_messaging = false;
+  std::string messaging_worker;  // set on the workers calibrate starts: where rank 0 writes
 };
 
 std::string today() {
@@ -35,6 +38,11 @@ std::string today() {
 
 int run_calibrate(const CalibrateArgs& a) {
 #ifdef HETPLAN_WITH_RUNTIME
+  if (!a.messaging_worker.empty()) {
+    auto done = runtime::messaging_worker(a.messaging_worker);
+    return done ? 0 : report_error(done.error().message);
+  }
+  if (a.out.empty()) return report_error("--out: expected the profile to write (JSON)");
   if (a.device != "cpu" && a.device != "cuda")
     return report_error(fmt::format("--device: expected cpu or cuda, got \"{}\"", a.device));
   runtime::CalibrateOptions o;
@@ -58,11 +66,22 @@ int run_calibrate(const CalibrateArgs& a) {
     if (tty) std::fprintf(stderr, "hetplan: %s\n", line.c_str());
   });
   if (!prof) return report_error(prof.error().message);
+  // Workers of this host talk over loopback (hetplan run --nprocs): time that too.
+  if (a.device == "cpu" && !a.no_messaging) {
+    if (tty) std::fprintf(stderr, "hetplan: all-reduces between two workers\n");
+    const auto file = std::filesystem::temp_directory_path() /
+                      fmt::format("hetplan_messaging_{}.json", ::getpid());
+    auto pts = runtime::calibrate_messaging({"calibrate", "--messaging-worker", file.string()},
+                                            file.string());
+    if (!pts) return report_error(pts.error().message);
+    prof->messaging[o.device_type] = std::move(*pts);
+  }
   if (!write_output_file(a.out, cost::calibration_profile_to_json(*prof))) return 2;
   std::size_t points = 0;
   for (const auto& [dev, kinds] : prof->points)
     for (const auto& [kind, pts] : kinds) points += pts.size();
-  fmt::print("wrote {} ({} points for {} on {})\n", a.out, points, o.device_type, a.device);
+  fmt::print("wrote {} ({} points for {} on {}{})\n", a.out, points, o.device_type, a.device,
+             prof->messaging.empty() ? "" : ", and all-reduces between two workers");
   return 0;
 #else
   (void)a;
@@ -80,13 +99,17 @@ Action add_calibrate_command(CLI::App& app) {
   cmd->add_option("--device", args->device, "cpu or cuda")->capture_default_str();
   cmd->add_option("--device-type", args->device_type,
                   "Catalog name to file the points under (default for cpu: cpu)");
-  cmd->add_option("--out,-o", args->out, "The profile to write (JSON)")->required();
+  cmd->add_option("--out,-o", args->out, "The profile to write (JSON; required)");
   cmd->add_option("--threads", args->threads, "Intra-op threads, as each run worker uses")
       ->capture_default_str();
   cmd->add_option("--sizes", args->sizes, "Sizes per op kind (2 to 10)")->capture_default_str();
   cmd->add_option("--seconds-per-point", args->seconds_per_point,
                   "Repeat each measurement for at least this long")
       ->capture_default_str();
+  cmd->add_flag("--no-messaging", args->no_messaging,
+                "On cpu, skip timing all-reduces between two worker processes");
+  // How calibrate starts its two messaging workers; not for users.
+  cmd->add_option("--messaging-worker", args->messaging_worker)->group("");
   return [args] { return run_calibrate(*args); };
 }
 

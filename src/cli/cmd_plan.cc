@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
+#include "hetplan/cost/messaging.h"
 #include "hetplan/model/zoo.h"
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/search/search.h"
@@ -99,6 +100,8 @@ int run_plan(const PlanArgs& a) {
   if (!a.calibration_file.empty()) {
     auto prof = cost::read_calibration_profile(a.calibration_file);
     if (!prof) return report_error(prof.error().message);
+    // Workers the profile measured talking to each other: their links as measured.
+    *c = cost::with_measured_messaging(std::move(*c), *prof, opts.sim.network);
     opts.sim.profile = std::make_shared<const cost::CalibrationProfile>(std::move(*prof));
   }
   auto res = search::find_plan(*m, *c, *algo, opts);

@@ -65,6 +65,36 @@ CalibrationProfile parse_profile(const Json& doc) {
       out.push_back(p);
     }
   }
+  if (doc.contains("messaging")) {
+    const Json& msgs = doc.at("messaging");
+    if (!msgs.is_array()) throw InputError("messaging", "expected an array");
+    for (std::size_t i = 0; i < msgs.size(); ++i) {
+      const std::string path = index_path("messaging", i);
+      const Json& e = msgs[i];
+      if (!e.is_object()) throw InputError(path, "expected an object");
+      const std::string device = json_string_or(e, "device", path, prof.device);
+      if (device.empty())
+        throw InputError(field_path(path, "device"), "expected a device type name");
+      const std::string points_path = field_path(path, "points");
+      const Json& pts = json_require(e, "points", path);
+      if (!pts.is_array() || pts.empty())
+        throw InputError(points_path, "expected a non-empty array");
+      auto& out = prof.messaging[device];
+      for (std::size_t j = 0; j < pts.size(); ++j) {
+        const std::string pp = index_path(points_path, j);
+        if (!pts[j].is_object()) throw InputError(pp, "expected an object");
+        MessagingPoint p;
+        p.bytes = json_number(pts[j], "bytes", pp);
+        p.seconds = json_number(pts[j], "seconds", pp);
+        if (!(p.bytes > 0)) throw InputError(field_path(pp, "bytes"), "expected a number > 0");
+        if (!(p.seconds > 0)) throw InputError(field_path(pp, "seconds"), "expected a number > 0");
+        out.push_back(p);
+      }
+      std::stable_sort(
+          out.begin(), out.end(),
+          [](const MessagingPoint& a, const MessagingPoint& b) { return a.bytes < b.bytes; });
+    }
+  }
   for (auto& [device, kinds] : prof.points)
     for (auto& [kind, pts] : kinds) {
       const bool gemm = is_gemm_like(kind);
@@ -120,6 +150,16 @@ std::string calibration_profile_to_json(const CalibrationProfile& p) {
       entries.push_back(std::move(e));
     }
   doc["entries"] = std::move(entries);
+  if (!p.messaging.empty()) {
+    Json msgs = Json::array();
+    for (const auto& [device, pts] : p.messaging) {
+      Json arr = Json::array();
+      for (const MessagingPoint& pt : pts)
+        arr.push_back(Json{{"bytes", pt.bytes}, {"seconds", pt.seconds}});
+      msgs.push_back(Json{{"device", device}, {"points", std::move(arr)}});
+    }
+    doc["messaging"] = std::move(msgs);
+  }
   return doc.dump(2) + "\n";
 }
 

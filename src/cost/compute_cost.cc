@@ -75,7 +75,17 @@ Seconds ComputeCostModel::op_time(const cluster::DeviceType& dev, const model::T
         // GEMMs; another op's forward moves about two fifths of the bytes (calibrate.cc).
         const bool forward = op.phase == model::Phase::forward;
         const double part = gemm ? (forward ? 1.0 / 3 : 2.0 / 3) : (forward ? 0.4 : 0.6);
-        Seconds t = interpolate_calibrated_time(*pts, op.kind, flops, bytes, part);
+        Seconds t;
+        if (op.kind == model::OpKind::batched_matmul && op.gemm.batch_count > 0) {
+          // Points of batched GEMMs are per matrix of the batch (calibrate.cc): the op's matrices
+          // (per sample, times the samples and this shard's heads) each at the rate of its size.
+          const double entries =
+              std::max(1.0, static_cast<double>(op.gemm.batch_count) * samples * shard);
+          t = entries *
+              interpolate_calibrated_time(*pts, op.kind, flops / entries, bytes / entries, part);
+        } else {
+          t = interpolate_calibrated_time(*pts, op.kind, flops, bytes, part);
+        }
         // A GEMM with few rows streams its weights more than it computes (one row: a
         // matrix-vector product): no faster than the device's measured streaming rate moves its
         // bytes. The calibrated GEMMs are square, so their rates say nothing about this.

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "tensor_parallel.h"
+
 namespace hetplan::runtime {
 namespace {
 
@@ -18,6 +20,7 @@ struct Probe {
   double flops = 0;  // forward pass
   double read = 0;   // forward bytes read (weights included)
   double written = 0;
+  std::int64_t entries = 1;  // matrices of a batched GEMM: the figures above are per matrix
   std::vector<torch::Tensor> inputs;  // the float operands the backward pass differentiates
   std::function<torch::Tensor()> run;
 };
@@ -78,10 +81,14 @@ Probe probe(OpKind kind, int i, int count, const torch::TensorOptions& o) {
       break;
     }
     case OpKind::batched_matmul: {
-      auto a = torch::randn({8, s, 64}, o), b = torch::randn({8, 64, s}, o);
-      p.flops = 2.0 * 8 * s * 64 * s;
-      p.read = eb * 2 * 8 * s * 64;
-      p.written = eb * 8 * s * s;
+      // Attention's shape (s x 64 by 64 x s, as QK^T); the figures are per matrix of the batch,
+      // as the points are filed (a CPU multiplies a batch's matrices one by one, so a batch of
+      // many small ones runs at a small one's rate).
+      p.entries = 16;
+      auto a = torch::randn({p.entries, s, 64}, o), b = torch::randn({p.entries, 64, s}, o);
+      p.flops = 2.0 * s * 64 * s;
+      p.read = eb * 2 * s * 64;
+      p.written = eb * s * s;
       p.inputs = {a, b};
       p.run = [a, b] { return torch::bmm(a, b); };
       break;
@@ -130,9 +137,13 @@ Probe probe(OpKind kind, int i, int count, const torch::TensorOptions& o) {
       break;
     }
     case OpKind::embedding: {
-      auto table = torch::randn({32000, 256}, o);
-      auto ids = torch::randint(0, 32000, {rows * 4}, o.dtype(torch::kLong));
-      p.read = p.written = eb * rows * 4 * 256;
+      // A table as large as the rows looked up: the backward pass writes a dense gradient of the
+      // whole table (as the runtime's embeddings do), so a fixed large table would put its
+      // zeroing under every point and price a small model's lookups as a large vocabulary's.
+      const std::int64_t ids_n = rows * 4;
+      auto table = torch::randn({ids_n, 256}, o);
+      auto ids = torch::randint(0, ids_n, {ids_n}, o.dtype(torch::kLong));
+      p.read = p.written = eb * ids_n * 256;
       p.inputs = {table};
       p.run = [table, ids] { return torch::embedding(table, ids); };
       break;
@@ -150,13 +161,11 @@ Probe probe(OpKind kind, int i, int count, const torch::TensorOptions& o) {
     case OpKind::batchnorm: {
       const std::int64_t c = 8LL << i;
       auto x = torch::randn({4, c, 28, 28}, o), w = torch::ones({c}, o), b = torch::zeros({c}, o);
-      auto rm = torch::zeros({c}, o), rv = torch::ones({c}, o);
       p.read = p.written = eb * 4 * c * 28 * 28;
       p.flops = 8.0 * 4 * c * 28 * 28;
       p.inputs = {x, w, b};
-      p.run = [x, w, b, rm, rv] {
-        return torch::batch_norm(x, w, b, rm, rv, true, 0.1, 1e-5, false);
-      };
+      // As the runtime's modules normalise (one replica's statistics: no group).
+      p.run = [x, w, b] { return detail::batch_norm_over_group(x, w, b, nullptr); };
       break;
     }
     case OpKind::cross_entropy: {
@@ -213,7 +222,7 @@ Result<cost::CalibrationProfile> calibrate(
       cost::CalibrationPoint pt;
       pt.flops = p.flops * (gemm ? 3 : 2);
       pt.bytes = gemm ? 3 * (p.read + p.written) : 3 * p.read + 2 * p.written;
-      pt.seconds = timer.time(p);
+      pt.seconds = timer.time(p) / static_cast<double>(p.entries);
       pts.push_back(pt);
     }
     if (progress)

@@ -116,9 +116,33 @@ TEST(CalibrationProfile, SkinnyGemmsAreBoundByTheMeasuredStreamingRate) {
   EXPECT_DOUBLE_EQ(calibrated.op_time(dev, square, 1, 1, model::DType::fp32).value, 1e-3);
 }
 
+// A batched GEMM's points are per matrix of the batch: an op of many small matrices runs at a
+// small matrix's rate, however many FLOPs it has in all.
+TEST(CalibrationProfile, BatchedGemmsArePricedPerMatrix) {
+  const char* text = R"({"version": 1, "device": "FAKE-CPU", "entries": [
+    {"op_kind": "batched_matmul", "points": [{"flops": 1e6, "seconds": 1e-4},
+                                             {"flops": 1e8, "seconds": 1e-3}]}]})";
+  auto prof = parse_calibration_profile(text, "prof.json");
+  ASSERT_TRUE(prof.ok()) << prof.error().message;
+  const ComputeCostModel calibrated(ComputeParams::defaults(),
+                                    std::make_shared<const CalibrationProfile>(*prof));
+  auto op = train_op(model::OpKind::batched_matmul, 4e6, 1e3);
+  op.phase = model::Phase::backward;
+  op.gemm = model::GemmShape{64, 64, 32, 4};  // 4 matrices per sample
+  // 2 samples, half the heads: 4 matrices of 1e6 FLOPs each, at the 1e6-FLOP point's rate.
+  EXPECT_DOUBLE_EQ(
+      calibrated.op_time(fake_device("FAKE-CPU"), op, 2, 0.5, model::DType::fp32).value, 4 * 1e-4);
+  // Without a batch count the op is one matrix: 8e6 FLOPs, between the points.
+  op.gemm.batch_count = 0;
+  const double rate = 1e10 + (1e11 - 1e10) * std::log(8.0) / std::log(100.0);
+  EXPECT_DOUBLE_EQ(calibrated.op_time(fake_device("FAKE-CPU"), op, 2, 1, model::DType::fp32).value,
+                   8e6 / rate);
+}
+
 TEST(CalibrationProfile, RoundTripsThroughAFile) {
   auto prof = parse_calibration_profile(kProfile, "prof.json");
   ASSERT_TRUE(prof.ok());
+  prof->messaging["FAKE-GPU"] = {{64, 1e-3}, {4096, 2e-3}};
   const std::string file =
       temp_file("hetplan_cost_roundtrip.json", calibration_profile_to_json(*prof));
   auto back = read_calibration_profile(file);
@@ -155,6 +179,15 @@ TEST(CalibrationProfile, ErrorsNameFileAndField) {
       R"({"version": 1, "device": "X", "entries": [{"op_kind": "softmax", "points": [{"bytes": "a", "seconds": 1}]}]})",
       "entries[0].points[0].bytes");
   expect_error("{not json", "not valid JSON");
+  expect_error(R"({"version": 1, "device": "X", "entries": [], "messaging": {}})", "messaging");
+  expect_error(
+      R"({"version": 1, "device": "X", "entries": [], "messaging": [{"points": [{"bytes": 0, "seconds": 1}]}]})",
+      "messaging[0].points[0].bytes");
+  expect_error(
+      R"({"version": 1, "device": "X", "entries": [], "messaging": [{"points": [{"bytes": 8}]}]})",
+      "messaging[0].points[0]");
+  expect_error(R"({"version": 1, "device": "X", "entries": [], "messaging": [{"points": []}]})",
+               "messaging[0].points");
 }
 
 TEST(CalibrationProfile, MissingFileIsAnError) {

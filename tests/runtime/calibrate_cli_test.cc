@@ -28,6 +28,13 @@ TEST(CalibrateCli, WritesAProfileTheSimulatorReads) {
   // A larger GEMM takes longer than the smallest.
   const auto& mm = prof->points.at("cpu").at(model::OpKind::matmul);
   EXPECT_GT(mm.back().seconds, mm.front().seconds);
+  // All-reduces between two worker processes, 64 B to 4 MiB.
+  ASSERT_EQ(prof->messaging.count("cpu"), 1u);
+  const auto& msgs = prof->messaging.at("cpu");
+  ASSERT_EQ(msgs.size(), 5u);
+  EXPECT_EQ(msgs.front().bytes, 64);
+  EXPECT_EQ(msgs.back().bytes, 4 << 20);
+  for (const auto& p : msgs) EXPECT_GT(p.seconds, 0);
 
   // The simulator prices a CPU run with it, and differently from the roofline.
   const std::string sim =
@@ -42,6 +49,21 @@ TEST(CalibrateCli, WritesAProfileTheSimulatorReads) {
   EXPECT_GT(t1, 0);
   EXPECT_NE(t1, t0);
   std::filesystem::remove(file);
+}
+
+TEST(CalibrateCli, SkipsMessagingWhenAsked) {
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_calibrate_nomsg_" + std::to_string(::getpid()) + ".json");
+  auto r = run_hetplan("calibrate --sizes 2 --seconds-per-point 0.001 --no-messaging --out " +
+                       file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto prof = cost::read_calibration_profile(file.string());
+  std::filesystem::remove(file);
+  ASSERT_TRUE(prof) << prof.error().message;
+  EXPECT_TRUE(prof->messaging.empty());
+  r = run_hetplan("calibrate --sizes 2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--out: expected the profile to write"), std::string::npos) << r.err;
 }
 
 TEST(CalibrateCli, BadArgumentsAreNamed) {

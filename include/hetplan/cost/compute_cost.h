@@ -23,6 +23,14 @@ struct CalibrationPoint {
   auto operator<=>(const CalibrationPoint&) const = default;
 };
 
+// One measured all-reduce between two worker processes of one host: `bytes` per worker took
+// `seconds` (cost/messaging.h fits links to them).
+struct MessagingPoint {
+  double bytes = 0;
+  double seconds = 0;
+  auto operator<=>(const MessagingPoint&) const = default;
+};
+
 // A measured profile (JSON, version 1). For each (device type, op kind) with points, op time is
 // interpolated from the points (achieved FLOP/s or B/s against size, log-linear), instead of the
 // roofline.
@@ -31,14 +39,18 @@ struct CalibrationProfile {
   std::string measured_on;  // date, "2026-11-22"
   std::string notes;
   std::map<std::string, std::map<model::OpKind, std::vector<CalibrationPoint>>>
-      points;  // by device type
+      points;                                                    // by device type
+  std::map<std::string, std::vector<MessagingPoint>> messaging;  // by device type, by size
   bool operator==(const CalibrationProfile&) const = default;
 };
 // Reading validates every field (errors name the file and the field: "prof.json:
 // entries[0].op_kind: unknown op kind 'foo'"), and sorts each entry's points by size. Points of
 // GEMM-like kinds (matmul, batched_matmul, moe_router, conv2d) are keyed by `flops`, all others by
 // `bytes`; that key must be > 0 and `seconds` > 0. Entries without `device` belong to the profile's
-// `device`.
+// `device`. An optional "messaging" array holds {"device", "points": [{"bytes", "seconds"}]}
+// entries (both > 0), all-reduces between two workers of that device type. A batched_matmul point
+// is one matrix of a batch (its FLOPs, bytes and share of the time): an op of E matrices takes E
+// times the time its per-matrix size interpolates to.
 Result<CalibrationProfile> read_calibration_profile(const std::string& file);
 Result<CalibrationProfile> parse_calibration_profile(const std::string& json_text,
                                                      const std::string& source);

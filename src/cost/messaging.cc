@@ -1,0 +1,83 @@
+#include "hetplan/cost/messaging.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace hetplan::cost {
+
+std::optional<MessagingFit> fit_messaging(const std::vector<MessagingPoint>& points,
+                                          const NetworkParams& params) {
+  if (points.empty()) return std::nullopt;
+  // Weighted least squares of t = a + b S with weights 1/t^2 (relative error).
+  double sw = 0, sws = 0, swss = 0, swt = 0, swst = 0;
+  for (const MessagingPoint& p : points) {
+    const double w = 1.0 / (p.seconds * p.seconds);
+    sw += w;
+    sws += w * p.bytes;
+    swss += w * p.bytes * p.bytes;
+    swt += w * p.seconds;
+    swst += w * p.bytes * p.seconds;
+  }
+  const double det = sw * swss - sws * sws;
+  double a = swt / sw, b = 0;
+  if (det > 1e-12 * sw * swss) {
+    a = (swss * swt - sws * swst) / det;
+    b = (sw * swst - sws * swt) / det;
+  }
+  const double launch = params.collective_launch.value;
+  if (b < 0) {  // no growth with size: all latency
+    b = 0;
+    a = swt / sw;
+  }
+  if (a < launch) {  // all bandwidth beyond the launch: refit the slope through it
+    a = launch;
+    b = swss > 0 ? std::max(0.0, (swst - launch * sws) / swss) : 0.0;
+  }
+  MessagingFit fit;
+  fit.latency = Seconds((a - launch) / 2);
+  fit.bandwidth = BytesPerSecond(b > 0 ? 1 / b : std::numeric_limits<double>::infinity());
+  return fit;
+}
+
+cluster::Cluster with_measured_messaging(cluster::Cluster c, const CalibrationProfile& profile,
+                                         const NetworkParams& params) {
+  std::map<int, MessagingFit> fits;  // by index into c.device_types
+  for (std::size_t t = 0; t < c.device_types.size(); ++t) {
+    auto it = profile.messaging.find(c.device_types[t].name);
+    if (it == profile.messaging.end()) continue;
+    if (auto fit = fit_messaging(it->second, params)) fits[static_cast<int>(t)] = *fit;
+  }
+  if (fits.empty()) return c;
+  auto fit_of = [&](int vertex) -> const MessagingFit* {
+    if (vertex >= c.num_devices()) return nullptr;
+    auto it = fits.find(c.devices[vertex].type);
+    return it == fits.end() ? nullptr : &it->second;
+  };
+  for (std::size_t l = 0; l < c.links.size(); ++l) {
+    cluster::Link& link = c.links[l];
+    const MessagingFit* from = fit_of(link.from);
+    const MessagingFit* to = fit_of(link.to);
+    if (!from && !to) continue;
+    const MessagingFit& fit = from ? *from : *to;
+    const int other = from ? link.to : link.from;
+    const double eff = link_efficiency(c, static_cast<int>(l), params);
+    const double measured = std::isfinite(fit.bandwidth.value)
+                                ? fit.bandwidth.value / eff
+                                : std::numeric_limits<double>::infinity();
+    if (from && to) {  // a direct link between two workers: the whole path
+      link.latency = fit.latency;
+      link.bandwidth = BytesPerSecond(std::min(link.bandwidth.value, measured));
+    } else if (c.vertices[other].kind == cluster::VertexKind::node_switch) {
+      link.latency = fit.latency / 2.0;
+      if (std::isfinite(measured)) link.bandwidth = BytesPerSecond(measured);
+    } else {
+      link.latency = link.latency + fit.latency / 2.0;
+      link.bandwidth = BytesPerSecond(std::min(link.bandwidth.value, measured));
+    }
+  }
+  return c;
+}
+
+}  // namespace hetplan::cost

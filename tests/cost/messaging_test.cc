@@ -1,0 +1,71 @@
+#include "hetplan/cost/messaging.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "hetplan/cluster/cluster_file.h"
+
+namespace hetplan::cost {
+namespace {
+
+cluster::Cluster two_nodes_of_two_cpus() {
+  auto c = cluster::parse_cluster_yaml(R"(version: 1
+nodes:
+  - {group: host, count: 2, device: cpu, devices_per_node: 2,
+     intra_node: {bandwidth: 5GB/s, latency: 20us}, nic: {bandwidth: 1GB/s, count: 1, latency: 50us}}
+network: {kind: switch}
+)",
+                                       "cpu.yaml");
+  if (!c) throw std::runtime_error(c.error().message);
+  return *c;
+}
+
+double all_reduce(const cluster::Cluster& c, std::vector<int> devices, double bytes,
+                  const NetworkParams& net) {
+  CollectiveRequest req;
+  req.kind = Collective::all_reduce;
+  req.devices = std::move(devices);
+  req.bytes = Bytes(bytes);
+  return collective_cost(c, req, net).time.value;
+}
+
+TEST(Messaging, FitReproducesTwoPointsOnALine) {
+  const auto net = NetworkParams::defaults();
+  // t = launch + 2 x 400 us + S / 1 GB/s.
+  const double launch = net.collective_launch.value;
+  const std::vector<MessagingPoint> pts{{1e3, launch + 8e-4 + 1e-6}, {1e6, launch + 8e-4 + 1e-3}};
+  const auto fit = fit_messaging(pts, net);
+  ASSERT_TRUE(fit);
+  EXPECT_NEAR(fit->latency.value, 4e-4, 1e-12);
+  EXPECT_NEAR(fit->bandwidth.value, 1e9, 1e-3);
+  // Sizes that do not matter: all latency, no bandwidth cap.
+  const auto flat = fit_messaging({{1e3, 1e-3}, {1e6, 1e-3}}, net);
+  ASSERT_TRUE(flat);
+  EXPECT_NEAR(flat->latency.value, (1e-3 - launch) / 2, 1e-15);
+  EXPECT_TRUE(std::isinf(flat->bandwidth.value));
+  EXPECT_FALSE(fit_messaging({}, net));
+}
+
+TEST(Messaging, WorkersOfAHostAllReduceAsMeasured) {
+  const auto net = NetworkParams::defaults();
+  const double launch = net.collective_launch.value;
+  CalibrationProfile prof;
+  prof.device = "cpu";
+  prof.messaging["cpu"] = {{1e3, launch + 8e-4 + 1e-6}, {1e6, launch + 8e-4 + 1e-3}};
+  const auto before = two_nodes_of_two_cpus();
+  const auto c = with_measured_messaging(before, prof, net);
+  // Two workers of one host: the measured all-reduces, exactly.
+  for (const auto& p : prof.messaging["cpu"])
+    EXPECT_NEAR(all_reduce(c, {0, 1}, p.bytes, net), p.seconds, 1e-12);
+  // Between hosts: the NIC's own latency and the measured software latency at both ends.
+  EXPECT_NEAR(c.path_latency(0, 2).value, before.path_latency(0, 2).value + 4e-4, 1e-12);
+  EXPECT_NEAR(c.path_bandwidth(0, 2).value, before.path_bandwidth(0, 2).value, 1e-3);
+  // A profile of another device type changes nothing.
+  CalibrationProfile other = prof;
+  other.messaging = {{"H100-SXM5-80GB", prof.messaging["cpu"]}};
+  EXPECT_EQ(with_measured_messaging(before, other, net), before);
+}
+
+}  // namespace
+}  // namespace hetplan::cost
