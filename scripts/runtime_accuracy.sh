@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Predicted against measured step time of `hetplan run` on this machine: calibrates the CPU
-# (hetplan calibrate: op kinds, and all-reduces between two workers), then for each plan runs it for real (Gloo worker processes, one thread
-# each; run --measured-out) and simulates it on the cpu:N cluster with that profile against the
-# measurements (simulate --measured), and prints both with the error and the mean absolute
-# error. The model runs in fp32, so it is simulated with dtype=fp32.
+# (hetplan calibrate: op kinds, and all-reduces between two workers), then for each plan runs it
+# for real (Gloo worker processes, one thread each; run --measured-out) and simulates it on the
+# cpu:N cluster with that profile against the measurements (simulate --measured), and prints both
+# with the error and the mean absolute error. The model runs in fp32, so it is simulated with
+# dtype=fp32.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${HETPLAN:-build/hetplan}

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
+#include "hetplan/cost/messaging.h"
 #include "hetplan/model/zoo.h"
 #include "measured_run.h"
 #include "plan_args.h"
@@ -29,6 +30,7 @@ struct RunArgs {
   std::string data_file;
   std::string checkpoint_dir;
   std::string measured_out;
+  std::string calibration_file;
   int checkpoint_every = 0;
   int steps = 20;
   int nprocs = 0;
@@ -68,6 +70,7 @@ std::vector<std::string> worker_args(const RunArgs& a) {
   add("--data", a.data_file);
   add("--checkpoint", a.checkpoint_dir);
   add("--measured-out", a.measured_out);
+  add("--calibration", a.calibration_file);
   if (a.json) out.push_back("--json");
   return out;
 }
@@ -116,6 +119,13 @@ int run_run(const RunArgs& a) {
   const std::string cluster_spec = a.cluster.empty() ? fmt::format("cpu:{}", world) : a.cluster;
   auto c = cluster::load_cluster(cluster_spec, "--cluster");
   if (!c) return report_error(c.error().message);
+  if (!a.calibration_file.empty()) {
+    // The links as simulate and plan price them with the profile, so that an uneven form left to
+    // the cost model is the one they priced.
+    auto prof = cost::read_calibration_profile(a.calibration_file);
+    if (!prof) return report_error(prof.error().message);
+    *c = cost::with_measured_messaging(std::move(*c), *prof, cost::NetworkParams::defaults());
+  }
   auto p = plan_from_args(a.plan_file, a.strategy, fmt::format("dp={},gbs={}", world, 8 * world),
                           *m, *c);
   if (!p) return report_error(p.error().message);
@@ -201,6 +211,9 @@ Action add_run_command(CLI::App& app) {
                   "Shorthand instead of --plan (default: dp=<ranks>,gbs=<8 x ranks>)");
   cmd->add_option("--cluster,-c", args->cluster,
                   "The cluster the plan is for (default: cpu:<ranks>, this host's CPU workers)");
+  cmd->add_option("--calibration", args->calibration_file,
+                  "The calibration profile the plan was made with: the runtime picks uneven "
+                  "collective forms left to the cost model on the links as it prices them");
   cmd->add_option("--steps", args->steps, "Training steps")->capture_default_str();
   cmd->add_option("--nprocs", args->nprocs,
                   "Start this many local worker processes (otherwise read RANK, WORLD_SIZE, "

@@ -1,6 +1,6 @@
 // Calibration profiles (JSON, version 1): measured op times per device type and op kind.
 //
-//   {"version": 1, "device": "H100-SXM5-80GB", "measured_on": "2026-11-22", "notes": "...",
+//   {"version": 2, "device": "H100-SXM5-80GB", "measured_on": "2026-11-22", "notes": "...",
 //    "entries": [{"device": "H100-SXM5-80GB", "op_kind": "matmul",
 //                 "points": [{"flops": 1.1e9, "bytes": 6.3e6, "seconds": 2.1e-6}, ...]}]}
 #include <fmt/format.h>
@@ -20,7 +20,13 @@ double size_key(const CalibrationPoint& p, bool gemm) { return gemm ? p.flops : 
 
 CalibrationProfile parse_profile(const Json& doc) {
   if (!doc.is_object()) throw InputError("document", "expected a JSON object");
-  json_require_version(doc, 1, "");
+  // Version 1 filed a batched_matmul point as a batch of 8 matrices (version 2: one matrix) and
+  // had no messaging: its batched GEMMs would be priced several times too slow.
+  if (doc.contains("version") && doc.at("version") == 1)
+    throw InputError("version",
+                     "expected 2 (a version 1 profile files batched GEMMs per batch of 8 "
+                     "matrices; run hetplan calibrate again)");
+  json_require_version(doc, 2, "");
   CalibrationProfile prof;
   prof.device = json_string(doc, "device", "");
   if (prof.device.empty()) throw InputError("device", "expected a device type name");
@@ -133,7 +139,7 @@ Result<CalibrationProfile> read_calibration_profile(const std::string& file) {
 
 std::string calibration_profile_to_json(const CalibrationProfile& p) {
   Json doc = Json::object();
-  doc["version"] = 1;
+  doc["version"] = 2;
   doc["device"] = p.device;
   doc["measured_on"] = p.measured_on;
   doc["notes"] = p.notes;

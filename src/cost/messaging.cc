@@ -27,7 +27,9 @@ std::optional<MessagingFit> fit_messaging(const std::vector<MessagingPoint>& poi
     b = (sw * swst - sws * swt) / det;
   }
   const double launch = params.collective_launch.value;
-  if (b < 0) {  // no growth with size: all latency
+  double largest = 0;
+  for (const MessagingPoint& p : points) largest = std::max(largest, p.bytes);
+  if (b * largest <= 1e-9 * std::abs(a)) {  // no growth with size (to rounding): all latency
     b = 0;
     a = swt / sw;
   }

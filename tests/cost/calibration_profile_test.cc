@@ -21,7 +21,7 @@ cluster::DeviceType fake_device(const std::string& name) {
 }
 
 const char* kProfile = R"({
-  "version": 1, "device": "FAKE-GPU", "measured_on": "2026-11-22", "notes": "bench",
+  "version": 2, "device": "FAKE-GPU", "measured_on": "2026-11-22", "notes": "bench",
   "entries": [
     {"op_kind": "matmul", "points": [{"flops": 1e11, "bytes": 1e8, "seconds": 5e-4},
                                      {"flops": 1e9, "bytes": 1e6, "seconds": 1e-5}]},
@@ -100,7 +100,7 @@ TEST(CalibrationProfile, OverridesRooflineOnlyForItsDeviceAndKind) {
 // A GEMM that moves many bytes for its FLOPs (a matrix-vector product's weights) is no faster than
 // the device's measured streaming rate (its elementwise points) moves them.
 TEST(CalibrationProfile, SkinnyGemmsAreBoundByTheMeasuredStreamingRate) {
-  const char* text = R"({"version": 1, "device": "FAKE-CPU", "entries": [
+  const char* text = R"({"version": 2, "device": "FAKE-CPU", "entries": [
     {"op_kind": "matmul", "points": [{"flops": 1e6, "seconds": 1e-5}, {"flops": 1e9, "seconds": 1e-2}]},
     {"op_kind": "elementwise", "points": [{"bytes": 1e4, "seconds": 2e-6}, {"bytes": 1e8, "seconds": 1e-2}]}]})";
   auto prof = parse_calibration_profile(text, "prof.json");
@@ -119,7 +119,7 @@ TEST(CalibrationProfile, SkinnyGemmsAreBoundByTheMeasuredStreamingRate) {
 // A batched GEMM's points are per matrix of the batch: an op of many small matrices runs at a
 // small matrix's rate, however many FLOPs it has in all.
 TEST(CalibrationProfile, BatchedGemmsArePricedPerMatrix) {
-  const char* text = R"({"version": 1, "device": "FAKE-CPU", "entries": [
+  const char* text = R"({"version": 2, "device": "FAKE-CPU", "entries": [
     {"op_kind": "batched_matmul", "points": [{"flops": 1e6, "seconds": 1e-4},
                                              {"flops": 1e8, "seconds": 1e-3}]}]})";
   auto prof = parse_calibration_profile(text, "prof.json");
@@ -160,33 +160,34 @@ void expect_error(const std::string& text, const std::string& needle) {
 
 TEST(CalibrationProfile, ErrorsNameFileAndField) {
   expect_error(R"({"device": "X", "entries": []})", "version");
-  expect_error(R"({"version": 2, "device": "X", "entries": []})", "version");
-  expect_error(R"({"version": 1, "entries": []})", "device");
-  expect_error(R"({"version": 1, "device": "X"})", "entries");
+  expect_error(R"({"version": 3, "device": "X", "entries": []})", "version: expected 2");
+  expect_error(R"({"version": 1, "device": "X", "entries": []})", "run hetplan calibrate again");
+  expect_error(R"({"version": 2, "entries": []})", "device");
+  expect_error(R"({"version": 2, "device": "X"})", "entries");
   expect_error(
-      R"({"version": 1, "device": "X", "entries": [{"op_kind": "fft", "points": [{"flops": 1, "seconds": 1}]}]})",
+      R"({"version": 2, "device": "X", "entries": [{"op_kind": "fft", "points": [{"flops": 1, "seconds": 1}]}]})",
       "entries[0].op_kind: unknown op kind 'fft'");
   expect_error(
-      R"({"version": 1, "device": "X", "entries": [{"op_kind": "matmul", "points": [{"flops": 1, "seconds": -1}]}]})",
+      R"({"version": 2, "device": "X", "entries": [{"op_kind": "matmul", "points": [{"flops": 1, "seconds": -1}]}]})",
       "entries[0].points[0].seconds");
   expect_error(
-      R"({"version": 1, "device": "X", "entries": [{"op_kind": "matmul", "points": [{"bytes": 1, "seconds": 1}]}]})",
+      R"({"version": 2, "device": "X", "entries": [{"op_kind": "matmul", "points": [{"bytes": 1, "seconds": 1}]}]})",
       "entries[0].points[0].flops");
   expect_error(
-      R"({"version": 1, "device": "X", "entries": [{"op_kind": "softmax", "points": []}]})",
+      R"({"version": 2, "device": "X", "entries": [{"op_kind": "softmax", "points": []}]})",
       "entries[0].points");
   expect_error(
-      R"({"version": 1, "device": "X", "entries": [{"op_kind": "softmax", "points": [{"bytes": "a", "seconds": 1}]}]})",
+      R"({"version": 2, "device": "X", "entries": [{"op_kind": "softmax", "points": [{"bytes": "a", "seconds": 1}]}]})",
       "entries[0].points[0].bytes");
   expect_error("{not json", "not valid JSON");
-  expect_error(R"({"version": 1, "device": "X", "entries": [], "messaging": {}})", "messaging");
+  expect_error(R"({"version": 2, "device": "X", "entries": [], "messaging": {}})", "messaging");
   expect_error(
-      R"({"version": 1, "device": "X", "entries": [], "messaging": [{"points": [{"bytes": 0, "seconds": 1}]}]})",
+      R"({"version": 2, "device": "X", "entries": [], "messaging": [{"points": [{"bytes": 0, "seconds": 1}]}]})",
       "messaging[0].points[0].bytes");
   expect_error(
-      R"({"version": 1, "device": "X", "entries": [], "messaging": [{"points": [{"bytes": 8}]}]})",
+      R"({"version": 2, "device": "X", "entries": [], "messaging": [{"points": [{"bytes": 8}]}]})",
       "messaging[0].points[0]");
-  expect_error(R"({"version": 1, "device": "X", "entries": [], "messaging": [{"points": []}]})",
+  expect_error(R"({"version": 2, "device": "X", "entries": [], "messaging": [{"points": []}]})",
                "messaging[0].points");
 }
 

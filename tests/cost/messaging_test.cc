@@ -61,6 +61,11 @@ TEST(Messaging, WorkersOfAHostAllReduceAsMeasured) {
   // Between hosts: the NIC's own latency and the measured software latency at both ends.
   EXPECT_NEAR(c.path_latency(0, 2).value, before.path_latency(0, 2).value + 4e-4, 1e-12);
   EXPECT_NEAR(c.path_bandwidth(0, 2).value, before.path_bandwidth(0, 2).value, 1e-3);
+  // Workers slower than the NIC cap the path between hosts at their measured bandwidth.
+  CalibrationProfile slow = prof;
+  slow.messaging["cpu"] = {{1e3, launch + 8e-4 + 1e-5}, {1e6, launch + 8e-4 + 1e-2}};  // 100 MB/s
+  const auto capped = with_measured_messaging(before, slow, net);
+  EXPECT_NEAR(capped.path_bandwidth(0, 2).value * net.inter_node_efficiency, 1e8, 1e-3);
   // A profile of another device type changes nothing.
   CalibrationProfile other = prof;
   other.messaging = {{"H100-SXM5-80GB", prof.messaging["cpu"]}};

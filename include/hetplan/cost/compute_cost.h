@@ -31,7 +31,7 @@ struct MessagingPoint {
   auto operator<=>(const MessagingPoint&) const = default;
 };
 
-// A measured profile (JSON, version 1). For each (device type, op kind) with points, op time is
+// A measured profile (JSON, version 2). For each (device type, op kind) with points, op time is
 // interpolated from the points (achieved FLOP/s or B/s against size, log-linear), instead of the
 // roofline.
 struct CalibrationProfile {

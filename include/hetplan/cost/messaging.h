@@ -28,10 +28,12 @@ std::optional<MessagingFit> fit_messaging(const std::vector<MessagingPoint>& poi
 
 // The cluster with the profile's messaging fits applied to the links of devices of the fitted
 // types: a link between such a device and its node's switch (two workers of one host) takes the
-// measured path (half the latency each way, the bandwidth that the link's efficiency turns into
-// the measured one); any other link of such a device (its NIC) adds half the measured latency to
-// its own and is capped at the measured bandwidth, since a message between hosts passes the same
-// software at both ends. Devices of other types keep their links.
+// measured path (half the latency each way, and the bandwidth that the link's efficiency turns
+// into the measured one, higher or lower than the link's own; a fit without bandwidth keeps the
+// link's); a direct link between two such devices takes the whole measured latency and is capped
+// at the measured bandwidth; any other link of such a device (its NIC) adds half the measured
+// latency to its own and is capped at the measured bandwidth, since a message between hosts passes
+// the same software at both ends. Devices of other types keep their links.
 cluster::Cluster with_measured_messaging(cluster::Cluster c, const CalibrationProfile& profile,
                                          const NetworkParams& params);
 
