@@ -18,6 +18,34 @@ namespace {
 
 double size_key(const CalibrationPoint& p, bool gemm) { return gemm ? p.flops : p.bytes; }
 
+// Calls f(entry, path, device) for each entry of `array` (named `key` in errors): an object whose
+// "device" defaults to the profile's.
+template <class F>
+void for_each_entry(const Json& array, const std::string& key, const std::string& profile_device,
+                    F&& f) {
+  for (std::size_t i = 0; i < array.size(); ++i) {
+    const std::string path = index_path(key, i);
+    const Json& e = array[i];
+    if (!e.is_object()) throw InputError(path, "expected an object");
+    const std::string device = json_string_or(e, "device", path, profile_device);
+    if (device.empty()) throw InputError(field_path(path, "device"), "expected a device type name");
+    f(e, path, device);
+  }
+}
+
+// Calls f(point, path) for each object of the entry's non-empty "points" array.
+template <class F>
+void for_each_point(const Json& entry, const std::string& path, F&& f) {
+  const std::string points_path = field_path(path, "points");
+  const Json& pts = json_require(entry, "points", path);
+  if (!pts.is_array() || pts.empty()) throw InputError(points_path, "expected a non-empty array");
+  for (std::size_t j = 0; j < pts.size(); ++j) {
+    const std::string pp = index_path(points_path, j);
+    if (!pts[j].is_object()) throw InputError(pp, "expected an object");
+    f(pts[j], pp);
+  }
+}
+
 CalibrationProfile parse_profile(const Json& doc) {
   if (!doc.is_object()) throw InputError("document", "expected a JSON object");
   // Version 1 filed a batched_matmul point as a batch of 8 matrices (version 2: one matrix) and
@@ -34,73 +62,59 @@ CalibrationProfile parse_profile(const Json& doc) {
   prof.notes = json_string_or(doc, "notes", "", "");
   const Json& entries = json_require(doc, "entries", "");
   if (!entries.is_array()) throw InputError("entries", "expected an array");
-  for (std::size_t i = 0; i < entries.size(); ++i) {
-    const std::string path = index_path("entries", i);
-    const Json& e = entries[i];
-    if (!e.is_object()) throw InputError(path, "expected an object");
-    const std::string device = json_string_or(e, "device", path, prof.device);
-    if (device.empty()) throw InputError(field_path(path, "device"), "expected a device type name");
-    const std::string kind_name = json_string(e, "op_kind", path);
-    const auto kind = model::parse_op_kind(kind_name);
-    if (!kind) {
-      std::string known;
-      for (model::OpKind k : kAllOpKinds)
-        known += (known.empty() ? "" : ", ") + std::string(model::to_string(k));
-      throw InputError(field_path(path, "op_kind"),
-                       fmt::format("unknown op kind '{}' (expected one of {})", kind_name, known));
-    }
-    const bool gemm = is_gemm_like(*kind);
-    const std::string points_path = field_path(path, "points");
-    const Json& pts = json_require(e, "points", path);
-    if (!pts.is_array() || pts.empty()) throw InputError(points_path, "expected a non-empty array");
-    auto& out = prof.points[device][*kind];
-    for (std::size_t j = 0; j < pts.size(); ++j) {
-      const std::string pp = index_path(points_path, j);
-      if (!pts[j].is_object()) throw InputError(pp, "expected an object");
-      CalibrationPoint p;
-      p.flops = json_number_or(pts[j], "flops", pp, 0);
-      p.bytes = json_number_or(pts[j], "bytes", pp, 0);
-      p.seconds = json_number(pts[j], "seconds", pp);
-      if (p.flops < 0) throw InputError(field_path(pp, "flops"), "expected a number >= 0");
-      if (p.bytes < 0) throw InputError(field_path(pp, "bytes"), "expected a number >= 0");
-      if (!(p.seconds > 0)) throw InputError(field_path(pp, "seconds"), "expected a number > 0");
-      if (!(size_key(p, gemm) > 0))
-        throw InputError(field_path(pp, gemm ? "flops" : "bytes"),
-                         fmt::format("expected a number > 0 (points of {} are keyed by {})",
-                                     kind_name, gemm ? "flops" : "bytes"));
-      out.push_back(p);
-    }
-  }
+  for_each_entry(
+      entries, "entries", prof.device,
+      [&](const Json& e, const std::string& path, const std::string& device) {
+        const std::string kind_name = json_string(e, "op_kind", path);
+        const auto kind = model::parse_op_kind(kind_name);
+        if (!kind) {
+          std::string known;
+          for (model::OpKind k : kAllOpKinds)
+            known += (known.empty() ? "" : ", ") + std::string(model::to_string(k));
+          throw InputError(
+              field_path(path, "op_kind"),
+              fmt::format("unknown op kind '{}' (expected one of {})", kind_name, known));
+        }
+        const bool gemm = is_gemm_like(*kind);
+        auto& out = prof.points[device][*kind];
+        for_each_point(e, path, [&](const Json& pt, const std::string& pp) {
+          CalibrationPoint p;
+          p.flops = json_number_or(pt, "flops", pp, 0);
+          p.bytes = json_number_or(pt, "bytes", pp, 0);
+          p.seconds = json_number(pt, "seconds", pp);
+          if (p.flops < 0) throw InputError(field_path(pp, "flops"), "expected a number >= 0");
+          if (p.bytes < 0) throw InputError(field_path(pp, "bytes"), "expected a number >= 0");
+          if (!(p.seconds > 0))
+            throw InputError(field_path(pp, "seconds"), "expected a number > 0");
+          if (!(size_key(p, gemm) > 0))
+            throw InputError(field_path(pp, gemm ? "flops" : "bytes"),
+                             fmt::format("expected a number > 0 (points of {} are keyed by {})",
+                                         kind_name, gemm ? "flops" : "bytes"));
+          out.push_back(p);
+        });
+      });
   if (doc.contains("messaging")) {
     const Json& msgs = doc.at("messaging");
     if (!msgs.is_array()) throw InputError("messaging", "expected an array");
-    for (std::size_t i = 0; i < msgs.size(); ++i) {
-      const std::string path = index_path("messaging", i);
-      const Json& e = msgs[i];
-      if (!e.is_object()) throw InputError(path, "expected an object");
-      const std::string device = json_string_or(e, "device", path, prof.device);
-      if (device.empty())
-        throw InputError(field_path(path, "device"), "expected a device type name");
-      const std::string points_path = field_path(path, "points");
-      const Json& pts = json_require(e, "points", path);
-      if (!pts.is_array() || pts.empty())
-        throw InputError(points_path, "expected a non-empty array");
-      auto& out = prof.messaging[device];
-      for (std::size_t j = 0; j < pts.size(); ++j) {
-        const std::string pp = index_path(points_path, j);
-        if (!pts[j].is_object()) throw InputError(pp, "expected an object");
-        MessagingPoint p;
-        p.bytes = json_number(pts[j], "bytes", pp);
-        p.seconds = json_number(pts[j], "seconds", pp);
-        if (!(p.bytes > 0)) throw InputError(field_path(pp, "bytes"), "expected a number > 0");
-        if (!(p.seconds > 0)) throw InputError(field_path(pp, "seconds"), "expected a number > 0");
-        out.push_back(p);
-      }
-      std::stable_sort(
-          out.begin(), out.end(),
-          [](const MessagingPoint& a, const MessagingPoint& b) { return a.bytes < b.bytes; });
-    }
+    for_each_entry(msgs, "messaging", prof.device,
+                   [&](const Json& e, const std::string& path, const std::string& device) {
+                     auto& out = prof.messaging[device];
+                     for_each_point(e, path, [&](const Json& pt, const std::string& pp) {
+                       MessagingPoint p;
+                       p.bytes = json_number(pt, "bytes", pp);
+                       p.seconds = json_number(pt, "seconds", pp);
+                       if (!(p.bytes > 0))
+                         throw InputError(field_path(pp, "bytes"), "expected a number > 0");
+                       if (!(p.seconds > 0))
+                         throw InputError(field_path(pp, "seconds"), "expected a number > 0");
+                       out.push_back(p);
+                     });
+                   });
   }
+  for (auto& [device, pts] : prof.messaging)
+    std::stable_sort(pts.begin(), pts.end(), [](const MessagingPoint& a, const MessagingPoint& b) {
+      return a.bytes < b.bytes;
+    });
   for (auto& [device, kinds] : prof.points)
     for (auto& [kind, pts] : kinds) {
       const bool gemm = is_gemm_like(kind);
