@@ -18,6 +18,17 @@ using testing::unit_cluster;
 using C = cost::Collective;
 using L = Layout;
 
+// Two samples in one micro-batch on one replica of devices 0 and 1, every op of a two-layer model
+// split as `split` says.
+plan::Plan every_op_split(plan::SplitKind split) {
+  plan::Plan p;
+  p.global_batch = 2;
+  p.num_microbatches = 1;
+  p.op_overrides = {plan::OpOverride{"*", split}};
+  p.stages.push_back(plan::Stage{0, 2, {plan::Replica{{0, 1}, {}, 1.0}}});
+  return p;
+}
+
 TEST(TensorLayout, Conversions) {
   EXPECT_EQ(conversion(L::partial, L::replicated), C::all_reduce);
   EXPECT_EQ(conversion(L::partial, L::sequence), C::reduce_scatter);
@@ -149,11 +160,7 @@ TEST(TensorLayout, TensorParallelCollectivesShareLinksWithGradientSync) {
 TEST(TensorLayout, BatchSplitRunsDataParallelInsideTheReplica) {
   const auto m = chain_model(2, 1e12, 1e9, 1'000'000'000);
   const auto c = unit_cluster(1, 2);
-  plan::Plan p;
-  p.global_batch = 2;
-  p.num_microbatches = 1;
-  p.op_overrides = {plan::OpOverride{"*", plan::SplitKind::batch}};
-  p.stages.push_back(plan::Stage{0, 2, {plan::Replica{{0, 1}, {}, 1.0}}});
+  plan::Plan p = every_op_split(plan::SplitKind::batch);
   const auto opts = exact_options();
   LayerCosts costs(m, c, p, opts);
   const auto t = costs.replica(p.stages[0].replicas[0], 2.0, 1);
@@ -190,11 +197,7 @@ TEST(TensorLayout, BatchSplitRunsDataParallelInsideTheReplica) {
 TEST(TensorLayout, BatchShardedGathersWeightsAndHoldsHalf) {
   const auto m = chain_model(2, 1e12, 1e9, 1'000'000'000);
   const auto c = unit_cluster(1, 2);
-  plan::Plan p;
-  p.global_batch = 2;
-  p.num_microbatches = 1;
-  p.op_overrides = {plan::OpOverride{"*", plan::SplitKind::batch_sharded}};
-  p.stages.push_back(plan::Stage{0, 2, {plan::Replica{{0, 1}, {}, 1.0}}});
+  plan::Plan p = every_op_split(plan::SplitKind::batch_sharded);
   const auto opts = exact_options();
   auto price = [&](C kind) { return collective_time(c, kind, {0, 1}, 2e9); };
   LayerCosts costs(m, c, p, opts);
