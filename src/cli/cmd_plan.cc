@@ -7,11 +7,11 @@
 
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
-#include "hetplan/cost/messaging.h"
 #include "hetplan/model/zoo.h"
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/search/search.h"
 #include "hetplan/sim/simulate.h"
+#include "plan_args.h"
 #include "reports.h"
 #include "result_json.h"
 #include "search_args.h"
@@ -98,11 +98,9 @@ int run_plan(const PlanArgs& a) {
   if (auto bad = fill_search_options(a, opts); !bad.empty()) return report_error(bad);
   opts.seed = a.seed;
   if (!a.calibration_file.empty()) {
-    auto prof = cost::read_calibration_profile(a.calibration_file);
+    auto prof = calibration_from_args(a.calibration_file, *c, opts.sim.network);
     if (!prof) return report_error(prof.error().message);
-    // Workers the profile measured talking to each other: their links as measured.
-    *c = cost::with_measured_messaging(std::move(*c), *prof, opts.sim.network);
-    opts.sim.profile = std::make_shared<const cost::CalibrationProfile>(std::move(*prof));
+    opts.sim.profile = std::move(*prof);
   }
   auto res = search::find_plan(*m, *c, *algo, opts);
   if (!res) return report_error(res.error().message);

@@ -9,7 +9,6 @@
 
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
-#include "hetplan/cost/messaging.h"
 #include "hetplan/model/zoo.h"
 #include "measured_run.h"
 #include "plan_args.h"
@@ -122,9 +121,8 @@ int run_run(const RunArgs& a) {
   if (!a.calibration_file.empty()) {
     // The links as simulate and plan price them with the profile, so that an uneven form left to
     // the cost model is the one they priced.
-    auto prof = cost::read_calibration_profile(a.calibration_file);
+    auto prof = calibration_from_args(a.calibration_file, *c, cost::NetworkParams::defaults());
     if (!prof) return report_error(prof.error().message);
-    *c = cost::with_measured_messaging(std::move(*c), *prof, cost::NetworkParams::defaults());
   }
   auto p = plan_from_args(a.plan_file, a.strategy, fmt::format("dp={},gbs={}", world, 8 * world),
                           *m, *c);

@@ -11,7 +11,6 @@
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/core/quantity_parse.h"
 #include "hetplan/cost/compute_cost.h"
-#include "hetplan/cost/messaging.h"
 #include "hetplan/model/zoo.h"
 #include "hetplan/sim/chrome_trace.h"
 #include "hetplan/sim/simulate.h"
@@ -77,11 +76,9 @@ int run_simulate(const SimulateArgs& a) {
   if (!p) return report_error(p.error().message);
   sim::SimOptions opts;
   if (!a.calibration_file.empty()) {
-    auto prof = cost::read_calibration_profile(a.calibration_file);
+    auto prof = calibration_from_args(a.calibration_file, *c, opts.network);
     if (!prof) return report_error(prof.error().message);
-    // Workers the profile measured talking to each other: their links as measured.
-    *c = cost::with_measured_messaging(std::move(*c), *prof, opts.network);
-    opts.profile = std::make_shared<const cost::CalibrationProfile>(std::move(*prof));
+    opts.profile = std::move(*prof);
   }
   std::optional<MeasuredRun> measured;
   if (!a.measured_file.empty()) {

@@ -1,5 +1,6 @@
 #include "plan_args.h"
 
+#include "hetplan/cost/messaging.h"
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/plan/strategy.h"
 #include "hetplan/plan/validate.h"
@@ -25,6 +26,14 @@ Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::strin
   if (!p) return p.error();
   if (auto valid = plan::validate_plan(*p, m, c, source); !valid) return valid.error();
   return p;
+}
+
+Result<std::shared_ptr<const cost::CalibrationProfile>> calibration_from_args(
+    const std::string& file, cluster::Cluster& c, const cost::NetworkParams& network) {
+  auto prof = cost::read_calibration_profile(file);
+  if (!prof) return prof.error();
+  c = cost::with_measured_messaging(std::move(c), *prof, network);
+  return std::make_shared<const cost::CalibrationProfile>(std::move(*prof));
 }
 
 }  // namespace hetplan::cli

@@ -2,10 +2,13 @@
 // shorthand (simulate and run share it).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "hetplan/cluster/cluster.h"
 #include "hetplan/core/error.h"
+#include "hetplan/cost/collective_cost.h"
+#include "hetplan/cost/compute_cost.h"
 #include "hetplan/model/model.h"
 #include "hetplan/plan/plan.h"
 
@@ -16,5 +19,11 @@ namespace hetplan::cli {
 Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::string& strategy,
                                   const std::string& default_strategy, const model::Model& m,
                                   const cluster::Cluster& c);
+
+// The calibration profile of `--calibration FILE` (simulate, plan and run share it), with the
+// workers it measured talking to each other applied to `c`'s links (cost/messaging.h), so that
+// every command prices those links alike.
+Result<std::shared_ptr<const cost::CalibrationProfile>> calibration_from_args(
+    const std::string& file, cluster::Cluster& c, const cost::NetworkParams& network);
 
 }  // namespace hetplan::cli
