@@ -57,25 +57,38 @@ cluster::Cluster with_measured_messaging(cluster::Cluster c, const CalibrationPr
     auto it = fits.find(c.devices[vertex].type);
     return it == fits.end() ? nullptr : &it->second;
   };
+  // The messaging software runs on the worker's CPU: at a node's cpu_share of a core it takes
+  // 1/cpu_share as long, and copies at cpu_share of the measured rate.
+  auto share_of = [&](int vertex) { return c.nodes[c.devices[vertex].node].cpu_share; };
   for (std::size_t l = 0; l < c.links.size(); ++l) {
     cluster::Link& link = c.links[l];
     const MessagingFit* from = fit_of(link.from);
     const MessagingFit* to = fit_of(link.to);
     if (!from && !to) continue;
+    const double eff = link_efficiency(c, static_cast<int>(l), params);
+    // Half the measured path's latency and its bandwidth at one worker's end of the link.
+    auto end_latency = [&](const MessagingFit& fit, int vertex) {
+      return fit.latency / (2.0 * share_of(vertex));
+    };
+    auto end_bandwidth = [&](const MessagingFit& fit, int vertex) {
+      return std::isfinite(fit.bandwidth.value) ? fit.bandwidth.value * share_of(vertex) / eff
+                                                : std::numeric_limits<double>::infinity();
+    };
+    if (from && to) {  // a direct link between two workers: the whole path, both ends
+      link.latency = end_latency(*from, link.from) + end_latency(*to, link.to);
+      link.bandwidth = BytesPerSecond(std::min(
+          {link.bandwidth.value, end_bandwidth(*from, link.from), end_bandwidth(*to, link.to)}));
+      continue;
+    }
+    const int worker = from ? link.from : link.to;
     const MessagingFit& fit = from ? *from : *to;
     const int other = from ? link.to : link.from;
-    const double eff = link_efficiency(c, static_cast<int>(l), params);
-    const double measured = std::isfinite(fit.bandwidth.value)
-                                ? fit.bandwidth.value / eff
-                                : std::numeric_limits<double>::infinity();
-    if (from && to) {  // a direct link between two workers: the whole path
-      link.latency = fit.latency;
-      link.bandwidth = BytesPerSecond(std::min(link.bandwidth.value, measured));
-    } else if (c.vertices[other].kind == cluster::VertexKind::node_switch) {
-      link.latency = fit.latency / 2.0;
+    const double measured = end_bandwidth(fit, worker);
+    if (c.vertices[other].kind == cluster::VertexKind::node_switch) {
+      link.latency = end_latency(fit, worker);
       if (std::isfinite(measured)) link.bandwidth = BytesPerSecond(measured);
     } else {
-      link.latency = link.latency + fit.latency / 2.0;
+      link.latency = link.latency + end_latency(fit, worker);
       link.bandwidth = BytesPerSecond(std::min(link.bandwidth.value, measured));
     }
   }

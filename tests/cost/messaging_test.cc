@@ -9,16 +9,19 @@
 namespace hetplan::cost {
 namespace {
 
+cluster::Cluster parse(const std::string& yaml) {
+  auto c = cluster::parse_cluster_yaml(yaml, "cpu.yaml");
+  if (!c) throw std::runtime_error(c.error().message);
+  return *c;
+}
+
 cluster::Cluster two_nodes_of_two_cpus() {
-  auto c = cluster::parse_cluster_yaml(R"(version: 1
+  return parse(R"(version: 1
 nodes:
   - {group: host, count: 2, device: cpu, devices_per_node: 2,
      intra_node: {bandwidth: 5GB/s, latency: 20us}, nic: {bandwidth: 1GB/s, count: 1, latency: 50us}}
 network: {kind: switch}
-)",
-                                       "cpu.yaml");
-  if (!c) throw std::runtime_error(c.error().message);
-  return *c;
+)");
 }
 
 double all_reduce(const cluster::Cluster& c, std::vector<int> devices, double bytes,
@@ -70,6 +73,33 @@ TEST(Messaging, WorkersOfAHostAllReduceAsMeasured) {
   CalibrationProfile other = prof;
   other.messaging = {{"H100-SXM5-80GB", prof.messaging["cpu"]}};
   EXPECT_EQ(with_measured_messaging(before, other, net), before);
+}
+
+TEST(Messaging, WorkersAtACpuShareRunTheirMessagingSoftwareThatMuchSlower) {
+  const auto net = NetworkParams::defaults();
+  const double launch = net.collective_launch.value;
+  CalibrationProfile prof;
+  prof.device = "cpu";
+  prof.messaging["cpu"] = {{1e3, launch + 8e-4 + 1e-6}, {1e6, launch + 8e-4 + 1e-3}};  // 1 GB/s
+  const auto before = parse(R"(version: 1
+nodes:
+  - {group: quarter, count: 1, device: cpu, devices_per_node: 2, cpu_share: 0.25,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 10GB/s, count: 1, latency: 50us}}
+  - {group: whole, count: 1, device: cpu, devices_per_node: 2,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 10GB/s, count: 1, latency: 50us}}
+network: {kind: switch}
+)");
+  const auto c = with_measured_messaging(before, prof, net);
+  // Two workers at a quarter of a core: four times the measured latency (400 us a path end),
+  // a quarter of the measured bandwidth.
+  EXPECT_NEAR(c.path_latency(0, 1).value, 4 * 4e-4, 1e-12);
+  EXPECT_NEAR(all_reduce(c, {0, 1}, 1e6, net), launch + 2 * 4 * 4e-4 + 4e-3, 1e-9);
+  // Whole cores: as measured.
+  EXPECT_NEAR(all_reduce(c, {2, 3}, 1e6, net), launch + 8e-4 + 1e-3, 1e-9);
+  // Between the hosts: the NICs' latency, each end's share of the software latency (200 us / 0.25
+  // and 200 us / 1), and the quarter-core end's bandwidth, 250 MB/s.
+  EXPECT_NEAR(c.path_latency(0, 2).value, before.path_latency(0, 2).value + 8e-4 + 2e-4, 1e-12);
+  EXPECT_NEAR(c.path_bandwidth(0, 2).value * net.inter_node_efficiency, 2.5e8, 1e-3);
 }
 
 }  // namespace

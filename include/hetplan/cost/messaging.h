@@ -33,7 +33,9 @@ std::optional<MessagingFit> fit_messaging(const std::vector<MessagingPoint>& poi
 // link's); a direct link between two such devices takes the whole measured latency and is capped
 // at the measured bandwidth; any other link of such a device (its NIC) adds half the measured
 // latency to its own and is capped at the measured bandwidth, since a message between hosts passes
-// the same software at both ends. Devices of other types keep their links.
+// the same software at both ends. That software runs on the worker's CPU, so at a node's
+// cpu_share s each end's half latency becomes latency / (2 s) and its bandwidth s times the
+// measured one. Devices of other types keep their links.
 cluster::Cluster with_measured_messaging(cluster::Cluster c, const CalibrationProfile& profile,
                                          const NetworkParams& params);
 
