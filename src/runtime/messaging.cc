@@ -24,29 +24,36 @@ Result<bool> messaging_worker(const std::string& out_file) {
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(detail::connect_store(*env, timeout),
                                                           env->rank, env->world_size,
                                                           detail::gloo_options_for(*env, timeout));
-    nlohmann::json points = nlohmann::json::array();
     torch::Tensor work = torch::randn({128, 128});
     // From 16 elements: a one-element all-reduce takes a shorter path through Gloo (its ring has
     // empty chunks) and ran 4 to 7 times faster than 16 elements on the machine this was written
     // on, while a training step's collectives all hold more.
-    for (std::int64_t numel = 16; numel <= (std::int64_t{1} << 20); numel *= 16) {
-      std::vector<torch::Tensor> t{torch::ones({numel}, torch::kFloat)};
+    std::vector<std::vector<torch::Tensor>> tensors;
+    for (std::int64_t numel = 16; numel <= (std::int64_t{1} << 20); numel *= 16)
+      tensors.push_back({torch::ones({numel}, torch::kFloat)});
+    for (auto& t : tensors)
       for (int i = 0; i < 3; ++i) pg->allreduce(t)->wait();
-      // As a training step calls them: between collectives the worker computes for a while (here
-      // four 128^3 GEMMs, a few hundred microseconds), so a peer waiting for data has gone to
-      // sleep and must be woken, which back-to-back calls do not show. The mean, not the median:
-      // on a busy or virtual machine a wake-up sometimes waits for the scheduler's next tick, and
-      // a step pays those calls too.
-      constexpr int kCalls = 80;
-      double total = 0;
-      for (int i = 0; i < kCalls; ++i) {
-        for (int k = 0; k < 4; ++k) work = torch::tanh(torch::matmul(work, work) * 0.01);
-        const auto t0 = std::chrono::steady_clock::now();
-        pg->allreduce(t)->wait();
-        total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      }
-      points.push_back({{"bytes", 4.0 * static_cast<double>(numel)}, {"seconds", total / kCalls}});
-    }
+    // As a training step calls them: between collectives the worker computes for a while (here
+    // four 128^3 GEMMs, a few hundred microseconds), so a peer waiting for data has gone to sleep
+    // and must be woken, which back-to-back calls do not show. The mean, not the median: on a busy
+    // or virtual machine a wake-up sometimes waits for the scheduler's next tick, and a step pays
+    // those calls too. The sizes take turns in rounds, so that a slow or fast spell of the machine
+    // (seconds long on the one this was written on, moving the small sizes' means by 2x between
+    // runs) falls on all of them.
+    constexpr int kRounds = 8, kCalls = 30;
+    std::vector<double> total(tensors.size(), 0.0);
+    for (int round = 0; round < kRounds; ++round)
+      for (std::size_t k = 0; k < tensors.size(); ++k)
+        for (int i = 0; i < kCalls; ++i) {
+          for (int g = 0; g < 4; ++g) work = torch::tanh(torch::matmul(work, work) * 0.01);
+          const auto t0 = std::chrono::steady_clock::now();
+          pg->allreduce(tensors[k])->wait();
+          total[k] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        }
+    nlohmann::json points = nlohmann::json::array();
+    for (std::size_t k = 0; k < tensors.size(); ++k)
+      points.push_back({{"bytes", 4.0 * static_cast<double>(tensors[k][0].numel())},
+                        {"seconds", total[k] / (kRounds * kCalls)}});
     pg->barrier()->wait();
     if (env->rank == 0) {
       std::ofstream out(out_file);
