@@ -76,5 +76,19 @@ TEST(Lp, TheCheckerCatchesWrongSolutions) {
   EXPECT_FALSE(check_lp_solution(r, objective_wrong));
 }
 
+// The HAP ratio LP of a one-device replica: one share, pinned to 1 by the sum row, and one
+// unit's time per share. GLPK's presolver returned z = 0 for it (the row checker caught that).
+TEST(Lp, SolvesAProgramThatThePresolverAloneWouldSolveWrongly) {
+  LpRequest req;
+  const int r = req.add_variable({"r", 0.0, 1.0, 0.0, false});
+  const int z = req.add_variable({"z", 0.0, kInf, 1.0, false});
+  req.add_row({"sum", {{r, 1.0}}, 1.0, 1.0});
+  req.add_row({"unit", {{r, 4.29e-5}, {z, -1.0}}, -kInf, 0.0});
+  auto sol = solve_checked(req);
+  ASSERT_TRUE(sol) << sol.error().message;
+  EXPECT_NEAR(sol->values[r], 1.0, 1e-12);
+  EXPECT_NEAR(sol->values[z], 4.29e-5, 1e-12);
+}
+
 }  // namespace
 }  // namespace hetplan::search
