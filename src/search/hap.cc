@@ -152,6 +152,20 @@ class SpmdCoster {
     return t;
   }
 
+  // Seconds per byte of gradient all-reduced once per iteration. The simulator (and the runtime)
+  // all-reduce the gradients of ops split by batch together, in buckets of the plan's
+  // grad_bucket_bytes, so an op pays its bytes' part of a bucket's all-reduce, latency included,
+  // not an all-reduce of its own (with its own latency: between CPU workers that made splitting
+  // by batch look dearer than replicating every op). A bucket is taken as full, or as all the
+  // model's gradients when they fill less.
+  double gradient_sync_per_byte() const {
+    const double bucket =
+        std::min(settings_.grad_bucket_bytes, static_cast<double>(ctx_.model.parameters()) *
+                                                  model::dtype_bytes(ctx_.model.dtype));
+    if (bucket <= 0) return 0;
+    return collective(cost::Collective::all_reduce, bucket, {}) / bucket;
+  }
+
   // The search instance at ratios `shares` (per device), `samples` per micro-batch, m rounds,
   // without memory limits (add_memory).
   SpmdInstance instance(const std::vector<double>& shares, double samples, int m) const {
@@ -187,10 +201,8 @@ class SpmdCoster {
             slowest += collective(cost::Collective::all_reduce, 2 * o.bytes_written * samples, {});
           t += copies * m * slowest;
           if (k == plan::SplitKind::batch && o.params > 0)
-            t += copies *
-                 collective(cost::Collective::all_reduce,
-                            static_cast<double>(o.params) * model::dtype_bytes(ctx_.model.dtype),
-                            {});
+            t += copies * static_cast<double>(o.params) * model::dtype_bytes(ctx_.model.dtype) *
+                 gradient_sync_per_byte();
           if (k == plan::SplitKind::batch_sharded && o.params > 0) {
             // Per micro-batch: the weights gathered for the forward and the backward pass, the
             // gradients reduce-scattered (as the simulator runs them).
