@@ -13,6 +13,7 @@
 #include "measured_run.h"
 #include "plan_args.h"
 #ifdef HETPLAN_WITH_RUNTIME
+#include "hetplan/plan/batch_split.h"
 #include "hetplan/runtime/emulate.h"
 #include "hetplan/runtime/launch.h"
 #include "hetplan/runtime/run.h"
@@ -127,6 +128,15 @@ int run_run(const RunArgs& a) {
   auto p = plan_from_args(a.plan_file, a.strategy, fmt::format("dp={},gbs={}", world, 8 * world),
                           *m, *c);
   if (!p) return report_error(p.error().message);
+  // Every op split by batch inside a replica (HAP's program for data parallelism across a
+  // replica's unlike devices) runs as one replica per device: the same step.
+  if (auto dp = plan::as_data_parallel(*m, *p)) {
+    if (a.nprocs > 0 || env->world_size == 1)
+      std::fprintf(stderr,
+                   "hetplan: the plan splits every op by batch: each replica runs as one replica "
+                   "per device, with batch shares in its tp_shares' ratios\n");
+    *p = std::move(*dp);
+  }
   auto executable = runtime::check_executable(*m, *p, world);
   if (!executable) return report_error(executable.error().message);
   if (a.steps < 1) return report_error("--steps: expected at least 1");

@@ -203,6 +203,29 @@ TEST(RunCli, TensorParallelMatchesOneProcess) {
   expect_same_losses(one, grid);
 }
 
+// HAP's program for data parallelism across a replica's unlike devices: every op split by batch,
+// samples in the tp_shares' ratio (3:1). It runs as one replica per device; a program that splits
+// only some ops by batch under tensor parallelism is refused before start.
+TEST(RunCli, EveryOpSplitByBatchRunsAsDataParallelism) {
+  const std::string plan_json = R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
+    "stages": [{"first_layer": 0, "num_layers": 4,
+                "replicas": [{"devices": [0, 1], "tp_shares": [0.75, 0.25], "batch_share": 1.0}]}],
+    "op_overrides": [{"ops": "*", "split": "batch"}]})";
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_batch_split_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << plan_json;
+  const auto one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=16");
+  const auto two = losses(std::string("--model ") + kGpt + " --nprocs 2 --plan " + file.string());
+  expect_same_losses(one, two);
+  std::string mixed = plan_json;
+  mixed.replace(mixed.find(R"("ops": "*")"), 10, R"("ops": "layers.*")");
+  std::ofstream(file) << mixed;
+  auto r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 2 --plan " + file.string());
+  std::filesystem::remove(file);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("\"batch\" splits are not executed yet"), std::string::npos) << r.err;
+}
+
 TEST(RunCli, SequenceParallelismMatchesOneProcess) {
   // Megatron-LM's sequence parallelism over 2 even ranks; then over 3 ranks holding 16, 8 and 8 of
   // the 32 positions in each of two pipeline stages, the uneven shards moved padded (one
