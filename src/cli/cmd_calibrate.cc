@@ -92,8 +92,8 @@ int run_calibrate(const CalibrateArgs& a) {
   std::size_t points = 0;
   for (const auto& [dev, kinds] : prof->points)
     for (const auto& [kind, pts] : kinds) points += pts.size();
-  fmt::print("wrote {} ({} points for {} on {}{})\n", a.out, points, o.device_type, a.device,
-             prof->messaging.empty() ? "" : ", and all-reduces between two workers");
+  fmt::print("wrote {} ({} points for {} on {}, optimizer steps{})\n", a.out, points, o.device_type,
+             a.device, prof->messaging.empty() ? "" : ", and all-reduces between two workers");
   return 0;
 #else
   (void)a;

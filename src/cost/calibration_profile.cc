@@ -93,28 +93,38 @@ CalibrationProfile parse_profile(const Json& doc) {
           out.push_back(p);
         });
       });
-  if (doc.contains("messaging")) {
-    const Json& msgs = doc.at("messaging");
-    if (!msgs.is_array()) throw InputError("messaging", "expected an array");
-    for_each_entry(msgs, "messaging", prof.device,
+  // Sections of {"device", "points": [{<size>, "seconds"}]} entries, both numbers > 0.
+  auto read_sized = [&](const char* section, const char* size_field, auto add) {
+    if (!doc.contains(section)) return;
+    const Json& arr = doc.at(section);
+    if (!arr.is_array()) throw InputError(section, "expected an array");
+    for_each_entry(arr, section, prof.device,
                    [&](const Json& e, const std::string& path, const std::string& device) {
-                     auto& out = prof.messaging[device];
                      for_each_point(e, path, [&](const Json& pt, const std::string& pp) {
-                       MessagingPoint p;
-                       p.bytes = json_number(pt, "bytes", pp);
-                       p.seconds = json_number(pt, "seconds", pp);
-                       if (!(p.bytes > 0))
-                         throw InputError(field_path(pp, "bytes"), "expected a number > 0");
-                       if (!(p.seconds > 0))
+                       const double size = json_number(pt, size_field, pp);
+                       const double seconds = json_number(pt, "seconds", pp);
+                       if (!(size > 0))
+                         throw InputError(field_path(pp, size_field), "expected a number > 0");
+                       if (!(seconds > 0))
                          throw InputError(field_path(pp, "seconds"), "expected a number > 0");
-                       out.push_back(p);
+                       add(device, size, seconds);
                      });
                    });
-  }
+  };
+  read_sized("messaging", "bytes", [&](const std::string& device, double bytes, double seconds) {
+    prof.messaging[device].push_back({bytes, seconds});
+  });
+  read_sized("optimizer", "params", [&](const std::string& device, double params, double seconds) {
+    prof.optimizer[device].push_back({0, params, seconds});
+  });
   for (auto& [device, pts] : prof.messaging)
     std::stable_sort(pts.begin(), pts.end(), [](const MessagingPoint& a, const MessagingPoint& b) {
       return a.bytes < b.bytes;
     });
+  for (auto& [device, pts] : prof.optimizer)
+    std::stable_sort(
+        pts.begin(), pts.end(),
+        [](const CalibrationPoint& a, const CalibrationPoint& b) { return a.bytes < b.bytes; });
   for (auto& [device, kinds] : prof.points)
     for (auto& [kind, pts] : kinds) {
       const bool gemm = is_gemm_like(kind);
@@ -170,16 +180,21 @@ std::string calibration_profile_to_json(const CalibrationProfile& p) {
       entries.push_back(std::move(e));
     }
   doc["entries"] = std::move(entries);
-  if (!p.messaging.empty()) {
-    Json msgs = Json::array();
-    for (const auto& [device, pts] : p.messaging) {
-      Json arr = Json::array();
-      for (const MessagingPoint& pt : pts)
-        arr.push_back(Json{{"bytes", pt.bytes}, {"seconds", pt.seconds}});
-      msgs.push_back(Json{{"device", device}, {"points", std::move(arr)}});
+  auto write_sized = [&](const char* section, const char* size_field, const auto& by_device,
+                         auto size_of) {
+    if (by_device.empty()) return;
+    Json arr = Json::array();
+    for (const auto& [device, pts] : by_device) {
+      Json points = Json::array();
+      for (const auto& pt : pts)
+        points.push_back(Json{{size_field, size_of(pt)}, {"seconds", pt.seconds}});
+      arr.push_back(Json{{"device", device}, {"points", std::move(points)}});
     }
-    doc["messaging"] = std::move(msgs);
-  }
+    doc[section] = std::move(arr);
+  };
+  write_sized("messaging", "bytes", p.messaging, [](const MessagingPoint& pt) { return pt.bytes; });
+  write_sized("optimizer", "params", p.optimizer,
+              [](const CalibrationPoint& pt) { return pt.bytes; });
   return doc.dump(2) + "\n";
 }
 

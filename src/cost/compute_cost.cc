@@ -66,7 +66,14 @@ Seconds ComputeCostModel::op_time(const cluster::DeviceType& dev, const model::T
   if (flops <= 0 && bytes <= 0) return Seconds(0);
 
   // The optimizer step is fp32 streaming (Adam) whatever the forward op's kind: never calibrated
-  // by that kind, never a GEMM.
+  // by that kind, never a GEMM; measured steps of the device, where the profile has them, keyed by
+  // parameters (a step costs at least the smallest measured one: its fixed cost).
+  if (optimizer && profile_ && op.params > 0) {
+    auto it = profile_->optimizer.find(dev.name);
+    if (it != profile_->optimizer.end() && !it->second.empty())
+      return interpolate_calibrated_time(it->second, model::OpKind::elementwise, 0,
+                                         op.params * shard);
+  }
   const bool gemm = !optimizer && is_gemm_like(op.kind);
   if (!optimizer) {
     if (const auto* pts = find_points(profile_.get(), dev.name, op.kind)) {

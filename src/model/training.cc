@@ -61,6 +61,7 @@ TrainingGraph derive_training_graph(const Model& m) {
       o.kind = op.kind;
       o.flops = kAdamFlopsPerParam * static_cast<double>(op.params);
       o.bytes = kAdamBytesPerParam * static_cast<double>(op.params);
+      o.params = static_cast<double>(op.params);
       tg.optimizer.push_back(o);
     }
   }

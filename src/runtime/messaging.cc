@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "heap.h"
 #include "hetplan/runtime/calibrate.h"
 #include "hetplan/runtime/launch.h"
 #include "process_groups.h"
@@ -21,6 +22,7 @@ Result<bool> messaging_worker(const std::string& out_file) {
   const std::chrono::milliseconds timeout(60000);
   try {
     torch::set_num_threads(1);
+    detail::keep_freed_memory();
     auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(detail::connect_store(*env, timeout),
                                                           env->rank, env->world_size,
                                                           detail::gloo_options_for(*env, timeout));

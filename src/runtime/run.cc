@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "batches.h"
+#include "heap.h"
 #include "hetplan/sim/schedule_order.h"
 #include "peer_watch.h"
 #include "process_groups.h"
@@ -290,6 +291,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   auto ok = check_executable(m, p, env.world_size);
   if (!ok) return ok.error();
   torch::set_num_threads(std::max(1, opts.threads_per_rank));
+  detail::keep_freed_memory();
   torch::manual_seed(opts.seed);
   auto module = detail::build_module(m);  // every rank builds it whole: the same initial weights
   if (!module) return module.error();

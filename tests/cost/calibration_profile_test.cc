@@ -139,10 +139,39 @@ TEST(CalibrationProfile, BatchedGemmsArePricedPerMatrix) {
                    8e6 / rate);
 }
 
+// Optimizer steps are priced from the device's measured steps, keyed by parameters (the step's
+// share of them), whatever the op's kind; devices without them keep the roofline.
+TEST(CalibrationProfile, OptimizerStepsArePricedFromMeasuredSteps) {
+  const char* text = R"({"version": 2, "device": "FAKE-CPU", "entries": [],
+    "optimizer": [{"points": [{"params": 1e6, "seconds": 2e-3}, {"params": 1e4, "seconds": 5e-5}]}]})";
+  auto prof = parse_calibration_profile(text, "prof.json");
+  ASSERT_TRUE(prof.ok()) << prof.error().message;
+  ASSERT_EQ(prof->optimizer.at("FAKE-CPU").size(), 2u);
+  EXPECT_EQ(prof->optimizer.at("FAKE-CPU").front().bytes, 1e4);  // sorted by size
+  const ComputeCostModel calibrated(ComputeParams::defaults(),
+                                    std::make_shared<const CalibrationProfile>(*prof));
+  const ComputeCostModel roofline(ComputeParams::defaults());
+  auto step = train_op(model::OpKind::matmul, 14e6, 30e6);
+  step.phase = model::Phase::optimizer;
+  step.params = 1e6;
+  // Half the parameters (a shard of 0.5): 5e5, between the points (2e8 and 5e8 per second).
+  const double rate = 2e8 + (5e8 - 2e8) * std::log(50.0) / std::log(100.0);
+  EXPECT_DOUBLE_EQ(
+      calibrated.op_time(fake_device("FAKE-CPU"), step, 1, 0.5, model::DType::fp32).value,
+      5e5 / rate);
+  // Fewer parameters than the smallest point: at least its time (the step's fixed cost).
+  step.params = 100;
+  EXPECT_DOUBLE_EQ(
+      calibrated.op_time(fake_device("FAKE-CPU"), step, 1, 1, model::DType::fp32).value, 5e-5);
+  EXPECT_EQ(calibrated.op_time(fake_device("FAKE-GPU"), step, 1, 1, model::DType::fp32),
+            roofline.op_time(fake_device("FAKE-GPU"), step, 1, 1, model::DType::fp32));
+}
+
 TEST(CalibrationProfile, RoundTripsThroughAFile) {
   auto prof = parse_calibration_profile(kProfile, "prof.json");
   ASSERT_TRUE(prof.ok());
   prof->messaging["FAKE-GPU"] = {{64, 1e-3}, {4096, 2e-3}};
+  prof->optimizer["FAKE-GPU"] = {{0, 1024, 1e-5}, {0, 4096, 3e-5}};
   const std::string file =
       temp_file("hetplan_cost_roundtrip.json", calibration_profile_to_json(*prof));
   auto back = read_calibration_profile(file);
@@ -189,6 +218,13 @@ TEST(CalibrationProfile, ErrorsNameFileAndField) {
       "messaging[0].points[0]");
   expect_error(R"({"version": 2, "device": "X", "entries": [], "messaging": [{"points": []}]})",
                "messaging[0].points");
+  expect_error(R"({"version": 2, "device": "X", "entries": [], "optimizer": {}})", "optimizer");
+  expect_error(
+      R"({"version": 2, "device": "X", "entries": [], "optimizer": [{"points": [{"params": -1, "seconds": 1}]}]})",
+      "optimizer[0].points[0].params: expected a number > 0");
+  expect_error(
+      R"({"version": 2, "device": "X", "entries": [], "optimizer": [{"points": [{"bytes": 8, "seconds": 1}]}]})",
+      "optimizer[0].points[0]");
 }
 
 TEST(CalibrationProfile, MissingFileIsAnError) {

@@ -35,6 +35,13 @@ TEST(CalibrateCli, WritesAProfileTheSimulatorReads) {
   EXPECT_EQ(msgs.front().bytes, 64);
   EXPECT_EQ(msgs.back().bytes, 4 << 20);
   for (const auto& p : msgs) EXPECT_GT(p.seconds, 0);
+  // Adam steps of 1 Ki, 4 Ki and 16 Ki parameters.
+  ASSERT_EQ(prof->optimizer.count("cpu"), 1u);
+  const auto& steps = prof->optimizer.at("cpu");
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps.front().bytes, 1024);
+  EXPECT_EQ(steps.back().bytes, 16384);
+  for (const auto& p : steps) EXPECT_GT(p.seconds, 0);
 
   // The simulator prices a CPU run with it, and differently from the roofline.
   const std::string sim =

@@ -41,6 +41,9 @@ struct CalibrationProfile {
   std::map<std::string, std::map<model::OpKind, std::vector<CalibrationPoint>>>
       points;                                                    // by device type
   std::map<std::string, std::vector<MessagingPoint>> messaging;  // by device type, by size
+  // By device type: one optimizer step (the runtime's Adam) of a tensor of `bytes` parameters
+  // (the field holds the parameter count) took `seconds`; sorted by size.
+  std::map<std::string, std::vector<CalibrationPoint>> optimizer;
   bool operator==(const CalibrationProfile&) const = default;
 };
 // Reading validates every field (errors name the file and the field: "prof.json:
@@ -48,7 +51,11 @@ struct CalibrationProfile {
 // GEMM-like kinds (matmul, batched_matmul, moe_router, conv2d) are keyed by `flops`, all others by
 // `bytes`; that key must be > 0 and `seconds` > 0. Entries without `device` belong to the profile's
 // `device`. An optional "messaging" array holds {"device", "points": [{"bytes", "seconds"}]}
-// entries (both > 0), all-reduces between two workers of that device type. A batched_matmul point
+// entries (both > 0), all-reduces between two workers of that device type. An optional
+// "optimizer" array holds {"device", "points": [{"params", "seconds"}]} entries (both > 0), an
+// optimizer step of a tensor of that many parameters, whose arrays were not in cache (as in
+// training, where a step touches each once); the cost model interpolates optimizer steps from
+// them (rate in parameters per second, as interpolate_calibrated_time). A batched_matmul point
 // is one matrix of a batch (its FLOPs, bytes and share of the time): an op of E matrices takes E
 // times the time its per-matrix size interpolates to.
 Result<CalibrationProfile> read_calibration_profile(const std::string& file);

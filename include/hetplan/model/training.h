@@ -22,7 +22,8 @@ struct TrainOp {
   // The part of `bytes` that is weight traffic (weights read, fp32 gradients accumulated); it
   // does not grow with the batch, so a cost model may count it once per micro-batch.
   double weight_bytes = 0;
-  GemmShape gemm;  // the dominant GEMM of this pass (backward: dgrad/wgrad have the same volume)
+  GemmShape gemm;     // the dominant GEMM of this pass (backward: dgrad/wgrad have the same volume)
+  double params = 0;  // optimizer only: the parameters the step updates
 };
 
 struct TrainingGraph {
