@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -247,28 +248,47 @@ Result<cost::CalibrationProfile> calibrate(
   const torch::Device dev(opts.device == "cuda" ? torch::kCUDA : torch::kCPU);
   const auto o =
       torch::TensorOptions().device(dev).dtype(dev.is_cuda() ? torch::kBFloat16 : torch::kFloat);
-  const Timer timer(dev, opts.seconds_per_point);
+  // Every probe in each of three rounds, each point the median of its rounds: a slow or fast
+  // spell of the machine (seconds long on the virtual machine this was written on, where it moved
+  // a 256^3 GEMM's time by 1.6x between two calibrations) falls on one round of a point.
+  constexpr int kRounds = 3;
+  const Timer timer(dev, opts.seconds_per_point / kRounds);
   cost::CalibrationProfile prof;
   prof.device = opts.device_type;
   prof.measured_on = opts.measured_on;
   prof.notes =
       fmt::format("hetplan calibrate --device {}: libtorch forward passes in {}, {} thread(s)",
                   opts.device, dev.is_cuda() ? "bf16" : "fp32", opts.threads);
+  std::map<OpKind, std::vector<std::vector<double>>> rounds;  // per kind and size
+  for (int round = 0; round < kRounds; ++round)
+    for (OpKind kind : kKinds) {
+      auto& pts = prof.points[opts.device_type][kind];
+      auto& times = rounds[kind];
+      times.resize(static_cast<std::size_t>(opts.sizes));
+      for (int i = 0; i < opts.sizes; ++i) {
+        Probe p = probe(kind, i, opts.sizes, o);
+        for (auto& t : p.inputs) t.requires_grad_(true);
+        times[static_cast<std::size_t>(i)].push_back(timer.time(p) /
+                                                     static_cast<double>(p.entries));
+        if (round > 0) continue;
+        // Filed under the forward and backward pass's work together, as the training graph
+        // counts it (model/training.h): a GEMM's backward is two GEMMs of the forward's FLOPs
+        // reading dY twice and X once; any other op's backward about its forward FLOPs, reading
+        // dY and X.
+        const bool gemm = kind == OpKind::matmul || kind == OpKind::batched_matmul ||
+                          kind == OpKind::conv2d || kind == OpKind::moe_router;
+        cost::CalibrationPoint pt;
+        pt.flops = p.flops * (gemm ? 3 : 2);
+        pt.bytes = gemm ? 3 * (p.read + p.written) : 3 * p.read + 2 * p.written;
+        pts.push_back(pt);
+      }
+    }
   for (OpKind kind : kKinds) {
     auto& pts = prof.points[opts.device_type][kind];
-    for (int i = 0; i < opts.sizes; ++i) {
-      Probe p = probe(kind, i, opts.sizes, o);
-      for (auto& t : p.inputs) t.requires_grad_(true);
-      // Filed under the forward and backward pass's work together, as the training graph counts
-      // it (model/training.h): a GEMM's backward is two GEMMs of the forward's FLOPs reading dY
-      // twice and X once; any other op's backward about its forward FLOPs, reading dY and X.
-      const bool gemm = kind == OpKind::matmul || kind == OpKind::batched_matmul ||
-                        kind == OpKind::conv2d || kind == OpKind::moe_router;
-      cost::CalibrationPoint pt;
-      pt.flops = p.flops * (gemm ? 3 : 2);
-      pt.bytes = gemm ? 3 * (p.read + p.written) : 3 * p.read + 2 * p.written;
-      pt.seconds = timer.time(p) / static_cast<double>(p.entries);
-      pts.push_back(pt);
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      auto& times = rounds[kind][i];
+      std::nth_element(times.begin(), times.begin() + kRounds / 2, times.end());
+      pts[i].seconds = times[kRounds / 2];
     }
     if (progress)
       progress(fmt::format("{}: {} sizes, {:.3g} to {:.3g} s", model::to_string(kind), pts.size(),
