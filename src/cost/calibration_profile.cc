@@ -117,14 +117,9 @@ CalibrationProfile parse_profile(const Json& doc) {
   read_sized("optimizer", "params", [&](const std::string& device, double params, double seconds) {
     prof.optimizer[device].push_back({0, params, seconds});
   });
-  for (auto& [device, pts] : prof.messaging)
-    std::stable_sort(pts.begin(), pts.end(), [](const MessagingPoint& a, const MessagingPoint& b) {
-      return a.bytes < b.bytes;
-    });
-  for (auto& [device, pts] : prof.optimizer)
-    std::stable_sort(
-        pts.begin(), pts.end(),
-        [](const CalibrationPoint& a, const CalibrationPoint& b) { return a.bytes < b.bytes; });
+  auto by_size = [](const auto& a, const auto& b) { return a.bytes < b.bytes; };
+  for (auto& [device, pts] : prof.messaging) std::stable_sort(pts.begin(), pts.end(), by_size);
+  for (auto& [device, pts] : prof.optimizer) std::stable_sort(pts.begin(), pts.end(), by_size);
   for (auto& [device, kinds] : prof.points)
     for (auto& [kind, pts] : kinds) {
       const bool gemm = is_gemm_like(kind);

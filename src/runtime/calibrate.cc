@@ -192,17 +192,17 @@ constexpr OpKind kKinds[] = {OpKind::matmul,    OpKind::batched_matmul, OpKind::
                              OpKind::batchnorm, OpKind::cross_entropy,  OpKind::moe_router};
 
 // Seconds of one Adam step (the runtime's optimizer) of a tensor of `params` parameters, the mean
-// over steps of sets of tensors taken in turn, enough of them (up to 1024) that together they
-// exceed 64 MB: in training a step touches each parameter, gradient and moment once, so they are
-// not in cache, and a probe that stepped one small tensor again and again would find them there
-// (a million parameters took 4.2 ns each from memory, 1.4 ns from cache, on the machine this was
-// written on).
+// over steps of sets of tensors taken in turn, enough of them (up to 4096) that together they
+// exceed 64 MB, twice the last-level cache of the machine this was written on: in training a step
+// touches each parameter, gradient and moment once, so they are not in cache, and a probe that
+// stepped one small tensor again and again would find them there (a million parameters took 4.2 ns
+// each from memory, 1.4 ns from cache, on the machine this was written on).
 double time_optimizer_step(std::int64_t params, const torch::Device& dev, double min_seconds) {
   const auto o = torch::TensorOptions().device(dev).dtype(torch::kFloat);
   constexpr double kColdBytes = 64e6;
   const double set_bytes = 16.0 * static_cast<double>(params);  // weight, gradient, two moments
   const auto sets =
-      static_cast<std::size_t>(std::clamp(std::ceil(kColdBytes / set_bytes), 1.0, 1024.0));
+      static_cast<std::size_t>(std::clamp(std::ceil(kColdBytes / set_bytes), 1.0, 4096.0));
   std::vector<torch::Tensor> weights;
   std::vector<std::unique_ptr<torch::optim::Adam>> steps;
   for (std::size_t k = 0; k < sets; ++k) {
@@ -294,11 +294,19 @@ Result<cost::CalibrationProfile> calibrate(
       progress(fmt::format("{}: {} sizes, {:.3g} to {:.3g} s", model::to_string(kind), pts.size(),
                            pts.front().seconds, pts.back().seconds));
   }
+  // The optimizer at 1 Ki to 4 Mi parameters (fewer sizes with fewer --sizes), also the median of
+  // three rounds.
   auto& steps = prof.optimizer[opts.device_type];
-  for (int i = 0; i < opts.sizes; ++i) {
-    const std::int64_t params = std::int64_t{1024} << (2 * i);  // 1 Ki .. 4 Mi (7 sizes)
-    steps.push_back(
-        {0, static_cast<double>(params), time_optimizer_step(params, dev, opts.seconds_per_point)});
+  const int optimizer_sizes = std::min(opts.sizes, 7);
+  std::vector<std::vector<double>> step_rounds(static_cast<std::size_t>(optimizer_sizes));
+  for (int round = 0; round < kRounds; ++round)
+    for (int i = 0; i < optimizer_sizes; ++i)
+      step_rounds[static_cast<std::size_t>(i)].push_back(time_optimizer_step(
+          std::int64_t{1024} << (2 * i), dev, opts.seconds_per_point / kRounds));
+  for (int i = 0; i < optimizer_sizes; ++i) {
+    auto& times = step_rounds[static_cast<std::size_t>(i)];
+    std::nth_element(times.begin(), times.begin() + kRounds / 2, times.end());
+    steps.push_back({0, static_cast<double>(std::int64_t{1024} << (2 * i)), times[kRounds / 2]});
   }
   if (progress)
     progress(fmt::format("optimizer (Adam): {} sizes, {:.3g} to {:.3g} s", steps.size(),

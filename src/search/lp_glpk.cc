@@ -168,6 +168,7 @@ Result<LpResult> solve_checked(const LpRequest& req) {
   LpResult res = solve_glpk(req, true);
   auto ok = check_lp_solution(req, res);
   if (ok) return res;
+  if (res.status != LpStatus::optimal) return ok.error();
   // A wrong answer from the presolver: solve again without it.
   LpResult again = solve_glpk(req, false);
   if (check_lp_solution(req, again)) return again;

@@ -1,6 +1,7 @@
 // Replicas that split every op by batch are data parallelism: the same plan with one replica per
 // device. HAP writes such programs (op_overrides of "batch" for every op, uneven tp_shares) where
-// data parallelism across a replica's unlike devices wins; the runtime executes them in this form.
+// data parallelism across a replica's unlike devices wins; `hetplan run` executes them in this
+// form.
 #pragma once
 
 #include <optional>

@@ -21,7 +21,10 @@ struct CalibrateOptions {
 
 // Every op kind gets `sizes` points, each one forward and backward pass (so the rate it records is
 // what training reaches, transposed GEMMs included), filed under the pass pair's FLOPs and bytes as
-// the training graph counts them. GEMM-like kinds are keyed by FLOPs, the others by bytes.
+// the training graph counts them, each the median of three rounds over all probes. GEMM-like kinds
+// are keyed by FLOPs, the others by bytes. The optimizer gets up to 7 points (1 Ki to 4 Mi
+// parameters, 4x apart): the runtime's Adam step, its arrays out of cache, the median of three
+// rounds.
 // Times are in the runtime's dtype: fp32 on CPU, bf16 on CUDA.
 Result<cost::CalibrationProfile> calibrate(const CalibrateOptions& opts,
                                            const std::function<void(const std::string&)>& progress);
@@ -34,8 +37,9 @@ Result<std::vector<cost::MessagingPoint>> calibrate_messaging(
 
 // A worker's part: joins the job the environment describes (RANK, WORLD_SIZE, MASTER_ADDR,
 // MASTER_PORT), times fp32 all-reduces of 64 B to 4 MiB, 16x apart (each size: 3 warm-up calls,
-// then the mean of 80, each after a few hundred microseconds of compute, as a training step calls
-// them), and rank 0 writes the points to out_file (JSON: [{"bytes", "seconds"}, ...]).
+// then the mean of 240 in 8 rounds in which the sizes take turns, each call after a few hundred
+// microseconds of compute, as a training step calls them), and rank 0 writes the points to
+// out_file (JSON: [{"bytes", "seconds"}, ...]).
 Result<bool> messaging_worker(const std::string& out_file);
 
 }  // namespace hetplan::runtime

@@ -61,7 +61,9 @@ LpResult solve_lp(const LpRequest& req);
 // one recomputed from the values; otherwise the first violation, naming the variable or row.
 Result<bool> check_lp_solution(const LpRequest& req, const LpResult& res, double tol = 1e-6);
 
-// solve_lp followed by check_lp_solution: the values, or why there are none.
+// solve_lp followed by check_lp_solution: the values, or why there are none. An optimal answer
+// that fails the check (GLPK's presolver returned one: Lp tests) is solved again without the
+// presolver before it counts as an error.
 Result<LpResult> solve_checked(const LpRequest& req);
 
 }  // namespace hetplan::search
