@@ -7,6 +7,7 @@
 #include <functional>
 #include <random>
 #include <set>
+#include <stdexcept>
 
 #include "hetplan/search/search.h"
 #include "search_fixtures.h"
@@ -196,32 +197,38 @@ nodes:
   EXPECT_LT(r->best.iteration_time_s, e.iteration_time_s * 0.8);
 }
 
+// HAP's plan for a small GPT on a cluster of CPU workers (YAML), which must be no slower than
+// data parallelism (a program HAP can write: every op split by batch); its plan.
+plan::Plan expect_hap_no_slower_than_data_parallelism(const std::string& cluster_yaml) {
+  const auto m = load_model_or_die("gpt:layers=4,hidden=128,heads=4,seq=64,vocab=256,dtype=fp32");
+  auto c = cluster::parse_cluster_yaml(cluster_yaml, "cpus.yaml");
+  if (!c) throw std::runtime_error(c.error().message);
+  SearchOptions opts;
+  opts.global_batch = 16;
+  auto hap = find_plan(m, *c, Algo::hap, opts);
+  auto dp = find_plan(m, *c, Algo::dp, opts);
+  if (!hap) throw std::runtime_error(hap.error().message);
+  if (!dp) throw std::runtime_error(dp.error().message);
+  EXPECT_LE(hap->best.iteration_time_s, dp->best.iteration_time_s * (1 + 1e-9));
+  return hap->best.plan;
+}
+
 // Four one-device CPU nodes, two at 0.6 of a core and two at 0.2, whose messages cost
 // milliseconds (as measured between CPU workers): splitting every op by batch is data
 // parallelism, which HAP must find. It had picked a replicated program on the slow pair instead,
 // 3x slower: each op's gradient all-reduce paid a latency of its own (the simulator buckets
 // them), and the one-device replicas' ratio LP was answered wrongly by GLPK's presolver.
 TEST(HapPlanner, FindsDataParallelismAcrossOneDeviceNodes) {
-  const auto m = load_model_or_die("gpt:layers=4,hidden=128,heads=4,seq=64,vocab=256,dtype=fp32");
-  auto c = cluster::parse_cluster_yaml(R"(version: 1
+  const plan::Plan p = expect_hap_no_slower_than_data_parallelism(R"(version: 1
 nodes:
   - {group: fast, count: 2, device: cpu, devices_per_node: 1, cpu_share: 0.6,
      intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1, latency: 2ms}}
   - {group: slow, count: 2, device: cpu, devices_per_node: 1, cpu_share: 0.2,
      intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1, latency: 2ms}}
 network: {kind: switch}
-)",
-                                       "four-cpus.yaml");
-  ASSERT_TRUE(c) << c.error().message;
-  SearchOptions opts;
-  opts.global_batch = 16;
-  auto hap = find_plan(m, *c, Algo::hap, opts);
-  auto dp = find_plan(m, *c, Algo::dp, opts);
-  ASSERT_TRUE(hap) << hap.error().message;
-  ASSERT_TRUE(dp) << dp.error().message;
-  EXPECT_LE(hap->best.iteration_time_s, dp->best.iteration_time_s * (1 + 1e-9));
+)");
   std::set<int> used;
-  for (const auto& st : hap->best.plan.stages)
+  for (const auto& st : p.stages)
     for (const auto& r : st.replicas) used.insert(r.devices.begin(), r.devices.end());
   EXPECT_EQ(used.size(), 4u);
 }
@@ -230,21 +237,11 @@ network: {kind: switch}
 // (HAP's only layout for one node) must split the ops by batch, data parallelism, rather than
 // replicate them; with a latency per op's gradient all-reduce it replicated them.
 TEST(HapPlanner, PricesGradientAllReducesInBucketsAsTheSimulatorRunsThem) {
-  const auto m = load_model_or_die("gpt:layers=4,hidden=128,heads=4,seq=64,vocab=256,dtype=fp32");
-  auto c = cluster::parse_cluster_yaml(R"(version: 1
+  expect_hap_no_slower_than_data_parallelism(R"(version: 1
 nodes:
   - {group: host, count: 1, device: cpu, devices_per_node: 4,
      intra_node: {bandwidth: 5GB/s, latency: 1ms}, nic: {bandwidth: 1Gbps, count: 1}}
-)",
-                                       "one-host.yaml");
-  ASSERT_TRUE(c) << c.error().message;
-  SearchOptions opts;
-  opts.global_batch = 16;
-  auto hap = find_plan(m, *c, Algo::hap, opts);
-  auto dp = find_plan(m, *c, Algo::dp, opts);
-  ASSERT_TRUE(hap) << hap.error().message;
-  ASSERT_TRUE(dp) << dp.error().message;
-  EXPECT_LE(hap->best.iteration_time_s, dp->best.iteration_time_s * (1 + 1e-9));
+)");
 }
 
 }  // namespace
