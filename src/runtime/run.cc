@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "batches.h"
+#include "grad_buckets.h"
 #include "heap.h"
 #include "hetplan/sim/schedule_order.h"
 #include "peer_watch.h"
@@ -350,6 +351,15 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   std::vector<torch::Tensor> params = mod.layer_parameters(stage.first_layer, stage.num_layers);
   std::int64_t numel = 0;
   for (const auto& t : params) numel += t.numel();
+  // The stage's gradients are summed over its replicas in buckets that start while the last
+  // backward pass runs (the plan's grad_bucket_bytes).
+  std::unique_ptr<detail::GradBuckets> buckets;
+  if (groups.stage) {
+    std::vector<std::vector<torch::Tensor>> layers;
+    for (int l = stage.first_layer; l < stage.first_layer + stage.num_layers; ++l)
+      layers.push_back(mod.layer_parameters(l, 1));
+    buckets = std::make_unique<detail::GradBuckets>(layers, p.grad_bucket_bytes, groups.stage);
+  }
   // Resuming: this rank's parameters and step count from the newest whole checkpoint, then
   // (below) its optimizer state.
   int first_step = 0;
@@ -550,11 +560,13 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           inputs[mb] = x;
           outputs[mb] = out;
         } else {
+          if (buckets) buckets->set_active(mb == M - 1);
           if (last)
             outputs[mb].backward();
           else
             outputs[mb].backward(
                 gather(at.s + 1, stage.first_layer + stage.num_layers, mb, b0, b1, 2 * mb + 1));
+          if (buckets) buckets->set_active(false);
           if (!first) scatter(inputs[mb].grad(), at.s - 1, mb, b0, b1, 2 * mb + 1);
           inputs[mb] = outputs[mb] = torch::Tensor();
         }
@@ -562,7 +574,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       auto comm_start = Clock::now();
       for (auto& w : sends) w->wait(timeout);
       // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
-      if (groups.stage) all_reduce_flat(groups.stage, grads_of(params));
+      if (buckets) buckets->finish(timeout);
       // After the stage's all-reduce every replica of a stage holds its stage's sum; the first
       // replica of each stage contributes it, so every copy gets the sum of both stages.
       if (groups.tied) {

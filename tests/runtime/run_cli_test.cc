@@ -89,6 +89,24 @@ TEST(RunCli, UnevenSharesAndMicroBatchesMatchOneProcess) {
   EXPECT_LT(one.back(), one.front());
 }
 
+// Gradient buckets of 20 kB (a few per stage, all-reduced while the last backward pass runs):
+// the same losses, over uneven replicas and over a pipeline of two data-parallel stages.
+TEST(RunCli, GradientBucketsMatchOneProcess) {
+  const auto one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=12");
+  for (const auto& [stages, samples, ranks] :
+       {std::tuple{std::vector<std::pair<int, int>>{{0, 4}}, std::vector<int>{2, 4, 6}, 3},
+        std::tuple{std::vector<std::pair<int, int>>{{0, 2}, {2, 2}}, std::vector<int>{4, 8}, 4}}) {
+    const auto file = plan_file(stages, samples, 2);
+    auto plan = nlohmann::json::parse(cli::testing::slurp(file));
+    plan["grad_bucket_bytes"] = 20000;
+    std::ofstream(file) << plan.dump();
+    const auto run = losses(std::string("--model ") + kGpt + " --nprocs " + std::to_string(ranks) +
+                            " --plan " + file);
+    std::filesystem::remove(file);
+    expect_same_losses(one, run);
+  }
+}
+
 TEST(RunCli, ZeroOneMatchesOneProcess) {
   const auto one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=12");
   const auto three =

@@ -1,0 +1,42 @@
+// Gradient buckets that all-reduce while the last backward pass of a step still runs, as
+// PyTorch's DistributedDataParallel does and as the simulator prices a plan's grad_bucket_bytes.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <vector>
+
+namespace hetplan::runtime::detail {
+
+// Buckets of a stage's parameters: layers from the last one back, a bucket closing once it holds
+// `bucket_bytes` of gradients (or at the first layer), as the simulator groups them. While active
+// (the last micro-batch's backward pass), a hook on each parameter sees its gradient arrive; once
+// all of a bucket's have, the bucket's sums (what the gradients will hold once this pass has
+// added its part) are all-reduced over `group` without waiting. finish() all-reduces what the pass
+// left (parameters that got no gradient in it, or no last pass on this rank), waits for every
+// bucket and writes the sums into the gradients: the same sums as one all-reduce of them all.
+class GradBuckets {
+ public:
+  // `layers`: the stage's parameters by layer, first layer first; every parameter once.
+  GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers, double bucket_bytes,
+              c10::intrusive_ptr<c10d::ProcessGroup> group);
+  ~GradBuckets();
+  GradBuckets(const GradBuckets&) = delete;
+  GradBuckets& operator=(const GradBuckets&) = delete;
+
+  void set_active(bool active);
+  void finish(std::chrono::milliseconds timeout);
+  int count() const;
+  // Buckets whose all-reduce the last finish() found started by the backward pass (the rest it
+  // started itself).
+  int overlapped() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace hetplan::runtime::detail
