@@ -22,13 +22,19 @@ struct GradBuckets::State {
     c10::intrusive_ptr<c10d::Work> work;
   };
   std::vector<Bucket> buckets;
+  std::size_t next = 0;  // the first bucket not started: they start in order, on every rank alike
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   bool active = false;
   int overlapped = 0;
 
-  void launch(Bucket& b) {
-    b.flat = {flatten(b.sums)};
-    b.work = group->allreduce(b.flat);
+  // Starts the buckets from `next` on whose gradients have all arrived. In order: Gloo matches
+  // the ranks' collectives by the order they are issued.
+  void start_ready() {
+    for (; next < buckets.size() && buckets[next].waiting == 0; ++next) {
+      Bucket& b = buckets[next];
+      b.flat = {flatten(b.sums)};
+      b.work = group->allreduce(b.flat);
+    }
   }
   void reset() {
     for (Bucket& b : buckets) {
@@ -37,6 +43,7 @@ struct GradBuckets::State {
       b.flat.clear();
       b.work.reset();
     }
+    next = 0;
   }
 };
 
@@ -46,6 +53,7 @@ GradBuckets::GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers, 
   state_->group = std::move(group);
   double held = 0;
   for (std::size_t l = layers.size(); l-- > 0;) {
+    if (layers[l].empty()) continue;
     if (state_->buckets.empty() || held >= bucket_bytes) {
       state_->buckets.emplace_back();
       held = 0;
@@ -65,10 +73,14 @@ GradBuckets::GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers, 
         auto s = weak.lock();
         if (!s || !s->active) return;
         State::Bucket& bucket = s->buckets[b];
-        if (bucket.sums[i].defined()) return;  // once per pass
+        // A second gradient in one pass (a parameter accumulated twice, as a nested backward of
+        // a recomputed segment that shares it could) would be missing from a bucket already
+        // started: refuse rather than sum wrongly.
+        TORCH_CHECK(!bucket.sums[i].defined(),
+                    "gradient buckets: a parameter's gradient arrived twice in one backward pass");
         const torch::Tensor& param = bucket.params[i];
         bucket.sums[i] = param.grad().defined() ? param.grad() + grad : grad.clone();
-        if (--bucket.waiting == 0) s->launch(bucket);
+        if (--bucket.waiting == 0) s->start_ready();
       });
     }
 }
@@ -83,16 +95,14 @@ int GradBuckets::overlapped() const { return state_->overlapped; }
 
 void GradBuckets::finish(std::chrono::milliseconds timeout) {
   state_->active = false;
-  state_->overlapped = 0;
-  for (State::Bucket& b : state_->buckets) {
-    if (b.work) {
-      ++state_->overlapped;
-      continue;
-    }
+  state_->overlapped = static_cast<int>(state_->next);
+  for (std::size_t k = state_->next; k < state_->buckets.size(); ++k) {
+    State::Bucket& b = state_->buckets[k];
     for (std::size_t i = 0; i < b.params.size(); ++i)
       if (!b.sums[i].defined()) b.sums[i] = b.params[i].grad();
-    state_->launch(b);
+    b.waiting = 0;
   }
+  state_->start_ready();
   for (State::Bucket& b : state_->buckets) {
     b.work->wait(timeout);
     std::int64_t at = 0;

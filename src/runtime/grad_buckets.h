@@ -12,12 +12,15 @@
 namespace hetplan::runtime::detail {
 
 // Buckets of a stage's parameters: layers from the last one back, a bucket closing once it holds
-// `bucket_bytes` of gradients (or at the first layer), as the simulator groups them. While active
-// (the last micro-batch's backward pass), a hook on each parameter sees its gradient arrive; once
-// all of a bucket's have, the bucket's sums (what the gradients will hold once this pass has
-// added its part) are all-reduced over `group` without waiting. finish() all-reduces what the pass
-// left (parameters that got no gradient in it, or no last pass on this rank), waits for every
-// bucket and writes the sums into the gradients: the same sums as one all-reduce of them all.
+// `bucket_bytes` of gradients (or at the first layer), as the simulator groups them (it counts the
+// model's dtype and divides every weight by the tensor-parallel degree; these count the tensors
+// as they are: fp32, replicated weights whole). While active (the last micro-batch's backward
+// pass), a hook on each parameter sees its gradient arrive; once all of a bucket's have, the
+// bucket's sums (what the gradients will hold once this pass has added its part) are all-reduced
+// over `group` without waiting, bucket after bucket in order on every rank. finish() all-reduces
+// what the pass left (parameters that got no gradient in it, or no last pass on this rank), waits
+// for every bucket and writes the sums into the gradients: the same sums as one all-reduce of
+// them all. Every parameter's gradient must be defined (dense, fp32) before the passes.
 class GradBuckets {
  public:
   // `layers`: the stage's parameters by layer, first layer first; every parameter once.

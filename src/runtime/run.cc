@@ -212,6 +212,16 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "plan: zero_stage: ZeRO stage {} is not executed yet (stage 1, sharded optimizer states, "
         "is)",
         p.zero_stage)};
+  // Rank j of every replica of a stage holds the same shard, as their gradients are summed.
+  if (T > 1)
+    for (std::size_t s = 0; s < p.stages.size(); ++s)
+      for (std::size_t r = 1; r < p.stages[s].replicas.size(); ++r)
+        if (p.stages[s].replicas[r].tp_shares != p.stages[s].replicas[0].tp_shares)
+          return Error{fmt::format(
+              "plan: stages[{}].replicas[{}].tp_shares: the runtime sums each tensor-parallel "
+              "rank's gradients over the stage's replicas, so their tp_shares must be the same "
+              "(replicas[0]'s differ)",
+              s, r)};
   if (T > 1 && m.family == model::Family::cnn)
     return Error{
         "plan: stages[0].replicas[0].devices: a CNN's convolutions are not split by tensor "

@@ -146,9 +146,16 @@ TEST(RunFailures, AKilledRankIsNamedAndTheCheckpointResumesTheRun) {
 
 TEST(RunFailures, AHungRankIsNamedWithinTheTimeout) {
   // Three ranks started as torchrun would (no launcher to notice): rank 2 stops (SIGSTOP), and
-  // ranks 0 and 1 give up after --timeout (5 s) and name it.
+  // ranks 0 and 1 give up after --timeout (5 s) and name it. Every layer of the 9 has a gradient
+  // bucket of its own, so collectives are queued behind the one that times out.
   const fs::path dir = temp("progress");
   fs::remove_all(dir);
+  const fs::path plan = temp("plan.json");
+  std::ofstream(plan) << R"({"version": 1, "global_batch": 12, "grad_bucket_bytes": 1,
+    "stages": [{"first_layer": 0, "num_layers": 9, "replicas": [
+      {"devices": [0], "batch_share": 0.3333333333333333},
+      {"devices": [1], "batch_share": 0.3333333333333333},
+      {"devices": [2], "batch_share": 0.3333333333333334}]}]})";
   const auto free = free_port();
   ASSERT_TRUE(free) << free.error().message;
   const std::string port = std::to_string(*free);
@@ -156,14 +163,14 @@ TEST(RunFailures, AHungRankIsNamedWithinTheTimeout) {
   std::vector<fs::path> errs;
   for (int rank = 0; rank < 3; ++rank) {
     errs.push_back(temp("err" + std::to_string(rank)));
-    ranks.push_back(spawn(std::string("run --steps 1000000 --timeout 5 --checkpoint-every 7 ") +
-                              "--checkpoint " + dir.string() + " --model " + kMlp +
-                              " --strategy dp=3,gbs=12",
-                          {{"MASTER_ADDR", "127.0.0.1"},
-                           {"MASTER_PORT", port},
-                           {"WORLD_SIZE", "3"},
-                           {"RANK", std::to_string(rank)}},
-                          errs.back()));
+    ranks.push_back(spawn(
+        std::string("run --steps 1000000 --timeout 5 --checkpoint-every 7 ") + "--checkpoint " +
+            dir.string() + " --model mlp:layers=8,hidden=64,in=32,out=10 --plan " + plan.string(),
+        {{"MASTER_ADDR", "127.0.0.1"},
+         {"MASTER_PORT", port},
+         {"WORLD_SIZE", "3"},
+         {"RANK", std::to_string(rank)}},
+        errs.back()));
   }
   Reaper reaper{ranks};
   ASSERT_TRUE(wait_for_checkpoint(dir)) << slurp(errs[0].string());
@@ -183,6 +190,7 @@ TEST(RunFailures, AHungRankIsNamedWithinTheTimeout) {
   for (pid_t p : ranks) ::waitpid(p, nullptr, 0);
   reaper.pids.clear();
   fs::remove_all(dir);
+  fs::remove(plan);
   for (const auto& e : errs) fs::remove(e);
 }
 

@@ -93,10 +93,13 @@ TEST(RunCli, UnevenSharesAndMicroBatchesMatchOneProcess) {
 // the same losses, over uneven replicas and over a pipeline of two data-parallel stages.
 TEST(RunCli, GradientBucketsMatchOneProcess) {
   const auto one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=12");
-  for (const auto& [stages, samples, ranks] :
-       {std::tuple{std::vector<std::pair<int, int>>{{0, 4}}, std::vector<int>{2, 4, 6}, 3},
-        std::tuple{std::vector<std::pair<int, int>>{{0, 2}, {2, 2}}, std::vector<int>{4, 8}, 4}}) {
-    const auto file = plan_file(stages, samples, 2);
+  for (const auto& [stages, samples, microbatches, ranks] :
+       {std::tuple{std::vector<std::pair<int, int>>{{0, 4}}, std::vector<int>{2, 4, 6}, 2, 3},
+        std::tuple{std::vector<std::pair<int, int>>{{0, 2}, {2, 2}}, std::vector<int>{4, 8}, 2, 4},
+        // A share of 1 in 12 rounds to no sample of any 3-sample micro-batch: the first replica
+        // runs no backward pass and starts all its buckets after the passes.
+        std::tuple{std::vector<std::pair<int, int>>{{0, 4}}, std::vector<int>{1, 11}, 4, 2}}) {
+    const auto file = plan_file(stages, samples, microbatches);
     auto plan = nlohmann::json::parse(cli::testing::slurp(file));
     plan["grad_bucket_bytes"] = 20000;
     std::ofstream(file) << plan.dump();
@@ -382,6 +385,19 @@ TEST(RunCli, RefusesWhatItCannotExecuteBeforeStarting) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("this model's layers are not a ResNet's"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << "refused before start: " << r.err;
+  {
+    // Two replicas of two devices whose tensor-parallel shares differ.
+    const auto plan = plan_file({{0, 4}}, {4, 4}, 1, "1f1b", 0, {0.75, 0.25});
+    auto doc = nlohmann::json::parse(cli::testing::slurp(plan));
+    doc["stages"][0]["replicas"][1]["tp_shares"] = {0.5, 0.5};
+    std::ofstream(plan) << doc.dump();
+    r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 4 --plan " + plan);
+    std::filesystem::remove(plan);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("replicas[1].tp_shares: the runtime sums each tensor-parallel rank's"),
+              std::string::npos)
+        << r.err;
+  }
   r = run_hetplan(std::string("run --model ") + kResNet + " --nprocs 2 --strategy tp=2,gbs=8");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("a CNN's convolutions are not split"), std::string::npos) << r.err;
