@@ -47,7 +47,8 @@ struct GradBuckets::State {
   }
 };
 
-GradBuckets::GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers, double bucket_bytes,
+GradBuckets::GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers,
+                         const std::vector<double>& layer_bytes, double bucket_bytes,
                          c10::intrusive_ptr<c10d::ProcessGroup> group)
     : state_(std::make_shared<State>()) {
   state_->group = std::move(group);
@@ -58,10 +59,8 @@ GradBuckets::GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers, 
       state_->buckets.emplace_back();
       held = 0;
     }
-    for (const auto& p : layers[l]) {
-      state_->buckets.back().params.push_back(p);
-      held += static_cast<double>(p.numel() * p.element_size());
-    }
+    for (const auto& p : layers[l]) state_->buckets.back().params.push_back(p);
+    held += layer_bytes[l];
   }
   state_->reset();
   // The hooks hold the state weakly: the parameters outlive nothing of it.

@@ -12,19 +12,21 @@
 namespace hetplan::runtime::detail {
 
 // Buckets of a stage's parameters: layers from the last one back, a bucket closing once it holds
-// `bucket_bytes` of gradients (or at the first layer), as the simulator groups them (it counts the
-// model's dtype and divides every weight by the tensor-parallel degree; these count the tensors
-// as they are: fp32, replicated weights whole). While active (the last micro-batch's backward
-// pass), a hook on each parameter sees its gradient arrive; once all of a bucket's have, the
-// bucket's sums (what the gradients will hold once this pass has added its part) are all-reduced
-// over `group` without waiting, bucket after bucket in order on every rank. finish() all-reduces
-// what the pass left (parameters that got no gradient in it, or no last pass on this rank), waits
-// for every bucket and writes the sums into the gradients: the same sums as one all-reduce of
-// them all. Every parameter's gradient must be defined (dense, fp32) before the passes.
+// `bucket_bytes` of gradients (or at the first layer), by the bytes the caller gives each layer
+// (the simulator's count: the model's dtype, every weight divided by the tensor-parallel degree,
+// so that the runtime's buckets are the ones it prices). While active (the last micro-batch's
+// backward pass), a hook on each parameter sees its gradient arrive; once all of a bucket's have,
+// the bucket's sums (what the gradients will hold once this pass has added its part) are
+// all-reduced over `group` without waiting, bucket after bucket in order on every rank. finish()
+// all-reduces what the pass left (parameters that got no gradient in it, or no last pass on this
+// rank), waits for every bucket and writes the sums into the gradients: the same sums as one
+// all-reduce of them all. Every parameter's gradient must be defined (dense) before the passes.
 class GradBuckets {
  public:
-  // `layers`: the stage's parameters by layer, first layer first; every parameter once.
-  GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers, double bucket_bytes,
+  // `layers`: the stage's parameters by layer, first layer first, every parameter once;
+  // `layer_bytes`: each layer's gradient bytes as the buckets count them.
+  GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers,
+              const std::vector<double>& layer_bytes, double bucket_bytes,
               c10::intrusive_ptr<c10d::ProcessGroup> group);
   ~GradBuckets();
   GradBuckets(const GradBuckets&) = delete;

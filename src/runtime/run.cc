@@ -366,9 +366,14 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   std::unique_ptr<detail::GradBuckets> buckets;
   if (groups.stage) {
     std::vector<std::vector<torch::Tensor>> layers;
-    for (int l = stage.first_layer; l < stage.first_layer + stage.num_layers; ++l)
+    std::vector<double> layer_bytes;  // as the simulator counts them
+    for (int l = stage.first_layer; l < stage.first_layer + stage.num_layers; ++l) {
       layers.push_back(mod.layer_parameters(l, 1));
-    buckets = std::make_unique<detail::GradBuckets>(layers, p.grad_bucket_bytes, groups.stage);
+      layer_bytes.push_back(static_cast<double>(m.layer_parameters(l)) *
+                            model::dtype_bytes(m.dtype) / static_cast<double>(at.T));
+    }
+    buckets = std::make_unique<detail::GradBuckets>(layers, layer_bytes, p.grad_bucket_bytes,
+                                                    groups.stage);
   }
   // Resuming: this rank's parameters and step count from the newest whole checkpoint, then
   // (below) its optimizer state.

@@ -35,18 +35,23 @@ std::vector<torch::Tensor> grads(const std::vector<torch::Tensor>& params) {
   return out;
 }
 
+// Bytes per layer as the simulator counts them (fp32 here): 160, 288 and 72.
+const std::vector<double> kLayerBytes{160, 288, 72};
+
 TEST(GradBuckets, GroupLayersFromTheLastAsTheSimulatorDoes) {
   ThreeLayers m;
-  // Bytes per layer: 160, 288 and 72. From the last: 72 + 288 reach 100, then 160.
-  EXPECT_EQ(GradBuckets(m.layers(), 100, one_rank_group()).count(), 2);
-  EXPECT_EQ(GradBuckets(m.layers(), 1, one_rank_group()).count(), 3);
-  EXPECT_EQ(GradBuckets(m.layers(), 25e6, one_rank_group()).count(), 1);
+  // From the last: 72 + 288 reach 100, then 160.
+  EXPECT_EQ(GradBuckets(m.layers(), kLayerBytes, 100, one_rank_group()).count(), 2);
+  EXPECT_EQ(GradBuckets(m.layers(), kLayerBytes, 1, one_rank_group()).count(), 3);
+  EXPECT_EQ(GradBuckets(m.layers(), kLayerBytes, 25e6, one_rank_group()).count(), 1);
+  // Counted at half the bytes (a 16-bit model), 72 + 288 + 160 stay below 400: one bucket.
+  EXPECT_EQ(GradBuckets(m.layers(), {80, 144, 36}, 400, one_rank_group()).count(), 1);
 }
 
 TEST(GradBuckets, StartDuringTheLastPassAndLeaveTheSums) {
   torch::manual_seed(1);
   ThreeLayers m;
-  GradBuckets buckets(m.layers(), 1, one_rank_group());
+  GradBuckets buckets(m.layers(), kLayerBytes, 1, one_rank_group());
   const auto params = m.all();
   for (auto& p : params) p.mutable_grad() = torch::zeros_like(p);
   const auto x = torch::randn({5, 4});
