@@ -114,6 +114,11 @@ class SpmdCoster {
   }
 
   int num_classes() const { return static_cast<int>(classes_.size()); }
+  // FLOP/s of a device of class t: its type's peak at its node's cpu_share.
+  double class_peak(int t) const {
+    return ctx_.cluster.device_types[classes_[t].first].peak(ctx_.model.dtype).value *
+           classes_[t].second;
+  }
   int count_of(int cls) const {
     return static_cast<int>(std::count(class_index_.begin(), class_index_.end(), cls));
   }
@@ -191,8 +196,9 @@ class SpmdCoster {
           if (alike && op != unit.ops.front()) break;
           double slowest = 0;
           for (auto [cls, share] : share_of_class)
-            slowest =
-                std::max(slowest, compute_time(op, cls, samples, whole_work(op, k) ? 1.0 : share));
+            if (share > 0)  // a class without a share is dropped from the replica
+              slowest = std::max(slowest,
+                                 compute_time(op, cls, samples, whole_work(op, k) ? 1.0 : share));
           const model::Op& o = md.ops[op];
           if (k == plan::SplitKind::tensor && o.shard == model::ShardKind::expert)
             slowest += 4 * collective(cost::Collective::all_to_all, o.bytes_read * samples, shares);
@@ -333,9 +339,11 @@ class SpmdCoster {
       sum.terms.push_back({var[t], static_cast<double>(count_of(t))});
     }
     req.add_row(std::move(sum));
+    bool splits = false;
     for (std::size_t u = 0; u < units_.size(); ++u) {
       const plan::SplitKind k = units_[u].choices[static_cast<std::size_t>(choice[u])];
       if (whole_work(units_[u].ops.front(), k)) continue;
+      splits = true;
       const int z = req.add_variable({fmt::format("z{}", u), 0.0, kInf, 1.0, false});
       for (int t = 0; t < num_classes(); ++t) {
         const double r0 = std::max(current[t], 1e-3);
@@ -362,6 +370,16 @@ class SpmdCoster {
     if (!sol) return sol.error();
     std::vector<double> out(devices_.size());
     for (std::size_t j = 0; j < devices_.size(); ++j) out[j] = sol->values[var[class_index_[j]]];
+    if (!splits) {
+      // Every op whole on every device: the ratios move no work, and the program runs at its
+      // slowest device's pace, so the fastest class takes it all and the replica drops the
+      // others (the LP's answer is any vertex: it had kept the slowest).
+      int fastest = 0;
+      for (int t = 1; t < num_classes(); ++t)
+        if (class_peak(t) > class_peak(fastest)) fastest = t;
+      for (std::size_t j = 0; j < devices_.size(); ++j)
+        out[j] = class_index_[j] == fastest ? 1.0 / count_of(fastest) : 0.0;
+    }
     return out;
   }
 

@@ -244,5 +244,35 @@ nodes:
 )");
 }
 
+// An MLP, whose ops the model keeps whole under tensor parallelism, on a whole core and a quarter
+// of one: a program that splits no work runs at its slowest device's pace, so HAP keeps it to the
+// faster device (the ratio LP, with nothing to balance, had given it all to the slower one).
+TEST(HapPlanner, KeepsAProgramOfWholeOpsOnTheFastestDevices) {
+  const auto m = load_model_or_die("mlp:layers=2,hidden=256,in=64,out=10,dtype=fp32");
+  auto c = cluster::parse_cluster_yaml(R"(version: 1
+nodes:
+  - {group: fast, count: 1, device: cpu, devices_per_node: 1,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1, latency: 2ms}}
+  - {group: slow, count: 1, device: cpu, devices_per_node: 1, cpu_share: 0.25,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1, latency: 2ms}}
+network: {kind: switch}
+)",
+                                       "two-cpus.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  SearchOptions opts;
+  opts.global_batch = 32;
+  auto hap = find_plan(m, *c, Algo::hap, opts);
+  ASSERT_TRUE(hap) << hap.error().message;
+  plan::Plan alone = hap->best.plan;
+  plan::Stage st;
+  st.num_layers = static_cast<int>(m.layers.size());
+  st.replicas = {{{0}, {}, 1.0}};
+  alone.stages = {st};
+  alone.op_overrides.clear();
+  const Evaluation e = Evaluator{m, *c, opts}.evaluate(alone);
+  ASSERT_TRUE(e.ok) << e.error;
+  EXPECT_LE(hap->best.iteration_time_s, e.iteration_time_s * (1 + 1e-9));
+}
+
 }  // namespace
 }  // namespace hetplan::search
