@@ -3,7 +3,6 @@
 #include <utility>
 
 namespace hetplan::runtime::detail {
-namespace {
 
 torch::Tensor flatten(const std::vector<torch::Tensor>& tensors) {
   std::vector<torch::Tensor> parts;
@@ -11,7 +10,13 @@ torch::Tensor flatten(const std::vector<torch::Tensor>& tensors) {
   return torch::cat(parts);
 }
 
-}  // namespace
+void unflatten_into(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors) {
+  std::int64_t at = 0;
+  for (const auto& t : tensors) {
+    t.copy_(flat.slice(0, at, at + t.numel()).view_as(t));
+    at += t.numel();
+  }
+}
 
 struct GradBuckets::State {
   struct Bucket {
@@ -104,11 +109,9 @@ void GradBuckets::finish(std::chrono::milliseconds timeout) {
   state_->start_ready();
   for (State::Bucket& b : state_->buckets) {
     b.work->wait(timeout);
-    std::int64_t at = 0;
-    for (const auto& p : b.params) {
-      p.grad().copy_(b.flat[0].slice(0, at, at + p.numel()).view_as(p));
-      at += p.numel();
-    }
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : b.params) grads.push_back(p.grad());
+    unflatten_into(b.flat[0], grads);
   }
   state_->reset();
 }

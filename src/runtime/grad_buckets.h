@@ -11,6 +11,12 @@
 
 namespace hetplan::runtime::detail {
 
+// The tensors end to end, as one new flat tensor.
+torch::Tensor flatten(const std::vector<torch::Tensor>& tensors);
+
+// Copies consecutive slices of `flat` into `tensors`, in order (the inverse of flatten).
+void unflatten_into(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors);
+
 // Buckets of a stage's parameters: layers from the last one back, a bucket closing once it holds
 // `bucket_bytes` of gradients (or at the first layer), by the bytes the caller gives each layer
 // (the simulator's count: the model's dtype, every weight divided by the tensor-parallel degree,

@@ -105,22 +105,6 @@ Groups connect(const RankEnv& env, const Place& at, bool tied, std::chrono::mill
   return g;
 }
 
-// The tensors end to end, as one new flat tensor.
-torch::Tensor flatten(const std::vector<torch::Tensor>& tensors) {
-  std::vector<torch::Tensor> parts;
-  for (const auto& t : tensors) parts.push_back(t.reshape({-1}));
-  return torch::cat(parts);
-}
-
-// Copies consecutive slices of `flat` into `tensors`, in order (the inverse of flatten).
-void unflatten_into(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors) {
-  std::int64_t at = 0;
-  for (const auto& t : tensors) {
-    t.copy_(flat.slice(0, at, at + t.numel()).view_as(t));
-    at += t.numel();
-  }
-}
-
 std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params) {
   std::vector<torch::Tensor> out;
   for (const auto& t : params) out.push_back(t.grad());
@@ -129,9 +113,9 @@ std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params) {
 
 // Sums `tensors` over `pg` in one flat all-reduce and writes the sums back.
 void all_reduce_flat(const PG& pg, const std::vector<torch::Tensor>& tensors) {
-  std::vector<torch::Tensor> flat{flatten(tensors)};
+  std::vector<torch::Tensor> flat{detail::flatten(tensors)};
   pg->allreduce(flat)->wait();
-  unflatten_into(flat[0], tensors);
+  detail::unflatten_into(flat[0], tensors);
 }
 
 std::string checkpoint_prefix(const std::string& dir, int steps, int rank) {
@@ -452,7 +436,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   torch::Tensor owned;
   if (zero) {
     torch::NoGradGuard no_grad;
-    owned = flatten(params).slice(0, shard_begin, shard_end).clone();
+    owned = detail::flatten(params).slice(0, shard_begin, shard_end).clone();
   }
   torch::optim::Adam adam(zero ? std::vector<torch::Tensor>{owned} : params,
                           torch::optim::AdamOptions(opts.learning_rate));
@@ -602,7 +586,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       own_losses.push_back(last && at.j == 0 ? loss_sum : 0.0);
       comm += seconds_since(comm_start);
       if (zero) {
-        owned.mutable_grad() = flatten(grads_of(params)).slice(0, shard_begin, shard_end).clone();
+        owned.mutable_grad() =
+            detail::flatten(grads_of(params)).slice(0, shard_begin, shard_end).clone();
         adam.step();
         // Gather the updated slices (padded to one size, as Gloo's all-gather needs).
         comm_start = Clock::now();
@@ -612,7 +597,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         in[0].slice(0, 0, shard_end - shard_begin).copy_(owned.detach());
         groups.stage->allgather(out, in)->wait();
         torch::NoGradGuard no_grad;
-        unflatten_into(torch::cat(out[0]), params);
+        detail::unflatten_into(torch::cat(out[0]), params);
         comm += seconds_since(comm_start);
       } else {
         adam.step();
