@@ -29,6 +29,12 @@ struct Probe {
   std::function<torch::Tensor()> run;
 };
 
+// The middle value (the upper one of an even count), reordering `v`; v not empty.
+double median(std::vector<double>& v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
 class Timer {
  public:
   Timer(torch::Device dev, double min_seconds) : dev_(dev), min_s_(min_seconds) {}
@@ -51,8 +57,7 @@ class Timer {
       runs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       if (runs.size() >= 100000) break;
     }
-    std::nth_element(runs.begin(), runs.begin() + runs.size() / 2, runs.end());
-    return runs[runs.size() / 2];
+    return median(runs);
   }
 
  private:
@@ -203,12 +208,10 @@ double time_optimizer_step(std::int64_t params, const torch::Device& dev, double
   const double set_bytes = 16.0 * static_cast<double>(params);  // weight, gradient, two moments
   const auto sets =
       static_cast<std::size_t>(std::clamp(std::ceil(kColdBytes / set_bytes), 1.0, 4096.0));
-  std::vector<torch::Tensor> weights;
-  std::vector<std::unique_ptr<torch::optim::Adam>> steps;
+  std::vector<std::unique_ptr<torch::optim::Adam>> steps;  // each holds its tensor
   for (std::size_t k = 0; k < sets; ++k) {
     auto w = torch::randn({params}, o).requires_grad_(true);
     w.mutable_grad() = torch::randn({params}, o);
-    weights.push_back(w);
     steps.push_back(std::make_unique<torch::optim::Adam>(std::vector<torch::Tensor>{w},
                                                          torch::optim::AdamOptions(1e-3)));
     steps.back()->step();  // allocates the moments
@@ -285,11 +288,7 @@ Result<cost::CalibrationProfile> calibrate(
     }
   for (OpKind kind : kKinds) {
     auto& pts = prof.points[opts.device_type][kind];
-    for (std::size_t i = 0; i < pts.size(); ++i) {
-      auto& times = rounds[kind][i];
-      std::nth_element(times.begin(), times.begin() + kRounds / 2, times.end());
-      pts[i].seconds = times[kRounds / 2];
-    }
+    for (std::size_t i = 0; i < pts.size(); ++i) pts[i].seconds = median(rounds[kind][i]);
     if (progress)
       progress(fmt::format("{}: {} sizes, {:.3g} to {:.3g} s", model::to_string(kind), pts.size(),
                            pts.front().seconds, pts.back().seconds));
@@ -303,11 +302,9 @@ Result<cost::CalibrationProfile> calibrate(
     for (int i = 0; i < optimizer_sizes; ++i)
       step_rounds[static_cast<std::size_t>(i)].push_back(time_optimizer_step(
           std::int64_t{1024} << (2 * i), dev, opts.seconds_per_point / kRounds));
-  for (int i = 0; i < optimizer_sizes; ++i) {
-    auto& times = step_rounds[static_cast<std::size_t>(i)];
-    std::nth_element(times.begin(), times.begin() + kRounds / 2, times.end());
-    steps.push_back({0, static_cast<double>(std::int64_t{1024} << (2 * i)), times[kRounds / 2]});
-  }
+  for (int i = 0; i < optimizer_sizes; ++i)
+    steps.push_back({0, static_cast<double>(std::int64_t{1024} << (2 * i)),
+                     median(step_rounds[static_cast<std::size_t>(i)])});
   if (progress)
     progress(fmt::format("optimizer (Adam): {} sizes, {:.3g} to {:.3g} s", steps.size(),
                          steps.front().seconds, steps.back().seconds));
