@@ -114,10 +114,10 @@ class SpmdCoster {
   }
 
   int num_classes() const { return static_cast<int>(classes_.size()); }
-  // FLOP/s of a device of class t: its type's peak at its node's cpu_share.
+  // FLOP/s of a device of class t (device_peak of one of them: its type's at its cpu_share).
   double class_peak(int t) const {
-    return ctx_.cluster.device_types[classes_[t].first].peak(ctx_.model.dtype).value *
-           classes_[t].second;
+    const auto j = std::find(class_index_.begin(), class_index_.end(), t) - class_index_.begin();
+    return device_peak(ctx_.cluster, devices_[static_cast<std::size_t>(j)], ctx_.model.dtype);
   }
   int count_of(int cls) const {
     return static_cast<int>(std::count(class_index_.begin(), class_index_.end(), cls));

@@ -163,23 +163,31 @@ TEST(HapPlanner, ShardsWeightsWhereWholeOnesDoNotFit) {
   EXPECT_FALSE(e.fits);
 }
 
+// One CPU worker with a whole core and one with a quarter of a core, a node each; `links` gives
+// their intra_node and nic.
+cluster::Cluster whole_and_quarter_core(const std::string& links) {
+  auto c = cluster::parse_cluster_yaml(
+      "version: 1\nnodes:\n"
+      "  - {group: fast, count: 1, device: cpu, devices_per_node: 1, cpu_share: 1.0, " +
+          links +
+          "}\n"
+          "  - {group: slow, count: 1, device: cpu, devices_per_node: 1, cpu_share: 0.25, " +
+          links + "}\n",
+      "two-cpus.yaml");
+  if (!c) throw std::runtime_error(c.error().message);
+  return *c;
+}
+
 // Two CPU workers of one type, one limited to a quarter of its core (cpu_share), on links fast
 // enough that one SPMD program over both wins: the ratio LP gives the full core four times the
 // work of the quarter (devices of one type at different cpu_shares are different classes).
 TEST(HapPlanner, SplitsWorkByEachDevicesSpeedNotItsType) {
   const auto m = load_model_or_die("mlp:layers=4,hidden=2048,in=1024,out=10,dtype=fp32");
-  auto c = cluster::parse_cluster_yaml(R"(version: 1
-nodes:
-  - {group: fast, count: 1, device: cpu, devices_per_node: 1, cpu_share: 1.0,
-     intra_node: {bandwidth: 50GB/s}, nic: {bandwidth: 400Gbps, count: 1}}
-  - {group: slow, count: 1, device: cpu, devices_per_node: 1, cpu_share: 0.25,
-     intra_node: {bandwidth: 50GB/s}, nic: {bandwidth: 400Gbps, count: 1}}
-)",
-                                       "two-cpus.yaml");
-  ASSERT_TRUE(c) << c.error().message;
+  const auto c = whole_and_quarter_core(
+      "intra_node: {bandwidth: 50GB/s}, nic: {bandwidth: 400Gbps, count: 1}");
   SearchOptions opts;
   opts.global_batch = 64;
-  auto r = find_plan(m, *c, Algo::hap, opts);
+  auto r = find_plan(m, c, Algo::hap, opts);
   ASSERT_TRUE(r) << r.error().message;
   const auto& st = r->best.plan.stages;
   ASSERT_EQ(st.size(), 1u);
@@ -191,7 +199,7 @@ nodes:
   // Even shares, the same program otherwise, are slower.
   plan::Plan even = r->best.plan;
   even.stages[0].replicas[0].tp_shares.clear();
-  Evaluator evaluator{m, *c, opts};
+  Evaluator evaluator{m, c, opts};
   const Evaluation e = evaluator.evaluate(even);
   ASSERT_TRUE(e.ok) << e.error;
   EXPECT_LT(r->best.iteration_time_s, e.iteration_time_s * 0.8);
@@ -249,19 +257,11 @@ nodes:
 // faster device (the ratio LP, with nothing to balance, had given it all to the slower one).
 TEST(HapPlanner, KeepsAProgramOfWholeOpsOnTheFastestDevices) {
   const auto m = load_model_or_die("mlp:layers=2,hidden=256,in=64,out=10,dtype=fp32");
-  auto c = cluster::parse_cluster_yaml(R"(version: 1
-nodes:
-  - {group: fast, count: 1, device: cpu, devices_per_node: 1,
-     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1, latency: 2ms}}
-  - {group: slow, count: 1, device: cpu, devices_per_node: 1, cpu_share: 0.25,
-     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1, latency: 2ms}}
-network: {kind: switch}
-)",
-                                       "two-cpus.yaml");
-  ASSERT_TRUE(c) << c.error().message;
+  const auto c = whole_and_quarter_core(
+      "intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1, latency: 2ms}");
   SearchOptions opts;
   opts.global_batch = 32;
-  auto hap = find_plan(m, *c, Algo::hap, opts);
+  auto hap = find_plan(m, c, Algo::hap, opts);
   ASSERT_TRUE(hap) << hap.error().message;
   plan::Plan alone = hap->best.plan;
   plan::Stage st;
@@ -269,7 +269,7 @@ network: {kind: switch}
   st.replicas = {{{0}, {}, 1.0}};
   alone.stages = {st};
   alone.op_overrides.clear();
-  const Evaluation e = Evaluator{m, *c, opts}.evaluate(alone);
+  const Evaluation e = Evaluator{m, c, opts}.evaluate(alone);
   ASSERT_TRUE(e.ok) << e.error;
   EXPECT_LE(hap->best.iteration_time_s, e.iteration_time_s * (1 + 1e-9));
 }
