@@ -129,8 +129,7 @@ Action add_simulate_command(CLI::App& app) {
       "--strategy,-s", args->strategy,
       std::string("Megatron-style shorthand, e.g. dp=8,tp=8,pp=12,mbs=1,gbs=1536,recompute=full,"
                   "zero=1,schedule=interleaved,vpp=3,sp=1; bn=synced: batch-norm statistics over "
-                  "each whole "
-                  "micro-batch (default: ") +
+                  "each whole micro-batch (default: ") +
           kDefaultStrategy + ")");
   cmd->add_option("--plan,-p", args->plan_file, "A plan JSON file (instead of --strategy)");
   cmd->add_option("--trace", args->trace_file,

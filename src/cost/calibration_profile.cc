@@ -1,4 +1,5 @@
-// Calibration profiles (JSON, version 1): measured op times per device type and op kind.
+// Calibration profiles (JSON, version 2): measured op times per device type and op kind, and the
+// optional "messaging" and "optimizer" sections (compute_cost.h).
 //
 //   {"version": 2, "device": "H100-SXM5-80GB", "measured_on": "2026-11-22", "notes": "...",
 //    "entries": [{"device": "H100-SXM5-80GB", "op_kind": "matmul",

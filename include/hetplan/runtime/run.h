@@ -66,7 +66,8 @@ struct RunResult {
 // shares, Megatron-style tensor parallelism with uneven shares inside a replica (and sequence
 // parallelism for decoders), micro-batches, ZeRO-1, full or selective recomputation, local or
 // synced batch normalisation. Refused with the reason: sequence parallelism outside decoders,
-// per-op split overrides under tensor parallelism, interleaved schedules, ZeRO-2/3, gradient sync
+// per-op split overrides under tensor parallelism, replicas of one stage with different
+// tp_shares, interleaved schedules, ZeRO-2/3, gradient sync
 // other than all-reduce, model families without a runtime module (CNNs other than ResNets), CNNs
 // under tensor parallelism, and CNN replicas left without a sample of some micro-batch.
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size);
