@@ -494,10 +494,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       const auto start = Clock::now();
       double comm = 0, idle = 0;
       const detail::Batch batch = data->global(step, p.global_batch);
-      for (auto& t : params) {
-        if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
-        t.mutable_grad().zero_();
-      }
+      // Gradients start undefined (PyTorch's zero_grad(set_to_none)): the first backward pass
+      // writes them and later ones add, with no zeroing pass over every parameter.
+      for (auto& t : params) t.mutable_grad() = torch::Tensor();
       // The plan's micro-batches through this stage in the simulator's pass order. Each loss is
       // weighted by 1/B so that the gradients summed over all replicas are the full batch's mean.
       // Between stages, each replica sends each replica of the next stage the rows of the samples
@@ -570,6 +569,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           inputs[mb] = outputs[mb] = torch::Tensor();
         }
       }
+      // A parameter no pass reached (a replica with no samples this step) contributes zeros.
+      for (auto& t : params)
+        if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
       auto comm_start = Clock::now();
       for (auto& w : sends) w->wait(timeout);
       // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
