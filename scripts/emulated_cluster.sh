@@ -30,9 +30,18 @@ print(len({d for s in p['stages'] for r in s['replicas'] for d in r['devices']})
   esac
 }
 # Runs the plan for real, then simulates it against what the run measured: the simulator's JSON.
+# A worker's CPU quota is a budget per 100 ms period, so steps measured over less than a few
+# periods run on unspent budget, faster than the steady state the simulator predicts: the run
+# takes at least STEPS steps and enough more that its measured steps (all but the first two)
+# span MIN_TIME seconds (3 by default: 30 periods, as the simulator's mean) by the prediction.
+min_time=${MIN_TIME:-3}
 measure_and_predict() {  # model, plan arguments
+  local predicted n
+  predicted=$("$bin" simulate --model "$1,dtype=fp32" --cluster "$work/cluster.yaml" $2 \
+    --calibration "$work/cpu.json" --json | json_field "['iteration_time_s']")
+  n=$(python3 -c "import math; print(max($steps, 2 + min(1000, math.ceil($min_time / $predicted))))")
   "$bin" run --model "$1" --cluster "$work/cluster.yaml" --nprocs "$(ranks "$2")" --emulate $2 \
-    --steps "$steps" --measured-out "$work/measured.json" >/dev/null 2>&1
+    --steps "$n" --measured-out "$work/measured.json" >/dev/null 2>&1
   "$bin" simulate --model "$1,dtype=fp32" --cluster "$work/cluster.yaml" $2 \
     --calibration "$work/cpu.json" --measured "$work/measured.json" --json
 }
