@@ -167,7 +167,8 @@ Result<std::unique_ptr<Emulation>> Emulation::create(const std::vector<RankLimit
     // costs compute: each time the quota runs out the worker's caches go cold, and on the machine
     // this was written on, a worker at 0.2 of a core took 1.23-1.38x (10 ms period) and 1.48-1.69x
     // (5 ms) five times its whole-core step time for an MLP, against 1.09-1.2x at 100 ms.
-    const long period = 100000, quota = std::max(1000L, std::lround(ranks[r].cpu_share * period));
+    const long period = std::lround(cluster::kCpuQuotaPeriod.value * 1e6),
+               quota = std::max(1000L, std::lround(ranks[r].cpu_share * period));
     const bool ok = v2 ? write_file(dir + "/cpu.max", fmt::format("{} {}", quota, period))
                        : write_file(dir + "/cpu.cfs_period_us", std::to_string(period)) &&
                              write_file(dir + "/cpu.cfs_quota_us", std::to_string(quota));

@@ -2,8 +2,11 @@
 // resolve in a fixed order. Transfers are flows: after their latency they move their bytes at a
 // speed that every change in the set of flows on their links recomputes (each link's capacity goes
 // to the flows of the highest priority first; flows of one priority share what is left in
-// proportion to their demands; a flow goes as fast as its most loaded link allows).
+// proportion to their demands; a flow goes as fast as its most loaded link allows). A compute task
+// of a stream under a CPU quota runs while its quota's budget lasts and waits for the next
+// period when it runs out (task_graph.h).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <queue>
@@ -14,7 +17,7 @@
 namespace hetplan::sim::detail {
 namespace {
 
-enum class EvType : std::uint8_t { compute_done, latency_done, flow_done };
+enum class EvType : std::uint8_t { compute_done, latency_done, flow_done, quota_step };
 
 struct Event {
   double time;
@@ -36,21 +39,47 @@ struct Flow {
   std::uint32_t version = 0;
 };
 
+// The running state of a quota: its budget and period, and the compute task it runs (its stream
+// runs one at a time).
+struct QuotaRun {
+  double budget = 0;
+  double period_end = 0;
+  int task = -1;
+  double remaining = 0;  // seconds of the task's compute left
+  int messaging = 0;     // transfers in flight on the quota's devices
+  double last = 0;       // when budget and remaining were last brought up to date
+  std::uint32_t version = 0;
+};
+
+// Below this, a budget is spent and a task's compute done (rounding of sums of times).
+constexpr double kTimeEps = 1e-12;
+
 class Engine {
  public:
-  Engine(const TaskGraph& g, const std::vector<double>& cap)
+  Engine(const TaskGraph& g, const std::vector<double>& cap, EngineCarry* carry)
       : g_(g),
         cap_(cap),
+        carry_(carry),
         preds_(g.tasks.size()),
         next_(g.streams.size(), 0),
         flows_(g.tasks.size()),
         link_demand_(cap.size(), 0.0),
         link_flows_(cap.size()),
-        link_priority_demand_(cap.size()) {
+        link_priority_demand_(cap.size()),
+        quota_(g.quotas.size()) {
     for (const Task& t : g.tasks) prioritised_ = prioritised_ || t.priority != 0;
     r_.start.assign(g.tasks.size(), -1);
     r_.end.assign(g.tasks.size(), -1);
     for (std::size_t i = 0; i < g.tasks.size(); ++i) preds_[i] = g.tasks[i].preds;
+    if (carry_) now_ = carry_->start;
+    r_.makespan = now_;
+    for (std::size_t q = 0; q < quota_.size(); ++q) {
+      const CpuQuota& cq = g.quotas[q];
+      const bool carried = carry_ && carry_->budget.size() == quota_.size();
+      quota_[q].budget = carried ? carry_->budget[q] : cq.share * cq.period;
+      quota_[q].period_end = carried ? carry_->period_end[q] : now_ + cq.phase + cq.period;
+      quota_[q].last = now_;
+    }
   }
 
   EngineResult run() {
@@ -64,6 +93,9 @@ class Engine {
         case EvType::compute_done:
           finish(e.task);
           break;
+        case EvType::quota_step:
+          if (e.version == quota_[e.task].version) quota_step(e.task);
+          break;
         case EvType::latency_done:
           begin_flow(e.task);
           break;
@@ -76,6 +108,16 @@ class Engine {
     }
     for (double end : r_.end)
       if (end < 0) r_.deadlock = true;
+    if (carry_) {
+      carry_->start = r_.makespan;
+      carry_->budget.clear();
+      carry_->period_end.clear();
+      for (std::size_t q = 0; q < quota_.size(); ++q) {
+        advance(static_cast<int>(q), r_.makespan);
+        carry_->budget.push_back(quota_[q].budget);
+        carry_->period_end.push_back(quota_[q].period_end);
+      }
+    }
     return std::move(r_);
   }
 
@@ -96,7 +138,16 @@ class Engine {
   void start(int t) {
     const Task& task = g_.tasks[t];
     r_.start[t] = now_;
-    if (!task.is_transfer) {
+    const int q = task.is_transfer ? -1 : g_.stream_quota[task.stream];
+    if (task.is_transfer) set_messaging(task, +1);
+    if (q >= 0) {
+      QuotaRun& run = quota_[q];
+      advance(q, now_);
+      run.task = t;
+      run.remaining = task.duration;
+      run.last = now_;
+      schedule_quota(q);
+    } else if (!task.is_transfer) {
       push(now_ + task.duration, t, EvType::compute_done);
     } else {
       push(now_ + task.latency, t, EvType::latency_done);
@@ -107,10 +158,69 @@ class Engine {
     r_.end[t] = now_;
     r_.makespan = std::max(r_.makespan, now_);
     const Task& task = g_.tasks[t];
+    if (task.is_transfer) set_messaging(task, -1);
     ++next_[task.stream];
     try_start_stream(task.stream);
     for (int s : task.succs)
       if (--preds_[s] == 0) try_start_stream(g_.tasks[s].stream);
+  }
+
+  // The CPU time a quota's transfers spend per second in flight.
+  double messaging_rate(int q) const { return quota_[q].messaging > 0 ? g_.quotas[q].share : 0.0; }
+
+  // Brings quota q's budget (and its task's compute) up to time t. Its compute runs while the
+  // budget lasts; its transfers spend it even when it has run out, a debt that the next periods'
+  // budgets pay first (as the kernel does for a group that overran). Its task's events keep a
+  // computing quota from running out of budget or crossing a period's end before t.
+  void advance(int q, double t) {
+    QuotaRun& run = quota_[q];
+    const CpuQuota& cq = g_.quotas[q];
+    while (run.last < t) {
+      const double until = std::min(t, run.period_end);
+      const double dt = until - run.last, messaging = messaging_rate(q);
+      double computed = 0;
+      if (run.task >= 0 && run.budget > kTimeEps)
+        computed = std::min(dt, run.budget / (1 + messaging));
+      run.remaining -= computed;
+      run.budget -= computed + dt * messaging;
+      run.last = until;
+      if (run.last + kTimeEps < run.period_end) break;
+      run.period_end += cq.period;
+      run.budget = cq.share * cq.period + std::min(0.0, run.budget);
+    }
+  }
+
+  // The next step of quota q's task: its end, its budget's running out or, throttled, its next
+  // period (so no step crosses a period's end, where the budget is renewed).
+  void schedule_quota(int q) {
+    QuotaRun& run = quota_[q];
+    ++run.version;
+    const double next = run.budget > kTimeEps
+                            ? now_ + std::min({run.remaining, run.budget / (1 + messaging_rate(q)),
+                                               run.period_end - now_})
+                            : run.period_end;
+    heap_.push(Event{next, seq_++, q, EvType::quota_step, run.version});
+  }
+
+  // A transfer starts (+1) or ends (-1) on its quotas' devices.
+  void set_messaging(const Task& task, int change) {
+    for (int q : task.quotas) {
+      advance(q, now_);
+      quota_[q].messaging += change;
+      if (quota_[q].task >= 0) schedule_quota(q);
+    }
+  }
+
+  void quota_step(int q) {
+    QuotaRun& run = quota_[q];
+    advance(q, now_);
+    if (run.remaining > kTimeEps) {
+      schedule_quota(q);
+      return;
+    }
+    const int t = run.task;
+    run.task = -1;
+    finish(t);
   }
 
   double demand(const Task& task, const cost::LinkLoad& l) const {
@@ -249,6 +359,7 @@ class Engine {
 
   const TaskGraph& g_;
   const std::vector<double>& cap_;
+  EngineCarry* carry_;
   std::vector<int> preds_;
   std::vector<std::size_t> next_;
   std::vector<Flow> flows_;
@@ -264,6 +375,7 @@ class Engine {
   std::vector<int> touched_;
   std::uint32_t stamp_ = 0;
   bool prioritised_ = false;  // some transfer has a priority: links are shared by priority
+  std::vector<QuotaRun> quota_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
   std::uint64_t seq_ = 0;
   double now_ = 0;
@@ -272,8 +384,9 @@ class Engine {
 
 }  // namespace
 
-EngineResult run_engine(const TaskGraph& g, const std::vector<double>& link_capacity) {
-  return Engine(g, link_capacity).run();
+EngineResult run_engine(const TaskGraph& g, const std::vector<double>& link_capacity,
+                        EngineCarry* carry) {
+  return Engine(g, link_capacity, carry).run();
 }
 
 }  // namespace hetplan::sim::detail

@@ -84,6 +84,15 @@ std::vector<std::vector<double>> batch_overlap(const plan::Stage& a, const plan:
   return out;
 }
 
+// Whether some device the plan uses is on a node with a cpu_share below one.
+bool uses_cpu_quota(const cluster::Cluster& c, const plan::Plan& p) {
+  for (const auto& st : p.stages)
+    for (const auto& r : st.replicas)
+      for (int d : r.devices)
+        if (c.nodes[c.devices[d].node].cpu_share < 1) return true;
+  return false;
+}
+
 struct Lowering {
   const model::Model& m;
   const cluster::Cluster& c;
@@ -95,6 +104,7 @@ struct Lowering {
   std::vector<LaneInfo> lanes;
   std::vector<std::vector<int>> lane_of;  // [stage][replica]
   std::vector<int> lane_compute_stream;
+  std::vector<int> lane_quota;  // index into g.quotas, or -1
   std::vector<std::vector<PassRef>> lane_order;
   // Task ids, [stage][replica][microbatch]: the first task of each pass (its compute) and the last
   // (its tensor-parallel collectives, or the compute when it has none).
@@ -113,7 +123,7 @@ struct Lowering {
         p(p_),
         opts(o),
         compute(o.compute, o.profile),
-        coster(m_, c_, p_, compute, o.network) {}
+        coster(m_, c_, p_, compute, o.network, !uses_cpu_quota(c_, p_)) {}
 
   double samples(const plan::Replica& r) const {
     return r.batch_share * static_cast<double>(p.global_batch) / p.num_microbatches;
@@ -201,7 +211,14 @@ struct Lowering {
       if (!pos) return pos.error();
       lane_order[l] = pass_order(p.schedule, static_cast<int>(lanes[l].stages.size()), pos->first,
                                  pos->second, M);
-      lane_compute_stream.push_back(g.add_stream());
+      const double share = lane_share(static_cast<int>(l));
+      int quota = -1;
+      if (share < 1) {
+        quota = static_cast<int>(g.quotas.size());
+        g.quotas.push_back(detail::CpuQuota{share, cluster::kCpuQuotaPeriod.value});
+      }
+      lane_quota.push_back(quota);
+      lane_compute_stream.push_back(g.add_stream(quota));
     }
     fwd.assign(S, {});
     bwd.assign(S, {});
@@ -266,7 +283,56 @@ struct Lowering {
     if (p.zero_stage >= 3) add_parameter_gathers();
     auto sync = add_gradient_sync();
     if (!sync) return sync;
+    attach_transfer_quotas();
     return true;
+  }
+
+  // The share of a core at which lane l computes, one quota for all its devices (they compute in
+  // step): its passes' compute at full speed over their compute with each device at its node's
+  // cpu_share. A lane that computes all the time then takes as long as with every device that
+  // much slower; for devices of one share it is that share.
+  double lane_share(int l) const {
+    double full = 0, slowed = 0;
+    bool any = false;
+    for (int d : lanes[l].devices) any = any || c.nodes[c.devices[d].node].cpu_share < 1;
+    if (!any) return 1;
+    const detail::StageCoster slowed_coster(m, c, p, compute, opts.network, true);
+    for (int s : lanes[l].stages)
+      for (std::size_t r = 0; r < lane_of[s].size(); ++r) {
+        if (lane_of[s][r] != l) continue;
+        const auto& rep = p.stages[s].replicas[r];
+        const auto t = slowed_coster.replica_times(p.stages[s], rep, samples(rep), false);
+        const int n = p.stages[s].num_layers;
+        auto busy = [n](const detail::LayerTimes& lt) {
+          return lt.compute(true, 0, n) + lt.compute(false, 0, n) + lt.optimizer;
+        };
+        full += busy(times[s][r]);
+        slowed += busy(t);
+      }
+    if (full <= 0 || slowed <= 0) {  // no compute: the smallest share
+      double share = 1;
+      for (int d : lanes[l].devices) share = std::min(share, c.nodes[c.devices[d].node].cpu_share);
+      return share;
+    }
+    return std::min(1.0, full / slowed);
+  }
+
+  // Each transfer spends the CPU quotas of the devices at its links' ends.
+  void attach_transfer_quotas() {
+    if (g.quotas.empty()) return;
+    std::vector<int> device_quota(c.devices.size(), -1);
+    for (std::size_t l = 0; l < lanes.size(); ++l)
+      for (int d : lanes[l].devices) device_quota[d] = lane_quota[l];
+    for (Task& t : g.tasks) {
+      if (!t.is_transfer) continue;
+      for (int i = t.loads_begin; i < t.loads_end; ++i) {
+        const cluster::Link& link = c.links[g.loads[i].link];
+        for (int v : {link.from, link.to})
+          if (v < c.num_devices() && device_quota[v] >= 0) t.quotas.push_back(device_quota[v]);
+      }
+      std::sort(t.quotas.begin(), t.quotas.end());
+      t.quotas.erase(std::unique(t.quotas.begin(), t.quotas.end()), t.quotas.end());
+    }
   }
 
   // A pass's compute, then on the same stream its tensor-parallel collectives as one flow (the
@@ -571,18 +637,51 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
   Lowering low(m, c, p, opts);
   auto built = low.build();
   if (!built) return built.error();
-  const auto eng = detail::run_engine(low.g, link_capacities(c, opts.network));
+  const std::vector<double> caps = link_capacities(c, opts.network);
+  detail::EngineCarry carry;
+  detail::EngineCarry* carried = low.g.quotas.empty() ? nullptr : &carry;
+  auto eng = detail::run_engine(low.g, caps, carried);
   if (eng.deadlock)
     return Error{
         "plan: the schedule's pass order contradicts its dependencies (the simulation deadlocked)"};
+  long long events = eng.events;
+  double iteration_time = eng.makespan;
+  if (carried) {
+    // Under CPU quotas an iteration's time depends on the budgets the ones before it left, so
+    // iterations run back to back, each starting when the one before ends. After a warm-up of at
+    // least one quota period: the mean of at least three iterations and 30 periods (fewer for
+    // graphs so large that this would run more than about four million tasks).
+    const double period = cluster::kCpuQuotaPeriod.value;
+    const long long cap =
+        std::max<long long>(4, 4'000'000 / static_cast<long long>(low.g.tasks.size() + 1));
+    long long runs = 1, measured = 0;
+    auto next = [&] {
+      eng = detail::run_engine(low.g, caps, carried);
+      events += eng.events;
+      ++runs;
+    };
+    while (carry.start < period && runs < cap) next();
+    const double from = carry.start;
+    double begin = from;
+    while (measured == 0 || ((measured < 3 || carry.start - from < 30 * period) && runs < cap)) {
+      begin = carry.start;
+      next();
+      ++measured;
+    }
+    iteration_time = (carry.start - from) / static_cast<double>(measured);
+    // The statistics and events below are the last iteration's, from its start.
+    for (double& t : eng.start) t -= begin;
+    for (double& t : eng.end) t -= begin;
+    eng.makespan -= begin;
+  }
 
   SimResult r;
-  r.iteration_time = Seconds(eng.makespan);
+  r.iteration_time = Seconds(iteration_time);
   r.num_tasks = static_cast<long long>(low.g.tasks.size());
-  r.num_events = eng.events;
+  r.num_events = events;
   r.lanes = low.lanes;
   const double B = static_cast<double>(p.global_batch);
-  const double T = eng.makespan;
+  const double T = iteration_time;
   r.samples_per_s = T > 0 ? B / T : 0;
   if (m.is_language_model()) r.tokens_per_s = r.samples_per_s * m.seq_len;
 

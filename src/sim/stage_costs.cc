@@ -7,8 +7,15 @@
 
 namespace hetplan::sim::detail {
 StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
-                         const cost::ComputeCostModel& compute, const cost::NetworkParams& net)
-    : m_(m), c_(c), p_(p), compute_(compute), net_(net), tg_(model::derive_training_graph(m)) {
+                         const cost::ComputeCostModel& compute, const cost::NetworkParams& net,
+                         bool cpu_share_slows)
+    : m_(m),
+      c_(c),
+      p_(p),
+      compute_(compute),
+      net_(net),
+      tg_(model::derive_training_graph(m)),
+      cpu_share_slows_(cpu_share_slows) {
   const std::size_t n = m.ops.size();
   backward_index_.assign(n, -1);
   optimizer_index_.assign(n, -1);
@@ -91,8 +98,8 @@ PassComm LayerTimes::comm(bool forward_pass, int first, int count) const {
 double StageCoster::device_time(int device, const model::TrainOp& op, double samples,
                                 double shard) const {
   // A node limited to a share of its CPU (cluster files' cpu_share, emulated clusters) runs
-  // everything proportionally slower.
-  const double cpu_share = c_.nodes[c_.devices[device].node].cpu_share;
+  // everything proportionally slower, on average.
+  const double cpu_share = cpu_share_slows_ ? c_.nodes[c_.devices[device].node].cpu_share : 1.0;
   return compute_.op_time(c_.type_of(device), op, samples, shard, m_.dtype).value / cpu_share;
 }
 

@@ -48,8 +48,11 @@ struct LayerTimes {
 
 class StageCoster {
  public:
+  // With `cpu_share_slows`, a device of a node with a cpu_share computes that much slower (the
+  // planners' estimates); without, at full speed (the simulator applies the share as a quota).
   StageCoster(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
-              const cost::ComputeCostModel& compute, const cost::NetworkParams& net);
+              const cost::ComputeCostModel& compute, const cost::NetworkParams& net,
+              bool cpu_share_slows = true);
 
   // Without `loads`, the PassComms carry times only (what the planners' estimates need).
   LayerTimes replica_times(const plan::Stage& s, const plan::Replica& r, double samples,
@@ -83,7 +86,8 @@ class StageCoster {
                                   std::optional<cost::UnevenForm> form = std::nullopt) const;
 
  private:
-  // Seconds of one pass of `op` on `device` (its type's cost, slowed by its node's cpu_share).
+  // Seconds of one pass of `op` on `device` (its type's cost, slowed by its node's cpu_share when
+  // cpu_share_slows_).
   double device_time(int device, const model::TrainOp& op, double samples, double shard) const;
   // Bytes per sample of the factors device j of replica r holds for its shard of matmul `op`.
   double factor_bytes(int op, const plan::Replica& r, int j) const;
@@ -94,12 +98,13 @@ class StageCoster {
   const cost::ComputeCostModel& compute_;
   const cost::NetworkParams& net_;
   model::TrainingGraph tg_;
-  std::vector<int> backward_index_;          // op -> index in tg_.backward
-  std::vector<int> optimizer_index_;         // op -> index in tg_.optimizer or -1
-  std::vector<plan::SplitKind> split_;       // per op, as the plan says
-  std::vector<OpLayout> layout_;             // per op, under its split
-  std::vector<bool> whole_work_;             // every device of a replica computes all of the op
-  std::vector<bool> whole_params_;           // every device of a replica holds all of its weights
+  std::vector<int> backward_index_;     // op -> index in tg_.backward
+  std::vector<int> optimizer_index_;    // op -> index in tg_.optimizer or -1
+  std::vector<plan::SplitKind> split_;  // per op, as the plan says
+  std::vector<OpLayout> layout_;        // per op, under its split
+  std::vector<bool> whole_work_;        // every device of a replica computes all of the op
+  std::vector<bool> whole_params_;      // every device of a replica holds all of its weights
+  bool cpu_share_slows_;
   std::optional<cost::UnevenForm> tp_form_;  // the plan's form for uneven shards, or the cheaper
   mutable std::map<std::tuple<int, std::vector<int>, double, std::vector<double>>,
                    cost::CollectiveCost>

@@ -24,17 +24,35 @@ struct Task {
   // Transfer only: on a shared link, flows of a higher priority take the capacity first (strict
   // priority, DLCP-style); equal priorities share it by demand.
   int priority = 0;
+  // Transfer only: the CPU quotas of the devices at its links' ends, whose messaging software it
+  // keeps busy while in flight.
+  std::vector<int> quotas;
   int preds = 0;
   std::vector<int> succs;
+};
+
+// A CPU budget (cluster.h's cpu_share): `share` x `period` seconds of CPU time per period, the
+// periods starting where the first iteration starts, what is left of a period's budget lost at
+// its end (CFS bandwidth control). A compute task of a stream under a quota runs at full speed
+// while the budget lasts and waits for the next period when it runs out. Transfers in flight on
+// the quota's devices spend it at `share` (messaging is priced at the share's pace, cost/
+// messaging.h, so that is its CPU time), but are not stopped when it runs out.
+struct CpuQuota {
+  double share = 1;
+  double period = 0.1;
+  double phase = 0;  // the first period ends at phase + period after the first iteration starts
 };
 
 struct TaskGraph {
   std::vector<Task> tasks;
   std::vector<std::vector<int>> streams;  // task ids in execution order
+  std::vector<int> stream_quota;          // per stream: index into quotas, or -1
+  std::vector<CpuQuota> quotas;
   std::vector<cost::LinkLoad> loads;
 
-  int add_stream() {
+  int add_stream(int quota = -1) {
     streams.emplace_back();
+    stream_quota.push_back(quota);
     return static_cast<int>(streams.size()) - 1;
   }
   // Appends a task to the end of its stream.
@@ -57,7 +75,18 @@ struct EngineResult {
   bool deadlock = false;  // some task never ran (a schedule inconsistent with its dependencies)
 };
 
-// link_capacity[l]: bytes/s that link l carries for transfers (bandwidth times efficiency).
-EngineResult run_engine(const TaskGraph& g, const std::vector<double>& link_capacity);
+// What one iteration hands the next when they run back to back: the time the next starts at and,
+// per quota, the budget left and the end of its current period.
+struct EngineCarry {
+  double start = 0;
+  std::vector<double> budget;      // empty: every quota starts a period with its whole budget
+  std::vector<double> period_end;  // absolute
+};
+
+// link_capacity[l]: bytes/s that link l carries for transfers (bandwidth times efficiency). With
+// `carry`, the iteration starts at carry->start with its quotas' state, and leaves in it the state
+// at its end (start = makespan); start and end times are absolute.
+EngineResult run_engine(const TaskGraph& g, const std::vector<double>& link_capacity,
+                        EngineCarry* carry = nullptr);
 
 }  // namespace hetplan::sim::detail

@@ -35,7 +35,8 @@ TEST(SimulateExact, SingleDeviceGPipe) {
 }
 
 TEST(SimulateExact, CpuShareSlowsItsNodesCompute) {
-  // The same device at half its node's CPU: every pass takes twice as long (12 s -> 24 s).
+  // The same device at half its node's CPU, always busy: half of each 0.1 s period computes, so
+  // the iteration takes twice as long (12 s -> 24 s, to rounding over 240 periods).
   const auto m = chain_model(2, 1e12, 0);
   auto c = unit_cluster(1, 1);
   c.nodes[0].cpu_share = 0.5;
@@ -43,7 +44,7 @@ TEST(SimulateExact, CpuShareSlowsItsNodesCompute) {
   p.schedule = plan::Schedule::gpipe;
   auto r = simulate(m, c, p, exact_options());
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_DOUBLE_EQ(r->iteration_time.value, 24.0);
+  EXPECT_NEAR(r->iteration_time.value, 24.0, 1e-9);
 }
 
 TEST(SimulateExact, TwoStageOneFOneBTrace) {

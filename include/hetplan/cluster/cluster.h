@@ -25,10 +25,15 @@ struct Node {
   int id = 0;
   std::string group;         // node group name from the cluster file
   std::vector<int> devices;  // device ids, ascending
-  // Fraction of a host CPU this node may use when an emulator runs the plan on CPUs, in (0, 1].
+  // Fraction of a host CPU this node may use when an emulator runs the plan on CPUs, in (0, 1]:
+  // a budget of cpu_share x kCpuQuotaPeriod of CPU time per period (the kernel's CFS bandwidth
+  // control, as `hetplan run --emulate` applies it and the simulator models it).
   double cpu_share = 1.0;
   auto operator<=>(const Node&) const = default;
 };
+
+// The period over which a node's cpu_share is granted: the kernel's default CFS period.
+inline constexpr Seconds kCpuQuotaPeriod{0.1};
 
 // A group of identical nodes as written in the cluster file (none for the explicit form).
 struct NodeGroup {

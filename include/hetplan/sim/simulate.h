@@ -2,7 +2,10 @@
 // tasks and runs them. Per lane (a tensor-parallel replica) one compute stream in schedule order;
 // transfers on their own streams, overlapping compute; links shared by concurrent transfers
 // (a link's capacity is split in proportion to the demand of the flows crossing it); gradient
-// synchronisation in buckets that start as the last backward pass produces them.
+// synchronisation in buckets that start as the last backward pass produces them. Devices of
+// nodes with a cpu_share compute under a CPU quota (cluster.h: a budget per period, spent by their
+// compute and their messaging), and the iteration time is then the mean of iterations run back to
+// back over at least 30 periods, after a warm-up.
 #pragma once
 
 #include <memory>

@@ -1,0 +1,112 @@
+// CPU quotas (cluster.h's cpu_share as the kernel's CFS bandwidth control): exact times on
+// one-stream cases, and the simulator's steady state over back-to-back iterations.
+#include <gtest/gtest.h>
+
+#include "../../src/sim/task_graph.h"
+#include "sim_fixtures.h"
+
+namespace hetplan::sim {
+namespace {
+
+// A graph whose first stream computes under a quota of half a core per 0.1 s period.
+detail::TaskGraph half_core_graph() {
+  detail::TaskGraph g;
+  g.quotas.push_back(detail::CpuQuota{0.5, 0.1});
+  g.add_stream(0);
+  return g;
+}
+
+int add_compute(detail::TaskGraph& g, double seconds) {
+  detail::Task t;
+  t.stream = 0;
+  t.duration = seconds;
+  return g.add_task(t);
+}
+
+// A transfer of `seconds` (all latency: it has no links) on a stream of its own, keeping the
+// quota's messaging busy.
+int add_messaging(detail::TaskGraph& g, double seconds) {
+  detail::Task t;
+  t.kind = TaskKind::grad_sync;
+  t.is_transfer = true;
+  t.stream = g.add_stream();
+  t.latency = seconds;
+  t.quotas = {0};
+  return g.add_task(t);
+}
+
+TEST(EngineQuota, ComputeRunsWhileTheBudgetLastsThenWaitsForTheNextPeriod) {
+  // 0.08 s of compute: 0.05 s (the budget), throttled until 0.1 s, then the last 0.03 s.
+  auto g = half_core_graph();
+  add_compute(g, 0.08);
+  const auto r = detail::run_engine(g, {});
+  EXPECT_NEAR(r.end[0], 0.13, 1e-12);
+  // Under the budget it runs at full speed: 0.04 s takes 0.04 s, not 0.08 s.
+  auto h = half_core_graph();
+  add_compute(h, 0.04);
+  EXPECT_NEAR(detail::run_engine(h, {}).end[0], 0.04, 1e-12);
+}
+
+TEST(EngineQuota, MessagingSpendsTheBudgetAtTheShare) {
+  // 0.06 s of messaging at half a core spends 0.03 s of the 0.05 s budget; the 0.03 s of compute
+  // after it runs 0.02 s, waits for the period's end at 0.1 s and ends at 0.11 s.
+  auto g = half_core_graph();
+  const int m = add_messaging(g, 0.06);
+  const int c = add_compute(g, 0.03);
+  g.add_edge(m, c);
+  const auto r = detail::run_engine(g, {});
+  EXPECT_NEAR(r.end[m], 0.06, 1e-12);
+  EXPECT_NEAR(r.end[c], 0.11, 1e-12);
+}
+
+TEST(EngineQuota, MessagingBeyondTheBudgetIsPaidFromTheNextPeriod) {
+  // Compute (0.06 s) and messaging from 0: the budget (0.05 s) goes at 1.5 per second, out at
+  // 1/30 s with 1/30 s computed; the messaging goes on to 0.1 s, spending 1/30 s more, a debt.
+  // The next period's budget is 0.05 - 1/30 s, computed by 0.1 + 1/60 s; the last 0.01 s of
+  // compute waits for the period after (a whole budget would have ended it at 0.1 + 2/75 s).
+  auto g = half_core_graph();
+  const int c = add_compute(g, 0.06);
+  const int m = add_messaging(g, 0.1);
+  const auto r = detail::run_engine(g, {});
+  EXPECT_NEAR(r.end[m], 0.1, 1e-12);
+  EXPECT_NEAR(r.end[c], 0.21, 1e-12);
+}
+
+TEST(EngineQuota, IterationsCarryTheirBudgetOnward) {
+  // Each iteration computes 0.03 s. The first starts with a whole budget and ends at 0.03 s; the
+  // second has 0.02 s left, is throttled from 0.05 s to 0.1 s and ends at 0.11 s.
+  auto g = half_core_graph();
+  add_compute(g, 0.03);
+  detail::EngineCarry carry;
+  const auto first = detail::run_engine(g, {}, &carry);
+  EXPECT_NEAR(first.end[0], 0.03, 1e-12);
+  EXPECT_NEAR(carry.start, 0.03, 1e-12);
+  const auto second = detail::run_engine(g, {}, &carry);
+  EXPECT_NEAR(second.start[0], 0.03, 1e-12);
+  EXPECT_NEAR(second.end[0], 0.11, 1e-12);
+  EXPECT_NEAR(carry.budget[0], 0.04, 1e-12);
+}
+
+TEST(SimulateQuota, IterationTimeIsTheSteadyStateNotTheFirstIteration) {
+  // One device at half a core, 0.03 s of compute per iteration (forward 0.01 s, backward
+  // 0.02 s): the first iteration fits in the first period's budget, but back to back the device
+  // gets half a core, so iterations take 0.06 s on average (to the window's rounding).
+  const auto m = testing::chain_model(1, 1e10, 0);
+  auto c = testing::unit_cluster(1, 1);
+  c.nodes[0].cpu_share = 0.5;
+  plan::Plan p;
+  p.global_batch = 1;
+  p.num_microbatches = 1;
+  p.stages.push_back(plan::Stage{0, 1, {plan::Replica{{0}, {}, 1.0}}});
+  auto r = simulate(m, c, p, testing::exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_NEAR(r->iteration_time.value, 0.06, 0.002);
+  // The events are one iteration's, from its start.
+  for (const auto& e : r->events) {
+    EXPECT_GE(e.start.value, 0.0);
+    EXPECT_LE(e.end.value, 0.1);
+  }
+}
+
+}  // namespace
+}  // namespace hetplan::sim
