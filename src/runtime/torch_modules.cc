@@ -239,9 +239,12 @@ class Block : public nn::Module {
   torch::Tensor attention_core(const torch::Tensor& qkv_out) const {
     const auto n = qkv_out.size(0), s = qkv_out.size(1), hd = d_.head_dim;
     const auto H = local_heads_, K = local_kv_;
-    auto q = qkv_out.slice(-1, 0, H * hd).view({n, s, H, hd}).transpose(1, 2);
-    auto k = qkv_out.slice(-1, H * hd, (H + K) * hd).view({n, s, K, hd}).transpose(1, 2);
-    auto v = qkv_out.slice(-1, (H + K) * hd).view({n, s, K, hd}).transpose(1, 2);
+    // One split (its backward pass joins the three gradients once; three slices would each
+    // write a zeroed gradient of the whole output).
+    const auto parts = qkv_out.split_with_sizes({H * hd, K * hd, K * hd}, -1);
+    auto q = parts[0].view({n, s, H, hd}).transpose(1, 2);
+    auto k = parts[1].view({n, s, K, hd}).transpose(1, 2);
+    auto v = parts[2].view({n, s, K, hd}).transpose(1, 2);
     if (d_.rope) {
       q = rotate(q);
       k = rotate(k);
