@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <vector>
@@ -113,11 +114,23 @@ Probe probe(OpKind kind, int i, int count, const torch::TensorOptions& o) {
       break;
     }
     case OpKind::softmax: {
-      auto x = torch::randn({rows, width}, o);
+      // The models' softmax is attention's scaled, causally masked one (Megatron-LM fuses the
+      // three): rows of scores scaled, masked above the diagonal of each width x width block
+      // (one mask for every block, as the runtime's attention broadcasts its causal mask) and
+      // normalised.
+      const std::int64_t block = std::min(rows, width);
+      auto x = torch::randn({rows / block, block, width}, o);
+      auto mask =
+          torch::ones({width, width}, torch::TensorOptions().dtype(torch::kBool).device(o.device()))
+              .triu(1)
+              .slice(0, 0, block);
       p.read = p.written = eb * rows * width;
       p.flops = 5.0 * rows * width;
       p.inputs = {x};
-      p.run = [x] { return torch::softmax(x, -1); };
+      p.run = [x, mask] {
+        return torch::softmax((x / 8.0).masked_fill(mask, -std::numeric_limits<float>::infinity()),
+                              -1);
+      };
       break;
     }
     case OpKind::layernorm: {
