@@ -51,8 +51,9 @@ struct QuotaRun {
   std::uint32_t version = 0;
 };
 
-// Below this, a budget is spent and a task's compute done (rounding of sums of times).
-constexpr double kTimeEps = 1e-12;
+// Below this, at time t, a budget is spent and a task's compute done (rounding of sums of times,
+// relative to the time: one rounding step of t is 2.2e-16 t).
+double time_eps(double t) { return 1e-12 * std::max(1.0, t); }
 
 class Engine {
  public:
@@ -71,13 +72,11 @@ class Engine {
     r_.start.assign(g.tasks.size(), -1);
     r_.end.assign(g.tasks.size(), -1);
     for (std::size_t i = 0; i < g.tasks.size(); ++i) preds_[i] = g.tasks[i].preds;
-    if (carry_) now_ = carry_->start;
-    r_.makespan = now_;
     for (std::size_t q = 0; q < quota_.size(); ++q) {
       const CpuQuota& cq = g.quotas[q];
       const bool carried = carry_ && carry_->budget.size() == quota_.size();
       quota_[q].budget = carried ? carry_->budget[q] : cq.share * cq.period;
-      quota_[q].period_end = carried ? carry_->period_end[q] : now_ + cq.phase + cq.period;
+      quota_[q].period_end = carried ? carry_->period_end[q] : cq.phase + cq.period;
       quota_[q].last = now_;
     }
   }
@@ -109,13 +108,12 @@ class Engine {
     for (double end : r_.end)
       if (end < 0) r_.deadlock = true;
     if (carry_) {
-      carry_->start = r_.makespan;
       carry_->budget.clear();
       carry_->period_end.clear();
       for (std::size_t q = 0; q < quota_.size(); ++q) {
         advance(static_cast<int>(q), r_.makespan);
         carry_->budget.push_back(quota_[q].budget);
-        carry_->period_end.push_back(quota_[q].period_end);
+        carry_->period_end.push_back(quota_[q].period_end - r_.makespan);
       }
     }
     return std::move(r_);
@@ -179,27 +177,31 @@ class Engine {
       const double until = std::min(t, run.period_end);
       const double dt = until - run.last, messaging = messaging_rate(q);
       double computed = 0;
-      if (run.task >= 0 && run.budget > kTimeEps)
+      if (run.task >= 0 && run.budget > time_eps(t))
         computed = std::min(dt, run.budget / (1 + messaging));
       run.remaining -= computed;
       run.budget -= computed + dt * messaging;
       run.last = until;
-      if (run.last + kTimeEps < run.period_end) break;
+      if (run.last + time_eps(t) < run.period_end) break;
       run.period_end += cq.period;
       run.budget = cq.share * cq.period + std::min(0.0, run.budget);
     }
   }
 
-  // The next step of quota q's task: its end, its budget's running out or, throttled, its next
-  // period (so no step crosses a period's end, where the budget is renewed).
+  // The next step of quota q's task: its end (now, when its compute is done), its budget's
+  // running out or, throttled, its next period (so no step crosses a period's end, where the
+  // budget is renewed).
   void schedule_quota(int q) {
     QuotaRun& run = quota_[q];
     ++run.version;
-    const double next = run.budget > kTimeEps
-                            ? now_ + std::min({run.remaining, run.budget / (1 + messaging_rate(q)),
-                                               run.period_end - now_})
-                            : run.period_end;
-    heap_.push(Event{next, seq_++, q, EvType::quota_step, run.version});
+    const double eps = time_eps(now_);
+    double next = run.period_end;
+    if (run.remaining <= eps)
+      next = now_;
+    else if (run.budget > eps)
+      next = now_ +
+             std::min({run.remaining, run.budget / (1 + messaging_rate(q)), run.period_end - now_});
+    heap_.push(Event{std::max(next, now_), seq_++, q, EvType::quota_step, run.version});
   }
 
   // A transfer starts (+1) or ends (-1) on its quotas' devices.
@@ -214,7 +216,7 @@ class Engine {
   void quota_step(int q) {
     QuotaRun& run = quota_[q];
     advance(q, now_);
-    if (run.remaining > kTimeEps) {
+    if (run.remaining > time_eps(now_)) {
       schedule_quota(q);
       return;
     }

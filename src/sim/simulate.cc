@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 #include "hetplan/sim/grad_sync.h"
@@ -105,6 +106,8 @@ struct Lowering {
   std::vector<std::vector<int>> lane_of;  // [stage][replica]
   std::vector<int> lane_compute_stream;
   std::vector<int> lane_quota;  // index into g.quotas, or -1
+  // Under CPU quotas, the costs with every device slowed by its cpu_share (for lane_share).
+  std::optional<detail::StageCoster> slowed_coster;
   std::vector<std::vector<PassRef>> lane_order;
   // Task ids, [stage][replica][microbatch]: the first task of each pass (its compute) and the last
   // (its tensor-parallel collectives, or the compute when it has none).
@@ -291,17 +294,17 @@ struct Lowering {
   // step): its passes' compute at full speed over their compute with each device at its node's
   // cpu_share. A lane that computes all the time then takes as long as with every device that
   // much slower; for devices of one share it is that share.
-  double lane_share(int l) const {
+  double lane_share(int l) {
     double full = 0, slowed = 0;
     bool any = false;
     for (int d : lanes[l].devices) any = any || c.nodes[c.devices[d].node].cpu_share < 1;
     if (!any) return 1;
-    const detail::StageCoster slowed_coster(m, c, p, compute, opts.network, true);
+    if (!slowed_coster) slowed_coster.emplace(m, c, p, compute, opts.network, true);
     for (int s : lanes[l].stages)
       for (std::size_t r = 0; r < lane_of[s].size(); ++r) {
         if (lane_of[s][r] != l) continue;
         const auto& rep = p.stages[s].replicas[r];
-        const auto t = slowed_coster.replica_times(p.stages[s], rep, samples(rep), false);
+        const auto t = slowed_coster->replica_times(p.stages[s], rep, samples(rep), false);
         const int n = p.stages[s].num_layers;
         auto busy = [n](const detail::LayerTimes& lt) {
           return lt.compute(true, 0, n) + lt.compute(false, 0, n) + lt.optimizer;
@@ -631,6 +634,40 @@ StageMemory stage_memory_of(const model::Model& m, const plan::Plan& p, const pl
 
 }  // namespace
 
+// Per device, in one iteration the engine ran: the seconds its lane computed, and the seconds with
+// at least one of its lane's transfers in flight.
+std::vector<std::pair<double, double>> busy_times(const Lowering& low, int num_devices,
+                                                  const detail::EngineResult& eng) {
+  std::vector<std::pair<double, double>> out(static_cast<std::size_t>(num_devices), {0.0, 0.0});
+  std::vector<std::vector<std::pair<double, double>>> comm_intervals(low.lanes.size());
+  for (std::size_t t = 0; t < low.g.tasks.size(); ++t) {
+    const Task& task = low.g.tasks[t];
+    if (!task.is_transfer) {
+      for (int d : low.lanes[task.lane].devices) out[d].first += eng.end[t] - eng.start[t];
+    } else {
+      comm_intervals[task.lane].push_back({eng.start[t], eng.end[t]});
+      if (task.peer_lane >= 0) comm_intervals[task.peer_lane].push_back({eng.start[t], eng.end[t]});
+    }
+  }
+  for (std::size_t l = 0; l < low.lanes.size(); ++l) {
+    auto& iv = comm_intervals[l];
+    std::sort(iv.begin(), iv.end());
+    double busy = 0, cur_s = -1, cur_e = -1;
+    for (auto [s, e] : iv) {
+      if (s > cur_e) {
+        busy += cur_e - cur_s;
+        cur_s = s;
+        cur_e = e;
+      } else {
+        cur_e = std::max(cur_e, e);
+      }
+    }
+    busy += cur_e - cur_s;
+    for (int d : low.lanes[l].devices) out[d].second = busy;
+  }
+  return out;
+}
+
 Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
                            const SimOptions& opts) {
   if (p.stages.empty()) return Error{"plan: stages: expected at least one stage"};
@@ -646,33 +683,40 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
         "plan: the schedule's pass order contradicts its dependencies (the simulation deadlocked)"};
   long long events = eng.events;
   double iteration_time = eng.makespan;
+  std::vector<std::pair<double, double>> busy = busy_times(low, c.num_devices(), eng);
+  long long measured = 1;
   if (carried) {
     // Under CPU quotas an iteration's time depends on the budgets the ones before it left, so
     // iterations run back to back, each starting when the one before ends. After a warm-up of at
-    // least one quota period: the mean of at least three iterations and 30 periods (fewer for
-    // graphs so large that this would run more than about four million tasks).
+    // least one quota period: the mean of at least three iterations and 30 periods (or as many as
+    // about a million tasks allow, for large graphs: the mean of whole iterations is then off by
+    // up to a period over the window). Statistics are means too; the events, the last iteration's.
     const double period = cluster::kCpuQuotaPeriod.value;
     const long long cap =
-        std::max<long long>(4, 4'000'000 / static_cast<long long>(low.g.tasks.size() + 1));
-    long long runs = 1, measured = 0;
+        std::max<long long>(3, 1'000'000 / static_cast<long long>(low.g.tasks.size() + 1));
     auto next = [&] {
       eng = detail::run_engine(low.g, caps, carried);
       events += eng.events;
-      ++runs;
     };
-    while (carry.start < period && runs < cap) next();
-    const double from = carry.start;
-    double begin = from;
-    while (measured == 0 || ((measured < 3 || carry.start - from < 30 * period) && runs < cap)) {
-      begin = carry.start;
+    double warm = eng.makespan;
+    for (long long runs = 1; warm < period && eng.makespan > 0 && runs < cap; ++runs) {
       next();
+      warm += eng.makespan;
+    }
+    double window = 0;
+    measured = 0;
+    busy.assign(busy.size(), {0.0, 0.0});
+    while (measured < 3 || (window < 30 * period && measured < cap)) {
+      next();
+      window += eng.makespan;
+      const auto b = busy_times(low, c.num_devices(), eng);
+      for (std::size_t d = 0; d < busy.size(); ++d) {
+        busy[d].first += b[d].first;
+        busy[d].second += b[d].second;
+      }
       ++measured;
     }
-    iteration_time = (carry.start - from) / static_cast<double>(measured);
-    // The statistics and events below are the last iteration's, from its start.
-    for (double& t : eng.start) t -= begin;
-    for (double& t : eng.end) t -= begin;
-    eng.makespan -= begin;
+    iteration_time = window / static_cast<double>(measured);
   }
 
   SimResult r;
@@ -701,37 +745,17 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
     r.devices[d].device = static_cast<int>(d);
     r.devices[d].capacity = c.type_of(static_cast<int>(d)).memory;
   }
-  std::vector<std::vector<std::pair<double, double>>> comm_intervals(low.lanes.size());
-  for (std::size_t t = 0; t < low.g.tasks.size(); ++t) {
-    const Task& task = low.g.tasks[t];
-    const double dur = eng.end[t] - eng.start[t];
-    if (!task.is_transfer) {
-      for (int d : low.lanes[task.lane].devices) r.devices[d].compute_busy += Seconds(dur);
-    } else {
-      comm_intervals[task.lane].push_back({eng.start[t], eng.end[t]});
-      if (task.peer_lane >= 0) comm_intervals[task.peer_lane].push_back({eng.start[t], eng.end[t]});
-    }
-    if (opts.record_events)
+  for (std::size_t d = 0; d < c.devices.size(); ++d) {
+    r.devices[d].compute_busy = Seconds(busy[d].first / static_cast<double>(measured));
+    r.devices[d].comm_busy = Seconds(busy[d].second / static_cast<double>(measured));
+  }
+  if (opts.record_events)
+    for (std::size_t t = 0; t < low.g.tasks.size(); ++t) {
+      const Task& task = low.g.tasks[t];
       r.events.push_back(TaskRecord{task.kind, task.lane, task.peer_lane, task.stage,
                                     task.microbatch, task.bucket, Seconds(eng.start[t]),
                                     Seconds(eng.end[t])});
-  }
-  for (std::size_t l = 0; l < low.lanes.size(); ++l) {
-    auto& iv = comm_intervals[l];
-    std::sort(iv.begin(), iv.end());
-    double busy = 0, cur_s = -1, cur_e = -1;
-    for (auto [s, e] : iv) {
-      if (s > cur_e) {
-        busy += cur_e - cur_s;
-        cur_s = s;
-        cur_e = e;
-      } else {
-        cur_e = std::max(cur_e, e);
-      }
     }
-    busy += cur_e - cur_s;
-    for (int d : low.lanes[l].devices) r.devices[d].comm_busy = Seconds(busy);
-  }
 
   // Memory: the fixed part of every chunk a device holds plus, at the worst point of its lane's
   // pass order, the activations of the micro-batches still waiting for their backward pass.

@@ -35,8 +35,9 @@ struct Task {
 // periods starting where the first iteration starts, what is left of a period's budget lost at
 // its end (CFS bandwidth control). A compute task of a stream under a quota runs at full speed
 // while the budget lasts and waits for the next period when it runs out. Transfers in flight on
-// the quota's devices spend it at `share` (messaging is priced at the share's pace, cost/
-// messaging.h, so that is its CPU time), but are not stopped when it runs out.
+// the quota's devices spend it at `share` (with a calibration profile, messaging between CPU
+// workers is priced at the share's pace, cost/messaging.h, so that is its CPU time), but are not
+// stopped when it runs out.
 struct CpuQuota {
   double share = 1;
   double period = 0.1;
@@ -75,17 +76,16 @@ struct EngineResult {
   bool deadlock = false;  // some task never ran (a schedule inconsistent with its dependencies)
 };
 
-// What one iteration hands the next when they run back to back: the time the next starts at and,
-// per quota, the budget left and the end of its current period.
+// What one iteration hands the next when they run back to back: per quota, the budget left and
+// the end of its current period, from the next iteration's start.
 struct EngineCarry {
-  double start = 0;
-  std::vector<double> budget;      // empty: every quota starts a period with its whole budget
-  std::vector<double> period_end;  // absolute
+  std::vector<double> budget;  // empty: every quota starts a period with its whole budget
+  std::vector<double> period_end;
 };
 
 // link_capacity[l]: bytes/s that link l carries for transfers (bandwidth times efficiency). With
-// `carry`, the iteration starts at carry->start with its quotas' state, and leaves in it the state
-// at its end (start = makespan); start and end times are absolute.
+// `carry`, the iteration starts (at 0) with its quotas' state, and leaves in it the state at its
+// end for the next.
 EngineResult run_engine(const TaskGraph& g, const std::vector<double>& link_capacity,
                         EngineCarry* carry = nullptr);
 

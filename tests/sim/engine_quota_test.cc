@@ -74,17 +74,28 @@ TEST(EngineQuota, MessagingBeyondTheBudgetIsPaidFromTheNextPeriod) {
 
 TEST(EngineQuota, IterationsCarryTheirBudgetOnward) {
   // Each iteration computes 0.03 s. The first starts with a whole budget and ends at 0.03 s; the
-  // second has 0.02 s left, is throttled from 0.05 s to 0.1 s and ends at 0.11 s.
+  // second (from 0.03 s, its time 0) has 0.02 s left, is throttled from 0.05 s to the period's
+  // end at 0.1 s and ends at 0.11 s, 0.08 s after it started, with 0.04 s of the next budget.
   auto g = half_core_graph();
   add_compute(g, 0.03);
   detail::EngineCarry carry;
   const auto first = detail::run_engine(g, {}, &carry);
   EXPECT_NEAR(first.end[0], 0.03, 1e-12);
-  EXPECT_NEAR(carry.start, 0.03, 1e-12);
+  EXPECT_NEAR(carry.period_end[0], 0.07, 1e-12);
   const auto second = detail::run_engine(g, {}, &carry);
-  EXPECT_NEAR(second.start[0], 0.03, 1e-12);
-  EXPECT_NEAR(second.end[0], 0.11, 1e-12);
+  EXPECT_NEAR(second.end[0], 0.08, 1e-12);
   EXPECT_NEAR(carry.budget[0], 0.04, 1e-12);
+  EXPECT_NEAR(carry.period_end[0], 0.1 - 0.01, 1e-12);
+}
+
+TEST(EngineQuota, ACompleteTaskIsNotHeldByAThrottledQuota) {
+  // The budget runs out at 0.05 s with the first task's compute; the second takes no time and
+  // ends then, not at the period's end.
+  auto g = half_core_graph();
+  add_compute(g, 0.05);
+  const int empty = add_compute(g, 0.0);
+  const auto r = detail::run_engine(g, {});
+  EXPECT_NEAR(r.end[empty], 0.05, 1e-12);
 }
 
 TEST(SimulateQuota, IterationTimeIsTheSteadyStateNotTheFirstIteration) {
@@ -101,6 +112,10 @@ TEST(SimulateQuota, IterationTimeIsTheSteadyStateNotTheFirstIteration) {
   auto r = simulate(m, c, p, testing::exact_options());
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_NEAR(r->iteration_time.value, 0.06, 0.002);
+  // Its statistics are means over the same iterations: computing (throttled waits included) all
+  // of the time.
+  EXPECT_NEAR(r->devices[0].compute_busy.value, r->iteration_time.value, 1e-9);
+  EXPECT_NEAR(r->devices[0].idle.value, 0.0, 1e-9);
   // The events are one iteration's, from its start.
   for (const auto& e : r->events) {
     EXPECT_GE(e.start.value, 0.0);

@@ -4,8 +4,10 @@
 // (a link's capacity is split in proportion to the demand of the flows crossing it); gradient
 // synchronisation in buckets that start as the last backward pass produces them. Devices of
 // nodes with a cpu_share compute under a CPU quota (cluster.h: a budget per period, spent by their
-// compute and their messaging), and the iteration time is then the mean of iterations run back to
-// back over at least 30 periods, after a warm-up.
+// compute and their messaging; one per lane, at the share that keeps the lane's compute-bound
+// time, so none for a lane whose work is split in proportion to its devices' unlike shares), and
+// the iteration time is then the mean of iterations run back to back over at least 30 periods
+// (or a million tasks), after a warm-up.
 #pragma once
 
 #include <memory>
