@@ -26,7 +26,8 @@ void unflatten_into(const torch::Tensor& flat, const std::vector<torch::Tensor>&
 // all-reduced over `group` without waiting, bucket after bucket in order on every rank. finish()
 // all-reduces what the pass left (parameters that got no gradient in it, or no last pass on this
 // rank), waits for every bucket and writes the sums into the gradients: the same sums as one
-// all-reduce of them all. Every parameter's gradient must be defined (dense) before the passes.
+// all-reduce of them all. A gradient may be undefined before the passes (the hooks then take the
+// pass's own); every parameter's must be defined (dense) when finish() is called.
 class GradBuckets {
  public:
   // `layers`: the stage's parameters by layer, first layer first, every parameter once;

@@ -25,9 +25,10 @@ struct Node {
   int id = 0;
   std::string group;         // node group name from the cluster file
   std::vector<int> devices;  // device ids, ascending
-  // Fraction of a host CPU this node may use when an emulator runs the plan on CPUs, in (0, 1]:
-  // a budget of cpu_share x kCpuQuotaPeriod of CPU time per period (the kernel's CFS bandwidth
-  // control, as `hetplan run --emulate` applies it and the simulator models it).
+  // Fraction of one host CPU core that each device (worker) of this node may use when an
+  // emulator runs the plan on CPUs, in (0, 1]: a budget of cpu_share x kCpuQuotaPeriod of CPU
+  // time per period (the kernel's CFS bandwidth control, as `hetplan run --emulate` applies it to
+  // each rank and the simulator models it).
   double cpu_share = 1.0;
   auto operator<=>(const Node&) const = default;
 };
