@@ -699,7 +699,7 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
       events += eng.events;
     };
     double warm = eng.makespan;
-    for (long long runs = 1; warm < period && eng.makespan > 0 && runs < cap; ++runs) {
+    while (warm < period && eng.makespan > 0) {
       next();
       warm += eng.makespan;
     }
