@@ -12,7 +12,7 @@
 
 #include "hetplan/core/json_util.h"
 #include "hetplan/cost/compute_cost.h"
-#include "op_kinds.h"
+#include "hetplan/cost/op_kinds.h"
 
 namespace hetplan::cost {
 namespace {

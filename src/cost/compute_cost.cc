@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cassert>
 
-#include "op_kinds.h"
+#include "hetplan/cost/op_kinds.h"
 
 namespace hetplan::cost {
 

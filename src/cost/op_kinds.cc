@@ -1,4 +1,4 @@
-#include "op_kinds.h"
+#include "hetplan/cost/op_kinds.h"
 
 namespace hetplan::cost {
 

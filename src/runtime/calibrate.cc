@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "heap.h"
+#include "hetplan/cost/op_kinds.h"
 #include "tensor_parallel.h"
 
 namespace hetplan::runtime {
@@ -208,11 +209,6 @@ Probe probe(OpKind kind, int i, int count, const torch::TensorOptions& o) {
   return p;
 }
 
-constexpr OpKind kKinds[] = {OpKind::matmul,    OpKind::batched_matmul, OpKind::softmax,
-                             OpKind::layernorm, OpKind::rmsnorm,        OpKind::elementwise,
-                             OpKind::embedding, OpKind::conv2d,         OpKind::pool,
-                             OpKind::batchnorm, OpKind::cross_entropy,  OpKind::moe_router};
-
 // Seconds of one Adam step (the runtime's optimizer) of a tensor of `params` parameters, the mean
 // over steps of sets of tensors taken in turn, enough of them (up to 4096) that together they
 // exceed 64 MB, twice the last-level cache of the machine this was written on: in training a step
@@ -281,7 +277,7 @@ Result<cost::CalibrationProfile> calibrate(
                   opts.device, dev.is_cuda() ? "bf16" : "fp32", opts.threads);
   std::map<OpKind, std::vector<std::vector<double>>> rounds;  // per kind and size
   for (int round = 0; round < kRounds; ++round)
-    for (OpKind kind : kKinds) {
+    for (OpKind kind : cost::kAllOpKinds) {
       auto& pts = prof.points[opts.device_type][kind];
       auto& times = rounds[kind];
       times.resize(static_cast<std::size_t>(opts.sizes));
@@ -295,15 +291,14 @@ Result<cost::CalibrationProfile> calibrate(
         // counts it (model/training.h): a GEMM's backward is two GEMMs of the forward's FLOPs
         // reading dY twice and X once; any other op's backward about its forward FLOPs, reading
         // dY and X.
-        const bool gemm = kind == OpKind::matmul || kind == OpKind::batched_matmul ||
-                          kind == OpKind::conv2d || kind == OpKind::moe_router;
+        const bool gemm = cost::is_gemm_like(kind);
         cost::CalibrationPoint pt;
         pt.flops = p.flops * (gemm ? 3 : 2);
         pt.bytes = gemm ? 3 * (p.read + p.written) : 3 * p.read + 2 * p.written;
         pts.push_back(pt);
       }
     }
-  for (OpKind kind : kKinds) {
+  for (OpKind kind : cost::kAllOpKinds) {
     auto& pts = prof.points[opts.device_type][kind];
     for (std::size_t i = 0; i < pts.size(); ++i) pts[i].seconds = median(rounds[kind][i]);
     if (progress)

@@ -8,7 +8,7 @@
 
 namespace hetplan::cost {
 
-// Every OpKind, for listing the accepted names in errors.
+// Every OpKind, for listing the accepted names in errors and for calibrating each in turn.
 inline constexpr std::array<model::OpKind, 12> kAllOpKinds{
     model::OpKind::matmul,    model::OpKind::batched_matmul, model::OpKind::softmax,
     model::OpKind::layernorm, model::OpKind::rmsnorm,        model::OpKind::elementwise,
