@@ -157,12 +157,14 @@ class SpmdCoster {
     return t;
   }
 
-  // Seconds per byte of gradient all-reduced once per iteration. The simulator (and the runtime)
-  // all-reduce the gradients of ops split by batch together, in buckets of the plan's
-  // grad_bucket_bytes, so an op pays its bytes' part of a bucket's all-reduce, latency included,
-  // not an all-reduce of its own (with its own latency: between CPU workers that made splitting
-  // by batch look dearer than replicating every op). A bucket is taken as full, or as all the
-  // model's gradients when they fill less.
+  // Seconds per byte of gradient all-reduced once per iteration. The gradients of ops split by
+  // batch are all-reduced together: by the simulator in one collective per replica once its
+  // backward pass ends, by the runtime (which runs such a program as data parallelism) in buckets
+  // of the plan's grad_bucket_bytes. So an op pays its bytes' part of a shared all-reduce, latency
+  // included, not an all-reduce of its own (with its own latency: between CPU workers that made
+  // splitting by batch look dearer than replicating every op). The shared all-reduce is taken as
+  // a full bucket, or as all the model's gradients when they fill less; only its latency's share
+  // differs from what the simulator runs.
   double gradient_sync_per_byte() const {
     const double bucket =
         std::min(settings_.grad_bucket_bytes, static_cast<double>(ctx_.model.parameters()) *
