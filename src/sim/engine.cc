@@ -76,7 +76,7 @@ class Engine {
       const CpuQuota& cq = g.quotas[q];
       const bool carried = carry_ && carry_->budget.size() == quota_.size();
       quota_[q].budget = carried ? carry_->budget[q] : cq.share * cq.period;
-      quota_[q].period_end = carried ? carry_->period_end[q] : cq.phase + cq.period;
+      quota_[q].period_end = carried ? carry_->period_end[q] : cq.period;
       quota_[q].last = now_;
     }
   }
@@ -136,20 +136,22 @@ class Engine {
   void start(int t) {
     const Task& task = g_.tasks[t];
     r_.start[t] = now_;
-    const int q = task.is_transfer ? -1 : g_.stream_quota[task.stream];
-    if (task.is_transfer) set_messaging(task, +1);
-    if (q >= 0) {
-      QuotaRun& run = quota_[q];
-      advance(q, now_);
-      run.task = t;
-      run.remaining = task.duration;
-      run.last = now_;
-      schedule_quota(q);
-    } else if (!task.is_transfer) {
-      push(now_ + task.duration, t, EvType::compute_done);
-    } else {
+    if (task.is_transfer) {
+      set_messaging(task, +1);
       push(now_ + task.latency, t, EvType::latency_done);
+      return;
     }
+    const int q = g_.stream_quota[task.stream];
+    if (q < 0) {
+      push(now_ + task.duration, t, EvType::compute_done);
+      return;
+    }
+    QuotaRun& run = quota_[q];
+    advance(q, now_);
+    run.task = t;
+    run.remaining = task.duration;
+    run.last = now_;
+    schedule_quota(q);
   }
 
   void finish(int t) {

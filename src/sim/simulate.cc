@@ -295,10 +295,11 @@ struct Lowering {
   // cpu_share. A lane that computes all the time then takes as long as with every device that
   // much slower; for devices of one share it is that share.
   double lane_share(int l) {
+    double smallest = 1;
+    for (int d : lanes[l].devices)
+      smallest = std::min(smallest, c.nodes[c.devices[d].node].cpu_share);
+    if (smallest >= 1) return 1;
     double full = 0, slowed = 0;
-    bool any = false;
-    for (int d : lanes[l].devices) any = any || c.nodes[c.devices[d].node].cpu_share < 1;
-    if (!any) return 1;
     if (!slowed_coster) slowed_coster.emplace(m, c, p, compute, opts.network, true);
     for (int s : lanes[l].stages)
       for (std::size_t r = 0; r < lane_of[s].size(); ++r) {
@@ -312,11 +313,7 @@ struct Lowering {
         full += busy(times[s][r]);
         slowed += busy(t);
       }
-    if (full <= 0 || slowed <= 0) {  // no compute: the smallest share
-      double share = 1;
-      for (int d : lanes[l].devices) share = std::min(share, c.nodes[c.devices[d].node].cpu_share);
-      return share;
-    }
+    if (full <= 0 || slowed <= 0) return smallest;  // no compute
     return std::min(1.0, full / slowed);
   }
 
@@ -683,9 +680,11 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
         "plan: the schedule's pass order contradicts its dependencies (the simulation deadlocked)"};
   long long events = eng.events;
   double iteration_time = eng.makespan;
-  std::vector<std::pair<double, double>> busy = busy_times(low, c.num_devices(), eng);
+  std::vector<std::pair<double, double>> busy;
   long long measured = 1;
-  if (carried) {
+  if (!carried) {
+    busy = busy_times(low, c.num_devices(), eng);
+  } else {
     // Under CPU quotas an iteration's time depends on the budgets the ones before it left, so
     // iterations run back to back, each starting when the one before ends. After a warm-up of at
     // least one quota period: the mean of at least three iterations and 30 periods (or as many as
@@ -705,7 +704,7 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
     }
     double window = 0;
     measured = 0;
-    busy.assign(busy.size(), {0.0, 0.0});
+    busy.assign(c.devices.size(), {0.0, 0.0});
     while (measured < 3 || (window < 30 * period && measured < cap)) {
       next();
       window += eng.makespan;

@@ -41,7 +41,6 @@ struct Task {
 struct CpuQuota {
   double share = 1;
   double period = 0.1;
-  double phase = 0;  // the first period ends at phase + period after the first iteration starts
 };
 
 struct TaskGraph {
