@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "hetplan/sim/gradient_buckets.h"
+
 namespace hetplan::runtime::detail {
 
 torch::Tensor flatten(const std::vector<torch::Tensor>& tensors) {
@@ -57,15 +59,12 @@ GradBuckets::GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers,
                          c10::intrusive_ptr<c10d::ProcessGroup> group)
     : state_(std::make_shared<State>()) {
   state_->group = std::move(group);
-  double held = 0;
-  for (std::size_t l = layers.size(); l-- > 0;) {
-    if (layers[l].empty()) continue;
-    if (state_->buckets.empty() || held >= bucket_bytes) {
-      state_->buckets.emplace_back();
-      held = 0;
-    }
-    for (const auto& p : layers[l]) state_->buckets.back().params.push_back(p);
-    held += layer_bytes[l];
+  for (const auto& [first, count] : sim::gradient_buckets(layer_bytes, bucket_bytes)) {
+    State::Bucket bucket;
+    for (int l = first; l < first + count; ++l)
+      for (const auto& p : layers[static_cast<std::size_t>(l)]) bucket.params.push_back(p);
+    // Layers without parameters hold no gradient: a bucket of only such layers is none.
+    if (!bucket.params.empty()) state_->buckets.push_back(std::move(bucket));
   }
   state_->reset();
   // The hooks hold the state weakly: the parameters outlive nothing of it.

@@ -17,10 +17,11 @@ torch::Tensor flatten(const std::vector<torch::Tensor>& tensors);
 // Copies consecutive slices of `flat` into `tensors`, in order (the inverse of flatten).
 void unflatten_into(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors);
 
-// Buckets of a stage's parameters: layers from the last one back, a bucket closing once it holds
-// `bucket_bytes` of gradients (or at the first layer), by the bytes the caller gives each layer
-// (the simulator's count: the model's dtype, every weight divided by the tensor-parallel degree,
-// so that the runtime's buckets are the ones it prices). While active (the last micro-batch's
+// Buckets of a stage's parameters, grouped by the simulator's rule (sim::gradient_buckets: layers
+// from the last one back, a bucket closing once it holds `bucket_bytes` of gradients, or at the
+// first layer) over the bytes the caller gives each layer (the simulator's count: the model's
+// dtype, every weight divided by the tensor-parallel degree, so that the runtime's buckets are
+// the ones it prices). While active (the last micro-batch's
 // backward pass), a hook on each parameter sees its gradient arrive; once all of a bucket's have,
 // the bucket's sums (what the gradients will hold once this pass has added its part) are
 // all-reduced over `group` without waiting, bucket after bucket in order on every rank. finish()

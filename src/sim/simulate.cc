@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "hetplan/sim/grad_sync.h"
+#include "hetplan/sim/gradient_buckets.h"
 #include "hetplan/sim/layer_costs.h"
 #include "hetplan/sim/schedule_order.h"
 #include "stage_costs.h"
@@ -183,17 +184,10 @@ struct Lowering {
     for (std::size_t s = 0; s < p.stages.size(); ++s) {
       const auto& st = p.stages[s];
       const int tp = static_cast<int>(st.replicas[0].devices.size());
-      double acc = 0;
-      int count = 0;
-      for (int off = st.num_layers - 1; off >= 0; --off) {
-        acc += layer_params(st.first_layer + off) * param_bytes() / tp;
-        ++count;
-        if (acc >= p.grad_bucket_bytes || off == 0) {
-          buckets[s].push_back({off, count});
-          acc = 0;
-          count = 0;
-        }
-      }
+      std::vector<double> bytes;
+      for (int off = 0; off < st.num_layers; ++off)
+        bytes.push_back(layer_params(st.first_layer + off) * param_bytes() / tp);
+      buckets[s] = gradient_buckets(bytes, p.grad_bucket_bytes);
     }
   }
 
