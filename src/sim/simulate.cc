@@ -625,36 +625,64 @@ StageMemory stage_memory_of(const model::Model& m, const plan::Plan& p, const pl
 
 }  // namespace
 
-// Per device, in one iteration the engine ran: the seconds its lane computed, and the seconds with
-// at least one of its lane's transfers in flight.
-std::vector<std::pair<double, double>> busy_times(const Lowering& low, int num_devices,
-                                                  const detail::EngineResult& eng) {
-  std::vector<std::pair<double, double>> out(static_cast<std::size_t>(num_devices), {0.0, 0.0});
-  std::vector<std::vector<std::pair<double, double>>> comm_intervals(low.lanes.size());
-  for (std::size_t t = 0; t < low.g.tasks.size(); ++t) {
-    const Task& task = low.g.tasks[t];
-    if (!task.is_transfer) {
-      for (int d : low.lanes[task.lane].devices) out[d].first += eng.end[t] - eng.start[t];
+// Per device, in one iteration the engine ran: the seconds its lane computed, the seconds with at
+// least one transfer of its devices in flight, and the seconds it did either.
+struct BusyTimes {
+  double compute = 0, comm = 0, either = 0;
+};
+
+// The length of the union of the intervals.
+double covered(std::vector<std::pair<double, double>> iv) {
+  std::sort(iv.begin(), iv.end());
+  double total = 0, cur_s = 0, cur_e = -1;
+  for (auto [s, e] : iv) {
+    if (s > cur_e) {
+      total += std::max(0.0, cur_e - cur_s);
+      cur_s = s;
+      cur_e = e;
     } else {
-      comm_intervals[task.lane].push_back({eng.start[t], eng.end[t]});
-      if (task.peer_lane >= 0) comm_intervals[task.peer_lane].push_back({eng.start[t], eng.end[t]});
+      cur_e = std::max(cur_e, e);
     }
   }
-  for (std::size_t l = 0; l < low.lanes.size(); ++l) {
-    auto& iv = comm_intervals[l];
-    std::sort(iv.begin(), iv.end());
-    double busy = 0, cur_s = -1, cur_e = -1;
-    for (auto [s, e] : iv) {
-      if (s > cur_e) {
-        busy += cur_e - cur_s;
-        cur_s = s;
-        cur_e = e;
-      } else {
-        cur_e = std::max(cur_e, e);
-      }
+  return total + std::max(0.0, cur_e - cur_s);
+}
+
+std::vector<BusyTimes> busy_times(const Lowering& low, const cluster::Cluster& c,
+                                  const detail::EngineResult& eng) {
+  // A transfer is its lane's, its peer's, and that of every device at its links' ends (a
+  // gradient all-reduce is lowered as one task of the first replica's lane).
+  std::vector<int> lane_of_device(static_cast<std::size_t>(c.num_devices()), -1);
+  for (std::size_t l = 0; l < low.lanes.size(); ++l)
+    for (int d : low.lanes[l].devices) lane_of_device[d] = static_cast<int>(l);
+  std::vector<std::vector<std::pair<double, double>>> compute(low.lanes.size()),
+      comm(low.lanes.size());
+  std::vector<int> lanes;
+  for (std::size_t t = 0; t < low.g.tasks.size(); ++t) {
+    const Task& task = low.g.tasks[t];
+    const std::pair<double, double> span{eng.start[t], eng.end[t]};
+    if (!task.is_transfer) {
+      compute[task.lane].push_back(span);
+      continue;
     }
-    busy += cur_e - cur_s;
-    for (int d : low.lanes[l].devices) out[d].second = busy;
+    lanes = {task.lane, task.peer_lane};
+    for (int i = task.loads_begin; i < task.loads_end; ++i) {
+      const cluster::Link& link = c.links[low.g.loads[i].link];
+      for (int v : {link.from, link.to})
+        if (v < c.num_devices()) lanes.push_back(lane_of_device[v]);
+    }
+    std::sort(lanes.begin(), lanes.end());
+    lanes.erase(std::unique(lanes.begin(), lanes.end()), lanes.end());
+    for (int l : lanes)
+      if (l >= 0) comm[l].push_back(span);
+  }
+  std::vector<BusyTimes> out(static_cast<std::size_t>(c.num_devices()));
+  for (std::size_t l = 0; l < low.lanes.size(); ++l) {
+    BusyTimes b;
+    b.compute = covered(compute[l]);
+    b.comm = covered(comm[l]);
+    compute[l].insert(compute[l].end(), comm[l].begin(), comm[l].end());
+    b.either = covered(std::move(compute[l]));
+    for (int d : low.lanes[l].devices) out[d] = b;
   }
   return out;
 }
@@ -674,10 +702,10 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
         "plan: the schedule's pass order contradicts its dependencies (the simulation deadlocked)"};
   long long events = eng.events;
   double iteration_time = eng.makespan;
-  std::vector<std::pair<double, double>> busy;
+  std::vector<BusyTimes> busy;
   long long measured = 1;
   if (!carried) {
-    busy = busy_times(low, c.num_devices(), eng);
+    busy = busy_times(low, c, eng);
   } else {
     // Under CPU quotas an iteration's time depends on the budgets the ones before it left, so
     // iterations run back to back, each starting when the one before ends. After a warm-up of at
@@ -698,14 +726,15 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
     }
     double window = 0;
     measured = 0;
-    busy.assign(c.devices.size(), {0.0, 0.0});
+    busy.assign(c.devices.size(), BusyTimes{});
     while (measured < 3 || (window < 30 * period && measured < cap)) {
       next();
       window += eng.makespan;
-      const auto b = busy_times(low, c.num_devices(), eng);
+      const auto b = busy_times(low, c, eng);
       for (std::size_t d = 0; d < busy.size(); ++d) {
-        busy[d].first += b[d].first;
-        busy[d].second += b[d].second;
+        busy[d].compute += b[d].compute;
+        busy[d].comm += b[d].comm;
+        busy[d].either += b[d].either;
       }
       ++measured;
     }
@@ -739,8 +768,10 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
     r.devices[d].capacity = c.type_of(static_cast<int>(d)).memory;
   }
   for (std::size_t d = 0; d < c.devices.size(); ++d) {
-    r.devices[d].compute_busy = Seconds(busy[d].first / static_cast<double>(measured));
-    r.devices[d].comm_busy = Seconds(busy[d].second / static_cast<double>(measured));
+    const double n = static_cast<double>(measured);
+    r.devices[d].compute_busy = Seconds(busy[d].compute / n);
+    r.devices[d].comm_busy = Seconds(busy[d].comm / n);
+    r.devices[d].idle = Seconds(std::max(0.0, iteration_time - busy[d].either / n));
   }
   if (opts.record_events)
     for (std::size_t t = 0; t < low.g.tasks.size(); ++t) {
@@ -789,7 +820,6 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
   }
   double peak_sum = 0;
   for (auto& ds : r.devices) {
-    ds.idle = r.iteration_time - ds.compute_busy;
     if (ds.lane < 0) continue;
     ++r.devices_used;
     r.max_peak_memory = Bytes(std::max(r.max_peak_memory.value, ds.peak_memory.value));

@@ -70,7 +70,12 @@ TEST(SimulateExact, TwoStageOneFOneBTrace) {
       found = true;
     }
   EXPECT_TRUE(found);
-  EXPECT_NEAR(r->devices[0].idle.value, r->iteration_time.value - 6.0, 1e-12);
+  // Device 0 is idle when neither computing (F0 F1 at [0, 2], B0 at [5 + 2L, 7 + 2L], B1 at
+  // [8 + 2L, 10 + 2L]) nor sending or receiving (its activations at [1, 1.5 + L] and
+  // [2, 2.5 + L], the gradients at [4.5 + L, 5 + 2L] and [7.5 + L, 8 + 2L]): busy 7.5 + 3L.
+  EXPECT_NEAR(r->devices[0].compute_busy.value, 6.0, 1e-12);
+  EXPECT_NEAR(r->devices[0].comm_busy.value, 2.0 + 4 * L, 1e-12);
+  EXPECT_NEAR(r->devices[0].idle.value, r->iteration_time.value - (7.5 + 3 * L), 1e-12);
 }
 
 TEST(SimulateExact, DataParallelWaitsForGradientAllReduce) {
@@ -89,6 +94,12 @@ TEST(SimulateExact, DataParallelWaitsForGradientAllReduce) {
     if (e.kind == TaskKind::optimizer) optimizer = (e.end - e.start).value;
   EXPECT_GT(optimizer, 0);
   EXPECT_NEAR(r->iteration_time.value, 3.0 + allreduce + optimizer, 1e-9);
+  // The all-reduce is both replicas' communication, though lowered on the first one's lane; neither
+  // device is ever idle: it computes or all-reduces the whole iteration.
+  for (int d : {0, 1}) {
+    EXPECT_NEAR(r->devices[d].comm_busy.value, allreduce, 1e-9) << "device " << d;
+    EXPECT_NEAR(r->devices[d].idle.value, 0.0, 1e-9) << "device " << d;
+  }
 }
 
 TEST(SimulateExact, TransfersSharingALinkShareItsBandwidth) {

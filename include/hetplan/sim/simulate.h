@@ -35,8 +35,8 @@ struct DeviceStats {
   int device = 0;
   int lane = -1;  // -1: the plan does not use this device
   Seconds compute_busy;
-  Seconds comm_busy;             // time with at least one of its transfers in flight
-  Seconds idle;                  // iteration time - compute_busy
+  Seconds comm_busy;             // time with at least one transfer of its devices in flight
+  Seconds idle;                  // time neither computing nor with a transfer in flight
   cost::MemoryBreakdown memory;  // at the peak
   Bytes peak_memory;
   Bytes capacity;
