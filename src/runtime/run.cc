@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <tuple>
 
+#include "batch_program.h"
 #include "batches.h"
 #include "grad_buckets.h"
 #include "heap.h"
@@ -80,13 +82,15 @@ std::pair<std::int64_t, std::int64_t> samples_of(const plan::Plan& p, int stage,
 }
 
 // The groups this rank talks in: everyone, its replica's devices (tensor parallelism), the same
-// tensor-parallel rank of its stage's replicas (data parallelism), and for a tied LM head split
-// over a pipeline, that pipeline's first and last stage.
+// tensor-parallel rank of its stage's replicas (data parallelism), for a tied LM head split over
+// a pipeline, that pipeline's first and last stage, and under a batch program with more than one
+// replica, every rank of the stage (all of them split the samples).
 struct Groups {
-  PG world, tensor, stage, tied;
+  PG world, tensor, stage, tied, stage_all;
 };
 
-Groups connect(const RankEnv& env, const Place& at, bool tied, std::chrono::milliseconds timeout) {
+Groups connect(const RankEnv& env, const Place& at, bool tied, bool batch_program,
+               std::chrono::milliseconds timeout) {
   const c10::intrusive_ptr<c10d::Store> store = detail::connect_store(env, timeout);
   Groups g;
   g.world = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size,
@@ -98,6 +102,8 @@ Groups connect(const RankEnv& env, const Place& at, bool tied, std::chrono::mill
   };
   if (at.T > 1) g.tensor = group(fmt::format("tp{}_{}", at.s, at.r), at.j, at.T);
   if (at.R() > 1) g.stage = group(fmt::format("stage{}_{}", at.s, at.j), at.r, at.R());
+  if (batch_program && at.R() > 1)
+    g.stage_all = group(fmt::format("stage{}", at.s), at.r * at.T + at.j, at.R() * at.T);
   // Every replica of the first and of the last stage, for tensor-parallel rank j.
   if (tied && at.S > 1 && (at.s == 0 || at.s == at.S - 1))
     g.tied = group(fmt::format("tied{}", at.j), at.s == 0 ? at.r : at.replicas[0] + at.r,
@@ -158,6 +164,50 @@ std::string failure_text(const std::exception& e) {
   return text;
 }
 
+// HAP's batch program for the plan's replicas of more than one device (batch_program.h; its
+// group left for the caller): every op split by batch or batch_sharded, the word embedding
+// possibly by vocabulary (tensor). Nullopt when every op is split by tensor (Megatron-LM's split)
+// or the replicas have one device each (the splits then change nothing), or an error naming the
+// op that is neither.
+Result<std::optional<detail::BatchProgram>> batch_program_of(const model::Model& m,
+                                                             const plan::Plan& p) {
+  if (p.op_overrides.empty() || p.stages[0].replicas[0].devices.size() < 2)
+    return std::optional<detail::BatchProgram>{};
+  detail::BatchProgram prog;
+  const model::Op* tensor_op = nullptr;
+  bool by_batch = false;
+  for (const model::Op& op : m.ops) {
+    const plan::SplitKind split = plan::split_of(p, op.name);
+    if (split == plan::SplitKind::replicate)
+      return Error{fmt::format(
+          "plan: op_overrides: op \"{}\" is split \"replicate\", which the runtime does not "
+          "execute yet",
+          op.name)};
+    if (split == plan::SplitKind::tensor) {
+      if (op.kind == model::OpKind::embedding && op.shard == model::ShardKind::vocab)
+        prog.vocab_embedding = true;
+      else if (!tensor_op)
+        tensor_op = &op;
+      continue;
+    }
+    by_batch = true;
+    if (split == plan::SplitKind::batch_sharded && op.params > 0)
+      prog.sharded_ops.push_back(op.name);
+  }
+  if (!by_batch) return std::optional<detail::BatchProgram>{};
+  if (tensor_op)
+    return Error{fmt::format(
+        "plan: op_overrides: op \"{}\" is split by tensor and others by batch; the runtime "
+        "executes a replica's ops all split by tensor (Megatron-LM's split) or all by batch "
+        "(HAP's batch programs, where the word embedding may be split by vocabulary)",
+        tensor_op->name)};
+  if (m.family == model::Family::cnn)
+    return Error{
+        "plan: op_overrides: a CNN's batch programs are executed only when every op is split "
+        "\"batch\" (as data parallelism)"};
+  return std::optional<detail::BatchProgram>{std::move(prog)};
+}
+
 }  // namespace
 
 std::vector<int> rank_devices(const plan::Plan& p) {
@@ -215,17 +265,38 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "plan: sequence_parallel: the runtime splits decoder language models by sequence; a {} "
         "model is not",
         model::to_string(m.family))};
-  if (T > 1)
-    for (std::size_t i = 0; i < p.op_overrides.size(); ++i)
-      if (p.op_overrides[i].split != plan::SplitKind::tensor)
-        return Error{
-            fmt::format("plan: op_overrides[{}].split: the runtime splits every op of a "
-                        "tensor-parallel replica "
-                        "the Megatron-LM way; \"{}\" splits are not executed yet",
-                        i, plan::to_string(p.op_overrides[i].split))};
+  auto program = batch_program_of(m, p);
+  if (!program) return program.error();
+  if (*program) {
+    if (p.stages.size() > 1)
+      return Error{
+          "plan: stages: a batch program (ops split by batch inside a replica) is executed on one "
+          "pipeline stage; pipelines of them are not executed yet"};
+    if (p.zero_stage > 0)
+      return Error{"plan: zero_stage: ZeRO is not executed with batch programs yet"};
+    if (p.sequence_parallel)
+      return Error{"plan: sequence_parallel: a batch program splits samples, not sequences"};
+    // Every rank of a replica takes part in every micro-batch's collectives: each needs a sample.
+    for (std::size_t r = 0; r < p.stages[0].replicas.size(); ++r) {
+      detail::TensorParallel group;
+      group.size = static_cast<int>(T);
+      group.shares = p.stages[0].replicas[r].tp_shares;
+      for (int k = 0; k < std::max(1, p.num_microbatches); ++k) {
+        const auto [b0, b1] = samples_of(p, 0, static_cast<int>(r), k);
+        if (auto ok =
+                detail::unit_counts(b1 - b0, group, fmt::format("samples of micro-batch {}", k));
+            !ok)
+          return Error{fmt::format("{} (stages[0].replicas[{}] splits them by batch)",
+                                   ok.error().message, r)};
+      }
+      if ((*program)->vocab_embedding)
+        if (auto ok = detail::unit_counts(m.vocab, group, "vocabulary rows"); !ok)
+          return ok.error();
+    }
+  }
   // Uneven shares are rounded to whole heads, MLP columns, vocabulary rows (and sequence
   // positions): each rank needs one.
-  if (T > 1 && m.family == model::Family::decoder_lm)
+  if (T > 1 && m.family == model::Family::decoder_lm && !*program)
     for (const auto& st : p.stages)
       for (const auto& rep : st.replicas) {
         detail::TensorParallel tp;
@@ -297,6 +368,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
 
   const Place at(p, env.rank);
   const plan::Stage& stage = p.stages[at.s];
+  auto program = batch_program_of(m, p);  // checked above
+  const bool batch_program = program->has_value();
   const bool first = at.s == 0, last = at.s == at.S - 1;
   // Whether a tied LM head is split from its embedding: it then gets its own copy, kept equal by
   // summing the copies' gradients (as Megatron-LM does). The copies' vocabulary rows must match.
@@ -313,7 +386,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   std::optional<detail::PeerWatch> watch;
   if (env.world_size > 1) {
     try {
-      groups = connect(env, at, tied, timeout);
+      groups = connect(env, at, tied, batch_program, timeout);
     } catch (const std::exception& e) {
       return Error{fmt::format("cannot join the job at {}:{}: {}", env.master_addr, env.master_port,
                                failure_text(e))};
@@ -331,7 +404,14 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     tp.sequence = std::move(*positions);
     tp.grouped = uneven_form(m, p, stage.replicas[at.r], opts.cluster) == cost::UnevenForm::grouped;
   }
-  if (auto sharded = mod.shard(tp); !sharded) return sharded.error();
+  if (batch_program) {
+    detail::BatchProgram prog = std::move(**program);
+    prog.group = tp;
+    prog.group.grouped = p.uneven_collectives == plan::UnevenCollectives::grouped;
+    if (auto split = mod.split_batch(prog); !split) return split.error();
+  } else if (auto sharded = mod.shard(tp); !sharded) {
+    return sharded.error();
+  }
   // Batch normalisation over the whole micro-batch only when the plan asks (synced): otherwise each
   // replica normalises its own samples, as data-parallel training usually does.
   if (p.batch_norm == plan::BatchNormStats::synced) mod.set_batch_group(groups.stage.get());
@@ -346,18 +426,38 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   std::int64_t numel = 0;
   for (const auto& t : params) numel += t.numel();
   // The stage's gradients are summed over its replicas in buckets that start while the last
-  // backward pass runs (the plan's grad_bucket_bytes).
+  // backward pass runs (the plan's grad_bucket_bytes). Under a batch program, every rank of the
+  // stage computed a part of each whole weight's gradient, and the replica's sum of each shard's:
+  // the first are summed over all of them in the buckets, the second over the replicas after the
+  // passes.
   std::unique_ptr<detail::GradBuckets> buckets;
-  if (groups.stage) {
+  const std::vector<torch::Tensor> shards = mod.sharded_parameters();
+  const PG bucket_group =
+      batch_program ? (groups.stage_all ? groups.stage_all : groups.tensor) : groups.stage;
+  if (bucket_group) {
+    auto is_shard = [&](const torch::Tensor& t) {
+      return std::any_of(shards.begin(), shards.end(), [&](const torch::Tensor& s) {
+        return s.unsafeGetTensorImpl() == t.unsafeGetTensorImpl();
+      });
+    };
     std::vector<std::vector<torch::Tensor>> layers;
     std::vector<double> layer_bytes;  // as the simulator counts them
     for (int l = stage.first_layer; l < stage.first_layer + stage.num_layers; ++l) {
-      layers.push_back(mod.layer_parameters(l, 1));
-      layer_bytes.push_back(static_cast<double>(m.layer_parameters(l)) *
-                            model::dtype_bytes(m.dtype) / static_cast<double>(at.T));
+      std::vector<torch::Tensor> whole;
+      double whole_numel = 0;
+      for (const auto& t : mod.layer_parameters(l, 1))
+        if (!is_shard(t)) {
+          whole.push_back(t);
+          whole_numel += static_cast<double>(t.numel());
+        }
+      layers.push_back(std::move(whole));
+      layer_bytes.push_back(batch_program
+                                ? whole_numel * model::dtype_bytes(m.dtype)
+                                : static_cast<double>(m.layer_parameters(l)) *
+                                      model::dtype_bytes(m.dtype) / static_cast<double>(at.T));
     }
     buckets = std::make_unique<detail::GradBuckets>(layers, layer_bytes, p.grad_bucket_bytes,
-                                                    groups.stage);
+                                                    bucket_group);
   }
   // Resuming: this rank's parameters and step count from the newest whole checkpoint, then
   // (below) its optimizer state.
@@ -547,8 +647,17 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           torch::Tensor x =
               first ? chunk.inputs : gather(at.s - 1, stage.first_layer, mb, b0, b1, 2 * mb);
           if (!first) x.requires_grad_(true);
-          torch::Tensor out =
-              mod.forward_layers(stage.first_layer, stage.num_layers, x, chunk.targets);
+          torch::Tensor targets = chunk.targets;
+          if (batch_program) {  // this rank's samples of the replica's (one stage: first, last)
+            auto counts = *detail::unit_counts(b1 - b0, tp, "samples");  // checked before start
+            std::int64_t before = 0;
+            for (int i = 0; i < at.j; ++i) before += counts[i];
+            const detail::Batch mine = chunk.slice(before, before + counts[at.j]);
+            if (!mod.reads_replica_samples()) x = mine.inputs;
+            targets = mine.targets;
+            mod.set_sample_counts(std::move(counts));
+          }
+          torch::Tensor out = mod.forward_layers(stage.first_layer, stage.num_layers, x, targets);
           if (last) {
             out = out / B;
             loss_sum += out.item<double>();
@@ -576,6 +685,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       for (auto& w : sends) w->wait(timeout);
       // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
       if (buckets) buckets->finish(timeout);
+      if (!shards.empty() && groups.stage) all_reduce_flat(groups.stage, grads_of(shards));
       // After the stage's all-reduce every replica of a stage holds its stage's sum; the first
       // replica of each stage contributes it, so every copy gets the sum of both stages.
       if (groups.tied) {
@@ -585,7 +695,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       }
       // This rank's part of the step's loss (the pipelines' last stages hold it); summed over the
       // ranks once, after the last step, so that no step pays a collective the plan does not have.
-      own_losses.push_back(last && at.j == 0 ? loss_sum : 0.0);
+      own_losses.push_back(last && (at.j == 0 || batch_program) ? loss_sum : 0.0);
       comm += seconds_since(comm_start);
       if (zero) {
         owned.mutable_grad() =

@@ -25,49 +25,56 @@ c10d::ProcessGroup* group_of(AutogradContext* ctx) {
   return reinterpret_cast<c10d::ProcessGroup*>(ctx->saved_data["pg"].toInt());
 }
 
-// Where rank i's shard of the sequence starts.
-std::int64_t sequence_offset(const TensorParallel& tp, int i) {
-  std::int64_t off = 0;
-  for (int k = 0; k < i; ++k) off += tp.sequence[k];
-  return off;
-}
+// How a tensor is split into the group's shards: along `dim`, rank i holding counts[i] of it.
+struct Shards {
+  std::int64_t dim = 1;
+  std::vector<std::int64_t> counts;
+  std::int64_t offset(int i) const {
+    return std::accumulate(counts.begin(), counts.begin() + i, std::int64_t{0});
+  }
+  std::int64_t most() const { return *std::max_element(counts.begin(), counts.end()); }
+  // x's shape with `n` along dim.
+  std::vector<std::int64_t> shape(const torch::Tensor& x, std::int64_t n) const {
+    auto out = x.sizes().vec();
+    out[dim] = n;
+    return out;
+  }
+};
 
-// [n, s_j, h] -> [n, S, h]: the shards of every rank, in rank order.
-torch::Tensor all_gather_sequence(const torch::Tensor& x, const TensorParallel& tp) {
+// This rank's shard -> the whole tensor: the shards of every rank, in rank order.
+torch::Tensor all_gather(const torch::Tensor& x, const TensorParallel& tp, const Shards& sh) {
   std::vector<torch::Tensor> parts;
-  const auto shape = [&](std::int64_t s) {
-    return std::vector<std::int64_t>{x.size(0), s, x.size(2)};
-  };
   if (tp.grouped) {
     for (int i = 0; i < tp.size; ++i) {
-      std::vector<torch::Tensor> t{i == tp.rank ? x.contiguous().clone()
-                                                : torch::empty(shape(tp.sequence[i]), x.options())};
+      if (sh.counts[i] == 0) continue;  // every rank knows the counts: all skip it
+      std::vector<torch::Tensor> t{i == tp.rank
+                                       ? x.contiguous().clone()
+                                       : torch::empty(sh.shape(x, sh.counts[i]), x.options())};
       c10d::BroadcastOptions o;
       o.rootRank = i;
       tp.group->broadcast(t, o)->wait();
       parts.push_back(t[0]);
     }
   } else {
-    const std::int64_t most = *std::max_element(tp.sequence.begin(), tp.sequence.end());
     std::vector<torch::Tensor> in{
-        torch::cat({x, torch::zeros(shape(most - x.size(1)), x.options())}, 1).contiguous()};
+        torch::cat({x, torch::zeros(sh.shape(x, sh.most() - x.size(sh.dim)), x.options())}, sh.dim)
+            .contiguous()};
     std::vector<std::vector<torch::Tensor>> out(1);
     for (int i = 0; i < tp.size; ++i) out[0].push_back(torch::empty_like(in[0]));
     tp.group->allgather(out, in)->wait();
-    for (int i = 0; i < tp.size; ++i) parts.push_back(out[0][i].slice(1, 0, tp.sequence[i]));
+    for (int i = 0; i < tp.size; ++i) parts.push_back(out[0][i].slice(sh.dim, 0, sh.counts[i]));
   }
-  return torch::cat(parts, 1);
+  return torch::cat(parts, sh.dim);
 }
 
-// [n, S, h] partial sums -> this rank's shard [n, s_j, h] of their sum.
-torch::Tensor reduce_scatter_sequence_sum(const torch::Tensor& x, const TensorParallel& tp) {
+// Partial sums of the whole tensor -> this rank's shard of their sum.
+torch::Tensor reduce_scatter(const torch::Tensor& x, const TensorParallel& tp, const Shards& sh) {
+  auto part = [&](int i) { return x.slice(sh.dim, sh.offset(i), sh.offset(i) + sh.counts[i]); };
   if (tp.grouped) {
-    torch::Tensor mine;
+    torch::Tensor mine = part(tp.rank).clone();  // an empty shard stays empty
     for (int i = 0; i < tp.size; ++i) {
-      std::vector<torch::Tensor> t{
-          x.slice(1, sequence_offset(tp, i), sequence_offset(tp, i) + tp.sequence[i])
-              .contiguous()
-              .clone()};
+      if (sh.counts[i] == 0) continue;
+      std::vector<torch::Tensor> t{part(i).contiguous().clone()};
       c10d::ReduceOptions o;
       o.rootRank = i;
       o.reduceOp = c10d::ReduceOp::SUM;
@@ -78,49 +85,51 @@ torch::Tensor reduce_scatter_sequence_sum(const torch::Tensor& x, const TensorPa
   }
   // Padded: every rank's slice padded to the largest, sent to its rank by an all-to-all, then
   // the received partial sums added up (Gloo has no reduce-scatter).
-  const std::int64_t most = *std::max_element(tp.sequence.begin(), tp.sequence.end());
   std::vector<torch::Tensor> chunks;
-  for (int i = 0; i < tp.size; ++i) {
-    auto part = x.slice(1, sequence_offset(tp, i), sequence_offset(tp, i) + tp.sequence[i]);
+  for (int i = 0; i < tp.size; ++i)
     chunks.push_back(torch::cat(
-        {part, torch::zeros({x.size(0), most - tp.sequence[i], x.size(2)}, x.options())}, 1));
-  }
+        {part(i), torch::zeros(sh.shape(x, sh.most() - sh.counts[i]), x.options())}, sh.dim));
   torch::Tensor in = torch::stack(chunks).contiguous(), out = torch::empty_like(in);
   std::vector<std::int64_t> even;
   c10d::AllToAllOptions o;
   tp.group->alltoall_base(out, in, even, even, o)->wait();
-  return out.sum(0).slice(1, 0, tp.sequence[tp.rank]);
+  return out.sum(0).slice(sh.dim, 0, sh.counts[tp.rank]);
+}
+
+// This rank's shard of a tensor every rank holds whole.
+torch::Tensor own_shard(const torch::Tensor& x, const TensorParallel& tp, const Shards& sh) {
+  return x.slice(sh.dim, sh.offset(tp.rank), sh.offset(tp.rank) + sh.counts[tp.rank]).clone();
 }
 
 const TensorParallel& tp_of(AutogradContext* ctx) {
   return *reinterpret_cast<const TensorParallel*>(ctx->saved_data["tp"].toInt());
 }
 
-torch::Tensor own_slice(const torch::Tensor& x, const TensorParallel& tp) {
-  const std::int64_t b = sequence_offset(tp, tp.rank);
-  return x.slice(1, b, b + tp.sequence[tp.rank]).clone();
-}
+// A step between shards and wholes as an autograd operation: Forward on the way in, Backward on
+// the gradient (the four uses below pair a collective or a slice with its adjoint). The shards'
+// dimension and counts are kept for the backward pass, as they may differ from call to call.
+using ShardFn = torch::Tensor (*)(const torch::Tensor&, const TensorParallel&, const Shards&);
 
-// A sequence-parallel step as an autograd operation: Forward on the way in, Backward on the
-// gradient (the four below pair a collective or slice with its adjoint).
-using SequenceFn = torch::Tensor (*)(const torch::Tensor&, const TensorParallel&);
-
-template <SequenceFn Forward, SequenceFn Backward>
-class SequenceStep : public torch::autograd::Function<SequenceStep<Forward, Backward>> {
+template <ShardFn Forward, ShardFn Backward>
+class ShardStep : public torch::autograd::Function<ShardStep<Forward, Backward>> {
  public:
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, const TensorParallel* tp) {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, const TensorParallel* tp,
+                               std::int64_t dim, std::vector<std::int64_t> counts) {
     ctx->saved_data["tp"] = reinterpret_cast<std::int64_t>(tp);
-    return Forward(x, *tp);
+    ctx->saved_data["dim"] = dim;
+    ctx->saved_data["counts"] = counts;
+    return Forward(x, *tp, Shards{dim, std::move(counts)});
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    return {Backward(grad[0], tp_of(ctx)), torch::Tensor()};
+    const Shards sh{ctx->saved_data["dim"].toInt(), ctx->saved_data["counts"].toIntVector()};
+    return {Backward(grad[0], tp_of(ctx), sh), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
-using GatherSequence = SequenceStep<all_gather_sequence, reduce_scatter_sequence_sum>;
-using ReduceScatterSequence = SequenceStep<reduce_scatter_sequence_sum, all_gather_sequence>;
-using ScatterSequence = SequenceStep<own_slice, all_gather_sequence>;
-using GatherSequenceWhole = SequenceStep<all_gather_sequence, own_slice>;
+using GatherShards = ShardStep<all_gather, reduce_scatter>;
+using ReduceScatterShards = ShardStep<reduce_scatter, all_gather>;
+using ScatterShards = ShardStep<own_shard, all_gather>;
+using GatherShardsWhole = ShardStep<all_gather, own_shard>;
 
 class CopyToGroup : public torch::autograd::Function<CopyToGroup> {
  public:
@@ -209,23 +218,32 @@ torch::Tensor max_over_group(const torch::Tensor& x, const TensorParallel& tp) {
 }
 
 torch::Tensor gather_sequence(const torch::Tensor& x, const TensorParallel& tp) {
-  return tp.sequence_parallel() ? GatherSequence::apply(x, &tp) : x;
+  return tp.sequence_parallel() ? GatherShards::apply(x, &tp, 1, tp.sequence) : x;
 }
 
 torch::Tensor reduce_scatter_sequence(const torch::Tensor& x, const TensorParallel& tp) {
-  return tp.sequence_parallel() ? ReduceScatterSequence::apply(x, &tp) : x;
+  return tp.sequence_parallel() ? ReduceScatterShards::apply(x, &tp, 1, tp.sequence) : x;
 }
 
 torch::Tensor scatter_sequence(const torch::Tensor& x, const TensorParallel& tp) {
-  return tp.sequence_parallel() ? ScatterSequence::apply(x, &tp) : x;
+  return tp.sequence_parallel() ? ScatterShards::apply(x, &tp, 1, tp.sequence) : x;
 }
 
 torch::Tensor gather_sequence_whole(const torch::Tensor& x, const TensorParallel& tp) {
-  return tp.sequence_parallel() ? GatherSequenceWhole::apply(x, &tp) : x;
+  return tp.sequence_parallel() ? GatherShardsWhole::apply(x, &tp, 1, tp.sequence) : x;
 }
 
-Result<std::vector<std::int64_t>> unit_counts(std::int64_t n, const TensorParallel& tp,
-                                              const std::string& what) {
+torch::Tensor gather_shards(const torch::Tensor& x, const TensorParallel& tp, std::int64_t dim,
+                            const std::vector<std::int64_t>& counts) {
+  return tp.active() ? GatherShards::apply(x, &tp, dim, counts) : x;
+}
+
+torch::Tensor reduce_scatter_shards(const torch::Tensor& x, const TensorParallel& tp,
+                                    std::int64_t dim, const std::vector<std::int64_t>& counts) {
+  return tp.active() ? ReduceScatterShards::apply(x, &tp, dim, counts) : x;
+}
+
+std::vector<std::int64_t> share_counts(std::int64_t n, const TensorParallel& tp) {
   const int k = tp.size;
   std::vector<double> shares = tp.shares;
   if (shares.empty()) shares.assign(k, 1.0 / k);
@@ -240,11 +258,17 @@ Result<std::vector<std::int64_t>> unit_counts(std::int64_t n, const TensorParall
   }
   std::sort(rest.begin(), rest.end());
   for (std::int64_t i = 0; i < n - given; ++i) ++count[rest[i % k].second];
-  for (int i = 0; i < k; ++i)
+  return count;
+}
+
+Result<std::vector<std::int64_t>> unit_counts(std::int64_t n, const TensorParallel& tp,
+                                              const std::string& what) {
+  std::vector<std::int64_t> count = share_counts(n, tp);
+  for (int i = 0; i < tp.size; ++i)
     if (count[i] < 1)
       return Error{fmt::format(
           "plan: tp_shares: tensor-parallel rank {} would hold none of the {} {} (share {:.3g})", i,
-          n, what, shares[i])};
+          n, what, tp.shares.empty() ? 1.0 / tp.size : tp.shares[i])};
   return count;
 }
 

@@ -54,6 +54,18 @@ torch::Tensor scatter_sequence(const torch::Tensor& x, const TensorParallel& tp)
 // gradient, alike on every rank, is sliced to this rank's shard.
 torch::Tensor gather_sequence_whole(const torch::Tensor& x, const TensorParallel& tp);
 
+// Shards of unlike sizes along `dim` (rank i holding counts[i]; tp.grouped picks how they move),
+// as autograd operations; identities without an active group. `tp` must outlive the backward
+// pass. gather_shards all-gathers this rank's shard into the whole tensor, and reduce-scatters
+// the whole gradient (each rank's partial gradient summed, each keeping its shard): a weight
+// sharded over a batch-split replica (HAP's batch_sharded), or a vocabulary-split table read
+// whole. reduce_scatter_shards sums partial wholes into this rank's shard and all-gathers the
+// gradient: a vocabulary-split embedding's partial sums into each rank's samples.
+torch::Tensor gather_shards(const torch::Tensor& x, const TensorParallel& tp, std::int64_t dim,
+                            const std::vector<std::int64_t>& counts);
+torch::Tensor reduce_scatter_shards(const torch::Tensor& x, const TensorParallel& tp,
+                                    std::int64_t dim, const std::vector<std::int64_t>& counts);
+
 // Training-mode batch normalisation of x [n, c, h, w] with the statistics of the samples of every
 // rank of `group` (null: this rank's alone), so that a batch split over replicas, evenly or not,
 // normalises as the whole batch does. Keeps no running statistics.
@@ -61,9 +73,11 @@ torch::Tensor batch_norm_over_group(const torch::Tensor& x, const torch::Tensor&
                                     const torch::Tensor& bias, c10d::ProcessGroup* group,
                                     double eps = 1e-5);
 
-// How many of the `n` units (heads, columns, vocabulary rows, sequence positions) each rank of
-// the group holds: counts by the shares, rounded by largest remainder. Every rank must get at
-// least one; `what` names the units in the error.
+// How many of the `n` units each rank of the group holds: counts by the shares, rounded by largest
+// remainder (ties to the lower rank); a rank may get none.
+std::vector<std::int64_t> share_counts(std::int64_t n, const TensorParallel& tp);
+// share_counts of the `n` units (heads, columns, vocabulary rows, sequence positions, samples)
+// where every rank must get at least one; `what` names the units in the error.
 Result<std::vector<std::int64_t>> unit_counts(std::int64_t n, const TensorParallel& tp,
                                               const std::string& what);
 // [begin, end) of those that rank `tp.rank` holds.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "resnet_module.h"
@@ -70,8 +71,9 @@ class Mlp : public ClassifierStack {
     head_ = register_module("head", nn::Linear(width, out));
     num_layers_ = layers + 1;
     for (int i = 0; i < layers; ++i)
-      layer_fns_.push_back(
-          [this, i](const torch::Tensor& x) { return torch::relu(layers_[i]->forward(x)); });
+      layer_fns_.push_back([this, i](const torch::Tensor& x) {
+        return torch::relu(linear(x, layers_[static_cast<std::size_t>(i)]));
+      });
   }
   std::vector<std::int64_t> activation_shape(int layer, std::int64_t n) const override {
     return {n, layer == 0 ? in_ : hidden_};
@@ -81,7 +83,17 @@ class Mlp : public ClassifierStack {
   const nn::Module& layer_module(int l) const override {
     return l + 1 < num_layers_ ? static_cast<const nn::Module&>(*layers_[l]) : *head_;
   }
-  torch::Tensor logits(const torch::Tensor& x) override { return head_->forward(x); }
+  torch::Tensor logits(const torch::Tensor& x) override { return linear(x, head_); }
+  torch::Tensor linear(const torch::Tensor& x, const nn::Linear& l) const {
+    return torch::nn::functional::linear(x, weights_.whole(l->weight), weights_.whole(l->bias));
+  }
+  std::vector<std::pair<std::string, std::vector<torch::Tensor>>> op_parameters() override {
+    std::vector<std::pair<std::string, std::vector<torch::Tensor>>> out;
+    for (std::size_t i = 0; i < layers_.size(); ++i)
+      out.push_back({"layers." + std::to_string(i) + ".fc", layers_[i]->parameters()});
+    out.push_back({"head.fc", head_->parameters()});
+    return out;
+  }
 
   std::int64_t in_, hidden_;
   std::vector<nn::Linear> layers_;
@@ -134,10 +146,11 @@ struct Norm {
     else
       ln = owner.register_module(name, nn::LayerNorm(nn::LayerNormOptions({width})));
   }
-  torch::Tensor operator()(const torch::Tensor& x, const TensorParallel& tp) const {
-    return rms ? rms->forward(x, whole_weight(rms->weight, tp))
-               : torch::layer_norm(x, {ln->options.normalized_shape()},
-                                   whole_weight(ln->weight, tp), whole_weight(ln->bias, tp),
+  torch::Tensor operator()(const torch::Tensor& x, const TensorParallel& tp,
+                           const ShardedWeights& weights) const {
+    auto w = [&](const torch::Tensor& t) { return whole_weight(weights.whole(t), tp); };
+    return rms ? rms->forward(x, w(rms->weight))
+               : torch::layer_norm(x, {ln->options.normalized_shape()}, w(ln->weight), w(ln->bias),
                                    ln->options.eps());
   }
   const nn::Module* module() const {
@@ -154,12 +167,13 @@ struct Norm {
 class Block : public nn::Module {
  public:
   Block(const DecoderShape& d, const torch::Tensor* causal, const torch::Tensor* rope_cos,
-        const torch::Tensor* rope_sin, const TensorParallel* tp)
+        const torch::Tensor* rope_sin, const TensorParallel* tp, const ShardedWeights* weights)
       : d_(d),
         causal_(causal),
         cos_(rope_cos),
         sin_(rope_sin),
         tp_(tp),
+        weights_(weights),
         local_heads_(d.heads),
         local_kv_(d.kv_heads),
         local_ffn_(d.ffn) {
@@ -207,6 +221,17 @@ class Block : public nn::Module {
     return true;
   }
 
+  // The block's ops with weights, under their names in the description (`prefix`: "layers.i").
+  void add_op_parameters(const std::string& prefix,
+                         std::vector<std::pair<std::string, std::vector<torch::Tensor>>>& out) {
+    out.push_back({prefix + ".norm1", params_of({norm1_.module()})});
+    out.push_back({prefix + ".attn.qkv", qkv_->parameters()});
+    out.push_back({prefix + ".attn.proj", proj_->parameters()});
+    out.push_back({prefix + ".norm2", params_of({norm2_.module()})});
+    out.push_back({prefix + (d_.swiglu ? ".mlp.gate_up" : ".mlp.fc1"), fc1_->parameters()});
+    out.push_back({prefix + (d_.swiglu ? ".mlp.down" : ".mlp.fc2"), fc2_->parameters()});
+  }
+
  private:
   torch::Tensor body(const torch::Tensor& x, bool recompute_core) {
     namespace F = torch::nn::functional;
@@ -218,16 +243,18 @@ class Block : public nn::Module {
     auto leave = [&](const torch::Tensor& t) {
       return sp ? reduce_scatter_sequence(t, tp) : reduce_from_group(t, tp);
     };
-    const auto a = enter(norm1_(x, tp));
-    const auto ctx = run_layer(core_, F::linear(a, qkv_->weight, qkv_->bias), recompute_core);
-    auto y = x + leave(torch::matmul(ctx, proj_->weight.t()));
-    if (d_.bias) y = y + whole_weight(proj_->bias, tp);
-    const auto b = enter(norm2_(y, tp));
-    auto h = F::linear(b, fc1_->weight, fc1_->bias);
+    // A weight as the pass uses it: gathered when a batch program shards it.
+    auto w = [this](const torch::Tensor& t) { return weights_->whole(t); };
+    const auto a = enter(norm1_(x, tp, *weights_));
+    const auto ctx = run_layer(core_, F::linear(a, w(qkv_->weight), w(qkv_->bias)), recompute_core);
+    auto y = x + leave(torch::matmul(ctx, w(proj_->weight).t()));
+    if (d_.bias) y = y + whole_weight(w(proj_->bias), tp);
+    const auto b = enter(norm2_(y, tp, *weights_));
+    auto h = F::linear(b, w(fc1_->weight), w(fc1_->bias));
     h = d_.swiglu ? torch::silu(h.slice(-1, 0, local_ffn_)) * h.slice(-1, local_ffn_)
                   : torch::gelu(h);
-    auto out = y + leave(torch::matmul(h, fc2_->weight.t()));
-    return d_.bias ? out + whole_weight(fc2_->bias, tp) : out;
+    auto out = y + leave(torch::matmul(h, w(fc2_->weight).t()));
+    return d_.bias ? out + whole_weight(w(fc2_->bias), tp) : out;
   }
   // Rotary positions on [n, heads, s, hd]: pairs (i, i + hd/2) rotated by position x frequency.
   torch::Tensor rotate(const torch::Tensor& t) const {
@@ -262,6 +289,7 @@ class Block : public nn::Module {
   const torch::Tensor* causal_;      // the model's causal mask
   const torch::Tensor *cos_, *sin_;  // the model's rotary tables
   const TensorParallel* tp_;         // the model's tensor-parallel group
+  const ShardedWeights* weights_;    // the model's sharded weights (batch programs)
   std::int64_t local_heads_, local_kv_, local_ffn_;
   Norm norm1_, norm2_;
   nn::Linear qkv_{nullptr}, proj_{nullptr}, fc1_{nullptr}, fc2_{nullptr};
@@ -276,8 +304,9 @@ class Decoder : public TrainModule {
       : d_(d), word_(register_module("word", nn::Embedding(d.vocab, d.hidden))) {
     if (d.positions > 0) pos_ = register_module("pos", nn::Embedding(d.positions, d.hidden));
     for (int i = 0; i < d.layers; ++i)
-      blocks_.push_back(register_module("block" + std::to_string(i),
-                                        std::make_shared<Block>(d, &causal_, &cos_, &sin_, &tp_)));
+      blocks_.push_back(
+          register_module("block" + std::to_string(i),
+                          std::make_shared<Block>(d, &causal_, &cos_, &sin_, &tp_, &weights_)));
     norm_ = Norm(*this, "norm", d.rms_norm, d.hidden);
     if (!d.tied)
       head_ = register_module("head", nn::Linear(nn::LinearOptions(d.hidden, d.vocab).bias(false)));
@@ -307,16 +336,19 @@ class Decoder : public TrainModule {
         y = embed(y);
         if (pos_) {
           const auto [p0, p1] = positions_;
-          y = y + torch::embedding(whole_weight(pos_->weight, tp_),
+          y = y + torch::embedding(whole_weight(weights_.whole(pos_->weight), tp_),
                                    torch::arange(p0, p1, torch::kLong));
         }
       } else if (l + 1 < num_layers_) {
         y = blocks_[l - 1]->forward(y, recompute_);
       } else {
-        y = norm_(y, tp_);
-        const torch::Tensor& w = head_                  ? head_->weight
-                                 : head_copy_.defined() ? head_copy_
-                                                        : word_->weight;
+        y = norm_(y, tp_, weights_);
+        // A vocabulary-split table that a batch program's head reads whole is gathered.
+        const torch::Tensor w = head_                  ? weights_.whole(head_->weight)
+                                : head_copy_.defined() ? head_copy_
+                                : batch_.vocab_embedding
+                                    ? gather_shards(word_->weight, batch_.group, 0, vocab_counts_)
+                                    : weights_.whole(word_->weight);
         auto logits = torch::matmul(
             tp_.sequence_parallel() ? gather_sequence(y, tp_) : copy_to_group(y, tp_), w.t());
         logits = logits.reshape({-1, logits.size(-1)});
@@ -371,6 +403,19 @@ class Decoder : public TrainModule {
     if (head_) keep_slices(head_->weight, 0, {vocab_});
     return true;
   }
+  Result<bool> split_batch(const BatchProgram& prog) override {
+    if (auto ok = TrainModule::split_batch(prog); !ok) return ok;
+    if (!prog.vocab_embedding) return true;
+    auto counts = unit_counts(d_.vocab, batch_.group, "vocabulary rows");
+    if (!counts) return counts.error();
+    vocab_counts_ = *counts;
+    std::int64_t v0 = 0;
+    for (int i = 0; i < batch_.group.rank; ++i) v0 += vocab_counts_[i];
+    vocab_ = {v0, v0 + vocab_counts_[batch_.group.rank]};
+    keep_slices(word_->weight, 0, {vocab_});
+    sharded_.push_back(word_->weight);
+    return true;
+  }
   bool tied_head() const override { return !head_; }
   std::pair<torch::Tensor, torch::Tensor> untie_head() override {
     if (head_) return {};
@@ -382,7 +427,14 @@ class Decoder : public TrainModule {
   // Token embeddings; split by vocabulary rows, each rank looks up its own rows and the group sums
   // (under sequence parallelism, each rank keeping the sums of its positions).
   torch::Tensor embed(const torch::Tensor& ids) {
-    if (!tp_.active()) return word_->forward(ids);
+    if (batch_.vocab_embedding) {  // the replica's samples' ids -> the sums of this rank's samples
+      const auto [v0, v1] = vocab_;
+      const auto mine = (ids >= v0) & (ids < v1);
+      const auto local = (ids - v0).clamp(0, v1 - v0 - 1);
+      return reduce_scatter_shards(torch::embedding(word_->weight, local) * mine.unsqueeze(-1),
+                                   batch_.group, 0, samples_);
+    }
+    if (!tp_.active()) return torch::embedding(weights_.whole(word_->weight), ids);
     const auto [v0, v1] = vocab_;
     const auto mine = (ids >= v0) & (ids < v1);
     const auto local = (ids - v0).clamp(0, v1 - v0 - 1);
@@ -403,9 +455,21 @@ class Decoder : public TrainModule {
     return (sum_exp.log() + top - target_logit).sum();
   }
 
+  std::vector<std::pair<std::string, std::vector<torch::Tensor>>> op_parameters() override {
+    std::vector<std::pair<std::string, std::vector<torch::Tensor>>> out;
+    out.push_back({"embedding.word", {word_->weight}});
+    if (pos_) out.push_back({"embedding.position", {pos_->weight}});
+    for (std::size_t i = 0; i < blocks_.size(); ++i)
+      blocks_[i]->add_op_parameters("layers." + std::to_string(i), out);
+    out.push_back({"head.norm", params_of({norm_.module()})});
+    if (head_) out.push_back({"head.lm_head", {head_->weight}});
+    return out;
+  }
+
   DecoderShape d_;
   TensorParallel tp_;
   std::pair<std::int64_t, std::int64_t> vocab_{0, 0};
+  std::vector<std::int64_t> vocab_counts_;  // a batch program's vocabulary split, per rank
   std::pair<std::int64_t, std::int64_t> positions_{0, 0};  // this rank's, [begin, end)
   nn::Embedding word_, pos_{nullptr};
   std::vector<std::shared_ptr<Block>> blocks_;
@@ -426,6 +490,27 @@ std::int64_t count_parameters(const torch::nn::Module& mod) {
 torch::Tensor summed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
   return torch::nn::functional::cross_entropy(
       logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+}
+
+Result<bool> TrainModule::split_batch(const BatchProgram& prog) {
+  batch_ = prog;
+  auto ops = op_parameters();
+  for (const std::string& name : prog.sharded_ops) {
+    if (prog.vocab_embedding && name == "embedding.word")
+      return Error{"plan: op_overrides: embedding.word is split by vocabulary, not batch_sharded"};
+    auto it =
+        std::find_if(ops.begin(), ops.end(), [&](const auto& op) { return op.first == name; });
+    if (it == ops.end())
+      return Error{fmt::format(
+          "plan: op_overrides: op \"{}\" is split batch_sharded, but the runtime's module has no "
+          "weights of that name to shard",
+          name)};
+    for (torch::Tensor& t : it->second) {
+      weights_.shard(t);
+      sharded_.push_back(t);
+    }
+  }
+  return true;
 }
 
 torch::Tensor ClassifierStack::forward_layers(int first, int count, const torch::Tensor& x,

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "batch_program.h"
 #include "hetplan/core/error.h"
 #include "hetplan/cost/memory_cost.h"
 #include "hetplan/model/model.h"
@@ -55,6 +56,20 @@ class TrainModule : public torch::nn::Module {
     (void)tp;
     return true;
   }
+  // Runs HAP's batch program `prog` (batch_program.h) instead of splitting ops: this rank computes
+  // its samples of each micro-batch (set_sample_counts) with every op whole, but the weights of
+  // prog.sharded_ops are sharded over prog.group. Call once, instead of shard(). Refuses an op
+  // the module has no weights of, and (here) a vocabulary-split embedding.
+  virtual Result<bool> split_batch(const BatchProgram& prog);
+  // Under a batch program, how many samples of the coming pass each rank of the group takes.
+  void set_sample_counts(std::vector<std::int64_t> counts) { samples_ = std::move(counts); }
+  // Whether forward_layers(0, ...) reads the replica's samples (all ranks' of the pass, in rank
+  // order) rather than this rank's: a vocabulary-split word embedding's batch program.
+  bool reads_replica_samples() const { return batch_.vocab_embedding; }
+  // Of layer_parameters(...), those that hold this rank's shard (of a sharded weight or a
+  // vocabulary-split table) under a batch program: their gradients are the replica's whole sums
+  // of the shard, where every other parameter's is this rank's samples' part.
+  std::vector<torch::Tensor> sharded_parameters() const { return sharded_; }
   // The group of ranks that split each micro-batch of this stage between them (its replicas, for
   // one tensor-parallel rank): layers whose output depends on the whole batch (batch
   // normalisation) reduce their statistics over it. Null: this rank holds whole micro-batches.
@@ -68,8 +83,17 @@ class TrainModule : public torch::nn::Module {
   }
 
  protected:
+  // The description's ops that have weights, by name, with the module's tensors of each (what
+  // split_batch shards); none by default.
+  virtual std::vector<std::pair<std::string, std::vector<torch::Tensor>>> op_parameters() {
+    return {};
+  }
   int num_layers_ = 0;
   cost::Recompute recompute_ = cost::Recompute::none;
+  BatchProgram batch_;                     // inactive group: no batch program
+  ShardedWeights weights_{&batch_.group};  // weights_.whole(w): the weight w to compute with
+  std::vector<std::int64_t> samples_;      // per rank of batch_.group, of the current pass
+  std::vector<torch::Tensor> sharded_;
 };
 
 using LayerFn = std::function<torch::Tensor(const torch::Tensor&)>;

@@ -226,7 +226,7 @@ TEST(RunCli, TensorParallelMatchesOneProcess) {
 
 // HAP's program for data parallelism across a replica's unlike devices: every op split by batch,
 // samples in the tp_shares' ratio (3:1). It runs as one replica per device; a program that splits
-// only some ops by batch under tensor parallelism is refused before start.
+// some ops by batch and others (but the word embedding) by tensor is refused before start.
 TEST(RunCli, EveryOpSplitByBatchRunsAsDataParallelism) {
   const std::string plan_json = R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
     "stages": [{"first_layer": 0, "num_layers": 4,
@@ -244,7 +244,92 @@ TEST(RunCli, EveryOpSplitByBatchRunsAsDataParallelism) {
   auto r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 2 --plan " + file.string());
   std::filesystem::remove(file);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("\"batch\" splits are not executed yet"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("op \"embedding.position\" is split by tensor and others by batch"),
+            std::string::npos)
+      << r.err;
+}
+
+// HAP's batch programs as its planner writes them: the replica's ranks split the samples at
+// their uneven shares, the word embedding is split by vocabulary rows (its sums reduce-scattered
+// to the ranks' samples, the tied head gathering the table), and some ops' weights are sharded
+// (gathered for each use, gradients reduce-scattered). On one replica of three ranks, on two
+// replicas of two (an untied Llama-style decoder with a sharded head), and on an MLP.
+TEST(RunCli, BatchProgramsMatchOneProcess) {
+  auto write = [](const std::string& name, const std::string& text) {
+    const auto file = std::filesystem::temp_directory_path() /
+                      ("hetplan_" + name + "_" + std::to_string(::getpid()) + ".json");
+    std::ofstream(file) << text;
+    return file.string();
+  };
+  const auto three = write("batch3", R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
+    "stages": [{"first_layer": 0, "num_layers": 4,
+      "replicas": [{"devices": [0, 1, 2], "tp_shares": [0.5, 0.3, 0.2], "batch_share": 1.0}]}],
+    "op_overrides": [{"ops": "embedding.word", "split": "tensor"},
+                     {"ops": "layers.*.mlp.*", "split": "batch_sharded"},
+                     {"ops": "layers.*.attn.qkv", "split": "batch_sharded"},
+                     {"ops": "*", "split": "batch"}]})");
+  const auto grid = write("batch2x2", R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
+    "stages": [{"first_layer": 0, "num_layers": 4,
+      "replicas": [{"devices": [0, 1], "tp_shares": [0.75, 0.25], "batch_share": 0.625},
+                   {"devices": [2, 3], "tp_shares": [0.75, 0.25], "batch_share": 0.375}]}],
+    "op_overrides": [{"ops": "embedding.word", "split": "tensor"},
+                     {"ops": "layers.*.mlp.*", "split": "batch_sharded"},
+                     {"ops": "head.*", "split": "batch_sharded"},
+                     {"ops": "*", "split": "batch"}]})");
+  const auto mlp = write("batch_mlp", R"({"version": 1, "global_batch": 16, "num_microbatches": 1,
+    "stages": [{"first_layer": 0, "num_layers": 3,
+      "replicas": [{"devices": [0, 1], "tp_shares": [0.6, 0.4], "batch_share": 1.0}]}],
+    "op_overrides": [{"ops": "layers.0.*", "split": "batch_sharded"},
+                     {"ops": "head.*", "split": "batch_sharded"},
+                     {"ops": "*", "split": "batch"}]})");
+  const std::string llama = "llama:layers=2,hidden=64,heads=4,kv_heads=2,seq=32,vocab=256,tied=0";
+  expect_same_losses(losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=16"),
+                     losses(std::string("--model ") + kGpt + " --nprocs 3 --plan " + three));
+  expect_same_losses(losses("--model " + llama + " --strategy dp=1,gbs=16"),
+                     losses("--model " + llama + " --nprocs 4 --plan " + grid));
+  expect_same_losses(losses(std::string("--model ") + kMlp + " --strategy dp=1,gbs=16"),
+                     losses(std::string("--model ") + kMlp + " --nprocs 2 --plan " + mlp));
+  // Refused before start: a batch program over pipeline stages, and one whose smallest share
+  // gets no sample of a micro-batch.
+  auto doc = nlohmann::json::parse(cli::testing::slurp(three));
+  doc["stages"] = nlohmann::json::parse(R"([
+    {"first_layer": 0, "num_layers": 2, "replicas": [{"devices": [0, 1], "batch_share": 1.0}]},
+    {"first_layer": 2, "num_layers": 2, "replicas": [{"devices": [2, 3], "batch_share": 1.0}]}])");
+  std::ofstream(three) << doc.dump();
+  auto r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 4 --plan " + three);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("pipelines of them are not executed yet"), std::string::npos) << r.err;
+  doc = nlohmann::json::parse(cli::testing::slurp(mlp));
+  doc["stages"][0]["replicas"][0]["tp_shares"] = {0.97, 0.03};
+  std::ofstream(mlp) << doc.dump();
+  r = run_hetplan(std::string("run --model ") + kMlp + " --nprocs 2 --plan " + mlp);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("rank 1 would hold none of the 16 samples of micro-batch 0"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);  // one message, before any start
+  for (const auto& f : {three, grid, mlp}) std::filesystem::remove(f);
+}
+
+// The HAP planner's program for GPT-3 1.3B on its V100 + P100 preset (a batch program over 32
+// GPUs, the MLP's weights sharded, the embedding split by vocabulary) passes every check of the
+// runtime but the number of ranks this machine can give it.
+TEST(RunCli, AcceptsTheHapPlannersBatchProgram) {
+  const auto plan = std::filesystem::temp_directory_path() /
+                    ("hetplan_hap_" + std::to_string(::getpid()) + ".json");
+  auto r =
+      run_hetplan("plan --model gpt3-1.3b --cluster hap-mixed --algo hap --out " + plan.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(cli::testing::slurp(plan.string()));
+  std::set<std::string> splits;
+  for (const auto& o : doc["op_overrides"]) splits.insert(o["split"].get<std::string>());
+  EXPECT_TRUE(splits.count("batch_sharded")) << doc.dump();
+  r = run_hetplan("run --model gpt3-1.3b --cluster hap-mixed --nprocs 2 --plan " + plan.string());
+  std::filesystem::remove(plan);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("the plan runs on 32 devices (one rank each) but the job has 2 ranks"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(RunCli, SequenceParallelismMatchesOneProcess) {

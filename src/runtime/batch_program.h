@@ -1,0 +1,50 @@
+// Internal to the runtime: HAP's batch programs. The ranks of a replica split each micro-batch's
+// samples in the ratio of their shares instead of splitting ops by a tensor dimension. The weights
+// of ops split batch_sharded are sharded over them: each rank keeps its share of the flattened
+// weight, gathers it whole for each use and gets its part of the gradient by reduce-scatter (as
+// the simulator prices them, sim/stage_costs.cc). A word embedding split by tensor looks up the
+// replica's samples in this rank's vocabulary rows, and the partial sums are reduce-scattered to
+// the ranks' samples.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tensor_parallel.h"
+
+namespace hetplan::runtime::detail {
+
+// What a module needs to run a batch program: the replica's group (active), the ops whose weights
+// it shards, and whether the word embedding is split by vocabulary rows.
+struct BatchProgram {
+  TensorParallel group;
+  std::vector<std::string> sharded_ops;
+  bool vocab_embedding = false;
+};
+
+// Weights sharded over a group, each kept as this rank's slice of the flattened weight (in the
+// tensor itself, so that the module's parameters are the shards).
+class ShardedWeights {
+ public:
+  // `group` must outlive the weights' use.
+  explicit ShardedWeights(const TensorParallel* group) : group_(group) {}
+  // Keeps this rank's share of p's elements in place of p (share_counts: possibly none).
+  void shard(torch::Tensor& p);
+  // The whole weight of a shard (gathered; its gradient reduce-scattered to the shard), or p itself
+  // when p is not sharded.
+  torch::Tensor whole(const torch::Tensor& p) const;
+  bool holds(const torch::Tensor& p) const;
+
+ private:
+  struct Entry {
+    std::vector<std::int64_t> shape;
+    std::vector<std::int64_t> counts;
+  };
+  const TensorParallel* group_;
+  std::map<const void*, Entry> entries_;  // by the parameter's TensorImpl
+};
+
+}  // namespace hetplan::runtime::detail
