@@ -37,6 +37,11 @@ class ShardedWeights {
   // when p is not sharded.
   torch::Tensor whole(const torch::Tensor& p) const;
   bool holds(const torch::Tensor& p) const;
+  // x w^T + b. For a sharded w the whole weight is gathered in the forward pass and again in the
+  // backward one (none kept between them), its gradient reduce-scattered to the shard; the
+  // bias is whole(b). Otherwise torch's linear.
+  torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w,
+                       const torch::Tensor& b) const;
 
  private:
   struct Entry {
@@ -46,5 +51,11 @@ class ShardedWeights {
   const TensorParallel* group_;
   std::map<const void*, Entry> entries_;  // by the parameter's TensorImpl
 };
+
+// x W^T for a table W of `total` rows split by rows over `group` (rank i holding counts[i];
+// `rows` this rank's), gathered the same way; x rows^T without an active group.
+torch::Tensor linear_by_rows(const torch::Tensor& x, const torch::Tensor& rows,
+                             const TensorParallel& group, const std::vector<std::int64_t>& counts,
+                             std::int64_t total);
 
 }  // namespace hetplan::runtime::detail

@@ -85,7 +85,7 @@ class Mlp : public ClassifierStack {
   }
   torch::Tensor logits(const torch::Tensor& x) override { return linear(x, head_); }
   torch::Tensor linear(const torch::Tensor& x, const nn::Linear& l) const {
-    return torch::nn::functional::linear(x, weights_.whole(l->weight), weights_.whole(l->bias));
+    return weights_.linear(x, l->weight, l->bias);
   }
   std::vector<std::pair<std::string, std::vector<torch::Tensor>>> op_parameters() override {
     std::vector<std::pair<std::string, std::vector<torch::Tensor>>> out;
@@ -246,14 +246,15 @@ class Block : public nn::Module {
     // A weight as the pass uses it: gathered when a batch program shards it.
     auto w = [this](const torch::Tensor& t) { return weights_->whole(t); };
     const auto a = enter(norm1_(x, tp, *weights_));
-    const auto ctx = run_layer(core_, F::linear(a, w(qkv_->weight), w(qkv_->bias)), recompute_core);
-    auto y = x + leave(torch::matmul(ctx, w(proj_->weight).t()));
+    const auto ctx =
+        run_layer(core_, weights_->linear(a, qkv_->weight, qkv_->bias), recompute_core);
+    auto y = x + leave(weights_->linear(ctx, proj_->weight, {}));
     if (d_.bias) y = y + whole_weight(w(proj_->bias), tp);
     const auto b = enter(norm2_(y, tp, *weights_));
-    auto h = F::linear(b, w(fc1_->weight), w(fc1_->bias));
+    auto h = weights_->linear(b, fc1_->weight, fc1_->bias);
     h = d_.swiglu ? torch::silu(h.slice(-1, 0, local_ffn_)) * h.slice(-1, local_ffn_)
                   : torch::gelu(h);
-    auto out = y + leave(torch::matmul(h, w(fc2_->weight).t()));
+    auto out = y + leave(weights_->linear(h, fc2_->weight, {}));
     return d_.bias ? out + whole_weight(w(fc2_->bias), tp) : out;
   }
   // Rotary positions on [n, heads, s, hd]: pairs (i, i + hd/2) rotated by position x frequency.
@@ -343,14 +344,15 @@ class Decoder : public TrainModule {
         y = blocks_[l - 1]->forward(y, recompute_);
       } else {
         y = norm_(y, tp_, weights_);
-        // A vocabulary-split table that a batch program's head reads whole is gathered.
-        const torch::Tensor w = head_                  ? weights_.whole(head_->weight)
-                                : head_copy_.defined() ? head_copy_
-                                : batch_.vocab_embedding
-                                    ? gather_shards(word_->weight, batch_.group, 0, vocab_counts_)
-                                    : weights_.whole(word_->weight);
-        auto logits = torch::matmul(
-            tp_.sequence_parallel() ? gather_sequence(y, tp_) : copy_to_group(y, tp_), w.t());
+        const torch::Tensor h =
+            tp_.sequence_parallel() ? gather_sequence(y, tp_) : copy_to_group(y, tp_);
+        // A batch program's head reads a vocabulary-split (tied) table whole, gathered.
+        torch::Tensor logits =
+            head_                  ? weights_.linear(h, head_->weight, {})
+            : head_copy_.defined() ? torch::matmul(h, head_copy_.t())
+            : batch_.vocab_embedding
+                ? linear_by_rows(h, word_->weight, batch_.group, vocab_counts_, d_.vocab)
+                : weights_.linear(h, word_->weight, {});
         logits = logits.reshape({-1, logits.size(-1)});
         // Each sample's loss is the mean over its tokens.
         y = (tp_.active() ? vocab_parallel_cross_entropy(logits, targets.reshape({-1}))

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <thread>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -16,9 +17,9 @@ struct RankResult {
   torch::Tensor shard, whole, grad;
 };
 
-// Rank r shards a 2 x 3 weight holding 0..5 at `shares`, computes sum(whole x (r + 1)) and
-// back-propagates.
-std::vector<RankResult> run_two_ranks(bool grouped, std::vector<double> shares) {
+// Runs f(rank, group) on two ranks, each in its own thread with its own Gloo group.
+std::vector<RankResult> on_two_ranks(bool grouped, const std::vector<double>& shares,
+                                     const std::function<RankResult(int, TensorParallel&)>& f) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   std::vector<RankResult> out(2);
   auto rank_main = [&](int r) {
@@ -31,18 +32,26 @@ std::vector<RankResult> run_two_ranks(bool grouped, std::vector<double> shares) 
     group.size = 2;
     group.shares = shares;
     group.grouped = grouped;
+    out[r] = f(r, group);
+  };
+  std::thread a(rank_main, 0), b(rank_main, 1);
+  a.join();
+  b.join();
+  return out;
+}
+
+// Rank r shards a 2 x 3 weight holding 0..5 at `shares`, computes sum(whole x (r + 1)) and
+// back-propagates.
+std::vector<RankResult> run_two_ranks(bool grouped, std::vector<double> shares) {
+  return on_two_ranks(grouped, shares, [](int r, TensorParallel& group) {
     ShardedWeights weights(&group);
     torch::Tensor w = torch::arange(6, torch::kFloat).view({2, 3}).requires_grad_(true);
     weights.shard(w);
     EXPECT_TRUE(weights.holds(w));
     const torch::Tensor whole = weights.whole(w);
     (whole * static_cast<double>(r + 1)).sum().backward();
-    out[r] = {w.detach().clone(), whole.detach().clone(), w.grad().clone()};
-  };
-  std::thread a(rank_main, 0), b(rank_main, 1);
-  a.join();
-  b.join();
-  return out;
+    return RankResult{w.detach().clone(), whole.detach().clone(), w.grad().clone()};
+  });
 }
 
 TEST(ShardedWeights, EachRankKeepsItsShareAndGetsTheGroupsGradientOfIt) {
@@ -73,6 +82,27 @@ TEST(ShardedWeights, ARankMayHoldAnEmptyShard) {
     EXPECT_TRUE(torch::equal(res[0].grad, torch::full({6}, 3.f))) << res[0].grad;
     EXPECT_EQ(res[1].grad.numel(), 0);
   }
+}
+
+// The product and gradients of a linear op on a sharded weight, here over a group of one rank
+// (the gather and reduce-scatter are then identities; the two-rank tests above move shards and
+// the run tests run them between processes: two ranks as threads of one process would call the
+// BLAS library at once, which gave one thread the other's product on this machine).
+TEST(ShardedWeights, LinearIsTorchsLinearWithTheGradientInTheShardsLayout) {
+  TensorParallel group;  // one rank
+  ShardedWeights weights(&group);
+  torch::Tensor w = torch::arange(6, torch::kFloat).view({3, 2}).requires_grad_(true);
+  weights.shard(w);
+  ASSERT_TRUE(weights.holds(w));
+  EXPECT_EQ(w.sizes(), torch::IntArrayRef({6}));  // the flattened shard: all of it
+  const torch::Tensor x = torch::tensor({{1.f, 2.f}, {2.f, 4.f}}).requires_grad_(true);
+  const torch::Tensor b = torch::tensor({1.f, 0.f, -1.f});
+  const torch::Tensor y = weights.linear(x, w, b);
+  EXPECT_TRUE(torch::equal(y, torch::tensor({{3.f, 8.f, 13.f}, {5.f, 16.f, 27.f}}))) << y;
+  y.sum().backward();
+  // dW: every row the sum of x's rows, [3, 6], flattened as the shard is; dx: W's column sums.
+  EXPECT_TRUE(torch::equal(w.grad(), torch::tensor({3.f, 6.f, 3.f, 6.f, 3.f, 6.f}))) << w.grad();
+  EXPECT_TRUE(torch::equal(x.grad(), torch::tensor({{6.f, 9.f}, {6.f, 9.f}}))) << x.grad();
 }
 
 TEST(ShardedWeights, LeavesOtherTensorsAlone) {

@@ -253,7 +253,8 @@ TEST(RunCli, EveryOpSplitByBatchRunsAsDataParallelism) {
 // their uneven shares, the word embedding is split by vocabulary rows (its sums reduce-scattered
 // to the ranks' samples, the tied head gathering the table), and some ops' weights are sharded
 // (gathered for each use, gradients reduce-scattered). On one replica of three ranks, on two
-// replicas of two (an untied Llama-style decoder with a sharded head), and on an MLP.
+// replicas of two (an untied Llama-style decoder with a sharded head, recomputing each block),
+// and on an MLP.
 TEST(RunCli, BatchProgramsMatchOneProcess) {
   auto write = [](const std::string& name, const std::string& text) {
     const auto file = std::filesystem::temp_directory_path() /
@@ -269,6 +270,7 @@ TEST(RunCli, BatchProgramsMatchOneProcess) {
                      {"ops": "layers.*.attn.qkv", "split": "batch_sharded"},
                      {"ops": "*", "split": "batch"}]})");
   const auto grid = write("batch2x2", R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
+    "recompute": "full",
     "stages": [{"first_layer": 0, "num_layers": 4,
       "replicas": [{"devices": [0, 1], "tp_shares": [0.75, 0.25], "batch_share": 0.625},
                    {"devices": [2, 3], "tp_shares": [0.75, 0.25], "batch_share": 0.375}]}],
