@@ -406,7 +406,7 @@ class Decoder : public TrainModule {
     return true;
   }
   Result<bool> split_batch(const BatchProgram& prog) override {
-    if (auto ok = TrainModule::split_batch(prog); !ok) return ok;
+    if (auto ok = shard_ops(prog); !ok) return ok;
     if (!prog.vocab_embedding) return true;
     auto counts = unit_counts(d_.vocab, batch_.group, "vocabulary rows");
     if (!counts) return counts.error();
@@ -495,11 +495,15 @@ torch::Tensor summed_cross_entropy(const torch::Tensor& logits, const torch::Ten
 }
 
 Result<bool> TrainModule::split_batch(const BatchProgram& prog) {
+  if (prog.vocab_embedding)
+    return Error{"plan: op_overrides: this model has no word embedding to split by vocabulary"};
+  return shard_ops(prog);
+}
+
+Result<bool> TrainModule::shard_ops(const BatchProgram& prog) {
   batch_ = prog;
   auto ops = op_parameters();
   for (const std::string& name : prog.sharded_ops) {
-    if (prog.vocab_embedding && name == "embedding.word")
-      return Error{"plan: op_overrides: embedding.word is split by vocabulary, not batch_sharded"};
     auto it =
         std::find_if(ops.begin(), ops.end(), [&](const auto& op) { return op.first == name; });
     if (it == ops.end())

@@ -59,7 +59,7 @@ class TrainModule : public torch::nn::Module {
   // Runs HAP's batch program `prog` (batch_program.h) instead of splitting ops: this rank computes
   // its samples of each micro-batch (set_sample_counts) with every op whole, but the weights of
   // prog.sharded_ops are sharded over prog.group. Call once, instead of shard(). Refuses an op
-  // the module has no weights of, and (here) a vocabulary-split embedding.
+  // the module has no weights of, and a vocabulary-split embedding but in a decoder.
   virtual Result<bool> split_batch(const BatchProgram& prog);
   // Under a batch program, how many samples of the coming pass each rank of the group takes.
   void set_sample_counts(std::vector<std::int64_t> counts) { samples_ = std::move(counts); }
@@ -83,6 +83,8 @@ class TrainModule : public torch::nn::Module {
   }
 
  protected:
+  // Keeps `prog` and shards the weights of its sharded ops (op_parameters' tensors of each).
+  Result<bool> shard_ops(const BatchProgram& prog);
   // The description's ops that have weights, by name, with the module's tensors of each (what
   // split_batch shards); none by default.
   virtual std::vector<std::pair<std::string, std::vector<torch::Tensor>>> op_parameters() {
