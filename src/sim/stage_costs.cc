@@ -32,6 +32,8 @@ StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const
   whole_params_.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const model::Op& o = m.ops[i];
+    if (tied_owner_ < 0 && o.kind == model::OpKind::embedding && o.shard == model::ShardKind::vocab)
+      tied_owner_ = static_cast<int>(i);
     split_[i] = p.op_overrides.empty() ? plan::SplitKind::tensor : plan::split_of(p, o.name);
     layout_[i] = op_layout(o, split_[i], p.sequence_parallel);
     // Sequence parallelism splits the replicated ops (norms, dropout, residual) along the sequence.
@@ -311,10 +313,18 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
           if (auto c = conversion(mine.input_grad, gradient_layout(from)))
             tp_collective(*c, bytes, tb, bwd_comm);
         }
-        if (split_[op] == plan::SplitKind::batch_sharded && o.params > 0) {
+        // An op split by batch that reads a tied table split by vocabulary rows elsewhere (the
+        // LM head of a batch program whose word embedding is split by tensor) gathers it as it
+        // would its own sharded weights.
+        const bool gathers_tied =
+            o.tied_params > 0 && tied_owner_ >= 0 &&
+            split_[tied_owner_] == plan::SplitKind::tensor &&
+            (split_[op] == plan::SplitKind::batch || split_[op] == plan::SplitKind::batch_sharded);
+        if ((split_[op] == plan::SplitKind::batch_sharded && o.params > 0) || gathers_tied) {
           // The weights gathered before each pass, and the gradients reduce-scattered after the
           // backward one, over the replica at its shares.
-          const double bytes = static_cast<double>(o.params) * model::dtype_bytes(m_.dtype);
+          const double bytes = static_cast<double>(o.params + (gathers_tied ? o.tied_params : 0)) *
+                               model::dtype_bytes(m_.dtype);
           tp_collective(cost::Collective::all_gather, bytes, tf, op_fwd_comm);
           // A recomputed forward pass gathers them again, for the backward pass too.
           if (!cost::recomputes(p_.recompute, o))

@@ -101,6 +101,7 @@ class StageCoster {
   std::vector<int> backward_index_;     // op -> index in tg_.backward
   std::vector<int> optimizer_index_;    // op -> index in tg_.optimizer or -1
   std::vector<plan::SplitKind> split_;  // per op, as the plan says
+  int tied_owner_ = -1;                 // the word embedding, whose table a tied LM head reads
   std::vector<OpLayout> layout_;        // per op, under its split
   std::vector<bool> whole_work_;        // every device of a replica computes all of the op
   std::vector<bool> whole_params_;      // every device of a replica holds all of its weights

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "hetplan/cost/memory_cost.h"
+#include "hetplan/model/zoo.h"
 #include "hetplan/sim/layer_costs.h"
 #include "sim_fixtures.h"
 
@@ -223,6 +224,37 @@ TEST(TensorLayout, BatchShardedGathersWeightsAndHoldsHalf) {
   LayerCosts again(m, c, p, opts);
   const auto tr = again.replica(p.stages[0].replicas[0], 2.0, 1);
   EXPECT_NEAR(tr.backward[1], 2.0 + tr.forward[1] + price(C::reduce_scatter), 1e-12);
+}
+
+TEST(TensorLayout, ATiedHeadSplitByBatchGathersAVocabularySplitTable) {
+  // HAP's batch program with the word embedding split by vocabulary: the tied LM head, split by
+  // batch, reads the whole table, gathered for each pass and its gradient reduce-scattered, as
+  // the runtime runs it. With the embedding split by batch too, every rank holds the table.
+  auto m = model::load_model("gpt:layers=1,hidden=64,heads=4,seq=16,vocab=128");
+  ASSERT_TRUE(m) << m.error().message;
+  const int head = static_cast<int>(m->layers.size()) - 1;
+  std::int64_t tied = 0;
+  for (const auto& op : m->ops) tied += op.tied_params;
+  ASSERT_EQ(tied, 128 * 64);
+  const auto c = unit_cluster(1, 2);
+  plan::Plan vocab_split;
+  vocab_split.global_batch = 2;
+  vocab_split.num_microbatches = 1;
+  vocab_split.op_overrides = {plan::OpOverride{"embedding.word", plan::SplitKind::tensor},
+                              plan::OpOverride{"*", plan::SplitKind::batch}};
+  vocab_split.stages.push_back(
+      plan::Stage{0, static_cast<int>(m->layers.size()), {plan::Replica{{0, 1}, {}, 1.0}}});
+  plan::Plan whole = vocab_split;
+  whole.op_overrides = {plan::OpOverride{"*", plan::SplitKind::batch}};
+  const auto opts = exact_options();
+  const auto a =
+      LayerCosts(*m, c, vocab_split, opts).replica(vocab_split.stages[0].replicas[0], 2.0, 1);
+  const auto b = LayerCosts(*m, c, whole, opts).replica(whole.stages[0].replicas[0], 2.0, 1);
+  const double bytes = static_cast<double>(tied) * model::dtype_bytes(m->dtype);
+  auto price = [&](C kind) { return collective_time(c, kind, {0, 1}, bytes); };
+  EXPECT_NEAR(a.forward[head] - b.forward[head], price(C::all_gather), 1e-12);
+  EXPECT_NEAR(a.backward[head] - b.backward[head], price(C::all_gather) + price(C::reduce_scatter),
+              1e-12);
 }
 
 }  // namespace
