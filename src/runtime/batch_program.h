@@ -4,7 +4,8 @@
 // weight, gathers it whole for each use and gets its part of the gradient by reduce-scatter (as
 // the simulator prices them, sim/stage_costs.cc). A word embedding split by tensor looks up the
 // replica's samples in this rank's vocabulary rows, and the partial sums are reduce-scattered to
-// the ranks' samples.
+// the ranks' samples; an LM head split by tensor gathers the ranks' samples and computes their
+// logits for this rank's vocabulary rows, with Megatron-LM's vocabulary-parallel loss.
 #pragma once
 
 #include <torch/torch.h>
@@ -18,11 +19,14 @@
 namespace hetplan::runtime::detail {
 
 // What a module needs to run a batch program: the replica's group (active), the ops whose weights
-// it shards, and whether the word embedding is split by vocabulary rows.
+// it shards, whether the word embedding is split by vocabulary rows, and whether the LM head and
+// its loss are (the head then reads the replica's samples, gathered, and the vocabulary-parallel
+// loss is the replica's).
 struct BatchProgram {
   TensorParallel group;
   std::vector<std::string> sharded_ops;
   bool vocab_embedding = false;
+  bool vocab_head = false;
 };
 
 // Weights sharded over a group, each kept as this rank's slice of the flattened weight (in the

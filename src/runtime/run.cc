@@ -175,6 +175,7 @@ Result<std::optional<detail::BatchProgram>> batch_program_of(const model::Model&
     return std::optional<detail::BatchProgram>{};
   detail::BatchProgram prog;
   const model::Op* tensor_op = nullptr;
+  std::vector<std::pair<const model::Op*, bool>> heads;  // the LM head and its loss: by tensor?
   bool by_batch = false;
   for (const model::Op& op : m.ops) {
     const plan::SplitKind split = plan::split_of(p, op.name);
@@ -183,9 +184,15 @@ Result<std::optional<detail::BatchProgram>> batch_program_of(const model::Model&
           "plan: op_overrides: op \"{}\" is split \"replicate\", which the runtime does not "
           "execute yet",
           op.name)};
+    const bool vocab = op.shard == model::ShardKind::vocab;
+    const bool head =
+        vocab && (op.kind == model::OpKind::matmul || op.kind == model::OpKind::cross_entropy);
+    if (head) heads.push_back({&op, split == plan::SplitKind::tensor});
     if (split == plan::SplitKind::tensor) {
-      if (op.kind == model::OpKind::embedding && op.shard == model::ShardKind::vocab)
+      if (vocab && op.kind == model::OpKind::embedding)
         prog.vocab_embedding = true;
+      else if (head)
+        prog.vocab_head = true;
       else if (!tensor_op)
         tensor_op = &op;
       continue;
@@ -201,6 +208,12 @@ Result<std::optional<detail::BatchProgram>> batch_program_of(const model::Model&
         "executes a replica's ops all split by tensor (Megatron-LM's split) or all by batch "
         "(HAP's batch programs, where the word embedding may be split by vocabulary)",
         tensor_op->name)};
+  for (const auto& [op, by_tensor] : heads)
+    if (by_tensor != prog.vocab_head)
+      return Error{fmt::format(
+          "plan: op_overrides: op \"{}\" is {} by tensor but the LM head's other op is{}; the "
+          "runtime splits the LM head and its loss by vocabulary together",
+          op->name, by_tensor ? "split" : "not split", by_tensor ? " not" : "")};
   if (m.family == model::Family::cnn)
     return Error{
         "plan: op_overrides: a CNN's batch programs are executed only when every op is split "
@@ -289,7 +302,7 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
           return Error{fmt::format("{} (stages[0].replicas[{}] splits them by batch)",
                                    ok.error().message, r)};
       }
-      if ((*program)->vocab_embedding)
+      if ((*program)->vocab_embedding || (*program)->vocab_head)
         if (auto ok = detail::unit_counts(m.vocab, group, "vocabulary rows"); !ok)
           return ok.error();
     }
@@ -654,7 +667,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
             for (int i = 0; i < at.j; ++i) before += counts[i];
             const detail::Batch mine = chunk.slice(before, before + counts[at.j]);
             if (!mod.reads_replica_samples()) x = mine.inputs;
-            targets = mine.targets;
+            if (!mod.replica_loss()) targets = mine.targets;
             mod.set_sample_counts(std::move(counts));
           }
           torch::Tensor out = mod.forward_layers(stage.first_layer, stage.num_layers, x, targets);
@@ -695,7 +708,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       }
       // This rank's part of the step's loss (the pipelines' last stages hold it); summed over the
       // ranks once, after the last step, so that no step pays a collective the plan does not have.
-      own_losses.push_back(last && (at.j == 0 || batch_program) ? loss_sum : 0.0);
+      // (Under a batch program each rank holds its samples' part, unless the vocabulary-parallel
+      // head gives every rank the replica's.)
+      own_losses.push_back(last && (at.j == 0 || (batch_program && !mod.replica_loss())) ? loss_sum
+                                                                                         : 0.0);
       comm += seconds_since(comm_start);
       if (zero) {
         owned.mutable_grad() =

@@ -344,6 +344,10 @@ class Decoder : public TrainModule {
         y = blocks_[l - 1]->forward(y, recompute_);
       } else {
         y = norm_(y, tp_, weights_);
+        if (batch_.vocab_head) {
+          y = batch_vocab_head(y, targets);
+          continue;
+        }
         const torch::Tensor h =
             tp_.sequence_parallel() ? gather_sequence(y, tp_) : copy_to_group(y, tp_);
         // A batch program's head reads a vocabulary-split (tied) table whole, gathered.
@@ -355,7 +359,7 @@ class Decoder : public TrainModule {
                 : weights_.linear(h, word_->weight, {});
         logits = logits.reshape({-1, logits.size(-1)});
         // Each sample's loss is the mean over its tokens.
-        y = (tp_.active() ? vocab_parallel_cross_entropy(logits, targets.reshape({-1}))
+        y = (tp_.active() ? vocab_parallel_cross_entropy(logits, targets.reshape({-1}), tp_)
                           : summed_cross_entropy(logits, targets.reshape({-1}))) /
             static_cast<double>(d_.seq);
       }
@@ -407,15 +411,21 @@ class Decoder : public TrainModule {
   }
   Result<bool> split_batch(const BatchProgram& prog) override {
     if (auto ok = shard_ops(prog); !ok) return ok;
-    if (!prog.vocab_embedding) return true;
+    if (!prog.vocab_embedding && !prog.vocab_head) return true;
     auto counts = unit_counts(d_.vocab, batch_.group, "vocabulary rows");
     if (!counts) return counts.error();
     vocab_counts_ = *counts;
     std::int64_t v0 = 0;
     for (int i = 0; i < batch_.group.rank; ++i) v0 += vocab_counts_[i];
     vocab_ = {v0, v0 + vocab_counts_[batch_.group.rank]};
-    keep_slices(word_->weight, 0, {vocab_});
-    sharded_.push_back(word_->weight);
+    if (prog.vocab_embedding) {
+      keep_slices(word_->weight, 0, {vocab_});
+      sharded_.push_back(word_->weight);
+    }
+    if (prog.vocab_head && head_) {
+      keep_slices(head_->weight, 0, {vocab_});
+      sharded_.push_back(head_->weight);
+    }
     return true;
   }
   bool tied_head() const override { return !head_; }
@@ -446,15 +456,31 @@ class Decoder : public TrainModule {
   // Summed cross-entropy over rows of logits split by vocabulary: the group's maximum, the sum of
   // exponentials and the target's logit are summed over the ranks (Megatron-LM).
   torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits,
-                                             const torch::Tensor& targets) {
+                                             const torch::Tensor& targets,
+                                             const TensorParallel& group) {
     const auto [v0, v1] = vocab_;
-    const auto top = max_over_group(std::get<0>(logits.detach().max(1)), tp_);
-    const auto sum_exp = reduce_from_group((logits - top.unsqueeze(1)).exp().sum(1), tp_);
+    const auto top = max_over_group(std::get<0>(logits.detach().max(1)), group);
+    const auto sum_exp = reduce_from_group((logits - top.unsqueeze(1)).exp().sum(1), group);
     const auto mine = (targets >= v0) & (targets < v1);
     const auto local = (targets - v0).clamp(0, v1 - v0 - 1);
     const auto target_logit =
-        reduce_from_group(logits.gather(1, local.unsqueeze(1)).squeeze(1) * mine, tp_);
+        reduce_from_group(logits.gather(1, local.unsqueeze(1)).squeeze(1) * mine, group);
     return (sum_exp.log() + top - target_logit).sum();
+  }
+  // A batch program's vocabulary-split head: the ranks' samples gathered (the gradient
+  // reduce-scattered back), their logits for this rank's vocabulary rows, and the replica's
+  // vocabulary-parallel loss (`targets`: the replica's).
+  torch::Tensor batch_vocab_head(const torch::Tensor& y, const torch::Tensor& targets) {
+    const torch::Tensor h = gather_shards(y, batch_.group, 0, samples_);
+    const auto [v0, v1] = vocab_;
+    const torch::Tensor rows = head_ ? head_->weight
+                               : batch_.vocab_embedding
+                                   ? word_->weight
+                                   : weights_.whole(word_->weight).slice(0, v0, v1);
+    const torch::Tensor logits = torch::matmul(h, rows.t());
+    return vocab_parallel_cross_entropy(logits.reshape({-1, logits.size(-1)}),
+                                        targets.reshape({-1}), batch_.group) /
+           static_cast<double>(d_.seq);
   }
 
   std::vector<std::pair<std::string, std::vector<torch::Tensor>>> op_parameters() override {
@@ -495,8 +521,9 @@ torch::Tensor summed_cross_entropy(const torch::Tensor& logits, const torch::Ten
 }
 
 Result<bool> TrainModule::split_batch(const BatchProgram& prog) {
-  if (prog.vocab_embedding)
-    return Error{"plan: op_overrides: this model has no word embedding to split by vocabulary"};
+  if (prog.vocab_embedding || prog.vocab_head)
+    return Error{
+        "plan: op_overrides: this model has no word embedding or LM head to split by vocabulary"};
   return shard_ops(prog);
 }
 

@@ -59,13 +59,16 @@ class TrainModule : public torch::nn::Module {
   // Runs HAP's batch program `prog` (batch_program.h) instead of splitting ops: this rank computes
   // its samples of each micro-batch (set_sample_counts) with every op whole, but the weights of
   // prog.sharded_ops are sharded over prog.group. Call once, instead of shard(). Refuses an op
-  // the module has no weights of, and a vocabulary-split embedding but in a decoder.
+  // the module has no weights of, and a vocabulary-split embedding or head but in a decoder.
   virtual Result<bool> split_batch(const BatchProgram& prog);
   // Under a batch program, how many samples of the coming pass each rank of the group takes.
   void set_sample_counts(std::vector<std::int64_t> counts) { samples_ = std::move(counts); }
   // Whether forward_layers(0, ...) reads the replica's samples (all ranks' of the pass, in rank
   // order) rather than this rank's: a vocabulary-split word embedding's batch program.
   bool reads_replica_samples() const { return batch_.vocab_embedding; }
+  // Whether the last layer's loss is the replica's (its targets all ranks' of the pass, every rank
+  // computing the same sum): a vocabulary-split LM head's batch program.
+  bool replica_loss() const { return batch_.vocab_head; }
   // Of layer_parameters(...), those that hold this rank's shard (of a sharded weight or a
   // vocabulary-split table) under a batch program: their gradients are the replica's whole sums
   // of the shard, where every other parameter's is this rank's samples' part.

@@ -251,10 +251,10 @@ TEST(RunCli, EveryOpSplitByBatchRunsAsDataParallelism) {
 
 // HAP's batch programs as its planner writes them: the replica's ranks split the samples at
 // their uneven shares, the word embedding is split by vocabulary rows (its sums reduce-scattered
-// to the ranks' samples, the tied head gathering the table), and some ops' weights are sharded
-// (gathered for each use, gradients reduce-scattered). On one replica of three ranks, on two
-// replicas of two (an untied Llama-style decoder with a sharded head, recomputing each block),
-// and on an MLP.
+// to the ranks' samples, the tied head gathering the table, or split by vocabulary too with the
+// vocabulary-parallel loss of the gathered samples), and some ops' weights are sharded (gathered
+// for each use, gradients reduce-scattered). On one replica of three ranks, on two replicas of
+// two (an untied Llama-style decoder with a sharded head, recomputing each block), and on an MLP.
 TEST(RunCli, BatchProgramsMatchOneProcess) {
   auto write = [](const std::string& name, const std::string& text) {
     const auto file = std::filesystem::temp_directory_path() /
@@ -284,15 +284,35 @@ TEST(RunCli, BatchProgramsMatchOneProcess) {
     "op_overrides": [{"ops": "layers.0.*", "split": "batch_sharded"},
                      {"ops": "head.*", "split": "batch_sharded"},
                      {"ops": "*", "split": "batch"}]})");
+  const auto heads = write("batch_heads", R"({"version": 1, "global_batch": 16,
+    "num_microbatches": 2, "stages": [{"first_layer": 0, "num_layers": 4,
+      "replicas": [{"devices": [0, 1, 2], "tp_shares": [0.5, 0.3, 0.2], "batch_share": 1.0}]}],
+    "op_overrides": [{"ops": "embedding.word", "split": "tensor"},
+                     {"ops": "head.lm_head", "split": "tensor"},
+                     {"ops": "head.loss", "split": "tensor"},
+                     {"ops": "layers.*.mlp.*", "split": "batch_sharded"},
+                     {"ops": "*", "split": "batch"}]})");
   const std::string llama = "llama:layers=2,hidden=64,heads=4,kv_heads=2,seq=32,vocab=256,tied=0";
-  expect_same_losses(losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=16"),
+  const auto gpt_one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=16");
+  expect_same_losses(gpt_one,
                      losses(std::string("--model ") + kGpt + " --nprocs 3 --plan " + three));
+  expect_same_losses(gpt_one,
+                     losses(std::string("--model ") + kGpt + " --nprocs 3 --plan " + heads));
   expect_same_losses(losses("--model " + llama + " --strategy dp=1,gbs=16"),
                      losses("--model " + llama + " --nprocs 4 --plan " + grid));
   expect_same_losses(losses(std::string("--model ") + kMlp + " --strategy dp=1,gbs=16"),
                      losses(std::string("--model ") + kMlp + " --nprocs 2 --plan " + mlp));
-  // Refused before start: a batch program over pipeline stages, and one whose smallest share
-  // gets no sample of a micro-batch.
+  // Refused before start: an LM head split by vocabulary without its loss, a batch program over
+  // pipeline stages, and one whose smallest share gets no sample of a micro-batch.
+  auto head_only = nlohmann::json::parse(cli::testing::slurp(heads));
+  head_only["op_overrides"].erase(2);  // head.loss: split by batch ("*")
+  std::ofstream(heads) << head_only.dump();
+  auto refused = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 3 --plan " + heads);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("op \"head.loss\" is not split by tensor but the LM head's other "
+                             "op is"),
+            std::string::npos)
+      << refused.err;
   auto doc = nlohmann::json::parse(cli::testing::slurp(three));
   doc["stages"] = nlohmann::json::parse(R"([
     {"first_layer": 0, "num_layers": 2, "replicas": [{"devices": [0, 1], "batch_share": 1.0}]},
@@ -310,7 +330,7 @@ TEST(RunCli, BatchProgramsMatchOneProcess) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);  // one message, before any start
-  for (const auto& f : {three, grid, mlp}) std::filesystem::remove(f);
+  for (const auto& f : {three, heads, grid, mlp}) std::filesystem::remove(f);
 }
 
 // The HAP planner's program for GPT-3 1.3B on its V100 + P100 preset (a batch program over 32
