@@ -101,6 +101,10 @@ class SpmdCoster {
     unit_of_.assign(ctx.model.ops.size(), -1);
     for (std::size_t u = 0; u < units.size(); ++u)
       for (int op : units[u].ops) unit_of_[op] = static_cast<int>(u);
+    for (std::size_t i = 0; i < ctx.model.ops.size() && tied_owner_ < 0; ++i)
+      if (ctx.model.ops[i].kind == model::OpKind::embedding &&
+          ctx.model.ops[i].shard == model::ShardKind::vocab)
+        tied_owner_ = static_cast<int>(i);
     backward_of_.assign(ctx.model.ops.size(), -1);
     for (std::size_t i = 0; i < tg_.backward.size(); ++i)
       backward_of_[tg_.backward[i].op] = static_cast<int>(i);
@@ -225,6 +229,34 @@ class SpmdCoster {
       }
       inst.unit_cost.push_back(std::move(cost));
     }
+    // Adds pair_cost(choice of unit a, choice of unit b) to the edge between a and b (to unit a's
+    // own costs when a == b: both ends take its one choice).
+    auto add_pair = [&](int a, int b, const auto& pair_cost) {
+      if (a == b) {
+        for (std::size_t c = 0; c < units_[a].choices.size(); ++c)
+          inst.unit_cost[a][c] += pair_cost(units_[a].choices[c], units_[a].choices[c]);
+        return;
+      }
+      const int lo = std::min(a, b), hi = std::max(a, b);
+      auto [it, fresh] = edge_index.try_emplace({lo, hi}, inst.edges.size());
+      if (fresh) {
+        SpmdEdge e;
+        e.a = lo;
+        e.b = hi;
+        e.cost.assign(units_[lo].choices.size(),
+                      std::vector<double>(units_[hi].choices.size(), 0.0));
+        inst.edges.push_back(std::move(e));
+      }
+      SpmdEdge& e = inst.edges[it->second];
+      for (std::size_t ca = 0; ca < units_[a].choices.size(); ++ca)
+        for (std::size_t cb = 0; cb < units_[b].choices.size(); ++cb) {
+          const double t = pair_cost(units_[a].choices[ca], units_[b].choices[cb]);
+          if (a == lo)
+            e.cost[ca][cb] += t;
+          else
+            e.cost[cb][ca] += t;
+        }
+    };
     // Data edges between units: the forward conversion and the backward one, per micro-batch.
     for (std::size_t op = 0; op < md.ops.size(); ++op) {
       const int b = unit_of_[op];
@@ -240,31 +272,22 @@ class SpmdCoster {
             t += collective(*c, bytes, shares);
           return m * t;
         };
-        if (a == b) {  // both ends take the unit's one choice
-          for (std::size_t c = 0; c < units_[a].choices.size(); ++c)
-            inst.unit_cost[a][c] += pair_cost(units_[a].choices[c], units_[a].choices[c]);
-          continue;
-        }
-        const int lo = std::min(a, b), hi = std::max(a, b);
-        auto [it, fresh] = edge_index.try_emplace({lo, hi}, inst.edges.size());
-        if (fresh) {
-          SpmdEdge e;
-          e.a = lo;
-          e.b = hi;
-          e.cost.assign(units_[lo].choices.size(),
-                        std::vector<double>(units_[hi].choices.size(), 0.0));
-          inst.edges.push_back(std::move(e));
-        }
-        SpmdEdge& e = inst.edges[it->second];
-        for (std::size_t ca = 0; ca < units_[a].choices.size(); ++ca)
-          for (std::size_t cb = 0; cb < units_[b].choices.size(); ++cb) {
-            const double t = pair_cost(units_[a].choices[ca], units_[b].choices[cb]);
-            if (a == lo)
-              e.cost[ca][cb] += t;
-            else
-              e.cost[cb][ca] += t;
-          }
+        add_pair(a, b, pair_cost);
       }
+    }
+    // A tied LM head split by batch reads the word embedding's table whole: split by vocabulary
+    // (tensor), the table is gathered for each pass and its gradient reduce-scattered, as the
+    // simulator prices it (sim/stage_costs.cc).
+    for (std::size_t op = 0; op < md.ops.size(); ++op) {
+      const model::Op& o = md.ops[op];
+      if (o.tied_params <= 0 || tied_owner_ < 0) continue;
+      const double bytes = static_cast<double>(o.tied_params) * model::dtype_bytes(md.dtype);
+      const double gather = m * (2 * collective(cost::Collective::all_gather, bytes, shares) +
+                                 collective(cost::Collective::reduce_scatter, bytes, shares));
+      add_pair(unit_of_[tied_owner_], unit_of_[op], [&](plan::SplitKind owner, plan::SplitKind k) {
+        const bool by_batch = k == plan::SplitKind::batch || k == plan::SplitKind::batch_sharded;
+        return owner == plan::SplitKind::tensor && by_batch ? gather : 0.0;
+      });
     }
     return inst;
   }
@@ -393,6 +416,7 @@ class SpmdCoster {
   cost::ComputeCostModel compute_;
   model::TrainingGraph tg_;
   std::vector<int> unit_of_, backward_of_;
+  int tied_owner_ = -1;               // the word embedding, whose table a tied LM head reads
   std::vector<DeviceClass> classes_;  // ascending
   std::vector<int> class_index_;      // per device of the replica: its class
   mutable std::map<std::tuple<int, double, std::vector<double>>, double> cache_;
