@@ -15,6 +15,13 @@ std::int64_t Model::layer_parameters(int layer) const {
   return n;
 }
 
+int Model::tied_owner() const {
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind == OpKind::embedding && ops[i].shard == ShardKind::vocab)
+      return static_cast<int>(i);
+  return -1;
+}
+
 double Model::output_bytes(int op) const {
   const Op& o = ops[op];
   return o.output_bytes > 0 ? o.output_bytes : o.bytes_written;

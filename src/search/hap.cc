@@ -101,10 +101,6 @@ class SpmdCoster {
     unit_of_.assign(ctx.model.ops.size(), -1);
     for (std::size_t u = 0; u < units.size(); ++u)
       for (int op : units[u].ops) unit_of_[op] = static_cast<int>(u);
-    for (std::size_t i = 0; i < ctx.model.ops.size() && tied_owner_ < 0; ++i)
-      if (ctx.model.ops[i].kind == model::OpKind::embedding &&
-          ctx.model.ops[i].shard == model::ShardKind::vocab)
-        tied_owner_ = static_cast<int>(i);
     backward_of_.assign(ctx.model.ops.size(), -1);
     for (std::size_t i = 0; i < tg_.backward.size(); ++i)
       backward_of_[tg_.backward[i].op] = static_cast<int>(i);
@@ -163,12 +159,11 @@ class SpmdCoster {
 
   // Seconds per byte of gradient all-reduced once per iteration. The gradients of ops split by
   // batch are all-reduced together: by the simulator in one collective per replica once its
-  // backward pass ends, by the runtime (which runs such a program as data parallelism) in buckets
-  // of the plan's grad_bucket_bytes. So an op pays its bytes' part of a shared all-reduce, latency
-  // included, not an all-reduce of its own (with its own latency: between CPU workers that made
-  // splitting by batch look dearer than replicating every op). The shared all-reduce is taken as
-  // a full bucket, or as all the model's gradients when they fill less; only its latency's share
-  // differs from what the simulator runs.
+  // backward pass ends, by the runtime in buckets of the plan's grad_bucket_bytes. So an op pays
+  // its bytes' part of a shared all-reduce, latency included, not an all-reduce of its own (with
+  // its own latency: between CPU workers that made splitting by batch look dearer than replicating
+  // every op). The shared all-reduce is taken as a full bucket, or as all the model's gradients
+  // when they fill less; only its latency's share differs from what the simulator runs.
   double gradient_sync_per_byte() const {
     const double bucket =
         std::min(settings_.grad_bucket_bytes, static_cast<double>(ctx_.model.parameters()) *
@@ -278,15 +273,16 @@ class SpmdCoster {
     // A tied LM head split by batch reads the word embedding's table whole: split by vocabulary
     // (tensor), the table is gathered for each pass and its gradient reduce-scattered, as the
     // simulator prices it (sim/stage_costs.cc).
-    for (std::size_t op = 0; op < md.ops.size(); ++op) {
+    const int owner = md.tied_owner();
+    for (std::size_t op = 0; op < md.ops.size() && owner >= 0; ++op) {
       const model::Op& o = md.ops[op];
-      if (o.tied_params <= 0 || tied_owner_ < 0) continue;
+      if (o.tied_params <= 0) continue;
       const double bytes = static_cast<double>(o.tied_params) * model::dtype_bytes(md.dtype);
       const double gather = m * (2 * collective(cost::Collective::all_gather, bytes, shares) +
                                  collective(cost::Collective::reduce_scatter, bytes, shares));
-      add_pair(unit_of_[tied_owner_], unit_of_[op], [&](plan::SplitKind owner, plan::SplitKind k) {
+      add_pair(unit_of_[owner], unit_of_[op], [&](plan::SplitKind table, plan::SplitKind k) {
         const bool by_batch = k == plan::SplitKind::batch || k == plan::SplitKind::batch_sharded;
-        return owner == plan::SplitKind::tensor && by_batch ? gather : 0.0;
+        return table == plan::SplitKind::tensor && by_batch ? gather : 0.0;
       });
     }
     return inst;
@@ -416,7 +412,6 @@ class SpmdCoster {
   cost::ComputeCostModel compute_;
   model::TrainingGraph tg_;
   std::vector<int> unit_of_, backward_of_;
-  int tied_owner_ = -1;               // the word embedding, whose table a tied LM head reads
   std::vector<DeviceClass> classes_;  // ascending
   std::vector<int> class_index_;      // per device of the replica: its class
   mutable std::map<std::tuple<int, double, std::vector<double>>, double> cache_;

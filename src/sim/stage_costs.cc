@@ -15,6 +15,7 @@ StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const
       compute_(compute),
       net_(net),
       tg_(model::derive_training_graph(m)),
+      tied_owner_(m.tied_owner()),
       cpu_share_slows_(cpu_share_slows) {
   const std::size_t n = m.ops.size();
   backward_index_.assign(n, -1);
@@ -32,8 +33,6 @@ StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const
   whole_params_.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     const model::Op& o = m.ops[i];
-    if (tied_owner_ < 0 && o.kind == model::OpKind::embedding && o.shard == model::ShardKind::vocab)
-      tied_owner_ = static_cast<int>(i);
     split_[i] = p.op_overrides.empty() ? plan::SplitKind::tensor : plan::split_of(p, o.name);
     layout_[i] = op_layout(o, split_[i], p.sequence_parallel);
     // Sequence parallelism splits the replicated ops (norms, dropout, residual) along the sequence.

@@ -101,10 +101,10 @@ class StageCoster {
   std::vector<int> backward_index_;     // op -> index in tg_.backward
   std::vector<int> optimizer_index_;    // op -> index in tg_.optimizer or -1
   std::vector<plan::SplitKind> split_;  // per op, as the plan says
-  int tied_owner_ = -1;                 // the word embedding, whose table a tied LM head reads
   std::vector<OpLayout> layout_;        // per op, under its split
   std::vector<bool> whole_work_;        // every device of a replica computes all of the op
   std::vector<bool> whole_params_;      // every device of a replica holds all of its weights
+  int tied_owner_;                      // the op whose table a tied LM head reads (model.h)
   bool cpu_share_slows_;
   std::optional<cost::UnevenForm> tp_form_;  // the plan's form for uneven shards, or the cheaper
   mutable std::map<std::tuple<int, std::vector<int>, double, std::vector<double>>,

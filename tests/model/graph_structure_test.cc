@@ -105,6 +105,10 @@ TEST(GraphStructure, TiedAndUntiedHeads) {
   const Model gpt = load("gpt3-125m");
   EXPECT_EQ(find(gpt, "head.lm_head").params, 0);
   EXPECT_EQ(find(gpt, "head.lm_head").tied_params, 50257 * 768);
+  // The table the tied head reads is the word embedding's.
+  ASSERT_GE(gpt.tied_owner(), 0);
+  EXPECT_EQ(gpt.ops[static_cast<std::size_t>(gpt.tied_owner())].name, "embedding.word");
+  EXPECT_EQ(load("mlp:layers=2,hidden=64,in=32,out=10").tied_owner(), -1);
   const Model llama = load("llama3-8b");
   EXPECT_EQ(find(llama, "head.lm_head").params, 128256LL * 4096);
   EXPECT_EQ(find(llama, "head.lm_head").tied_params, 0);

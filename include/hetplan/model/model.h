@@ -127,8 +127,11 @@ struct Model {
 
   // Bytes per sample of op i's output tensor (Op::output_bytes, or bytes_written when 0).
   double output_bytes(int op) const;
-  std::int64_t parameters() const;          // sum of Op::params
+  std::int64_t parameters() const;                 // sum of Op::params
   std::int64_t layer_parameters(int layer) const;  // sum of Op::params over one layer's ops
+  // The op whose weights tied ops (Op::tied_params, an LM head) read: the word embedding, the
+  // first op of kind embedding split by vocabulary; -1 when there is none.
+  int tied_owner() const;
   // Bytes per sample the layer's last op writes: what crosses a pipeline boundary after it.
   double layer_output_bytes(int layer) const;
   double forward_flops_per_sample() const;  // sum of Op::flops
