@@ -107,6 +107,9 @@ struct Lowering {
   std::vector<std::vector<int>> lane_of;  // [stage][replica]
   std::vector<int> lane_compute_stream;
   std::vector<int> lane_quota;  // index into g.quotas, or -1
+  // Per task: for a transfer, the lanes of the devices at its links' ends (ascending), whose
+  // quotas it spends and whose communication it is; empty for compute.
+  std::vector<std::vector<int>> transfer_lanes;
   // Under CPU quotas, the costs with every device slowed by its cpu_share (for lane_share).
   std::optional<detail::StageCoster> slowed_coster;
   std::vector<std::vector<PassRef>> lane_order;
@@ -280,6 +283,7 @@ struct Lowering {
     if (p.zero_stage >= 3) add_parameter_gathers();
     auto sync = add_gradient_sync();
     if (!sync) return sync;
+    find_transfer_lanes();
     attach_transfer_quotas();
     return true;
   }
@@ -311,22 +315,32 @@ struct Lowering {
     return std::min(1.0, full / slowed);
   }
 
-  // Each transfer spends the CPU quotas of the devices at its links' ends.
-  void attach_transfer_quotas() {
-    if (g.quotas.empty()) return;
-    std::vector<int> device_quota(c.devices.size(), -1);
+  void find_transfer_lanes() {
+    std::vector<int> lane_of_device(c.devices.size(), -1);
     for (std::size_t l = 0; l < lanes.size(); ++l)
-      for (int d : lanes[l].devices) device_quota[d] = lane_quota[l];
-    for (Task& t : g.tasks) {
-      if (!t.is_transfer) continue;
-      for (int i = t.loads_begin; i < t.loads_end; ++i) {
+      for (int d : lanes[l].devices) lane_of_device[d] = static_cast<int>(l);
+    transfer_lanes.assign(g.tasks.size(), {});
+    for (std::size_t t = 0; t < g.tasks.size(); ++t) {
+      const Task& task = g.tasks[t];
+      if (!task.is_transfer) continue;
+      auto& out = transfer_lanes[t];
+      for (int i = task.loads_begin; i < task.loads_end; ++i) {
         const cluster::Link& link = c.links[g.loads[i].link];
         for (int v : {link.from, link.to})
-          if (v < c.num_devices() && device_quota[v] >= 0) t.quotas.push_back(device_quota[v]);
+          if (v < c.num_devices() && lane_of_device[v] >= 0) out.push_back(lane_of_device[v]);
       }
-      std::sort(t.quotas.begin(), t.quotas.end());
-      t.quotas.erase(std::unique(t.quotas.begin(), t.quotas.end()), t.quotas.end());
+      std::sort(out.begin(), out.end());
+      out.erase(std::unique(out.begin(), out.end()), out.end());
     }
+  }
+
+  // Each transfer spends the CPU quotas of the devices at its links' ends (lanes with a quota
+  // have their own, so the quotas are as distinct and ordered as the lanes).
+  void attach_transfer_quotas() {
+    if (g.quotas.empty()) return;
+    for (std::size_t t = 0; t < g.tasks.size(); ++t)
+      for (int l : transfer_lanes[t])
+        if (lane_quota[l] >= 0) g.tasks[t].quotas.push_back(lane_quota[l]);
   }
 
   // A pass's compute, then on the same stream its tensor-parallel collectives as one flow (the
@@ -651,9 +665,6 @@ std::vector<BusyTimes> busy_times(const Lowering& low, const cluster::Cluster& c
                                   const detail::EngineResult& eng) {
   // A transfer is its lane's, its peer's, and that of every device at its links' ends (a
   // gradient all-reduce is lowered as one task of the first replica's lane).
-  std::vector<int> lane_of_device(static_cast<std::size_t>(c.num_devices()), -1);
-  for (std::size_t l = 0; l < low.lanes.size(); ++l)
-    for (int d : low.lanes[l].devices) lane_of_device[d] = static_cast<int>(l);
   std::vector<std::vector<std::pair<double, double>>> compute(low.lanes.size()),
       comm(low.lanes.size());
   std::vector<int> lanes;
@@ -664,16 +675,12 @@ std::vector<BusyTimes> busy_times(const Lowering& low, const cluster::Cluster& c
       compute[task.lane].push_back(span);
       continue;
     }
-    lanes = {task.lane, task.peer_lane};
-    for (int i = task.loads_begin; i < task.loads_end; ++i) {
-      const cluster::Link& link = c.links[low.g.loads[i].link];
-      for (int v : {link.from, link.to})
-        if (v < c.num_devices()) lanes.push_back(lane_of_device[v]);
-    }
+    lanes = low.transfer_lanes[t];
+    lanes.push_back(task.lane);
+    if (task.peer_lane >= 0) lanes.push_back(task.peer_lane);
     std::sort(lanes.begin(), lanes.end());
     lanes.erase(std::unique(lanes.begin(), lanes.end()), lanes.end());
-    for (int l : lanes)
-      if (l >= 0) comm[l].push_back(span);
+    for (int l : lanes) comm[l].push_back(span);
   }
   std::vector<BusyTimes> out(static_cast<std::size_t>(c.num_devices()));
   for (std::size_t l = 0; l < low.lanes.size(); ++l) {
