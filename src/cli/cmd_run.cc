@@ -38,6 +38,7 @@ struct RunArgs {
   std::uint64_t seed = 1;
   double learning_rate = 1e-3;
   int threads = 1;
+  std::string device = "cpu";
   bool json = false;
   bool emulate = false;
 };
@@ -57,6 +58,8 @@ std::vector<std::string> worker_args(const RunArgs& a) {
                                fmt::format("{}", a.learning_rate),
                                "--threads",
                                std::to_string(a.threads),
+                               "--device",
+                               a.device,
                                "--checkpoint-every",
                                std::to_string(a.checkpoint_every),
                                "--timeout",
@@ -146,6 +149,10 @@ int run_run(const RunArgs& a) {
     return report_error("--checkpoint-every: expected --checkpoint DIR too");
   if (!(a.timeout_s > 0) || a.timeout_s > 1e6)
     return report_error("--timeout: expected seconds, more than 0");
+  if (a.device != "cpu" && a.device != "cuda")
+    return report_error(fmt::format("--device: expected cpu or cuda, got \"{}\"", a.device));
+  if (a.emulate && a.device != "cpu")
+    return report_error("--emulate: expected --device cpu (the emulation limits CPU shares)");
 
   std::unique_ptr<runtime::Emulation> emulation;
   if (a.emulate) {
@@ -175,6 +182,7 @@ int run_run(const RunArgs& a) {
   opts.learning_rate = a.learning_rate;
   opts.threads_per_rank = a.threads;
   opts.cluster = &*c;
+  opts.cuda = a.device == "cuda";
   auto r = runtime::run_plan(*m, *p, opts, *env);
   if (!r) return report_error(fmt::format("rank {}: {}", env->rank, r.error().message));
   if (env->rank != 0) return 0;
@@ -246,6 +254,10 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "Seed of initialisation and data")->capture_default_str();
   cmd->add_option("--lr", args->learning_rate, "Adam learning rate")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Intra-op threads per worker")->capture_default_str();
+  cmd->add_option("--device", args->device,
+                  "cpu (Gloo) or cuda (each rank on GPU LOCAL_RANK, NCCL; needs a build against a "
+                  "CUDA-enabled libtorch)")
+      ->capture_default_str();
   cmd->add_flag("--emulate", args->emulate,
                 "Run the --nprocs workers as --cluster describes them: each in its own network "
                 "namespace with its node's NIC bandwidth (tc), at its node's cpu_share of a core "

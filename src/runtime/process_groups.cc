@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef HETPLAN_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 namespace hetplan::runtime::detail {
 
@@ -28,6 +31,38 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options_for(
                           : local ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
                                   : c10d::ProcessGroupGloo::createDefaultDevice());
   return opts;
+}
+
+bool nccl_built() {
+#ifdef HETPLAN_WITH_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+Result<c10::intrusive_ptr<c10d::ProcessGroup>> open_group(
+    Backend backend, const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+    const RankEnv& env, std::chrono::milliseconds timeout) {
+  if (backend == Backend::gloo)
+    return c10::intrusive_ptr<c10d::ProcessGroup>(c10::make_intrusive<c10d::ProcessGroupGloo>(
+        store, rank, size, gloo_options_for(env, timeout)));
+#ifdef HETPLAN_WITH_NCCL
+  // Blocking wait: Work::wait waits on the host for at most the timeout and then throws (both
+  // names: libtorch 1.x reads the first, 2.x the second).
+  ::setenv("NCCL_BLOCKING_WAIT", "1", 0);
+  ::setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 0);
+  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  opts->timeout = timeout;
+  return c10::intrusive_ptr<c10d::ProcessGroup>(
+      c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts));
+#else
+  (void)store, (void)rank, (void)size, (void)env, (void)timeout;
+  return Error{
+      "NCCL: this hetplan was built against a libtorch without CUDA (build it against a "
+      "CUDA-enabled libtorch, e.g. CMAKE_PREFIX_PATH=$(python3 -c 'import torch; "
+      "print(torch.utils.cmake_prefix_path)'))"};
+#endif
 }
 
 }  // namespace hetplan::runtime::detail

@@ -1,11 +1,13 @@
-// Internal to the runtime: the rendezvous store and the Gloo options every job of worker
-// processes opens its process groups with.
+// Internal to the runtime: the rendezvous store and the process groups every job of worker
+// processes opens: Gloo on CPU tensors, NCCL on CUDA tensors where the build has a CUDA-enabled
+// libtorch (HETPLAN_WITH_NCCL).
 #pragma once
 
 #include <chrono>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include "hetplan/core/error.h"
 #include "hetplan/runtime/launch.h"
 
 namespace hetplan::runtime::detail {
@@ -18,6 +20,18 @@ c10::intrusive_ptr<c10d::Store> connect_store(const RankEnv& env,
 // Gloo with `timeout` per operation: an emulated rank talks through its namespace's interface
 // (GLOO_SOCKET_IFNAME), a local job over loopback, any other through the host's default one.
 c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options_for(
+    const RankEnv& env, std::chrono::milliseconds timeout);
+
+enum class Backend { gloo, nccl };
+
+// Whether this build opens NCCL process groups (it was compiled against a CUDA-enabled libtorch).
+bool nccl_built();
+
+// Process group `rank` of `size` over `store`: Gloo (gloo_options_for), or NCCL with `timeout`
+// per operation, waited for on the host (blocking wait), so that a dead peer ends the wait with
+// an error as Gloo's does. NCCL in a build without it: an error saying so.
+Result<c10::intrusive_ptr<c10d::ProcessGroup>> open_group(
+    Backend backend, const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
     const RankEnv& env, std::chrono::milliseconds timeout);
 
 }  // namespace hetplan::runtime::detail

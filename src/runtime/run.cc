@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <tuple>
@@ -89,16 +90,19 @@ struct Groups {
   PG world, tensor, stage, tied, stage_all;
 };
 
+// Opens them with `backend` (throws what it cannot open).
 Groups connect(const RankEnv& env, const Place& at, bool tied, bool batch_program,
-               std::chrono::milliseconds timeout) {
+               detail::Backend backend, std::chrono::milliseconds timeout) {
   const c10::intrusive_ptr<c10d::Store> store = detail::connect_store(env, timeout);
+  auto open = [&](const c10::intrusive_ptr<c10d::Store>& s, int rank, int size) -> PG {
+    auto pg = detail::open_group(backend, s, rank, size, env, timeout);
+    if (!pg) throw std::runtime_error(pg.error().message);
+    return *pg;
+  };
   Groups g;
-  g.world = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size,
-                                                        detail::gloo_options_for(env, timeout));
+  g.world = open(store, env.rank, env.world_size);
   auto group = [&](const std::string& name, int rank, int size) -> PG {
-    return c10::make_intrusive<c10d::ProcessGroupGloo>(
-        c10::make_intrusive<c10d::PrefixStore>(name + "/", store), rank, size,
-        detail::gloo_options_for(env, timeout));
+    return open(c10::make_intrusive<c10d::PrefixStore>(name + "/", store), rank, size);
   };
   if (at.T > 1) g.tensor = group(fmt::format("tp{}_{}", at.s, at.r), at.j, at.T);
   if (at.R() > 1) g.stage = group(fmt::format("stage{}_{}", at.s, at.j), at.r, at.R());
@@ -365,10 +369,35 @@ cost::UnevenForm uneven_form(const model::Model& m, const plan::Plan& p, const p
   return cost::collective_cost(*c, req, cost::NetworkParams::defaults()).uneven_form;
 }
 
+Result<torch::Device> rank_device(const RunOptions& opts, const RankEnv& env) {
+  if (!opts.cuda) return torch::Device(torch::kCPU);
+  if (!torch::cuda::is_available())
+    return Error{"--device cuda: this libtorch finds no CUDA device (a CPU-only build, or no GPU)"};
+  const auto gpus = static_cast<int>(torch::cuda::device_count());
+  if (env.local_rank >= gpus)
+    return Error{fmt::format(
+        "--device cuda: LOCAL_RANK is {} but this host has {} CUDA device(s); NCCL runs one rank "
+        "per GPU",
+        env.local_rank, gpus)};
+  if (env.world_size > 1 && !detail::nccl_built())
+    return Error{
+        fmt::format("--device cuda: {} ranks need NCCL: {}", env.world_size,
+                    detail::open_group(detail::Backend::nccl, {}, 0, 1, env, {}).error().message)};
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
+}
+
 Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const RunOptions& opts,
                            const RankEnv& env) {
   auto ok = check_executable(m, p, env.world_size);
   if (!ok) return ok.error();
+  const auto found = rank_device(opts, env);
+  if (!found) return found.error();
+  const torch::Device dev = *found;
+  const auto on_dev = torch::TensorOptions().device(dev);
+  // CUDA runs asynchronously: the clock is read after the device has finished what was queued.
+  auto sync = [&] {
+    if (dev.is_cuda()) torch::cuda::synchronize();
+  };
   torch::set_num_threads(std::max(1, opts.threads_per_rank));
   detail::keep_freed_memory();
   torch::manual_seed(opts.seed);
@@ -376,6 +405,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   if (!module) return module.error();
   auto& mod = **module;
   mod.set_recompute(p.recompute);
+  mod.to_device(dev);
   auto data = detail::BatchSource::create(m, opts.seed, opts.data_file);
   if (!data) return data.error();
 
@@ -399,7 +429,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   std::optional<detail::PeerWatch> watch;
   if (env.world_size > 1) {
     try {
-      groups = connect(env, at, tied, batch_program, timeout);
+      groups = connect(env, at, tied, batch_program,
+                       dev.is_cuda() ? detail::Backend::nccl : detail::Backend::gloo, timeout);
     } catch (const std::exception& e) {
       return Error{fmt::format("cannot join the job at {}:{}: {}", env.master_addr, env.master_port,
                                failure_text(e))};
@@ -488,7 +519,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   if (groups.world) {
     // One all-reduce of (step, -step) by maximum gives the highest and the lowest.
     const double mine = unreadable ? -1.0 : static_cast<double>(first_step);
-    std::vector<torch::Tensor> range{torch::tensor({mine, -mine}, torch::kDouble)};
+    std::vector<torch::Tensor> range{torch::tensor({mine, -mine}, on_dev.dtype(torch::kDouble))};
     try {
       c10d::AllreduceOptions max;
       max.reduceOp = c10d::ReduceOp::MAX;
@@ -516,7 +547,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   if (resume) {
     try {
       torch::serialize::InputArchive in;
-      in.load_from(ckpt + ".pt");
+      in.load_from(ckpt + ".pt", dev);
       torch::Tensor meta;
       in.read("meta", meta);
       if (meta[2].item<std::int64_t>() != first_step)
@@ -561,7 +592,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   if (resume) {
     try {
       torch::serialize::InputArchive in;
-      in.load_from(ckpt + ".adam.pt");
+      in.load_from(ckpt + ".adam.pt", dev);
       adam.load(in);
     } catch (const c10::Error& e) {
       return Error{fmt::format("--checkpoint: {}.adam.pt: cannot read it: {}", ckpt,
@@ -606,7 +637,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     for (; step < first_step + opts.steps; ++step) {
       const auto start = Clock::now();
       double comm = 0, idle = 0;
-      const detail::Batch batch = data->global(step, p.global_batch);
+      const detail::Batch batch = data->global(step, p.global_batch).to(dev);
       // Gradients start undefined (PyTorch's zero_grad(set_to_none)): the first backward pass
       // writes them and later ones add, with no zeroing pass over every parameter.
       for (auto& t : params) t.mutable_grad() = torch::Tensor();
@@ -636,12 +667,14 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       // Rows of layer `layer`'s input (or of its gradient) from stage `other`.
       auto gather = [&](int other, int layer, int k, std::int64_t lo, std::int64_t hi, int tag) {
         std::vector<torch::Tensor> parts;
+        sync();
         const auto wait_start = Clock::now();
         for (auto [from, o0, o1] : overlaps(other, k, lo, hi)) {
-          std::vector<torch::Tensor> t{torch::empty(mod.activation_shape(layer, o1 - o0))};
+          std::vector<torch::Tensor> t{torch::empty(mod.activation_shape(layer, o1 - o0), on_dev)};
           groups.world->recv(t, from, tag)->wait(timeout);
           parts.push_back(t[0]);
         }
+        sync();
         idle += seconds_since(wait_start);  // waiting for the neighbour stage, transfer included
         return torch::cat(parts);
       };
@@ -694,6 +727,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       // A parameter no pass reached (a replica with no samples this step) contributes zeros.
       for (auto& t : params)
         if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
+      sync();
       auto comm_start = Clock::now();
       for (auto& w : sends) w->wait(timeout);
       // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
@@ -712,24 +746,28 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       // head gives every rank the replica's.)
       own_losses.push_back(last && (at.j == 0 || (batch_program && !mod.replica_loss())) ? loss_sum
                                                                                          : 0.0);
+      sync();
       comm += seconds_since(comm_start);
       if (zero) {
         owned.mutable_grad() =
             detail::flatten(grads_of(params)).slice(0, shard_begin, shard_end).clone();
         adam.step();
         // Gather the updated slices (padded to one size, as Gloo's all-gather needs).
+        sync();
         comm_start = Clock::now();
         std::vector<std::vector<torch::Tensor>> out(1);
-        for (int r = 0; r < at.R(); ++r) out[0].push_back(torch::empty({shard}));
-        std::vector<torch::Tensor> in{torch::zeros({shard})};
+        for (int r = 0; r < at.R(); ++r) out[0].push_back(torch::empty({shard}, on_dev));
+        std::vector<torch::Tensor> in{torch::zeros({shard}, on_dev)};
         in[0].slice(0, 0, shard_end - shard_begin).copy_(owned.detach());
         groups.stage->allgather(out, in)->wait();
         torch::NoGradGuard no_grad;
         detail::unflatten_into(torch::cat(out[0]), params);
+        sync();
         comm += seconds_since(comm_start);
       } else {
         adam.step();
       }
+      sync();
       const double step_time = seconds_since(start);
       res.step_times_s.push_back(step_time);
       if (step - first_step >= skip) {
@@ -742,7 +780,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           (last_step || (opts.checkpoint_every > 0 && (step + 1) % opts.checkpoint_every == 0)))
         if (auto saved = save(step + 1); !saved) return saved.error();
     }
-    std::vector<torch::Tensor> losses{torch::tensor(own_losses, torch::kDouble)};
+    std::vector<torch::Tensor> losses{torch::tensor(own_losses, on_dev.dtype(torch::kDouble))};
     if (groups.world && !own_losses.empty()) groups.world->allreduce(losses)->wait();
     for (std::size_t s = 0; s < own_losses.size(); ++s)
       res.losses.push_back(losses[0][static_cast<std::int64_t>(s)].item<double>());
@@ -750,11 +788,13 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     for (int s = skip; s < opts.steps; ++s) measured += res.step_times_s[s];
     res.mean_step_time_s = opts.steps > skip ? measured / (opts.steps - skip) : 0;
     // Every rank's times, to every rank (each fills its own slot of a summed buffer).
-    std::vector<torch::Tensor> times{torch::zeros({env.world_size * 3}, torch::kDouble)};
-    times[0][env.rank * 3] = own.compute_s;
-    times[0][env.rank * 3 + 1] = own.comm_s;
-    times[0][env.rank * 3 + 2] = own.idle_s;
+    torch::Tensor own_times = torch::zeros({env.world_size * 3}, torch::kDouble);
+    own_times[env.rank * 3] = own.compute_s;
+    own_times[env.rank * 3 + 1] = own.comm_s;
+    own_times[env.rank * 3 + 2] = own.idle_s;
+    std::vector<torch::Tensor> times{own_times.to(dev)};
     if (groups.world) groups.world->allreduce(times)->wait();
+    times[0] = times[0].cpu();
     for (int r = 0; r < env.world_size; ++r)
       res.ranks.push_back(RankTimes{times[0][r * 3].item<double>(),
                                     times[0][r * 3 + 1].item<double>(),

@@ -167,7 +167,7 @@ class BatchNormOverGroup : public torch::autograd::Function<BatchNormOverGroup> 
     const torch::Tensor xd = x.to(torch::kDouble);
     torch::Tensor stats =
         torch::cat({xd.sum(dims), (xd * xd).sum(dims),
-                    torch::full({1}, static_cast<double>(x.numel() / c), torch::kDouble)});
+                    torch::full({1}, static_cast<double>(x.numel() / c), xd.options())});
     if (pg) stats = all_reduce(stats, pg, c10d::ReduceOp::SUM);
     const torch::Tensor n = stats.slice(0, 2 * c, 2 * c + 1);
     const torch::Tensor mean = stats.slice(0, 0, c) / n;

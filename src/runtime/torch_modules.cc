@@ -337,8 +337,9 @@ class Decoder : public TrainModule {
         y = embed(y);
         if (pos_) {
           const auto [p0, p1] = positions_;
-          y = y + torch::embedding(whole_weight(weights_.whole(pos_->weight), tp_),
-                                   torch::arange(p0, p1, torch::kLong));
+          y = y + torch::embedding(
+                      whole_weight(weights_.whole(pos_->weight), tp_),
+                      torch::arange(p0, p1, torch::TensorOptions(torch::kLong).device(y.device())));
         }
       } else if (l + 1 < num_layers_) {
         y = blocks_[l - 1]->forward(y, recompute_);
@@ -429,6 +430,11 @@ class Decoder : public TrainModule {
     return true;
   }
   bool tied_head() const override { return !head_; }
+  void to_device(const torch::Device& device) override {
+    to(device);
+    causal_ = causal_.to(device);
+    if (cos_.defined()) cos_ = cos_.to(device), sin_ = sin_.to(device);
+  }
   std::pair<torch::Tensor, torch::Tensor> untie_head() override {
     if (head_) return {};
     if (!head_copy_.defined()) head_copy_ = word_->weight.detach().clone().requires_grad_(true);

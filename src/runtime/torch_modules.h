@@ -24,6 +24,9 @@ struct Batch {
   Batch slice(std::int64_t begin, std::int64_t end) const {
     return Batch{inputs.slice(0, begin, end), targets.slice(0, begin, end)};
   }
+  Batch to(const torch::Device& device) const {
+    return Batch{inputs.to(device), targets.to(device)};
+  }
 };
 
 class TrainModule : public torch::nn::Module {
@@ -80,6 +83,9 @@ class TrainModule : public torch::nn::Module {
   // Activation recomputation (Korthikanti et al. 2022): full recomputes every transformer block
   // or MLP layer from its input in the backward pass; selective only the attention cores.
   void set_recompute(cost::Recompute r) { recompute_ = r; }
+  // Moves the parameters and every constant the layers read (masks, position tables) to `device`.
+  // Call before shard() or split_batch(): the shards are cut where the weights are.
+  virtual void to_device(const torch::Device& device) { to(device); }
 
   torch::Tensor loss_sum(const Batch& b) {
     return forward_layers(0, num_layers_, b.inputs, b.targets);

@@ -36,6 +36,9 @@ struct RunOptions {
   // The cluster the plan was made for, to pick the form of uneven sequence-parallel collectives
   // as the simulator does when the plan leaves it to the cost model (null: padded).
   const cluster::Cluster* cluster = nullptr;
+  // Run on this rank's GPU (cuda:LOCAL_RANK) with NCCL process groups, one rank per GPU; needs a
+  // build against a CUDA-enabled libtorch. Otherwise on the CPU with Gloo.
+  bool cuda = false;
 };
 
 // The form of replica r's uneven all-gathers and reduce-scatters: the plan's, or (auto) the one
