@@ -30,12 +30,14 @@ struct CalibrateArgs {
   std::string messaging_worker;  // set on the workers calibrate starts: where rank 0 writes
 };
 
+#ifdef HETPLAN_WITH_RUNTIME
 std::string today() {
   const std::time_t t = std::time(nullptr);
   char buf[16];
   std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
   return buf;
 }
+#endif
 
 int run_calibrate(const CalibrateArgs& a) {
 #ifdef HETPLAN_WITH_RUNTIME
