@@ -77,11 +77,21 @@ ActivationBytes stage_activation_bytes(const model::Model& m, const MemoryConfig
 MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg) {
   assert(cfg.zero_stage >= 0 && cfg.zero_stage <= 3 && cfg.zero_group >= 1);
   double local = 0;
+  // Whether the stage holds the table a tied head reads (asked only where a stage has such a head).
+  auto holds_table = [&] {
+    const int owner = m.tied_owner();
+    const model::Layer& last = m.layers[cfg.first_layer + cfg.num_layers - 1];
+    return owner >= m.layers[cfg.first_layer].first_op && owner < last.first_op + last.num_ops;
+  };
   for (int li = cfg.first_layer; li < cfg.first_layer + cfg.num_layers; ++li) {
     const model::Layer& layer = m.layers[li];
     for (int oi = layer.first_op; oi < layer.first_op + layer.num_ops; ++oi) {
       const bool whole = !cfg.whole_params.empty() && cfg.whole_params[oi];
-      local += static_cast<double>(m.ops[oi].params) * (whole ? 1.0 : cfg.param_shard);
+      // A tied head on a stage without the table it reads holds a copy of it, with its own
+      // gradient and optimizer state (Megatron-LM's; the runtime's untie_head), split as the head.
+      const bool copy = m.ops[oi].tied_params > 0 && !holds_table();
+      local += static_cast<double>(m.ops[oi].params + (copy ? m.ops[oi].tied_params : 0)) *
+               (whole ? 1.0 : cfg.param_shard);
     }
   }
   const double g = cfg.zero_group;

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <unordered_map>
 
 #include "hetplan/cost/collective_cost.h"
 #include "hetplan/cost/memory_cost.h"
+#include "hetplan/sim/schedule_order.h"
 
 namespace hetplan::search {
 namespace {
@@ -46,7 +49,10 @@ std::size_t Estimator::MemoryKeyHash::operator()(const MemoryKey& k) const {
 }
 
 Estimator::Estimator(const model::Model& m, const cluster::Cluster& c, const SearchOptions& opts)
-    : m_(m), c_(c), opts_(opts) {}
+    : m_(m), c_(c), opts_(opts) {
+  for (int op = 0; op < static_cast<int>(m.ops.size()) && m.tied_owner() >= 0; ++op)
+    if (m.ops[op].tied_params > 0) tied_head_ = op;
+}
 
 Estimator::~Estimator() = default;
 
@@ -142,22 +148,109 @@ double Estimator::sync_time(const plan::Plan& settings, int first, int count,
   return t;
 }
 
+const cost::CollectiveCost& Estimator::p2p(int from, int to, double bytes) const {
+  const auto key = std::make_tuple(from, to, bytes);
+  auto it = p2p_.find(key);
+  if (it != p2p_.end()) return it->second;
+  cost::CollectiveRequest req;
+  req.kind = cost::Collective::p2p;
+  req.devices = {from, to};
+  req.bytes = Bytes(bytes);
+  return p2p_.emplace(key, cost::collective_cost(c_, req, opts_.sim.network)).first->second;
+}
+
 double Estimator::boundary_time(int layer, double samples, const plan::Replica& from,
                                 const plan::Replica& to) const {
   const double bytes = m_.layer_output_bytes(layer) * samples;
   const std::size_t k = std::min(from.devices.size(), to.devices.size());
   const int a = from.devices.front(), b = to.devices.front();
   if (a == b) return 0;
-  auto key = std::make_tuple(a, b, bytes / static_cast<double>(k));
-  auto it = p2p_.find(key);
-  if (it != p2p_.end()) return it->second;
-  cost::CollectiveRequest req;
-  req.kind = cost::Collective::p2p;
-  req.devices = {a, b};
-  req.bytes = Bytes(std::get<2>(key));
-  const double t = cost::collective_cost(c_, req, opts_.sim.network).time.value;
-  p2p_.emplace(key, t);
+  return p2p(a, b, bytes / static_cast<double>(k)).time.value;
+}
+
+double Estimator::boundary_time(const plan::Plan& p, int s) const {
+  const plan::Stage &from = p.stages[s], &to = p.stages[s + 1];
+  const double per_sample = m_.layer_output_bytes(from.first_layer + from.num_layers - 1) *
+                            static_cast<double>(p.global_batch) / p.num_microbatches;
+  std::vector<const cost::CollectiveCost*> parts;
+  std::unordered_map<int, double> link_bytes;
+  // The replicas' batch intervals laid out in order over [0, 1) (as sim::batch_overlap does),
+  // walked together: each pair whose intervals overlap exchanges those samples' rows.
+  double a0 = 0, b0 = 0;
+  for (std::size_t a = 0, b = 0; a < from.replicas.size() && b < to.replicas.size();) {
+    const auto &ra = from.replicas[a], &rb = to.replicas[b];
+    const double a1 = a + 1 == from.replicas.size() ? 1.0 : a0 + ra.batch_share;
+    const double b1 = b + 1 == to.replicas.size() ? 1.0 : b0 + rb.batch_share;
+    const double overlap = std::min(a1, b1) - std::max(a0, b0);
+    if (overlap > 0 && ra.devices.front() != rb.devices.front()) {
+      const std::size_t k = std::min(ra.devices.size(), rb.devices.size());
+      for (std::size_t j = 0; j < k; ++j) {
+        parts.push_back(
+            &p2p(ra.devices[j], rb.devices[j], per_sample * overlap / static_cast<double>(k)));
+        for (const auto& load : parts.back()->loads) link_bytes[load.link] += load.bytes;
+      }
+    }
+    if (a1 <= b1) a0 = a1, ++a;
+    if (b1 <= a1) b0 = b1, ++b;
+  }
+  // Each transfer's bandwidth term grows by its most shared link's total over its own bytes.
+  double t = 0;
+  for (const auto* part : parts) {
+    double sharing = 1;
+    for (const auto& load : part->loads)
+      if (load.bytes > 0) sharing = std::max(sharing, link_bytes[load.link] / load.bytes);
+    t = std::max(t, (part->latency + (part->time - part->latency) * sharing).value);
+  }
   return t;
+}
+
+std::pair<int, int> Estimator::tied_stages(const plan::Plan& p) const {
+  if (tied_head_ < 0) return {0, 0};
+  auto stage_of = [&](int op) {
+    for (int s = 0; s < static_cast<int>(p.stages.size()); ++s) {
+      const auto& st = p.stages[s];
+      const auto& last = m_.layers[st.first_layer + st.num_layers - 1];
+      if (op >= m_.layers[st.first_layer].first_op && op < last.first_op + last.num_ops) return s;
+    }
+    return 0;
+  };
+  return {stage_of(m_.tied_owner()), stage_of(tied_head_)};
+}
+
+double Estimator::tied_sync_time(const plan::Plan& p, int a, int b) const {
+  // As the simulator groups them: one all-reduce per tensor-parallel rank (here the first's, times
+  // the ranks sharing a node's NICs when the group crosses nodes) when the replicas are alike,
+  // otherwise one over every device at the largest share.
+  const std::size_t tp = p.stages[a].replicas.front().devices.size();
+  bool alike = true;
+  for (int s : {a, b})
+    for (const auto& r : p.stages[s].replicas) alike = alike && r.devices.size() == tp;
+  std::vector<int> group;
+  double share = 0;
+  for (int s : {a, b})
+    for (const auto& r : p.stages[s].replicas)
+      for (std::size_t j = 0; j < (alike ? 1 : r.devices.size()); ++j) {
+        group.push_back(r.devices[j]);
+        share = std::max(share, share_of(r, j));
+      }
+  const double bytes =
+      static_cast<double>(m_.ops[tied_head_].tied_params) * model::dtype_bytes(m_.dtype) * share;
+  const auto key = std::make_tuple(group, bytes);
+  auto it = tied_.find(key);
+  if (it != tied_.end()) return it->second;
+  cost::CollectiveRequest req;
+  req.kind = cost::Collective::all_reduce;
+  req.devices = group;
+  req.bytes = Bytes(bytes);
+  double t = cost::collective_cost(c_, req, opts_.sim.network).time.value;
+  bool crosses = false;
+  for (int d : group) crosses = crosses || !c_.same_node(d, group[0]);
+  if (alike && crosses && tp > 1) {
+    const int g = c_.group_of(group[0]);
+    const int nics = g < 0 ? 1 : std::max(1, c_.groups[g].nic_count);
+    t *= std::max(1.0, static_cast<double>(tp) / nics);
+  }
+  return tied_.emplace(key, t).first->second;
 }
 
 Estimate Estimator::estimate(const plan::Plan& p) const {
@@ -165,7 +258,8 @@ Estimate Estimator::estimate(const plan::Plan& p) const {
   const int S = static_cast<int>(p.stages.size());
   const double m = p.num_microbatches;
   const double mb_samples = static_cast<double>(p.global_batch) / m;
-  std::vector<double> stage_time(S, 0), stage_bwd(S, 0), stage_tail(S, 0);
+  std::vector<double> stage_fwd(S, 0), stage_bwd(S, 0), sync_after(S, 0), stage_opt(S, 0),
+      boundary(S, 0);
   for (int s = 0; s < S; ++s) {
     const auto& st = p.stages[s];
     const int dp = static_cast<int>(st.replicas.size());
@@ -193,31 +287,85 @@ Estimate Estimator::estimate(const plan::Plan& p) const {
         e.fits = e.fits && bytes <= cap;
       }
     }
-    double comm = 0;
-    if (s + 1 < S) {
-      const int last = st.first_layer + st.num_layers - 1;
-      double worst = 0;
-      for (const auto& r : st.replicas) worst = std::max(worst, r.batch_share * mb_samples);
-      comm = 2 * boundary_time(last, worst, st.replicas.front(), p.stages[s + 1].replicas.front());
-    }
-    stage_time[s] = fwd + bwd + comm;
+    stage_fwd[s] = fwd;
     stage_bwd[s] = bwd;
-    const double sync = sync_time(p, st.first_layer, st.num_layers, st.replicas);
-    stage_tail[s] = std::max(0.0, sync - bwd) + opt;
+    stage_opt[s] = opt;
+    if (s + 1 < S) boundary[s] = boundary_time(p, s);
+    // The stage's gradient synchronisation overlaps its last backward pass.
+    sync_after[s] = std::max(0.0, sync_time(p, st.first_layer, st.num_layers, st.replicas) - bwd);
   }
-  double sum = 0, worst = 0;
-  for (double t : stage_time) {
-    sum += t;
-    worst = std::max(worst, t);
+  std::vector<double> synced(S);  // when each stage's last backward pass ends, then its sync
+  if (p.schedule == plan::Schedule::interleaved) {
+    // The first micro-batch's forward passes and the last one's backward passes cross every
+    // stage and boundary once; in between, the pipeline runs at its slowest part's pace.
+    double sum = 0, worst = 0;
+    for (int s = 0; s < S; ++s) {
+      sum += stage_fwd[s] + stage_bwd[s] + 2 * boundary[s];
+      worst = std::max({worst, stage_fwd[s] + stage_bwd[s], boundary[s]});
+    }
+    const double pipe = sum + (m - 1) * worst;
+    double before = 0;
+    for (int s = 0; s < S; ++s) {
+      synced[s] = pipe - before;
+      before += stage_bwd[s];
+    }
+  } else {
+    synced = pipeline_finish_times(p.schedule, p.num_microbatches, stage_fwd, stage_bwd, boundary);
   }
-  const double pipe = sum + (m - 1) * worst;
-  double end = 0, before = 0;
-  for (int s = 0; s < S; ++s) {
-    end = std::max(end, pipe - before + stage_tail[s]);
-    before += stage_bwd[s];
+  for (int s = 0; s < S; ++s) synced[s] += sync_after[s];
+  // A tied LM head away from its word embedding: the two copies' gradients are summed once both
+  // stages have synchronised, before either steps.
+  if (const auto [a, b] = tied_stages(p); a != b) {
+    const double t = std::max(synced[a], synced[b]) + tied_sync_time(p, a, b);
+    synced[a] = synced[b] = t;
   }
+  double end = 0;
+  for (int s = 0; s < S; ++s) end = std::max(end, synced[s] + stage_opt[s]);
   e.time_s = end;
   return e;
+}
+
+std::vector<double> pipeline_finish_times(plan::Schedule schedule, int microbatches,
+                                          const std::vector<double>& fwd,
+                                          const std::vector<double>& bwd,
+                                          const std::vector<double>& boundary) {
+  const int S = static_cast<int>(fwd.size());
+  const int M = std::max(1, microbatches);
+  std::vector<std::vector<sim::PassRef>> order(S);
+  std::size_t total = 0;
+  for (int s = 0; s < S; ++s) {
+    order[s] = sim::pass_order(schedule, 1, s, S, M);
+    total += order[s].size();
+  }
+  constexpr double kNotYet = -1;
+  // Per stage and micro-batch: when its activations (from stage s - 1) and its gradient (from
+  // stage s + 1; the last stage's own forward pass) are there.
+  std::vector<std::vector<double>> acts(S, std::vector<double>(M, kNotYet)), grads = acts;
+  for (int k = 0; k < M; ++k) acts[0][k] = 0;
+  std::vector<double> clock(S, 0), down_free(S, 0), up_free(S, 0);
+  std::vector<std::size_t> next(S, 0);
+  for (std::size_t done = 0; done < total;) {
+    const std::size_t before = done;
+    for (int s = 0; s < S; ++s)
+      for (; next[s] < order[s].size(); ++next[s], ++done) {
+        const sim::PassRef pass = order[s][next[s]];
+        const int k = pass.microbatch;
+        const double ready = pass.forward ? acts[s][k] : grads[s][k];
+        if (ready == kNotYet) break;
+        clock[s] = std::max(clock[s], ready) + (pass.forward ? fwd[s] : bwd[s]);
+        if (pass.forward && s + 1 == S) {
+          grads[s][k] = clock[s];
+        } else if (pass.forward) {
+          down_free[s] = std::max(down_free[s], clock[s]) + boundary[s];
+          acts[s + 1][k] = down_free[s];
+        } else if (s > 0) {
+          up_free[s - 1] = std::max(up_free[s - 1], clock[s]) + boundary[s - 1];
+          grads[s - 1][k] = up_free[s - 1];
+        }
+      }
+    if (done == before) break;  // the orders wait on each other (none of the simulator's do)
+  }
+  return clock;
 }
 
 }  // namespace hetplan::search

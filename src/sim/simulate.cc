@@ -122,6 +122,7 @@ struct Lowering {
   std::vector<std::vector<std::pair<int, int>>>
       buckets;  // [stage] -> (first layer offset, count), in backward order
   std::vector<std::vector<int>> optimizer_task;  // [stage][replica]
+  std::vector<std::vector<int>> stage_syncs;     // [stage]: its gradient syncs over replicas
 
   Lowering(const model::Model& m_, const cluster::Cluster& c_, const plan::Plan& p_,
            const SimOptions& o)
@@ -226,6 +227,7 @@ struct Lowering {
     bwd_last.assign(S, {});
     bwd_buckets.assign(S, {});
     optimizer_task.assign(S, {});
+    stage_syncs.assign(S, {});
     for (int s = 0; s < S; ++s) {
       const std::size_t R = p.stages[s].replicas.size();
       fwd[s].assign(R, std::vector<int>(M, -1));
@@ -604,6 +606,8 @@ struct Lowering {
         for (int rb : rebuilt[r]) g.add_edge(rb, id);
         opt.push_back(id);
       }
+      optimizer_task[s] = opt;
+      stage_syncs[s] = sync_tasks;
       // ZeRO 1 and 2: the updated parameter shards are gathered back (ZeRO-3 gathers them before
       // every pass instead).
       if (synced && (p.zero_stage == 1 || p.zero_stage == 2)) {
@@ -615,7 +619,45 @@ struct Lowering {
         for (int id : opt) g.add_edge(id, t);
       }
     }
+    add_tied_sync();
     return true;
+  }
+
+  // A tied LM head on another stage than the word embedding whose table it reads keeps a copy of
+  // the table (cost::stage_memory counts it). Once both stages have summed their gradients over
+  // their replicas, the two copies' gradients are summed over both stages' replicas, one
+  // all-reduce per tensor-parallel rank (Megatron-LM's embedding group; the runtime's), before
+  // either stage steps.
+  void add_tied_sync() {
+    const int owner = m.tied_owner();
+    int head = -1;
+    for (int op = 0; op < static_cast<int>(m.ops.size()) && owner >= 0; ++op)
+      if (m.ops[op].tied_params > 0) head = op;
+    if (head < 0) return;
+    auto stage_of = [&](int op) {
+      for (int s = 0; s < static_cast<int>(p.stages.size()); ++s) {
+        const auto& st = p.stages[s];
+        const auto& last = m.layers[st.first_layer + st.num_layers - 1];
+        if (op >= m.layers[st.first_layer].first_op && op < last.first_op + last.num_ops) return s;
+      }
+      return -1;
+    };
+    const int a = stage_of(owner), b = stage_of(head);
+    if (a < 0 || b < 0 || a == b) return;
+    plan::Stage both = p.stages[a];
+    both.replicas.insert(both.replicas.end(), p.stages[b].replicas.begin(),
+                         p.stages[b].replicas.end());
+    const auto parts =
+        coster.sync_parts(both, static_cast<double>(m.ops[head].tied_params) * param_bytes(),
+                          cost::Collective::all_reduce, cost::Algorithm::automatic);
+    const int t =
+        add_transfer(TaskKind::grad_sync, g.add_stream(), lane_of[a][0], -1, a, -1, -1, parts);
+    for (int s : {a, b}) {
+      for (const auto& buckets_of_replica : bwd_buckets[s])
+        g.add_edge(buckets_of_replica.back(), t);
+      for (int sync : stage_syncs[s]) g.add_edge(sync, t);
+      for (int opt : optimizer_task[s]) g.add_edge(t, opt);
+    }
   }
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "hand_built.h"
+#include "hetplan/model/zoo.h"
 
 namespace hetplan::cost {
 namespace {
@@ -121,6 +122,25 @@ TEST(MemoryCost, StageCountsOnlyItsLayers) {
   const auto mem = stage_memory(m, cfg);
   EXPECT_DOUBLE_EQ(mem.parameters.value, 2 * 2 * params_per_layer());
   EXPECT_DOUBLE_EQ(mem.activations.value, 2 * s * h * (34 + 5 * a * s / h));
+}
+
+// A tied LM head on a pipeline stage without the word embedding keeps its own copy of the table
+// (Megatron-LM's, and the runtime's), with its gradient and Adam states, split as the head is.
+TEST(MemoryCost, ATiedHeadAwayFromItsTableHoldsACopy) {
+  auto m = model::load_model("gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256", "test");
+  ASSERT_TRUE(m) << m.error().message;
+  const int L = static_cast<int>(m->layers.size());
+  const double table = 256.0 * 64, head = static_cast<double>(m->layer_parameters(L - 1));
+  MemoryConfig cfg;
+  cfg.num_layers = L;  // the whole model: the head reads the embedding's table
+  EXPECT_DOUBLE_EQ(stage_memory(*m, cfg).parameters.value,
+                   2 * static_cast<double>(m->parameters()));
+  cfg.first_layer = L - 1;
+  cfg.num_layers = 1;
+  EXPECT_DOUBLE_EQ(stage_memory(*m, cfg).parameters.value, 2 * (head + table));  // 16-bit
+  EXPECT_DOUBLE_EQ(stage_memory(*m, cfg).optimizer.value, 12 * (head + table));
+  cfg.param_shard = 0.5;  // two tensor-parallel ranks: half the vocabulary each
+  EXPECT_DOUBLE_EQ(stage_memory(*m, cfg).parameters.value, 2 * (head + table) / 2);
 }
 
 TEST(MemoryCost, NonTransformerLayersKeepEverythingUnderFullRecompute) {

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <tuple>
 
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/plan/validate.h"
@@ -108,7 +110,7 @@ struct OracleBest {
   std::vector<OraclePoint> fitting;  // every plan that fits
 };
 
-OracleBest brute_force(const model::Model& m, const cluster::Cluster& c, std::int64_t B) {
+OracleBest enumerate_plans(const model::Model& m, const cluster::Cluster& c, std::int64_t B) {
   OracleBest best;
   const int L = static_cast<int>(m.layers.size());
   for (const auto& shape : all_shapes(c)) {
@@ -150,6 +152,16 @@ OracleBest brute_force(const model::Model& m, const cluster::Cluster& c, std::in
   return best;
 }
 
+// The enumeration of (model, cluster, batch), made once per test binary: the oracles below share
+// it (over 40,000 simulations on three-kinds-6).
+const OracleBest& brute_force(const model::Model& m, const cluster::Cluster& c, std::int64_t B) {
+  static std::map<std::tuple<std::string, std::string, std::int64_t>, OracleBest> done;
+  const auto key = std::make_tuple(m.name, c.name, B);
+  auto it = done.find(key);
+  if (it == done.end()) it = done.emplace(key, enumerate_plans(m, c, B)).first;
+  return it->second;
+}
+
 void expect_within_one_percent(const std::string& model_spec, const std::string& cluster_file,
                                std::int64_t B) {
   const auto m = load_model_or_die(model_spec);
@@ -164,7 +176,7 @@ void expect_within_one_percent(const std::string& model_spec, const std::string&
   // Only the pipeline planner's answer counts here, not a baseline's.
   ASSERT_EQ(res->planners.size(), 1u);
   const auto& planned = res->planners[0].best;
-  const OracleBest oracle = brute_force(m, c, B);
+  const OracleBest& oracle = brute_force(m, c, B);
   ASSERT_LT(oracle.time, 1e300);
   ::testing::Test::RecordProperty("oracle_plans", std::to_string(oracle.simulated));
   EXPECT_LE(planned.iteration_time_s, oracle.time * 1.01)
@@ -188,7 +200,7 @@ void expect_frontier_covers_the_oracles(const std::string& model_spec,
   opts.global_batch = B;
   auto front = find_frontier(m, c, opts);
   ASSERT_TRUE(front) << front.error().message;
-  const OracleBest oracle = brute_force(m, c, B);
+  const OracleBest& oracle = brute_force(m, c, B);
   ASSERT_FALSE(oracle.fitting.empty());
   // The true frontier: sort by time, keep each plan that needs less memory than every faster one.
   auto all = oracle.fitting;
@@ -233,6 +245,43 @@ TEST(PipelineOracle, MemoryForcesAPipeline) {
   // 24 blocks of hidden 2048 do not fit one 16 GB V100 with Adam: the layers must be spread.
   expect_within_one_percent("gpt:layers=4,hidden=4096,heads=32,seq=1024,vocab=50000",
                             "two-kinds-8.yaml", 32);
+}
+
+// The estimator that ranks the candidates against the simulator, over every plan of the space that
+// fits: a GPipe or 1F1B pipeline is replayed pass by pass. Measured: mean error 0.4% on
+// three-kinds-6 (from 8.3% under to 2.9% over) and 0.7% on two-kinds-8 (8.5% under to 5.8% over;
+// the highest where a tied head's table is summed across nodes between stages of unlike replica
+// sizes). When the estimate added each boundary's transfers to its stages' times and took
+// sum + (m - 1) max, the mean error was 4.5% on three-kinds-6, from 14% under to 30% over.
+void expect_estimates_follow_the_simulator(const std::string& cluster_file, std::int64_t B,
+                                           double mean_error) {
+  const auto m = load_model_or_die(testing::kSmallGpt);
+  const auto c = load_cluster_or_die(data_file(cluster_file));
+  SearchOptions opts;
+  opts.global_batch = B;
+  const Estimator estimator(m, c, opts);
+  const OracleBest& oracle = brute_force(m, c, B);
+  ASSERT_GT(oracle.fitting.size(), 1000u);
+  double sum = 0, lowest = 0, highest = 0;
+  for (const auto& q : oracle.fitting) {
+    const double err = estimator.estimate(q.plan).time_s / q.time - 1;
+    sum += std::abs(err);
+    lowest = std::min(lowest, err);
+    highest = std::max(highest, err);
+    EXPECT_LT(err, 0.07) << plan::to_json(q.plan).dump();
+  }
+  const double mean = sum / static_cast<double>(oracle.fitting.size());
+  ::testing::Test::RecordProperty("mean_error", std::to_string(mean));
+  EXPECT_LT(mean, mean_error) << "from " << lowest << " to " << highest;
+  EXPECT_GT(lowest, -0.1);
+}
+
+TEST(EstimateOracle, ThreeKindsOfGpuSixDevices) {
+  expect_estimates_follow_the_simulator("three-kinds-6.yaml", 48, 0.01);
+}
+
+TEST(EstimateOracle, TwoKindsOfGpuEightDevices) {
+  expect_estimates_follow_the_simulator("two-kinds-8.yaml", 64, 0.01);
 }
 
 }  // namespace

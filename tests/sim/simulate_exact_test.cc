@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "hetplan/cost/collective_cost.h"
+#include "hetplan/model/zoo.h"
 #include "sim_fixtures.h"
 
 namespace hetplan::sim {
@@ -100,6 +101,41 @@ TEST(SimulateExact, DataParallelWaitsForGradientAllReduce) {
     EXPECT_NEAR(r->devices[d].comm_busy.value, allreduce, 1e-9) << "device " << d;
     EXPECT_NEAR(r->devices[d].idle.value, 0.0, 1e-9) << "device " << d;
   }
+}
+
+TEST(SimulateExact, ATiedHeadOnTheLastStageSumsItsTableWithTheFirst) {
+  // GPT with a tied LM head, the embedding on stage 0 (node 0), the head on stage 1 (node 1): once
+  // both stages have finished their backward passes, the two copies of the 256 x 64 table sum
+  // their gradients (one all-reduce over the two devices), and only then does either stage step.
+  auto m = model::load_model("gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256", "test");
+  ASSERT_TRUE(m) << m.error().message;
+  const int L = static_cast<int>(m->layers.size());
+  const auto c = unit_cluster(2, 1);
+  plan::Plan p;
+  p.global_batch = 2;
+  p.num_microbatches = 2;
+  p.stages.push_back(plan::Stage{0, 2, {plan::Replica{{0}, {}, 1.0}}});
+  p.stages.push_back(plan::Stage{2, L - 2, {plan::Replica{{1}, {}, 1.0}}});
+  auto r = simulate(*m, c, p, exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  double tied_start = -1, tied_end = -1, last_backward = 0, first_step = 1e300;
+  int tied = 0;
+  for (const auto& e : r->events) {
+    if (e.kind == TaskKind::grad_sync) {
+      ++tied;
+      tied_start = e.start.value;
+      tied_end = e.end.value;
+    }
+    if (e.kind == TaskKind::backward) last_backward = std::max(last_backward, e.end.value);
+    if (e.kind == TaskKind::optimizer) first_step = std::min(first_step, e.start.value);
+  }
+  ASSERT_EQ(tied, 1);  // one replica per stage: no other gradient sync
+  EXPECT_NEAR(tied_end - tied_start,
+              collective_time(c, cost::Collective::all_reduce, {0, 1},
+                              256.0 * 64 * model::dtype_bytes(m->dtype)),
+              1e-12);
+  EXPECT_GE(tied_start, last_backward);
+  EXPECT_GE(first_step, tied_end);
 }
 
 TEST(SimulateExact, TransfersSharingALinkShareItsBandwidth) {

@@ -1,0 +1,41 @@
+// The estimator's pipeline replay on cases worked by hand.
+#include "hetplan/search/estimate.h"
+
+#include <gtest/gtest.h>
+
+namespace hetplan::search {
+namespace {
+
+// Two stages, two micro-batches, forward 1 and 2 s, backward 2 and 4 s, 0.5 s transfers.
+// Stage 0 (1F1B order F0 F1 B0 B1): F0 0-1, F1 1-2. Stage 1 (F0 B0 F1 B1): F0 1.5-3.5,
+// B0 3.5-7.5, F1 7.5-9.5, B1 9.5-13.5. Gradients reach stage 0 at 8 and 14: B0 8-10, B1 14-16.
+TEST(PipelineFinishTimes, OneFOneBWaitsForTheGradients) {
+  EXPECT_EQ(pipeline_finish_times(plan::Schedule::one_f_one_b, 2, {1, 2}, {2, 4}, {0.5, 0}),
+            (std::vector<double>{16, 13.5}));
+}
+
+// GPipe (stage 1: F0 F1 B0 B1): F0 1.5-3.5, F1 3.5-5.5, B0 5.5-9.5, B1 9.5-13.5; stage 0's
+// backward passes start when the gradients arrive, at 10 and 14.
+TEST(PipelineFinishTimes, GPipeRunsEveryForwardFirst) {
+  EXPECT_EQ(pipeline_finish_times(plan::Schedule::gpipe, 2, {1, 2}, {2, 4}, {0.5, 0}),
+            (std::vector<double>{16, 13.5}));
+  // Three micro-batches: stage 1 runs F0 1.5-3.5, F1 3.5-5.5, F2 5.5-7.5 (its activations there
+  // at 3.5), B0 7.5-11.5, B1 -15.5, B2 -19.5; stage 0's B2 starts when its gradient lands at 20.
+  EXPECT_EQ(pipeline_finish_times(plan::Schedule::gpipe, 3, {1, 2}, {2, 4}, {0.5, 0}),
+            (std::vector<double>{22, 19.5}));
+}
+
+// A slow boundary (3 s a transfer, compute 1 s a pass) carries one transfer at a time each way:
+// activations arrive at 4 and 7, gradients leave stage 1 at 6 and 9 and arrive at 9 and 12.
+TEST(PipelineFinishTimes, ABoundaryCarriesOneTransferAtATime) {
+  EXPECT_EQ(pipeline_finish_times(plan::Schedule::one_f_one_b, 2, {1, 1}, {1, 1}, {3, 0}),
+            (std::vector<double>{13, 9}));
+}
+
+TEST(PipelineFinishTimes, OneStageRunsItsPassesBackToBack) {
+  EXPECT_EQ(pipeline_finish_times(plan::Schedule::one_f_one_b, 4, {1}, {2}, {0}),
+            (std::vector<double>{12}));
+}
+
+}  // namespace
+}  // namespace hetplan::search
