@@ -116,14 +116,31 @@ SpmdProgram synthesize_program(const SpmdInstance& inst, long long max_expansion
       if (!within(inst, use, reserve[k + 1])) continue;
       auto key = state_of(k + 1, choice);
       auto& reached = seen[std::move(key)];
-      const bool dominated = std::any_of(reached.begin(), reached.end(), [&](const Reached& o) {
-        if (o.g > g) return false;
+      // The state's reached set is kept a Pareto set sorted by g: only those reached as cheaply
+      // can dominate. With one resource their use falls as g grows, so the last of them decides.
+      auto dominates = [&](const Reached& o) {
         for (std::size_t r = 0; r < R; ++r)
           if (o.use[r] > use[r]) return false;
         return true;
-      });
+      };
+      const auto cheaper = std::upper_bound(reached.begin(), reached.end(), g,
+                                            [](double v, const Reached& o) { return v < o.g; });
+      const bool dominated = R <= 1 ? cheaper != reached.begin() && dominates(*(cheaper - 1))
+                                    : std::any_of(reached.begin(), cheaper, dominates);
       if (dominated) continue;
-      reached.push_back({g, use});
+      // What the new one dominates (reached at g or more, using as much or more) goes: it can no
+      // longer be the only one to dominate a later arrival.
+      auto costlier = std::lower_bound(reached.begin(), reached.end(), g,
+                                       [](const Reached& o, double v) { return o.g < v; });
+      const auto kept = std::remove_if(costlier, reached.end(), [&](const Reached& o) {
+        for (std::size_t r = 0; r < R; ++r)
+          if (o.use[r] < use[r]) return false;
+        return true;
+      });
+      reached.erase(kept, reached.end());
+      reached.insert(std::upper_bound(reached.begin(), reached.end(), g,
+                                      [](double v, const Reached& o) { return v < o.g; }),
+                     Reached{g, use});
       open.push(Node{g + h[k + 1], g, k + 1, std::move(choice), std::move(use)});
     }
   }

@@ -44,7 +44,8 @@ double brute_force(const SpmdInstance& inst) {
   return best;
 }
 
-SpmdInstance random_instance(std::mt19937& rng, bool with_memory) {
+// `resources` memory limits (0: none), each unit's choices using some of each.
+SpmdInstance random_instance(std::mt19937& rng, int resources) {
   std::uniform_int_distribution<int> units(2, 8), choices(2, 3), coin(0, 3);
   std::uniform_real_distribution<double> cost(0.0, 10.0), use(-2.0, 6.0);
   SpmdInstance inst;
@@ -66,12 +67,14 @@ SpmdInstance random_instance(std::mt19937& rng, bool with_memory) {
       }
       inst.edges.push_back(e);
     }
-  if (with_memory) {
-    inst.capacity = {use(rng) * n / 3 + 2, use(rng) * n / 3 + 2};
+  if (resources > 0) {
+    for (int r = 0; r < resources; ++r) inst.capacity.push_back(use(rng) * n / 3 + 2);
     for (int u = 0; u < n; ++u) {
       inst.unit_use.emplace_back();
-      for (std::size_t c = 0; c < inst.unit_cost[u].size(); ++c)
-        inst.unit_use.back().push_back({use(rng), use(rng)});
+      for (std::size_t c = 0; c < inst.unit_cost[u].size(); ++c) {
+        inst.unit_use.back().emplace_back();
+        for (int r = 0; r < resources; ++r) inst.unit_use.back().back().push_back(use(rng));
+      }
     }
   }
   return inst;
@@ -81,7 +84,8 @@ TEST(HapSearch, AStarFindsTheBruteForceOptimum) {
   std::mt19937 rng(11);
   int infeasible = 0;
   for (int trial = 0; trial < 400; ++trial) {
-    const SpmdInstance inst = random_instance(rng, trial % 2 == 1);
+    // No limit, one (the search's shortcut for a single resource) or two.
+    const SpmdInstance inst = random_instance(rng, trial % 3);
     const double opt = brute_force(inst);
     const SpmdProgram p = synthesize_program(inst);
     if (std::isinf(opt)) {
