@@ -6,8 +6,10 @@
 // ZeRO-1), a dynamic program over (stage, layers so far) places contiguous layer ranges on the
 // stages: a stage may take layers [a, b) only if they fit its devices' memory with the
 // micro-batches 1F1B keeps in flight there, and the program minimises the pipeline time
-// (m - 1) * max_s T_s + sum_s T_s (tracked as the pair (max, sum) per state). Slow groups thus get
-// fewer layers, so stages finish together. Recompute modes are tried cheapest first (see
+// (m - 1) * max_s max(T_s, C_s) + sum_s (T_s + 2 C_s), T_s a stage's forward and backward time
+// per micro-batch and C_s its boundary's transfer of one micro-batch one way, which overlaps the
+// stages' passes (tracked as the pair (max, sum) per state). Slow groups thus get fewer layers,
+// so stages finish together. Recompute modes are tried cheapest first (see
 // try_shape). The best plans by estimate are simulated.
 #include <algorithm>
 #include <array>
@@ -239,9 +241,12 @@ class PipelinePlanner {
       }
     };
     std::vector<std::vector<std::vector<Cell>>> best(S, std::vector<std::vector<Cell>>(L_ + 1));
+    // A stage's passes and its boundary's transfers overlap: the pipeline's pace is the slower of
+    // a stage's compute and a boundary's transfer one way (each direction has its own), and the
+    // first micro-batch's way down and the last one's way back pay both.
     for (int i = 1; i <= L_ && i <= (*reach[0])[0]; ++i) {
-      const double t = (*prefix[0])[i] + (*comm[0])[i - 1];
-      insert(best[0][i], Cell{t, t, pareto ? stage_mem(0, 0, i) : 0, 0, 0});
+      const double t = (*prefix[0])[i], c = (*comm[0])[i - 1];
+      insert(best[0][i], Cell{std::max(t, c / 2), t + c, pareto ? stage_mem(0, 0, i) : 0, 0, 0});
     }
     for (int s = 1; s < S; ++s)
       for (int a = s; a < L_; ++a) {
@@ -249,12 +254,12 @@ class PipelinePlanner {
         if (prev.empty()) continue;
         const int last_i = s + 1 == S ? L_ : L_ - (S - 1 - s);
         for (int i = a + 1; i <= std::min((*reach[s])[a], last_i); ++i) {
-          const double t = (*prefix[s])[i] - (*prefix[s])[a] + (*comm[s])[i - 1];
+          const double t = (*prefix[s])[i] - (*prefix[s])[a], c = (*comm[s])[i - 1];
           const double mem = pareto ? stage_mem(s, a, i) : 0;
           for (std::size_t k = 0; k < prev.size(); ++k) {
             const Cell& pc = prev[k];
-            insert(best[s][i], Cell{std::max(pc.mx, t), pc.sum + t, std::max(pc.mem, mem), a,
-                                    static_cast<int>(k)});
+            insert(best[s][i], Cell{std::max({pc.mx, t, c / 2}), pc.sum + t + c,
+                                    std::max(pc.mem, mem), a, static_cast<int>(k)});
           }
         }
       }
