@@ -22,6 +22,23 @@ cat >"$work/uneven.json" <<JSON
  "stages": [{"first_layer": 0, "num_layers": 4,
              "replicas": [{"devices": [0], "batch_share": 0.25}, {"devices": [1], "batch_share": 0.75}]}]}
 JSON
+# HAP-style batch programs on 2 ranks: each rank takes its share of every micro-batch's samples;
+# the GPT's word embedding is split by vocabulary, its MLP weights (and the MLP's first layer)
+# are sharded and gathered whole for each pass.
+cat >"$work/batch_gpt.json" <<JSON
+{"version": 1, "global_batch": 16, "num_microbatches": 1,
+ "stages": [{"first_layer": 0, "num_layers": 4,
+             "replicas": [{"devices": [0, 1], "tp_shares": [0.5, 0.5], "batch_share": 1.0}]}],
+ "op_overrides": [{"ops": "embedding.word", "split": "tensor"},
+                  {"ops": "layers.*.mlp.*", "split": "batch_sharded"},
+                  {"ops": "*", "split": "batch"}]}
+JSON
+cat >"$work/batch_mlp.json" <<JSON
+{"version": 1, "global_batch": 64, "num_microbatches": 1,
+ "stages": [{"first_layer": 0, "num_layers": 4,
+             "replicas": [{"devices": [0, 1], "tp_shares": [0.5, 0.5], "batch_share": 1.0}]}],
+ "op_overrides": [{"ops": "layers.0.*", "split": "batch_sharded"}, {"ops": "*", "split": "batch"}]}
+JSON
 # model ranks plan-args
 ROWS=(
   "$MLP 1 --strategy=dp=1,gbs=64"
@@ -33,6 +50,8 @@ ROWS=(
   "$RESNET 1 --strategy=dp=1,gbs=16,mbs=16"
   "$RESNET 2 --strategy=dp=2,gbs=16,mbs=8"
   "$RESNET 2 --strategy=dp=2,gbs=16,mbs=8,bn=synced"
+  "$GPT 2 --plan=$work/batch_gpt.json"
+  "$MLP 2 --plan=$work/batch_mlp.json"
 )
 json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 printf "%-45s %5s %-36s %12s %12s %8s\n" model ranks plan "measured ms" "predicted ms" error

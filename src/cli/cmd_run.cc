@@ -217,7 +217,8 @@ int run_run(const RunArgs&) { return report_no_runtime("run"); }
 Action add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   auto* cmd = app.add_subcommand(
-      "run", "Execute a plan for real on libtorch + c10d (Gloo on CPU) and measure it");
+      "run",
+      "Execute a plan for real on libtorch + c10d (Gloo on CPU, NCCL on GPU) and measure it");
   cmd->add_option("--model,-m", args->model,
                   "Model: an MLP (mlp:...), a ResNet (resnet:...) or a GPT- or Llama-style decoder "
                   "(gpt:..., llama:...) small enough for CPUs")
