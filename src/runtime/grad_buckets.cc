@@ -30,7 +30,7 @@ struct GradBuckets::State {
   };
   std::vector<Bucket> buckets;
   std::size_t next = 0;  // the first bucket not started: they start in order, on every rank alike
-  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  c10::intrusive_ptr<Collectives> group;
   bool active = false;
   int overlapped = 0;
 
@@ -56,7 +56,7 @@ struct GradBuckets::State {
 
 GradBuckets::GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers,
                          const std::vector<double>& layer_bytes, double bucket_bytes,
-                         c10::intrusive_ptr<c10d::ProcessGroup> group)
+                         c10::intrusive_ptr<Collectives> group)
     : state_(std::make_shared<State>()) {
   state_->group = std::move(group);
   for (const auto& [first, count] : sim::gradient_buckets(layer_bytes, bucket_bytes)) {

@@ -9,6 +9,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <vector>
 
+#include "collectives.h"
+
 namespace hetplan::runtime::detail {
 
 // The tensors end to end, as one new flat tensor.
@@ -35,7 +37,7 @@ class GradBuckets {
   // `layer_bytes`: each layer's gradient bytes as the buckets count them.
   GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers,
               const std::vector<double>& layer_bytes, double bucket_bytes,
-              c10::intrusive_ptr<c10d::ProcessGroup> group);
+              c10::intrusive_ptr<Collectives> group);
   ~GradBuckets();
   GradBuckets(const GradBuckets&) = delete;
   GradBuckets& operator=(const GradBuckets&) = delete;

@@ -41,11 +41,12 @@ bool nccl_built() {
 #endif
 }
 
-Result<c10::intrusive_ptr<c10d::ProcessGroup>> open_group(
-    Backend backend, const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-    const RankEnv& env, std::chrono::milliseconds timeout) {
+Result<c10::intrusive_ptr<Collectives>> open_group(Backend backend,
+                                                   const c10::intrusive_ptr<c10d::Store>& store,
+                                                   int rank, int size, const RankEnv& env,
+                                                   std::chrono::milliseconds timeout) {
   if (backend == Backend::gloo)
-    return c10::intrusive_ptr<c10d::ProcessGroup>(c10::make_intrusive<c10d::ProcessGroupGloo>(
+    return c10::intrusive_ptr<Collectives>(c10::make_intrusive<c10d::ProcessGroupGloo>(
         store, rank, size, gloo_options_for(env, timeout)));
 #ifdef HETPLAN_WITH_NCCL
   // Blocking wait: Work::wait waits on the host for at most the timeout and then throws (both
@@ -54,7 +55,7 @@ Result<c10::intrusive_ptr<c10d::ProcessGroup>> open_group(
   ::setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 0);
   auto opts = c10d::ProcessGroupNCCL::Options::create();
   opts->timeout = timeout;
-  return c10::intrusive_ptr<c10d::ProcessGroup>(
+  return c10::intrusive_ptr<Collectives>(
       c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts));
 #else
   (void)store, (void)rank, (void)size, (void)env, (void)timeout;

@@ -7,6 +7,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include "collectives.h"
 #include "hetplan/core/error.h"
 #include "hetplan/runtime/launch.h"
 
@@ -30,8 +31,9 @@ bool nccl_built();
 // Process group `rank` of `size` over `store`: Gloo (gloo_options_for), or NCCL with `timeout`
 // per operation, waited for on the host (blocking wait), so that a dead peer ends the wait with
 // an error as Gloo's does. NCCL in a build without it: an error saying so.
-Result<c10::intrusive_ptr<c10d::ProcessGroup>> open_group(
-    Backend backend, const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-    const RankEnv& env, std::chrono::milliseconds timeout);
+Result<c10::intrusive_ptr<Collectives>> open_group(Backend backend,
+                                                   const c10::intrusive_ptr<c10d::Store>& store,
+                                                   int rank, int size, const RankEnv& env,
+                                                   std::chrono::milliseconds timeout);
 
 }  // namespace hetplan::runtime::detail

@@ -27,7 +27,7 @@ class BatchNorm : public nn::Module {
   explicit BatchNorm(std::int64_t c)
       : weight_(register_parameter("weight", torch::ones({c}))),
         bias_(register_parameter("bias", torch::zeros({c}))) {}
-  torch::Tensor forward(const torch::Tensor& x, c10d::ProcessGroup* group) const {
+  torch::Tensor forward(const torch::Tensor& x, Collectives* group) const {
     return batch_norm_over_group(x, weight_, bias_, group);
   }
 
@@ -41,7 +41,7 @@ class Stem : public nn::Module {
   explicit Stem(std::int64_t width)
       : conv_(register_module("conv", conv(3, width, 7, 2, 3))),
         bn_(register_module("bn", std::make_shared<BatchNorm>(width))) {}
-  torch::Tensor forward(const torch::Tensor& x, c10d::ProcessGroup* group) {
+  torch::Tensor forward(const torch::Tensor& x, Collectives* group) {
     return torch::max_pool2d(torch::relu(bn_->forward(conv_->forward(x), group)), 3, 2, 1);
   }
 
@@ -68,7 +68,7 @@ class Block : public nn::Module {
       down_bn_ = register_module("downsample_bn", std::make_shared<BatchNorm>(b.out));
     }
   }
-  torch::Tensor forward(const torch::Tensor& x, c10d::ProcessGroup* group) {
+  torch::Tensor forward(const torch::Tensor& x, Collectives* group) {
     torch::Tensor y = x;
     for (std::size_t i = 0; i < convs_.size(); ++i) {
       y = bns_[i]->forward(convs_[i]->forward(y), group);
@@ -117,7 +117,7 @@ class ResNet : public ClassifierStack {
     }
     input_shapes_.push_back(x.sizes().vec());
   }
-  void set_batch_group(c10d::ProcessGroup* group) override { group_ = group; }
+  void set_batch_group(Collectives* group) override { group_ = group; }
   std::vector<std::int64_t> activation_shape(int layer, std::int64_t n) const override {
     auto shape = input_shapes_.at(static_cast<std::size_t>(layer));
     shape[0] = n;
@@ -137,7 +137,7 @@ class ResNet : public ClassifierStack {
   std::vector<std::shared_ptr<Block>> blocks_;
   nn::Linear head_{nullptr};
   std::vector<std::vector<std::int64_t>> input_shapes_;
-  c10d::ProcessGroup* group_ = nullptr;
+  Collectives* group_ = nullptr;
 };
 
 // The conv op named `name` among layer l's ops.

@@ -28,7 +28,7 @@ namespace hetplan::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using PG = c10::intrusive_ptr<c10d::ProcessGroup>;
+using PG = c10::intrusive_ptr<detail::Collectives>;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();

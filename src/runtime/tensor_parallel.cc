@@ -13,7 +13,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-torch::Tensor all_reduce(const torch::Tensor& x, c10d::ProcessGroup* pg, c10d::ReduceOp op) {
+torch::Tensor all_reduce(const torch::Tensor& x, Collectives* pg, c10d::ReduceOp op) {
   std::vector<torch::Tensor> t{x.contiguous().clone()};
   c10d::AllreduceOptions o;
   o.reduceOp = op;
@@ -21,8 +21,8 @@ torch::Tensor all_reduce(const torch::Tensor& x, c10d::ProcessGroup* pg, c10d::R
   return t[0];
 }
 
-c10d::ProcessGroup* group_of(AutogradContext* ctx) {
-  return reinterpret_cast<c10d::ProcessGroup*>(ctx->saved_data["pg"].toInt());
+Collectives* group_of(AutogradContext* ctx) {
+  return reinterpret_cast<Collectives*>(ctx->saved_data["pg"].toInt());
 }
 
 // How a tensor is split into the group's shards: along `dim`, rank i holding counts[i] of it.
@@ -133,7 +133,7 @@ using GatherShardsWhole = ShardStep<all_gather, own_shard>;
 
 class CopyToGroup : public torch::autograd::Function<CopyToGroup> {
  public:
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, c10d::ProcessGroup* pg) {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, Collectives* pg) {
     ctx->saved_data["pg"] = reinterpret_cast<std::int64_t>(pg);
     return x.clone();
   }
@@ -144,7 +144,7 @@ class CopyToGroup : public torch::autograd::Function<CopyToGroup> {
 
 class ReduceFromGroup : public torch::autograd::Function<ReduceFromGroup> {
  public:
-  static torch::Tensor forward(AutogradContext*, torch::Tensor x, c10d::ProcessGroup* pg) {
+  static torch::Tensor forward(AutogradContext*, torch::Tensor x, Collectives* pg) {
     return all_reduce(x, pg, c10d::ReduceOp::SUM);
   }
   static variable_list backward(AutogradContext*, variable_list grad) {
@@ -159,7 +159,7 @@ class ReduceFromGroup : public torch::autograd::Function<ReduceFromGroup> {
 class BatchNormOverGroup : public torch::autograd::Function<BatchNormOverGroup> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor weight,
-                               torch::Tensor bias, c10d::ProcessGroup* pg, double eps) {
+                               torch::Tensor bias, Collectives* pg, double eps) {
     const std::int64_t c = x.size(1);
     const std::vector<std::int64_t> dims{0, 2, 3}, channel{1, c, 1, 1};
     // In double: the variance is a difference of sums, and the ranks' partial sums must add up to
@@ -200,8 +200,7 @@ class BatchNormOverGroup : public torch::autograd::Function<BatchNormOverGroup> 
 }  // namespace
 
 torch::Tensor batch_norm_over_group(const torch::Tensor& x, const torch::Tensor& weight,
-                                    const torch::Tensor& bias, c10d::ProcessGroup* group,
-                                    double eps) {
+                                    const torch::Tensor& bias, Collectives* group, double eps) {
   return BatchNormOverGroup::apply(x, weight, bias, group, eps);
 }
 

@@ -8,17 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "collectives.h"
 #include "hetplan/core/error.h"
-
-namespace c10d {
-class ProcessGroup;
-}
 
 namespace hetplan::runtime::detail {
 
 // This rank's place in its replica's tensor-parallel group; inactive without a group of 2 or more.
 struct TensorParallel {
-  c10d::ProcessGroup* group = nullptr;
+  Collectives* group = nullptr;
   int rank = 0;
   int size = 1;
   std::vector<double> shares;  // per rank, sum 1; empty: even
@@ -70,7 +67,7 @@ torch::Tensor reduce_scatter_shards(const torch::Tensor& x, const TensorParallel
 // rank of `group` (null: this rank's alone), so that a batch split over replicas, evenly or not,
 // normalises as the whole batch does. Keeps no running statistics.
 torch::Tensor batch_norm_over_group(const torch::Tensor& x, const torch::Tensor& weight,
-                                    const torch::Tensor& bias, c10d::ProcessGroup* group,
+                                    const torch::Tensor& bias, Collectives* group,
                                     double eps = 1e-5);
 
 // How many of the `n` units each rank of the group holds: counts by the shares, rounded by largest

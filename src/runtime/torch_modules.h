@@ -79,7 +79,7 @@ class TrainModule : public torch::nn::Module {
   // The group of ranks that split each micro-batch of this stage between them (its replicas, for
   // one tensor-parallel rank): layers whose output depends on the whole batch (batch
   // normalisation) reduce their statistics over it. Null: this rank holds whole micro-batches.
-  virtual void set_batch_group(c10d::ProcessGroup* group) { (void)group; }
+  virtual void set_batch_group(Collectives* group) { (void)group; }
   // Activation recomputation (Korthikanti et al. 2022): full recomputes every transformer block
   // or MLP layer from its input in the backward pass; selective only the attention cores.
   void set_recompute(cost::Recompute r) { recompute_ = r; }

@@ -10,7 +10,7 @@
 namespace hetplan::runtime::detail {
 namespace {
 
-c10::intrusive_ptr<c10d::ProcessGroup> one_rank_group() {
+c10::intrusive_ptr<Collectives> one_rank_group() {
   auto options = c10d::ProcessGroupGloo::Options::create();
   options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
   return c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::HashStore>(), 0, 1,
