@@ -79,9 +79,8 @@ MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg) {
   double local = 0;
   // Whether the stage holds the table a tied head reads (asked only where a stage has such a head).
   auto holds_table = [&] {
-    const int owner = m.tied_owner();
-    const model::Layer& last = m.layers[cfg.first_layer + cfg.num_layers - 1];
-    return owner >= m.layers[cfg.first_layer].first_op && owner < last.first_op + last.num_ops;
+    const int layer = m.layer_of(m.tied_owner());
+    return layer >= cfg.first_layer && layer < cfg.first_layer + cfg.num_layers;
   };
   for (int li = cfg.first_layer; li < cfg.first_layer + cfg.num_layers; ++li) {
     const model::Layer& layer = m.layers[li];

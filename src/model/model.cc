@@ -1,5 +1,7 @@
 #include "hetplan/model/model.h"
 
+#include <algorithm>
+
 namespace hetplan::model {
 
 std::int64_t Model::parameters() const {
@@ -20,6 +22,21 @@ int Model::tied_owner() const {
     if (ops[i].kind == OpKind::embedding && ops[i].shard == ShardKind::vocab)
       return static_cast<int>(i);
   return -1;
+}
+
+int Model::tied_reader() const {
+  if (tied_owner() < 0) return -1;
+  for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i)
+    if (ops[i].tied_params > 0) return i;
+  return -1;
+}
+
+int Model::layer_of(int op) const {
+  const auto after = std::upper_bound(layers.begin(), layers.end(), op,
+                                      [](int o, const Layer& l) { return o < l.first_op; });
+  if (after == layers.begin()) return -1;
+  const Layer& l = *(after - 1);
+  return op < l.first_op + l.num_ops ? static_cast<int>(after - 1 - layers.begin()) : -1;
 }
 
 double Model::output_bytes(int op) const {

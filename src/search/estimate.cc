@@ -49,10 +49,7 @@ std::size_t Estimator::MemoryKeyHash::operator()(const MemoryKey& k) const {
 }
 
 Estimator::Estimator(const model::Model& m, const cluster::Cluster& c, const SearchOptions& opts)
-    : m_(m), c_(c), opts_(opts) {
-  for (int op = 0; op < static_cast<int>(m.ops.size()) && m.tied_owner() >= 0; ++op)
-    if (m.ops[op].tied_params > 0) tied_head_ = op;
-}
+    : m_(m), c_(c), opts_(opts) {}
 
 Estimator::~Estimator() = default;
 
@@ -205,16 +202,10 @@ double Estimator::boundary_time(const plan::Plan& p, int s) const {
 }
 
 std::pair<int, int> Estimator::tied_stages(const plan::Plan& p) const {
-  if (tied_head_ < 0) return {0, 0};
-  auto stage_of = [&](int op) {
-    for (int s = 0; s < static_cast<int>(p.stages.size()); ++s) {
-      const auto& st = p.stages[s];
-      const auto& last = m_.layers[st.first_layer + st.num_layers - 1];
-      if (op >= m_.layers[st.first_layer].first_op && op < last.first_op + last.num_ops) return s;
-    }
-    return 0;
-  };
-  return {stage_of(m_.tied_owner()), stage_of(tied_head_)};
+  const int head = m_.tied_reader();
+  if (head < 0) return {0, 0};
+  return {plan::stage_of_layer(p, m_.layer_of(m_.tied_owner())),
+          plan::stage_of_layer(p, m_.layer_of(head))};
 }
 
 double Estimator::tied_sync_time(const plan::Plan& p, int a, int b) const {
@@ -233,8 +224,8 @@ double Estimator::tied_sync_time(const plan::Plan& p, int a, int b) const {
         group.push_back(r.devices[j]);
         share = std::max(share, share_of(r, j));
       }
-  const double bytes =
-      static_cast<double>(m_.ops[tied_head_].tied_params) * model::dtype_bytes(m_.dtype) * share;
+  const double bytes = static_cast<double>(m_.ops[m_.tied_reader()].tied_params) *
+                       model::dtype_bytes(m_.dtype) * share;
   const auto key = std::make_tuple(group, bytes);
   auto it = tied_.find(key);
   if (it != tied_.end()) return it->second;
@@ -315,7 +306,7 @@ Estimate Estimator::estimate(const plan::Plan& p) const {
   for (int s = 0; s < S; ++s) synced[s] += sync_after[s];
   // A tied LM head away from its word embedding: the two copies' gradients are summed once both
   // stages have synchronised, before either steps.
-  if (const auto [a, b] = tied_stages(p); a != b) {
+  if (const auto [a, b] = tied_stages(p); a >= 0 && b >= 0 && a != b) {
     const double t = std::max(synced[a], synced[b]) + tied_sync_time(p, a, b);
     synced[a] = synced[b] = t;
   }

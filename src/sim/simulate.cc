@@ -629,20 +629,10 @@ struct Lowering {
   // all-reduce per tensor-parallel rank (Megatron-LM's embedding group; the runtime's), before
   // either stage steps.
   void add_tied_sync() {
-    const int owner = m.tied_owner();
-    int head = -1;
-    for (int op = 0; op < static_cast<int>(m.ops.size()) && owner >= 0; ++op)
-      if (m.ops[op].tied_params > 0) head = op;
+    const int head = m.tied_reader();
     if (head < 0) return;
-    auto stage_of = [&](int op) {
-      for (int s = 0; s < static_cast<int>(p.stages.size()); ++s) {
-        const auto& st = p.stages[s];
-        const auto& last = m.layers[st.first_layer + st.num_layers - 1];
-        if (op >= m.layers[st.first_layer].first_op && op < last.first_op + last.num_ops) return s;
-      }
-      return -1;
-    };
-    const int a = stage_of(owner), b = stage_of(head);
+    const int a = plan::stage_of_layer(p, m.layer_of(m.tied_owner()));
+    const int b = plan::stage_of_layer(p, m.layer_of(head));
     if (a < 0 || b < 0 || a == b) return;
     plan::Stage both = p.stages[a];
     both.replicas.insert(both.replicas.end(), p.stages[b].replicas.begin(),

@@ -109,7 +109,15 @@ TEST(GraphStructure, TiedAndUntiedHeads) {
   ASSERT_GE(gpt.tied_owner(), 0);
   EXPECT_EQ(gpt.ops[static_cast<std::size_t>(gpt.tied_owner())].name, "embedding.word");
   EXPECT_EQ(load("mlp:layers=2,hidden=64,in=32,out=10").tied_owner(), -1);
+  // And the head that reads it, in the last layer; the embedding's is the first.
+  ASSERT_GE(gpt.tied_reader(), 0);
+  EXPECT_EQ(gpt.ops[static_cast<std::size_t>(gpt.tied_reader())].name, "head.lm_head");
+  EXPECT_EQ(gpt.layer_of(gpt.tied_reader()), static_cast<int>(gpt.layers.size()) - 1);
+  EXPECT_EQ(gpt.layer_of(gpt.tied_owner()), 0);
+  EXPECT_EQ(gpt.layer_of(index_of(gpt, "layers.3.attn.qkv")), 4);  // layers.3 follows embedding
+  EXPECT_EQ(gpt.layer_of(static_cast<int>(gpt.ops.size())), -1);
   const Model llama = load("llama3-8b");
+  EXPECT_EQ(llama.tied_reader(), -1);
   EXPECT_EQ(find(llama, "head.lm_head").params, 128256LL * 4096);
   EXPECT_EQ(find(llama, "head.lm_head").tied_params, 0);
   EXPECT_EQ(llama.kv_heads, 8);

@@ -132,6 +132,11 @@ struct Model {
   // The op whose weights tied ops (Op::tied_params, an LM head) read: the word embedding, the
   // first op of kind embedding split by vocabulary; -1 when there is none.
   int tied_owner() const;
+  // The tied op that reads tied_owner()'s table (an LM head): the last op with tied_params; -1 when
+  // there is none, or no table to read.
+  int tied_reader() const;
+  // The layer that holds op `op` (layers cover the ops in order); -1 for none.
+  int layer_of(int op) const;
   // Bytes per sample the layer's last op writes: what crosses a pipeline boundary after it.
   double layer_output_bytes(int layer) const;
   double forward_flops_per_sample() const;  // sum of Op::flops

@@ -136,4 +136,7 @@ struct Plan {
 // How the plan splits an op with this name: its first matching op override, else tensor.
 SplitKind split_of(const Plan& p, std::string_view op_name);
 
+// The index of the stage that holds model layer `layer`; -1 when none does.
+int stage_of_layer(const Plan& p, int layer);
+
 }  // namespace hetplan::plan

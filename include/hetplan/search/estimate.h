@@ -95,7 +95,6 @@ class Estimator {
   mutable std::map<std::tuple<std::vector<int>, double>, double> sync_;
   mutable std::map<std::tuple<int, int, double>, cost::CollectiveCost> p2p_;
   mutable std::map<std::tuple<std::vector<int>, double>, double> tied_;
-  int tied_head_ = -1;  // the op of a tied LM head, if the model has one
   // The stages of the word embedding and of the tied head that reads its table (equal when the
   // model has none, or one stage holds both).
   std::pair<int, int> tied_stages(const plan::Plan& p) const;
