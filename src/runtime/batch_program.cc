@@ -42,7 +42,97 @@ class GatheredMatmul : public torch::autograd::Function<GatheredMatmul> {
   }
 };
 
+// x W^T + b for a weight W and a bias b both held in flat shards (rank i holding wc[i] and bc[i]
+// elements): as GatheredMatmul, but the two shards move together, in one all-gather per pass and
+// one reduce-scatter of both gradients (the simulator prices a batch_sharded op's weights as one
+// tensor).
+class GatheredLinear : public torch::autograd::Function<GatheredLinear> {
+ public:
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor w_shard,
+                               torch::Tensor b_shard, const TensorParallel* group,
+                               std::vector<std::int64_t> wc, std::vector<std::int64_t> bc,
+                               std::vector<std::int64_t> w_shape) {
+    ctx->save_for_backward({x, w_shard, b_shard});
+    ctx->saved_data["group"] = reinterpret_cast<std::int64_t>(group);
+    ctx->saved_data["wc"] = wc;
+    ctx->saved_data["bc"] = bc;
+    ctx->saved_data["shape"] = w_shape;
+    const auto [w, b] = gather(w_shard, b_shard, *group, wc, bc);
+    return torch::matmul(x, w.view(w_shape).t()) + b;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &x = saved[0], &w_shard = saved[1], &b_shard = saved[2];
+    const auto& group = *reinterpret_cast<const TensorParallel*>(ctx->saved_data["group"].toInt());
+    const auto wc = ctx->saved_data["wc"].toIntVector();
+    const auto bc = ctx->saved_data["bc"].toIntVector();
+    const auto shape = ctx->saved_data["shape"].toIntVector();
+    const torch::Tensor w = gather(w_shard, b_shard, group, wc, bc).first;
+    const torch::Tensor& dy = grad[0];
+    torch::Tensor dx;
+    if (ctx->needs_input_grad(0)) dx = torch::matmul(dy, w.view(shape));
+    const torch::Tensor dy2 = dy.reshape({-1, dy.size(-1)});
+    const torch::Tensor dw = torch::matmul(dy2.t(), x.reshape({-1, x.size(-1)})).reshape({-1});
+    const torch::Tensor db = dy2.sum(0);
+    const torch::Tensor mine =
+        reduce_scatter_shards(interleave({dw, db}, {wc, bc}), group, 0, combined(wc, bc));
+    const auto r = static_cast<std::size_t>(group.active() ? group.rank : 0);
+    return {dx,
+            mine.slice(0, 0, wc[r]),
+            mine.slice(0, wc[r]),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor()};
+  }
+
+ private:
+  static std::vector<std::int64_t> combined(const std::vector<std::int64_t>& wc,
+                                            const std::vector<std::int64_t>& bc) {
+    std::vector<std::int64_t> c(wc.size());
+    for (std::size_t i = 0; i < wc.size(); ++i) c[i] = wc[i] + bc[i];
+    return c;
+  }
+  // The whole W and b (flat) from the two shards, in one all-gather.
+  static std::pair<torch::Tensor, torch::Tensor> gather(const torch::Tensor& w_shard,
+                                                        const torch::Tensor& b_shard,
+                                                        const TensorParallel& group,
+                                                        const std::vector<std::int64_t>& wc,
+                                                        const std::vector<std::int64_t>& bc) {
+    const torch::Tensor all =
+        gather_shards(torch::cat({w_shard, b_shard}), group, 0, combined(wc, bc));
+    auto parts = deinterleave(all, {wc, bc});
+    return {parts[0], parts[1]};
+  }
+};
+
 }  // namespace
+
+torch::Tensor interleave(const std::vector<torch::Tensor>& flats,
+                         const std::vector<std::vector<std::int64_t>>& counts) {
+  std::vector<torch::Tensor> pieces;
+  std::vector<std::int64_t> at(flats.size(), 0);
+  for (std::size_t i = 0; i < counts.front().size(); ++i)
+    for (std::size_t k = 0; k < flats.size(); ++k) {
+      pieces.push_back(flats[k].slice(0, at[k], at[k] + counts[k][i]));
+      at[k] += counts[k][i];
+    }
+  return torch::cat(pieces);
+}
+
+std::vector<torch::Tensor> deinterleave(const torch::Tensor& flat,
+                                        const std::vector<std::vector<std::int64_t>>& counts) {
+  std::vector<std::vector<torch::Tensor>> pieces(counts.size());
+  std::int64_t at = 0;
+  for (std::size_t i = 0; i < counts.front().size(); ++i)
+    for (std::size_t k = 0; k < counts.size(); ++k) {
+      pieces[k].push_back(flat.slice(0, at, at + counts[k][i]));
+      at += counts[k][i];
+    }
+  std::vector<torch::Tensor> out;
+  for (const auto& p : pieces) out.push_back(torch::cat(p));
+  return out;
+}
 
 void ShardedWeights::shard(torch::Tensor& p) {
   // A weight smaller than the group leaves some ranks an empty shard.
@@ -66,10 +156,14 @@ torch::Tensor ShardedWeights::whole(const torch::Tensor& p) const {
 torch::Tensor ShardedWeights::linear(const torch::Tensor& x, const torch::Tensor& w,
                                      const torch::Tensor& b) const {
   auto it = entries_.find(w.unsafeGetTensorImpl());
-  if (it == entries_.end()) return torch::nn::functional::linear(x, w, b);
+  if (it == entries_.end()) return torch::nn::functional::linear(x, w, whole(b));
+  if (auto bias = b.defined() ? entries_.find(b.unsafeGetTensorImpl()) : entries_.end();
+      bias != entries_.end())
+    return GatheredLinear::apply(x, w, b, group_, it->second.counts, bias->second.counts,
+                                 it->second.shape);
   const torch::Tensor y =
       GatheredMatmul::apply(x, w, group_, 0, it->second.counts, it->second.shape);
-  return b.defined() ? y + whole(b) : y;
+  return b.defined() ? y + b : y;
 }
 
 torch::Tensor linear_by_rows(const torch::Tensor& x, const torch::Tensor& rows,

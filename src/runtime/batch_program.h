@@ -42,8 +42,9 @@ class ShardedWeights {
   torch::Tensor whole(const torch::Tensor& p) const;
   bool holds(const torch::Tensor& p) const;
   // x w^T + b. For a sharded w the whole weight is gathered in the forward pass and again in the
-  // backward one (none kept between them), its gradient reduce-scattered to the shard; the
-  // bias is whole(b). Otherwise torch's linear.
+  // backward one (none kept between them), its gradient reduce-scattered to the shard; a sharded
+  // b moves with it, in the same collectives (three per linear op, as the simulator prices a
+  // batch_sharded op). Otherwise torch's linear, with whole(b).
   torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& w,
                        const torch::Tensor& b) const;
 
@@ -55,6 +56,13 @@ class ShardedWeights {
   const TensorParallel* group_;
   std::map<const void*, Entry> entries_;  // by the parameter's TensorImpl
 };
+
+// Flat tensors' rank slices laid out rank by rank: rank i's slice of each of `flats` in turn
+// (counts[k][i] elements of flats[k]), as one buffer; and back.
+torch::Tensor interleave(const std::vector<torch::Tensor>& flats,
+                         const std::vector<std::vector<std::int64_t>>& counts);
+std::vector<torch::Tensor> deinterleave(const torch::Tensor& flat,
+                                        const std::vector<std::vector<std::int64_t>>& counts);
 
 // x W^T for a table W of `total` rows split by rows over `group` (rank i holding counts[i];
 // `rows` this rank's), gathered the same way; x rows^T without an active group.

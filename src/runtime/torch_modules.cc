@@ -248,14 +248,17 @@ class Block : public nn::Module {
     const auto a = enter(norm1_(x, tp, *weights_));
     const auto ctx =
         run_layer(core_, weights_->linear(a, qkv_->weight, qkv_->bias), recompute_core);
-    auto y = x + leave(weights_->linear(ctx, proj_->weight, {}));
-    if (d_.bias) y = y + whole_weight(w(proj_->bias), tp);
+    // A row-parallel output is summed over the group before its bias is added; without a group
+    // the bias goes into the linear op (a batch program's shards of both then move together).
+    const bool rows = tp.active();
+    auto y = x + leave(weights_->linear(ctx, proj_->weight, rows ? torch::Tensor() : proj_->bias));
+    if (d_.bias && rows) y = y + whole_weight(w(proj_->bias), tp);
     const auto b = enter(norm2_(y, tp, *weights_));
     auto h = weights_->linear(b, fc1_->weight, fc1_->bias);
     h = d_.swiglu ? torch::silu(h.slice(-1, 0, local_ffn_)) * h.slice(-1, local_ffn_)
                   : torch::gelu(h);
-    auto out = y + leave(weights_->linear(h, fc2_->weight, {}));
-    return d_.bias ? out + whole_weight(w(fc2_->bias), tp) : out;
+    auto out = y + leave(weights_->linear(h, fc2_->weight, rows ? torch::Tensor() : fc2_->bias));
+    return d_.bias && rows ? out + whole_weight(w(fc2_->bias), tp) : out;
   }
   // Rotary positions on [n, heads, s, hd]: pairs (i, i + hd/2) rotated by position x frequency.
   torch::Tensor rotate(const torch::Tensor& t) const {

@@ -105,6 +105,38 @@ TEST(ShardedWeights, LinearIsTorchsLinearWithTheGradientInTheShardsLayout) {
   EXPECT_TRUE(torch::equal(x.grad(), torch::tensor({{6.f, 9.f}, {6.f, 9.f}}))) << x.grad();
 }
 
+// A sharded bias moves with its sharded weight: the same product, and each shard's gradient.
+TEST(ShardedWeights, LinearMovesAShardedBiasWithItsWeight) {
+  TensorParallel group;  // one rank
+  ShardedWeights weights(&group);
+  torch::Tensor w = torch::arange(6, torch::kFloat).view({3, 2}).requires_grad_(true);
+  torch::Tensor b = torch::tensor({1.f, 0.f, -1.f}).requires_grad_(true);
+  weights.shard(w);
+  weights.shard(b);
+  const torch::Tensor x = torch::tensor({{1.f, 2.f}, {2.f, 4.f}}).requires_grad_(true);
+  const torch::Tensor y = weights.linear(x, w, b);
+  EXPECT_TRUE(torch::equal(y, torch::tensor({{3.f, 8.f, 13.f}, {5.f, 16.f, 27.f}}))) << y;
+  y.sum().backward();
+  EXPECT_TRUE(torch::equal(w.grad(), torch::tensor({3.f, 6.f, 3.f, 6.f, 3.f, 6.f}))) << w.grad();
+  EXPECT_TRUE(torch::equal(b.grad(), torch::tensor({2.f, 2.f, 2.f}))) << b.grad();  // two rows
+  EXPECT_TRUE(torch::equal(x.grad(), torch::tensor({{6.f, 9.f}, {6.f, 9.f}}))) << x.grad();
+}
+
+// Two tensors' rank slices, rank by rank (what one all-gather of both moves), and back.
+TEST(ShardedWeights, InterleavesRankSlices) {
+  const torch::Tensor w = torch::arange(5, torch::kFloat), b = torch::tensor({10.f, 11.f});
+  const std::vector<std::vector<std::int64_t>> counts{{3, 2}, {1, 1}};
+  const torch::Tensor flat = interleave({w, b}, counts);
+  EXPECT_TRUE(torch::equal(flat, torch::tensor({0.f, 1.f, 2.f, 10.f, 3.f, 4.f, 11.f}))) << flat;
+  const auto back = deinterleave(flat, counts);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_TRUE(torch::equal(back[0], w));
+  EXPECT_TRUE(torch::equal(back[1], b));
+  // A rank with an empty slice of one of them.
+  EXPECT_TRUE(torch::equal(interleave({w, b}, {{5, 0}, {0, 2}}),
+                           torch::tensor({0.f, 1.f, 2.f, 3.f, 4.f, 10.f, 11.f})));
+}
+
 TEST(ShardedWeights, LeavesOtherTensorsAlone) {
   TensorParallel group;  // inactive
   ShardedWeights weights(&group);
