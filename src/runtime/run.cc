@@ -84,8 +84,8 @@ std::pair<std::int64_t, std::int64_t> samples_of(const plan::Plan& p, int stage,
 
 // The groups this rank talks in: everyone, its replica's devices (tensor parallelism), the same
 // tensor-parallel rank of its stage's replicas (data parallelism), for a tied LM head split over
-// a pipeline, that pipeline's first and last stage, and under a batch program with more than one
-// replica, every rank of the stage (all of them split the samples).
+// a pipeline, that pipeline's first and last stage, and under a batch program every rank of the
+// stage (all of them split the samples), where its whole weights' gradients are summed.
 struct Groups {
   PG world, tensor, stage, tied, stage_all;
 };
@@ -108,6 +108,11 @@ Groups connect(const RankEnv& env, const Place& at, bool tied, bool batch_progra
   if (at.R() > 1) g.stage = group(fmt::format("stage{}_{}", at.s, at.j), at.r, at.R());
   if (batch_program && at.R() > 1)
     g.stage_all = group(fmt::format("stage{}", at.s), at.r * at.T + at.j, at.R() * at.T);
+  // One replica: its ranks still need a group of their own for the whole weights' gradients, apart
+  // from the shards' gathers, or a bucket's all-reduce would hold back the backward pass's gathers
+  // queued behind it (Gloo runs one group's calls in order; the simulator overlaps them).
+  else if (batch_program && at.T > 1)
+    g.stage_all = group(fmt::format("grads{}_{}", at.s, at.r), at.j, at.T);
   // Every replica of the first and of the last stage, for tensor-parallel rank j.
   if (tied && at.S > 1 && (at.s == 0 || at.s == at.S - 1))
     g.tied = group(fmt::format("tied{}", at.j), at.s == 0 ? at.r : at.replicas[0] + at.r,
@@ -476,8 +481,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   // passes.
   std::unique_ptr<detail::GradBuckets> buckets;
   const std::vector<torch::Tensor> shards = mod.sharded_parameters();
-  const PG bucket_group =
-      batch_program ? (groups.stage_all ? groups.stage_all : groups.tensor) : groups.stage;
+  const PG bucket_group = batch_program ? groups.stage_all : groups.stage;
   if (bucket_group) {
     auto is_shard = [&](const torch::Tensor& t) {
       return std::any_of(shards.begin(), shards.end(), [&](const torch::Tensor& s) {
