@@ -101,6 +101,15 @@ double Estimator::device_memory(const plan::Plan& settings, int first, int count
   return bytes;
 }
 
+double Estimator::nic_sharing(const std::vector<int>& group, std::size_t tp) const {
+  bool crosses = false;
+  for (int d : group) crosses = crosses || !c_.same_node(d, group[0]);
+  if (!crosses || tp < 2) return 1;
+  const int g = c_.group_of(group[0]);
+  const int nics = g < 0 ? 1 : std::max(1, c_.groups[g].nic_count);
+  return std::max(1.0, static_cast<double>(tp) / nics);
+}
+
 double Estimator::sync_time(const plan::Plan& settings, int first, int count,
                             const std::vector<plan::Replica>& replicas) const {
   if (replicas.size() < 2) return 0;
@@ -135,14 +144,7 @@ double Estimator::sync_time(const plan::Plan& settings, int first, int count,
     }
     sync_.emplace(key, t);
   }
-  bool crosses = false;
-  for (const auto& r : replicas) crosses = crosses || !c_.same_node(r.devices.front(), group[0]);
-  if (crosses && tp > 1) {
-    const int g = c_.group_of(group[0]);
-    const int nics = g < 0 ? 1 : std::max(1, c_.groups[g].nic_count);
-    t *= std::max(1.0, static_cast<double>(tp) / nics);
-  }
-  return t;
+  return t * nic_sharing(group, tp);
 }
 
 const cost::CollectiveCost& Estimator::p2p(int from, int to, double bytes) const {
@@ -233,15 +235,8 @@ double Estimator::tied_sync_time(const plan::Plan& p, int a, int b) const {
   req.kind = cost::Collective::all_reduce;
   req.devices = group;
   req.bytes = Bytes(bytes);
-  double t = cost::collective_cost(c_, req, opts_.sim.network).time.value;
-  bool crosses = false;
-  for (int d : group) crosses = crosses || !c_.same_node(d, group[0]);
-  if (alike && crosses && tp > 1) {
-    const int g = c_.group_of(group[0]);
-    const int nics = g < 0 ? 1 : std::max(1, c_.groups[g].nic_count);
-    t *= std::max(1.0, static_cast<double>(tp) / nics);
-  }
-  return tied_.emplace(key, t).first->second;
+  const double t = cost::collective_cost(c_, req, opts_.sim.network).time.value;
+  return tied_.emplace(key, t * (alike ? nic_sharing(group, tp) : 1.0)).first->second;
 }
 
 Estimate Estimator::estimate(const plan::Plan& p) const {

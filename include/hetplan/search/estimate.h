@@ -98,6 +98,9 @@ class Estimator {
   // The stages of the word embedding and of the tied head that reads its table (equal when the
   // model has none, or one stage holds both).
   std::pair<int, int> tied_stages(const plan::Plan& p) const;
+  // How many times longer one of tp parallel collectives over `group` (its first devices) takes
+  // when the group crosses nodes and the tp collectives share their nodes' NICs.
+  double nic_sharing(const std::vector<int>& group, std::size_t tp) const;
   // Seconds to sum the tied table's gradients over stages a's and b's replicas.
   double tied_sync_time(const plan::Plan& p, int a, int b) const;
   const cost::CollectiveCost& p2p(int from, int to, double bytes) const;
