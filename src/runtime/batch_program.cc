@@ -6,59 +6,26 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// x W^T for a weight W held in shards along `dim` (rank i holding counts[i], W's shape `shape`):
-// W is gathered for the forward pass and again for the backward one, so that no pass keeps it
-// between them, and W's gradient is reduce-scattered to the shards (FSDP's way, and the
-// simulator's price of a batch_sharded op: a gather in each pass, a reduce-scatter).
-class GatheredMatmul : public torch::autograd::Function<GatheredMatmul> {
- public:
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor shard,
-                               const TensorParallel* group, std::int64_t dim,
-                               std::vector<std::int64_t> counts, std::vector<std::int64_t> shape) {
-    ctx->save_for_backward({x, shard});
-    ctx->saved_data["group"] = reinterpret_cast<std::int64_t>(group);
-    ctx->saved_data["dim"] = dim;
-    ctx->saved_data["counts"] = counts;
-    ctx->saved_data["shape"] = shape;
-    return torch::matmul(x, gather_shards(shard, *group, dim, counts).view(shape).t());
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    const auto saved = ctx->get_saved_variables();
-    const torch::Tensor &x = saved[0], &shard = saved[1];
-    const auto& group = *reinterpret_cast<const TensorParallel*>(ctx->saved_data["group"].toInt());
-    const std::int64_t dim = ctx->saved_data["dim"].toInt();
-    const auto counts = ctx->saved_data["counts"].toIntVector();
-    const auto shape = ctx->saved_data["shape"].toIntVector();
-    const torch::Tensor gathered = gather_shards(shard, group, dim, counts);
-    const torch::Tensor& dy = grad[0];
-    torch::Tensor dx;
-    if (ctx->needs_input_grad(0)) dx = torch::matmul(dy, gathered.view(shape));
-    // dW = dy^T x over every row, laid out as the gathered shards are, then each rank's summed.
-    const torch::Tensor dw =
-        torch::matmul(dy.reshape({-1, dy.size(-1)}).t(), x.reshape({-1, x.size(-1)}));
-    const torch::Tensor dshard =
-        reduce_scatter_shards(dw.reshape(gathered.sizes()), group, dim, counts);
-    return {dx, dshard, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
-  }
-};
-
-// x W^T + b for a weight W and a bias b both held in flat shards (rank i holding wc[i] and bc[i]
-// elements): as GatheredMatmul, but the two shards move together, in one all-gather per pass and
-// one reduce-scatter of both gradients (the simulator prices a batch_sharded op's weights as one
-// tensor).
+// x W^T (+ b) for a weight W held in shards along its first dimension (rank i holding wc[i] of
+// it; W's shape `shape`) and, when bc is not empty, a bias held in flat shards (bc[i]). W is
+// gathered for the forward pass and again for the backward one, so that no pass keeps it between
+// them, and W's gradient is reduce-scattered to the shards (FSDP's way, and the simulator's price
+// of a batch_sharded op: a gather in each pass, a reduce-scatter). A bias moves with W, in the
+// same collectives (the simulator prices an op's weights as one tensor).
 class GatheredLinear : public torch::autograd::Function<GatheredLinear> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor w_shard,
                                torch::Tensor b_shard, const TensorParallel* group,
                                std::vector<std::int64_t> wc, std::vector<std::int64_t> bc,
-                               std::vector<std::int64_t> w_shape) {
+                               std::vector<std::int64_t> shape) {
     ctx->save_for_backward({x, w_shard, b_shard});
     ctx->saved_data["group"] = reinterpret_cast<std::int64_t>(group);
     ctx->saved_data["wc"] = wc;
     ctx->saved_data["bc"] = bc;
-    ctx->saved_data["shape"] = w_shape;
+    ctx->saved_data["shape"] = shape;
     const auto [w, b] = gather(w_shard, b_shard, *group, wc, bc);
-    return torch::matmul(x, w.view(w_shape).t()) + b;
+    const torch::Tensor y = torch::matmul(x, w.view(shape).t());
+    return b.defined() ? y + b : y;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto saved = ctx->get_saved_variables();
@@ -71,19 +38,26 @@ class GatheredLinear : public torch::autograd::Function<GatheredLinear> {
     const torch::Tensor& dy = grad[0];
     torch::Tensor dx;
     if (ctx->needs_input_grad(0)) dx = torch::matmul(dy, w.view(shape));
+    // dW = dy^T x over every row, laid out as the gathered shards are, then each rank's summed.
     const torch::Tensor dy2 = dy.reshape({-1, dy.size(-1)});
-    const torch::Tensor dw = torch::matmul(dy2.t(), x.reshape({-1, x.size(-1)})).reshape({-1});
-    const torch::Tensor db = dy2.sum(0);
+    const torch::Tensor dw = torch::matmul(dy2.t(), x.reshape({-1, x.size(-1)})).reshape_as(w);
+    std::vector<torch::Tensor> out{dx,
+                                   torch::Tensor(),
+                                   torch::Tensor(),
+                                   torch::Tensor(),
+                                   torch::Tensor(),
+                                   torch::Tensor(),
+                                   torch::Tensor()};
+    if (bc.empty()) {
+      out[1] = reduce_scatter_shards(dw, group, 0, wc);
+      return out;
+    }
     const torch::Tensor mine =
-        reduce_scatter_shards(interleave({dw, db}, {wc, bc}), group, 0, combined(wc, bc));
+        reduce_scatter_shards(interleave({dw, dy2.sum(0)}, {wc, bc}), group, 0, combined(wc, bc));
     const auto r = static_cast<std::size_t>(group.active() ? group.rank : 0);
-    return {dx,
-            mine.slice(0, 0, wc[r]),
-            mine.slice(0, wc[r]),
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor(),
-            torch::Tensor()};
+    out[1] = mine.slice(0, 0, wc[r]);
+    out[2] = mine.slice(0, wc[r]);
+    return out;
   }
 
  private:
@@ -93,12 +67,14 @@ class GatheredLinear : public torch::autograd::Function<GatheredLinear> {
     for (std::size_t i = 0; i < wc.size(); ++i) c[i] = wc[i] + bc[i];
     return c;
   }
-  // The whole W and b (flat) from the two shards, in one all-gather.
+  // The whole W (as its shards lie) and b (flat; undefined without a bias), in one all-gather.
+  // (Without a bias, b_shard is an empty tensor: libtorch's functions take no undefined inputs.)
   static std::pair<torch::Tensor, torch::Tensor> gather(const torch::Tensor& w_shard,
                                                         const torch::Tensor& b_shard,
                                                         const TensorParallel& group,
                                                         const std::vector<std::int64_t>& wc,
                                                         const std::vector<std::int64_t>& bc) {
+    if (bc.empty()) return {gather_shards(w_shard, group, 0, wc), torch::Tensor()};
     const torch::Tensor all =
         gather_shards(torch::cat({w_shard, b_shard}), group, 0, combined(wc, bc));
     auto parts = deinterleave(all, {wc, bc});
@@ -161,8 +137,8 @@ torch::Tensor ShardedWeights::linear(const torch::Tensor& x, const torch::Tensor
       bias != entries_.end())
     return GatheredLinear::apply(x, w, b, group_, it->second.counts, bias->second.counts,
                                  it->second.shape);
-  const torch::Tensor y =
-      GatheredMatmul::apply(x, w, group_, 0, it->second.counts, it->second.shape);
+  const torch::Tensor y = GatheredLinear::apply(x, w, w.new_empty({0}), group_, it->second.counts,
+                                                std::vector<std::int64_t>{}, it->second.shape);
   return b.defined() ? y + b : y;
 }
 
@@ -170,7 +146,8 @@ torch::Tensor linear_by_rows(const torch::Tensor& x, const torch::Tensor& rows,
                              const TensorParallel& group, const std::vector<std::int64_t>& counts,
                              std::int64_t total) {
   if (!group.active()) return torch::matmul(x, rows.t());
-  return GatheredMatmul::apply(x, rows, &group, 0, counts,
+  return GatheredLinear::apply(x, rows, rows.new_empty({0}), &group, counts,
+                               std::vector<std::int64_t>{},
                                std::vector<std::int64_t>{total, rows.size(1)});
 }
 
