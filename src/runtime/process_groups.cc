@@ -33,11 +33,14 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options_for(
   return opts;
 }
 
-bool nccl_built() {
+Result<bool> nccl_available() {
 #ifdef HETPLAN_WITH_NCCL
   return true;
 #else
-  return false;
+  return Error{
+      "NCCL: this hetplan was built against a libtorch without CUDA (build it against a "
+      "CUDA-enabled libtorch, e.g. CMAKE_PREFIX_PATH=$(python3 -c 'import torch; "
+      "print(torch.utils.cmake_prefix_path)'))"};
 #endif
 }
 
@@ -59,10 +62,7 @@ Result<c10::intrusive_ptr<Collectives>> open_group(Backend backend,
       c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts));
 #else
   (void)store, (void)rank, (void)size, (void)env, (void)timeout;
-  return Error{
-      "NCCL: this hetplan was built against a libtorch without CUDA (build it against a "
-      "CUDA-enabled libtorch, e.g. CMAKE_PREFIX_PATH=$(python3 -c 'import torch; "
-      "print(torch.utils.cmake_prefix_path)'))"};
+  return nccl_available().error();
 #endif
 }
 

@@ -25,8 +25,9 @@ c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options_for(
 
 enum class Backend { gloo, nccl };
 
-// Whether this build opens NCCL process groups (it was compiled against a CUDA-enabled libtorch).
-bool nccl_built();
+// Whether this build opens NCCL process groups (it was compiled against a CUDA-enabled libtorch),
+// or why not.
+Result<bool> nccl_available();
 
 // Process group `rank` of `size` over `store`: Gloo (gloo_options_for), or NCCL with `timeout`
 // per operation, waited for on the host (blocking wait), so that a dead peer ends the wait with

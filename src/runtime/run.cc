@@ -106,13 +106,11 @@ Groups connect(const RankEnv& env, const Place& at, bool tied, bool batch_progra
   };
   if (at.T > 1) g.tensor = group(fmt::format("tp{}_{}", at.s, at.r), at.j, at.T);
   if (at.R() > 1) g.stage = group(fmt::format("stage{}_{}", at.s, at.j), at.r, at.R());
-  if (batch_program && at.R() > 1)
+  // Its own group even when it has the tensor group's ranks (one replica): a bucket's all-reduce
+  // must not hold back the backward pass's shard gathers queued behind it in one group (Gloo runs
+  // one group's calls in order; the simulator overlaps them).
+  if (batch_program && at.R() * at.T > 1)
     g.stage_all = group(fmt::format("stage{}", at.s), at.r * at.T + at.j, at.R() * at.T);
-  // One replica: its ranks still need a group of their own for the whole weights' gradients, apart
-  // from the shards' gathers, or a bucket's all-reduce would hold back the backward pass's gathers
-  // queued behind it (Gloo runs one group's calls in order; the simulator overlaps them).
-  else if (batch_program && at.T > 1)
-    g.stage_all = group(fmt::format("grads{}_{}", at.s, at.r), at.j, at.T);
   // Every replica of the first and of the last stage, for tensor-parallel rank j.
   if (tied && at.S > 1 && (at.s == 0 || at.s == at.S - 1))
     g.tied = group(fmt::format("tied{}", at.j), at.s == 0 ? at.r : at.replicas[0] + at.r,
@@ -384,10 +382,10 @@ Result<torch::Device> rank_device(const RunOptions& opts, const RankEnv& env) {
         "--device cuda: LOCAL_RANK is {} but this host has {} CUDA device(s); NCCL runs one rank "
         "per GPU",
         env.local_rank, gpus)};
-  if (env.world_size > 1 && !detail::nccl_built())
-    return Error{
-        fmt::format("--device cuda: {} ranks need NCCL: {}", env.world_size,
-                    detail::open_group(detail::Backend::nccl, {}, 0, 1, env, {}).error().message)};
+  if (env.world_size > 1)
+    if (auto nccl = detail::nccl_available(); !nccl)
+      return Error{fmt::format("--device cuda: {} ranks need NCCL: {}", env.world_size,
+                               nccl.error().message)};
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
 }
 
