@@ -273,17 +273,17 @@ class SpmdCoster {
     // A tied LM head split by batch reads the word embedding's table whole: split by vocabulary
     // (tensor), the table is gathered for each pass and its gradient reduce-scattered, as the
     // simulator prices it (sim/stage_costs.cc).
-    const int owner = md.tied_owner();
-    for (std::size_t op = 0; op < md.ops.size() && owner >= 0; ++op) {
-      const model::Op& o = md.ops[op];
-      if (o.tied_params <= 0) continue;
-      const double bytes = static_cast<double>(o.tied_params) * model::dtype_bytes(md.dtype);
+    if (const int head = md.tied_reader(); head >= 0) {
+      const double bytes =
+          static_cast<double>(md.ops[head].tied_params) * model::dtype_bytes(md.dtype);
       const double gather = m * (2 * collective(cost::Collective::all_gather, bytes, shares) +
                                  collective(cost::Collective::reduce_scatter, bytes, shares));
-      add_pair(unit_of_[owner], unit_of_[op], [&](plan::SplitKind table, plan::SplitKind k) {
-        const bool by_batch = k == plan::SplitKind::batch || k == plan::SplitKind::batch_sharded;
-        return table == plan::SplitKind::tensor && by_batch ? gather : 0.0;
-      });
+      add_pair(unit_of_[md.tied_owner()], unit_of_[head],
+               [&](plan::SplitKind table, plan::SplitKind k) {
+                 const bool by_batch =
+                     k == plan::SplitKind::batch || k == plan::SplitKind::batch_sharded;
+                 return table == plan::SplitKind::tensor && by_batch ? gather : 0.0;
+               });
     }
     return inst;
   }
