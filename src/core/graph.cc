@@ -1,5 +1,6 @@
 #include "hetplan/core/graph.h"
 
+#include <algorithm>
 #include <functional>
 #include <queue>
 
@@ -59,6 +60,23 @@ std::vector<int> find_cycle(const std::vector<std::vector<int>>& successors) {
     }
   }
   return {};
+}
+
+}  // namespace hetplan
+
+namespace hetplan {
+
+std::vector<double> upward_ranks(const std::vector<std::vector<int>>& successors,
+                                 const std::vector<double>& node_cost) {
+  const auto order = topological_order(successors);
+  std::vector<double> rank(successors.size(), 0.0);
+  if (!order) return rank;
+  for (auto it = order->rbegin(); it != order->rend(); ++it) {
+    double longest = 0;
+    for (int s : successors[*it]) longest = std::max(longest, rank[s]);
+    rank[*it] = node_cost[*it] + longest;
+  }
+  return rank;
 }
 
 }  // namespace hetplan

@@ -26,18 +26,14 @@ const char* to_string(Recompute r) {
   return "?";
 }
 
-namespace {
-
-struct StateBytes {
-  double weight, gradient, optimizer;  // per parameter
-};
-
 // Mixed precision (16-bit weights and gradients; fp32 master weights, Adam m and v: 12 bytes) gives
 // the standard 16 bytes per parameter; pure fp32 keeps 4 + 4 and two 4-byte moments.
 StateBytes state_bytes(model::DType t) {
   if (t == model::DType::fp32) return {4, 4, 8};
   return {2, 2, 12};
 }
+
+namespace {
 
 bool recomputes_whole_layer(model::LayerKind k) {
   return k == model::LayerKind::transformer || k == model::LayerKind::conv_block;

@@ -36,6 +36,14 @@ constexpr Table<BatchNormStats, 2> kBatchNorms{{
     {BatchNormStats::local, "local"},
     {BatchNormStats::synced, "synced"},
 }};
+constexpr Table<GroupMode, 2> kGroupModes{{
+    {GroupMode::replicate, "replicate"},
+    {GroupMode::place, "place"},
+}};
+constexpr Table<ExecutionOrder, 2> kExecutionOrders{{
+    {ExecutionOrder::fifo, "fifo"},
+    {ExecutionOrder::heft, "heft"},
+}};
 constexpr Table<cost::Algorithm, 6> kAlgorithms{{
     {cost::Algorithm::automatic, "auto"},
     {cost::Algorithm::ring, "ring"},
@@ -77,6 +85,16 @@ std::string names_of(const Table<E, N>& table) {
 }  // namespace
 
 const char* to_string(Schedule s) { return name_of(kSchedules, s); }
+const char* to_string(GroupMode g) { return name_of(kGroupModes, g); }
+const char* to_string(ExecutionOrder o) { return name_of(kExecutionOrders, o); }
+std::optional<GroupMode> group_mode_from_string(std::string_view s) {
+  return value_of(kGroupModes, s);
+}
+std::optional<ExecutionOrder> execution_order_from_string(std::string_view s) {
+  return value_of(kExecutionOrders, s);
+}
+std::string group_mode_names() { return names_of(kGroupModes); }
+std::string execution_order_names() { return names_of(kExecutionOrders); }
 const char* to_string(SplitKind s) { return name_of(kSplitKinds, s); }
 const char* to_string(SyncMethod s) { return name_of(kSyncMethods, s); }
 const char* to_string(UnevenCollectives u) { return name_of(kUnevenCollectives, u); }

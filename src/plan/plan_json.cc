@@ -38,6 +38,20 @@ OJson stage_json(const Stage& s) {
   return j;
 }
 
+OJson op_group_json(const OpGroup& g) {
+  OJson j;
+  j["ops"] = g.ops;
+  j["mode"] = to_string(g.mode);
+  j["devices"] = g.devices;
+  if (!g.shares.empty()) j["shares"] = g.shares;
+  if (g.mode == GroupMode::replicate) {
+    j["sync"] = to_string(g.sync);
+    if (g.algorithm != cost::Algorithm::automatic) j["algorithm"] = algorithm_name(g.algorithm);
+    if (!g.servers.empty()) j["servers"] = g.servers;
+  }
+  return j;
+}
+
 OJson ordered_plan_json(const Plan& p) {
   OJson j;
   j["version"] = kVersion;
@@ -56,6 +70,12 @@ OJson ordered_plan_json(const Plan& p) {
     j["uneven_collectives"] = to_string(p.uneven_collectives);
   if (p.batch_norm != BatchNormStats::local) j["batch_norm"] = to_string(p.batch_norm);
   j["grad_bucket_bytes"] = p.grad_bucket_bytes;
+  if (p.is_op_level()) {
+    j["execution_order"] = to_string(p.execution_order);
+    j["op_groups"] = OJson::array();
+    for (const OpGroup& g : p.op_groups) j["op_groups"].push_back(op_group_json(g));
+    return j;
+  }
   j["stages"] = OJson::array();
   for (const Stage& s : p.stages) j["stages"].push_back(stage_json(s));
   j["op_overrides"] = OJson::array();
@@ -167,34 +187,47 @@ const Json& array_field(const Json& obj, std::string_view key, std::string_view 
   return v;
 }
 
-Replica read_replica(const Json& j, const std::string& path) {
-  require_object(j, path);
-  reject_unknown_keys(j, path, {"devices", "tp_shares", "batch_share"});
-  Replica r;
-  const Json& devs = array_field(j, "devices", path, "expected a non-empty array of device ids");
-  if (devs.empty())
-    throw InputError(field_path(path, "devices"), "expected a non-empty array of device ids");
-  const std::string dpath = field_path(path, "devices");
+std::vector<int> read_device_ids(const Json& obj, std::string_view key, const std::string& path,
+                                 bool required) {
+  const std::string expected = "expected a non-empty array of device ids";
+  if (!required && !obj.contains(key)) return {};
+  const Json& devs = array_field(obj, key, path, expected);
+  if (devs.empty()) throw InputError(field_path(path, key), expected);
+  const std::string dpath = field_path(path, key);
+  std::vector<int> out;
   for (std::size_t i = 0; i < devs.size(); ++i) {
     const Json& d = devs[i];
     bool ok = d.is_number_integer() && d.get<long long>() >= 0 &&
               !(d.is_number_unsigned() && d.get<unsigned long long>() > INT_MAX) &&
               d.get<long long>() <= INT_MAX;
     if (!ok) throw InputError(index_path(dpath, i), "expected a device id (an integer >= 0)");
-    r.devices.push_back(static_cast<int>(d.get<long long>()));
+    out.push_back(static_cast<int>(d.get<long long>()));
   }
-  if (j.contains("tp_shares")) {
-    const Json& shares = j.at("tp_shares");
-    const std::string spath = field_path(path, "tp_shares");
-    if (!shares.is_array())
-      throw InputError(spath, "expected an array of positive numbers (or [] for even shares)");
-    for (std::size_t i = 0; i < shares.size(); ++i) {
-      const Json& s = shares[i];
-      if (!s.is_number() || !(s.get<double>() > 0) || !std::isfinite(s.get<double>()))
-        throw InputError(index_path(spath, i), "expected a number > 0");
-      r.tp_shares.push_back(s.get<double>());
-    }
+  return out;
+}
+
+std::vector<double> read_shares(const Json& obj, std::string_view key, const std::string& path) {
+  std::vector<double> out;
+  if (!obj.contains(key)) return out;
+  const Json& shares = obj.at(std::string(key));
+  const std::string spath = field_path(path, key);
+  if (!shares.is_array())
+    throw InputError(spath, "expected an array of positive numbers (or [] for even shares)");
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    const Json& s = shares[i];
+    if (!s.is_number() || !(s.get<double>() > 0) || !std::isfinite(s.get<double>()))
+      throw InputError(index_path(spath, i), "expected a number > 0");
+    out.push_back(s.get<double>());
   }
+  return out;
+}
+
+Replica read_replica(const Json& j, const std::string& path) {
+  require_object(j, path);
+  reject_unknown_keys(j, path, {"devices", "tp_shares", "batch_share"});
+  Replica r;
+  r.devices = read_device_ids(j, "devices", path, true);
+  r.tp_shares = read_shares(j, "tp_shares", path);
   const Json& bs = json_require(j, "batch_share", path);
   if (!bs.is_number() || !(bs.get<double>() > 0 && bs.get<double>() <= 1))
     throw InputError(field_path(path, "batch_share"), "expected a number in (0, 1]");
@@ -217,6 +250,32 @@ Stage read_stage(const Json& j, const std::string& path) {
   for (std::size_t i = 0; i < reps.size(); ++i)
     s.replicas.push_back(read_replica(reps[i], index_path(rpath, i)));
   return s;
+}
+
+OpGroup read_op_group(const Json& j, const std::string& path) {
+  require_object(j, path);
+  reject_unknown_keys(j, path,
+                      {"ops", "mode", "devices", "shares", "sync", "algorithm", "servers"});
+  OpGroup g;
+  const std::string expected = "expected a non-empty array of op names or patterns";
+  const Json& ops = array_field(j, "ops", path, expected);
+  if (ops.empty()) throw InputError(field_path(path, "ops"), expected);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!ops[i].is_string() || ops[i].get<std::string>().empty())
+      throw InputError(index_path(field_path(path, "ops"), i),
+                       "expected a non-empty op name or pattern (\"layers.3.*\")");
+    g.ops.push_back(ops[i].get<std::string>());
+  }
+  g.mode =
+      enum_or(j, "mode", path, GroupMode::replicate, group_mode_from_string, group_mode_names());
+  g.devices = read_device_ids(j, "devices", path, true);
+  g.shares = read_shares(j, "shares", path);
+  g.sync = enum_or(j, "sync", path, SyncMethod::all_reduce, sync_method_from_string,
+                   sync_method_names());
+  g.algorithm = enum_or(j, "algorithm", path, cost::Algorithm::automatic, algorithm_from_string,
+                        algorithm_names());
+  g.servers = read_device_ids(j, "servers", path, false);
+  return g;
 }
 
 std::string read_pattern(const Json& obj, std::string_view path, const char* dflt) {
@@ -258,7 +317,7 @@ Plan read_plan(const Json& doc) {
       doc, "",
       {"version", "model", "cluster", "planner", "global_batch", "num_microbatches", "schedule",
        "recompute", "zero_stage", "sequence_parallel", "uneven_collectives", "batch_norm",
-       "grad_bucket_bytes", "stages", "op_overrides", "grad_sync"});
+       "grad_bucket_bytes", "stages", "op_overrides", "grad_sync", "op_groups", "execution_order"});
   json_require_version(doc, kVersion, "");
   Plan p;
   p.model = json_string_or(doc, "model", "", "");
@@ -284,6 +343,23 @@ Plan read_plan(const Json& doc) {
       throw InputError("grad_bucket_bytes", "expected a number > 0");
     p.grad_bucket_bytes = v.get<double>();
   }
+  if (doc.contains("op_groups")) {
+    for (const char* key : {"stages", "op_overrides", "grad_sync"})
+      if (doc.contains(key))
+        throw InputError(key,
+                         "an op-level plan (with op_groups) has no stages, op_overrides or "
+                         "grad_sync (expected one of op_groups and stages)");
+    const Json& groups =
+        array_field(doc, "op_groups", "", "expected a non-empty array of op groups");
+    if (groups.empty()) throw InputError("op_groups", "expected a non-empty array of op groups");
+    for (std::size_t i = 0; i < groups.size(); ++i)
+      p.op_groups.push_back(read_op_group(groups[i], index_path("op_groups", i)));
+    p.execution_order = enum_or(doc, "execution_order", "", ExecutionOrder::heft,
+                                execution_order_from_string, execution_order_names());
+    return p;
+  }
+  if (doc.contains("execution_order"))
+    throw InputError("execution_order", "applies to op-level plans only (expected op_groups)");
   const Json& stages = array_field(doc, "stages", "", "expected a non-empty array of stages");
   if (stages.empty()) throw InputError("stages", "expected a non-empty array of stages");
   for (std::size_t i = 0; i < stages.size(); ++i)

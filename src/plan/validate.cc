@@ -10,6 +10,7 @@
 #include <map>
 
 #include "hetplan/core/json_util.h"
+#include "validate_op_groups.h"
 
 namespace hetplan::plan {
 namespace {
@@ -305,6 +306,10 @@ Result<bool> validate_plan(const Plan& p, const model::Model& m, const cluster::
                            const std::string& source) {
   return capture_errors(source, [&] {
     check_globals(p);
+    if (p.is_op_level()) {
+      detail::check_op_groups(p, m, c);
+      return true;
+    }
     check_coverage(p, m);
     check_stage_replicas(p, m, c);
     check_disjoint(p);

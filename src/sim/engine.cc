@@ -51,6 +51,14 @@ struct QuotaRun {
   std::uint32_t version = 0;
 };
 
+// A ready task of a dynamic stream: the smallest key first, then the first to become ready.
+struct Ready {
+  double key;
+  std::uint64_t seq;
+  int task;
+  bool operator>(const Ready& o) const { return key != o.key ? key > o.key : seq > o.seq; }
+};
+
 // Below this, at time t, a budget is spent and a task's compute done (rounding of sums of times,
 // relative to the time: one rounding step of t is 2.2e-16 t).
 double time_eps(double t) { return 1e-12 * std::max(1.0, t); }
@@ -63,6 +71,8 @@ class Engine {
         carry_(carry),
         preds_(g.tasks.size()),
         next_(g.streams.size(), 0),
+        ready_(g.streams.size()),
+        busy_(g.streams.size(), 0),
         flows_(g.tasks.size()),
         link_demand_(cap.size(), 0.0),
         link_flows_(cap.size()),
@@ -82,6 +92,10 @@ class Engine {
   }
 
   EngineResult run() {
+    for (std::size_t s = 0; s < g_.streams.size(); ++s)
+      if (g_.stream_dynamic[s])
+        for (int t : g_.streams[s])
+          if (preds_[t] == 0) make_ready(t);
     for (std::size_t s = 0; s < g_.streams.size(); ++s) try_start_stream(static_cast<int>(s));
     while (!heap_.empty()) {
       Event e = heap_.top();
@@ -124,7 +138,20 @@ class Engine {
     heap_.push(Event{t, seq_++, task, type, version});
   }
 
+  void make_ready(int t) {
+    const int s = g_.tasks[t].stream;
+    ready_[s].push(Ready{g_.tasks[t].order_key, seq_++, t});
+  }
+
   void try_start_stream(int s) {
+    if (g_.stream_dynamic[s]) {
+      if (busy_[s] || ready_[s].empty()) return;
+      const int t = ready_[s].top().task;
+      ready_[s].pop();
+      busy_[s] = 1;
+      start(t);
+      return;
+    }
     const auto& order = g_.streams[s];
     const std::size_t i = next_[s];
     if (i >= order.size()) return;
@@ -159,10 +186,23 @@ class Engine {
     r_.makespan = std::max(r_.makespan, now_);
     const Task& task = g_.tasks[t];
     if (task.is_transfer) set_messaging(task, -1);
-    ++next_[task.stream];
+    if (!g_.stream_dynamic[task.stream]) {
+      ++next_[task.stream];
+      try_start_stream(task.stream);
+      for (int s : task.succs)
+        if (--preds_[s] == 0) {
+          if (g_.stream_dynamic[g_.tasks[s].stream]) make_ready(s);
+          try_start_stream(g_.tasks[s].stream);
+        }
+      return;
+    }
+    // A dynamic stream chooses among every task ready now, its own successors included.
+    busy_[task.stream] = 0;
+    for (int s : task.succs)
+      if (--preds_[s] == 0 && g_.stream_dynamic[g_.tasks[s].stream]) make_ready(s);
     try_start_stream(task.stream);
     for (int s : task.succs)
-      if (--preds_[s] == 0) try_start_stream(g_.tasks[s].stream);
+      if (preds_[s] == 0) try_start_stream(g_.tasks[s].stream);
   }
 
   // The CPU time a quota's transfers spend per second in flight.
@@ -366,6 +406,9 @@ class Engine {
   EngineCarry* carry_;
   std::vector<int> preds_;
   std::vector<std::size_t> next_;
+  // Dynamic streams: their ready tasks, and whether one of their tasks runs.
+  std::vector<std::priority_queue<Ready, std::vector<Ready>, std::greater<>>> ready_;
+  std::vector<char> busy_;
   std::vector<Flow> flows_;
   std::vector<double> link_demand_;
   std::vector<std::vector<int>> link_flows_;

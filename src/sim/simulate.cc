@@ -13,6 +13,8 @@
 #include "hetplan/sim/gradient_buckets.h"
 #include "hetplan/sim/layer_costs.h"
 #include "hetplan/sim/schedule_order.h"
+#include "lowering_common.h"
+#include "op_level.h"
 #include "stage_costs.h"
 #include "task_graph.h"
 
@@ -49,23 +51,6 @@ namespace {
 
 using detail::Task;
 using detail::TaskGraph;
-
-// A link's capacity for transfers: its bandwidth times the efficiency collectives reach on it.
-std::vector<double> link_capacities(const cluster::Cluster& c, const cost::NetworkParams& net) {
-  std::vector<double> cap(c.links.size());
-  for (std::size_t i = 0; i < c.links.size(); ++i)
-    cap[i] = c.links[i].bandwidth.value * cost::link_efficiency(c, static_cast<int>(i), net);
-  return cap;
-}
-
-std::string lane_name(int lane, const std::vector<int>& devices) {
-  if (devices.size() == 1) return fmt::format("lane {} (device {})", lane, devices[0]);
-  bool consecutive = true;
-  for (std::size_t i = 1; i < devices.size(); ++i) consecutive &= devices[i] == devices[i - 1] + 1;
-  if (consecutive)
-    return fmt::format("lane {} (devices {}-{})", lane, devices.front(), devices.back());
-  return fmt::format("lane {} ({} devices from {})", lane, devices.size(), devices.front());
-}
 
 // Fraction of replica a's batch interval that overlaps replica b's (intervals are laid out in
 // replica order over [0, 1)).
@@ -150,7 +135,7 @@ struct Lowering {
         std::sort(key.begin(), key.end());
         auto [it, inserted] = by_devices.emplace(key, static_cast<int>(lanes.size()));
         if (inserted)
-          lanes.push_back(LaneInfo{r.devices, {}, lane_name(static_cast<int>(lanes.size()), key)});
+          lanes.push_back(LaneInfo{r.devices, {}, detail::lane_name(static_cast<int>(lanes.size()), key)});
         lanes[it->second].stages.push_back(static_cast<int>(s));
         lane_of[s].push_back(it->second);
       }
@@ -317,24 +302,7 @@ struct Lowering {
     return std::min(1.0, full / slowed);
   }
 
-  void find_transfer_lanes() {
-    std::vector<int> lane_of_device(c.devices.size(), -1);
-    for (std::size_t l = 0; l < lanes.size(); ++l)
-      for (int d : lanes[l].devices) lane_of_device[d] = static_cast<int>(l);
-    transfer_lanes.assign(g.tasks.size(), {});
-    for (std::size_t t = 0; t < g.tasks.size(); ++t) {
-      const Task& task = g.tasks[t];
-      if (!task.is_transfer) continue;
-      auto& out = transfer_lanes[t];
-      for (int i = task.loads_begin; i < task.loads_end; ++i) {
-        const cluster::Link& link = c.links[g.loads[i].link];
-        for (int v : {link.from, link.to})
-          if (v < c.num_devices() && lane_of_device[v] >= 0) out.push_back(lane_of_device[v]);
-      }
-      std::sort(out.begin(), out.end());
-      out.erase(std::unique(out.begin(), out.end()), out.end());
-    }
-  }
+  void find_transfer_lanes() { transfer_lanes = detail::transfer_lanes(g, c, lanes); }
 
   // Each transfer spends the CPU quotas of the devices at its links' ends (lanes with a quota
   // have their own, so the quotas are as distinct and ordered as the lanes).
@@ -671,68 +639,14 @@ StageMemory stage_memory_of(const model::Model& m, const plan::Plan& p, const pl
 
 }  // namespace
 
-// Per device, in one iteration the engine ran: the seconds its lane computed, the seconds with at
-// least one transfer of its devices in flight, and the seconds it did either.
-struct BusyTimes {
-  double compute = 0, comm = 0, either = 0;
-};
-
-// The length of the union of the intervals.
-double covered(std::vector<std::pair<double, double>> iv) {
-  std::sort(iv.begin(), iv.end());
-  double total = 0, cur_s = 0, cur_e = -1;
-  for (auto [s, e] : iv) {
-    if (s > cur_e) {
-      total += std::max(0.0, cur_e - cur_s);
-      cur_s = s;
-      cur_e = e;
-    } else {
-      cur_e = std::max(cur_e, e);
-    }
-  }
-  return total + std::max(0.0, cur_e - cur_s);
-}
-
-std::vector<BusyTimes> busy_times(const Lowering& low, const cluster::Cluster& c,
-                                  const detail::EngineResult& eng) {
-  // A transfer is its lane's, its peer's, and that of every device at its links' ends (a
-  // gradient all-reduce is lowered as one task of the first replica's lane).
-  std::vector<std::vector<std::pair<double, double>>> compute(low.lanes.size()),
-      comm(low.lanes.size());
-  std::vector<int> lanes;
-  for (std::size_t t = 0; t < low.g.tasks.size(); ++t) {
-    const Task& task = low.g.tasks[t];
-    const std::pair<double, double> span{eng.start[t], eng.end[t]};
-    if (!task.is_transfer) {
-      compute[task.lane].push_back(span);
-      continue;
-    }
-    lanes = low.transfer_lanes[t];
-    lanes.push_back(task.lane);
-    if (task.peer_lane >= 0) lanes.push_back(task.peer_lane);
-    std::sort(lanes.begin(), lanes.end());
-    lanes.erase(std::unique(lanes.begin(), lanes.end()), lanes.end());
-    for (int l : lanes) comm[l].push_back(span);
-  }
-  std::vector<BusyTimes> out(static_cast<std::size_t>(c.num_devices()));
-  for (std::size_t l = 0; l < low.lanes.size(); ++l) {
-    BusyTimes b;
-    b.compute = covered(compute[l]);
-    b.comm = covered(comm[l]);
-    compute[l].insert(compute[l].end(), comm[l].begin(), comm[l].end());
-    b.either = covered(std::move(compute[l]));
-    for (int d : low.lanes[l].devices) out[d] = b;
-  }
-  return out;
-}
-
 Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
                            const SimOptions& opts) {
+  if (p.is_op_level()) return detail::simulate_op_level(m, c, p, opts);
   if (p.stages.empty()) return Error{"plan: stages: expected at least one stage"};
   Lowering low(m, c, p, opts);
   auto built = low.build();
   if (!built) return built.error();
-  const std::vector<double> caps = link_capacities(c, opts.network);
+  const std::vector<double> caps = detail::link_capacities(c, opts.network);
   detail::EngineCarry carry;
   detail::EngineCarry* carried = low.g.quotas.empty() ? nullptr : &carry;
   auto eng = detail::run_engine(low.g, caps, carried);
@@ -741,10 +655,10 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
         "plan: the schedule's pass order contradicts its dependencies (the simulation deadlocked)"};
   long long events = eng.events;
   double iteration_time = eng.makespan;
-  std::vector<BusyTimes> busy;
+  std::vector<detail::BusyTimes> busy;
   long long measured = 1;
   if (!carried) {
-    busy = busy_times(low, c, eng);
+    busy = detail::busy_times(low.g, low.lanes, low.transfer_lanes, eng, c.num_devices());
   } else {
     // Under CPU quotas an iteration's time depends on the budgets the ones before it left, so
     // iterations run back to back, each starting when the one before ends. After a warm-up of at
@@ -765,11 +679,11 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
     }
     double window = 0;
     measured = 0;
-    busy.assign(c.devices.size(), BusyTimes{});
+    busy.assign(c.devices.size(), detail::BusyTimes{});
     while (measured < 3 || (window < 30 * period && measured < cap)) {
       next();
       window += eng.makespan;
-      const auto b = busy_times(low, c, eng);
+      const auto b = detail::busy_times(low.g, low.lanes, low.transfer_lanes, eng, c.num_devices());
       for (std::size_t d = 0; d < busy.size(); ++d) {
         busy[d].compute += b[d].compute;
         busy[d].comm += b[d].comm;
@@ -785,21 +699,6 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
   r.num_tasks = static_cast<long long>(low.g.tasks.size());
   r.num_events = events;
   r.lanes = low.lanes;
-  const double B = static_cast<double>(p.global_batch);
-  const double T = iteration_time;
-  r.samples_per_s = T > 0 ? B / T : 0;
-  if (m.is_language_model()) r.tokens_per_s = r.samples_per_s * m.seq_len;
-
-  // Model FLOPs: forward + backward (2x forward), plus the recomputed forward passes as Megatron-LM
-  // counts them.
-  const double fwd = m.forward_flops_per_sample();
-  double recomputed = 0;
-  if (p.recompute == cost::Recompute::full) recomputed = fwd;
-  if (p.recompute == cost::Recompute::selective)
-    for (const auto& op : m.ops)
-      if (op.attention_core) recomputed += op.flops;
-  r.model_flops = B * (3 * fwd + recomputed);
-
   // Per-device statistics.
   r.devices.resize(c.devices.size());
   for (std::size_t d = 0; d < c.devices.size(); ++d) {
@@ -857,18 +756,7 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
       ds.fits = ds.peak_memory <= ds.capacity;
     }
   }
-  double peak_sum = 0;
-  for (auto& ds : r.devices) {
-    if (ds.lane < 0) continue;
-    ++r.devices_used;
-    r.max_peak_memory = Bytes(std::max(r.max_peak_memory.value, ds.peak_memory.value));
-    r.fits = r.fits && ds.fits;
-    peak_sum += c.type_of(ds.device).peak(m.dtype).value;
-  }
-  if (T > 0 && r.devices_used > 0) {
-    r.tflops_per_device = r.model_flops / T / r.devices_used / 1e12;
-    r.mfu = B * 3 * fwd / (T * peak_sum);
-  }
+  detail::summarise(m, c, p, r);
   return r;
 }
 

@@ -27,6 +27,9 @@ struct Task {
   // Transfer only: the CPU quotas of the devices at its links' ends, whose messaging software it
   // keeps busy while in flight.
   std::vector<int> quotas;
+  // On a dynamic stream: among its ready tasks the one with the smallest key runs first (ties:
+  // the one that became ready first).
+  double order_key = 0;
   int preds = 0;
   std::vector<int> succs;
 };
@@ -45,14 +48,18 @@ struct CpuQuota {
 
 struct TaskGraph {
   std::vector<Task> tasks;
-  std::vector<std::vector<int>> streams;  // task ids in execution order
-  std::vector<int> stream_quota;          // per stream: index into quotas, or -1
+  // Task ids: in execution order, or for a dynamic stream in no particular order (it runs its
+  // ready tasks one at a time by Task::order_key, a list schedule).
+  std::vector<std::vector<int>> streams;
+  std::vector<int> stream_quota;  // per stream: index into quotas, or -1
+  std::vector<bool> stream_dynamic;
   std::vector<CpuQuota> quotas;
   std::vector<cost::LinkLoad> loads;
 
-  int add_stream(int quota = -1) {
+  int add_stream(int quota = -1, bool dynamic = false) {
     streams.emplace_back();
     stream_quota.push_back(quota);
+    stream_dynamic.push_back(dynamic);
     return static_cast<int>(streams.size()) - 1;
   }
   // Appends a task to the end of its stream.

@@ -30,3 +30,16 @@ TEST(Hash, FingerprintIsStable) {
 
 }  // namespace
 }  // namespace hetplan
+
+namespace hetplan {
+namespace {
+
+TEST(Graph, UpwardRanksAreLongestPathsToASink) {
+  // 0 -> 1 -> 3, 0 -> 2 -> 3, 4 alone; costs 1, 5, 2, 3, 7.
+  const std::vector<std::vector<int>> succ = {{1, 2}, {3}, {3}, {}, {}};
+  const auto rank = upward_ranks(succ, {1, 5, 2, 3, 7});
+  EXPECT_EQ(rank, (std::vector<double>{9, 8, 5, 3, 7}));
+}
+
+}  // namespace
+}  // namespace hetplan

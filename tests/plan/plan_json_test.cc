@@ -228,7 +228,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "global_batch, "
                  "num_microbatches, schedule, recompute, zero_stage, sequence_parallel, "
                  "uneven_collectives, batch_norm, grad_bucket_bytes, stages, "
-                 "op_overrides, grad_sync)"},
+                 "op_overrides, grad_sync, op_groups, execution_order)"},
         BadField{"/op_overrides/0/ops", "\"\"",
                  "plan.json: op_overrides[0].ops: expected a non-empty op name or pattern "
                  "(\"layers.3.*\")"},

@@ -43,6 +43,13 @@ struct MemoryConfig {
   Bytes gathered_weights;
 };
 
+// Bytes per parameter of its weight, its gradient and its optimizer states (mixed-precision Adam:
+// 2, 2 and 12 for 16-bit models; 4, 4 and 8 for fp32).
+struct StateBytes {
+  double weight = 0, gradient = 0, optimizer = 0;
+};
+StateBytes state_bytes(model::DType t);
+
 struct MemoryBreakdown {
   Bytes parameters;  // 16-bit weights (plus fp32 master copy counted in optimizer)
   Bytes gradients;

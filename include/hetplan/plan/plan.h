@@ -114,6 +114,42 @@ struct GradSync {
   auto operator<=>(const GradSync&) const = default;
 };
 
+// Op-level plans (HeteroG, TAG): instead of pipeline stages, the model's ops are partitioned into
+// groups, each run on its own set of devices.
+//   replicate: every device of the group runs all of the group's ops on its `shares` of each
+//     micro-batch's samples (even when `shares` is empty), holds the group's weights whole and
+//     synchronises their gradients over the group by `sync`;
+//   place: the group's one device runs its ops on every sample (model parallelism).
+// Plan files: "replicate", "place".
+enum class GroupMode { replicate, place };
+const char* to_string(GroupMode g);
+std::optional<GroupMode> group_mode_from_string(std::string_view s);
+std::string group_mode_names();
+
+// The order in which a device runs its ready ops in an op-level plan: in the order they became
+// ready (fifo), or by HEFT's upward rank, the longest path of compute and transfer time from the
+// op to the end of the iteration (heft, HeteroG). Plan files: "fifo", "heft".
+enum class ExecutionOrder { fifo, heft };
+const char* to_string(ExecutionOrder o);
+std::optional<ExecutionOrder> execution_order_from_string(std::string_view s);
+std::string execution_order_names();
+
+struct OpGroup {
+  // Op names or patterns (op_pattern_matches); together the groups name every op exactly once.
+  std::vector<std::string> ops;
+  std::vector<int> devices;    // distinct; exactly one for place
+  std::vector<double> shares;  // replicate: per device share of each micro-batch, sum 1; empty = even
+  GroupMode mode = GroupMode::replicate;
+  // replicate: how the group's weight gradients are synchronised over its devices. all_reduce
+  // with `algorithm`; parameter_server with the parameters sharded evenly over `servers` (devices
+  // of the group; empty: the group's first device), each pushing and pulling its share;
+  // sufficient_factor for the group's matmul weights (the others all-reduced).
+  SyncMethod sync = SyncMethod::all_reduce;
+  cost::Algorithm algorithm = cost::Algorithm::automatic;
+  std::vector<int> servers;
+  auto operator<=>(const OpGroup&) const = default;
+};
+
 struct Plan {
   std::string model;              // informative: the model spec it was made for
   std::string cluster;            // informative: the cluster it was made for
@@ -130,6 +166,11 @@ struct Plan {
   std::vector<Stage> stages;        // in model order; together they cover every layer exactly once
   std::vector<OpOverride> op_overrides;
   std::vector<GradSync> grad_sync;
+  // An op-level plan: its op groups (then `stages`, `op_overrides` and `grad_sync` are empty) and
+  // the order in which each device runs its ready ops.
+  std::vector<OpGroup> op_groups;
+  ExecutionOrder execution_order = ExecutionOrder::heft;
+  bool is_op_level() const { return !op_groups.empty(); }
   auto operator<=>(const Plan&) const = default;
 };
 

@@ -1,0 +1,127 @@
+#include "lowering_common.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace hetplan::sim::detail {
+
+std::vector<double> link_capacities(const cluster::Cluster& c, const cost::NetworkParams& net) {
+  std::vector<double> cap(c.links.size());
+  for (std::size_t i = 0; i < c.links.size(); ++i)
+    cap[i] = c.links[i].bandwidth.value * cost::link_efficiency(c, static_cast<int>(i), net);
+  return cap;
+}
+
+std::string lane_name(int lane, const std::vector<int>& devices) {
+  if (devices.size() == 1) return fmt::format("lane {} (device {})", lane, devices[0]);
+  bool consecutive = true;
+  for (std::size_t i = 1; i < devices.size(); ++i) consecutive &= devices[i] == devices[i - 1] + 1;
+  if (consecutive)
+    return fmt::format("lane {} (devices {}-{})", lane, devices.front(), devices.back());
+  return fmt::format("lane {} ({} devices from {})", lane, devices.size(), devices.front());
+}
+
+std::vector<std::vector<int>> transfer_lanes(const TaskGraph& g, const cluster::Cluster& c,
+                                             const std::vector<LaneInfo>& lanes) {
+  std::vector<int> lane_of_device(c.devices.size(), -1);
+  for (std::size_t l = 0; l < lanes.size(); ++l)
+    for (int d : lanes[l].devices) lane_of_device[d] = static_cast<int>(l);
+  std::vector<std::vector<int>> out(g.tasks.size());
+  for (std::size_t t = 0; t < g.tasks.size(); ++t) {
+    const Task& task = g.tasks[t];
+    if (!task.is_transfer) continue;
+    auto& ends = out[t];
+    for (int i = task.loads_begin; i < task.loads_end; ++i) {
+      const cluster::Link& link = c.links[g.loads[i].link];
+      for (int v : {link.from, link.to})
+        if (v < c.num_devices() && lane_of_device[v] >= 0) ends.push_back(lane_of_device[v]);
+    }
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+  }
+  return out;
+}
+
+namespace {
+
+// The length of the union of the intervals.
+double covered(std::vector<std::pair<double, double>> iv) {
+  std::sort(iv.begin(), iv.end());
+  double total = 0, cur_s = 0, cur_e = -1;
+  for (auto [s, e] : iv) {
+    if (s > cur_e) {
+      total += std::max(0.0, cur_e - cur_s);
+      cur_s = s;
+      cur_e = e;
+    } else {
+      cur_e = std::max(cur_e, e);
+    }
+  }
+  return total + std::max(0.0, cur_e - cur_s);
+}
+
+}  // namespace
+
+std::vector<BusyTimes> busy_times(const TaskGraph& g, const std::vector<LaneInfo>& lanes,
+                                  const std::vector<std::vector<int>>& transfer_lanes,
+                                  const EngineResult& eng, int num_devices) {
+  std::vector<std::vector<std::pair<double, double>>> compute(lanes.size()), comm(lanes.size());
+  std::vector<int> ends;
+  for (std::size_t t = 0; t < g.tasks.size(); ++t) {
+    const Task& task = g.tasks[t];
+    const std::pair<double, double> span{eng.start[t], eng.end[t]};
+    if (!task.is_transfer) {
+      compute[task.lane].push_back(span);
+      continue;
+    }
+    ends = transfer_lanes[t];
+    ends.push_back(task.lane);
+    if (task.peer_lane >= 0) ends.push_back(task.peer_lane);
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+    for (int l : ends) comm[l].push_back(span);
+  }
+  std::vector<BusyTimes> out(static_cast<std::size_t>(num_devices));
+  for (std::size_t l = 0; l < lanes.size(); ++l) {
+    BusyTimes b;
+    b.compute = covered(compute[l]);
+    b.comm = covered(comm[l]);
+    compute[l].insert(compute[l].end(), comm[l].begin(), comm[l].end());
+    b.either = covered(std::move(compute[l]));
+    for (int d : lanes[l].devices) out[d] = b;
+  }
+  return out;
+}
+
+void summarise(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
+               SimResult& r) {
+  const double B = static_cast<double>(p.global_batch);
+  const double T = r.iteration_time.value;
+  r.samples_per_s = T > 0 ? B / T : 0;
+  if (m.is_language_model()) r.tokens_per_s = r.samples_per_s * m.seq_len;
+  // Model FLOPs: forward + backward (2x forward), plus the recomputed forward passes as Megatron-LM
+  // counts them.
+  const double fwd = m.forward_flops_per_sample();
+  double recomputed = 0;
+  if (p.recompute == cost::Recompute::full) recomputed = fwd;
+  if (p.recompute == cost::Recompute::selective)
+    for (const auto& op : m.ops)
+      if (op.attention_core) recomputed += op.flops;
+  r.model_flops = B * (3 * fwd + recomputed);
+  double peak_sum = 0;
+  r.devices_used = 0;
+  for (auto& ds : r.devices) {
+    if (ds.lane < 0) continue;
+    ++r.devices_used;
+    r.max_peak_memory = Bytes(std::max(r.max_peak_memory.value, ds.peak_memory.value));
+    r.fits = r.fits && ds.fits;
+    peak_sum += c.type_of(ds.device).peak(m.dtype).value;
+  }
+  if (T > 0 && r.devices_used > 0) {
+    r.tflops_per_device = r.model_flops / T / r.devices_used / 1e12;
+    r.mfu = B * 3 * fwd / (T * peak_sum);
+  }
+}
+
+}  // namespace hetplan::sim::detail

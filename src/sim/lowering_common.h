@@ -1,0 +1,45 @@
+// Internal to the simulator: what the stage-level and the op-level lowerings share, the links'
+// capacities, lane names, and the per-device statistics read off an engine run.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hetplan/cluster/cluster.h"
+#include "hetplan/cost/collective_cost.h"
+#include "hetplan/model/model.h"
+#include "hetplan/plan/plan.h"
+#include "hetplan/sim/events.h"
+#include "hetplan/sim/simulate.h"
+#include "task_graph.h"
+
+namespace hetplan::sim::detail {
+
+// A link's capacity for transfers: its bandwidth times the efficiency collectives reach on it.
+std::vector<double> link_capacities(const cluster::Cluster& c, const cost::NetworkParams& net);
+
+// "lane 3 (devices 8-15)", "lane 0 (device 2)".
+std::string lane_name(int lane, const std::vector<int>& devices);
+
+// Per transfer task, the lanes of the devices at its links' ends (ascending, distinct); empty for
+// compute tasks.
+std::vector<std::vector<int>> transfer_lanes(const TaskGraph& g, const cluster::Cluster& c,
+                                             const std::vector<LaneInfo>& lanes);
+
+// Per device, in one iteration the engine ran: the seconds its lane computed, the seconds with at
+// least one transfer of its devices in flight, and the seconds it did either.
+struct BusyTimes {
+  double compute = 0, comm = 0, either = 0;
+};
+// A transfer is its lane's, its peer's, and that of every device at its links' ends.
+std::vector<BusyTimes> busy_times(const TaskGraph& g, const std::vector<LaneInfo>& lanes,
+                                  const std::vector<std::vector<int>>& transfer_lanes,
+                                  const EngineResult& eng, int num_devices);
+
+// Fills r's throughput, model FLOPs (Megatron-LM's count, recomputed forward passes included), the
+// devices used, the largest peak memory, whether all fit, TFLOP/s per device and MFU, from its
+// iteration time and its per-device statistics (a device is used when it has a lane).
+void summarise(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p, SimResult& r);
+
+}  // namespace hetplan::sim::detail

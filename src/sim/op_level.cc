@@ -1,0 +1,460 @@
+// Op-level plans (HeteroG, TAG) lowered op by op. Each device the plan uses is a lane with one
+// compute stream that runs its ready tasks one at a time, in the plan's execution order (FIFO, or
+// HEFT's upward rank). Per op, device of its group and micro-batch: a forward task on the
+// device's share of the micro-batch's samples and a backward task after it. A data edge inside a
+// group stays on the device; an edge between groups moves each sample's activation from the
+// device that produced it to the device that consumes it (samples lie in device order over each
+// group's shares, so a pair of devices exchanges the overlap of their intervals), and the
+// activation gradient back the same way. Once every micro-batch's backward pass of a group's ops
+// is done on all its devices, the group synchronises its weight gradients (all-reduce, parameter
+// server, or sufficient factors gathered and rebuilt) and its devices step their optimizer.
+#include "op_level.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "hetplan/core/graph.h"
+#include "hetplan/model/training.h"
+#include "hetplan/plan/op_groups.h"
+#include "hetplan/sim/grad_sync.h"
+#include "lowering_common.h"
+#include "task_graph.h"
+
+namespace hetplan::sim::detail {
+namespace {
+
+struct OpLevelLowering {
+  const model::Model& m;
+  const cluster::Cluster& c;
+  const plan::Plan& p;
+  const SimOptions& opts;
+  cost::ComputeCostModel compute;
+  model::TrainingGraph tg;
+  std::vector<int> backward_index, optimizer_index;  // per op, -1 for none
+  std::vector<int> group_of;                         // per op
+  std::vector<std::vector<double>> bounds;  // per group: its devices' sample intervals' ends
+  TaskGraph g;
+  std::vector<LaneInfo> lanes;
+  std::vector<int> lane_of_device;
+  std::vector<int> lane_stream;
+  std::vector<std::vector<std::vector<int>>> fwd, bwd;  // [op][device index in group][mb]
+  std::vector<double> activation_delta;  // per task: bytes its lane keeps (+) or frees (-)
+  std::vector<cost::MemoryBreakdown> fixed_memory;  // per device
+  std::map<std::tuple<int, int, double>, cost::CollectiveCost> p2p_cache;
+
+  OpLevelLowering(const model::Model& m_, const cluster::Cluster& c_, const plan::Plan& p_,
+                  const SimOptions& o)
+      : m(m_), c(c_), p(p_), opts(o), compute(o.compute, o.profile) {}
+
+  int M() const { return p.num_microbatches; }
+  double batch() const { return static_cast<double>(p.global_batch); }
+  double samples(int group, std::size_t j) const {
+    return plan::group_share(p.op_groups[group], j) * batch() / M();
+  }
+  double param_bytes() const { return model::dtype_bytes(m.dtype); }
+
+  // Seconds of one pass on `device`; a node limited to a share of its CPU runs it that much
+  // slower (the op-level lowering applies cpu_share as a slowdown, not as a quota).
+  double device_time(int device, const model::TrainOp& op, double n, double shard = 1.0) const {
+    return compute.op_time(c.type_of(device), op, n, shard, m.dtype).value /
+           c.nodes[c.devices[device].node].cpu_share;
+  }
+
+  void index_training_graph() {
+    tg = model::derive_training_graph(m);
+    backward_index.assign(m.ops.size(), -1);
+    optimizer_index.assign(m.ops.size(), -1);
+    for (std::size_t i = 0; i < tg.backward.size(); ++i)
+      backward_index[tg.backward[i].op] = static_cast<int>(i);
+    for (std::size_t i = 0; i < tg.optimizer.size(); ++i)
+      optimizer_index[tg.optimizer[i].op] = static_cast<int>(i);
+  }
+
+  void build_lanes() {
+    std::vector<int> used;
+    for (const auto& grp : p.op_groups)
+      used.insert(used.end(), grp.devices.begin(), grp.devices.end());
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+    lane_of_device.assign(c.devices.size(), -1);
+    for (int d : used) {
+      const int l = static_cast<int>(lanes.size());
+      lane_of_device[d] = l;
+      lanes.push_back(LaneInfo{{d}, {}, lane_name(l, {d})});
+      lane_stream.push_back(g.add_stream(-1, true));
+    }
+    for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi)
+      for (int d : p.op_groups[gi].devices)
+        lanes[lane_of_device[d]].stages.push_back(static_cast<int>(gi));
+    bounds.resize(p.op_groups.size());
+    for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
+      double end = 0;
+      for (std::size_t j = 0; j < p.op_groups[gi].devices.size(); ++j) {
+        end += plan::group_share(p.op_groups[gi], j);
+        bounds[gi].push_back(end);
+      }
+      bounds[gi].back() = 1.0;
+    }
+  }
+
+  int add_task(Task t, double activation = 0) {
+    const int id = g.add_task(std::move(t));
+    activation_delta.push_back(activation);
+    return id;
+  }
+
+  Task compute_task(TaskKind kind, int device, int group, int mb, double duration) const {
+    Task t;
+    t.kind = kind;
+    t.lane = lane_of_device[device];
+    t.stream = lane_stream[t.lane];
+    t.stage = group;
+    t.microbatch = mb;
+    t.duration = duration;
+    return t;
+  }
+
+  int add_transfer(TaskKind kind, int lane, int peer, int group, int mb,
+                   const cost::CollectiveCost& cc) {
+    Task t;
+    t.kind = kind;
+    t.is_transfer = true;
+    t.stream = g.add_stream();
+    t.lane = lane;
+    t.peer_lane = peer;
+    t.stage = group;
+    t.microbatch = mb;
+    t.latency = cc.latency.value;
+    t.duration = (cc.time - cc.latency).value;
+    t.loads_begin = static_cast<int>(g.loads.size());
+    g.loads.insert(g.loads.end(), cc.loads.begin(), cc.loads.end());
+    t.loads_end = static_cast<int>(g.loads.size());
+    return add_task(std::move(t));
+  }
+
+  cost::CollectiveCost collective(cost::Collective kind, std::vector<int> devices, double bytes,
+                                  std::vector<double> shares = {},
+                                  cost::Algorithm algo = cost::Algorithm::automatic) const {
+    cost::CollectiveRequest req;
+    req.kind = kind;
+    req.devices = std::move(devices);
+    req.bytes = Bytes(bytes);
+    req.shares = std::move(shares);
+    req.algorithm = algo;
+    return cost::collective_cost(c, req, opts.network);
+  }
+
+  const cost::CollectiveCost& p2p(int from, int to, double bytes) {
+    auto key = std::make_tuple(from, to, bytes);
+    auto it = p2p_cache.find(key);
+    if (it == p2p_cache.end())
+      it = p2p_cache.emplace(key, collective(cost::Collective::p2p, {from, to}, bytes)).first;
+    return it->second;
+  }
+
+  void add_passes() {
+    const std::size_t n = m.ops.size();
+    fwd.assign(n, {});
+    bwd.assign(n, {});
+    for (std::size_t op = 0; op < n; ++op) {
+      const int gi = group_of[op];
+      const auto& grp = p.op_groups[gi];
+      fwd[op].assign(grp.devices.size(), std::vector<int>(M(), -1));
+      bwd[op].assign(grp.devices.size(), std::vector<int>(M(), -1));
+      for (std::size_t j = 0; j < grp.devices.size(); ++j) {
+        const int d = grp.devices[j];
+        const double s = samples(gi, j);
+        const double kept = m.ops[op].saved_bytes * s;
+        for (int mb = 0; mb < M(); ++mb) {
+          fwd[op][j][mb] = add_task(
+              compute_task(TaskKind::forward, d, gi, mb, device_time(d, tg.forward[op], s)), kept);
+          const double back =
+              backward_index[op] < 0 ? 0.0 : device_time(d, tg.backward[backward_index[op]], s);
+          bwd[op][j][mb] = add_task(compute_task(TaskKind::backward, d, gi, mb, back), -kept);
+          g.add_edge(fwd[op][j][mb], bwd[op][j][mb]);
+        }
+      }
+    }
+  }
+
+  // The activation of op `in` consumed by ops of group `gc`: from each producing device to each
+  // consuming one, the samples their intervals share (nothing moves within a device).
+  void add_crossing(int in, int gc, const std::vector<int>& consumers) {
+    const int gp = group_of[in];
+    const auto& from = p.op_groups[gp];
+    const auto& to = p.op_groups[gc];
+    const double per_sample = m.output_bytes(in);
+    for (std::size_t j = 0; j < from.devices.size(); ++j) {
+      const double a0 = j == 0 ? 0.0 : bounds[gp][j - 1], a1 = bounds[gp][j];
+      for (std::size_t k = 0; k < to.devices.size(); ++k) {
+        const double b0 = k == 0 ? 0.0 : bounds[gc][k - 1], b1 = bounds[gc][k];
+        const double overlap = std::min(a1, b1) - std::max(a0, b0);
+        if (overlap <= 1e-12) continue;
+        const int src = from.devices[j], dst = to.devices[k];
+        for (int mb = 0; mb < M(); ++mb) {
+          if (src == dst) {
+            for (int op : consumers) {
+              g.add_edge(fwd[in][j][mb], fwd[op][k][mb]);
+              g.add_edge(bwd[op][k][mb], bwd[in][j][mb]);
+            }
+            continue;
+          }
+          const double bytes = per_sample * overlap * batch() / M();
+          const cost::CollectiveCost& cc = p2p(src, dst, bytes);
+          const int tf =
+              add_transfer(TaskKind::p2p, lane_of_device[src], lane_of_device[dst], gc, mb, cc);
+          g.add_edge(fwd[in][j][mb], tf);
+          const cost::CollectiveCost& back = p2p(dst, src, bytes);
+          const int tb =
+              add_transfer(TaskKind::p2p, lane_of_device[dst], lane_of_device[src], gp, mb, back);
+          g.add_edge(tb, bwd[in][j][mb]);
+          for (int op : consumers) {
+            g.add_edge(tf, fwd[op][k][mb]);
+            g.add_edge(bwd[op][k][mb], tb);
+          }
+        }
+      }
+    }
+  }
+
+  void add_data_edges() {
+    // Consumers of each producer, by consuming group (ascending op order).
+    std::map<std::pair<int, int>, std::vector<int>> crossing;  // (producer, group) -> consumers
+    for (std::size_t op = 0; op < m.ops.size(); ++op) {
+      const int gc = group_of[op];
+      for (int in : m.ops[op].inputs) {
+        if (group_of[in] != gc) {
+          auto& v = crossing[{in, gc}];
+          if (v.empty() || v.back() != static_cast<int>(op)) v.push_back(static_cast<int>(op));
+          continue;
+        }
+        for (std::size_t j = 0; j < fwd[op].size(); ++j)
+          for (int mb = 0; mb < M(); ++mb) {
+            g.add_edge(fwd[in][j][mb], fwd[op][j][mb]);
+            g.add_edge(bwd[op][j][mb], bwd[in][j][mb]);
+          }
+      }
+    }
+    for (const auto& [key, consumers] : crossing) add_crossing(key.first, key.second, consumers);
+  }
+
+  double optimizer_time(int device, const std::vector<int>& ops, double shard) const {
+    double t = 0;
+    for (int op : ops)
+      if (optimizer_index[op] >= 0)
+        t += device_time(device, tg.optimizer[optimizer_index[op]], 1.0, shard);
+    return t;
+  }
+
+  // Gradient synchronisation and optimizer steps of every group, and each device's fixed memory.
+  void add_updates() {
+    const cost::StateBytes sb = cost::state_bytes(m.dtype);
+    fixed_memory.assign(c.devices.size(), cost::MemoryBreakdown{});
+    const cost::MemoryConfig defaults;
+    for (std::size_t d = 0; d < c.devices.size(); ++d)
+      if (lane_of_device[d] >= 0)
+        fixed_memory[d].buffers = defaults.workspace + defaults.gradient_buckets;
+    std::vector<std::vector<int>> param_ops(p.op_groups.size());
+    for (std::size_t op = 0; op < m.ops.size(); ++op)
+      if (m.ops[op].params > 0) param_ops[group_of[op]].push_back(static_cast<int>(op));
+    for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
+      const auto& grp = p.op_groups[gi];
+      const auto& ops = param_ops[gi];
+      if (ops.empty()) continue;
+      const int group = static_cast<int>(gi);
+      const std::size_t n = grp.devices.size();
+      double params = 0;
+      for (int op : ops) params += static_cast<double>(m.ops[op].params);
+      // The last task of each device's backward passes over the group's weights.
+      auto after_backward = [&](int task) {
+        for (int op : ops)
+          for (std::size_t j = 0; j < n; ++j)
+            for (int mb = 0; mb < M(); ++mb) g.add_edge(bwd[op][j][mb], task);
+      };
+      for (std::size_t j = 0; j < n; ++j) {
+        fixed_memory[grp.devices[j]].parameters += Bytes(params * sb.weight);
+        fixed_memory[grp.devices[j]].gradients += Bytes(params * sb.gradient);
+      }
+      if (n == 1) {
+        const int d = grp.devices[0];
+        const int t =
+            add_task(compute_task(TaskKind::optimizer, d, group, -1, optimizer_time(d, ops, 1.0)));
+        after_backward(t);
+        fixed_memory[d].optimizer += Bytes(params * sb.optimizer);
+        continue;
+      }
+      std::vector<double> shares;
+      if (!grp.shares.empty()) shares = grp.shares;
+      const int lane0 = lane_of_device[grp.devices[0]];
+      if (grp.sync == plan::SyncMethod::parameter_server) {
+        // Servers hold their shard of the parameters, with the optimizer states, and step it once
+        // every device has pushed its gradient (the pull is priced with the push).
+        std::vector<int> servers = grp.servers;
+        if (servers.empty()) servers.push_back(grp.devices[0]);
+        std::vector<int> devices = servers;
+        for (int d : grp.devices)
+          if (std::find(servers.begin(), servers.end(), d) == servers.end()) devices.push_back(d);
+        std::vector<double> ps_shares;
+        if (servers.size() > 1) {
+          ps_shares.assign(devices.size(), 0.0);
+          for (std::size_t i = 0; i < servers.size(); ++i)
+            ps_shares[i] = 1.0 / static_cast<double>(servers.size());
+        }
+        const int sync = add_transfer(
+            TaskKind::grad_sync, lane0, -1, group, -1,
+            collective(cost::Collective::ps_push_pull, devices, params * param_bytes(), ps_shares));
+        after_backward(sync);
+        const double shard = 1.0 / static_cast<double>(servers.size());
+        for (int s : servers) {
+          const int t = add_task(
+              compute_task(TaskKind::optimizer, s, group, -1, optimizer_time(s, ops, shard)));
+          g.add_edge(sync, t);
+          fixed_memory[s].optimizer += Bytes(params * shard * sb.optimizer);
+        }
+        continue;
+      }
+      // All-reduce, or sufficient factors for the matmul weights they apply to.
+      std::vector<int> factor_ops;
+      double reduced = params;
+      if (grp.sync == plan::SyncMethod::sufficient_factor)
+        for (int op : ops)
+          if (sufficient_factor_applies(m.ops[op], plan::SplitKind::tensor)) {
+            factor_ops.push_back(op);
+            reduced -= static_cast<double>(m.ops[op].params);
+          }
+      std::vector<int> done;  // what each optimizer step waits for
+      if (reduced > 0) {
+        const int t = add_transfer(TaskKind::grad_sync, lane0, -1, group, -1,
+                                   collective(cost::Collective::all_reduce, grp.devices,
+                                              reduced * param_bytes(), {}, grp.algorithm));
+        after_backward(t);
+        done.push_back(t);
+      }
+      std::vector<int> rebuilt(n, -1);
+      if (!factor_ops.empty()) {
+        double per_sample = 0;
+        for (int op : factor_ops) {
+          const model::Op& o = m.ops[op];
+          per_sample += static_cast<double>(o.gemm.batch_count * o.gemm.m) *
+                        static_cast<double>(o.gemm.k + o.gemm.n) * param_bytes();
+        }
+        const int gather = add_transfer(
+            TaskKind::grad_sync, lane0, -1, group, -1,
+            collective(cost::Collective::all_gather, grp.devices, per_sample * batch(), shares));
+        after_backward(gather);
+        for (std::size_t j = 0; j < n; ++j) {
+          const int d = grp.devices[j];
+          // The weight-gradient GEMM over the other devices' samples (its own it computed).
+          const double others = batch() * (1.0 - plan::group_share(grp, j));
+          double t = 0;
+          for (int op : factor_ops) t += device_time(d, tg.forward[op], others);
+          rebuilt[j] = add_task(compute_task(TaskKind::grad_rebuild, d, group, -1, t));
+          g.add_edge(gather, rebuilt[j]);
+          // The gathered factors are held until the rebuild.
+          fixed_memory[d].buffers =
+              max(fixed_memory[d].buffers,
+                  defaults.workspace + defaults.gradient_buckets + Bytes(per_sample * batch()));
+        }
+      }
+      for (std::size_t j = 0; j < n; ++j) {
+        const int d = grp.devices[j];
+        const int t =
+            add_task(compute_task(TaskKind::optimizer, d, group, -1, optimizer_time(d, ops, 1.0)));
+        for (int x : done) g.add_edge(x, t);
+        if (rebuilt[j] >= 0) g.add_edge(rebuilt[j], t);
+        after_backward(t);
+        fixed_memory[d].optimizer += Bytes(params * sb.optimizer);
+      }
+    }
+  }
+
+  // HEFT's upward rank of every task (compute at its duration, a transfer at its standalone
+  // time): a dynamic stream runs the highest first. FIFO leaves every key at 0.
+  void order_tasks() {
+    if (p.execution_order != plan::ExecutionOrder::heft) return;
+    std::vector<std::vector<int>> succs(g.tasks.size());
+    std::vector<double> cost(g.tasks.size());
+    for (std::size_t t = 0; t < g.tasks.size(); ++t) {
+      succs[t] = g.tasks[t].succs;
+      cost[t] = g.tasks[t].duration + g.tasks[t].latency;
+    }
+    const std::vector<double> rank = upward_ranks(succs, cost);
+    for (std::size_t t = 0; t < g.tasks.size(); ++t) g.tasks[t].order_key = -rank[t];
+  }
+
+  void build() {
+    index_training_graph();
+    group_of = plan::group_of_ops(p, m);
+    build_lanes();
+    add_passes();
+    add_data_edges();
+    add_updates();
+    order_tasks();
+  }
+};
+
+}  // namespace
+
+Result<SimResult> simulate_op_level(const model::Model& m, const cluster::Cluster& c,
+                                    const plan::Plan& p, const SimOptions& opts) {
+  OpLevelLowering low(m, c, p, opts);
+  low.build();
+  const std::vector<double> caps = link_capacities(c, opts.network);
+  const EngineResult eng = run_engine(low.g, caps);
+  if (eng.deadlock)
+    return Error{
+        "plan: op_groups: the op-level plan's tasks wait on each other (the simulation "
+        "deadlocked)"};
+  SimResult r;
+  r.iteration_time = Seconds(eng.makespan);
+  r.num_tasks = static_cast<long long>(low.g.tasks.size());
+  r.num_events = eng.events;
+  r.lanes = low.lanes;
+  const auto ends = transfer_lanes(low.g, c, low.lanes);
+  const auto busy = busy_times(low.g, low.lanes, ends, eng, c.num_devices());
+  r.devices.resize(c.devices.size());
+  for (std::size_t d = 0; d < c.devices.size(); ++d) {
+    auto& ds = r.devices[d];
+    ds.device = static_cast<int>(d);
+    ds.capacity = c.type_of(static_cast<int>(d)).memory;
+    ds.lane = low.lane_of_device[d];
+    ds.compute_busy = Seconds(busy[d].compute);
+    ds.comm_busy = Seconds(busy[d].comm);
+    ds.idle = Seconds(std::max(0.0, eng.makespan - busy[d].either));
+  }
+  // Activations over the run: a forward pass keeps its saved bytes from its end until its
+  // backward pass ends (at equal times, what is freed goes first).
+  std::vector<std::vector<std::pair<double, double>>> changes(low.lanes.size());
+  for (std::size_t t = 0; t < low.g.tasks.size(); ++t)
+    if (low.activation_delta[t] != 0)
+      changes[low.g.tasks[t].lane].emplace_back(eng.end[t], low.activation_delta[t]);
+  for (std::size_t l = 0; l < low.lanes.size(); ++l) {
+    auto& ch = changes[l];
+    std::sort(ch.begin(), ch.end());
+    double cur = 0, peak = 0;
+    for (const auto& [time, delta] : ch) {
+      cur += delta;
+      peak = std::max(peak, cur);
+    }
+    const int d = low.lanes[l].devices[0];
+    auto& ds = r.devices[d];
+    ds.memory = low.fixed_memory[d];
+    ds.memory.activations = Bytes(peak);
+    ds.peak_memory = ds.memory.total();
+    ds.fits = ds.peak_memory <= ds.capacity;
+  }
+  if (opts.record_events)
+    for (std::size_t t = 0; t < low.g.tasks.size(); ++t) {
+      const Task& task = low.g.tasks[t];
+      r.events.push_back(TaskRecord{task.kind, task.lane, task.peer_lane, task.stage,
+                                    task.microbatch, task.bucket, Seconds(eng.start[t]),
+                                    Seconds(eng.end[t])});
+    }
+  summarise(m, c, p, r);
+  return r;
+}
+
+}  // namespace hetplan::sim::detail

@@ -1,0 +1,166 @@
+// Op-level plans: JSON round trips, validation messages, group lookup.
+#include "hetplan/plan/op_groups.h"
+
+#include <gtest/gtest.h>
+
+#include "hetplan/plan/plan_json.h"
+#include "hetplan/plan/validate.h"
+#include "plan_fixtures.h"
+
+namespace hetplan::plan {
+namespace {
+
+using testing::tiny_cluster;
+using testing::tiny_cnn;
+
+// tiny_cnn(4): block0.conv .. block3.conv on 8 devices.
+Plan op_level_plan() {
+  Plan p;
+  p.global_batch = 8;
+  p.op_groups.push_back(OpGroup{{"block0.*", "block1.conv"},
+                                {0, 1, 2},
+                                {0.5, 0.25, 0.25},
+                                GroupMode::replicate,
+                                SyncMethod::all_reduce,
+                                cost::Algorithm::ring,
+                                {}});
+  p.op_groups.push_back(OpGroup{{"block2.conv"},
+                                {3, 4},
+                                {},
+                                GroupMode::replicate,
+                                SyncMethod::parameter_server,
+                                cost::Algorithm::automatic,
+                                {4}});
+  p.op_groups.push_back(OpGroup{{"block3.conv"},
+                                {5},
+                                {},
+                                GroupMode::place,
+                                SyncMethod::all_reduce,
+                                cost::Algorithm::automatic,
+                                {}});
+  p.execution_order = ExecutionOrder::fifo;
+  return p;
+}
+
+class OpGroups : public ::testing::Test {
+ protected:
+  model::Model model_ = tiny_cnn(4);
+  cluster::Cluster cluster_ = tiny_cluster(8);
+  Plan plan_ = op_level_plan();
+  std::string check() const {
+    auto r = validate_plan(plan_, model_, cluster_, "plan.json");
+    return r.ok() ? std::string("ok") : r.error().message;
+  }
+};
+
+TEST_F(OpGroups, RoundTripThroughJson) {
+  EXPECT_EQ(check(), "ok");
+  const std::string text = to_json_text(plan_);
+  auto back = plan_from_json(nlohmann::json::parse(text), "plan.json");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, plan_);
+  EXPECT_EQ(to_json_text(*back), text);
+  EXPECT_EQ(text.find("\"stages\""), std::string::npos);
+  EXPECT_NE(text.find("\"execution_order\": \"fifo\""), std::string::npos);
+}
+
+TEST_F(OpGroups, GroupOfEachOp) {
+  EXPECT_EQ(group_of_ops(plan_, model_), (std::vector<int>{0, 0, 1, 2}));
+  EXPECT_DOUBLE_EQ(group_share(plan_.op_groups[0], 1), 0.25);
+  EXPECT_DOUBLE_EQ(group_share(plan_.op_groups[1], 1), 0.5);
+  EXPECT_DOUBLE_EQ(group_share(plan_.op_groups[2], 0), 1.0);
+}
+
+TEST_F(OpGroups, GroupWithoutDevices) {
+  plan_.op_groups[1].devices.clear();
+  plan_.op_groups[1].servers.clear();
+  EXPECT_EQ(check(), "plan.json: op_groups[1].devices: expected at least one device");
+}
+
+TEST_F(OpGroups, OpInTwoGroups) {
+  plan_.op_groups[2].ops.push_back("block1.conv");
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[2].ops[1]: op \"block1.conv\" is already in op_groups[0] "
+            "(expected every op in exactly one group)");
+}
+
+TEST_F(OpGroups, OpInNoGroup) {
+  plan_.op_groups[0].ops = {"block1.conv"};
+  EXPECT_EQ(check(),
+            "plan.json: op_groups: op \"block0.conv\" is in no group (expected every op "
+            "in exactly one group)");
+}
+
+TEST_F(OpGroups, UnknownOpAndPattern) {
+  plan_.op_groups[1].ops = {"block2.conv", "nope"};
+  EXPECT_EQ(check(), "plan.json: op_groups[1].ops[1]: the model has no op \"nope\"");
+  plan_.op_groups[1].ops = {"block2.*", "x*"};
+  EXPECT_EQ(check(), "plan.json: op_groups[1].ops[1]: pattern \"x*\" matches no op of the model");
+}
+
+TEST_F(OpGroups, ServerOutsideTheGroup) {
+  plan_.op_groups[1].servers = {6};
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[1].servers[0]: server 6 is not one of the group's devices");
+}
+
+TEST_F(OpGroups, ServersNeedAParameterServer) {
+  plan_.op_groups[1].sync = SyncMethod::all_reduce;
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[1].servers: servers apply to sync parameter_server, not "
+            "all_reduce");
+}
+
+TEST_F(OpGroups, PlacedGroupHasOneDevice) {
+  plan_.op_groups[2].devices = {5, 6};
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[2].devices: a placed group runs on exactly one device, "
+            "got 2");
+}
+
+TEST_F(OpGroups, SharesAndDevices) {
+  plan_.op_groups[0].shares = {0.5, 0.5};
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[0].shares: expected 3 shares (one per device) or none, got 2");
+  plan_.op_groups[0].shares = {0.5, 0.3, 0.3};
+  EXPECT_EQ(check(), "plan.json: op_groups[0].shares: expected shares summing to 1, got 1.1");
+  plan_.op_groups[0].shares = {};
+  plan_.op_groups[0].devices = {0, 9, 2};
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[0].devices[1]: device 9 does not exist (the cluster has 8 "
+            "devices)");
+}
+
+TEST_F(OpGroups, SettingsOpLevelPlansDoNotTake) {
+  plan_.zero_stage = 1;
+  EXPECT_EQ(check(),
+            "plan.json: zero_stage: expected 0 for an op-level plan (ZeRO is not "
+            "modelled there)");
+}
+
+TEST_F(OpGroups, FileErrorsNameTheField) {
+  auto read = [](const std::string& text) {
+    auto r = plan_from_json(nlohmann::json::parse(text), "p.json");
+    return r ? std::string("ok") : r.error().message;
+  };
+  EXPECT_EQ(read(R"({"version": 1, "global_batch": 8, "op_groups": []})"),
+            "p.json: op_groups: expected a non-empty array of op groups");
+  EXPECT_EQ(read(R"({"version": 1, "global_batch": 8,
+                     "op_groups": [{"ops": ["a"], "devices": [0], "mode": "split"}]})"),
+            "p.json: op_groups[0].mode: expected one of replicate|place (got \"split\")");
+  EXPECT_EQ(read(R"({"version": 1, "global_batch": 8, "stages": [],
+                     "op_groups": [{"ops": ["a"], "devices": [0]}]})"),
+            "p.json: stages: an op-level plan (with op_groups) has no stages, op_overrides or "
+            "grad_sync (expected one of op_groups and stages)");
+  EXPECT_EQ(read(R"({"version": 1, "global_batch": 8, "execution_order": "heft",
+                     "stages": [{"first_layer": 0, "num_layers": 1,
+                                 "replicas": [{"devices": [0], "batch_share": 1}]}]})"),
+            "p.json: execution_order: applies to op-level plans only (expected op_groups)");
+  EXPECT_EQ(read(R"({"version": 1, "global_batch": 8,
+                     "op_groups": [{"ops": ["a"], "devices": [0], "colour": 1}]})"),
+            "p.json: op_groups[0].colour: unknown key (allowed: ops, mode, devices, shares, "
+            "sync, algorithm, servers)");
+}
+
+}  // namespace
+}  // namespace hetplan::plan

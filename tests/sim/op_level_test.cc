@@ -1,0 +1,172 @@
+// Op-level plans (groups of ops on their own devices), simulated on cases worked out by hand.
+#include <gtest/gtest.h>
+
+#include "hetplan/cost/compute_cost.h"
+#include "hetplan/model/training.h"
+#include "sim_fixtures.h"
+
+namespace hetplan::sim {
+namespace {
+
+using testing::chain_model;
+using testing::collective_time;
+using testing::exact_options;
+using testing::unit_cluster;
+
+plan::OpGroup placed(std::vector<std::string> ops, int device) {
+  plan::OpGroup g;
+  g.ops = std::move(ops);
+  g.devices = {device};
+  g.mode = plan::GroupMode::place;
+  return g;
+}
+
+plan::OpGroup replicated(std::vector<std::string> ops, std::vector<int> devices,
+                         plan::SyncMethod sync = plan::SyncMethod::all_reduce) {
+  plan::OpGroup g;
+  g.ops = std::move(ops);
+  g.devices = std::move(devices);
+  g.sync = sync;
+  return g;
+}
+
+plan::Plan op_plan(std::vector<plan::OpGroup> groups, int batch, int microbatches = 1) {
+  plan::Plan p;
+  p.global_batch = batch;
+  p.num_microbatches = microbatches;
+  p.op_groups = std::move(groups);
+  return p;
+}
+
+TEST(OpLevel, PlacedChainMovesActivationsBothWays) {
+  // Op 0 on device 0, op 1 on device 1 (other nodes): forward 1 s each, backward 2 s each, the
+  // 0.5 GB activation over the 1 GB/s NIC path and its gradient back: 0.5 s + L each way.
+  const auto m = chain_model(2, 1e12, 0.5e9);
+  const auto c = unit_cluster(2, 1);
+  const auto p = op_plan({placed({"layers.0.fc"}, 0), placed({"layers.1.fc"}, 1)}, 1);
+  auto r = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  const double L = c.path_latency(0, 1).value;
+  EXPECT_NEAR(r->iteration_time.value, 7.0 + 2 * L, 1e-12);
+  EXPECT_EQ(r->devices_used, 2);
+  EXPECT_NEAR(r->devices[0].compute_busy.value, 3.0, 1e-12);
+  EXPECT_NEAR(r->devices[1].comm_busy.value, 1.0 + 2 * L, 1e-12);
+  EXPECT_EQ(r->lanes.size(), 2u);
+}
+
+TEST(OpLevel, ReplicatedGroupAllReducesThenSteps) {
+  // Two devices, a sample each: forward 1 s, backward 2 s, then the all-reduce of the 1e8 bf16
+  // weights, then each device's Adam step.
+  const auto m = chain_model(1, 1e12, 0, 100'000'000);
+  const auto c = unit_cluster(2, 1);
+  const auto opts = exact_options();
+  const auto p = op_plan({replicated({"*"}, {0, 1})}, 2);
+  auto r = simulate(m, c, p, opts);
+  ASSERT_TRUE(r) << r.error().message;
+  const auto tg = model::derive_training_graph(m);
+  const cost::ComputeCostModel cm(opts.compute);
+  const double step = cm.op_time(c.type_of(0), tg.optimizer[0], 1, 1, m.dtype).value;
+  const double ar = collective_time(c, cost::Collective::all_reduce, {0, 1}, 2e8);
+  EXPECT_NEAR(r->iteration_time.value, 3.0 + ar + step, 1e-9);
+  // Weights, gradients and Adam states whole on both devices (2 + 2 + 12 bytes per parameter).
+  EXPECT_DOUBLE_EQ(r->devices[1].memory.parameters.value, 2e8);
+  EXPECT_DOUBLE_EQ(r->devices[1].memory.optimizer.value, 12e8);
+}
+
+TEST(OpLevel, ParameterServerStepsOnTheServerOnly) {
+  const auto m = chain_model(1, 1e12, 0, 100'000'000);
+  const auto c = unit_cluster(2, 1);
+  const auto opts = exact_options();
+  auto g = replicated({"*"}, {0, 1}, plan::SyncMethod::parameter_server);
+  g.servers = {1};
+  auto r = simulate(m, c, op_plan({g}, 2), opts);
+  ASSERT_TRUE(r) << r.error().message;
+  const auto tg = model::derive_training_graph(m);
+  const cost::ComputeCostModel cm(opts.compute);
+  const double step = cm.op_time(c.type_of(1), tg.optimizer[0], 1, 1, m.dtype).value;
+  const double ps = collective_time(c, cost::Collective::ps_push_pull, {1, 0}, 2e8);
+  EXPECT_NEAR(r->iteration_time.value, 3.0 + ps + step, 1e-9);
+  EXPECT_DOUBLE_EQ(r->devices[0].memory.optimizer.value, 0.0);
+  EXPECT_DOUBLE_EQ(r->devices[1].memory.optimizer.value, 12e8);
+}
+
+TEST(OpLevel, UnevenSharesMoveOverlappingSamples) {
+  // Op 0 replicated over devices 0 and 1 at 3/4 and 1/4 of 4 samples, op 1 placed on device 1:
+  // device 0's three samples cross to device 1 (3 x 0.1 GB over 1 GB/s), device 1's stays.
+  // Forward: device 0 3 s, then 0.3 s + L; device 1's op 1 on 4 samples 4 s. Backward: op 1 8 s,
+  // the gradient back 0.3 s + L, op 0 on device 0 6 s.
+  const auto m = chain_model(2, 1e12, 0.1e9);
+  const auto c = unit_cluster(2, 1);
+  auto g0 = replicated({"layers.0.fc"}, {0, 1});
+  g0.shares = {0.75, 0.25};
+  const auto p = op_plan({g0, placed({"layers.1.fc"}, 1)}, 4);
+  auto r = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  const double L = c.path_latency(0, 1).value;
+  EXPECT_NEAR(r->iteration_time.value, 3 + 0.3 + L + 4 + 8 + 0.3 + L + 6, 1e-9);
+}
+
+// a -> {y, x}, x -> z, {y, z} -> j: every op a matmul of its TFLOPs per sample, nothing moves.
+// a, y, x and j on device 0, z on device 1.
+model::Model fork_model() {
+  model::Model m;
+  m.name = "fork";
+  m.family = model::Family::cnn;
+  const std::vector<std::pair<const char*, double>> ops = {
+      {"a", 1}, {"y", 4}, {"x", 1}, {"z", 4}, {"j", 1}};
+  const std::vector<std::vector<int>> inputs = {{}, {0}, {0}, {2}, {1, 3}};
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    model::Op op;
+    op.name = ops[i].first;
+    op.kind = model::OpKind::matmul;
+    op.layer = static_cast<int>(i);
+    op.inputs = inputs[i];
+    op.flops = ops[i].second * 1e12;
+    m.ops.push_back(op);
+    m.layers.push_back(model::Layer{op.name, model::LayerKind::other, static_cast<int>(i), 1});
+  }
+  return m;
+}
+
+TEST(OpLevel, HeftRunsTheCriticalBranchFirst) {
+  // After a (1 s), device 0 has y (4 s) and x (1 s) ready; y became ready first.
+  // FIFO: y [1, 5], x [5, 6], z on device 1 [6, 10], j [10, 11], j's backward [11, 13], y's
+  //   backward [13, 21] while z's runs [13, 21]; then x's [21, 23] and a's [23, 25]: 25 s.
+  // HEFT: x's rank (x, z, j, j', z', x', a' = 20 s) beats y's (y, j, j', z', x', a' = 19 s): x [1,
+  // 2],
+  //   z [2, 6] beside y [2, 6], j [6, 7], j' [7, 9], y' [9, 17] beside z' [9, 17], x' [17, 19],
+  //   a' [19, 21]: 21 s.
+  const auto m = fork_model();
+  const auto c = unit_cluster(2, 1);
+  auto p = op_plan({placed({"a", "y", "x", "j"}, 0), placed({"z"}, 1)}, 1);
+  p.execution_order = plan::ExecutionOrder::fifo;
+  auto fifo = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(fifo) << fifo.error().message;
+  EXPECT_NEAR(fifo->iteration_time.value, 25.0, 1e-12);
+  p.execution_order = plan::ExecutionOrder::heft;
+  auto heft = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(heft) << heft.error().message;
+  EXPECT_NEAR(heft->iteration_time.value, 21.0, 1e-12);
+  for (const auto& e : heft->events)
+    if (e.kind == TaskKind::forward && e.lane == 1) {
+      EXPECT_NEAR(e.start.value, 2.0, 1e-12);
+    }
+}
+
+TEST(OpLevel, ActivationsPeakWhenTheLastForwardEnds) {
+  // One device, two ops saving 1 GB and 2 GB per sample, two samples: 6 GB at the peak, plus the
+  // working buffers.
+  auto m = chain_model(2, 1e12, 0);
+  m.ops[0].saved_bytes = 1e9;
+  m.ops[1].saved_bytes = 2e9;
+  const auto c = unit_cluster(1, 1);
+  auto r = simulate(m, c, op_plan({placed({"*"}, 0)}, 2), exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->devices[0].memory.activations.value, 6e9);
+  const cost::MemoryConfig defaults;
+  EXPECT_DOUBLE_EQ(r->devices[0].memory.buffers.value,
+                   (defaults.workspace + defaults.gradient_buckets).value);
+}
+
+}  // namespace
+}  // namespace hetplan::sim
