@@ -65,7 +65,9 @@ struct MctsOptions {
   double dirichlet_alpha = 0.3;
   std::uint64_t seed = 1;  // the only randomness is the noise
   // Checked before every simulation; true stops the search (e.g. a deadline:
-  // [&] { return deadline.expired(); }). Empty: never stops early.
+  // [&] { return deadline.expired(); }), and it stays stopped. Empty: never stops early. A search
+  // stopped before any simulation reached full depth still evaluates its greedy completion once.
+  // Nothing interrupts a simulation, so the overrun is at most one evaluation (two with that one).
   std::function<bool()> should_stop;
 };
 
