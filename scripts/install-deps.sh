@@ -4,8 +4,8 @@ set -euo pipefail
 # libopenblas0-serial: libtorch's GEMMs go through libblas.so.3, which is otherwise Debian's
 # reference BLAS (about twice as slow here); the serial build keeps one thread per worker.
 pkgs=(cmake ninja-build g++ nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
-      libgtest-dev libgmock-dev libbenchmark-dev libglpk-dev chromium libtorch-dev libgloo-dev
-      libopenblas0-serial iproute2)
+      libgtest-dev libgmock-dev libbenchmark-dev libglpk-dev libmetis-dev chromium libtorch-dev
+      libgloo-dev libopenblas0-serial iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
