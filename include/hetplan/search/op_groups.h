@@ -23,8 +23,8 @@ struct OpGrouping {
 };
 
 // Splits m's ops into at most k groups, balancing the sum of op_weight per group while keeping
-// the bytes per sample on edges between groups small (METIS_PartGraphKway, its seed = seed: the
-// same inputs give the same grouping). Ops that must share a device share a group: the tied LM
+// the bytes per sample on edges between groups small (METIS_PartGraphRecursive, its seed = seed:
+// the same inputs give the same grouping). Ops that must share a device share a group: the tied LM
 // head and the embedding whose table it reads (Model::tied_owner/tied_reader) are one METIS node.
 // k is clamped to the number of such nodes: k == 1 gives one group, k >= nodes one group per
 // node (neither calls METIS). Groups METIS leaves empty are dropped, so there may be fewer than k.
