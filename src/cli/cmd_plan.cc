@@ -53,9 +53,25 @@ void print_summary(const model::Model& m, const cluster::Cluster& c,
   fmt::print("planner    {} ({} plans simulated in {:.2f} s{})\n", res.planner, res.plans_simulated,
              res.search_time_s,
              res.timed_out ? ", stopped by the time limit: best found so far" : "");
-  fmt::print("plan       {} stages, {} micro-batches, schedule {}, recompute {}, zero {}\n",
-             p.stages.size(), p.num_microbatches, plan::to_string(p.schedule),
-             cost::to_string(p.recompute), p.zero_stage);
+  if (p.is_op_level()) {
+    fmt::print("plan       {}\n", plan_label(p));
+    for (std::size_t g = 0; g < p.op_groups.size(); ++g) {
+      const auto& og = p.op_groups[g];
+      std::string devs;
+      for (std::size_t k = 0; k < og.devices.size() && k < 6; ++k)
+        devs += (k ? "," : "") + c.devices[og.devices[k]].name;
+      if (og.devices.size() > 6) devs += fmt::format(",.. ({})", og.devices.size());
+      fmt::print("  group {:<3} {:>4} ops ({} .. {})  {} on {}{}\n", g, og.ops.size(),
+                 og.ops.front(), og.ops.back(), plan::to_string(og.mode), devs,
+                 og.mode == plan::GroupMode::replicate
+                     ? fmt::format(", {}", plan::to_string(og.sync))
+                     : "");
+    }
+  } else {
+    fmt::print("plan       {} stages, {} micro-batches, schedule {}, recompute {}, zero {}\n",
+               p.stages.size(), p.num_microbatches, plan::to_string(p.schedule),
+               cost::to_string(p.recompute), p.zero_stage);
+  }
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
     const auto& st = p.stages[s];
     const auto& r0 = st.replicas.front();

@@ -16,6 +16,7 @@
 #include "hetplan/sim/simulate.h"
 #include "measured_run.h"
 #include "plan_args.h"
+#include "reports.h"
 #include "result_json.h"
 
 namespace hetplan::cli {
@@ -43,11 +44,14 @@ void print_summary(const model::Model& m, const cluster::Cluster& c, const plan:
   fmt::print("model      {} ({:.3g}B parameters)\n", m.name,
              static_cast<double>(m.parameters()) / 1e9);
   fmt::print("cluster    {} ({} devices, {} used)\n", c.name, c.num_devices(), r.devices_used);
-  fmt::print(
-      "plan       {} | {} stages, {} micro-batches, global batch {}, schedule {}, recompute {}, "
-      "zero {}\n",
-      p.planner, p.stages.size(), p.num_microbatches, p.global_batch, plan::to_string(p.schedule),
-      cost::to_string(p.recompute), p.zero_stage);
+  if (p.is_op_level())
+    fmt::print("plan       {} | {}, global batch {}\n", p.planner, plan_label(p), p.global_batch);
+  else
+    fmt::print(
+        "plan       {} | {} stages, {} micro-batches, global batch {}, schedule {}, recompute {}, "
+        "zero {}\n",
+        p.planner, p.stages.size(), p.num_microbatches, p.global_batch, plan::to_string(p.schedule),
+        cost::to_string(p.recompute), p.zero_stage);
   fmt::print("iteration  {}\n", format_duration(r.iteration_time));
   fmt::print("throughput {:.1f} samples/s", r.samples_per_s);
   if (r.tokens_per_s > 0) fmt::print(", {:.0f} tokens/s", r.tokens_per_s);

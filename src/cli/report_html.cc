@@ -288,7 +288,24 @@ void write_plan(std::string& o, const ReportInput& in) {
   row("ZeRO stage", fmt::format("{}", p.zero_stage));
   row("sequence parallel", p.sequence_parallel ? "yes" : "no");
   row("gradient bucket", format_bytes(Bytes(p.grad_bucket_bytes)));
-  row("pipeline stages", fmt::format("{}", p.stages.size()));
+  if (p.is_op_level()) {
+    row("op groups", fmt::format("{} (execution order {})", p.op_groups.size(),
+                                 plan::to_string(p.execution_order)));
+    for (std::size_t g = 0; g < p.op_groups.size(); ++g) {
+      const auto& og = p.op_groups[g];
+      std::string devs;
+      for (std::size_t k = 0; k < og.devices.size(); ++k)
+        devs += (k > 0 ? ", " : "") + c.devices[og.devices[k]].name;
+      row(fmt::format("group {}", g).c_str(),
+          fmt::format("{} ops ({} .. {}): {} on {}{}", og.ops.size(), og.ops.front(), og.ops.back(),
+                      plan::to_string(og.mode), devs,
+                      og.mode == plan::GroupMode::replicate
+                          ? std::string(", ") + plan::to_string(og.sync)
+                          : std::string()));
+    }
+  } else {
+    row("pipeline stages", fmt::format("{}", p.stages.size()));
+  }
   for (const auto& ov : p.op_overrides)
     row("op override", fmt::format("{}: {}", ov.ops, plan::to_string(ov.split)));
   for (const auto& gs : p.grad_sync)

@@ -238,6 +238,9 @@ std::vector<int> rank_devices(const plan::Plan& p) {
 
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size) {
   if (auto family = detail::executable_family(m); !family) return family.error();
+  if (p.is_op_level())
+    return Error{"plan: op_groups: op-level plans (ops grouped onto their own devices) are "
+                 "simulated and planned but not executed yet"};
   const std::size_t T = p.stages[0].replicas[0].devices.size();
   std::set<int> devices;
   for (std::size_t s = 0; s < p.stages.size(); ++s) {

@@ -43,12 +43,13 @@ double gamma_sample(double alpha, std::mt19937_64& rng) {
 
 struct Node {
   bool evaluated = false;
-  double value = 0;      // the node's own evaluation
-  int visits = 0;        // N(s): simulations through s, the one that evaluated it included
-  double value_sum = 0;  // W(s); Q = W / N
-  double value_max = 0;  // the best value backed up through s
-  bool expanded = false;  // prior and child fetched
-  bool noised = false;    // Dirichlet noise mixed into the prior (as a root)
+  double value = 0;        // the node's own evaluation
+  int visits = 0;          // N(s): simulations through s, the one that evaluated it included
+  double value_sum = 0;    // W(s); Q = W / N
+  double value_max = 0;    // the best value backed up through s
+  bool expanded = false;   // prior and child fetched
+  bool noised = false;     // Dirichlet noise mixed into the prior (as a root)
+  bool exhausted = false;  // every sequence below it evaluated (MctsOptions::skip_exhausted)
   std::vector<double> prior;
   std::vector<int> child;  // node index per action, -1 while not created
 };
@@ -75,10 +76,12 @@ class Search {
     path_.assign(1, root);
     int s = root;
     while (true) {
-      if (!nodes_[s].evaluated) return backup(evaluate(s));
-      if (static_cast<int>(prefix_.size()) == n_) return backup(nodes_[s].value);
+      if (!nodes_[s].evaluated) return finish(evaluate(s), root_prefix.size());
+      if (static_cast<int>(prefix_.size()) == n_)
+        return finish(nodes_[s].value, root_prefix.size());
       expand(s);
       const int a = select(s);
+      if (a < 0) return finish(nodes_[s].value, root_prefix.size());  // all below exhausted
       prefix_.push_back(a);
       int c = nodes_[s].child[a];
       if (c < 0) c = add_child(s, a);
@@ -86,6 +89,8 @@ class Search {
       s = c;
     }
   }
+
+  bool exhausted(int s) const { return nodes_[s].exhausted; }
 
   // Mixes Dirichlet noise into the prior of `root` (once per node) when the options ask for it.
   void add_root_noise(int root, const std::vector<int>& root_prefix) {
@@ -125,7 +130,8 @@ class Search {
     const Node& node = nodes_[s];
     if (!node.expanded) return std::nullopt;
     PolicyTarget t{prefix, std::vector<double>(node.child.size(), 0.0), 0};
-    for (int a = 0; a < static_cast<int>(node.child.size()); ++a) t.total_visits += child_visits(s, a);
+    for (int a = 0; a < static_cast<int>(node.child.size()); ++a)
+      t.total_visits += child_visits(s, a);
     if (t.total_visits == 0) return std::nullopt;
     for (int a = 0; a < static_cast<int>(node.child.size()); ++a)
       t.visits[a] = static_cast<double>(child_visits(s, a)) / t.total_visits;
@@ -202,23 +208,47 @@ class Search {
   // PUCT: argmax_a Q(s,a) + c_puct P(s,a) sqrt(N(s)) / (1 + N(s,a)); ties to the lowest index.
   int select(int s) const {
     const Node& node = nodes_[s];
-    const double fpu = opts_.fpu_value ? *opts_.fpu_value : node.value - opts_.fpu_reduction;
+    const double base = opts_.fpu_parent_q && node.visits > 0
+                            ? (1 - opts_.max_weight) * node.value_sum / node.visits +
+                                  opts_.max_weight * node.value_max
+                            : node.value;
+    const double fpu = opts_.fpu_value ? *opts_.fpu_value : base - opts_.fpu_reduction;
     const double explore = opts_.c_puct * std::sqrt(static_cast<double>(node.visits));
     int best = 0;
     double best_score = 0;
+    bool any = false;
     for (int a = 0; a < static_cast<int>(node.child.size()); ++a) {
       const int c = node.child[a];
+      if (opts_.skip_exhausted && c >= 0 && nodes_[c].exhausted) continue;
       const bool visited = c >= 0 && nodes_[c].visits > 0;
       const double q = visited ? (1 - opts_.max_weight) * nodes_[c].value_sum / nodes_[c].visits +
                                      opts_.max_weight * nodes_[c].value_max
                                : fpu;
       const double score = q + explore * node.prior[a] / (1 + (visited ? nodes_[c].visits : 0));
-      if (a == 0 || score > best_score) {
+      if (!any || score > best_score) {
         best = a;
         best_score = score;
+        any = true;
       }
     }
-    return best;
+    return any ? best : -1;
+  }
+
+  // Backs v up the path; with skip_exhausted, marks the nodes below which everything has been
+  // evaluated, from the end of the path (at depth `root_depth` + its index) up.
+  void finish(double v, std::size_t root_depth) {
+    backup(v);
+    if (!opts_.skip_exhausted) return;
+    for (std::size_t i = path_.size(); i-- > 0;) {
+      Node& node = nodes_[path_[i]];
+      bool done = node.evaluated && root_depth + i == static_cast<std::size_t>(n_);
+      if (!done && node.expanded) {
+        done = true;
+        for (int c : node.child) done = done && c >= 0 && nodes_[c].exhausted;
+      }
+      if (!done) break;
+      node.exhausted = true;
+    }
   }
 
   void backup(double v) {
@@ -261,7 +291,10 @@ MctsResult mcts(DecisionProblem& problem, const MctsOptions& opts) {
   const int root = 0;
   const std::vector<int> empty;
   search.add_root_noise(root, empty);
-  for (int i = 0; i < opts.simulations && !search.should_stop(); ++i) search.simulate(root, empty);
+  for (int i = 0; i < opts.simulations && !search.should_stop(); ++i) {
+    if (opts.skip_exhausted && search.exhausted(root)) break;
+    search.simulate(root, empty);
+  }
   const bool complete_found = search.have_best();
   if (!complete_found) complete_greedily(search, root, empty);
   MctsResult r = search.result(complete_found);
@@ -287,15 +320,18 @@ MctsResult mcts_stepwise(DecisionProblem& problem, const MctsOptions& opts) {
   for (int k = 0; k < n; ++k) {
     search.add_root_noise(root, prefix);
     const int step = (remaining + (n - k) - 1) / (n - k);
-    for (int i = 0; i < step && !search.should_stop(); ++i, --remaining)
+    for (int i = 0; i < step && !search.should_stop(); ++i, --remaining) {
+      if (opts.skip_exhausted && search.exhausted(root)) break;
       search.simulate(root, prefix);
+    }
     if (auto t = search.target(root, prefix)) policy.push_back(std::move(*t));
     const auto [a, c] = search.greedy_step(root, prefix);
     prefix.push_back(a);
     root = c;
   }
   // With n == 0 the root is the whole sequence: its simulations are spent on it here.
-  for (int i = 0; n == 0 && i < remaining && !search.should_stop(); ++i) search.simulate(root, prefix);
+  for (int i = 0; n == 0 && i < remaining && !search.should_stop(); ++i)
+    search.simulate(root, prefix);
   const bool complete_found = search.have_best();
   if (!complete_found) search.evaluate_at(root, prefix);
   MctsResult r = search.result(complete_found);

@@ -7,6 +7,7 @@
 #include "hetplan/search/estimate.h"
 #include "hetplan/search/evaluate.h"
 #include "hetplan/search/hap.h"
+#include "hetplan/search/tag.h"
 
 namespace hetplan::search {
 namespace {
@@ -17,7 +18,15 @@ constexpr std::pair<Algo, const char*> kAlgoNames[] = {{Algo::automatic, "auto"}
                                                        {Algo::uneven_dp, "uneven-dp"},
                                                        {Algo::hap, "hap"},
                                                        {Algo::pipeline, "pipeline"},
-                                                       {Algo::ft, "ft"}};
+                                                       {Algo::ft, "ft"},
+                                                       {Algo::tag, "tag"}};
+
+// Op-level plans are lowered op by op on every device of a group: TAG's search runs where that
+// stays small enough to simulate hundreds of times (TAG's and HeteroG's clusters: up to 16 GPUs).
+bool tag_applies(const model::Model& m, const cluster::Cluster& c) {
+  return c.num_devices() <= 64 &&
+         static_cast<double>(m.ops.size()) * static_cast<double>(c.num_devices()) <= 20000;
+}
 
 std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024)); }
 
@@ -57,6 +66,11 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   if (algo == Algo::ft)
     return Error{"--algo: ft: use `hetplan pareto` for the Frontier Tracking planner"};
   if (opts.global_batch < 1) return Error{"--global-batch: expected a positive number of samples"};
+  if (algo == Algo::tag && !tag_applies(m, c))
+    return Error{fmt::format(
+        "--algo tag: the op-level search covers clusters of up to 64 devices and 20000 (op, "
+        "device) pairs; {} ({} ops) on {} ({} devices) has {}",
+        m.name, m.ops.size(), c.name, c.num_devices(), m.ops.size() * c.devices.size())};
   Deadline deadline(opts.time_limit_s);
   Evaluator evaluator(m, c, opts);
   Estimator estimator(m, c, opts);
@@ -93,10 +107,14 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   SearchResult res;
   for (auto* fn : {&even_dp, &proportional_dp, &megatron_grid})
     res.baselines.push_back(run(fn, true));
-  if (algo == Algo::uneven_dp || algo == Algo::automatic)
+  // TAG's op-level search refines what the stage-level planners find: `--algo tag` runs uneven
+  // data parallelism and the pipeline planner beside it and returns the best of the three.
+  const bool with_tag = algo == Algo::tag || (algo == Algo::automatic && tag_applies(m, c));
+  if (algo == Algo::uneven_dp || algo == Algo::automatic || algo == Algo::tag)
     res.planners.push_back(run(&uneven_dp, false));
-  if (algo == Algo::pipeline || algo == Algo::automatic)
+  if (algo == Algo::pipeline || algo == Algo::automatic || algo == Algo::tag)
     res.planners.push_back(run(&pipeline, false));
+  if (with_tag) res.planners.push_back(run([](const Context& x) { return tag(x); }, true));
   if (algo == Algo::hap || algo == Algo::automatic) res.planners.push_back(run(&hap, false));
   // Each planner above minimises time; for the memory objective the time/memory frontier joins
   // them, with its point of least memory for the capacity.

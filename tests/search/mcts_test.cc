@@ -32,7 +32,8 @@ class Recording : public DecisionProblem {
 // optimum is the target, valued 1. An informed prior puts `mass` on the target's action.
 class TargetString : public Recording {
  public:
-  TargetString(Seq target, int k, double mass = 0) : target_(std::move(target)), k_(k), mass_(mass) {}
+  TargetString(Seq target, int k, double mass = 0)
+      : target_(std::move(target)), k_(k), mass_(mass) {}
   int depth() const override { return static_cast<int>(target_.size()); }
   int num_actions(std::span<const int>) override { return k_; }
   std::vector<double> prior(std::span<const int> prefix) override {
@@ -104,7 +105,9 @@ class Chain : public Recording {
   explicit Chain(int n) : n_(n) {}
   int depth() const override { return n_; }
   int num_actions(std::span<const int>) override { return 1; }
-  double value(const Seq& prefix) const override { return 0.1 * static_cast<double>(prefix.size()); }
+  double value(const Seq& prefix) const override {
+    return 0.1 * static_cast<double>(prefix.size());
+  }
 
  private:
   int n_;
@@ -153,6 +156,23 @@ TEST(Mcts, OneActionPerLevelEvaluatesEachPrefixOfTheOnlyPathOnce) {
     EXPECT_EQ(r.policy[i].visits, std::vector<double>{1.0});
     EXPECT_EQ(r.policy[i].total_visits, 9 - i);
   }
+}
+
+TEST(Mcts, SkippingExhaustedNodesEndsWhenEverySequenceIsEvaluated) {
+  // The same chain: after 5 simulations every node is evaluated and the search stops.
+  Chain p(4);
+  MctsOptions o = budget(10);
+  o.skip_exhausted = true;
+  const MctsResult r = mcts(p, o);
+  EXPECT_EQ(r.simulations, 5);
+  EXPECT_EQ(r.evaluations, 5);
+  EXPECT_EQ(r.decisions, (Seq{0, 0, 0, 0}));
+  // A knapsack of 8 items: every simulation evaluates a new prefix until all 511 are.
+  Knapsack k = items(8, 3);
+  o.simulations = 10000;
+  const MctsResult all = mcts(k, o);
+  EXPECT_EQ(all.simulations, all.evaluations);
+  EXPECT_EQ(all.evaluations, 511);
 }
 
 TEST(Mcts, DepthZeroEvaluatesTheEmptySequenceOnce) {

@@ -8,11 +8,11 @@
 // evaluated (no rollouts: the problem evaluates a partial sequence directly), and the value is
 // added to every node on the path. N(s) counts the simulations that passed through s, including
 // the one that created it; Q(s,a) is the mean value backed up through the child (W/N), or with
-// `max_weight` w > 0 the mix (1 - w) W/N + w max (single-player MCTS: the planner keeps the one best
-// sequence, and a mean drags a subtree down for every infeasible (-1) sequence in it). A simulation
-// that ends on a full-depth node backs its stored value up again without evaluating it. So every
-// node is evaluated exactly once, when it is created: the tree is the cache of evaluations, and
-// the same prefix is never evaluated twice in one call.
+// `max_weight` w > 0 the mix (1 - w) W/N + w max (single-player MCTS: the planner keeps the one
+// best sequence, and a mean drags a subtree down for every infeasible (-1) sequence in it). A
+// simulation that ends on a full-depth node backs its stored value up again without evaluating it.
+// So every node is evaluated exactly once, when it is created: the tree is the cache of
+// evaluations, and the same prefix is never evaluated twice in one call.
 //
 // First-play urgency: an unvisited child's Q is `fpu_value` when set, otherwise the parent's own
 // evaluation minus `fpu_reduction` (0 by default: a new child is presumed as good as its parent's
@@ -59,6 +59,16 @@ struct MctsOptions {
   // First-play urgency: Q of an unvisited child (see the comment at the top).
   std::optional<double> fpu_value;
   double fpu_reduction = 0.0;
+  // Whether that parent value is the parent's Q (its backed-up values, mixed as the children's
+  // are: what its explored children have shown) instead of its own evaluation (Leela Chess Zero's
+  // first-play urgency). With an evaluation that fills undecided decisions by a poor default, the
+  // parent's own value can be far below what its children reach, and unvisited siblings are then
+  // never tried.
+  bool fpu_parent_q = false;
+  // Evaluations are deterministic: a node below which every sequence has been evaluated is left
+  // out of selection, so that every simulation evaluates a new prefix (a full sequence seen
+  // already would only be backed up again); the search ends when the whole tree is evaluated.
+  bool skip_exhausted = false;
   // Dirichlet noise mixed into the prior at the root (each new root in stepwise mode):
   // P = (1 - fraction) P + fraction Dir(alpha). Off while fraction is 0.
   double dirichlet_fraction = 0.0;

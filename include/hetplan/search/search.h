@@ -13,8 +13,9 @@
 
 namespace hetplan::search {
 
-enum class Algo { automatic, dp, megatron, uneven_dp, hap, pipeline, ft };
-const char* to_string(Algo a);  // "auto", "dp", "megatron", "uneven-dp", "hap", "pipeline", "ft"
+enum class Algo { automatic, dp, megatron, uneven_dp, hap, pipeline, ft, tag };
+// "auto", "dp", "megatron", "uneven-dp", "hap", "pipeline", "ft", "tag"
+const char* to_string(Algo a);
 std::optional<Algo> algo_from_string(std::string_view s);
 std::string algo_names();  // "auto|dp|...": for error messages
 

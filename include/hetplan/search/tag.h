@@ -1,0 +1,90 @@
+// TAG's search over op-level plans (plan::Plan::op_groups): the model's ops coarsened into groups
+// (METIS, op_groups.h), then a Monte Carlo tree search (mcts.h, PUCT) decides group by group, the
+// groups of most compute first, where each runs and how its gradients are synchronised. A decision
+// is a device set (every device, the devices of one type, of one node, or one node's fastest
+// device alone) and, for a set of several, all-reduce, a parameter server sharded over the set, or
+// sufficient factor broadcasting (for groups with matmul weights it applies to). A set of several
+// replicates the group with batch shares proportional to each device's speed on it (whole samples
+// per iteration); a device left without a sample drops out, and a set of one device places the
+// group there. A partial plan is simulated as it stands, its undecided groups replicated over
+// every device with all-reduce (the first action: plain data parallelism), and valued by its
+// speed-up over that data-parallel plan, squashed as TAG does (here its logarithm, within
+// [-1.5, 3]); -2 when it does not fit.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "hetplan/plan/plan.h"
+#include "hetplan/search/mcts.h"
+#include "hetplan/search/op_groups.h"
+#include "hetplan/search/planners.h"
+
+namespace hetplan::search {
+
+struct TagOptions {
+  int groups = 0;          // op groups; 0: default_group_count(model)
+  int simulations = 1000;  // tree-search simulations (each evaluates one new partial plan)
+  double c_puct = 1.5;
+  // An unvisited group decision is first worth its parent's Q plus this (optimistic first-play
+  // urgency): a node tries its other decisions until one improves on what it has shown.
+  double first_play_bonus = 0.05;
+  double budget_s = 40;  // wall-clock seconds at most (0: no budget beyond the context's deadline)
+};
+
+// The decision problem the tree search solves; every evaluation is a simulation by the context's
+// evaluator (cached by plan).
+class TagProblem : public DecisionProblem {
+ public:
+  struct Action {
+    std::vector<int> devices;  // ascending
+    plan::SyncMethod sync = plan::SyncMethod::all_reduce;
+  };
+
+  TagProblem(const Context& ctx, OpGrouping grouping);
+
+  int depth() const override { return static_cast<int>(order_.size()); }
+  // Every action applies to every group; sufficient factors for a group without a matmul weight
+  // they apply to is all-reduce (the same plan, which the evaluator's cache answers).
+  int num_actions(std::span<const int> prefix) override;
+  // Uniform over the actions that differ for the group.
+  std::vector<double> prior(std::span<const int> prefix) override;
+  double evaluate(std::span<const int> prefix) override;
+
+  // The plan of a decision prefix (undecided groups take the first action).
+  plan::Plan plan_of(std::span<const int> prefix) const;
+
+  const std::vector<Action>& actions() const { return actions_; }
+  // The group decision i is about.
+  int group_at(int i) const { return order_[static_cast<std::size_t>(i)]; }
+  const Evaluation& best() const { return best_; }          // the best plan evaluated
+  const Evaluation& baseline() const { return baseline_; }  // every group data parallel
+  // Evaluated plans, best first, distinct, at most `n`.
+  std::vector<Evaluation> top(std::size_t n) const;
+  int evaluations() const { return evaluations_; }
+
+ private:
+  void place_samples(int group, const std::vector<int>& devices, plan::OpGroup& og) const;
+  void keep(const Evaluation& e);
+
+  const Context& ctx_;
+  OpGrouping grouping_;
+  std::vector<std::vector<double>> group_time_;  // [group][device type]: seconds per sample
+  std::vector<int> order_;                       // decision i is about group order_[i]
+  std::vector<bool> has_factor_op_;
+  std::vector<Action> actions_;
+  Evaluation baseline_, best_;
+  std::vector<Evaluation> top_;  // best first, distinct
+  int evaluations_ = 0;
+};
+
+// The tree search's settings for these options (PUCT with c_puct, mean and best backed-up value
+// mixed half and half, optimistic first-play urgency).
+MctsOptions mcts_options(const TagOptions& options, std::uint64_t seed);
+
+// The best op-level plan the search simulated (PlannerOutput::best.ok false when it could not
+// group the ops). Deterministic for a seed (SearchOptions::seed drives the grouping) and a number
+// of simulations; the budget and the context's deadline stop it earlier.
+PlannerOutput tag(const Context& ctx, const TagOptions& options = {});
+
+}  // namespace hetplan::search

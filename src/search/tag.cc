@@ -1,0 +1,235 @@
+// TAG's op-level search (tag.h).
+#include "hetplan/search/tag.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "hetplan/model/training.h"
+#include "hetplan/plan/plan.h"
+#include "hetplan/sim/grad_sync.h"
+
+namespace hetplan::search {
+namespace {
+
+// The device sets a group may run on: every device; the devices of each type and of each node
+// (when there are several); each node's fastest device alone (the lowest index among equals).
+// Values are the log of the speed-up over data parallelism (TAG squashes large speed-ups), so
+// that PUCT's exploration term keeps its weight beside them; between e^-1.5 and e^3; a plan that
+// does not fit is worth less than any that does.
+constexpr double kInfeasible = -2.0;
+
+std::vector<std::vector<int>> device_sets(const cluster::Cluster& c, model::DType dtype) {
+  std::vector<std::vector<int>> sets;
+  auto add = [&](std::vector<int> s) {
+    std::sort(s.begin(), s.end());
+    if (!s.empty() && std::find(sets.begin(), sets.end(), s) == sets.end())
+      sets.push_back(std::move(s));
+  };
+  std::vector<int> all(static_cast<std::size_t>(c.num_devices()));
+  std::iota(all.begin(), all.end(), 0);
+  add(all);
+  std::map<std::string, std::vector<int>> by_type;
+  for (int d = 0; d < c.num_devices(); ++d) by_type[c.type_of(d).name].push_back(d);
+  if (by_type.size() > 1)
+    for (auto& [name, devs] : by_type) add(devs);
+  if (c.nodes.size() > 1)
+    for (const auto& n : c.nodes) add(n.devices);
+  for (const auto& n : c.nodes) {
+    int best = -1;
+    for (int d : n.devices)
+      if (best < 0 || c.type_of(d).peak(dtype).value > c.type_of(best).peak(dtype).value) best = d;
+    if (best >= 0) add({best});
+  }
+  return sets;
+}
+
+}  // namespace
+
+TagProblem::TagProblem(const Context& ctx, OpGrouping grouping)
+    : ctx_(ctx), grouping_(std::move(grouping)) {
+  const model::Model& m = ctx.model;
+  const cluster::Cluster& c = ctx.cluster;
+  const cost::ComputeCostModel compute(ctx.options.sim.compute, ctx.options.sim.profile);
+  const std::size_t G = grouping_.groups.size();
+  group_time_.assign(G, std::vector<double>(c.device_types.size(), 0.0));
+  for (std::size_t t = 0; t < c.device_types.size(); ++t) {
+    const auto w = op_compute_weights(m, c.device_types[t], compute);
+    for (std::size_t op = 0; op < w.size(); ++op)
+      group_time_[grouping_.group_of_op[op]][t] += w[op];
+  }
+  // Decisions in order of the groups' compute on the cluster's first device (TAG sorts its
+  // groups by compute time), ties by group index.
+  order_.resize(G);
+  std::iota(order_.begin(), order_.end(), 0);
+  const int t0 = c.devices.empty() ? 0 : c.devices[0].type;
+  std::stable_sort(order_.begin(), order_.end(),
+                   [&](int a, int b) { return group_time_[a][t0] > group_time_[b][t0]; });
+  has_factor_op_.assign(G, false);
+  for (std::size_t op = 0; op < m.ops.size(); ++op)
+    if (sim::sufficient_factor_applies(m.ops[op], plan::SplitKind::tensor))
+      has_factor_op_[grouping_.group_of_op[op]] = true;
+  for (auto& s : device_sets(c, m.dtype)) {
+    actions_.push_back(Action{s, plan::SyncMethod::all_reduce});
+    if (s.size() == 1) continue;
+    actions_.push_back(Action{s, plan::SyncMethod::parameter_server});
+    actions_.push_back(Action{s, plan::SyncMethod::sufficient_factor});
+  }
+  baseline_ = ctx_.evaluator.evaluate(plan_of({}));
+}
+
+int TagProblem::num_actions(std::span<const int>) { return static_cast<int>(actions_.size()); }
+
+std::vector<double> TagProblem::prior(std::span<const int> prefix) {
+  const int g = order_[prefix.size()];
+  std::vector<double> p(actions_.size(), 1.0);
+  for (std::size_t a = 0; a < actions_.size(); ++a)
+    if (actions_[a].sync == plan::SyncMethod::sufficient_factor && !has_factor_op_[g]) p[a] = 0;
+  return p;
+}
+
+double TagProblem::evaluate(std::span<const int> prefix) {
+  const Evaluation e = ctx_.evaluator.evaluate(plan_of(prefix));
+  ++evaluations_;
+  keep(e);
+  if (!e.ok || !e.fits) return kInfeasible;
+  const double base = baseline_.ok && baseline_.iteration_time_s > 0 ? baseline_.iteration_time_s
+                                                                     : e.iteration_time_s;
+  return std::clamp(std::log(base / e.iteration_time_s), kInfeasible + 0.5, 3.0);
+}
+
+plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
+  const model::Model& m = ctx_.model;
+  plan::Plan p;
+  p.model = m.name;
+  p.cluster = ctx_.cluster.name;
+  p.planner = "tag";
+  p.global_batch = ctx_.options.global_batch;
+  p.num_microbatches = 1;
+  p.execution_order = plan::ExecutionOrder::heft;
+  std::vector<int> choice(order_.size(), 0);
+  for (std::size_t i = 0; i < prefix.size(); ++i) choice[order_[i]] = prefix[i];
+  for (std::size_t g = 0; g < grouping_.groups.size(); ++g) {
+    plan::OpGroup og;
+    for (int op : grouping_.groups[g]) og.ops.push_back(m.ops[op].name);
+    const Action& a = actions_[choice[g]];
+    place_samples(static_cast<int>(g), a.devices, og);
+    if (og.devices.size() > 1) {
+      og.sync = a.sync;
+      if (a.sync == plan::SyncMethod::sufficient_factor && !has_factor_op_[g])
+        og.sync = plan::SyncMethod::all_reduce;
+      if (a.sync == plan::SyncMethod::parameter_server) og.servers = og.devices;
+    }
+    p.op_groups.push_back(std::move(og));
+  }
+  return p;
+}
+
+void TagProblem::place_samples(int g, const std::vector<int>& devices, plan::OpGroup& og) const {
+  const cluster::Cluster& c = ctx_.cluster;
+  const double samples = static_cast<double>(ctx_.options.global_batch);
+  std::vector<double> speed;
+  double total = 0;
+  for (int d : devices) {
+    const double t = group_time_[g][c.devices[d].type];
+    speed.push_back(t > 0 ? c.nodes[c.devices[d].node].cpu_share / t : 1.0);
+    total += speed.back();
+  }
+  // Whole samples in proportion to speed, by largest remainder (ties: the lower index).
+  std::vector<long long> whole(devices.size());
+  std::vector<std::pair<double, std::size_t>> rest;
+  long long given = 0;
+  for (std::size_t j = 0; j < devices.size(); ++j) {
+    const double exact = samples * speed[j] / total;
+    whole[j] = static_cast<long long>(std::floor(exact));
+    given += whole[j];
+    rest.emplace_back(-(exact - static_cast<double>(whole[j])), j);
+  }
+  std::sort(rest.begin(), rest.end());
+  for (std::size_t i = 0; given < ctx_.options.global_batch && i < rest.size(); ++i, ++given)
+    ++whole[rest[i].second];
+  for (std::size_t j = 0; j < devices.size(); ++j)
+    if (whole[j] > 0) {
+      og.devices.push_back(devices[j]);
+      og.shares.push_back(static_cast<double>(whole[j]) / samples);
+    }
+  if (og.devices.size() == 1) {
+    og.mode = plan::GroupMode::place;
+    og.shares.clear();
+    return;
+  }
+  bool even = true;
+  for (double s : og.shares) even = even && s == og.shares.front();
+  if (even) og.shares.clear();
+}
+
+void TagProblem::keep(const Evaluation& e) {
+  if (better(e, best_, ctx_.options.objective)) best_ = e;
+  constexpr std::size_t kTop = 8;
+  for (const auto& t : top_)
+    if (t.fingerprint == e.fingerprint) return;
+  auto at = std::find_if(top_.begin(), top_.end(),
+                         [&](const Evaluation& t) { return better(e, t, ctx_.options.objective); });
+  if (at == top_.end() && top_.size() >= kTop) return;
+  top_.insert(at, e);
+  if (top_.size() > kTop) top_.pop_back();
+}
+
+std::vector<Evaluation> TagProblem::top(std::size_t n) const {
+  return {top_.begin(), top_.begin() + static_cast<std::ptrdiff_t>(std::min(n, top_.size()))};
+}
+
+MctsOptions mcts_options(const TagOptions& options, std::uint64_t seed) {
+  MctsOptions mo;
+  mo.simulations = options.simulations;
+  mo.c_puct = options.c_puct;
+  mo.max_weight = 0.5;
+  mo.fpu_reduction = -options.first_play_bonus;
+  mo.fpu_parent_q = true;
+  mo.skip_exhausted = true;
+  mo.seed = seed;
+  return mo;
+}
+
+PlannerOutput tag(const Context& ctx, const TagOptions& options) {
+  PlannerOutput out;
+  out.name = "tag";
+  const model::Model& m = ctx.model;
+  const cluster::Cluster& c = ctx.cluster;
+  if (ctx.options.global_batch < 1 || m.ops.empty()) return out;
+  // The fastest device type weighs the ops for grouping.
+  int fastest = 0;
+  for (std::size_t t = 0; t < c.device_types.size(); ++t)
+    if (c.device_types[t].peak(m.dtype).value > c.device_types[fastest].peak(m.dtype).value)
+      fastest = static_cast<int>(t);
+  const cost::ComputeCostModel compute(ctx.options.sim.compute, ctx.options.sim.profile);
+  const int k = options.groups > 0 ? options.groups : default_group_count(m);
+  auto grouping =
+      group_ops(m, op_compute_weights(m, c.device_types[fastest], compute), k, ctx.options.seed);
+  if (!grouping) {
+    out.best.error = grouping.error().message;
+    return out;
+  }
+  TagProblem problem(ctx, std::move(*grouping));
+  const Deadline budget(options.budget_s);
+  MctsOptions mo = mcts_options(options, ctx.options.seed);
+  mo.should_stop = [&] { return ctx.deadline.expired() || budget.expired(); };
+  const MctsResult r = mcts(problem, mo);
+  out.timed_out = ctx.deadline.expired();
+  out.estimated = problem.evaluations();
+  out.best = problem.best();
+  out.simulated = problem.top(8);
+  if (ctx.options.progress)
+    ctx.options.progress(fmt::format(
+        "tag: {} groups, {} actions each, {} simulations, {} plans evaluated, data parallel {}, "
+        "best {}",
+        problem.depth(), problem.actions().size(), r.simulations, problem.evaluations(),
+        problem.baseline().ok ? fmt::format("{:.4g} s", problem.baseline().iteration_time_s) : "-",
+        out.best.ok ? fmt::format("{:.4g} s", out.best.iteration_time_s) : "none"));
+  return out;
+}
+
+}  // namespace hetplan::search

@@ -1,0 +1,167 @@
+// TAG's op-level search: the tree search against brute force on a small case, determinism, the
+// written plan re-simulated, and HEFT against FIFO over zoo models.
+#include "hetplan/search/tag.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "hetplan/cluster/cluster_file.h"
+#include "hetplan/plan/plan_json.h"
+#include "hetplan/search/search.h"
+#include "search_fixtures.h"
+
+namespace hetplan::search {
+namespace {
+
+using testing::load_cluster_or_die;
+using testing::load_model_or_die;
+
+// Two nodes of unlike GPUs on 5 Gb/s Ethernet: one V100, two GTX 1080Ti.
+cluster::Cluster slow_pair() {
+  auto c = cluster::parse_cluster_yaml(R"(version: 1
+nodes:
+  - group: v100
+    count: 1
+    device: V100-SXM2-16GB
+    devices_per_node: 1
+    intra_node: {bandwidth: 150GB/s, latency: 2us}
+    nic: {bandwidth: 5Gbps, count: 1, latency: 30us}
+  - group: 1080ti
+    count: 1
+    device: GTX-1080Ti
+    devices_per_node: 2
+    intra_node: {bandwidth: 15.75GB/s, latency: 5us}
+    nic: {bandwidth: 5Gbps, count: 1, latency: 30us}
+network: {kind: switch}
+)",
+                                       "slow-pair.yaml");
+  EXPECT_TRUE(c) << c.error().message;
+  return std::move(*c);
+}
+
+struct Fixture {
+  model::Model m;
+  cluster::Cluster c;
+  SearchOptions opts;
+  Evaluator evaluator;
+  Estimator estimator;
+  Deadline deadline{0};
+  Context ctx;
+  Fixture(const std::string& model, cluster::Cluster cl, std::int64_t batch)
+      : m(load_model_or_die(model)),
+        c(std::move(cl)),
+        opts(options(batch)),
+        evaluator(m, c, opts),
+        estimator(m, c, opts),
+        ctx{m, c, opts, evaluator, estimator, deadline} {}
+  static SearchOptions options(std::int64_t batch) {
+    SearchOptions o;
+    o.global_batch = batch;
+    return o;
+  }
+};
+
+TEST(TagSearch, TreeSearchFindsTheBruteForceOptimum) {
+  // VGG-11-like: three groups, every combination of the actions simulated.
+  Fixture f("vgg16", slow_pair(), 32);
+  const cost::ComputeCostModel compute(f.opts.sim.compute);
+  auto grouping = group_ops(f.m, op_compute_weights(f.m, f.c.device_types[0], compute), 3, 1);
+  ASSERT_TRUE(grouping) << grouping.error().message;
+  TagProblem problem(f.ctx, *grouping);
+  const int n = problem.depth();
+  ASSERT_EQ(n, 3);
+  const int A = static_cast<int>(problem.actions().size());
+  double brute = 1e300;
+  std::vector<int> choice(n, 0);
+  std::function<void(int)> all = [&](int i) {
+    if (i == n) {
+      const Evaluation e = f.evaluator.evaluate(problem.plan_of(choice));
+      if (e.ok && e.fits) brute = std::min(brute, e.iteration_time_s);
+      return;
+    }
+    for (int a = 0; a < A; ++a) {
+      choice[i] = a;
+      all(i + 1);
+    }
+  };
+  all(0);
+  ASSERT_LT(brute, 1e300);
+  TagOptions to;
+  to.simulations = A * A * A;
+  const MctsResult r = mcts(problem, mcts_options(to, 1));
+  EXPECT_NEAR(problem.best().iteration_time_s, brute, 1e-12)
+      << r.simulations << " simulations, " << problem.evaluations() << " evaluations, value "
+      << r.value << ", baseline " << problem.baseline().iteration_time_s << ", best fits "
+      << problem.best().fits;
+  EXPECT_TRUE(r.complete_found);
+  // The data-parallel start is beaten on this slow network.
+  EXPECT_LT(brute, problem.baseline().iteration_time_s);
+}
+
+TEST(TagSearch, DeterministicAndItsPlanResimulatesToTheSameTime) {
+  Fixture f("resnet:depth=18,width=8,image=32", slow_pair(), 64);
+  TagOptions to;
+  to.simulations = 60;
+  to.budget_s = 0;
+  const PlannerOutput a = tag(f.ctx, to);
+  ASSERT_TRUE(a.best.ok) << a.best.error;
+  Fixture g("resnet:depth=18,width=8,image=32", slow_pair(), 64);
+  const PlannerOutput b = tag(g.ctx, to);
+  EXPECT_EQ(a.best.fingerprint, b.best.fingerprint);
+  // Written and read back, the plan simulates to the same time.
+  auto back = plan::plan_from_json(nlohmann::json::parse(plan::to_json_text(a.best.plan)), "p");
+  ASSERT_TRUE(back) << back.error().message;
+  auto r = sim::simulate(f.m, f.c, *back, f.opts.sim);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->iteration_time.value, a.best.iteration_time_s);
+}
+
+TEST(TagSearch, AlgoTagNeverLosesToTheStageLevelPlanners) {
+  const auto m = load_model_or_die("resnet:depth=18,width=8,image=32");
+  const auto c = slow_pair();
+  SearchOptions opts;
+  opts.global_batch = 64;
+  auto tag_res = find_plan(m, c, Algo::tag, opts);
+  ASSERT_TRUE(tag_res) << tag_res.error().message;
+  for (Algo other : {Algo::uneven_dp, Algo::pipeline}) {
+    auto o = find_plan(m, c, other, opts);
+    ASSERT_TRUE(o) << o.error().message;
+    EXPECT_LE(tag_res->best.iteration_time_s, o->best.iteration_time_s * (1 + 1e-12));
+  }
+}
+
+// HEFT's order is no worse than FIFO's on op-level plans of zoo models: METIS groups, every
+// third group (in op order) placed on one device in turn, the others replicated over every device
+// at speed-proportional shares.
+TEST(TagSearch, HeftIsNoWorseThanFifoOverZooModels) {
+  const auto c = load_cluster_or_die("heterog-mixed");
+  for (const char* name : {"resnet50", "inception-v3", "vgg16", "bert-base", "vit-b16"}) {
+    Fixture f(name, c, 64);
+    const cost::ComputeCostModel compute(f.opts.sim.compute);
+    auto grouping = group_ops(f.m, op_compute_weights(f.m, c.device_types[0], compute),
+                              default_group_count(f.m), 1);
+    ASSERT_TRUE(grouping) << grouping.error().message;
+    TagProblem problem(f.ctx, *grouping);
+    // Actions: 0 replicates over every device; the last ones place on single devices.
+    std::vector<int> singles;
+    for (int a = 0; a < static_cast<int>(problem.actions().size()); ++a)
+      if (problem.actions()[a].devices.size() == 1) singles.push_back(a);
+    ASSERT_FALSE(singles.empty());
+    std::vector<int> choice(problem.depth(), 0);
+    for (int i = 0; i < problem.depth(); ++i)
+      if (problem.group_at(i) % 3 == 1) choice[i] = singles[problem.group_at(i) % singles.size()];
+    plan::Plan p = problem.plan_of(choice);
+    p.execution_order = plan::ExecutionOrder::fifo;
+    auto fifo = sim::simulate(f.m, c, p, f.opts.sim);
+    p.execution_order = plan::ExecutionOrder::heft;
+    auto heft = sim::simulate(f.m, c, p, f.opts.sim);
+    ASSERT_TRUE(fifo && heft) << name;
+    EXPECT_LE(heft->iteration_time.value, fifo->iteration_time.value * (1 + 1e-9))
+        << name << ": heft " << heft->iteration_time.value << " s, fifo "
+        << fifo->iteration_time.value << " s";
+  }
+}
+
+}  // namespace
+}  // namespace hetplan::search
