@@ -49,4 +49,53 @@ std::vector<FactorChoice> sufficient_factor_choices(const model::Model& m,
   return out;
 }
 
+GradSyncWays gradient_sync_ways(const model::Model& m, const cluster::Cluster& c,
+                                const plan::Plan& p, const SimOptions& opts) {
+  const cost::ComputeCostModel compute(opts.compute, opts.profile);
+  const detail::StageCoster coster(m, c, p, compute, opts.network);
+  const double batch = static_cast<double>(p.global_batch);
+  const double bytes_per_param = model::dtype_bytes(m.dtype);
+  const cost::Collective kind =
+      p.zero_stage >= 1 ? cost::Collective::reduce_scatter : cost::Collective::all_reduce;
+  auto named = [&](const model::Op& op) {
+    for (const auto& rule : p.grad_sync)
+      if (plan::op_pattern_matches(rule.ops, op.name)) return true;
+    return false;
+  };
+  GradSyncWays out;
+  for (std::size_t s = 0; s < p.stages.size(); ++s) {
+    const plan::Stage& st = p.stages[s];
+    if (st.replicas.size() < 2) continue;
+    double fixed_params = 0;
+    for (int li = st.first_layer; li < st.first_layer + st.num_layers; ++li) {
+      const model::Layer& layer = m.layers[li];
+      for (int op = layer.first_op; op < layer.first_op + layer.num_ops; ++op) {
+        const model::Op& o = m.ops[op];
+        if (o.params == 0 || named(o)) continue;
+        if (!sufficient_factor_applies(o, coster.split(op))) {
+          fixed_params += static_cast<double>(o.params);
+          continue;
+        }
+        const double bytes = static_cast<double>(o.params) * bytes_per_param;
+        OpSyncWays w;
+        w.op = op;
+        w.stage = static_cast<int>(s);
+        w.all_reduce = coster.sync_parts(st, bytes, kind, cost::Algorithm::automatic);
+        w.parameter_server = coster.sync_parts(st, bytes, cost::Collective::ps_push_pull,
+                                               cost::Algorithm::parameter_server);
+        w.factor_gathers = coster.factor_gathers(st, {op}, batch);
+        for (std::size_t r = 0; r < st.replicas.size(); ++r)
+          w.rebuild_s.push_back(coster.rebuild_time(st, r, {op}, batch));
+        out.ops.push_back(std::move(w));
+      }
+    }
+    if (fixed_params > 0) {
+      auto parts = coster.sync_parts(st, fixed_params * bytes_per_param, kind,
+                                     cost::Algorithm::automatic);
+      out.fixed.insert(out.fixed.end(), parts.begin(), parts.end());
+    }
+  }
+  return out;
+}
+
 }  // namespace hetplan::sim

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hetplan/cluster/cluster.h"
+#include "hetplan/cost/collective_cost.h"
 #include "hetplan/model/model.h"
 #include "hetplan/plan/plan.h"
 #include "hetplan/sim/simulate.h"
@@ -34,5 +35,30 @@ struct FactorChoice {
 std::vector<FactorChoice> sufficient_factor_choices(const model::Model& m,
                                                     const cluster::Cluster& c, const plan::Plan& p,
                                                     const SimOptions& opts);
+
+// One op's gradient, priced every way the simulator can synchronise it, as it would run each:
+// the collectives (run together, one per tensor-parallel rank index), and for sufficient factors
+// each replica's seconds to rebuild the gradient.
+struct OpSyncWays {
+  int op = 0;     // Model::ops index
+  int stage = 0;  // Plan::stages index
+  std::vector<cost::CollectiveCost> all_reduce;  // ZeRO: reduce-scatter
+  std::vector<cost::CollectiveCost> parameter_server;
+  std::vector<cost::CollectiveCost> factor_gathers;
+  std::vector<double> rebuild_s;  // per replica of the stage
+};
+
+struct GradSyncWays {
+  // Every op of every stage with two or more replicas where sufficient factor broadcasting
+  // applies and no grad_sync rule of the plan names the op, in op order.
+  std::vector<OpSyncWays> ops;
+  // Per stage with two or more replicas, the all-reduce (ZeRO: reduce-scatter) of the gradients
+  // of its other ops with parameters that no rule names: what the simulator runs for them
+  // whatever the ops above choose.
+  std::vector<cost::CollectiveCost> fixed;
+};
+
+GradSyncWays gradient_sync_ways(const model::Model& m, const cluster::Cluster& c,
+                                const plan::Plan& p, const SimOptions& opts);
 
 }  // namespace hetplan::sim
