@@ -1,25 +1,39 @@
-// Sufficient factor broadcasting where it is cheaper than all-reducing a weight gradient.
+// Every weight gradient's way of synchronisation (all-reduce, parameter server, sufficient factor
+// broadcasting), chosen for all of a plan's ops at once by the MILP of search/sync_milp.h.
 #include <fmt/format.h>
 
 #include "hetplan/search/planners.h"
-#include "hetplan/sim/grad_sync.h"
+#include "hetplan/search/sync_milp.h"
 
 namespace hetplan::search {
 
 plan::Plan with_sufficient_factors(const Context& ctx, const plan::Plan& p) {
-  // Each op's synchronisation is a separate collective on the same links, so the choice is made
-  // op by op: an op switches when its factors gather and rebuild faster than its gradient
-  // all-reduces, standalone. The caller simulates the result before keeping it.
+  // The ops' synchronisations share the links and the rebuilds share the replicas' compute, so
+  // the choice is made for all of them at once; the caller simulates the result once against p
+  // before keeping it.
+  const SyncRequest req = sync_request(ctx.model, ctx.cluster, p, ctx.options.sim);
+  if (req.items.empty()) return p;
+  const SyncChoice choice = solve_sync_milp(req);
+  if (choice.status != SyncStatus::optimal && ctx.options.progress)
+    ctx.options.progress(fmt::format("warning: {}; gradients stay on all-reduce", choice.warning));
   std::vector<plan::GradSync> rules;
-  for (const auto& f : sim::sufficient_factor_choices(ctx.model, ctx.cluster, p, ctx.options.sim))
-    if (f.sufficient_factor_s < f.all_reduce_s)
-      rules.push_back(plan::GradSync{ctx.model.ops[f.op].name, plan::SyncMethod::sufficient_factor,
-                                     cost::Algorithm::automatic, 0});
+  bool factors = false, servers = false;
+  for (std::size_t i = 0; i < req.items.size(); ++i) {
+    const int w = choice.way[i];
+    if (w == kAllReduce) continue;
+    factors |= w == kSufficientFactor;
+    servers |= w == kParameterServer;
+    rules.push_back(plan::GradSync{req.items[i].name, kSyncWays[w],
+                                   w == kParameterServer ? cost::Algorithm::parameter_server
+                                                         : cost::Algorithm::automatic,
+                                   0});
+  }
   if (rules.empty()) return p;
   plan::Plan out = p;
-  // The plan's own rules come after: first match wins, and these name single ops.
+  // The plan's own rules come after: first match wins, and these name single ops (which no rule
+  // of p names: sync_request leaves those out).
   out.grad_sync.insert(out.grad_sync.begin(), rules.begin(), rules.end());
-  out.planner = p.planner + "+sfb";
+  out.planner = p.planner + (factors ? "+sfb" : "") + (servers ? "+ps" : "");
   return out;
 }
 

@@ -1,6 +1,8 @@
-// Sufficient factor broadcasting chosen per op where it is cheaper than all-reducing the gradient.
+// Each op's way of synchronising its gradient (all-reduce, parameter server, sufficient factors),
+// chosen by the MILP of search/sync_milp.h and written into the plan as rules.
 #include <gtest/gtest.h>
 
+#include "hetplan/cluster/cluster_file.h"
 #include "hetplan/search/planners.h"
 #include "hetplan/search/search.h"
 #include "search_fixtures.h"
@@ -50,7 +52,7 @@ TEST(SufficientFactorChoice, PricesTheWideLayersOfVggOnSlowEthernet) {
   const Evaluation e = evaluator.evaluate(sfb);
   ASSERT_TRUE(e.ok) << e.error;
 
-  // Priced op by op, the rebuild GEMMs look cheaper than the all-reduces they replace, but they
+  // By the MILP's measure the rebuild GEMMs cost less than the all-reduces they replace, but they
   // add to every replica's backward pass while an all-reduce overlaps it: the search keeps the
   // switched plan only where the whole step simulates faster, so it is never slower than either.
   auto res = find_plan(m, c, Algo::uneven_dp, opts);
@@ -91,6 +93,62 @@ TEST(SufficientFactorChoice, LeavesTransformersAlone) {
   const Planned t(testing::kSmallGpt, "tag-mixed", 64);
   ASSERT_TRUE(t.dp.best.ok) << t.dp.best.error;
   EXPECT_EQ(with_sufficient_factors(t.ctx, t.dp.best.plan), t.dp.best.plan);
+}
+
+TEST(SufficientFactorChoice, AParameterServerBehindTheFastestNic) {
+  // Three one-device nodes; the first has a 100 Gb/s NIC, the others 1 Gb/s. A ring all-reduce
+  // sends 4/3 of the gradient through each slow NIC each way; a parameter server on the first
+  // device (where the simulator places it: the first replica's) only one gradient. The layer is
+  // token-rich (512 rows per sample), so its factors would cost more than its gradient.
+  auto c = cluster::parse_cluster_yaml(
+      "version: 1\n"
+      "device_types:\n"
+      "  - {name: unit, peak_fp16: 1TFLOPS, peak_fp32: 1TFLOPS, memory: 16GB,"
+      " memory_bandwidth: 1000GB/s}\n"
+      "nodes:\n"
+      "  - {group: fast, count: 1, device: unit, devices_per_node: 1,"
+      " intra_node: {bandwidth: 100GB/s, latency: 2us}, nic: {bandwidth: 100Gbps, count: 1,"
+      " latency: 10us}}\n"
+      "  - {group: slow, count: 2, device: unit, devices_per_node: 1,"
+      " intra_node: {bandwidth: 100GB/s, latency: 2us}, nic: {bandwidth: 1Gbps, count: 1,"
+      " latency: 10us}}\n",
+      "star.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  model::Model m;
+  m.name = "one";
+  m.family = model::Family::cnn;
+  model::Op op;
+  op.name = "proj";
+  op.kind = model::OpKind::matmul;
+  op.shard = model::ShardKind::column;
+  op.flops = 2.0 * 512 * 4096 * 4096;
+  op.bytes_written = 2.0 * 512 * 4096;
+  op.params = 4096 * 4096;
+  op.gemm = model::GemmShape{512, 4096, 4096, 1};
+  m.ops.push_back(op);
+  m.layers.push_back(model::Layer{"proj", model::LayerKind::other, 0, 1});
+  plan::Plan p;
+  p.planner = "hand";
+  p.global_batch = 6;
+  p.num_microbatches = 1;
+  p.stages.push_back(plan::Stage{0, 1,
+                                 {plan::Replica{{0}, {}, 1.0 / 3}, plan::Replica{{1}, {}, 1.0 / 3},
+                                  plan::Replica{{2}, {}, 1.0 / 3}}});
+  SearchOptions opts;
+  opts.global_batch = 6;
+  Evaluator evaluator{m, *c, opts};
+  Estimator estimator{m, *c, opts};
+  Deadline deadline{0};
+  Context ctx{m, *c, opts, evaluator, estimator, deadline};
+  const plan::Plan ps = with_sufficient_factors(ctx, p);
+  ASSERT_EQ(ps.grad_sync.size(), 1u);
+  EXPECT_EQ(ps.grad_sync[0], (plan::GradSync{"proj", plan::SyncMethod::parameter_server,
+                                             cost::Algorithm::parameter_server, 0}));
+  EXPECT_EQ(ps.planner, "hand+ps");
+  const Evaluation with = evaluator.evaluate(ps), without = evaluator.evaluate(p);
+  ASSERT_TRUE(with.ok) << with.error;
+  ASSERT_TRUE(without.ok) << without.error;
+  EXPECT_LT(with.iteration_time_s, without.iteration_time_s);
 }
 
 }  // namespace

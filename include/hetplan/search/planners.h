@@ -121,10 +121,11 @@ PlannerOutput megatron_grid(const Context& ctx);
 PlannerOutput uneven_dp(const Context& ctx);
 // Pipeline partitioning over unlike device groups (see pipeline.cc).
 PlannerOutput pipeline(const Context& ctx);
-// Sufficient factor broadcasting (sim/grad_sync.h) for every op of p whose factors gather and
-// rebuild faster than its weight gradient all-reduces; p itself when no op gains. Ops that a
-// rule of p already names keep that rule only if it comes first, so rules for the switched ops
-// are put in front; the planner name gains "+sfb".
+// Each weight gradient of p that sufficient factor broadcasting (sim/grad_sync.h) applies to
+// synchronised the way the MILP of search/sync_milp.h chooses for all of them at once: all-reduce,
+// a parameter server or sufficient factors. p itself when every op stays on all-reduce (or GLPK
+// fails: a warning through SearchOptions::progress). Ops that a rule of p names keep it; rules for
+// the switched ops are put in front, and the planner name gains "+sfb" and/or "+ps".
 plan::Plan with_sufficient_factors(const Context& ctx, const plan::Plan& p);
 // Frontier Tracking (TensorOpt) over the pipeline planner's decision space (shapes, micro-batches,
 // recompute, ZeRO, layer placement): the layer DP keeps per state an epsilon-Pareto set of
