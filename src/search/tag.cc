@@ -61,6 +61,18 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping)
     for (std::size_t op = 0; op < w.size(); ++op)
       group_time_[grouping_.group_of_op[op]][t] += w[op];
   }
+  // Seconds per sample of the whole model on each type at an even share of the batch (GEMMs on
+  // one sample would understate the fast devices).
+  const model::TrainingGraph tg = model::derive_training_graph(m);
+  const double per_device =
+      std::max(1.0, static_cast<double>(ctx.options.global_batch) / c.num_devices());
+  model_time_.assign(c.device_types.size(), 0.0);
+  for (std::size_t t = 0; t < c.device_types.size(); ++t) {
+    for (const auto* pass : {&tg.forward, &tg.backward})
+      for (const auto& op : *pass)
+        model_time_[t] += compute.op_time(c.device_types[t], op, per_device, 1.0, m.dtype).value;
+    model_time_[t] /= per_device;
+  }
   // Decisions in order of the groups' compute on the cluster's first device (TAG sorts its
   // groups by compute time), ties by group index.
   order_.resize(G);
@@ -78,7 +90,13 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping)
     actions_.push_back(Action{s, plan::SyncMethod::parameter_server});
     actions_.push_back(Action{s, plan::SyncMethod::sufficient_factor});
   }
-  baseline_ = ctx_.evaluator.evaluate(plan_of({}));
+  // Micro-batches: the fewest (powers of two, while every device keeps a sample) with which the
+  // data-parallel plan fits; its activations then fit wherever a group runs on a share of them.
+  const long long most = std::max<long long>(1, ctx.options.global_batch / c.num_devices());
+  for (microbatches_ = 1;; microbatches_ *= 2) {
+    baseline_ = ctx_.evaluator.evaluate(plan_of({}));
+    if ((baseline_.ok && baseline_.fits) || 2LL * microbatches_ > most) break;
+  }
 }
 
 int TagProblem::num_actions(std::span<const int>) { return static_cast<int>(actions_.size()); }
@@ -108,7 +126,7 @@ plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
   p.cluster = ctx_.cluster.name;
   p.planner = "tag";
   p.global_batch = ctx_.options.global_batch;
-  p.num_microbatches = 1;
+  p.num_microbatches = microbatches_;
   p.execution_order = plan::ExecutionOrder::heft;
   std::vector<int> choice(order_.size(), 0);
   for (std::size_t i = 0; i < prefix.size(); ++i) choice[order_[i]] = prefix[i];
@@ -116,7 +134,7 @@ plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
     plan::OpGroup og;
     for (int op : grouping_.groups[g]) og.ops.push_back(m.ops[op].name);
     const Action& a = actions_[choice[g]];
-    place_samples(static_cast<int>(g), a.devices, og);
+    place_samples(a.devices, og);
     if (og.devices.size() > 1) {
       og.sync = a.sync;
       if (a.sync == plan::SyncMethod::sufficient_factor && !has_factor_op_[g])
@@ -128,17 +146,22 @@ plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
   return p;
 }
 
-void TagProblem::place_samples(int g, const std::vector<int>& devices, plan::OpGroup& og) const {
+void TagProblem::place_samples(const std::vector<int>& devices, plan::OpGroup& og) const {
   const cluster::Cluster& c = ctx_.cluster;
-  const double samples = static_cast<double>(ctx_.options.global_batch);
+  // Whole samples per micro-batch (per iteration when the micro-batches do not divide the batch).
+  const long long B = ctx_.options.global_batch;
+  const long long count = B % microbatches_ == 0 ? B / microbatches_ : B;
+  const double samples = static_cast<double>(count);
   std::vector<double> speed;
   double total = 0;
+  // Speed on the whole model, not on this group alone: groups on the same devices then split the
+  // samples alike, and nothing moves between them.
   for (int d : devices) {
-    const double t = group_time_[g][c.devices[d].type];
+    const double t = model_time_[c.devices[d].type];
     speed.push_back(t > 0 ? c.nodes[c.devices[d].node].cpu_share / t : 1.0);
     total += speed.back();
   }
-  // Whole samples in proportion to speed, by largest remainder (ties: the lower index).
+  // In proportion to speed, by largest remainder (ties: the lower index).
   std::vector<long long> whole(devices.size());
   std::vector<std::pair<double, std::size_t>> rest;
   long long given = 0;
@@ -149,7 +172,7 @@ void TagProblem::place_samples(int g, const std::vector<int>& devices, plan::OpG
     rest.emplace_back(-(exact - static_cast<double>(whole[j])), j);
   }
   std::sort(rest.begin(), rest.end());
-  for (std::size_t i = 0; given < ctx_.options.global_batch && i < rest.size(); ++i, ++given)
+  for (std::size_t i = 0; given < count && i < rest.size(); ++i, ++given)
     ++whole[rest[i].second];
   for (std::size_t j = 0; j < devices.size(); ++j)
     if (whole[j] > 0) {

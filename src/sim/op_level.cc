@@ -6,8 +6,10 @@
 // device that produced it to the device that consumes it (samples lie in device order over each
 // group's shares, so a pair of devices exchanges the overlap of their intervals), and the
 // activation gradient back the same way. Once every micro-batch's backward pass of a group's ops
-// is done on all its devices, the group synchronises its weight gradients (all-reduce, parameter
-// server, or sufficient factors gathered and rebuilt) and its devices step their optimizer.
+// is done on all its devices, the group synchronises its weight gradients (all-reduce or parameter
+// server in buckets of the plan's grad_bucket_bytes, each as soon as the backward passes over its
+// weights are done; or sufficient factors gathered and rebuilt) and its devices step their
+// optimizer.
 #include "op_level.h"
 
 #include <fmt/format.h>
@@ -20,6 +22,7 @@
 #include "hetplan/model/training.h"
 #include "hetplan/plan/op_groups.h"
 #include "hetplan/sim/grad_sync.h"
+#include "hetplan/sim/gradient_buckets.h"
 #include "lowering_common.h"
 #include "task_graph.h"
 
@@ -249,130 +252,168 @@ struct OpLevelLowering {
     return t;
   }
 
+  // A task that waits for every device's backward passes over the weights of `ops`.
+  void after_backward(const std::vector<int>& ops, int task) {
+    for (int op : ops) {
+      const auto& per_device = bwd[op];
+      for (const auto& per_mb : per_device)
+        for (int t : per_mb) g.add_edge(t, task);
+    }
+  }
+
+  double params_of(const std::vector<int>& ops) const {
+    double x = 0;
+    for (int op : ops) x += static_cast<double>(m.ops[op].params);
+    return x;
+  }
+
+  // How a replicated group's weights other than those sufficient factors carry are synchronised;
+  // groups that agree share gradient buckets, as a data-parallel framework fuses a model's.
+  struct SyncClass {
+    std::vector<int> devices;  // all-reduce: the ring order; parameter server: servers first
+    plan::SyncMethod method = plan::SyncMethod::all_reduce;
+    cost::Algorithm algorithm = cost::Algorithm::automatic;
+    std::vector<double> ps_shares;  // parameter server: each server's share of the weights
+    auto operator<=>(const SyncClass&) const = default;
+  };
+
+  SyncClass sync_class(const plan::OpGroup& grp) const {
+    SyncClass k;
+    k.method = grp.sync == plan::SyncMethod::parameter_server ? grp.sync
+                                                              : plan::SyncMethod::all_reduce;
+    if (k.method == plan::SyncMethod::all_reduce) {
+      k.devices = grp.devices;
+      k.algorithm = grp.algorithm;
+      return k;
+    }
+    std::vector<int> servers = grp.servers;
+    if (servers.empty()) servers.push_back(grp.devices[0]);
+    k.devices = servers;
+    for (int d : grp.devices)
+      if (std::find(servers.begin(), servers.end(), d) == servers.end()) k.devices.push_back(d);
+    if (servers.size() > 1) {
+      k.ps_shares.assign(k.devices.size(), 0.0);
+      for (std::size_t i = 0; i < servers.size(); ++i)
+        k.ps_shares[i] = 1.0 / static_cast<double>(servers.size());
+    }
+    return k;
+  }
+
   // Gradient synchronisation and optimizer steps of every group, and each device's fixed memory.
+  // A replicated group's weights are all-reduced, or pushed to and pulled from parameter servers
+  // (servers hold their shard of the weights with its optimizer states and step it once every
+  // device has pushed; the pull is priced with the push), in gradient buckets of the plan's
+  // grad_bucket_bytes (sim/gradient_buckets.h) filled in backward order over every group of the
+  // same devices and synchronisation, each bucket's transfer starting once the backward passes over
+  // its weights are done. Sufficient factors are gathered per group and rebuilt on every device.
   void add_updates() {
     const cost::StateBytes sb = cost::state_bytes(m.dtype);
     fixed_memory.assign(c.devices.size(), cost::MemoryBreakdown{});
     const cost::MemoryConfig defaults;
+    const Bytes base_buffers = defaults.workspace + defaults.gradient_buckets;
     for (std::size_t d = 0; d < c.devices.size(); ++d)
-      if (lane_of_device[d] >= 0)
-        fixed_memory[d].buffers = defaults.workspace + defaults.gradient_buckets;
+      if (lane_of_device[d] >= 0) fixed_memory[d].buffers = base_buffers;
     std::vector<std::vector<int>> param_ops(p.op_groups.size());
     for (std::size_t op = 0; op < m.ops.size(); ++op)
       if (m.ops[op].params > 0) param_ops[group_of[op]].push_back(static_cast<int>(op));
+    // Per group: the tasks its optimizer steps wait for, per device of the group.
+    std::vector<std::vector<std::vector<int>>> waits(p.op_groups.size());
+    std::map<SyncClass, std::vector<int>> classes;  // ops in op order
+    std::vector<int> bucket_task(m.ops.size(), -1);
+    for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
+      const auto& grp = p.op_groups[gi];
+      const auto& ops = param_ops[gi];
+      const std::size_t n = grp.devices.size();
+      waits[gi].assign(n, {});
+      if (ops.empty()) continue;
+      const double params = params_of(ops);
+      for (int d : grp.devices) {
+        fixed_memory[d].parameters += Bytes(params * sb.weight);
+        fixed_memory[d].gradients += Bytes(params * sb.gradient);
+      }
+      if (n == 1) continue;
+      std::vector<int> factor_ops;
+      auto& in_class = classes[sync_class(grp)];
+      for (int op : ops)
+        if (grp.sync == plan::SyncMethod::sufficient_factor &&
+            sufficient_factor_applies(m.ops[op], plan::SplitKind::tensor))
+          factor_ops.push_back(op);
+        else
+          in_class.push_back(op);
+      if (factor_ops.empty()) continue;
+      // Every device gathers the other devices' factors for their samples (each sample's input
+      // and output-gradient rows), then rebuilds the whole gradient: the weight-gradient GEMM over
+      // the other devices' samples (its own it computed), holding the factors until then.
+      double per_sample = 0;
+      for (int op : factor_ops) {
+        const model::Op& o = m.ops[op];
+        per_sample += static_cast<double>(o.gemm.batch_count * o.gemm.m) *
+                      static_cast<double>(o.gemm.k + o.gemm.n) * param_bytes();
+      }
+      const int gather = add_transfer(
+          TaskKind::grad_sync, lane_of_device[grp.devices[0]], -1, static_cast<int>(gi), -1,
+          collective(cost::Collective::all_gather, grp.devices, per_sample * batch(), grp.shares));
+      after_backward(factor_ops, gather);
+      for (std::size_t j = 0; j < n; ++j) {
+        const int d = grp.devices[j];
+        const double others = batch() * (1.0 - plan::group_share(grp, j));
+        double t = 0;
+        for (int op : factor_ops) t += device_time(d, tg.forward[op], others);
+        const int rebuild =
+            add_task(compute_task(TaskKind::grad_rebuild, d, static_cast<int>(gi), -1, t));
+        g.add_edge(gather, rebuild);
+        waits[gi][j].push_back(rebuild);
+        fixed_memory[d].buffers =
+            max(fixed_memory[d].buffers, base_buffers + Bytes(per_sample * batch()));
+      }
+    }
+    for (auto& [key, ops] : classes) {
+      std::sort(ops.begin(), ops.end());
+      std::vector<double> bytes;
+      for (int op : ops) bytes.push_back(static_cast<double>(m.ops[op].params) * param_bytes());
+      const cost::Collective kind = key.method == plan::SyncMethod::parameter_server
+                                        ? cost::Collective::ps_push_pull
+                                        : cost::Collective::all_reduce;
+      for (auto [first, count] : gradient_buckets(bytes, p.grad_bucket_bytes)) {
+        const std::vector<int> bucket(ops.begin() + first, ops.begin() + first + count);
+        const int t = add_transfer(
+            TaskKind::grad_sync, lane_of_device[key.devices[0]], -1, group_of[bucket[0]], -1,
+            collective(kind, key.devices, params_of(bucket) * param_bytes(), key.ps_shares,
+                       key.algorithm));
+        after_backward(bucket, t);
+        for (int op : bucket) bucket_task[op] = t;
+      }
+    }
     for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
       const auto& grp = p.op_groups[gi];
       const auto& ops = param_ops[gi];
       if (ops.empty()) continue;
       const int group = static_cast<int>(gi);
-      const std::size_t n = grp.devices.size();
-      double params = 0;
-      for (int op : ops) params += static_cast<double>(m.ops[op].params);
-      // The last task of each device's backward passes over the group's weights.
-      auto after_backward = [&](int task) {
-        for (int op : ops)
-          for (std::size_t j = 0; j < n; ++j)
-            for (int mb = 0; mb < M(); ++mb) g.add_edge(bwd[op][j][mb], task);
-      };
-      for (std::size_t j = 0; j < n; ++j) {
-        fixed_memory[grp.devices[j]].parameters += Bytes(params * sb.weight);
-        fixed_memory[grp.devices[j]].gradients += Bytes(params * sb.gradient);
-      }
-      if (n == 1) {
-        const int d = grp.devices[0];
-        const int t =
-            add_task(compute_task(TaskKind::optimizer, d, group, -1, optimizer_time(d, ops, 1.0)));
-        after_backward(t);
-        fixed_memory[d].optimizer += Bytes(params * sb.optimizer);
-        continue;
-      }
-      std::vector<double> shares;
-      if (!grp.shares.empty()) shares = grp.shares;
-      const int lane0 = lane_of_device[grp.devices[0]];
-      if (grp.sync == plan::SyncMethod::parameter_server) {
-        // Servers hold their shard of the parameters, with the optimizer states, and step it once
-        // every device has pushed its gradient (the pull is priced with the push).
-        std::vector<int> servers = grp.servers;
-        if (servers.empty()) servers.push_back(grp.devices[0]);
-        std::vector<int> devices = servers;
-        for (int d : grp.devices)
-          if (std::find(servers.begin(), servers.end(), d) == servers.end()) devices.push_back(d);
-        std::vector<double> ps_shares;
-        if (servers.size() > 1) {
-          ps_shares.assign(devices.size(), 0.0);
-          for (std::size_t i = 0; i < servers.size(); ++i)
-            ps_shares[i] = 1.0 / static_cast<double>(servers.size());
-        }
-        const int sync = add_transfer(
-            TaskKind::grad_sync, lane0, -1, group, -1,
-            collective(cost::Collective::ps_push_pull, devices, params * param_bytes(), ps_shares));
-        after_backward(sync);
-        const double shard = 1.0 / static_cast<double>(servers.size());
-        for (int s : servers) {
-          const int t = add_task(
-              compute_task(TaskKind::optimizer, s, group, -1, optimizer_time(s, ops, shard)));
-          g.add_edge(sync, t);
-          fixed_memory[s].optimizer += Bytes(params * shard * sb.optimizer);
-        }
-        continue;
-      }
-      // All-reduce, or sufficient factors for the matmul weights they apply to.
-      std::vector<int> factor_ops;
-      double reduced = params;
-      if (grp.sync == plan::SyncMethod::sufficient_factor)
-        for (int op : ops)
-          if (sufficient_factor_applies(m.ops[op], plan::SplitKind::tensor)) {
-            factor_ops.push_back(op);
-            reduced -= static_cast<double>(m.ops[op].params);
-          }
-      std::vector<int> done;  // what each optimizer step waits for
-      if (reduced > 0) {
-        const int t = add_transfer(TaskKind::grad_sync, lane0, -1, group, -1,
-                                   collective(cost::Collective::all_reduce, grp.devices,
-                                              reduced * param_bytes(), {}, grp.algorithm));
-        after_backward(t);
-        done.push_back(t);
-      }
-      std::vector<int> rebuilt(n, -1);
-      if (!factor_ops.empty()) {
-        double per_sample = 0;
-        for (int op : factor_ops) {
-          const model::Op& o = m.ops[op];
-          per_sample += static_cast<double>(o.gemm.batch_count * o.gemm.m) *
-                        static_cast<double>(o.gemm.k + o.gemm.n) * param_bytes();
-        }
-        const int gather = add_transfer(
-            TaskKind::grad_sync, lane0, -1, group, -1,
-            collective(cost::Collective::all_gather, grp.devices, per_sample * batch(), shares));
-        after_backward(gather);
-        for (std::size_t j = 0; j < n; ++j) {
-          const int d = grp.devices[j];
-          // The weight-gradient GEMM over the other devices' samples (its own it computed).
-          const double others = batch() * (1.0 - plan::group_share(grp, j));
-          double t = 0;
-          for (int op : factor_ops) t += device_time(d, tg.forward[op], others);
-          rebuilt[j] = add_task(compute_task(TaskKind::grad_rebuild, d, group, -1, t));
-          g.add_edge(gather, rebuilt[j]);
-          // The gathered factors are held until the rebuild.
-          fixed_memory[d].buffers =
-              max(fixed_memory[d].buffers,
-                  defaults.workspace + defaults.gradient_buckets + Bytes(per_sample * batch()));
-        }
-      }
-      for (std::size_t j = 0; j < n; ++j) {
+      std::vector<int> synced;
+      for (int op : ops)
+        if (bucket_task[op] >= 0 &&
+            std::find(synced.begin(), synced.end(), bucket_task[op]) == synced.end())
+          synced.push_back(bucket_task[op]);
+      const bool ps = grp.devices.size() > 1 && grp.sync == plan::SyncMethod::parameter_server;
+      const std::vector<int> servers =
+          grp.servers.empty() ? std::vector<int>{grp.devices[0]} : grp.servers;
+      const double shard = ps ? 1.0 / static_cast<double>(servers.size()) : 1.0;
+      for (std::size_t j = 0; j < grp.devices.size(); ++j) {
         const int d = grp.devices[j];
-        const int t =
-            add_task(compute_task(TaskKind::optimizer, d, group, -1, optimizer_time(d, ops, 1.0)));
-        for (int x : done) g.add_edge(x, t);
-        if (rebuilt[j] >= 0) g.add_edge(rebuilt[j], t);
-        after_backward(t);
-        fixed_memory[d].optimizer += Bytes(params * sb.optimizer);
+        if (ps && std::find(servers.begin(), servers.end(), d) == servers.end()) continue;
+        const int t = add_task(
+            compute_task(TaskKind::optimizer, d, group, -1, optimizer_time(d, ops, shard)));
+        after_backward(ops, t);
+        for (int x : synced) g.add_edge(x, t);
+        for (int x : waits[gi][j]) g.add_edge(x, t);
+        fixed_memory[d].optimizer += Bytes(params_of(ops) * shard * sb.optimizer);
       }
     }
   }
 
   // HEFT's upward rank of every task (compute at its duration, a transfer at its standalone
-  // time): a dynamic stream runs the highest first. FIFO leaves every key at 0.
+  // time): a dynamic stream runs the highest first, within the earliest micro-batch. FIFO leaves
+  // every key at 0.
   void order_tasks() {
     if (p.execution_order != plan::ExecutionOrder::heft) return;
     std::vector<std::vector<int>> succs(g.tasks.size());
@@ -382,7 +423,14 @@ struct OpLevelLowering {
       cost[t] = g.tasks[t].duration + g.tasks[t].latency;
     }
     const std::vector<double> rank = upward_ranks(succs, cost);
-    for (std::size_t t = 0; t < g.tasks.size(); ++t) g.tasks[t].order_key = -rank[t];
+    // Earlier micro-batches first (a device finishes one's backward pass before it starts the
+    // next one's forward, as 1F1B does, so that it holds one micro-batch's activations rather than
+    // all), then by rank; optimizer steps (no micro-batch) last.
+    const double span = *std::max_element(rank.begin(), rank.end()) + 1;
+    for (std::size_t t = 0; t < g.tasks.size(); ++t) {
+      const int mb = g.tasks[t].microbatch < 0 ? M() : g.tasks[t].microbatch;
+      g.tasks[t].order_key = mb * span - rank[t];
+    }
   }
 
   void build() {

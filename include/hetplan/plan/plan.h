@@ -128,7 +128,8 @@ std::string group_mode_names();
 
 // The order in which a device runs its ready ops in an op-level plan: in the order they became
 // ready (fifo), or by HEFT's upward rank, the longest path of compute and transfer time from the
-// op to the end of the iteration (heft, HeteroG). Plan files: "fifo", "heft".
+// op to the end of the iteration (heft, HeteroG), among the ready ops of the earliest micro-batch.
+// Plan files: "fifo", "heft".
 enum class ExecutionOrder { fifo, heft };
 const char* to_string(ExecutionOrder o);
 std::optional<ExecutionOrder> execution_order_from_string(std::string_view s);

@@ -4,9 +4,10 @@
 // is a device set (every device, the devices of one type, of one node, or one node's fastest
 // device alone) and, for a set of several, all-reduce, a parameter server sharded over the set, or
 // sufficient factor broadcasting (for groups with matmul weights it applies to). A set of several
-// replicates the group with batch shares proportional to each device's speed on it (whole samples
-// per iteration); a device left without a sample drops out, and a set of one device places the
-// group there. A partial plan is simulated as it stands, its undecided groups replicated over
+// replicates the group with batch shares proportional to each device's speed on the model (whole
+// samples per iteration, so that groups on the same devices split them alike); a device left without a sample drops out, and a set of one device places the
+// group there. Micro-batches: the fewest (powers of two) with which the data-parallel plan fits.
+// A partial plan is simulated as it stands, its undecided groups replicated over
 // every device with all-reduce (the first action: plain data parallelism), and valued by its
 // speed-up over that data-parallel plan, squashed as TAG does (here its logarithm, within
 // [-1.5, 3]); -2 when it does not fit.
@@ -64,15 +65,17 @@ class TagProblem : public DecisionProblem {
   int evaluations() const { return evaluations_; }
 
  private:
-  void place_samples(int group, const std::vector<int>& devices, plan::OpGroup& og) const;
+  void place_samples(const std::vector<int>& devices, plan::OpGroup& og) const;
   void keep(const Evaluation& e);
 
   const Context& ctx_;
   OpGrouping grouping_;
   std::vector<std::vector<double>> group_time_;  // [group][device type]: seconds per sample
+  std::vector<double> model_time_;               // [device type]: the whole model's
   std::vector<int> order_;                       // decision i is about group order_[i]
   std::vector<bool> has_factor_op_;
   std::vector<Action> actions_;
+  int microbatches_ = 1;
   Evaluation baseline_, best_;
   std::vector<Evaluation> top_;  // best first, distinct
   int evaluations_ = 0;
