@@ -27,6 +27,7 @@ int run_pareto(const ParetoArgs& a) {
   if (!c) return report_error(c.error().message);
   search::SearchOptions opts;
   if (auto bad = fill_search_options(a, opts); !bad.empty()) return report_error(bad);
+  if (auto bad = set_runnable(a, *m, opts); !bad.empty()) return report_error(bad);
   if (!(a.epsilon > 0 && a.epsilon < 1))
     return report_error("--epsilon: expected a number in (0, 1)");
   auto res = search::find_frontier(*m, *c, opts, a.epsilon);

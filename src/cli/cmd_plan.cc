@@ -112,6 +112,7 @@ int run_plan(const PlanArgs& a) {
     return report_error("--objective: expected time|memory, got '" + a.objective + "'");
   }
   if (auto bad = fill_search_options(a, opts); !bad.empty()) return report_error(bad);
+  if (auto bad = set_runnable(a, *m, opts); !bad.empty()) return report_error(bad);
   opts.seed = a.seed;
   if (!a.calibration_file.empty()) {
     auto prof = calibration_from_args(a.calibration_file, *c, opts.sim.network);
@@ -163,8 +164,8 @@ Action add_plan_command(CLI::App& app) {
                   "capacity (the time/memory frontier joins the search), then the fastest")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed,
-                  "Accepted for reproducible command lines; the search draws no random numbers "
-                  "(ties go by plan fingerprint), so every seed gives the same plan")
+                  "Seed of TAG's op grouping (METIS); the stage-level planners draw no random "
+                  "numbers. The same seed gives the same plan")
       ->capture_default_str();
   cmd->add_option("--out,-o", args->out_file, "Write the plan (JSON) to FILE");
   cmd->add_option("--calibration", args->calibration_file, "A measured calibration profile (JSON)");

@@ -3,6 +3,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
+
+#include "hetplan/plan/batch_split.h"
+#ifdef HETPLAN_WITH_RUNTIME
+#include "hetplan/runtime/run.h"
+#endif
 
 namespace hetplan::cli {
 
@@ -24,6 +30,9 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
   cmd->add_option("--report", a.report_file, "Write an HTML report to FILE");
   cmd->add_flag("--json", a.json, "Print one JSON object instead of the summary");
   cmd->add_flag("--verbose,-v", a.verbose, "Show search progress on stderr");
+  cmd->add_flag("--runnable", a.runnable,
+                "Choose only plans that `hetplan run` executes (it refuses op-level plans, some "
+                "model families and some settings; see README)");
 }
 
 std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts) {
@@ -38,6 +47,27 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
       std::fprintf(stderr, "hetplan: %s\n", line.c_str());
     };
   return "";
+}
+
+std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts) {
+  if (!a.runnable) return "";
+#ifdef HETPLAN_WITH_RUNTIME
+  opts.executable = [&m](const plan::Plan& p) -> std::string {
+    plan::Plan run = p;
+    if (auto dp = plan::as_data_parallel(m, p)) run = std::move(*dp);
+    std::set<int> devices;
+    for (const auto& st : run.stages)
+      for (const auto& r : st.replicas) devices.insert(r.devices.begin(), r.devices.end());
+    for (const auto& g : run.op_groups) devices.insert(g.devices.begin(), g.devices.end());
+    auto ok = runtime::check_executable(m, run, static_cast<int>(devices.size()));
+    return ok ? std::string() : ok.error().message;
+  };
+  return "";
+#else
+  (void)m;
+  (void)opts;
+  return "--runnable: this hetplan was built without the runtime, which decides what runs";
+#endif
 }
 
 }  // namespace hetplan::cli

@@ -19,16 +19,22 @@ struct SearchArgs {
   std::string report_file;
   bool json = false;
   bool verbose = false;
+  bool runnable = false;
 };
 
 // Registers --model, --cluster and --global-batch.
 void add_problem_options(CLI::App* cmd, SearchArgs& a);
-// Registers --time-limit, --threads, --report, --json and --verbose.
+// Registers --time-limit, --threads, --report, --json, --verbose and --runnable.
 void add_search_options(CLI::App* cmd, SearchArgs& a);
 
 // Checks --global-batch, --time-limit and --threads and copies them into opts, with a progress
 // line printer on stderr when --verbose is given or stderr is a terminal. Returns the message of
 // the first bad argument, or an empty string.
 std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts);
+
+// With --runnable, the planners may choose only plans `hetplan run` executes (as it would run
+// them: a plan splitting every op by batch as one replica per device) for model `m`, which must
+// outlive the search. Returns the message of a bad argument (no runtime built in), or "".
+std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts);
 
 }  // namespace hetplan::cli

@@ -38,8 +38,12 @@ Evaluation Evaluator::evaluate(const plan::Plan& p) const {
     if (it != cache_.end()) return it->second;
   }
   auto valid = plan::validate_plan(p, m_, c_, "plan");
+  std::string refused;
+  if (valid && opts_.executable) refused = opts_.executable(p);
   if (!valid) {
     e.error = valid.error().message;
+  } else if (!refused.empty()) {
+    e.error = "not executable: " + refused;
   } else if (auto r = sim::simulate(m_, c_, p, opts_.sim); !r) {
     e.error = r.error().message;
   } else {

@@ -90,19 +90,25 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping)
     actions_.push_back(Action{s, plan::SyncMethod::parameter_server});
     actions_.push_back(Action{s, plan::SyncMethod::sufficient_factor});
   }
-  // Micro-batches: the fewest (powers of two, while every device keeps a sample) with which the
-  // data-parallel plan fits; its activations then fit wherever a group runs on a share of them.
+  // Micro-batch counts: from the fewest (powers of two, while every device keeps a sample) with
+  // which the data-parallel plan fits, up to 8 times as many, for pipelines of placed groups.
   const long long most = std::max<long long>(1, ctx.options.global_batch / c.num_devices());
-  for (microbatches_ = 1;; microbatches_ *= 2) {
+  microbatches_ = {1};
+  for (;; microbatches_[0] *= 2) {
     baseline_ = ctx_.evaluator.evaluate(plan_of({}));
-    if ((baseline_.ok && baseline_.fits) || 2LL * microbatches_ > most) break;
+    if ((baseline_.ok && baseline_.fits) || 2LL * microbatches_[0] > most) break;
   }
+  for (int k = 1; k <= 3 && 2LL * microbatches_.back() <= most; ++k)
+    microbatches_.push_back(2 * microbatches_.back());
 }
 
-int TagProblem::num_actions(std::span<const int>) { return static_cast<int>(actions_.size()); }
+int TagProblem::num_actions(std::span<const int> prefix) {
+  return static_cast<int>(prefix.empty() ? microbatches_.size() : actions_.size());
+}
 
 std::vector<double> TagProblem::prior(std::span<const int> prefix) {
-  const int g = order_[prefix.size()];
+  if (prefix.empty()) return std::vector<double>(microbatches_.size(), 1.0);
+  const int g = order_[prefix.size() - 1];
   std::vector<double> p(actions_.size(), 1.0);
   for (std::size_t a = 0; a < actions_.size(); ++a)
     if (actions_[a].sync == plan::SyncMethod::sufficient_factor && !has_factor_op_[g]) p[a] = 0;
@@ -126,15 +132,16 @@ plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
   p.cluster = ctx_.cluster.name;
   p.planner = "tag";
   p.global_batch = ctx_.options.global_batch;
-  p.num_microbatches = microbatches_;
+  const int M = microbatches_[prefix.empty() ? 0 : static_cast<std::size_t>(prefix[0])];
+  p.num_microbatches = M;
   p.execution_order = plan::ExecutionOrder::heft;
   std::vector<int> choice(order_.size(), 0);
-  for (std::size_t i = 0; i < prefix.size(); ++i) choice[order_[i]] = prefix[i];
+  for (std::size_t i = 1; i < prefix.size(); ++i) choice[order_[i - 1]] = prefix[i];
   for (std::size_t g = 0; g < grouping_.groups.size(); ++g) {
     plan::OpGroup og;
     for (int op : grouping_.groups[g]) og.ops.push_back(m.ops[op].name);
     const Action& a = actions_[choice[g]];
-    place_samples(a.devices, og);
+    place_samples(a.devices, M, og);
     if (og.devices.size() > 1) {
       og.sync = a.sync;
       if (a.sync == plan::SyncMethod::sufficient_factor && !has_factor_op_[g])
@@ -146,11 +153,12 @@ plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
   return p;
 }
 
-void TagProblem::place_samples(const std::vector<int>& devices, plan::OpGroup& og) const {
+void TagProblem::place_samples(const std::vector<int>& devices, int microbatches,
+                               plan::OpGroup& og) const {
   const cluster::Cluster& c = ctx_.cluster;
   // Whole samples per micro-batch (per iteration when the micro-batches do not divide the batch).
   const long long B = ctx_.options.global_batch;
-  const long long count = B % microbatches_ == 0 ? B / microbatches_ : B;
+  const long long count = B % microbatches == 0 ? B / microbatches : B;
   const double samples = static_cast<double>(count);
   std::vector<double> speed;
   double total = 0;
@@ -237,6 +245,10 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
     return out;
   }
   TagProblem problem(ctx, std::move(*grouping));
+  if (!problem.baseline().ok) {  // e.g. op-level plans are not executable and must be
+    out.best = problem.baseline();
+    return out;
+  }
   const Deadline budget(options.budget_s);
   MctsOptions mo = mcts_options(options, ctx.options.seed);
   mo.should_stop = [&] { return ctx.deadline.expired() || budget.expired(); };

@@ -187,7 +187,7 @@ nodes:
 )";
   const std::string model = "mlp:layers=4,hidden=128,in=64,out=10";
   auto r = run_hetplan("plan --model " + model + ",dtype=fp32 --cluster " + cluster.string() +
-                       " --global-batch 32 --out " + plan.string());
+                       " --global-batch 32 --runnable --out " + plan.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // One rank per device the plan uses.
   std::set<int> devices;

@@ -63,15 +63,16 @@ struct Fixture {
 };
 
 TEST(TagSearch, TreeSearchFindsTheBruteForceOptimum) {
-  // VGG-11-like: three groups, every combination of the actions simulated.
+  // VGG-16 in three groups: every micro-batch count and combination of the actions simulated.
   Fixture f("vgg16", slow_pair(), 32);
   const cost::ComputeCostModel compute(f.opts.sim.compute);
   auto grouping = group_ops(f.m, op_compute_weights(f.m, f.c.device_types[0], compute), 3, 1);
   ASSERT_TRUE(grouping) << grouping.error().message;
   TagProblem problem(f.ctx, *grouping);
   const int n = problem.depth();
-  ASSERT_EQ(n, 3);
+  ASSERT_EQ(n, 4);  // the micro-batch count, then the three groups
   const int A = static_cast<int>(problem.actions().size());
+  const int Ms = static_cast<int>(problem.microbatch_counts().size());
   double brute = 1e300;
   std::vector<int> choice(n, 0);
   std::function<void(int)> all = [&](int i) {
@@ -80,7 +81,7 @@ TEST(TagSearch, TreeSearchFindsTheBruteForceOptimum) {
       if (e.ok && e.fits) brute = std::min(brute, e.iteration_time_s);
       return;
     }
-    for (int a = 0; a < A; ++a) {
+    for (int a = 0; a < (i == 0 ? Ms : A); ++a) {
       choice[i] = a;
       all(i + 1);
     }
@@ -88,7 +89,7 @@ TEST(TagSearch, TreeSearchFindsTheBruteForceOptimum) {
   all(0);
   ASSERT_LT(brute, 1e300);
   TagOptions to;
-  to.simulations = A * A * A;
+  to.simulations = Ms * A * A * A;
   const MctsResult r = mcts(problem, mcts_options(to, 1));
   EXPECT_NEAR(problem.best().iteration_time_s, brute, 1e-12)
       << r.simulations << " simulations, " << problem.evaluations() << " evaluations, value "
@@ -149,7 +150,7 @@ TEST(TagSearch, HeftIsNoWorseThanFifoOverZooModels) {
       if (problem.actions()[a].devices.size() == 1) singles.push_back(a);
     ASSERT_FALSE(singles.empty());
     std::vector<int> choice(problem.depth(), 0);
-    for (int i = 0; i < problem.depth(); ++i)
+    for (int i = 1; i < problem.depth(); ++i)
       if (problem.group_at(i) % 3 == 1) choice[i] = singles[problem.group_at(i) % singles.size()];
     plan::Plan p = problem.plan_of(choice);
     p.execution_order = plan::ExecutionOrder::fifo;

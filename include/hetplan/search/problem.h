@@ -8,6 +8,7 @@
 
 #include "hetplan/cluster/cluster.h"
 #include "hetplan/model/model.h"
+#include "hetplan/plan/plan.h"
 #include "hetplan/sim/simulate.h"
 
 namespace hetplan::search {
@@ -22,11 +23,14 @@ struct SearchOptions {
   Objective objective = Objective::time;
   double time_limit_s = 0;  // 0: none; otherwise planners return their best so far
   int threads = 1;          // plans simulated in parallel
-  // Kept for reproducible command lines: no planner draws random numbers (ties are broken by plan
-  // fingerprint), so every seed gives the same plan.
+  // The stage-level planners draw no random numbers (ties are broken by plan fingerprint); TAG's
+  // op grouping (METIS) takes the seed. The same seed gives the same plan.
   std::uint64_t seed = 1;
   int simulate_top = 8;  // per planner, how many of the best estimates are simulated
   sim::SimOptions sim;
+  // When set, a plan it gives a reason for (the runtime cannot execute it) is never chosen: the
+  // evaluator rejects it before simulating, with that reason. Empty: every plan may be chosen.
+  std::function<std::string(const plan::Plan&)> executable;
   // Called with one line of progress ("pipeline: 120 shapes, best 1.23 s"); may be empty.
   std::function<void(const std::string&)> progress;
 };

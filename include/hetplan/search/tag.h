@@ -6,7 +6,8 @@
 // sufficient factor broadcasting (for groups with matmul weights it applies to). A set of several
 // replicates the group with batch shares proportional to each device's speed on the model (whole
 // samples per iteration, so that groups on the same devices split them alike); a device left without a sample drops out, and a set of one device places the
-// group there. Micro-batches: the fewest (powers of two) with which the data-parallel plan fits.
+// group there. The first decision is the number of micro-batches: the fewest (powers of two) with
+// which the data-parallel plan fits, or up to 8 times as many (pipelines of placed groups).
 // A partial plan is simulated as it stands, its undecided groups replicated over
 // every device with all-reduce (the first action: plain data parallelism), and valued by its
 // speed-up over that data-parallel plan, squashed as TAG does (here its logarithm, within
@@ -44,20 +45,23 @@ class TagProblem : public DecisionProblem {
 
   TagProblem(const Context& ctx, OpGrouping grouping);
 
-  int depth() const override { return static_cast<int>(order_.size()); }
-  // Every action applies to every group; sufficient factors for a group without a matmul weight
-  // they apply to is all-reduce (the same plan, which the evaluator's cache answers).
+  // The micro-batch count, then one decision per group.
+  int depth() const override { return static_cast<int>(order_.size()) + 1; }
+  // First the micro-batch counts; then every action applies to every group (sufficient factors
+  // for a group without a matmul weight they apply to is all-reduce: the same plan, which the
+  // evaluator's cache answers).
   int num_actions(std::span<const int> prefix) override;
   // Uniform over the actions that differ for the group.
   std::vector<double> prior(std::span<const int> prefix) override;
   double evaluate(std::span<const int> prefix) override;
 
-  // The plan of a decision prefix (undecided groups take the first action).
+  // The plan of a decision prefix (undecided: the fewest micro-batches, the first action).
   plan::Plan plan_of(std::span<const int> prefix) const;
 
   const std::vector<Action>& actions() const { return actions_; }
-  // The group decision i is about.
-  int group_at(int i) const { return order_[static_cast<std::size_t>(i)]; }
+  // The group decision i (>= 1) is about.
+  int group_at(int i) const { return order_[static_cast<std::size_t>(i - 1)]; }
+  const std::vector<int>& microbatch_counts() const { return microbatches_; }
   const Evaluation& best() const { return best_; }          // the best plan evaluated
   const Evaluation& baseline() const { return baseline_; }  // every group data parallel
   // Evaluated plans, best first, distinct, at most `n`.
@@ -65,7 +69,7 @@ class TagProblem : public DecisionProblem {
   int evaluations() const { return evaluations_; }
 
  private:
-  void place_samples(const std::vector<int>& devices, plan::OpGroup& og) const;
+  void place_samples(const std::vector<int>& devices, int microbatches, plan::OpGroup& og) const;
   void keep(const Evaluation& e);
 
   const Context& ctx_;
@@ -75,7 +79,7 @@ class TagProblem : public DecisionProblem {
   std::vector<int> order_;                       // decision i is about group order_[i]
   std::vector<bool> has_factor_op_;
   std::vector<Action> actions_;
-  int microbatches_ = 1;
+  std::vector<int> microbatches_;  // decision 0's choices
   Evaluation baseline_, best_;
   std::vector<Evaluation> top_;  // best first, distinct
   int evaluations_ = 0;
