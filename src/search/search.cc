@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "hetplan/search/estimate.h"
 #include "hetplan/search/evaluate.h"
@@ -81,7 +82,7 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   // Runs one planner, timing it and reporting what it found. Heterogeneity-aware planners' best
   // plans also try sufficient factor broadcasting where it is cheaper (baselines stay as a user
   // would set them up).
-  auto run = [&](PlannerOutput (*planner)(const Context&), bool baseline) {
+  auto run = [&](const std::function<PlannerOutput(const Context&)>& planner, bool baseline) {
     const double start = deadline.elapsed_s();
     PlannerOutput o = planner(ctx);
     if (!baseline && o.best.ok) {
@@ -114,7 +115,16 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
     res.planners.push_back(run(&uneven_dp, false));
   if (algo == Algo::pipeline || algo == Algo::automatic || algo == Algo::tag)
     res.planners.push_back(run(&pipeline, false));
-  if (with_tag) res.planners.push_back(run([](const Context& x) { return tag(x); }, true));
+  if (with_tag) {
+    // The stage-level planners' best plan that fits is where the op-level search starts.
+    TagOptions to;
+    const Evaluation* start = nullptr;
+    for (const auto& o : res.planners)
+      if (o.best.ok && o.best.fits && (!start || better(o.best, *start, opts.objective)))
+        start = &o.best;
+    if (start) to.hint = start->plan;
+    res.planners.push_back(run([&](const Context& x) { return tag(x, to); }, true));
+  }
   if (algo == Algo::hap || algo == Algo::automatic) res.planners.push_back(run(&hap, false));
   // Each planner above minimises time; for the memory objective the time/memory frontier joins
   // them, with its point of least memory for the capacity.

@@ -49,7 +49,7 @@ std::vector<std::vector<int>> device_sets(const cluster::Cluster& c, model::DTyp
 
 }  // namespace
 
-TagProblem::TagProblem(const Context& ctx, OpGrouping grouping)
+TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan* hint)
     : ctx_(ctx), grouping_(std::move(grouping)) {
   const model::Model& m = ctx.model;
   const cluster::Cluster& c = ctx.cluster;
@@ -100,18 +100,76 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping)
   }
   for (int k = 1; k <= 3 && 2LL * microbatches_.back() <= most; ++k)
     microbatches_.push_back(2 * microbatches_.back());
+  hint_action_.assign(G, -1);
+  if (hint && !hint->is_op_level() && !hint->stages.empty()) {
+    auto at = std::find(microbatches_.begin(), microbatches_.end(), hint->num_microbatches);
+    if (at == microbatches_.end() && hint->num_microbatches <= ctx.options.global_batch) {
+      microbatches_.push_back(hint->num_microbatches);
+      at = microbatches_.end() - 1;
+    }
+    if (at != microbatches_.end()) hint_microbatches_ = static_cast<int>(at - microbatches_.begin());
+    // Each stage's devices as a decision (all-reduce), and each group's stage: the one holding
+    // most of its ops.
+    std::vector<int> stage_action;
+    for (const auto& st : hint->stages) {
+      std::vector<int> devs;
+      for (const auto& r : st.replicas) devs.insert(devs.end(), r.devices.begin(), r.devices.end());
+      std::sort(devs.begin(), devs.end());
+      int a = -1;
+      for (std::size_t i = 0; i < actions_.size() && a < 0; ++i)
+        if (actions_[i].devices == devs && actions_[i].sync == plan::SyncMethod::all_reduce)
+          a = static_cast<int>(i);
+      if (a < 0) {
+        a = static_cast<int>(actions_.size());
+        actions_.push_back(Action{devs, plan::SyncMethod::all_reduce});
+      }
+      stage_action.push_back(a);
+    }
+    for (std::size_t g = 0; g < G; ++g) {
+      std::map<int, int> count;
+      for (int op : grouping_.groups[g]) ++count[plan::stage_of_layer(*hint, m.layer_of(op))];
+      int best = -1, most_ops = 0;
+      for (auto [stage, n] : count)
+        if (stage >= 0 && n > most_ops) {
+          best = stage;
+          most_ops = n;
+        }
+      if (best >= 0) hint_action_[g] = stage_action[best];
+    }
+  }
 }
 
 int TagProblem::num_actions(std::span<const int> prefix) {
   return static_cast<int>(prefix.empty() ? microbatches_.size() : actions_.size());
 }
 
+// Half the prior on a hinted choice, the rest spread evenly over the others.
+void favour(std::vector<double>& p, int hinted) {
+  if (hinted < 0) return;
+  double others = 0;
+  for (std::size_t a = 0; a < p.size(); ++a)
+    if (static_cast<int>(a) != hinted) others += p[a];
+  p[hinted] = std::max(others, 1.0);
+}
+
+std::vector<int> TagProblem::hint_decisions() const {
+  if (hint_microbatches_ < 0) return {};
+  std::vector<int> seq{hint_microbatches_};
+  for (int g : order_) seq.push_back(std::max(0, hint_action_[g]));
+  return seq;
+}
+
 std::vector<double> TagProblem::prior(std::span<const int> prefix) {
-  if (prefix.empty()) return std::vector<double>(microbatches_.size(), 1.0);
+  if (prefix.empty()) {
+    std::vector<double> p(microbatches_.size(), 1.0);
+    favour(p, hint_microbatches_);
+    return p;
+  }
   const int g = order_[prefix.size() - 1];
   std::vector<double> p(actions_.size(), 1.0);
   for (std::size_t a = 0; a < actions_.size(); ++a)
     if (actions_[a].sync == plan::SyncMethod::sufficient_factor && !has_factor_op_[g]) p[a] = 0;
+  favour(p, hint_action_[g]);
   return p;
 }
 
@@ -244,12 +302,20 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
     out.best.error = grouping.error().message;
     return out;
   }
-  TagProblem problem(ctx, std::move(*grouping));
+  TagProblem problem(ctx, std::move(*grouping), options.hint ? &*options.hint : nullptr);
   if (!problem.baseline().ok) {  // e.g. op-level plans are not executable and must be
     out.best = problem.baseline();
     return out;
   }
   const Deadline budget(options.budget_s);
+  // The hint's own op-level form, evaluated first.
+  std::string hinted = "-";
+  if (auto seq = problem.hint_decisions(); !seq.empty()) {
+    problem.evaluate(seq);
+    const Evaluation e = ctx.evaluator.evaluate(problem.plan_of(seq));
+    hinted = e.ok ? fmt::format("{:.4g} s{}", e.iteration_time_s, e.fits ? "" : " (does not fit)")
+                  : e.error;
+  }
   MctsOptions mo = mcts_options(options, ctx.options.seed);
   mo.should_stop = [&] { return ctx.deadline.expired() || budget.expired(); };
   const MctsResult r = mcts(problem, mo);
@@ -260,9 +326,10 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
   if (ctx.options.progress)
     ctx.options.progress(fmt::format(
         "tag: {} groups, {} actions each, {} simulations, {} plans evaluated, data parallel {}, "
-        "best {}",
-        problem.depth(), problem.actions().size(), r.simulations, problem.evaluations(),
+        "the stage-level start {}, best {}",
+        problem.depth() - 1, problem.actions().size(), r.simulations, problem.evaluations(),
         problem.baseline().ok ? fmt::format("{:.4g} s", problem.baseline().iteration_time_s) : "-",
+        hinted,
         out.best.ok ? fmt::format("{:.4g} s", out.best.iteration_time_s) : "none"));
   return out;
 }

@@ -14,6 +14,7 @@
 // [-1.5, 3]); -2 when it does not fit.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct TagOptions {
   // urgency): a node tries its other decisions until one improves on what it has shown.
   double first_play_bonus = 0.05;
   double budget_s = 40;  // wall-clock seconds at most (0: no budget beyond the context's deadline)
+  // A stage-level plan to start from (the stage-level planners' best): each group's decision
+  // that runs it where the stage holding most of its ops runs, and that plan's micro-batch count,
+  // get half of the prior, so the search first follows it, then improves on it.
+  std::optional<plan::Plan> hint;
 };
 
 // The decision problem the tree search solves; every evaluation is a simulation by the context's
@@ -43,7 +48,7 @@ class TagProblem : public DecisionProblem {
     plan::SyncMethod sync = plan::SyncMethod::all_reduce;
   };
 
-  TagProblem(const Context& ctx, OpGrouping grouping);
+  TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan* hint = nullptr);
 
   // The micro-batch count, then one decision per group.
   int depth() const override { return static_cast<int>(order_.size()) + 1; }
@@ -62,6 +67,8 @@ class TagProblem : public DecisionProblem {
   // The group decision i (>= 1) is about.
   int group_at(int i) const { return order_[static_cast<std::size_t>(i - 1)]; }
   const std::vector<int>& microbatch_counts() const { return microbatches_; }
+  // The decisions that follow the hint (empty without one).
+  std::vector<int> hint_decisions() const;
   const Evaluation& best() const { return best_; }          // the best plan evaluated
   const Evaluation& baseline() const { return baseline_; }  // every group data parallel
   // Evaluated plans, best first, distinct, at most `n`.
@@ -80,6 +87,8 @@ class TagProblem : public DecisionProblem {
   std::vector<bool> has_factor_op_;
   std::vector<Action> actions_;
   std::vector<int> microbatches_;  // decision 0's choices
+  int hint_microbatches_ = -1;     // the hint's index in microbatches_, or -1
+  std::vector<int> hint_action_;   // per group: the hint's action, or -1
   Evaluation baseline_, best_;
   std::vector<Evaluation> top_;  // best first, distinct
   int evaluations_ = 0;
