@@ -275,6 +275,11 @@ OpGroup read_op_group(const Json& j, const std::string& path) {
   g.algorithm = enum_or(j, "algorithm", path, cost::Algorithm::automatic, algorithm_from_string,
                         algorithm_names());
   g.servers = read_device_ids(j, "servers", path, false);
+  if (g.mode == GroupMode::place)
+    for (const char* key : {"sync", "algorithm", "servers"})
+      if (j.contains(key))
+        throw InputError(field_path(path, key),
+                         "a placed group runs on one device and synchronises nothing");
   return g;
 }
 

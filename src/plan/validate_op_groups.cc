@@ -47,6 +47,7 @@ void check_devices(const std::vector<int>& devices, const cluster::Cluster& c,
 
 void check_group(const Plan& p, const OpGroup& g, const cluster::Cluster& c,
                  const std::string& path) {
+  if (g.ops.empty()) throw InputError(field_path(path, "ops"), "expected at least one op");
   if (g.devices.empty())
     throw InputError(field_path(path, "devices"), "expected at least one device");
   check_devices(g.devices, c, field_path(path, "devices"));

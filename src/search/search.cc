@@ -115,9 +115,16 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
     res.planners.push_back(run(&uneven_dp, false));
   if (algo == Algo::pipeline || algo == Algo::automatic || algo == Algo::tag)
     res.planners.push_back(run(&pipeline, false));
+  if (algo == Algo::hap || algo == Algo::automatic) res.planners.push_back(run(&hap, false));
   if (with_tag) {
-    // The stage-level planners' best plan that fits is where the op-level search starts.
+    // The stage-level planners' best plan that fits is where the op-level search starts. Its
+    // budget is a number of simulations (so that the plan does not depend on the machine's
+    // speed), fewer for larger lowerings, and fewer again beside every other planner (auto).
     TagOptions to;
+    const double pairs = static_cast<double>(m.ops.size()) * c.num_devices();
+    to.simulations = static_cast<int>(std::clamp(4e6 / pairs, 100.0, 1000.0));
+    if (algo == Algo::automatic) to.simulations = std::min(to.simulations, 200);
+    to.budget_s = 0;
     const Evaluation* start = nullptr;
     for (const auto& o : res.planners)
       if (o.best.ok && o.best.fits && (!start || better(o.best, *start, opts.objective)))
@@ -125,7 +132,6 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
     if (start) to.hint = start->plan;
     res.planners.push_back(run([&](const Context& x) { return tag(x, to); }, true));
   }
-  if (algo == Algo::hap || algo == Algo::automatic) res.planners.push_back(run(&hap, false));
   // Each planner above minimises time; for the memory objective the time/memory frontier joins
   // them, with its point of least memory for the capacity.
   if (opts.objective == Objective::memory && (algo == Algo::automatic || algo == Algo::pipeline)) {

@@ -92,22 +92,38 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan
   }
   // Micro-batch counts: from the fewest (powers of two, while every device keeps a sample) with
   // which the data-parallel plan fits, up to 8 times as many, for pipelines of placed groups.
-  const long long most = std::max<long long>(1, ctx.options.global_batch / c.num_devices());
+  // Counts divide the batch, so that every device's share is whole samples per micro-batch; at
+  // most kMostMicrobatches (the lowering's tasks grow with them).
+  constexpr long long kMostMicrobatches = 32;
+  const long long B = ctx.options.global_batch;
+  const long long most = std::min(kMostMicrobatches, std::max<long long>(1, B / c.num_devices()));
+  auto next = [&](long long from) {
+    for (long long x = 2 * from; x <= most; x *= 2)
+      if (B % x == 0) return x;
+    return 0LL;
+  };
   microbatches_ = {1};
-  for (;; microbatches_[0] *= 2) {
+  while (true) {
     baseline_ = ctx_.evaluator.evaluate(plan_of({}));
-    if ((baseline_.ok && baseline_.fits) || 2LL * microbatches_[0] > most) break;
+    const long long more = next(microbatches_[0]);
+    if ((baseline_.ok && baseline_.fits) || more == 0 || ctx.deadline.expired()) break;
+    microbatches_[0] = static_cast<int>(more);
   }
-  for (int k = 1; k <= 3 && 2LL * microbatches_.back() <= most; ++k)
-    microbatches_.push_back(2 * microbatches_.back());
+  for (int k = 1; k <= 3; ++k) {
+    const long long more = next(microbatches_.back());
+    if (more == 0) break;
+    microbatches_.push_back(static_cast<int>(more));
+  }
   hint_action_.assign(G, -1);
   if (hint && !hint->is_op_level() && !hint->stages.empty()) {
     auto at = std::find(microbatches_.begin(), microbatches_.end(), hint->num_microbatches);
-    if (at == microbatches_.end() && hint->num_microbatches <= ctx.options.global_batch) {
+    if (at == microbatches_.end() && hint->num_microbatches <= most &&
+        B % hint->num_microbatches == 0) {
       microbatches_.push_back(hint->num_microbatches);
       at = microbatches_.end() - 1;
     }
-    if (at != microbatches_.end()) hint_microbatches_ = static_cast<int>(at - microbatches_.begin());
+    if (at != microbatches_.end())
+      hint_microbatches_ = static_cast<int>(at - microbatches_.begin());
     // Each stage's devices as a decision (all-reduce), and each group's stage: the one holding
     // most of its ops.
     std::vector<int> stage_action;
@@ -214,9 +230,9 @@ plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
 void TagProblem::place_samples(const std::vector<int>& devices, int microbatches,
                                plan::OpGroup& og) const {
   const cluster::Cluster& c = ctx_.cluster;
-  // Whole samples per micro-batch (per iteration when the micro-batches do not divide the batch).
+  // Whole samples per micro-batch.
   const long long B = ctx_.options.global_batch;
-  const long long count = B % microbatches == 0 ? B / microbatches : B;
+  const long long count = B / microbatches;  // the counts divide the batch
   const double samples = static_cast<double>(count);
   std::vector<double> speed;
   double total = 0;
@@ -238,8 +254,7 @@ void TagProblem::place_samples(const std::vector<int>& devices, int microbatches
     rest.emplace_back(-(exact - static_cast<double>(whole[j])), j);
   }
   std::sort(rest.begin(), rest.end());
-  for (std::size_t i = 0; given < count && i < rest.size(); ++i, ++given)
-    ++whole[rest[i].second];
+  for (std::size_t i = 0; given < count && i < rest.size(); ++i, ++given) ++whole[rest[i].second];
   for (std::size_t j = 0; j < devices.size(); ++j)
     if (whole[j] > 0) {
       og.devices.push_back(devices[j]);
@@ -319,7 +334,7 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
   MctsOptions mo = mcts_options(options, ctx.options.seed);
   mo.should_stop = [&] { return ctx.deadline.expired() || budget.expired(); };
   const MctsResult r = mcts(problem, mo);
-  out.timed_out = ctx.deadline.expired();
+  out.timed_out = ctx.deadline.expired() || budget.expired();
   out.estimated = problem.evaluations();
   out.best = problem.best();
   out.simulated = problem.top(8);
@@ -329,8 +344,7 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
         "the stage-level start {}, best {}",
         problem.depth() - 1, problem.actions().size(), r.simulations, problem.evaluations(),
         problem.baseline().ok ? fmt::format("{:.4g} s", problem.baseline().iteration_time_s) : "-",
-        hinted,
-        out.best.ok ? fmt::format("{:.4g} s", out.best.iteration_time_s) : "none"));
+        hinted, out.best.ok ? fmt::format("{:.4g} s", out.best.iteration_time_s) : "none"));
   return out;
 }
 

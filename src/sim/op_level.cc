@@ -279,8 +279,8 @@ struct OpLevelLowering {
 
   SyncClass sync_class(const plan::OpGroup& grp) const {
     SyncClass k;
-    k.method = grp.sync == plan::SyncMethod::parameter_server ? grp.sync
-                                                              : plan::SyncMethod::all_reduce;
+    k.method =
+        grp.sync == plan::SyncMethod::parameter_server ? grp.sync : plan::SyncMethod::all_reduce;
     if (k.method == plan::SyncMethod::all_reduce) {
       k.devices = grp.devices;
       k.algorithm = grp.algorithm;
@@ -376,10 +376,10 @@ struct OpLevelLowering {
                                         : cost::Collective::all_reduce;
       for (auto [first, count] : gradient_buckets(bytes, p.grad_bucket_bytes)) {
         const std::vector<int> bucket(ops.begin() + first, ops.begin() + first + count);
-        const int t = add_transfer(
-            TaskKind::grad_sync, lane_of_device[key.devices[0]], -1, group_of[bucket[0]], -1,
-            collective(kind, key.devices, params_of(bucket) * param_bytes(), key.ps_shares,
-                       key.algorithm));
+        const int t = add_transfer(TaskKind::grad_sync, lane_of_device[key.devices[0]], -1,
+                                   group_of[bucket[0]], -1,
+                                   collective(kind, key.devices, params_of(bucket) * param_bytes(),
+                                              key.ps_shares, key.algorithm));
         after_backward(bucket, t);
         for (int op : bucket) bucket_task[op] = t;
       }
@@ -403,7 +403,9 @@ struct OpLevelLowering {
         if (ps && std::find(servers.begin(), servers.end(), d) == servers.end()) continue;
         const int t = add_task(
             compute_task(TaskKind::optimizer, d, group, -1, optimizer_time(d, ops, shard)));
-        after_backward(ops, t);
+        // Its own backward passes (the synchronisation waits for every device's).
+        for (int op : ops)
+          for (int x : bwd[op][j]) g.add_edge(x, t);
         for (int x : synced) g.add_edge(x, t);
         for (int x : waits[gi][j]) g.add_edge(x, t);
         fixed_memory[d].optimizer += Bytes(params_of(ops) * shard * sb.optimizer);
