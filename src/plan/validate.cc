@@ -129,21 +129,7 @@ void check_replica(const Replica& r, const model::Model& m, const cluster::Clust
             index_path(dpath, i),
             fmt::format("device {} appears twice in the replica (also at devices[{}])", d, k));
   }
-  if (!r.tp_shares.empty()) {
-    const std::string spath = field_path(path, "tp_shares");
-    if (r.tp_shares.size() != r.devices.size())
-      throw InputError(spath, fmt::format("expected {} shares (one per device) or none, got {}",
-                                          r.devices.size(), r.tp_shares.size()));
-    double sum = 0;
-    for (std::size_t i = 0; i < r.tp_shares.size(); ++i) {
-      double s = r.tp_shares[i];
-      if (!(s > 0) || !std::isfinite(s))
-        throw InputError(index_path(spath, i), "expected a number > 0");
-      sum += s;
-    }
-    if (std::abs(sum - 1) > kShareTolerance)
-      throw InputError(spath, fmt::format("expected shares summing to 1, got {}", sum));
-  }
+  detail::check_shares(r.tp_shares, r.devices.size(), field_path(path, "tp_shares"));
   if (!(r.batch_share > 0 && r.batch_share <= 1))
     throw InputError(field_path(path, "batch_share"), "expected a number in (0, 1]");
   if (splits_heads) check_tensor_parallel(r, m, path);

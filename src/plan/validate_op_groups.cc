@@ -62,20 +62,7 @@ void check_group(const Plan& p, const OpGroup& g, const cluster::Cluster& c,
       throw InputError(field_path(path, "servers"), "a placed group has no parameter servers");
     return;
   }
-  if (!g.shares.empty()) {
-    const std::string spath = field_path(path, "shares");
-    if (g.shares.size() != g.devices.size())
-      throw InputError(spath, fmt::format("expected {} shares (one per device) or none, got {}",
-                                          g.devices.size(), g.shares.size()));
-    double sum = 0;
-    for (std::size_t i = 0; i < g.shares.size(); ++i) {
-      if (!(g.shares[i] > 0) || !std::isfinite(g.shares[i]))
-        throw InputError(index_path(spath, i), "expected a number > 0");
-      sum += g.shares[i];
-    }
-    if (std::abs(sum - 1) > kShareTolerance)
-      throw InputError(spath, fmt::format("expected shares summing to 1, got {}", sum));
-  }
+  check_shares(g.shares, g.devices.size(), field_path(path, "shares"));
   for (std::size_t j = 0; j < g.devices.size(); ++j)
     if (!(group_share(g, j) * static_cast<double>(p.global_batch) / p.num_microbatches > 0))
       throw InputError(field_path(path, "shares"),
@@ -160,6 +147,21 @@ void check_coverage(const Plan& p, const model::Model& m) {
 }
 
 }  // namespace
+
+void check_shares(const std::vector<double>& shares, std::size_t devices, const std::string& path) {
+  if (shares.empty()) return;
+  if (shares.size() != devices)
+    throw InputError(path, fmt::format("expected {} shares (one per device) or none, got {}",
+                                       devices, shares.size()));
+  double sum = 0;
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    if (!(shares[i] > 0) || !std::isfinite(shares[i]))
+      throw InputError(index_path(path, i), "expected a number > 0");
+    sum += shares[i];
+  }
+  if (std::abs(sum - 1) > kShareTolerance)
+    throw InputError(path, fmt::format("expected shares summing to 1, got {}", sum));
+}
 
 void check_op_groups(const Plan& p, const model::Model& m, const cluster::Cluster& c) {
   check_settings(p);
