@@ -104,7 +104,7 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan
   };
   microbatches_ = {1};
   while (true) {
-    baseline_ = ctx_.evaluator.evaluate(plan_of({}));
+    baseline_ = simulate(plan_of({}));
     const long long more = next(microbatches_[0]);
     if ((baseline_.ok && baseline_.fits) || more == 0 || ctx.deadline.expired()) break;
     microbatches_[0] = static_cast<int>(more);
@@ -122,8 +122,15 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan
       microbatches_.push_back(hint->num_microbatches);
       at = microbatches_.end() - 1;
     }
-    if (at != microbatches_.end())
+    if (at != microbatches_.end()) {
       hint_microbatches_ = static_cast<int>(at - microbatches_.begin());
+    } else {  // the most micro-batches offered, up to the hint's
+      hint_microbatches_ = 0;
+      for (std::size_t i = 0; i < microbatches_.size(); ++i)
+        if (microbatches_[i] <= hint->num_microbatches &&
+            microbatches_[i] > microbatches_[hint_microbatches_])
+          hint_microbatches_ = static_cast<int>(i);
+    }
     // Each stage's devices as a decision (all-reduce), and each group's stage: the one holding
     // most of its ops.
     std::vector<int> stage_action;
@@ -189,8 +196,14 @@ std::vector<double> TagProblem::prior(std::span<const int> prefix) {
   return p;
 }
 
+Evaluation TagProblem::simulate(const plan::Plan& p) {
+  for (const auto& og : p.op_groups)
+    work_ += 2.0 * static_cast<double>(og.ops.size() * og.devices.size()) * p.num_microbatches;
+  return ctx_.evaluator.evaluate(p);
+}
+
 double TagProblem::evaluate(std::span<const int> prefix) {
-  const Evaluation e = ctx_.evaluator.evaluate(plan_of(prefix));
+  const Evaluation e = simulate(plan_of(prefix));
   ++evaluations_;
   keep(e);
   if (!e.ok || !e.fits) return kInfeasible;
@@ -332,9 +345,10 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
                   : e.error;
   }
   MctsOptions mo = mcts_options(options, ctx.options.seed);
-  mo.should_stop = [&] { return ctx.deadline.expired() || budget.expired(); };
+  auto spent = [&] { return options.max_work > 0 && problem.work() >= options.max_work; };
+  mo.should_stop = [&] { return ctx.deadline.expired() || budget.expired() || spent(); };
   const MctsResult r = mcts(problem, mo);
-  out.timed_out = ctx.deadline.expired() || budget.expired();
+  out.timed_out = ctx.deadline.expired();  // the budget is the search's size, not a time limit
   out.estimated = problem.evaluations();
   out.best = problem.best();
   out.simulated = problem.top(8);

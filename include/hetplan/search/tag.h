@@ -5,12 +5,13 @@
 // device alone) and, for a set of several, all-reduce, a parameter server sharded over the set, or
 // sufficient factor broadcasting (for groups with matmul weights it applies to). A set of several
 // replicates the group with batch shares proportional to each device's speed on the model (whole
-// samples per iteration, so that groups on the same devices split them alike); a device left without a sample drops out, and a set of one device places the
-// group there. The first decision is the number of micro-batches: the fewest (powers of two) with
-// which the data-parallel plan fits, or up to 8 times as many (pipelines of placed groups).
-// A partial plan is simulated as it stands, its undecided groups replicated over
-// every device with all-reduce (the first action: plain data parallelism), and valued by its
-// speed-up over that data-parallel plan, squashed as TAG does (here its logarithm, within
+// samples per iteration, so that groups on the same devices split them alike); a device left
+// without a sample drops out, and a set of one device places the group there. The first decision is
+// the number of micro-batches: the fewest (powers of two) with which the data-parallel plan fits,
+// or up to 8 times as many (pipelines of placed groups). A partial plan is simulated as it stands,
+// its undecided groups replicated over every device with all-reduce (the first action: plain data
+// parallelism), and valued by its speed-up over that data-parallel plan, squashed as TAG does (here
+// its logarithm, within
 // [-1.5, 3]); -2 when it does not fit.
 #pragma once
 
@@ -32,7 +33,11 @@ struct TagOptions {
   // An unvisited group decision is first worth its parent's Q plus this (optimistic first-play
   // urgency): a node tries its other decisions until one improves on what it has shown.
   double first_play_bonus = 0.05;
-  double budget_s = 40;  // wall-clock seconds at most (0: no budget beyond the context's deadline)
+  double budget_s = 0;  // wall-clock seconds at most (0: no budget beyond the context's deadline)
+  // The simulated work at most, in the lowering's compute tasks summed over every plan evaluated
+  // (about 2 ops x devices x micro-batches each): a budget that does not depend on the machine's
+  // speed or load, so that a seed gives one plan. 0: none.
+  double max_work = 0;
   // A stage-level plan to start from (the stage-level planners' best): each group's decision
   // that runs it where the stage holding most of its ops runs, and that plan's micro-batch count,
   // get half of the prior, so the search first follows it, then improves on it.
@@ -74,10 +79,12 @@ class TagProblem : public DecisionProblem {
   // Evaluated plans, best first, distinct, at most `n`.
   std::vector<Evaluation> top(std::size_t n) const;
   int evaluations() const { return evaluations_; }
+  double work() const { return work_; }  // compute tasks of the plans evaluated
 
  private:
   void place_samples(const std::vector<int>& devices, int microbatches, plan::OpGroup& og) const;
   void keep(const Evaluation& e);
+  Evaluation simulate(const plan::Plan& p);  // the evaluator's, counting the work
 
   const Context& ctx_;
   OpGrouping grouping_;
@@ -92,6 +99,7 @@ class TagProblem : public DecisionProblem {
   Evaluation baseline_, best_;
   std::vector<Evaluation> top_;  // best first, distinct
   int evaluations_ = 0;
+  double work_ = 0;
 };
 
 // The tree search's settings for these options (PUCT with c_puct, mean and best backed-up value
