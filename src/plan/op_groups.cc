@@ -1,6 +1,15 @@
 #include "hetplan/plan/op_groups.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <unordered_map>
+#include <utility>
+
+#include "hetplan/core/error.h"
 
 namespace hetplan::plan {
 
@@ -32,6 +41,149 @@ double group_share(const OpGroup& g, std::size_t j) {
   if (g.mode == GroupMode::place) return 1.0;
   if (!g.shares.empty()) return g.shares[j];
   return 1.0 / static_cast<double>(g.devices.size());
+}
+
+namespace {
+
+// Where a group runs its ops as a stage would: its devices in increasing order, each with its share
+// of every micro-batch.
+struct Placement {
+  std::vector<int> devices;
+  std::vector<double> shares;
+  bool operator==(const Placement& o) const {
+    if (devices != o.devices) return false;
+    for (std::size_t j = 0; j < shares.size(); ++j)
+      if (std::abs(shares[j] - o.shares[j]) > 1e-9) return false;
+    return true;
+  }
+};
+
+Placement placement_of(const OpGroup& g) {
+  std::vector<std::pair<int, double>> by_device;
+  for (std::size_t j = 0; j < g.devices.size(); ++j)
+    by_device.emplace_back(g.devices[j], group_share(g, j));
+  std::sort(by_device.begin(), by_device.end());
+  Placement out;
+  for (const auto& [d, s] : by_device) {
+    out.devices.push_back(d);
+    out.shares.push_back(s);
+  }
+  return out;
+}
+
+std::string describe(const Placement& pl) {
+  if (pl.devices.size() == 1) return fmt::format("device {}", pl.devices[0]);
+  return fmt::format("devices {{{}}} at shares {:g}", fmt::join(pl.devices, ","),
+                     fmt::join(pl.shares, "/"));
+}
+
+std::string describe_layers(const model::Model& m, int first, int last) {
+  auto name = [&](int i) { return m.layers[static_cast<std::size_t>(i)].name; };
+  if (first == last) return fmt::format("layer {} ({})", first, name(first));
+  return fmt::format("layers {}..{} ({} ... {})", first, last, name(first), name(last));
+}
+
+Result<Plan> stage_plan_of(const Plan& p, const model::Model& m) {
+  if (!p.is_op_level()) return Error{"the plan is not op-level (it has no op_groups)"};
+  if (m.layers.empty()) return Error{"the model has no layers"};
+  const std::vector<int> owner = group_of_ops(p, m);
+  for (std::size_t g = 0; g < p.op_groups.size(); ++g) {
+    const OpGroup& grp = p.op_groups[g];
+    if (grp.devices.empty()) return Error{fmt::format("op_groups[{}] has no devices", g)};
+    if (!grp.shares.empty() && grp.shares.size() != grp.devices.size())
+      return Error{fmt::format("op_groups[{}] has {} shares for {} devices", g, grp.shares.size(),
+                               grp.devices.size())};
+    if (grp.mode == GroupMode::replicate && grp.devices.size() > 1 &&
+        grp.sync != SyncMethod::all_reduce)
+      return Error{fmt::format(
+          "op_groups[{}] synchronises its gradients by {}; a stage plan's replicas all-reduce "
+          "them",
+          g, to_string(grp.sync))};
+  }
+  // Per layer, the placement of all of its ops (nullopt for a layer without ops).
+  std::vector<std::optional<Placement>> layer_placement(m.layers.size());
+  for (std::size_t l = 0; l < m.layers.size(); ++l) {
+    const model::Layer& layer = m.layers[l];
+    int first_op = -1;
+    for (int op = layer.first_op; op < layer.first_op + layer.num_ops; ++op) {
+      const int g = owner[static_cast<std::size_t>(op)];
+      if (g < 0)
+        return Error{
+            fmt::format("op \"{}\" is in no op group", m.ops[static_cast<std::size_t>(op)].name)};
+      Placement pl = placement_of(p.op_groups[static_cast<std::size_t>(g)]);
+      if (!layer_placement[l]) {
+        layer_placement[l] = std::move(pl);
+        first_op = op;
+      } else if (!(pl == *layer_placement[l])) {
+        return Error{fmt::format(
+            "{} is split across op groups: op \"{}\" runs on {} but op \"{}\" on {} (a stage "
+            "holds whole layers)",
+            describe_layers(m, static_cast<int>(l), static_cast<int>(l)),
+            m.ops[static_cast<std::size_t>(first_op)].name, describe(*layer_placement[l]),
+            m.ops[static_cast<std::size_t>(op)].name, describe(pl))};
+      }
+    }
+  }
+  // A layer without ops joins the stage before it (the first such layers, the stage after them).
+  for (std::size_t l = 1; l < m.layers.size(); ++l)
+    if (!layer_placement[l]) layer_placement[l] = layer_placement[l - 1];
+  for (std::size_t l = m.layers.size() - 1; l-- > 0;)
+    if (!layer_placement[l]) layer_placement[l] = layer_placement[l + 1];
+  if (!layer_placement[0]) return Error{"the model has no ops"};
+
+  Plan out;
+  out.model = p.model;
+  out.cluster = p.cluster;
+  out.planner = p.planner;
+  out.global_batch = p.global_batch;
+  out.num_microbatches = p.num_microbatches;
+  out.schedule = Schedule::one_f_one_b;
+  out.recompute = cost::Recompute::none;
+  out.zero_stage = 0;
+  out.batch_norm = p.batch_norm;
+  out.grad_bucket_bytes = p.grad_bucket_bytes;
+  std::map<int, std::size_t> stage_of_device;
+  for (std::size_t l = 0; l < m.layers.size(); ++l) {
+    const Placement& pl = *layer_placement[l];
+    if (l > 0 && pl == *layer_placement[l - 1]) {
+      ++out.stages.back().num_layers;
+      continue;
+    }
+    for (int d : pl.devices) {
+      auto [it, inserted] = stage_of_device.emplace(d, out.stages.size());
+      if (inserted) continue;
+      const Stage& other = out.stages[it->second];
+      return Error{fmt::format(
+          "device {} runs {} and {}, which are not adjacent (a stage plan runs one stage per "
+          "device)",
+          d, describe_layers(m, other.first_layer, other.first_layer + other.num_layers - 1),
+          describe_layers(m, static_cast<int>(l), static_cast<int>(l)))};
+    }
+    Stage st;
+    st.first_layer = static_cast<int>(l);
+    st.num_layers = 1;
+    for (std::size_t j = 0; j < pl.devices.size(); ++j) {
+      Replica r;
+      r.devices = {pl.devices[j]};
+      r.batch_share = pl.shares[j];
+      st.replicas.push_back(std::move(r));
+    }
+    out.stages.push_back(std::move(st));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m) {
+  auto r = stage_plan_of(p, m);
+  if (!r) return std::nullopt;
+  return std::move(*r);
+}
+
+std::string why_not_stage_plan(const Plan& p, const model::Model& m) {
+  auto r = stage_plan_of(p, m);
+  return r ? std::string() : r.error().message;
 }
 
 }  // namespace hetplan::plan

@@ -1,6 +1,7 @@
 // Op-level plans: which op group each op of the model belongs to.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,5 +18,25 @@ std::vector<int> group_of_ops(const Plan& p, const model::Model& m);
 // Group g's share of each micro-batch on its device j: shares[j], 1 / devices for even shares,
 // 1 for a placed group.
 double group_share(const OpGroup& g, std::size_t j);
+
+// Many op-level plans are stage-level plans in disguise: walking Model::layers in order, all of a
+// layer's ops are in groups with the same devices and shares (a placed group: one device, share 1;
+// a replicated one: each device at its group_share), every replicated group of more than one
+// device synchronises by all_reduce, and consecutive layers on the same devices and shares form
+// one stage, whose replicas are the single devices at their shares. A device may run only one
+// such run of layers (no interleaving). Then the stage plan below is the same training step, and
+// `hetplan run` executes it. (Its timing may differ from the op-level plan's simulation: the
+// simulator orders an op-level plan's ops by its execution_order (HEFT), a stage plan's passes by
+// its 1F1B schedule.)
+//
+// The equivalent stage-level plan: the same model, cluster and planner strings, global_batch,
+// num_microbatches, grad_bucket_bytes and batch_norm; schedule 1f1b, recompute none, ZeRO 0, no op
+// overrides or grad_sync rules (the group's all-reduce algorithm is not carried over). Nullopt
+// when the plan is not op-level or not convertible; why_not_stage_plan says why.
+std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
+
+// Why as_stage_plan gives nullopt ("layer 2 (layers.1): op \"layers.1.fc\" runs on devices {0}
+// but op \"layers.1.act\" on {1}"); empty when it converts.
+std::string why_not_stage_plan(const Plan& p, const model::Model& m);
 
 }  // namespace hetplan::plan

@@ -1,0 +1,158 @@
+// as_stage_plan: op-level plans that are stage-level plans in disguise.
+#include <gtest/gtest.h>
+
+#include "hetplan/plan/op_groups.h"
+#include "hetplan/plan/validate.h"
+#include "plan_fixtures.h"
+
+namespace hetplan::plan {
+namespace {
+
+using testing::tiny_cluster;
+using testing::tiny_gpt;
+
+OpGroup replicated(std::vector<std::string> ops, std::vector<int> devices,
+                   std::vector<double> shares = {}, SyncMethod sync = SyncMethod::all_reduce) {
+  OpGroup g;
+  g.ops = std::move(ops);
+  g.devices = std::move(devices);
+  g.shares = std::move(shares);
+  g.sync = sync;
+  return g;
+}
+
+OpGroup placed(std::vector<std::string> ops, int device) {
+  OpGroup g;
+  g.ops = std::move(ops);
+  g.devices = {device};
+  g.mode = GroupMode::place;
+  return g;
+}
+
+// tiny_gpt(2): embedding, layers.0, layers.1, head on 8 devices.
+class AsStagePlan : public ::testing::Test {
+ protected:
+  model::Model model_ = tiny_gpt(2);
+  cluster::Cluster cluster_ = tiny_cluster(8);
+  Plan plan_ = [] {
+    Plan p;
+    p.model = "tiny-gpt";
+    p.cluster = "tiny-cluster";
+    p.planner = "tag";
+    p.global_batch = 16;
+    p.num_microbatches = 2;
+    p.grad_bucket_bytes = 1e6;
+    return p;
+  }();
+  std::string validate(const Plan& p) const {
+    auto r = validate_plan(p, model_, cluster_, "plan.json");
+    return r.ok() ? std::string("ok") : r.error().message;
+  }
+};
+
+TEST_F(AsStagePlan, DataParallelIsOneStageOfOneDeviceReplicas) {
+  plan_.op_groups = {replicated({"*"}, {2, 0, 1}, {0.25, 0.5, 0.25})};
+  ASSERT_EQ(validate(plan_), "ok");
+  EXPECT_EQ(why_not_stage_plan(plan_, model_), "");
+  auto s = as_stage_plan(plan_, model_);
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->is_op_level());
+  EXPECT_EQ(s->model, "tiny-gpt");
+  EXPECT_EQ(s->cluster, "tiny-cluster");
+  EXPECT_EQ(s->planner, "tag");
+  EXPECT_EQ(s->global_batch, 16);
+  EXPECT_EQ(s->num_microbatches, 2);
+  EXPECT_EQ(s->grad_bucket_bytes, 1e6);
+  EXPECT_EQ(s->schedule, Schedule::one_f_one_b);
+  ASSERT_EQ(s->stages.size(), 1u);
+  EXPECT_EQ(s->stages[0].first_layer, 0);
+  EXPECT_EQ(s->stages[0].num_layers, 4);
+  EXPECT_EQ(s->stages[0].replicas,
+            (std::vector<Replica>{Replica{{0}, {}, 0.5}, Replica{{1}, {}, 0.25},
+                                  Replica{{2}, {}, 0.25}}));
+  EXPECT_EQ(validate(*s), "ok");
+}
+
+TEST_F(AsStagePlan, EvenSharesWhenTheGroupHasNone) {
+  plan_.op_groups = {replicated({"*"}, {0, 1, 2, 3})};
+  auto s = as_stage_plan(plan_, model_);
+  ASSERT_TRUE(s) << why_not_stage_plan(plan_, model_);
+  ASSERT_EQ(s->stages.size(), 1u);
+  ASSERT_EQ(s->stages[0].replicas.size(), 4u);
+  for (const Replica& r : s->stages[0].replicas) EXPECT_DOUBLE_EQ(r.batch_share, 0.25);
+  EXPECT_EQ(validate(*s), "ok");
+}
+
+TEST_F(AsStagePlan, LayerAlignedGroupsArePipelineStages) {
+  // Adjacent groups on the same device join one stage; a replicated group is a stage of replicas.
+  plan_.op_groups = {placed({"embedding.*"}, 3), placed({"layers.0.*"}, 3),
+                     replicated({"layers.1.*", "head.*"}, {5, 4}, {0.25, 0.75})};
+  ASSERT_EQ(validate(plan_), "ok");
+  auto s = as_stage_plan(plan_, model_);
+  ASSERT_TRUE(s) << why_not_stage_plan(plan_, model_);
+  ASSERT_EQ(s->stages.size(), 2u);
+  EXPECT_EQ(s->stages[0], (Stage{0, 2, {Replica{{3}, {}, 1.0}}}));
+  EXPECT_EQ(s->stages[1], (Stage{2, 2, {Replica{{4}, {}, 0.75}, Replica{{5}, {}, 0.25}}}));
+  EXPECT_EQ(validate(*s), "ok");
+}
+
+TEST_F(AsStagePlan, OneDeviceReplicatedGroupIsAPlacedOne) {
+  plan_.op_groups = {
+      replicated({"embedding.*", "layers.0.*"}, {1}, {}, SyncMethod::parameter_server),
+      placed({"layers.1.*"}, 1), placed({"head.*"}, 2)};
+  auto s = as_stage_plan(plan_, model_);
+  ASSERT_TRUE(s) << why_not_stage_plan(plan_, model_);
+  ASSERT_EQ(s->stages.size(), 2u);
+  EXPECT_EQ(s->stages[0], (Stage{0, 3, {Replica{{1}, {}, 1.0}}}));
+  EXPECT_EQ(s->stages[1], (Stage{3, 1, {Replica{{2}, {}, 1.0}}}));
+  EXPECT_EQ(validate(*s), "ok");
+}
+
+TEST_F(AsStagePlan, ALayerSplitAcrossDevicesIsNotConvertible) {
+  plan_.op_groups = {placed({"embedding.*", "layers.0.norm1", "layers.0.attn.*"}, 0),
+                     placed({"layers.0.norm2", "layers.0.mlp.*", "layers.1.*", "head.*"}, 1)};
+  ASSERT_EQ(validate(plan_), "ok");
+  EXPECT_FALSE(as_stage_plan(plan_, model_));
+  EXPECT_EQ(why_not_stage_plan(plan_, model_),
+            "layer 1 (layers.0) is split across op groups: op \"layers.0.norm1\" runs on device 0 "
+            "but op \"layers.0.norm2\" on device 1 (a stage holds whole layers)");
+}
+
+TEST_F(AsStagePlan, ALayerOnGroupsOfOtherSharesIsNotConvertible) {
+  plan_.op_groups = {replicated({"embedding.*", "layers.*", "head.norm"}, {0, 1}),
+                     replicated({"head.lm", "head.loss"}, {0, 1}, {0.75, 0.25})};
+  ASSERT_EQ(validate(plan_), "ok");
+  EXPECT_FALSE(as_stage_plan(plan_, model_));
+  EXPECT_EQ(why_not_stage_plan(plan_, model_),
+            "layer 3 (head) is split across op groups: op \"head.norm\" runs on devices {0,1} at "
+            "shares 0.5/0.5 but op \"head.lm\" on devices {0,1} at shares 0.75/0.25 (a stage holds "
+            "whole layers)");
+}
+
+TEST_F(AsStagePlan, AParameterServerGroupIsNotConvertible) {
+  plan_.op_groups = {placed({"embedding.*"}, 0),
+                     replicated({"layers.*", "head.*"}, {1, 2}, {}, SyncMethod::parameter_server)};
+  ASSERT_EQ(validate(plan_), "ok");
+  EXPECT_FALSE(as_stage_plan(plan_, model_));
+  EXPECT_EQ(why_not_stage_plan(plan_, model_),
+            "op_groups[1] synchronises its gradients by parameter_server; a stage plan's replicas "
+            "all-reduce them");
+}
+
+TEST_F(AsStagePlan, ADeviceOnTwoNonAdjacentStagesIsNotConvertible) {
+  plan_.op_groups = {placed({"embedding.*", "head.*"}, 0), placed({"layers.*"}, 1)};
+  ASSERT_EQ(validate(plan_), "ok");
+  EXPECT_FALSE(as_stage_plan(plan_, model_));
+  EXPECT_EQ(why_not_stage_plan(plan_, model_),
+            "device 0 runs layer 0 (embedding) and layer 3 (head), which are not adjacent (a "
+            "stage plan runs one stage per device)");
+}
+
+TEST_F(AsStagePlan, AStageLevelPlanIsNotOpLevel) {
+  Plan p = testing::two_stage_plan();
+  EXPECT_FALSE(as_stage_plan(p, tiny_gpt(4)));
+  EXPECT_EQ(why_not_stage_plan(p, tiny_gpt(4)), "the plan is not op-level (it has no op_groups)");
+}
+
+}  // namespace
+}  // namespace hetplan::plan
