@@ -14,6 +14,7 @@
 #include "plan_args.h"
 #ifdef HETPLAN_WITH_RUNTIME
 #include "hetplan/plan/batch_split.h"
+#include "hetplan/plan/op_groups.h"
 #include "hetplan/runtime/emulate.h"
 #include "hetplan/runtime/launch.h"
 #include "hetplan/runtime/run.h"
@@ -131,6 +132,19 @@ int run_run(const RunArgs& a) {
   auto p = plan_from_args(a.plan_file, a.strategy, fmt::format("dp={},gbs={}", world, 8 * world),
                           *m, *c);
   if (!p) return report_error(p.error().message);
+  // An op-level plan that is a stage plan in disguise (whole layers on the same devices,
+  // all-reduced gradients) runs as that stage plan: the same step, though in 1F1B order rather than
+  // the order the simulator gives its ops (HEFT). The plan file stays as written.
+  if (p->is_op_level())
+    if (auto stages = plan::as_stage_plan(*p, *m)) {
+      if (a.nprocs > 0 || env->world_size == 1)
+        std::fprintf(stderr,
+                     "hetplan: the op-level plan keeps whole layers on the same devices: it runs "
+                     "as a stage plan of %zu stage(s), each device one replica at its group's "
+                     "share\n",
+                     stages->stages.size());
+      *p = std::move(*stages);
+    }
   // Every op split by batch inside a replica (HAP's program for data parallelism across a
   // replica's unlike devices) runs as one replica per device: the same step.
   if (auto dp = plan::as_data_parallel(*m, *p)) {

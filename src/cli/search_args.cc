@@ -6,6 +6,7 @@
 #include <set>
 
 #include "hetplan/plan/batch_split.h"
+#include "hetplan/plan/op_groups.h"
 #ifdef HETPLAN_WITH_RUNTIME
 #include "hetplan/runtime/run.h"
 #endif
@@ -31,8 +32,8 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
   cmd->add_flag("--json", a.json, "Print one JSON object instead of the summary");
   cmd->add_flag("--verbose,-v", a.verbose, "Show search progress on stderr");
   cmd->add_flag("--runnable", a.runnable,
-                "Choose only plans that `hetplan run` executes (it refuses op-level plans, some "
-                "model families and some settings; see README)");
+                "Choose only plans that `hetplan run` executes (it refuses op-level plans other "
+                "than stage plans in disguise, some model families and some settings; see README)");
 }
 
 std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts) {
@@ -54,7 +55,10 @@ std::string set_runnable(const SearchArgs& a, const model::Model& m, search::Sea
 #ifdef HETPLAN_WITH_RUNTIME
   opts.executable = [&m](const plan::Plan& p) -> std::string {
     plan::Plan run = p;
-    if (auto dp = plan::as_data_parallel(m, p)) run = std::move(*dp);
+    // As hetplan run sees it: an op-level plan that is a stage plan in disguise runs as that one.
+    if (p.is_op_level())
+      if (auto stages = plan::as_stage_plan(p, m)) run = std::move(*stages);
+    if (auto dp = plan::as_data_parallel(m, run)) run = std::move(*dp);
     std::set<int> devices;
     for (const auto& st : run.stages)
       for (const auto& r : st.replicas) devices.insert(r.devices.begin(), r.devices.end());

@@ -33,8 +33,9 @@ void add_search_options(CLI::App* cmd, SearchArgs& a);
 std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts);
 
 // With --runnable, the planners may choose only plans `hetplan run` executes (as it would run
-// them: a plan splitting every op by batch as one replica per device) for model `m`, which must
-// outlive the search. Returns the message of a bad argument (no runtime built in), or "".
+// them: an op-level plan that is a stage plan in disguise as that stage plan, a plan splitting
+// every op by batch as one replica per device) for model `m`, which must outlive the search.
+// Returns the message of a bad argument (no runtime built in), or "".
 std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts);
 
 }  // namespace hetplan::cli

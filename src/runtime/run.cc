@@ -18,6 +18,7 @@
 #include "batches.h"
 #include "grad_buckets.h"
 #include "heap.h"
+#include "hetplan/plan/op_groups.h"
 #include "hetplan/sim/schedule_order.h"
 #include "peer_watch.h"
 #include "process_groups.h"
@@ -238,9 +239,18 @@ std::vector<int> rank_devices(const plan::Plan& p) {
 
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size) {
   if (auto family = detail::executable_family(m); !family) return family.error();
-  if (p.is_op_level())
-    return Error{"plan: op_groups: op-level plans (ops grouped onto their own devices) are "
-                 "simulated and planned but not executed yet"};
+  if (p.is_op_level()) {
+    // Only the op-level plans that are stage plans in disguise run, as those stage plans.
+    const std::string why = plan::why_not_stage_plan(p, m);
+    if (why.empty())
+      return Error{
+          "plan: op_groups: an op-level plan runs as the stage plan it equals "
+          "(plan::as_stage_plan); convert it before the runtime checks it"};
+    return Error{fmt::format(
+        "plan: op_groups: the runtime executes op-level plans (ops grouped onto their own "
+        "devices) only when they are stage plans in disguise, and this one is not: {}",
+        why)};
+  }
   const std::size_t T = p.stages[0].replicas[0].devices.size();
   std::set<int> devices;
   for (std::size_t s = 0; s < p.stages.size(); ++s) {

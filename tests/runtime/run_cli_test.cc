@@ -192,15 +192,70 @@ nodes:
   // One rank per device the plan uses.
   std::set<int> devices;
   const auto planned_json = nlohmann::json::parse(cli::testing::slurp(plan.string()));
-  for (const auto& st : planned_json["stages"])
-    for (const auto& rep : st["replicas"])
-      for (int d : rep["devices"]) devices.insert(d);
+  if (planned_json.contains("stages"))
+    for (const auto& st : planned_json["stages"])
+      for (const auto& rep : st["replicas"])
+        for (int d : rep["devices"]) devices.insert(d);
+  if (planned_json.contains("op_groups"))  // an op-level plan that runs as a stage plan
+    for (const auto& g : planned_json["op_groups"])
+      for (int d : g["devices"]) devices.insert(d);
   const auto one = losses("--model " + model + " --strategy dp=1,gbs=32");
   const auto planned = losses("--model " + model + " --nprocs " + std::to_string(devices.size()) +
                               " --cluster " + cluster.string() + " --plan " + plan.string());
   std::filesystem::remove(cluster);
   std::filesystem::remove(plan);
   expect_same_losses(one, planned);
+}
+
+// Op-level plans that are stage plans in disguise run as those stage plans: every op replicated
+// over two devices at shares 0.75/0.25 (in two groups of the same devices and shares), and two
+// placed groups split at a layer boundary (a pipeline of two stages); the plan file stays as
+// written. An op-level plan with a layer split across devices is refused before start.
+TEST(RunCli, OpLevelStagePlansInDisguiseMatchOneProcess) {
+  const std::string model = "mlp:layers=4,hidden=128,in=64,out=10";
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_op_level_" + std::to_string(::getpid()) + ".json");
+  const std::string replicated = R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
+    "op_groups": [
+      {"ops": ["layers.0.*", "layers.1.*"], "mode": "replicate", "devices": [0, 1],
+       "shares": [0.75, 0.25]},
+      {"ops": ["layers.2.*", "layers.3.*", "head.fc", "head.loss"], "mode": "replicate",
+       "devices": [0, 1], "shares": [0.75, 0.25], "sync": "all_reduce"}]})";
+  const std::string placed = R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
+    "op_groups": [
+      {"ops": ["layers.0.*", "layers.1.*"], "mode": "place", "devices": [0]},
+      {"ops": ["layers.2.*", "layers.3.*", "head.*"], "mode": "place", "devices": [1]}]})";
+  const auto one = losses("--model " + model + " --strategy dp=1,gbs=16");
+  for (const std::string& plan : {replicated, placed}) {
+    std::ofstream(file) << plan;
+    auto r = run_hetplan("run --json --steps 20 --model " + model + " --nprocs 2 --plan " +
+                         file.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("runs as a stage plan"), std::string::npos) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    expect_same_losses(one, j["losses"].get<std::vector<double>>());
+    EXPECT_EQ(cli::testing::slurp(file.string()), plan);
+  }
+  std::filesystem::remove(file);
+}
+
+TEST(RunCli, RefusesAnOpLevelPlanThatSplitsALayer) {
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_op_level_split_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << R"({"version": 1, "global_batch": 16,
+    "op_groups": [
+      {"ops": ["layers.0.fc"], "mode": "place", "devices": [0]},
+      {"ops": ["layers.0.relu", "layers.1.*", "layers.2.*", "layers.3.*", "head.*"],
+       "mode": "place", "devices": [1]}]})";
+  auto r = run_hetplan("run --model mlp:layers=4,hidden=128,in=64,out=10 --nprocs 2 --plan " +
+                       file.string());
+  std::filesystem::remove(file);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("only when they are stage plans in disguise, and this one is not: layer 0 "
+                       "(layers.0) is split across op groups: op \"layers.0.fc\" runs on device 0 "
+                       "but op \"layers.0.relu\" on device 1"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(RunCli, PipelineWithDataParallelZeroMatchesOneProcess) {

@@ -68,7 +68,9 @@ struct RunResult {
 // with uneven layer counts (GPipe, 1F1B), each stage any number of replicas with uneven batch
 // shares, Megatron-style tensor parallelism with uneven shares inside a replica (and sequence
 // parallelism for decoders), micro-batches, ZeRO-1, full or selective recomputation, local or
-// synced batch normalisation. Refused with the reason: sequence parallelism outside decoders,
+// synced batch normalisation. Refused with the reason: op-level plans (those that
+// plan::as_stage_plan converts run after that conversion; the others are refused with
+// plan::why_not_stage_plan's reason), sequence parallelism outside decoders,
 // per-op split overrides under tensor parallelism, replicas of one stage with different
 // tp_shares, interleaved schedules, ZeRO-2/3, gradient sync
 // other than all-reduce, model families without a runtime module (CNNs other than ResNets), CNNs
