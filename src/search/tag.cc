@@ -197,9 +197,13 @@ std::vector<double> TagProblem::prior(std::span<const int> prefix) {
 }
 
 Evaluation TagProblem::simulate(const plan::Plan& p) {
-  for (const auto& og : p.op_groups)
-    work_ += 2.0 * static_cast<double>(og.ops.size() * og.devices.size()) * p.num_microbatches;
-  return ctx_.evaluator.evaluate(p);
+  Evaluation e = ctx_.evaluator.evaluate(p);
+  // Work for plans simulated anew (the evaluator's cache answers the same plan again: sync choices
+  // of a group without weights, sufficient factors where none apply).
+  if (simulated_.insert(e.fingerprint).second)
+    for (const auto& og : p.op_groups)
+      work_ += 2.0 * static_cast<double>(og.ops.size() * og.devices.size()) * p.num_microbatches;
+  return e;
 }
 
 double TagProblem::evaluate(std::span<const int> prefix) {

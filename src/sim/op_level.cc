@@ -183,8 +183,10 @@ struct OpLevelLowering {
     }
   }
 
-  // The activation of op `in` consumed by ops of group `gc`: from each producing device to each
-  // consuming one, the samples their intervals share (nothing moves within a device).
+  // The activation of op `in` consumed by ops of group `gc` (or of groups on its devices at its
+  // shares): from each producing device to each consuming one, the samples their intervals share
+  // (nothing moves within a device); the gradients, summed on each consuming device, go back the
+  // same way.
   void add_crossing(int in, int gc, const std::vector<int>& consumers) {
     const int gp = group_of[in];
     const auto& from = p.op_groups[gp];
@@ -224,13 +226,24 @@ struct OpLevelLowering {
   }
 
   void add_data_edges() {
-    // Consumers of each producer, by consuming group (ascending op order).
-    std::map<std::pair<int, int>, std::vector<int>> crossing;  // (producer, group) -> consumers
+    // Groups on the same devices at the same shares receive an activation once: each group's
+    // first such group stands for them.
+    std::vector<int> layout(p.op_groups.size());
+    for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
+      layout[gi] = static_cast<int>(gi);
+      for (std::size_t o = 0; o < gi; ++o)
+        if (p.op_groups[o].devices == p.op_groups[gi].devices && bounds[o] == bounds[gi]) {
+          layout[gi] = static_cast<int>(o);
+          break;
+        }
+    }
+    // Consumers of each producer, by the layout consuming it (ascending op order).
+    std::map<std::pair<int, int>, std::vector<int>> crossing;  // (producer, layout) -> consumers
     for (std::size_t op = 0; op < m.ops.size(); ++op) {
       const int gc = group_of[op];
       for (int in : m.ops[op].inputs) {
         if (group_of[in] != gc) {
-          auto& v = crossing[{in, gc}];
+          auto& v = crossing[{in, layout[gc]}];
           if (v.empty() || v.back() != static_cast<int>(op)) v.push_back(static_cast<int>(op));
           continue;
         }

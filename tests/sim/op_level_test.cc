@@ -153,6 +153,35 @@ TEST(OpLevel, HeftRunsTheCriticalBranchFirst) {
     }
 }
 
+TEST(OpLevel, GroupsOnTheSameDevicesReceiveAnActivationOnce) {
+  // a on device 0 feeds b and c, each its own group placed on device 1: the 0.5 GB activation
+  // crosses once (0.5 s + L), b and c run (2 s), their backward passes (4 s), the summed gradient
+  // crosses back once (0.5 s + L), a's backward (2 s): 1 + 0.5 + L + 2 + 4 + 0.5 + L + 2.
+  model::Model m;
+  m.name = "fan-out";
+  m.family = model::Family::cnn;
+  for (int i = 0; i < 3; ++i) {
+    model::Op op;
+    op.name = std::string(1, static_cast<char>('a' + i));
+    op.kind = model::OpKind::matmul;
+    op.layer = i;
+    if (i > 0) op.inputs = {0};
+    op.flops = 1e12;
+    op.bytes_written = i == 0 ? 0.5e9 : 0;
+    m.ops.push_back(op);
+    m.layers.push_back(model::Layer{op.name, model::LayerKind::other, i, 1});
+  }
+  const auto c = unit_cluster(2, 1);
+  auto r = simulate(m, c, op_plan({placed({"a"}, 0), placed({"b"}, 1), placed({"c"}, 1)}, 1),
+                    exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  const double L = c.path_latency(0, 1).value;
+  EXPECT_NEAR(r->iteration_time.value, 10.0 + 2 * L, 1e-12);
+  int transfers = 0;
+  for (const auto& e : r->events) transfers += e.kind == TaskKind::p2p;
+  EXPECT_EQ(transfers, 2);
+}
+
 TEST(OpLevel, ActivationsPeakWhenTheLastForwardEnds) {
   // One device, two ops saving 1 GB and 2 GB per sample, two samples: 6 GB at the peak, plus the
   // working buffers.

@@ -16,7 +16,9 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "hetplan/plan/plan.h"
@@ -100,6 +102,7 @@ class TagProblem : public DecisionProblem {
   std::vector<Evaluation> top_;  // best first, distinct
   int evaluations_ = 0;
   double work_ = 0;
+  std::set<std::string> simulated_;  // fingerprints of the plans simulated
 };
 
 // The tree search's settings for these options (PUCT with c_puct, mean and best backed-up value
