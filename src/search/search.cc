@@ -8,6 +8,7 @@
 #include "hetplan/search/estimate.h"
 #include "hetplan/search/evaluate.h"
 #include "hetplan/search/hap.h"
+#include "hetplan/search/heterog.h"
 #include "hetplan/search/tag.h"
 
 namespace hetplan::search {
@@ -20,10 +21,12 @@ constexpr std::pair<Algo, const char*> kAlgoNames[] = {{Algo::automatic, "auto"}
                                                        {Algo::hap, "hap"},
                                                        {Algo::pipeline, "pipeline"},
                                                        {Algo::ft, "ft"},
-                                                       {Algo::tag, "tag"}};
+                                                       {Algo::tag, "tag"},
+                                                       {Algo::heterog, "heterog"}};
 
 // Op-level plans are lowered op by op on every device of a group: TAG's search runs where that
-// stays small enough to simulate hundreds of times (TAG's and HeteroG's clusters: up to 16 GPUs).
+// stays small enough to simulate hundreds of times (TAG's and HeteroG's clusters had up to 16 GPUs;
+// here up to 64 devices and 20000 (op, device) pairs).
 bool tag_applies(const model::Model& m, const cluster::Cluster& c) {
   return c.num_devices() <= 64 &&
          static_cast<double>(m.ops.size()) * static_cast<double>(c.num_devices()) <= 20000;
@@ -67,11 +70,16 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   if (algo == Algo::ft)
     return Error{"--algo: ft: use `hetplan pareto` for the Frontier Tracking planner"};
   if (opts.global_batch < 1) return Error{"--global-batch: expected a positive number of samples"};
-  if (algo == Algo::tag && !tag_applies(m, c))
+  if (algo == Algo::heterog && !opts.tag_guide)
+    return Error{
+        "--algo heterog: needs a trained policy (--policy FILE; `hetplan train-policy` writes "
+        "one)"};
+  if ((algo == Algo::tag || algo == Algo::heterog) && !tag_applies(m, c))
     return Error{fmt::format(
-        "--algo tag: the op-level search covers clusters of up to 64 devices and 20000 (op, "
+        "--algo {}: the op-level search covers clusters of up to 64 devices and 20000 (op, "
         "device) pairs; {} ({} ops) on {} ({} devices) has {}",
-        m.name, m.ops.size(), c.name, c.num_devices(), m.ops.size() * c.devices.size())};
+        to_string(algo), m.name, m.ops.size(), c.name, c.num_devices(),
+        m.ops.size() * c.devices.size())};
   Deadline deadline(opts.time_limit_s);
   Evaluator evaluator(m, c, opts);
   Estimator estimator(m, c, opts);
@@ -123,6 +131,11 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
     // planner (auto).
     TagOptions to;
     to.max_work = algo == Algo::automatic ? 3e6 : 3e7;
+    if (opts.tag_simulations > 0) {
+      to.simulations = opts.tag_simulations;
+      to.max_work = 0;
+    }
+    to.guide = opts.tag_guide.get();
     const Evaluation* start = nullptr;
     for (const auto& o : res.planners)
       if (o.best.ok && o.best.fits && (!start || better(o.best, *start, opts.objective)))
@@ -130,6 +143,10 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
     if (start) to.hint = start->plan;
     res.planners.push_back(run([&](const Context& x) { return tag(x, to); }, true));
   }
+  // HeteroG's decoder: on its own, and in auto beside TAG when a trained policy is loaded.
+  if (algo == Algo::heterog || (with_tag && algo == Algo::automatic && opts.tag_guide))
+    res.planners.push_back(
+        run([&](const Context& x) { return heterog(x, *opts.tag_guide); }, true));
   // Each planner above minimises time; for the memory objective the time/memory frontier joins
   // them, with its point of least memory for the capacity.
   if (opts.objective == Objective::memory && (algo == Algo::automatic || algo == Algo::pipeline)) {

@@ -49,8 +49,9 @@ std::vector<std::vector<int>> device_sets(const cluster::Cluster& c, model::DTyp
 
 }  // namespace
 
-TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan* hint)
-    : ctx_(ctx), grouping_(std::move(grouping)) {
+TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan* hint,
+                       TagGuide* guide)
+    : ctx_(ctx), grouping_(std::move(grouping)), guide_(guide) {
   const model::Model& m = ctx.model;
   const cluster::Cluster& c = ctx.cluster;
   const cost::ComputeCostModel compute(ctx.options.sim.compute, ctx.options.sim.profile);
@@ -182,7 +183,17 @@ std::vector<int> TagProblem::hint_decisions() const {
   return seq;
 }
 
+const TagGraph& TagProblem::graph() const {
+  if (!graph_) graph_ = tag_graph(*this);
+  return *graph_;
+}
+
 std::vector<double> TagProblem::prior(std::span<const int> prefix) {
+  if (guide_) {
+    std::vector<double> p = guide_->prior(graph(), tag_state(*this, prefix));
+    favour(p, prefix.empty() ? hint_microbatches_ : hint_action_[order_[prefix.size() - 1]]);
+    return p;
+  }
   if (prefix.empty()) {
     std::vector<double> p(microbatches_.size(), 1.0);
     favour(p, hint_microbatches_);
@@ -315,26 +326,31 @@ MctsOptions mcts_options(const TagOptions& options, std::uint64_t seed) {
   return mo;
 }
 
-PlannerOutput tag(const Context& ctx, const TagOptions& options) {
-  PlannerOutput out;
-  out.name = "tag";
+Result<OpGrouping> tag_grouping(const Context& ctx, int groups) {
   const model::Model& m = ctx.model;
   const cluster::Cluster& c = ctx.cluster;
-  if (ctx.options.global_batch < 1 || m.ops.empty()) return out;
   // The fastest device type weighs the ops for grouping.
   int fastest = 0;
   for (std::size_t t = 0; t < c.device_types.size(); ++t)
     if (c.device_types[t].peak(m.dtype).value > c.device_types[fastest].peak(m.dtype).value)
       fastest = static_cast<int>(t);
   const cost::ComputeCostModel compute(ctx.options.sim.compute, ctx.options.sim.profile);
-  const int k = options.groups > 0 ? options.groups : default_group_count(m);
-  auto grouping =
-      group_ops(m, op_compute_weights(m, c.device_types[fastest], compute), k, ctx.options.seed);
+  const int k = groups > 0 ? groups : default_group_count(m);
+  return group_ops(m, op_compute_weights(m, c.device_types[fastest], compute), k,
+                   ctx.options.seed);
+}
+
+PlannerOutput tag(const Context& ctx, const TagOptions& options) {
+  PlannerOutput out;
+  out.name = "tag";
+  if (ctx.options.global_batch < 1 || ctx.model.ops.empty()) return out;
+  auto grouping = tag_grouping(ctx, options.groups);
   if (!grouping) {
     out.best.error = grouping.error().message;
     return out;
   }
-  TagProblem problem(ctx, std::move(*grouping), options.hint ? &*options.hint : nullptr);
+  TagProblem problem(ctx, std::move(*grouping), options.hint ? &*options.hint : nullptr,
+                     options.guide);
   if (!problem.baseline().ok) {  // e.g. op-level plans are not executable and must be
     out.best = problem.baseline();
     return out;
@@ -344,7 +360,7 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
   std::string hinted = "-";
   if (auto seq = problem.hint_decisions(); !seq.empty()) {
     problem.evaluate(seq);
-    const Evaluation e = ctx.evaluator.evaluate(problem.plan_of(seq));
+    const Evaluation e = ctx.evaluator.evaluate(problem.plan_of(seq));  // the cache's answer
     hinted = e.ok ? fmt::format("{:.4g} s{}", e.iteration_time_s, e.fits ? "" : " (does not fit)")
                   : e.error;
   }
@@ -358,9 +374,10 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
   out.simulated = problem.top(8);
   if (ctx.options.progress)
     ctx.options.progress(fmt::format(
-        "tag: {} groups, {} actions each, {} simulations, {} plans evaluated, data parallel {}, "
-        "the stage-level start {}, best {}",
-        problem.depth() - 1, problem.actions().size(), r.simulations, problem.evaluations(),
+        "tag: {} groups, {} actions each, prior {}, {} simulations, {} plans evaluated, data "
+        "parallel {}, the stage-level start {}, best {}",
+        problem.depth() - 1, problem.actions().size(),
+        options.guide ? options.guide->describe() : "uniform", r.simulations, problem.evaluations(),
         problem.baseline().ok ? fmt::format("{:.4g} s", problem.baseline().iteration_time_s) : "-",
         hinted, out.best.ok ? fmt::format("{:.4g} s", out.best.iteration_time_s) : "none"));
   return out;

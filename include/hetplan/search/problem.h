@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "hetplan/cluster/cluster.h"
@@ -12,6 +13,8 @@
 #include "hetplan/sim/simulate.h"
 
 namespace hetplan::search {
+
+class TagGuide;  // tag_features.h
 
 enum class Objective {
   time,    // the fastest plan that fits
@@ -31,6 +34,13 @@ struct SearchOptions {
   // When set, a plan it gives a reason for (the runtime cannot execute it) is never chosen: the
   // evaluator rejects it before simulating, with that reason. Empty: every plan may be chosen.
   std::function<std::string(const plan::Plan&)> executable;
+  // The learned guidance of TAG's tree search and HeteroG's decoder (tag_features.h); null: TAG
+  // searches with a uniform prior and HeteroG does not run.
+  std::shared_ptr<TagGuide> tag_guide;
+  // TAG's tree-search simulations; 0: up to 1000, within a budget of simulated work (3e7 compute
+  // tasks for --algo tag, 3e6 in auto). Set, the search runs exactly that many (or until the
+  // whole tree is evaluated), whatever their work: equal budgets for comparing priors.
+  int tag_simulations = 0;
   // Called with one line of progress ("pipeline: 120 shapes, best 1.23 s"); may be empty.
   std::function<void(const std::string&)> progress;
 };

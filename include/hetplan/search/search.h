@@ -13,8 +13,8 @@
 
 namespace hetplan::search {
 
-enum class Algo { automatic, dp, megatron, uneven_dp, hap, pipeline, ft, tag };
-// "auto", "dp", "megatron", "uneven-dp", "hap", "pipeline", "ft", "tag"
+enum class Algo { automatic, dp, megatron, uneven_dp, hap, pipeline, ft, tag, heterog };
+// "auto", "dp", "megatron", "uneven-dp", "hap", "pipeline", "ft", "tag", "heterog"
 const char* to_string(Algo a);
 std::optional<Algo> algo_from_string(std::string_view s);
 std::string algo_names();  // "auto|dp|...": for error messages

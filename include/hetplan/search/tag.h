@@ -25,6 +25,7 @@
 #include "hetplan/search/mcts.h"
 #include "hetplan/search/op_groups.h"
 #include "hetplan/search/planners.h"
+#include "hetplan/search/tag_features.h"
 
 namespace hetplan::search {
 
@@ -44,6 +45,8 @@ struct TagOptions {
   // that runs it where the stage holding most of its ops runs, and that plan's micro-batch count,
   // get half of the prior, so the search first follows it, then improves on it.
   std::optional<plan::Plan> hint;
+  // The learned prior (tag_features.h); null: uniform over the actions that differ for the group.
+  TagGuide* guide = nullptr;
 };
 
 // The decision problem the tree search solves; every evaluation is a simulation by the context's
@@ -55,7 +58,8 @@ class TagProblem : public DecisionProblem {
     plan::SyncMethod sync = plan::SyncMethod::all_reduce;
   };
 
-  TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan* hint = nullptr);
+  TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan* hint = nullptr,
+             TagGuide* guide = nullptr);
 
   // The micro-batch count, then one decision per group.
   int depth() const override { return static_cast<int>(order_.size()) + 1; }
@@ -63,7 +67,8 @@ class TagProblem : public DecisionProblem {
   // for a group without a matmul weight they apply to is all-reduce: the same plan, which the
   // evaluator's cache answers).
   int num_actions(std::span<const int> prefix) override;
-  // Uniform over the actions that differ for the group.
+  // The guide's, or uniform over the actions that differ for the group; with a hint, half of it on
+  // the hinted action.
   std::vector<double> prior(std::span<const int> prefix) override;
   double evaluate(std::span<const int> prefix) override;
 
@@ -76,6 +81,17 @@ class TagProblem : public DecisionProblem {
   const std::vector<int>& microbatch_counts() const { return microbatches_; }
   // The decisions that follow the hint (empty without one).
   std::vector<int> hint_decisions() const;
+  // Whether sufficient factor broadcasting applies to one of group g's weights (otherwise that
+  // action is all-reduce, and masked).
+  bool has_factor_op(int g) const { return has_factor_op_[static_cast<std::size_t>(g)]; }
+  const Context& context() const { return ctx_; }
+  const OpGrouping& grouping() const { return grouping_; }
+  // [group][device type]: forward and backward seconds per sample.
+  const std::vector<std::vector<double>>& group_time() const { return group_time_; }
+  // [device type]: the whole model's seconds per sample at an even share of the batch.
+  const std::vector<double>& model_time() const { return model_time_; }
+  const std::vector<int>& order() const { return order_; }  // decision i >= 1: group order()[i-1]
+  const TagGraph& graph() const;                             // tag_graph(*this), built once
   const Evaluation& best() const { return best_; }          // the best plan evaluated
   const Evaluation& baseline() const { return baseline_; }  // every group data parallel
   // Evaluated plans, best first, distinct, at most `n`.
@@ -103,7 +119,13 @@ class TagProblem : public DecisionProblem {
   int evaluations_ = 0;
   double work_ = 0;
   std::set<std::string> simulated_;  // fingerprints of the plans simulated
+  TagGuide* guide_ = nullptr;
+  mutable std::optional<TagGraph> graph_;
 };
+
+// The ops of ctx's model in `groups` groups (0: default_group_count) by METIS, weighted by their
+// compute on the cluster's fastest type; the seed is SearchOptions::seed.
+Result<OpGrouping> tag_grouping(const Context& ctx, int groups);
 
 // The tree search's settings for these options (PUCT with c_puct, mean and best backed-up value
 // mixed half and half, optimistic first-play urgency).
