@@ -113,6 +113,9 @@ int run_plan(const PlanArgs& a) {
   }
   if (auto bad = fill_search_options(a, opts); !bad.empty()) return report_error(bad);
   if (auto bad = set_runnable(a, *m, opts); !bad.empty()) return report_error(bad);
+  if (auto bad = set_policy(a, opts); !bad.empty()) return report_error(bad);
+  if (a.tag_simulations < 0) return report_error("--simulations: expected at least 0");
+  opts.tag_simulations = a.tag_simulations;
   opts.seed = a.seed;
   if (!a.calibration_file.empty()) {
     auto prof = calibration_from_args(a.calibration_file, *c, opts.sim.network);
@@ -169,6 +172,14 @@ Action add_plan_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--out,-o", args->out_file, "Write the plan (JSON) to FILE");
   cmd->add_option("--calibration", args->calibration_file, "A measured calibration profile (JSON)");
+  cmd->add_option("--policy", args->policy,
+                  "TAG's and HeteroG's trained network (hetplan train-policy writes one); "
+                  "'none': a uniform prior and no HeteroG. Default: the shipped "
+                  "data/policy/tag.pt");
+  cmd->add_option("--simulations", args->tag_simulations,
+                  "TAG's tree-search simulations (0: up to 1000 within a budget of simulated "
+                  "work); set, exactly that many, to compare priors at equal budget")
+      ->capture_default_str();
   add_search_options(cmd, *args);
   return [args] { return run_plan(*args); };
 }

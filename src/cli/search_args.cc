@@ -8,6 +8,7 @@
 #include "hetplan/plan/batch_split.h"
 #include "hetplan/plan/op_groups.h"
 #ifdef HETPLAN_WITH_RUNTIME
+#include "hetplan/learn/tag_policy.h"
 #include "hetplan/runtime/run.h"
 #endif
 
@@ -71,6 +72,28 @@ std::string set_runnable(const SearchArgs& a, const model::Model& m, search::Sea
   (void)m;
   (void)opts;
   return "--runnable: this hetplan was built without the runtime, which decides what runs";
+#endif
+}
+
+std::string set_policy(const SearchArgs& a, search::SearchOptions& opts) {
+  if (a.policy == "none") return "";
+#ifdef HETPLAN_WITH_RUNTIME
+  const std::string file = a.policy.empty() ? learn::default_policy_file() : a.policy;
+  auto guide = learn::load_tag_policy(file);
+  if (guide) {
+    opts.tag_guide = std::move(*guide);
+    return "";
+  }
+  if (!a.policy.empty()) return "--policy: " + guide.error().message;
+  if (opts.progress)
+    opts.progress("no trained policy (" + guide.error().message +
+                  "): TAG searches with a uniform prior, HeteroG does not run");
+  return "";
+#else
+  (void)opts;
+  if (!a.policy.empty())
+    return "--policy: this hetplan was built without libtorch, which runs the trained policy";
+  return "";
 #endif
 }
 

@@ -20,6 +20,8 @@ struct SearchArgs {
   bool json = false;
   bool verbose = false;
   bool runnable = false;
+  std::string policy;
+  int tag_simulations = 0;  // --simulations  // TAG's and HeteroG's trained network: a file, "none", or "" (the shipped)
 };
 
 // Registers --model, --cluster and --global-batch.
@@ -37,5 +39,10 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
 // every op by batch as one replica per device) for model `m`, which must outlive the search.
 // Returns the message of a bad argument (no runtime built in), or "".
 std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts);
+
+// Loads the trained network TAG's search and HeteroG's decoder read (--policy FILE; "none": TAG
+// with a uniform prior and no HeteroG; unset: the shipped weights when they are there, otherwise
+// a progress line saying the prior is uniform). Returns the message of a bad argument, or "".
+std::string set_policy(const SearchArgs& a, search::SearchOptions& opts);
 
 }  // namespace hetplan::cli
