@@ -13,8 +13,7 @@
 #include "measured_run.h"
 #include "plan_args.h"
 #ifdef HETPLAN_WITH_RUNTIME
-#include "hetplan/plan/batch_split.h"
-#include "hetplan/plan/op_groups.h"
+#include "hetplan/plan/run_form.h"
 #include "hetplan/runtime/emulate.h"
 #include "hetplan/runtime/launch.h"
 #include "hetplan/runtime/run.h"
@@ -134,25 +133,23 @@ int run_run(const RunArgs& a) {
   if (!p) return report_error(p.error().message);
   // An op-level plan that is a stage plan in disguise (whole layers on the same devices,
   // all-reduced gradients) runs as that stage plan: the same step, though in 1F1B order rather than
-  // the order the simulator gives its ops (HEFT). The plan file stays as written.
-  if (p->is_op_level())
-    if (auto stages = plan::as_stage_plan(*p, *m)) {
-      if (a.nprocs > 0 || env->world_size == 1)
-        std::fprintf(stderr,
-                     "hetplan: the op-level plan keeps whole layers on the same devices: it runs "
-                     "as a stage plan of %zu stage(s), each device one replica at its group's "
-                     "share\n",
-                     stages->stages.size());
-      *p = std::move(*stages);
-    }
-  // Every op split by batch inside a replica (HAP's program for data parallelism across a
-  // replica's unlike devices) runs as one replica per device: the same step.
-  if (auto dp = plan::as_data_parallel(*m, *p)) {
-    if (a.nprocs > 0 || env->world_size == 1)
+  // the order the simulator gives its ops (HEFT). Every op split by batch inside a replica (HAP's
+  // program for data parallelism across a replica's unlike devices) runs as one replica per
+  // device: the same step. The plan file stays as written.
+  {
+    plan::RunForm form = plan::run_form(*p, *m);
+    const bool tell = a.nprocs > 0 || env->world_size == 1;
+    if (tell && form.stages_from_op_level > 0)
+      std::fprintf(stderr,
+                   "hetplan: the op-level plan keeps whole layers on the same devices: it runs "
+                   "as a stage plan of %d stage(s), each device one replica at its group's "
+                   "share\n",
+                   form.stages_from_op_level);
+    if (tell && form.per_device_replicas)
       std::fprintf(stderr,
                    "hetplan: the plan splits every op by batch: each replica runs as one replica "
                    "per device, with batch shares in its tp_shares' ratios\n");
-    *p = std::move(*dp);
+    *p = std::move(form.plan);
   }
   auto executable = runtime::check_executable(*m, *p, world);
   if (!executable) return report_error(executable.error().message);

@@ -3,10 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <set>
 
-#include "hetplan/plan/batch_split.h"
-#include "hetplan/plan/op_groups.h"
+#include "hetplan/plan/run_form.h"
 #ifdef HETPLAN_WITH_RUNTIME
 #include "hetplan/learn/tag_policy.h"
 #include "hetplan/runtime/run.h"
@@ -55,16 +53,10 @@ std::string set_runnable(const SearchArgs& a, const model::Model& m, search::Sea
   if (!a.runnable) return "";
 #ifdef HETPLAN_WITH_RUNTIME
   opts.executable = [&m](const plan::Plan& p) -> std::string {
-    plan::Plan run = p;
-    // As hetplan run sees it: an op-level plan that is a stage plan in disguise runs as that one.
-    if (p.is_op_level())
-      if (auto stages = plan::as_stage_plan(p, m)) run = std::move(*stages);
-    if (auto dp = plan::as_data_parallel(m, run)) run = std::move(*dp);
-    std::set<int> devices;
-    for (const auto& st : run.stages)
-      for (const auto& r : st.replicas) devices.insert(r.devices.begin(), r.devices.end());
-    for (const auto& g : run.op_groups) devices.insert(g.devices.begin(), g.devices.end());
-    auto ok = runtime::check_executable(m, run, static_cast<int>(devices.size()));
+    // As hetplan run sees it.
+    const plan::RunForm run = plan::run_form(p, m);
+    auto ok = runtime::check_executable(m, run.plan,
+                                        static_cast<int>(plan::plan_devices(run.plan).size()));
     return ok ? std::string() : ok.error().message;
   };
   return "";
