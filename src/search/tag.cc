@@ -10,6 +10,7 @@
 
 #include "hetplan/model/training.h"
 #include "hetplan/plan/plan.h"
+#include "hetplan/search/heterog.h"
 #include "hetplan/sim/grad_sync.h"
 
 namespace hetplan::search {
@@ -336,8 +337,7 @@ Result<OpGrouping> tag_grouping(const Context& ctx, int groups) {
       fastest = static_cast<int>(t);
   const cost::ComputeCostModel compute(ctx.options.sim.compute, ctx.options.sim.profile);
   const int k = groups > 0 ? groups : default_group_count(m);
-  return group_ops(m, op_compute_weights(m, c.device_types[fastest], compute), k,
-                   ctx.options.seed);
+  return group_ops(m, op_compute_weights(m, c.device_types[fastest], compute), k, ctx.options.seed);
 }
 
 PlannerOutput tag(const Context& ctx, const TagOptions& options) {
@@ -364,6 +364,13 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
     hinted = e.ok ? fmt::format("{:.4g} s{}", e.iteration_time_s, e.fits ? "" : " (does not fit)")
                   : e.error;
   }
+  // The learned decoder's plans next.
+  int decoded = 0;
+  if (options.guide) {
+    std::uint64_t rng = ctx.options.seed * 0x9E3779B97F4A7C15ULL + 7;
+    for (; decoded <= options.decoded_starts && !ctx.deadline.expired(); ++decoded)
+      problem.evaluate(decode_sequence(problem, *options.guide, decoded == 0 ? nullptr : &rng));
+  }
   MctsOptions mo = mcts_options(options, ctx.options.seed);
   auto spent = [&] { return options.max_work > 0 && problem.work() >= options.max_work; };
   mo.should_stop = [&] { return ctx.deadline.expired() || budget.expired() || spent(); };
@@ -374,10 +381,11 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
   out.simulated = problem.top(8);
   if (ctx.options.progress)
     ctx.options.progress(fmt::format(
-        "tag: {} groups, {} actions each, prior {}, {} simulations, {} plans evaluated, data "
-        "parallel {}, the stage-level start {}, best {}",
+        "tag: {} groups, {} actions each, prior {}, {} decoded starts, {} simulations, {} plans "
+        "evaluated, data parallel {}, the stage-level start {}, best {}",
         problem.depth() - 1, problem.actions().size(),
-        options.guide ? options.guide->describe() : "uniform", r.simulations, problem.evaluations(),
+        options.guide ? options.guide->describe() : "uniform", decoded, r.simulations,
+        problem.evaluations(),
         problem.baseline().ok ? fmt::format("{:.4g} s", problem.baseline().iteration_time_s) : "-",
         hinted, out.best.ok ? fmt::format("{:.4g} s", out.best.iteration_time_s) : "none"));
   return out;

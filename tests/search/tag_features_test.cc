@@ -18,8 +18,7 @@ using testing::slow_pair;
 
 TagProblem vgg_problem(Fixture& f, int groups) {
   const cost::ComputeCostModel compute(f.opts.sim.compute);
-  auto grouping =
-      group_ops(f.m, op_compute_weights(f.m, f.c.device_types[0], compute), groups, 1);
+  auto grouping = group_ops(f.m, op_compute_weights(f.m, f.c.device_types[0], compute), groups, 1);
   EXPECT_TRUE(grouping) << grouping.error().message;
   return TagProblem(f.ctx, *grouping);
 }
@@ -164,6 +163,33 @@ TEST(TagSearch, TheGuideIsThePrior) {
   EXPECT_EQ(p.prior({}), LastOption::last(tag_state(p, {})));
   const std::vector<int> prefix = {0};
   EXPECT_EQ(p.prior(prefix), LastOption::last(tag_state(p, prefix)));
+}
+
+// The tree search starts from the decoder's plans: with no simulations of its own, TAG answers
+// the guide's greedy plan (no drawn ones), which the heterog planner with no samples also answers.
+TEST(TagSearch, StartsFromTheDecodedPlans) {
+  Fixture f("vgg16", slow_pair(), 32);
+  LastOption guide;
+  TagOptions o;
+  o.groups = 3;
+  o.simulations = 0;
+  o.decoded_starts = 0;
+  o.guide = &guide;
+  const PlannerOutput t = tag(f.ctx, o);
+  ASSERT_TRUE(t.best.ok) << t.best.error;
+  Fixture g("vgg16", slow_pair(), 32);
+  HeterogOptions h;
+  h.groups = 3;
+  h.samples = 0;
+  const PlannerOutput d = heterog(g.ctx, guide, h);
+  ASSERT_TRUE(d.best.ok) << d.best.error;
+  EXPECT_LE(t.best.iteration_time_s, d.best.iteration_time_s);
+  // Without the guide's plans the search sees only data parallelism.
+  o.guide = nullptr;
+  Fixture u("vgg16", slow_pair(), 32);
+  const PlannerOutput none = tag(u.ctx, o);
+  EXPECT_EQ(none.estimated, 1);
+  EXPECT_EQ(t.estimated, 2);
 }
 
 }  // namespace

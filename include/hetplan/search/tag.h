@@ -47,6 +47,9 @@ struct TagOptions {
   std::optional<plan::Plan> hint;
   // The learned prior (tag_features.h); null: uniform over the actions that differ for the group.
   TagGuide* guide = nullptr;
+  // With a guide: the plans its decoder gives (HeteroG's greedy sequence and this many drawn, as
+  // heterog.h decodes them) are simulated before the tree search, which then improves on the best.
+  int decoded_starts = 7;
 };
 
 // The decision problem the tree search solves; every evaluation is a simulation by the context's
@@ -91,7 +94,7 @@ class TagProblem : public DecisionProblem {
   // [device type]: the whole model's seconds per sample at an even share of the batch.
   const std::vector<double>& model_time() const { return model_time_; }
   const std::vector<int>& order() const { return order_; }  // decision i >= 1: group order()[i-1]
-  const TagGraph& graph() const;                             // tag_graph(*this), built once
+  const TagGraph& graph() const;                            // tag_graph(*this), built once
   const Evaluation& best() const { return best_; }          // the best plan evaluated
   const Evaluation& baseline() const { return baseline_; }  // every group data parallel
   // Evaluated plans, best first, distinct, at most `n`.
