@@ -167,7 +167,8 @@ Action add_plan_command(CLI::App& app) {
                   "capacity (the time/memory frontier joins the search), then the fastest")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed,
-                  "Seed of TAG's op grouping (METIS); the stage-level planners draw no random "
+                  "Seed of the op grouping (METIS) and of HeteroG's draws; the stage-level "
+                  "planners draw no random "
                   "numbers. The same seed gives the same plan")
       ->capture_default_str();
   cmd->add_option("--out,-o", args->out_file, "Write the plan (JSON) to FILE");

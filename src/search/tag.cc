@@ -372,6 +372,7 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
       problem.evaluate(decode_sequence(problem, *options.guide, decoded == 0 ? nullptr : &rng));
   }
   MctsOptions mo = mcts_options(options, ctx.options.seed);
+  mo.simulations = std::max(0, options.simulations - decoded);  // the decoded plans count
   auto spent = [&] { return options.max_work > 0 && problem.work() >= options.max_work; };
   mo.should_stop = [&] { return ctx.deadline.expired() || budget.expired() || spent(); };
   const MctsResult r = mcts(problem, mo);

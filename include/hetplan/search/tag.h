@@ -49,7 +49,8 @@ struct TagOptions {
   TagGuide* guide = nullptr;
   // With a guide: the plans its decoder gives (HeteroG's greedy sequence and this many drawn, as
   // heterog.h decodes them) are simulated before the tree search, which then improves on the best.
-  int decoded_starts = 7;
+  // They count among the simulations.
+  int decoded_starts = 15;
 };
 
 // The decision problem the tree search solves; every evaluation is a simulation by the context's
