@@ -10,10 +10,12 @@
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/learn/train_policy.h"
 #include "hetplan/model/zoo.h"
+#include "hetplan/plan/plan_json.h"
 #include "hetplan/search/estimate.h"
 #include "hetplan/search/evaluate.h"
 #include "hetplan/search/search.h"
 #include "hetplan/search/tag.h"
+#include "hetplan/sim/simulate.h"
 
 namespace hetplan::learn {
 namespace {
@@ -153,6 +155,30 @@ TEST(TagPolicy, ShippedWeightsLoadAndPlanDeterministically) {
   EXPECT_EQ(a->planner, "heterog");
   EXPECT_EQ(a->best.fingerprint, b->best.fingerprint);
   EXPECT_EQ(a->best.iteration_time_s, b->best.iteration_time_s);
+}
+
+// TAG with the shipped network, at a fixed number of simulations: the same plan twice, and the
+// written plan read back simulates to the time the search reported.
+TEST(TagPolicy, ShippedWeightsGuideTagAndItsPlanResimulates) {
+  auto guide = load_tag_policy(default_policy_file());
+  ASSERT_TRUE(guide) << guide.error().message;
+  auto m = model::load_model("resnet:depth=18,width=8,image=32");
+  auto c = cluster::load_cluster("tag-mixed");
+  ASSERT_TRUE(m && c);
+  search::SearchOptions o;
+  o.global_batch = 64;
+  o.tag_guide = *guide;
+  o.tag_simulations = 48;
+  auto a = search::find_plan(*m, *c, search::Algo::tag, o);
+  auto b = search::find_plan(*m, *c, search::Algo::tag, o);
+  ASSERT_TRUE(a) << a.error().message;
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_EQ(a->best.fingerprint, b->best.fingerprint);
+  auto back = plan::plan_from_json(nlohmann::json::parse(plan::to_json_text(a->best.plan)), "p");
+  ASSERT_TRUE(back) << back.error().message;
+  auto r = sim::simulate(*m, *c, *back, o.sim);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->iteration_time.value, a->best.iteration_time_s);
 }
 
 }  // namespace
