@@ -20,8 +20,8 @@ struct SearchArgs {
   bool json = false;
   bool verbose = false;
   bool runnable = false;
-  std::string policy;
-  int tag_simulations = 0;  // --simulations  // TAG's and HeteroG's trained network: a file, "none", or "" (the shipped)
+  std::string policy;       // --policy: TAG's and HeteroG's network: a file, "none", "" (shipped)
+  int tag_simulations = 0;  // --simulations
 };
 
 // Registers --model, --cluster and --global-batch.

@@ -22,14 +22,12 @@ torch::Tensor matrix(const std::vector<float>& v, int rows, int cols) {
 }
 
 // Rows scaled to sum to 1 (rows of zeros stay zero).
-torch::Tensor row_normalised(const torch::Tensor& w) {
-  return w / w.sum(1, true).clamp_min(1e-9);
-}
+torch::Tensor row_normalised(const torch::Tensor& w) { return w / w.sum(1, true).clamp_min(1e-9); }
 
 // Masked options get a logit no softmax gives weight to.
 torch::Tensor masked(const torch::Tensor& logits, const std::vector<float>& mask) {
-  const auto m = torch::from_blob(const_cast<float*>(mask.data()),
-                                  {static_cast<long>(mask.size())}, torch::kFloat32)
+  const auto m = torch::from_blob(const_cast<float*>(mask.data()), {static_cast<long>(mask.size())},
+                                  torch::kFloat32)
                      .clone();
   return logits.masked_fill(m.eq(0), -1e9);
 }
@@ -80,7 +78,8 @@ torch::nn::Sequential TagNetImpl::head(int in, const std::string& name) {
 
 TagNetImpl::TagNetImpl(NetShape shape) : shape_(shape) {
   const int H = shape_.hidden;
-  group_in = register_module("group_in", torch::nn::Linear(kTagGroupFeatures + kTagStateFeatures, H));
+  group_in =
+      register_module("group_in", torch::nn::Linear(kTagGroupFeatures + kTagStateFeatures, H));
   device_in = register_module("device_in", torch::nn::Linear(kTagDeviceFeatures, H));
   global_in = register_module("global_in",
                               torch::nn::Linear(kTagGlobalFeatures + kTagGlobalStateFeatures, H));

@@ -3,7 +3,8 @@
 // (search/tag_features.h), read by `rounds` rounds of message passing; then four heads:
 //   policy   logits over the options of the state's decision: the tree search's prior (TAG)
 //   decoder  the same, a separate head trained by policy gradient (HeteroG's direct decoder)
-//   value    the squashed speed-up the search reaches from this state (AlphaZero's value target)
+//   value    the speed-up (log, clamped) of the best plan the search found for the case, trained
+//            as AlphaZero's value target; it shapes the shared encoder, and no search reads it yet
 // Private to the learn layer: nothing outside it sees libtorch.
 #pragma once
 

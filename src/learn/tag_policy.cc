@@ -21,8 +21,7 @@ class NetGuide : public search::TagGuide {
  public:
   NetGuide(TagNet net, std::string file) : net_(std::move(net)), file_(std::move(file)) {}
   std::string describe() const override { return "trained policy " + file_; }
-  std::vector<double> prior(const search::TagGraph& graph,
-                            const search::TagState& state) override {
+  std::vector<double> prior(const search::TagGraph& graph, const search::TagState& state) override {
     return softmax(run(graph, state).policy);
   }
   std::vector<double> decode(const search::TagGraph& graph,
@@ -41,7 +40,9 @@ class NetGuide : public search::TagGuide {
 
 }  // namespace
 
-std::string default_policy_file() { return std::string(HETPLAN_SOURCE_DIR) + "/data/policy/tag.pt"; }
+std::string default_policy_file() {
+  return std::string(HETPLAN_SOURCE_DIR) + "/data/policy/tag.pt";
+}
 
 Result<std::shared_ptr<search::TagGuide>> load_tag_policy(const std::string& file) {
   if (!std::filesystem::is_regular_file(file))

@@ -26,8 +26,7 @@ class TrainingGuide : public search::TagGuide {
  public:
   explicit TrainingGuide(TagNet& net) : net_(net) {}
   std::string describe() const override { return "the network in training"; }
-  std::vector<double> prior(const search::TagGraph& graph,
-                            const search::TagState& state) override {
+  std::vector<double> prior(const search::TagGraph& graph, const search::TagState& state) override {
     torch::NoGradGuard no_grad;
     if (cached_ != &graph) {  // the trainer holds one problem (and its graph) at a time
       tensors_ = to_tensors(graph);
@@ -80,8 +79,8 @@ Result<std::unique_ptr<Setup>> set_up(const TrainingCase& tc, std::uint64_t seed
   s->options.seed = seed;
   s->evaluator = std::make_unique<search::Evaluator>(s->model, s->cluster, s->options);
   s->estimator = std::make_unique<search::Estimator>(s->model, s->cluster, s->options);
-  s->ctx = std::make_unique<search::Context>(search::Context{
-      s->model, s->cluster, s->options, *s->evaluator, *s->estimator, s->deadline});
+  s->ctx = std::make_unique<search::Context>(
+      search::Context{s->model, s->cluster, s->options, *s->evaluator, *s->estimator, s->deadline});
   return s;
 }
 
@@ -93,6 +92,7 @@ Result<TrainReport> train_policy(const TrainOptions& o,
                                  const std::function<void(const std::string&)>& progress) {
   if (o.out.empty()) return option_error("--out: expected a file to write");
   if (o.iterations < 1) return option_error("--iterations: expected at least 1");
+  if (o.epochs < 1) return option_error("--epochs: expected at least 1");
   if (o.cases_per_iteration < 1) return option_error("--cases: expected at least 1");
   if (o.simulations < 2) return option_error("--simulations: expected at least 2");
   if (o.decoder_samples < 0 || o.decoder_samples == 1)

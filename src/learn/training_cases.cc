@@ -39,21 +39,21 @@ std::string random_model(Draw& r) {
     case 3: {
       const int hidden = r.one_of<int>({256, 384, 512});
       return fmt::format("bert:layers={},hidden={},heads={},seq={},vocab={}",
-                         r.one_of<int>({2, 4, 6}), hidden, hidden / 64,
-                         r.one_of<int>({128, 256}), r.one_of<int>({8192, 30522}));
+                         r.one_of<int>({2, 4, 6}), hidden, hidden / 64, r.one_of<int>({128, 256}),
+                         r.one_of<int>({8192, 30522}));
     }
     default: {
       const int hidden = r.one_of<int>({256, 384, 512});
       return fmt::format("gpt:layers={},hidden={},heads={},seq={},vocab={}",
-                         r.one_of<int>({2, 4, 6}), hidden, hidden / 64,
-                         r.one_of<int>({128, 256}), r.one_of<int>({8192, 32000}));
+                         r.one_of<int>({2, 4, 6}), hidden, hidden / 64, r.one_of<int>({128, 256}),
+                         r.one_of<int>({8192, 32000}));
     }
   }
 }
 
-const std::vector<std::string> kDevices = {"V100-SXM2-16GB", "P100-PCIE-16GB", "GTX-1080Ti",
-                                           "T4",             "A10",            "RTX-3090",
-                                           "A100-SXM4-40GB", "L4"};
+const std::vector<std::string> kDevices = {
+    "V100-SXM2-16GB", "P100-PCIE-16GB", "GTX-1080Ti", "T4", "A10",
+    "RTX-3090",       "A100-SXM4-40GB", "L4"};
 
 std::string gbps(double x) { return fmt::format("{:.3g}Gbps", x); }
 

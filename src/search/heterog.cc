@@ -53,7 +53,9 @@ PlannerOutput heterog(const Context& ctx, TagGuide& guide, const HeterogOptions&
     problem.evaluate(decode_sequence(problem, guide, i == 0 ? nullptr : &rng));
   out.estimated = problem.evaluations();
   out.best = problem.best();
+  out.best.plan.planner = "heterog";
   out.simulated = problem.top(8);
+  for (auto& e : out.simulated) e.plan.planner = "heterog";
   out.timed_out = ctx.deadline.expired();
   if (ctx.options.progress)
     ctx.options.progress(fmt::format(

@@ -13,11 +13,14 @@
 // otherwise (its imbalance tolerance is 0.1% per bisection).
 #include "hetplan/search/op_groups.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <metis.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <numeric>
 #include <utility>
@@ -75,6 +78,34 @@ void for_each_data_edge(const model::Model& m, F&& f) {
 }
 
 // Groups numbered by their smallest op; group_of_op filled from part_of_op (any labels).
+// METIS prints some complaints with printf and carries on ("Cannot bisect a graph with 0
+// vertices" when recursive bisection hands a side more parts than it has nodes, despite the
+// clamping below; the result then has fewer groups than asked, which callers see). hetplan's own
+// output (JSON) goes to stdout, so stdout points at /dev/null while METIS runs. Progress and
+// errors go to stderr, and nothing else writes stdout while a search runs.
+class QuietStdout {
+ public:
+  QuietStdout() {
+    std::fflush(stdout);
+    saved_ = ::dup(STDOUT_FILENO);
+    const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (saved_ >= 0 && null >= 0) ::dup2(null, STDOUT_FILENO);
+    if (null >= 0) ::close(null);
+  }
+  ~QuietStdout() {
+    std::fflush(stdout);
+    if (saved_ >= 0) {
+      ::dup2(saved_, STDOUT_FILENO);
+      ::close(saved_);
+    }
+  }
+  QuietStdout(const QuietStdout&) = delete;
+  QuietStdout& operator=(const QuietStdout&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+
 OpGrouping canonical(const std::vector<int>& part_of_op) {
   OpGrouping g;
   g.group_of_op.assign(part_of_op.size(), -1);
@@ -173,6 +204,7 @@ Result<OpGrouping> group_ops(const model::Model& m, const std::vector<double>& o
     idx_t nvtxs = num_nodes, ncon = 1, nparts = parts, objval = 0;
     std::vector<idx_t> vw = vwgt;
     std::vector<idx_t> part(num_nodes, 0);
+    const QuietStdout quiet;
     const int status = METIS_PartGraphRecursive(&nvtxs, &ncon, xadj.data(), adjncy.data(),
                                                 vw.data(), nullptr, adjwgt.data(), &nparts, nullptr,
                                                 nullptr, options, &objval, part.data());

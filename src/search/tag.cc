@@ -174,7 +174,7 @@ void favour(std::vector<double>& p, int hinted) {
   double others = 0;
   for (std::size_t a = 0; a < p.size(); ++a)
     if (static_cast<int>(a) != hinted) others += p[a];
-  p[hinted] = std::max(others, 1.0);
+  p[hinted] = others > 0 ? others : 1.0;
 }
 
 std::vector<int> TagProblem::hint_decisions() const {
@@ -368,8 +368,11 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
   int decoded = 0;
   if (options.guide) {
     std::uint64_t rng = ctx.options.seed * 0x9E3779B97F4A7C15ULL + 7;
-    for (; decoded <= options.decoded_starts && !ctx.deadline.expired(); ++decoded)
+    const int starts = std::min(options.decoded_starts + 1, std::max(0, options.simulations));
+    for (; decoded < starts && !ctx.deadline.expired() && !budget.expired(); ++decoded) {
+      if (options.max_work > 0 && problem.work() >= options.max_work) break;
       problem.evaluate(decode_sequence(problem, *options.guide, decoded == 0 ? nullptr : &rng));
+    }
   }
   MctsOptions mo = mcts_options(options, ctx.options.seed);
   mo.simulations = std::max(0, options.simulations - decoded);  // the decoded plans count

@@ -124,9 +124,9 @@ TagGraph tag_graph(const TagProblem& p) {
     double mean_link = 0;
     for (int e = 0; e < N; ++e) mean_link += g.link[at(d, N, e)];
     const auto& node = c.nodes[c.devices[d].node];
-    for (double x : {speed(p, d), memory > 0 ? c.type_of(d).memory.value / memory : 1.0,
-                     node.cpu_share, static_cast<double>(node.devices.size()) / N,
-                     N > 1 ? mean_link / (N - 1) : 0.0})
+    for (double x :
+         {speed(p, d), memory > 0 ? c.type_of(d).memory.value / memory : 1.0, node.cpu_share,
+          static_cast<double>(node.devices.size()) / N, N > 1 ? mean_link / (N - 1) : 0.0})
       g.device_x.push_back(static_cast<float>(x));
   }
 
@@ -152,12 +152,11 @@ TagGraph tag_graph(const TagProblem& p) {
     }
     mean_speed /= static_cast<double>(a.devices.size());
     const bool one = a.devices.size() == 1;
-    for (double x :
-         {static_cast<double>(a.devices.size()) / N, one ? 1.0 : 0.0,
-          !one && a.sync == plan::SyncMethod::all_reduce ? 1.0 : 0.0,
-          !one && a.sync == plan::SyncMethod::parameter_server ? 1.0 : 0.0,
-          !one && a.sync == plan::SyncMethod::sufficient_factor ? 1.0 : 0.0, mean_speed,
-          static_cast<double>(narrowest)})
+    for (double x : {static_cast<double>(a.devices.size()) / N, one ? 1.0 : 0.0,
+                     !one && a.sync == plan::SyncMethod::all_reduce ? 1.0 : 0.0,
+                     !one && a.sync == plan::SyncMethod::parameter_server ? 1.0 : 0.0,
+                     !one && a.sync == plan::SyncMethod::sufficient_factor ? 1.0 : 0.0, mean_speed,
+                     static_cast<double>(narrowest)})
       g.action_x.push_back(static_cast<float>(x));
     std::vector<float> row(static_cast<std::size_t>(N), 0.0f);
     for (int d : a.devices) row[static_cast<std::size_t>(d)] = 1.0f;
@@ -179,8 +178,8 @@ TagGraph tag_graph(const TagProblem& p) {
   auto ratio = [&](double b) {
     return b > 0 ? std::clamp(std::log10(2 * param_bytes / b / compute_s), -6.0, 6.0) / 3 : -2.0;
   };
-  for (double x : {ratio(slowest), ratio(fastest), std::log10(std::max(1, N)),
-                   std::log10(std::max(1, G))})
+  for (double x :
+       {ratio(slowest), ratio(fastest), std::log10(std::max(1, N)), std::log10(std::max(1, G))})
     g.global_x.push_back(static_cast<float>(x));
   return g;
 }
@@ -222,7 +221,7 @@ TagState tag_state(const TagProblem& p, std::span<const int> prefix) {
                         static_cast<float>(std::max(1, g.groups))};
   if (s.decision == 0) {
     s.mask.assign(static_cast<std::size_t>(g.microbatch_options), 1.0f);
-  } else {
+  } else if (s.group >= 0) {  // a complete prefix decides nothing more: no options
     s.mask.assign(static_cast<std::size_t>(g.actions), 1.0f);
     for (int a = 0; a < g.actions; ++a)
       if (p.actions()[static_cast<std::size_t>(a)].sync == plan::SyncMethod::sufficient_factor &&

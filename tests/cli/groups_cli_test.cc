@@ -66,6 +66,19 @@ TEST(GroupsCli, DefaultGroupCount) {
   EXPECT_LE(j["num_groups"].get<int>(), j["requested_groups"].get<int>());
 }
 
+// METIS complains on stdout for this case ("Cannot bisect a graph with 0 vertices") and gives
+// fewer groups than asked: the complaint must not reach hetplan's JSON.
+TEST(GroupsCli, MetisComplaintsStayOutOfTheJson) {
+  auto r = run_hetplan(
+      "groups --model vgg:depth=11,image=64 --device V100-SXM2-16GB --seed 23 "
+      "--groups 11 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("***"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["requested_groups"].get<int>(), 11);
+  EXPECT_LE(j["num_groups"].get<int>(), 11);
+}
+
 TEST(GroupsCli, BadArgumentsExitTwoNamingThem) {
   for (const char* bad : {" --groups 0", " --groups -3"}) {
     auto r = run_hetplan(std::string("groups --model ") + kSmallResnet + bad);

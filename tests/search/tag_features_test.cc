@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "hetplan/search/heterog.h"
 #include "hetplan/search/tag.h"
@@ -153,6 +154,49 @@ TEST(Heterog, PlannerSimulatesTheDecodedPlansAndIsDeterministic) {
   EXPECT_EQ(a.best.iteration_time_s, b.best.iteration_time_s);
 }
 
+// Weight on the first two options the mask allows, 1 : 2.
+class FirstTwo : public TagGuide {
+ public:
+  std::string describe() const override { return "first two"; }
+  std::vector<double> prior(const TagGraph&, const TagState& s) override { return two(s); }
+  std::vector<double> decode(const TagGraph&, const TagState& s) override { return two(s); }
+  static std::vector<double> two(const TagState& s) {
+    std::vector<double> w(s.mask.size(), 0.0);
+    int given = 0;
+    for (std::size_t a = 0; a < s.mask.size() && given < 2; ++a)
+      if (s.mask[a] > 0) w[a] = ++given;
+    return w;
+  }
+};
+
+TEST(Heterog, DrawsFollowTheSeedAndStayWhereTheGuideGivesWeight) {
+  Fixture f("vgg16", slow_pair(), 32);
+  TagProblem p = vgg_problem(f, 3);
+  FirstTwo guide;
+  std::set<std::vector<int>> seen;
+  for (std::uint64_t seed = 1; seed <= 16; ++seed) {
+    std::uint64_t a = seed, b = seed;
+    const std::vector<int> seq = decode_sequence(p, guide, &a);
+    EXPECT_EQ(decode_sequence(p, guide, &b), seq);  // the same seed, the same draws
+    EXPECT_EQ(a, b);
+    for (int i = 0; i < p.depth(); ++i) {
+      const TagState s =
+          tag_state(p, std::span<const int>(seq.data(), static_cast<std::size_t>(i)));
+      EXPECT_GT(FirstTwo::two(s)[static_cast<std::size_t>(seq[i])], 0.0);
+    }
+    seen.insert(seq);
+  }
+  EXPECT_GT(seen.size(), 1u);  // the seeds draw different sequences
+  // Greedy: the heavier of the two at every step.
+  const std::vector<int> greedy = decode_sequence(p, guide, nullptr);
+  for (int i = 0; i < p.depth(); ++i) {
+    const TagState s =
+        tag_state(p, std::span<const int>(greedy.data(), static_cast<std::size_t>(i)));
+    const auto w = FirstTwo::two(s);
+    EXPECT_EQ(w[static_cast<std::size_t>(greedy[i])], *std::max_element(w.begin(), w.end()));
+  }
+}
+
 TEST(TagSearch, TheGuideIsThePrior) {
   Fixture f("vgg16", slow_pair(), 32);
   const cost::ComputeCostModel compute(f.opts.sim.compute);
@@ -165,14 +209,14 @@ TEST(TagSearch, TheGuideIsThePrior) {
   EXPECT_EQ(p.prior(prefix), LastOption::last(tag_state(p, prefix)));
 }
 
-// The tree search starts from the decoder's plans: with no simulations of its own, TAG answers
-// the guide's greedy plan (no drawn ones), which the heterog planner with no samples also answers.
-TEST(TagSearch, StartsFromTheDecodedPlans) {
+// The decoded plans compete for the answer: with one simulation and no drawn plans, TAG answers
+// the guide's greedy plan, which the heterog planner with no samples also answers.
+TEST(TagSearch, TheDecodedPlansCompeteAndCountAsSimulations) {
   Fixture f("vgg16", slow_pair(), 32);
   LastOption guide;
   TagOptions o;
   o.groups = 3;
-  o.simulations = 0;
+  o.simulations = 1;
   o.decoded_starts = 0;
   o.guide = &guide;
   const PlannerOutput t = tag(f.ctx, o);
@@ -183,13 +227,14 @@ TEST(TagSearch, StartsFromTheDecodedPlans) {
   h.samples = 0;
   const PlannerOutput d = heterog(g.ctx, guide, h);
   ASSERT_TRUE(d.best.ok) << d.best.error;
-  EXPECT_LE(t.best.iteration_time_s, d.best.iteration_time_s);
-  // Without the guide's plans the search sees only data parallelism.
+  // Data parallelism and the greedy plan, the same two for both; the tree searched no more.
+  EXPECT_EQ(t.estimated, 2);
+  EXPECT_EQ(t.best.fingerprint, d.best.fingerprint);
+  EXPECT_EQ(t.best.iteration_time_s, d.best.iteration_time_s);
+  // Without a guide the one simulation is the tree's.
   o.guide = nullptr;
   Fixture u("vgg16", slow_pair(), 32);
-  const PlannerOutput none = tag(u.ctx, o);
-  EXPECT_EQ(none.estimated, 1);
-  EXPECT_EQ(t.estimated, 2);
+  EXPECT_EQ(tag(u.ctx, o).estimated, 2);
 }
 
 }  // namespace

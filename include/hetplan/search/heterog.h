@@ -19,7 +19,8 @@ struct HeterogOptions {
 std::vector<int> decode_sequence(TagProblem& problem, TagGuide& guide, std::uint64_t* rng);
 
 // best.ok false (with the reason) when the ops cannot be grouped. Deterministic for a seed
-// (SearchOptions::seed drives the grouping and the draws).
+// (SearchOptions::seed drives the grouping and the draws; the draws use std::discrete_distribution,
+// so a seed gives the same plan with the same standard library).
 PlannerOutput heterog(const Context& ctx, TagGuide& guide, const HeterogOptions& options = {});
 
 }  // namespace hetplan::search

@@ -48,8 +48,8 @@ struct TagOptions {
   // The learned prior (tag_features.h); null: uniform over the actions that differ for the group.
   TagGuide* guide = nullptr;
   // With a guide: the plans its decoder gives (HeteroG's greedy sequence and this many drawn, as
-  // heterog.h decodes them) are simulated before the tree search, which then improves on the best.
-  // They count among the simulations.
+  // heterog.h decodes them) are simulated before the tree search and compete with its plans for
+  // the answer (the tree itself does not follow them). They count among the simulations.
   int decoded_starts = 15;
 };
 

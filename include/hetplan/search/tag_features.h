@@ -23,7 +23,8 @@ namespace hetplan::search {
 class TagProblem;
 
 // Per group: compute share (on the fastest type), its log, parameter share, has a weight that
-// sufficient factors apply to, op share, position in the decision order, bytes in and out share.
+// sufficient factors apply to, op share, position in the decision order, bytes in and out share,
+// log10 of its op count / 3.
 inline constexpr int kTagGroupFeatures = 8;
 // Per device: speed relative to the fastest, memory relative to the largest, CPU share, its node's
 // devices as a fraction of all, mean log bandwidth to the others, and (state) the compute placed on
@@ -63,10 +64,10 @@ struct TagGraph {
 struct TagState {
   int decision = 0;  // the prefix's length: 0 is the micro-batch count, i >= 1 group_at(i)
   int group = -1;    // the group decided now (-1 for decision 0)
-  std::vector<float> group_state;  // groups x kTagStateFeatures
-  std::vector<float> device_load;  // devices: the state column of the device features
+  std::vector<float> group_state;   // groups x kTagStateFeatures
+  std::vector<float> device_load;   // devices: the state column of the device features
   std::vector<float> global_state;  // kTagGlobalStateFeatures
-  std::vector<float> mask;         // per option of this decision: 1 allowed, 0 not
+  std::vector<float> mask;  // per option of this decision: 1 allowed, 0 not (none: complete)
 };
 
 TagGraph tag_graph(const TagProblem& problem);
