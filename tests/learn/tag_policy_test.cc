@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/learn/train_policy.h"
@@ -139,46 +140,39 @@ TEST(TrainingCases, AreDeterministicAndAvoidTheHeldOutPresets) {
             training_cases(8, 1)[0].name + training_cases(8, 1)[0].name);
 }
 
-TEST(TagPolicy, ShippedWeightsLoadAndPlanDeterministically) {
+// HeteroG and TAG with the shipped network (TAG at a fixed number of simulations): the same plan
+// twice, and the written plan read back simulates to the time the search reported.
+TEST(TagPolicy, ShippedWeightsPlanDeterministicallyAndThePlansResimulate) {
   auto guide = load_tag_policy(default_policy_file());
   ASSERT_TRUE(guide) << guide.error().message;
   auto m = model::load_model("resnet:depth=18,width=8,image=32");
-  auto c = cluster::load_cluster("heterog-mixed");
-  ASSERT_TRUE(m && c);
-  search::SearchOptions o;
-  o.global_batch = 64;
-  o.tag_guide = *guide;
-  auto a = search::find_plan(*m, *c, search::Algo::heterog, o);
-  auto b = search::find_plan(*m, *c, search::Algo::heterog, o);
-  ASSERT_TRUE(a) << a.error().message;
-  ASSERT_TRUE(b) << b.error().message;
-  EXPECT_EQ(a->planner, "heterog");
-  EXPECT_EQ(a->best.fingerprint, b->best.fingerprint);
-  EXPECT_EQ(a->best.iteration_time_s, b->best.iteration_time_s);
-}
-
-// TAG with the shipped network, at a fixed number of simulations: the same plan twice, and the
-// written plan read back simulates to the time the search reported.
-TEST(TagPolicy, ShippedWeightsGuideTagAndItsPlanResimulates) {
-  auto guide = load_tag_policy(default_policy_file());
-  ASSERT_TRUE(guide) << guide.error().message;
-  auto m = model::load_model("resnet:depth=18,width=8,image=32");
-  auto c = cluster::load_cluster("tag-mixed");
-  ASSERT_TRUE(m && c);
-  search::SearchOptions o;
-  o.global_batch = 64;
-  o.tag_guide = *guide;
-  o.tag_simulations = 48;
-  auto a = search::find_plan(*m, *c, search::Algo::tag, o);
-  auto b = search::find_plan(*m, *c, search::Algo::tag, o);
-  ASSERT_TRUE(a) << a.error().message;
-  ASSERT_TRUE(b) << b.error().message;
-  EXPECT_EQ(a->best.fingerprint, b->best.fingerprint);
-  auto back = plan::plan_from_json(nlohmann::json::parse(plan::to_json_text(a->best.plan)), "p");
-  ASSERT_TRUE(back) << back.error().message;
-  auto r = sim::simulate(*m, *c, *back, o.sim);
-  ASSERT_TRUE(r) << r.error().message;
-  EXPECT_DOUBLE_EQ(r->iteration_time.value, a->best.iteration_time_s);
+  ASSERT_TRUE(m) << m.error().message;
+  for (const auto& [algo, name, cluster_name] :
+       {std::tuple{search::Algo::heterog, "heterog", "heterog-mixed"},
+        std::tuple{search::Algo::tag, "tag", "tag-mixed"}}) {
+    SCOPED_TRACE(name);
+    auto c = cluster::load_cluster(cluster_name);
+    ASSERT_TRUE(c) << c.error().message;
+    search::SearchOptions o;
+    o.global_batch = 64;
+    o.tag_guide = *guide;
+    o.tag_simulations = 48;
+    auto a = search::find_plan(*m, *c, algo, o);
+    auto b = search::find_plan(*m, *c, algo, o);
+    ASSERT_TRUE(a) << a.error().message;
+    ASSERT_TRUE(b) << b.error().message;
+    if (algo == search::Algo::heterog) {
+      EXPECT_EQ(a->planner, "heterog");
+      EXPECT_EQ(a->best.plan.planner, "heterog");
+    }
+    EXPECT_EQ(a->best.fingerprint, b->best.fingerprint);
+    EXPECT_EQ(a->best.iteration_time_s, b->best.iteration_time_s);
+    auto back = plan::plan_from_json(nlohmann::json::parse(plan::to_json_text(a->best.plan)), "p");
+    ASSERT_TRUE(back) << back.error().message;
+    auto r = sim::simulate(*m, *c, *back, o.sim);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_DOUBLE_EQ(r->iteration_time.value, a->best.iteration_time_s);
+  }
 }
 
 }  // namespace
