@@ -113,7 +113,7 @@ int run_plan(const PlanArgs& a) {
   }
   if (auto bad = fill_search_options(a, opts); !bad.empty()) return report_error(bad);
   if (auto bad = set_runnable(a, *m, opts); !bad.empty()) return report_error(bad);
-  if (auto bad = set_policy(a, opts); !bad.empty()) return report_error(bad);
+  if (auto bad = set_policy(a, a.algo == "heterog", opts); !bad.empty()) return report_error(bad);
   if (a.tag_simulations < 0) return report_error("--simulations: expected at least 0");
   opts.tag_simulations = a.tag_simulations;
   opts.seed = a.seed;

@@ -67,7 +67,7 @@ std::string set_runnable(const SearchArgs& a, const model::Model& m, search::Sea
 #endif
 }
 
-std::string set_policy(const SearchArgs& a, search::SearchOptions& opts) {
+std::string set_policy(const SearchArgs& a, bool required, search::SearchOptions& opts) {
   if (a.policy == "none") return "";
 #ifdef HETPLAN_WITH_RUNTIME
   const std::string file = a.policy.empty() ? learn::default_policy_file() : a.policy;
@@ -77,11 +77,13 @@ std::string set_policy(const SearchArgs& a, search::SearchOptions& opts) {
     return "";
   }
   if (!a.policy.empty()) return "--policy: " + guide.error().message;
+  if (required) return "--algo heterog: needs the trained policy: " + guide.error().message;
   if (opts.progress)
     opts.progress("no trained policy (" + guide.error().message +
                   "): TAG searches with a uniform prior, HeteroG does not run");
   return "";
 #else
+  (void)required;
   (void)opts;
   if (!a.policy.empty())
     return "--policy: this hetplan was built without libtorch, which runs the trained policy";

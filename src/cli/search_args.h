@@ -42,7 +42,8 @@ std::string set_runnable(const SearchArgs& a, const model::Model& m, search::Sea
 
 // Loads the trained network TAG's search and HeteroG's decoder read (--policy FILE; "none": TAG
 // with a uniform prior and no HeteroG; unset: the shipped weights when they are there, otherwise
-// a progress line saying the prior is uniform). Returns the message of a bad argument, or "".
-std::string set_policy(const SearchArgs& a, search::SearchOptions& opts);
+// a progress line saying the prior is uniform). `required` (--algo heterog): the shipped weights
+// must load too. Returns the message of a bad argument, or "".
+std::string set_policy(const SearchArgs& a, bool required, search::SearchOptions& opts);
 
 }  // namespace hetplan::cli
