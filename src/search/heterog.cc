@@ -33,6 +33,15 @@ std::vector<int> decode_sequence(TagProblem& problem, TagGuide& guide, std::uint
   return seq;
 }
 
+int evaluate_decoded(TagProblem& problem, TagGuide& guide, int count, std::uint64_t seed,
+                     const std::function<bool()>& stop) {
+  std::uint64_t rng = seed * 0x9E3779B97F4A7C15ULL + 7;
+  int decoded = 0;
+  for (; decoded < count && !stop(); ++decoded)
+    problem.evaluate(decode_sequence(problem, guide, decoded == 0 ? nullptr : &rng));
+  return decoded;
+}
+
 PlannerOutput heterog(const Context& ctx, TagGuide& guide, const HeterogOptions& options) {
   PlannerOutput out;
   out.name = "heterog";
@@ -47,10 +56,8 @@ PlannerOutput heterog(const Context& ctx, TagGuide& guide, const HeterogOptions&
     out.best = problem.baseline();
     return out;
   }
-  std::uint64_t rng = ctx.options.seed * 0x9E3779B97F4A7C15ULL + 7;
-  int decoded = 0;
-  for (int i = 0; i <= options.samples && !ctx.deadline.expired(); ++i, ++decoded)
-    problem.evaluate(decode_sequence(problem, guide, i == 0 ? nullptr : &rng));
+  const int decoded = evaluate_decoded(problem, guide, options.samples + 1, ctx.options.seed,
+                                       [&] { return ctx.deadline.expired(); });
   out.estimated = problem.evaluations();
   out.best = problem.best();
   out.best.plan.planner = "heterog";

@@ -365,19 +365,17 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
                   : e.error;
   }
   // The learned decoder's plans next.
-  int decoded = 0;
-  if (options.guide) {
-    std::uint64_t rng = ctx.options.seed * 0x9E3779B97F4A7C15ULL + 7;
-    const int starts = std::min(options.decoded_starts + 1, std::max(0, options.simulations));
-    for (; decoded < starts && !ctx.deadline.expired() && !budget.expired(); ++decoded) {
-      if (options.max_work > 0 && problem.work() >= options.max_work) break;
-      problem.evaluate(decode_sequence(problem, *options.guide, decoded == 0 ? nullptr : &rng));
-    }
-  }
+  auto spent = [&] { return options.max_work > 0 && problem.work() >= options.max_work; };
+  auto stop = [&] { return ctx.deadline.expired() || budget.expired() || spent(); };
+  const int decoded =
+      options.guide
+          ? evaluate_decoded(problem, *options.guide,
+                             std::min(options.decoded_starts + 1, std::max(0, options.simulations)),
+                             ctx.options.seed, stop)
+          : 0;
   MctsOptions mo = mcts_options(options, ctx.options.seed);
   mo.simulations = std::max(0, options.simulations - decoded);  // the decoded plans count
-  auto spent = [&] { return options.max_work > 0 && problem.work() >= options.max_work; };
-  mo.should_stop = [&] { return ctx.deadline.expired() || budget.expired() || spent(); };
+  mo.should_stop = stop;
   const MctsResult r = mcts(problem, mo);
   out.timed_out = ctx.deadline.expired();  // the budget is the search's size, not a time limit
   out.estimated = problem.evaluations();

@@ -4,6 +4,8 @@
 // from the policy are simulated; the best is the answer.
 #pragma once
 
+#include <functional>
+
 #include "hetplan/search/planners.h"
 #include "hetplan/search/tag.h"
 
@@ -17,6 +19,12 @@ struct HeterogOptions {
 // Decodes one sequence: greedy when rng is null, else drawn with it. The options of each decision
 // are weighted by guide.decode (masked options never taken).
 std::vector<int> decode_sequence(TagProblem& problem, TagGuide& guide, std::uint64_t* rng);
+
+// Simulates up to `count` decoded plans in the problem (the greedy one first, then drawn ones from
+// a stream seeded by `seed`) until `stop` says so; returns how many it simulated. HeteroG's planner
+// and TAG's decoded starts both run this, so the same seed gives them the same plans.
+int evaluate_decoded(TagProblem& problem, TagGuide& guide, int count, std::uint64_t seed,
+                     const std::function<bool()>& stop);
 
 // best.ok false (with the reason) when the ops cannot be grouped. Deterministic for a seed
 // (SearchOptions::seed drives the grouping and the draws; the draws use std::discrete_distribution,
