@@ -137,7 +137,7 @@ int run_run(const RunArgs& a) {
   // program for data parallelism across a replica's unlike devices) runs as one replica per
   // device: the same step. The plan file stays as written.
   {
-    plan::RunForm form = plan::run_form(*p, *m);
+    plan::RunForm form = runtime::executable_form(*m, *p, world);
     const bool tell = a.nprocs > 0 || env->world_size == 1;
     if (tell && form.stages_from_op_level > 0)
       std::fprintf(stderr,
@@ -145,6 +145,8 @@ int run_run(const RunArgs& a) {
                    "as a stage plan of %d stage(s), each device one replica at its group's "
                    "share\n",
                    form.stages_from_op_level);
+    if (tell && form.plan.is_op_level())
+      std::fprintf(stderr, "hetplan: the op-level plan runs op by op, one rank per device\n");
     if (tell && form.per_device_replicas)
       std::fprintf(stderr,
                    "hetplan: the plan splits every op by batch: each replica runs as one replica "
@@ -153,6 +155,8 @@ int run_run(const RunArgs& a) {
   }
   auto executable = runtime::check_executable(*m, *p, world);
   if (!executable) return report_error(executable.error().message);
+  if (p->is_op_level() && !a.checkpoint_dir.empty())
+    return report_error("--checkpoint: op-level plans are not checkpointed yet");
   if (a.steps < 1) return report_error("--steps: expected at least 1");
   if (a.checkpoint_every < 0)
     return report_error("--checkpoint-every: expected a number of steps, 0 or more");

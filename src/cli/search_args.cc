@@ -54,9 +54,9 @@ std::string set_runnable(const SearchArgs& a, const model::Model& m, search::Sea
 #ifdef HETPLAN_WITH_RUNTIME
   opts.executable = [&m](const plan::Plan& p) -> std::string {
     // As hetplan run sees it.
-    const plan::RunForm run = plan::run_form(p, m);
-    auto ok = runtime::check_executable(m, run.plan,
-                                        static_cast<int>(plan::plan_devices(run.plan).size()));
+    const int world = static_cast<int>(plan::plan_devices(p).size());
+    const plan::RunForm run = runtime::executable_form(m, p, world);
+    auto ok = runtime::check_executable(m, run.plan, world);
     return ok ? std::string() : ok.error().message;
   };
   return "";

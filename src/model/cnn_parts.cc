@@ -11,6 +11,13 @@ std::int64_t out_size(std::int64_t in, std::int64_t k, std::int64_t stride, std:
   return (in + 2 * pad - k) / stride + 1;
 }
 
+OpCompute computes(OpFn fn, const Feature& out) {
+  OpCompute c;
+  c.fn = fn;
+  c.shape = {out.c, out.h, out.w};
+  return c;
+}
+
 }  // namespace
 
 ConvSpec conv_spec(std::int64_t out, std::int64_t k, std::int64_t stride, std::int64_t pad) {
@@ -30,6 +37,13 @@ Feature add_conv(GraphBuilder& g, const std::string& name, const Feature& in, co
   op.kind = OpKind::conv2d;
   op.bytes_read = g.act() * in.elements();
   op.saved_bytes = g.act() * in.elements();
+  op.compute = computes(OpFn::conv2d, out);
+  op.compute.kernel_h = c.kh;
+  op.compute.kernel_w = c.kw;
+  op.compute.stride = c.stride;
+  op.compute.pad_h = c.pad_h;
+  op.compute.pad_w = c.pad_w;
+  op.compute.bias = c.bias;
   out.op = g.add(std::move(op));
   return out;
 }
@@ -39,6 +53,7 @@ Feature add_batchnorm(GraphBuilder& g, const std::string& name, const Feature& i
                     kBatchNormFlops);
   op.params = 2 * in.c;
   op.saved_bytes = g.act() * in.elements();
+  op.compute = computes(OpFn::batchnorm, in);
   Feature out = in;
   out.op = g.add(std::move(op));
   return out;
@@ -48,6 +63,7 @@ Feature add_relu(GraphBuilder& g, const std::string& name, const Feature& in) {
   Op op = pointwise(name, OpKind::elementwise, ShardKind::replicated, {in.op}, g.act(),
                     in.elements(), kReluFlops);
   op.saved_bytes = g.act() * in.elements();
+  op.compute = computes(OpFn::relu, in);
   Feature out = in;
   out.op = g.add(std::move(op));
   return out;
@@ -66,6 +82,10 @@ Feature add_pool(GraphBuilder& g, const std::string& name, const Feature& in, st
                     static_cast<double>(k * k));
   op.bytes_read = g.act() * in.elements();
   if (max) op.saved_bytes = g.act() * in.elements();
+  op.compute = computes(max ? OpFn::max_pool : OpFn::avg_pool, out);
+  op.compute.kernel_h = op.compute.kernel_w = k;
+  op.compute.stride = stride;
+  op.compute.pad_h = op.compute.pad_w = pad;
   out.op = g.add(std::move(op));
   return out;
 }
@@ -76,6 +96,7 @@ Feature add_adaptive_avgpool(GraphBuilder& g, const std::string& name, const Fea
   Op op = pointwise(name, OpKind::pool, ShardKind::replicated, {in.op}, g.act(), out.elements(), 0);
   op.flops = in.elements();  // every input element is added once
   op.bytes_read = g.act() * in.elements();
+  op.compute = computes(OpFn::adaptive_avg_pool, out);
   out.op = g.add(std::move(op));
   return out;
 }
@@ -87,16 +108,36 @@ Feature add_concat(GraphBuilder& g, const std::string& name, const std::vector<F
     out.c += p.c;
     inputs.push_back(p.op);
   }
-  out.op = g.add(pointwise(name, OpKind::elementwise, ShardKind::replicated, std::move(inputs),
-                           g.act(), out.elements(), 0));
+  Op op = pointwise(name, OpKind::elementwise, ShardKind::replicated, std::move(inputs), g.act(),
+                    out.elements(), 0);
+  op.compute = computes(OpFn::concat, out);
+  out.op = g.add(std::move(op));
   return out;
 }
 
 Feature add_sum(GraphBuilder& g, const std::string& name, const Feature& a, const Feature& b) {
   Feature out = a;
-  out.op = g.add(pointwise(name, OpKind::elementwise, ShardKind::replicated, {a.op, b.op}, g.act(),
-                           a.elements(), kAddFlops, 2));
+  Op op = pointwise(name, OpKind::elementwise, ShardKind::replicated, {a.op, b.op}, g.act(),
+                    a.elements(), kAddFlops, 2);
+  op.compute = computes(OpFn::add, out);
+  out.op = g.add(std::move(op));
   return out;
+}
+
+OpCompute linear_compute(std::int64_t out) {
+  OpCompute c;
+  c.fn = OpFn::linear;
+  c.shape = {out};
+  c.bias = true;
+  return c;
+}
+
+OpCompute dropout_compute(std::int64_t features, double drop) {
+  OpCompute c;
+  c.fn = OpFn::dropout;
+  c.shape = {features};
+  c.drop = drop;
+  return c;
 }
 
 void add_classifier(GraphBuilder& g, const std::string& prefix, const Feature& in,
@@ -104,8 +145,12 @@ void add_classifier(GraphBuilder& g, const std::string& prefix, const Feature& i
   const std::int64_t features = in.c * in.h * in.w;
   Op fc = linear(prefix + ".fc", {in.op}, g.act(), 1, features, classes, true, ShardKind::column);
   fc.saved_bytes = g.act() * static_cast<double>(features);
+  fc.compute = linear_compute(classes);
   const int logits = g.add(std::move(fc));
-  g.add(cross_entropy(prefix + ".loss", ShardKind::vocab, {logits}, g.act(), 1, classes));
+  Op loss = cross_entropy(prefix + ".loss", ShardKind::vocab, {logits}, g.act(), 1, classes);
+  loss.compute.fn = OpFn::cross_entropy;
+  loss.compute.shape = {1};
+  g.add(std::move(loss));
 }
 
 }  // namespace hetplan::model::detail

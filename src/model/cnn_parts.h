@@ -42,6 +42,9 @@ Feature add_adaptive_avgpool(GraphBuilder& g, const std::string& name, const Fea
                              std::int64_t out_h, std::int64_t out_w);
 Feature add_concat(GraphBuilder& g, const std::string& name, const std::vector<Feature>& parts);
 Feature add_sum(GraphBuilder& g, const std::string& name, const Feature& a, const Feature& b);
+// What a linear layer with bias of `out` features computes, and a dropout of `features` elements.
+OpCompute linear_compute(std::int64_t out);
+OpCompute dropout_compute(std::int64_t features, double drop);
 // Linear classifier on a flattened feature and its cross-entropy loss.
 void add_classifier(GraphBuilder& g, const std::string& prefix, const Feature& in,
                     std::int64_t classes);

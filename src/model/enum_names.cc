@@ -28,6 +28,21 @@ constexpr std::pair<OpKind, const char*> kOpKinds[] = {
     {OpKind::moe_router, "moe_router"},
 };
 
+constexpr std::pair<OpFn, const char*> kOpFns[] = {
+    {OpFn::none, "none"},
+    {OpFn::conv2d, "conv2d"},
+    {OpFn::batchnorm, "batchnorm"},
+    {OpFn::relu, "relu"},
+    {OpFn::add, "add"},
+    {OpFn::concat, "concat"},
+    {OpFn::max_pool, "max_pool"},
+    {OpFn::avg_pool, "avg_pool"},
+    {OpFn::adaptive_avg_pool, "adaptive_avg_pool"},
+    {OpFn::linear, "linear"},
+    {OpFn::dropout, "dropout"},
+    {OpFn::cross_entropy, "cross_entropy"},
+};
+
 constexpr std::pair<ShardKind, const char*> kShardKinds[] = {
     {ShardKind::replicated, "replicated"},
     {ShardKind::column, "column"},
@@ -57,12 +72,14 @@ constexpr std::pair<Family, const char*> kFamilies[] = {
 
 const char* to_string(DType t) { return name_of(kDTypes, t); }
 const char* to_string(OpKind k) { return name_of(kOpKinds, k); }
+const char* to_string(OpFn f) { return name_of(kOpFns, f); }
 const char* to_string(ShardKind k) { return name_of(kShardKinds, k); }
 const char* to_string(LayerKind k) { return name_of(kLayerKinds, k); }
 const char* to_string(Family f) { return name_of(kFamilies, f); }
 
 std::optional<DType> parse_dtype(std::string_view s) { return value_of(kDTypes, s); }
 std::optional<OpKind> parse_op_kind(std::string_view s) { return value_of(kOpKinds, s); }
+std::optional<OpFn> parse_op_fn(std::string_view s) { return value_of(kOpFns, s); }
 std::optional<ShardKind> parse_shard_kind(std::string_view s) { return value_of(kShardKinds, s); }
 std::optional<LayerKind> parse_layer_kind(std::string_view s) { return value_of(kLayerKinds, s); }
 std::optional<Family> parse_family(std::string_view s) { return value_of(kFamilies, s); }

@@ -43,9 +43,12 @@ constexpr DoubleField kOpCosts[] = {
 };
 
 const std::vector<std::string> kOpKeys = {
-    "name",   "kind",        "shard",         "layer",         "inputs",
-    "flops",  "bytes_read",  "bytes_written", "saved_bytes",   "output_bytes",
-    "params", "tied_params", "gemm",          "attention_core"};
+    "name",   "kind",        "shard",         "layer",          "inputs",
+    "flops",  "bytes_read",  "bytes_written", "saved_bytes",    "output_bytes",
+    "params", "tied_params", "gemm",          "attention_core", "compute"};
+
+constexpr const char* kComputeKeys[] = {"fn",    "shape", "kernel_h", "kernel_w", "stride",
+                                        "pad_h", "pad_w", "bias",     "drop"};
 
 Json op_to_json(const Op& op) {
   Json j;
@@ -60,6 +63,20 @@ Json op_to_json(const Op& op) {
     j["gemm"] = Json{
         {"m", op.gemm.m}, {"n", op.gemm.n}, {"k", op.gemm.k}, {"batch_count", op.gemm.batch_count}};
   if (op.attention_core) j["attention_core"] = true;
+  if (op.compute != OpCompute{}) {
+    const OpCompute& c = op.compute;
+    Json k{{"fn", to_string(c.fn)}, {"shape", c.shape}};
+    if (c.fn == OpFn::conv2d || c.fn == OpFn::max_pool || c.fn == OpFn::avg_pool) {
+      k["kernel_h"] = c.kernel_h;
+      k["kernel_w"] = c.kernel_w;
+      k["stride"] = c.stride;
+      k["pad_h"] = c.pad_h;
+      k["pad_w"] = c.pad_w;
+    }
+    if (c.bias) k["bias"] = true;
+    if (c.drop != 0) k["drop"] = c.drop;
+    j["compute"] = std::move(k);
+  }
   return j;
 }
 
@@ -124,6 +141,46 @@ const Json& require_array(const Json& obj, std::string_view key, const std::stri
   return v;
 }
 
+// An op's "compute" object: what it computes (OpCompute).
+OpCompute read_compute(const Json& j, const std::string& path) {
+  if (!j.is_object()) throw InputError(path, "expected an object with fn and shape");
+  for (const auto& [key, value] : j.items())
+    if (std::find(std::begin(kComputeKeys), std::end(kComputeKeys), key) == std::end(kComputeKeys))
+      throw InputError(field_path(path, key), fmt::format("unknown field; expected one of {}",
+                                                          fmt::join(kComputeKeys, ", ")));
+  OpCompute c;
+  std::vector<std::string> fns;
+  for (int f = 0; f <= static_cast<int>(OpFn::cross_entropy); ++f)
+    fns.emplace_back(to_string(static_cast<OpFn>(f)));
+  c.fn = read_enum<OpFn>(j, "fn", path, parse_op_fn, fns);
+  const Json& shape = require_array(j, "shape", path);
+  if (shape.empty() || shape.size() > 3)
+    throw InputError(field_path(path, "shape"), "expected 1 to 3 sizes ({c, h, w} or {features})");
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (!shape[k].is_number_integer() || shape[k].get<long long>() < 1 ||
+        shape[k].get<long long>() > (1LL << 31))
+      throw InputError(index_path(field_path(path, "shape"), k),
+                       "expected an integer from 1 to 2^31");
+    c.shape.push_back(shape[k].get<std::int64_t>());
+  }
+  auto positive = [&](const char* key, std::int64_t dflt) {
+    const long long v = json_int_or(j, key, path, dflt);
+    if (v < 1 || v > 1024)
+      throw InputError(field_path(path, key), "expected an integer from 1 to 1024");
+    return static_cast<std::int64_t>(v);
+  };
+  c.kernel_h = positive("kernel_h", 1);
+  c.kernel_w = positive("kernel_w", 1);
+  c.stride = positive("stride", 1);
+  c.pad_h = non_negative_int(j, "pad_h", path, 1024);
+  c.pad_w = non_negative_int(j, "pad_w", path, 1024);
+  c.bias = json_bool_or(j, "bias", path, false);
+  c.drop = json_number_or(j, "drop", path, 0);
+  if (!(c.drop >= 0 && c.drop < 1))
+    throw InputError(field_path(path, "drop"), "expected a probability from 0 to below 1");
+  return c;
+}
+
 Op read_op(const Json& j, const std::string& path, int count) {
   if (!j.is_object()) throw InputError(path, "expected an object");
   for (const auto& [key, value] : j.items())
@@ -160,6 +217,7 @@ Op read_op(const Json& j, const std::string& path, int count) {
                         non_negative_int(g, "k", gpath), non_negative_int(g, "batch_count", gpath)};
   }
   op.attention_core = json_bool_or(j, "attention_core", path, false);
+  if (j.contains("compute")) op.compute = read_compute(j["compute"], field_path(path, "compute"));
   return op;
 }
 

@@ -117,6 +117,8 @@ Model build_inception_v3(const InceptionConfig& c) {
   g.begin_layer("head", LayerKind::head);
   x = add_adaptive_avgpool(g, "head.avgpool", x, 1, 1);
   Op drop = dropout("head.dropout", ShardKind::replicated, {x.op}, g.act(), x.elements());
+  drop.compute = dropout_compute(x.c, 0.5);  // torchvision's
+  drop.compute.shape = {x.c, 1, 1};
   x.op = g.add(std::move(drop));
   add_classifier(g, "head", x, c.classes);
   return m;

@@ -7,6 +7,8 @@
 namespace hetplan::model::detail {
 namespace {
 
+constexpr double kDrop = 0.5;  // torchvision's classifier dropout
+
 // Convolution widths per block (Simonyan and Zisserman 2015, table 1: A, B, D, E).
 std::vector<std::vector<std::int64_t>> vgg_blocks(int depth) {
   const int per_block_deep = depth == 19 ? 4 : depth == 16 ? 3 : 2;
@@ -52,22 +54,32 @@ Model build_vgg(const VggConfig& c) {
   const int pooled = add_adaptive_avgpool(g, "fc6.avgpool", x, 7, 7).op;
   Op fc6 = linear("fc6.fc", {pooled}, act, 1, 512 * 7 * 7, 4096, true, ShardKind::column);
   fc6.saved_bytes = act * 512 * 7 * 7;
+  fc6.compute = linear_compute(4096);
   int y = g.add(std::move(fc6));
   Op relu6 =
       pointwise("fc6.relu", OpKind::elementwise, ShardKind::heads, {y}, act, 4096, kReluFlops);
   relu6.saved_bytes = act * 4096;
+  relu6.compute.fn = OpFn::relu;
+  relu6.compute.shape = {4096};
   y = g.add(std::move(relu6));
-  y = g.add(dropout("fc6.dropout", ShardKind::heads, {y}, act, 4096));
+  Op drop6 = dropout("fc6.dropout", ShardKind::heads, {y}, act, 4096);
+  drop6.compute = dropout_compute(4096, kDrop);
+  y = g.add(std::move(drop6));
 
   g.begin_layer("fc7", LayerKind::other);
   Op fc7 = linear("fc7.fc", {y}, act, 1, 4096, 4096, true, ShardKind::row);
   fc7.saved_bytes = act * 4096;
+  fc7.compute = linear_compute(4096);
   y = g.add(std::move(fc7));
   Op relu7 =
       pointwise("fc7.relu", OpKind::elementwise, ShardKind::replicated, {y}, act, 4096, kReluFlops);
   relu7.saved_bytes = act * 4096;
+  relu7.compute.fn = OpFn::relu;
+  relu7.compute.shape = {4096};
   y = g.add(std::move(relu7));
-  y = g.add(dropout("fc7.dropout", ShardKind::replicated, {y}, act, 4096));
+  Op drop7 = dropout("fc7.dropout", ShardKind::replicated, {y}, act, 4096);
+  drop7.compute = dropout_compute(4096, kDrop);
+  y = g.add(std::move(drop7));
 
   g.begin_layer("head", LayerKind::head);
   add_classifier(g, "head", Feature{y, 4096, 1, 1}, c.classes);

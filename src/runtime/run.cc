@@ -18,22 +18,21 @@
 #include "batches.h"
 #include "grad_buckets.h"
 #include "heap.h"
-#include "hetplan/plan/op_groups.h"
 #include "hetplan/sim/schedule_order.h"
+#include "op_level_run.h"
 #include "peer_watch.h"
 #include "process_groups.h"
+#include "run_support.h"
 #include "tensor_parallel.h"
 #include "torch_modules.h"
 
 namespace hetplan::runtime {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using detail::Clock;
+using detail::failure_text;
+using detail::seconds_since;
 using PG = c10::intrusive_ptr<detail::Collectives>;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // The one rank order of the runtime: stage by stage, replica by replica, then the devices of a
 // replica (its tensor-parallel ranks j). Calls f(rank, stage, replica, j, device).
@@ -164,14 +163,6 @@ void publish_checkpoint(const std::string& dir, int steps) {
       std::filesystem::remove_all(entry.path());
 }
 
-// What a failed collective or point-to-point wait says, on one line and without a backtrace.
-std::string failure_text(const std::exception& e) {
-  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
-  std::string text = c10 ? c10->what_without_backtrace() : e.what();
-  if (const auto eol = text.find('\n'); eol != std::string::npos) text.resize(eol);
-  return text;
-}
-
 // HAP's batch program for the plan's replicas of more than one device (batch_program.h; its
 // group left for the caller): every op split by batch or batch_sharded, the word embedding
 // possibly by vocabulary (tensor). Nullopt when every op is split by tensor (Megatron-LM's split)
@@ -231,26 +222,24 @@ Result<std::optional<detail::BatchProgram>> batch_program_of(const model::Model&
 
 }  // namespace
 
+plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int world_size) {
+  plan::RunForm form = plan::run_form(p, m);
+  if (form.stages_from_op_level > 0 && !check_executable(m, form.plan, world_size) &&
+      detail::check_op_level(m, p, world_size))
+    form = plan::RunForm{p};
+  return form;
+}
+
 std::vector<int> rank_devices(const plan::Plan& p) {
+  if (p.is_op_level()) return detail::op_level_devices(p);
   std::vector<int> out;
   for_each_rank(p, [&](int, int, int, int, int device) { out.push_back(device); });
   return out;
 }
 
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size) {
+  if (p.is_op_level()) return detail::check_op_level(m, p, world_size);
   if (auto family = detail::executable_family(m); !family) return family.error();
-  if (p.is_op_level()) {
-    // Only the op-level plans that are stage plans in disguise run, as those stage plans.
-    const std::string why = plan::why_not_stage_plan(p, m);
-    if (why.empty())
-      return Error{
-          "plan: op_groups: an op-level plan runs as the stage plan it equals "
-          "(plan::as_stage_plan); convert it before the runtime checks it"};
-    return Error{fmt::format(
-        "plan: op_groups: the runtime executes op-level plans (ops grouped onto their own "
-        "devices) only when they are stage plans in disguise, and this one is not: {}",
-        why)};
-  }
   const std::size_t T = p.stages[0].replicas[0].devices.size();
   std::set<int> devices;
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
@@ -409,6 +398,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const auto found = rank_device(opts, env);
   if (!found) return found.error();
   const torch::Device dev = *found;
+  if (p.is_op_level()) return detail::run_op_level(m, p, opts, env, dev);
   const auto on_dev = torch::TensorOptions().device(dev);
   // CUDA runs asynchronously: the clock is read after the device has finished what was queued.
   auto sync = [&] {

@@ -132,6 +132,28 @@ TEST(GraphJson, BadFields) {
   doc["ops"][0]["gemm"] = 4;
   EXPECT_EQ(error_of(doc), "model.json: ops[0].gemm: expected an object with m, n, k, batch_count");
   doc = tiny();
+  doc["ops"][0]["compute"] = {{"fn", "conv3d"}, {"shape", {4}}};
+  EXPECT_EQ(
+      error_of(doc).rfind(
+          "model.json: ops[0].compute.fn: 'conv3d' is not one of none, conv2d, batchnorm,", 0),
+      0u);
+  doc = tiny();
+  doc["ops"][0]["compute"] = {{"fn", "linear"}, {"shape", nlohmann::json::array()}};
+  EXPECT_EQ(error_of(doc),
+            "model.json: ops[0].compute.shape: expected 1 to 3 sizes ({c, h, w} or {features})");
+  doc = tiny();
+  doc["ops"][0]["compute"] = {{"fn", "dropout"}, {"shape", {4}}, {"drop", 1.0}};
+  EXPECT_EQ(error_of(doc),
+            "model.json: ops[0].compute.drop: expected a probability from 0 to below 1");
+  doc = tiny();
+  doc["ops"][0]["compute"] = {{"fn", "max_pool"}, {"shape", {4, 2, 2}}, {"stride", 0}};
+  EXPECT_EQ(error_of(doc), "model.json: ops[0].compute.stride: expected an integer from 1 to 1024");
+  doc = tiny();
+  doc["ops"][0]["compute"] = {{"fn", "relu"}, {"shape", {4}}, {"kernel", 3}};
+  EXPECT_EQ(error_of(doc).rfind(
+                "model.json: ops[0].compute.kernel: unknown field; expected one of fn, shape,", 0),
+            0u);
+  doc = tiny();
   doc["ops"][2]["layer"] = 0;
   EXPECT_EQ(error_of(doc),
             "model.json: ops[2].layer: expected 1 (the layer whose range holds this op)");

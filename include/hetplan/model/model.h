@@ -54,6 +54,35 @@ struct GemmShape {
   auto operator<=>(const GemmShape&) const = default;
 };
 
+// What an op computes from its inputs, beyond its costs: enough for a runtime to execute the graph
+// op by op (the CNN builders set it). none: only the costs are known.
+enum class OpFn {
+  none,
+  conv2d,     // weight [out, in, kh, kw] (+ bias), window
+  batchnorm,  // per-channel scale and shift over the batch's statistics
+  relu,
+  add,                // the sum of its two inputs (a residual connection)
+  concat,             // its inputs joined along channels, in input order
+  max_pool,           // window
+  avg_pool,           // window, padding counted in the average (PyTorch's default)
+  adaptive_avg_pool,  // to the output shape's h x w
+  linear,             // the input flattened per sample, weight [out, in] (+ bias)
+  dropout,            // drops elements with probability `drop`, scales the rest by 1/(1-drop)
+  cross_entropy,      // of its logits against the sample's class, summed over the samples
+};
+const char* to_string(OpFn f);
+std::optional<OpFn> parse_op_fn(std::string_view s);
+
+struct OpCompute {
+  OpFn fn = OpFn::none;
+  std::vector<std::int64_t> shape;  // per-sample output shape: {c, h, w} or {features}
+  // conv2d and pools: kernel, stride and zero padding, per dimension (h, w).
+  std::int64_t kernel_h = 1, kernel_w = 1, stride = 1, pad_h = 0, pad_w = 0;
+  bool bias = false;  // conv2d, linear
+  double drop = 0;    // dropout
+  auto operator<=>(const OpCompute&) const = default;
+};
+
 struct Op {
   std::string name;  // unique, dotted: "layers.3.attn.qkv"
   OpKind kind = OpKind::elementwise;
@@ -83,6 +112,7 @@ struct Op {
   // tied to the input embedding). They are read like weights, but are neither counted in
   // Model::parameters() nor given an optimizer step here.
   std::int64_t tied_params = 0;
+  OpCompute compute;  // what it computes, where known
   auto operator<=>(const Op&) const = default;
 };
 

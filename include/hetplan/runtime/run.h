@@ -12,6 +12,7 @@
 #include "hetplan/cost/collective_cost.h"
 #include "hetplan/model/model.h"
 #include "hetplan/plan/plan.h"
+#include "hetplan/plan/run_form.h"
 #include "hetplan/runtime/launch.h"
 
 namespace hetplan::runtime {
@@ -68,23 +69,31 @@ struct RunResult {
 // with uneven layer counts (GPipe, 1F1B), each stage any number of replicas with uneven batch
 // shares, Megatron-style tensor parallelism with uneven shares inside a replica (and sequence
 // parallelism for decoders), micro-batches, ZeRO-1, full or selective recomputation, local or
-// synced batch normalisation. Refused with the reason: op-level plans (those that
-// plan::as_stage_plan converts run after that conversion; the others are refused with
-// plan::why_not_stage_plan's reason), sequence parallelism outside decoders,
-// per-op split overrides under tensor parallelism, replicas of one stage with different
-// tp_shares, interleaved schedules, ZeRO-2/3, gradient sync
-// other than all-reduce, model families without a runtime module (CNNs other than ResNets), CNNs
-// under tensor parallelism, and CNN replicas left without a sample of some micro-batch.
+// synced batch normalisation; and op-level plans of models whose every op says what it computes
+// (model::OpCompute: the zoo's ResNets, VGGs and Inception-v3), op by op with each group's
+// devices, shares and gradient synchronisation (all-reduce, parameter servers, sufficient
+// factors), without ZeRO or recomputation. Refused with the reason: sequence parallelism outside
+// decoders, per-op split overrides under tensor parallelism, replicas of one stage with different
+// tp_shares, interleaved schedules, ZeRO-2/3, stage-level gradient sync other than all-reduce,
+// model families without a runtime module (CNNs other than ResNets, in stage plans), CNNs under
+// tensor parallelism, and CNN replicas left without a sample of some micro-batch.
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size);
 
-// The plan's device of every rank, in rank order (stage, replica, tensor-parallel rank).
+// The form in which `hetplan run` executes plan p on world_size ranks: plan::run_form's, except
+// that an op-level plan whose stage-plan form the stage runtime refuses but which runs op by op
+// (a VGG or an Inception, which have no stage module) stays op-level.
+plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int world_size);
+
+// The plan's device of every rank, in rank order (stage, replica, tensor-parallel rank; for an
+// op-level plan, its devices ascending).
 std::vector<int> rank_devices(const plan::Plan& p);
 
 // Runs the plan on this rank. Every rank calls it with the same arguments and gets the same
 // losses and every rank's times. Ranks are numbered stage by stage, replica by replica, then by
 // tensor-parallel rank (as rank_devices lists them): the stages pass activations and gradients
 // point to point in the simulator's pass order (GPipe or 1F1B); a stage's replicas all-reduce
-// their gradients. When a peer dies or hangs, the error names the ranks that stopped answering.
+// their gradients. An op-level plan runs op by op (op_level_run.h). When a peer dies or hangs, the
+// error names the ranks that stopped answering.
 Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const RunOptions& opts,
                            const RankEnv& env);
 

@@ -1,0 +1,192 @@
+#include "op_graph.h"
+
+#include <fmt/format.h>
+
+#include "tensor_parallel.h"
+#include "torch_modules.h"
+
+namespace hetplan::runtime::detail {
+namespace {
+
+using model::OpFn;
+
+// The input channels of a conv2d (its implicit GEMM's k is in * kh * kw).
+std::int64_t conv_in_channels(const model::Op& op) {
+  return op.gemm.k / (op.compute.kernel_h * op.compute.kernel_w);
+}
+
+std::int64_t elements(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t pad) {
+  return (in + 2 * pad - k) / stride + 1;
+}
+
+// Why op i's compute does not fit its inputs' shapes; empty when it does.
+std::string misfit(const model::Model& m, int i) {
+  const model::Op& op = m.ops[static_cast<std::size_t>(i)];
+  const model::OpCompute& c = op.compute;
+  std::vector<std::vector<std::int64_t>> in;
+  for (int p : op.inputs) in.push_back(m.ops[static_cast<std::size_t>(p)].compute.shape);
+  if (op.inputs.empty()) in.push_back({3, m.image_size, m.image_size});
+  const auto& x = in.front();
+  const bool image = x.size() == 3;
+  auto same = [&] { return c.shape == x ? "" : "its shape differs from its input's"; };
+  switch (c.fn) {
+    case OpFn::none:
+      return "it does not say what it computes";
+    case OpFn::conv2d: {
+      if (!image || c.shape.size() != 3) return "expected a [c, h, w] input and output";
+      if (conv_in_channels(op) != x[0] || op.gemm.n != c.shape[0])
+        return fmt::format("its weight [{} x {}] does not fit its input's {} channels", op.gemm.k,
+                           op.gemm.n, x[0]);
+      if (window_out(x[1], c.kernel_h, c.stride, c.pad_h) != c.shape[1] ||
+          window_out(x[2], c.kernel_w, c.stride, c.pad_w) != c.shape[2])
+        return "its window does not give its output's height and width";
+      return "";
+    }
+    case OpFn::max_pool:
+    case OpFn::avg_pool:
+      if (!image || c.shape.size() != 3 || c.shape[0] != x[0] ||
+          window_out(x[1], c.kernel_h, c.stride, c.pad_h) != c.shape[1] ||
+          window_out(x[2], c.kernel_w, c.stride, c.pad_w) != c.shape[2])
+        return "its window does not give its output's shape";
+      return "";
+    case OpFn::adaptive_avg_pool:
+      return image && c.shape.size() == 3 && c.shape[0] == x[0] ? "" : "expected [c, h, w] shapes";
+    case OpFn::batchnorm:
+      if (!image || op.params != 2 * x[0]) return "expected a [c, h, w] input and 2c parameters";
+      return same();
+    case OpFn::relu:
+    case OpFn::dropout:
+      if (elements(c.shape) != elements(x)) return "its shape differs from its input's";
+      return "";
+    case OpFn::add:
+      if (in.size() != 2 || in[0] != in[1]) return "expected two inputs of one shape";
+      return same();
+    case OpFn::concat: {
+      std::int64_t channels = 0;
+      for (const auto& s : in) {
+        if (s.size() != 3 || s[1] != x[1] || s[2] != x[2])
+          return "expected inputs of one height and width";
+        channels += s[0];
+      }
+      return c.shape == std::vector<std::int64_t>{channels, x[1], x[2]}
+                 ? ""
+                 : "its shape is not its inputs' joined along channels";
+    }
+    case OpFn::linear:
+      if (c.shape.size() != 1 || op.gemm.k != elements(x) || op.gemm.n != c.shape[0] ||
+          op.params != op.gemm.k * op.gemm.n + (c.bias ? op.gemm.n : 0))
+        return "its weight does not fit its flattened input";
+      return "";
+    case OpFn::cross_entropy:
+      return x.size() == 1 ? "" : "expected a linear layer's logits";
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<bool> check_op_graph(const model::Model& m) {
+  for (std::size_t i = 0; i < m.ops.size(); ++i) {
+    const model::Op& op = m.ops[i];
+    if (op.compute.fn != OpFn::none && op.compute.shape.empty())
+      return Error{fmt::format("--model: {}: op \"{}\" has no output shape", m.name, op.name)};
+    if (op.compute.fn != OpFn::none && op.inputs.empty() && m.image_size < 1)
+      return Error{
+          fmt::format("--model: {}: op \"{}\" reads images, but the model has no "
+                      "image_size",
+                      m.name, op.name)};
+    for (int p : op.inputs)
+      if (m.ops[static_cast<std::size_t>(p)].compute.shape.empty())
+        return Error{fmt::format(
+            "--model: {}: op \"{}\" does not say what it computes (the runtime executes op-level "
+            "plans of models whose every op does: the zoo's resnet, vgg and inception)",
+            m.name, m.ops[static_cast<std::size_t>(p)].name)};
+    if (const std::string why = misfit(m, static_cast<int>(i)); !why.empty())
+      return Error{fmt::format(
+          "--model: {}: op \"{}\" cannot be executed op by op: {} (the runtime executes op-level "
+          "plans of models whose every op says what it computes: the zoo's resnet, vgg and "
+          "inception)",
+          m.name, op.name, why)};
+  }
+  return true;
+}
+
+OpGraph::OpGraph(const model::Model& m) : m_(&m), params_(m.ops.size()) {
+  namespace nn = torch::nn;
+  for (std::size_t i = 0; i < m.ops.size(); ++i) {
+    const model::Op& op = m.ops[i];
+    const model::OpCompute& c = op.compute;
+    const std::string name = "op" + std::to_string(i);
+    if (c.fn == OpFn::conv2d) {
+      auto conv = register_module(
+          name,
+          nn::Conv2d(nn::Conv2dOptions(conv_in_channels(op), op.gemm.n, {c.kernel_h, c.kernel_w})
+                         .bias(c.bias)));
+      params_[i].push_back(conv->weight);
+      if (c.bias) params_[i].push_back(conv->bias);
+    } else if (c.fn == OpFn::linear) {
+      auto fc =
+          register_module(name, nn::Linear(nn::LinearOptions(op.gemm.k, op.gemm.n).bias(c.bias)));
+      params_[i].push_back(fc->weight);
+      if (c.bias) params_[i].push_back(fc->bias);
+    } else if (c.fn == OpFn::batchnorm) {
+      params_[i].push_back(register_parameter(name + "_weight", torch::ones({op.params / 2})));
+      params_[i].push_back(register_parameter(name + "_bias", torch::zeros({op.params / 2})));
+    }
+  }
+}
+
+torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
+                             const torch::Tensor& targets, Collectives* batch_group,
+                             const torch::Tensor& mask) const {
+  const model::Op& op = m_->ops[static_cast<std::size_t>(i)];
+  const model::OpCompute& c = op.compute;
+  const auto& w = params_[static_cast<std::size_t>(i)];
+  const torch::Tensor& x = in.front();
+  const torch::Tensor bias = c.bias ? w[1] : torch::Tensor();
+  switch (c.fn) {
+    case OpFn::conv2d:
+      return torch::conv2d(x, w[0], bias, {c.stride, c.stride}, {c.pad_h, c.pad_w});
+    case OpFn::batchnorm:
+      return batch_norm_over_group(x, w[0], w[1], batch_group);
+    case OpFn::relu:
+      return torch::relu(x);
+    case OpFn::add:
+      return in[0] + in[1];
+    case OpFn::concat:
+      return torch::cat(in, 1);
+    case OpFn::max_pool:
+      return torch::max_pool2d(x, {c.kernel_h, c.kernel_w}, {c.stride, c.stride},
+                               {c.pad_h, c.pad_w});
+    case OpFn::avg_pool:
+      return torch::avg_pool2d(x, {c.kernel_h, c.kernel_w}, {c.stride, c.stride},
+                               {c.pad_h, c.pad_w});
+    case OpFn::adaptive_avg_pool:
+      // Global pooling as a mean (what the ResNet module computes), else PyTorch's bins.
+      if (c.shape[1] == 1 && c.shape[2] == 1) return x.mean({2, 3}, true);
+      return torch::adaptive_avg_pool2d(x, {c.shape[1], c.shape[2]});
+    case OpFn::linear:
+      return torch::linear(x.reshape({x.size(0), -1}), w[0], bias);
+    case OpFn::dropout:
+      return x * mask.view(x.sizes());
+    case OpFn::cross_entropy:
+      return summed_cross_entropy(x, targets);
+    case OpFn::none:
+      break;
+  }
+  throw std::logic_error("OpGraph::apply: an op that does not say what it computes");
+}
+
+std::vector<std::int64_t> OpGraph::output_shape(int i, std::int64_t n) const {
+  std::vector<std::int64_t> shape{n};
+  for (auto d : m_->ops[static_cast<std::size_t>(i)].compute.shape) shape.push_back(d);
+  return shape;
+}
+
+}  // namespace hetplan::runtime::detail

@@ -1,0 +1,47 @@
+// Internal to the runtime: a model executed op by op, from what each op computes
+// (model::OpCompute), as op-level plans need: each op's output is its own tensor, so that ops can
+// run on different devices and on different parts of a micro-batch.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "collectives.h"
+#include "hetplan/core/error.h"
+#include "hetplan/model/model.h"
+
+namespace hetplan::runtime::detail {
+
+// Whether every op of m says what it computes, with shapes that fit together, or the first op
+// that does not and why.
+Result<bool> check_op_graph(const model::Model& m);
+
+// The weights of every op, created in op order from the current torch seed as libtorch's modules
+// initialise them (Conv2d, Linear: Kaiming-uniform; batchnorm: scale 1, shift 0), so that a
+// ResNet's ops start from the weights the ResNet module (resnet_module.h) gets from the same seed.
+class OpGraph : public torch::nn::Module {
+ public:
+  // m must pass check_op_graph.
+  explicit OpGraph(const model::Model& m);
+
+  // The weights op `op` reads (none for most), in a fixed order.
+  const std::vector<torch::Tensor>& op_parameters(int op) const {
+    return params_[static_cast<std::size_t>(op)];
+  }
+  // Op `op`'s output on `inputs` (one per Op::inputs, in order; for an op without inputs, the
+  // images). cross_entropy returns the summed loss of its rows against `targets`; batchnorm's
+  // statistics cover `batch_group`'s ranks (null: these rows only); dropout multiplies by `mask`
+  // (already scaled by 1 / (1 - drop)).
+  torch::Tensor apply(int op, const std::vector<torch::Tensor>& inputs,
+                      const torch::Tensor& targets, Collectives* batch_group,
+                      const torch::Tensor& mask) const;
+  // Shape of op `op`'s output for n samples.
+  std::vector<std::int64_t> output_shape(int op, std::int64_t n) const;
+
+ private:
+  const model::Model* m_;
+  std::vector<std::vector<torch::Tensor>> params_;
+};
+
+}  // namespace hetplan::runtime::detail

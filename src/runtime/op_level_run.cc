@@ -1,0 +1,475 @@
+#include "op_level_run.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include "batches.h"
+#include "grad_buckets.h"
+#include "hetplan/plan/op_groups.h"
+#include "op_graph.h"
+#include "peer_watch.h"
+#include "process_groups.h"
+#include "run_support.h"
+#include "tensor_parallel.h"
+
+namespace hetplan::runtime::detail {
+namespace {
+
+using PG = c10::intrusive_ptr<Collectives>;
+
+// Who runs what: ranks of the plan's devices, each op's group, each group's ranks and shares.
+struct Layout {
+  std::vector<int> devices;                 // rank -> device
+  std::vector<int> group;                   // op -> group
+  std::vector<std::vector<int>> members;    // group -> its devices' ranks, in the group's order
+  std::vector<std::vector<double>> shares;  // group -> each member's share of a micro-batch
+
+  Layout(const model::Model& m, const plan::Plan& p) : devices(op_level_devices(p)) {
+    group = plan::group_of_ops(p, m);
+    for (const auto& g : p.op_groups) {
+      std::vector<int> ranks;
+      std::vector<double> s;
+      for (std::size_t j = 0; j < g.devices.size(); ++j) {
+        ranks.push_back(static_cast<int>(
+            std::lower_bound(devices.begin(), devices.end(), g.devices[j]) - devices.begin()));
+        s.push_back(plan::group_share(g, j));
+      }
+      members.push_back(std::move(ranks));
+      shares.push_back(std::move(s));
+    }
+  }
+  // The rows [begin, end) of the global batch each member of group g holds in micro-batch k.
+  std::vector<std::pair<std::int64_t, std::int64_t>> rows(const plan::Plan& p, int g, int k) const {
+    const std::int64_t B = p.global_batch, M = std::max(1, p.num_microbatches);
+    const std::int64_t lo = B * k / M, hi = B * (k + 1) / M;
+    TensorParallel split;
+    split.size = static_cast<int>(members[g].size());
+    split.shares = shares[g];
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    std::int64_t at = lo;
+    for (std::int64_t n : share_counts(hi - lo, split)) {
+      out.emplace_back(at, at + n);
+      at += n;
+    }
+    return out;
+  }
+  // This rank's index among group g's members; -1 when it is not one.
+  static int index_in(const std::vector<int>& ranks, int rank) {
+    const auto it = std::find(ranks.begin(), ranks.end(), rank);
+    return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
+  }
+};
+
+// A group's devices as a process group: its members in ascending rank order.
+struct Subgroup {
+  std::vector<int> ranks;  // ascending
+  PG pg;                   // null on the ranks outside it
+  int rank_in(int world_rank) const { return Layout::index_in(ranks, world_rank); }
+};
+
+// The dropout masks of a step: per sample, from the seed, the step and the op, so that every
+// split of the batch draws the rows the whole batch would. Scaled by 1 / (1 - drop).
+torch::Tensor dropout_mask(const model::Op& op, std::uint64_t seed, int step, int index,
+                           std::int64_t samples) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed * 1000003ULL +
+                                                      static_cast<std::uint64_t>(step) * 7919ULL +
+                                                      static_cast<std::uint64_t>(index));
+  std::vector<std::int64_t> shape{samples};
+  for (auto d : op.compute.shape) shape.push_back(d);
+  const torch::Tensor u = torch::rand(shape, gen);
+  return (u >= op.compute.drop).to(torch::kFloat) / (1.0 - op.compute.drop);
+}
+
+void add_rows(torch::Tensor& acc, const std::vector<std::int64_t>& shape, std::int64_t begin,
+              const torch::Tensor& g) {
+  if (!acc.defined()) acc = torch::zeros(shape, g.options());
+  acc.slice(0, begin, begin + g.size(0)).add_(g);
+}
+
+}  // namespace
+
+std::vector<int> op_level_devices(const plan::Plan& p) {
+  std::set<int> d;
+  for (const auto& g : p.op_groups) d.insert(g.devices.begin(), g.devices.end());
+  return {d.begin(), d.end()};
+}
+
+Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int world_size) {
+  if (auto ok = check_op_graph(m); !ok) return ok.error();
+  const auto devices = op_level_devices(p);
+  if (static_cast<int>(devices.size()) != world_size)
+    return Error{fmt::format(
+        "plan: op_groups: the plan runs on {} devices (one rank each) but the job has {} ranks "
+        "(start it with --nprocs {}, or as {} torchrun ranks)",
+        devices.size(), world_size, devices.size(), devices.size())};
+  for (std::size_t i = 0; i < m.ops.size(); ++i)
+    if (plan::group_of_ops(p, m)[i] < 0)
+      return Error{fmt::format("plan: op_groups: no group names op \"{}\"", m.ops[i].name)};
+  if (p.zero_stage > 0)
+    return Error{"plan: zero_stage: ZeRO is not executed with op-level plans yet"};
+  if (p.recompute != cost::Recompute::none)
+    return Error{"plan: recompute: op-level plans are executed without recomputation"};
+  for (std::size_t g = 0; g < p.op_groups.size(); ++g)
+    for (int s : p.op_groups[g].servers)
+      if (std::find(p.op_groups[g].devices.begin(), p.op_groups[g].devices.end(), s) ==
+          p.op_groups[g].devices.end())
+        return Error{fmt::format(
+            "plan: op_groups[{}].servers: device {} is not one of the group's devices", g, s)};
+  return true;
+}
+
+Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const RunOptions& opts,
+                               const RankEnv& env, const c10::Device& dev) {
+  if (auto ok = check_op_level(m, p, env.world_size); !ok) return ok.error();
+  if (!opts.checkpoint_dir.empty())
+    return Error{"--checkpoint: op-level plans are not checkpointed yet"};
+  const Layout at(m, p);
+  const int me = env.rank;
+  const auto on_dev = torch::TensorOptions().device(dev);
+  auto sync = [&] {
+    if (dev.is_cuda()) torch::cuda::synchronize();
+  };
+  torch::set_num_threads(std::max(1, opts.threads_per_rank));
+  torch::manual_seed(opts.seed);
+  auto graph = std::make_shared<OpGraph>(m);  // every rank builds it whole: the same weights
+  graph->to(dev);
+  auto data = BatchSource::create(m, opts.seed, opts.data_file);
+  if (!data) return data.error();
+  const auto timeout = std::chrono::milliseconds(std::llround(opts.timeout_s * 1000));
+
+  // One process group per distinct set of a group's devices (of more than one), opened by its
+  // members in the plan's order.
+  const std::size_t G = p.op_groups.size();
+  std::vector<int> subgroup_of(G, -1);
+  std::vector<Subgroup> subgroups;
+  for (std::size_t g = 0; g < G; ++g) {
+    std::vector<int> ranks = at.members[g];
+    std::sort(ranks.begin(), ranks.end());
+    if (ranks.size() < 2) continue;
+    auto same = std::find_if(subgroups.begin(), subgroups.end(),
+                             [&](const Subgroup& s) { return s.ranks == ranks; });
+    subgroup_of[g] = static_cast<int>(same - subgroups.begin());
+    if (same == subgroups.end()) subgroups.push_back(Subgroup{std::move(ranks), PG()});
+  }
+  PG world;
+  std::optional<PeerWatch> watch;
+  if (env.world_size > 1) {
+    try {
+      const auto backend = dev.is_cuda() ? Backend::nccl : Backend::gloo;
+      const c10::intrusive_ptr<c10d::Store> store = connect_store(env, timeout);
+      auto open = [&](const c10::intrusive_ptr<c10d::Store>& s, int rank, int size) -> PG {
+        auto pg = open_group(backend, s, rank, size, env, timeout);
+        if (!pg) throw std::runtime_error(pg.error().message);
+        return *pg;
+      };
+      world = open(store, me, env.world_size);
+      for (std::size_t i = 0; i < subgroups.size(); ++i)
+        if (const int r = subgroups[i].rank_in(me); r >= 0)
+          subgroups[i].pg =
+              open(c10::make_intrusive<c10d::PrefixStore>(fmt::format("og{}/", i), store), r,
+                   static_cast<int>(subgroups[i].ranks.size()));
+    } catch (const std::exception& e) {
+      return Error{fmt::format("cannot join the job at {}:{}: {}", env.master_addr, env.master_port,
+                               failure_text(e))};
+    }
+    watch.emplace(env.master_addr, env.master_port, env.rank, env.world_size);
+  }
+  auto pg_of = [&](std::size_t g) -> Collectives* {
+    return subgroup_of[g] < 0 ? nullptr
+                              : subgroups[static_cast<std::size_t>(subgroup_of[g])].pg.get();
+  };
+
+  const std::size_t N = m.ops.size();
+  const double B = static_cast<double>(p.global_batch);
+  const int M = std::max(1, p.num_microbatches);
+  std::vector<int> my_index(N);  // this rank's index among each op's group's members, or -1
+  for (std::size_t o = 0; o < N; ++o)
+    my_index[o] = Layout::index_in(at.members[static_cast<std::size_t>(at.group[o])], me);
+  // The weights of the groups this rank is in, per group.
+  std::vector<std::vector<torch::Tensor>> group_params(G);
+  for (std::size_t o = 0; o < N; ++o)
+    if (my_index[o] >= 0)
+      for (const auto& t : graph->op_parameters(static_cast<int>(o)))
+        group_params[static_cast<std::size_t>(at.group[o])].push_back(t);
+  std::vector<torch::Tensor> mine;
+  for (const auto& ts : group_params) mine.insert(mine.end(), ts.begin(), ts.end());
+  torch::optim::Adam adam(mine, torch::optim::AdamOptions(opts.learning_rate));
+
+  RunResult res;
+  res.parameters = m.parameters();
+  RankTimes own;
+  const int skip = opts.steps > 2 ? 2 : 0;
+  std::vector<double> own_losses;
+  int step = 0;
+  try {
+    for (; step < opts.steps; ++step) {
+      const auto start = Clock::now();
+      double comm = 0, idle = 0;
+      const Batch batch = data->global(step, p.global_batch).to(dev);
+      for (auto& t : mine) t.mutable_grad() = torch::Tensor();
+      std::vector<torch::Tensor> masks(N);
+      for (std::size_t o = 0; o < N; ++o)
+        if (m.ops[o].compute.fn == model::OpFn::dropout && my_index[o] >= 0)
+          masks[o] =
+              dropout_mask(m.ops[o], opts.seed, step, static_cast<int>(o), p.global_batch).to(dev);
+      // Sufficient factors of the linear layers of groups that synchronise by them: per op, the
+      // inputs and output gradients of this rank's rows, micro-batch by micro-batch.
+      std::map<std::size_t, std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>>>
+          factors;
+      std::vector<c10::intrusive_ptr<c10d::Work>> sends;
+      std::vector<std::vector<torch::Tensor>> in_flight;
+      int next_tag = 0;
+      auto send = [&](const torch::Tensor& t, int to, int tag) {
+        in_flight.push_back({t.contiguous()});
+        sends.push_back(world->send(in_flight.back(), to, tag));
+      };
+      auto recv = [&](std::vector<std::int64_t> shape, int from, int tag) {
+        std::vector<torch::Tensor> t{torch::empty(shape, on_dev)};
+        sync();
+        const auto wait_start = Clock::now();
+        world->recv(t, from, tag)->wait(timeout);
+        idle += seconds_since(wait_start);
+        return t[0];
+      };
+      double loss_sum = 0;
+      for (int k = 0; k < M; ++k) {
+        std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> rows(G);
+        for (std::size_t g = 0; g < G; ++g) rows[g] = at.rows(p, static_cast<int>(g), k);
+        auto my_rows = [&](std::size_t o) {
+          return rows[static_cast<std::size_t>(at.group[o])][static_cast<std::size_t>(my_index[o])];
+        };
+        std::vector<torch::Tensor> out(N), grad(N);
+        std::vector<std::vector<torch::Tensor>> leaves(N);  // each op's inputs, as it read them
+        // Transfers of a producer's output to another group: (producer, consumer group) -> the
+        // rows this rank received (a leaf whose gradient goes back), in forward order.
+        std::vector<std::pair<std::size_t, std::size_t>> transfers;
+        std::map<std::pair<std::size_t, std::size_t>, torch::Tensor> received;
+        // Calls f(producer rank, consumer rank, first row, end row, producer's first row,
+        // consumer's first row) for each overlap of producer p's rows and group g's.
+        auto overlaps = [&](std::size_t p_op, std::size_t g, auto&& f) {
+          const std::size_t pg = static_cast<std::size_t>(at.group[p_op]);
+          for (std::size_t a = 0; a < at.members[pg].size(); ++a)
+            for (std::size_t b = 0; b < at.members[g].size(); ++b) {
+              const auto [pa0, pa1] = rows[pg][a];
+              const auto [cb0, cb1] = rows[g][b];
+              const std::int64_t o0 = std::max(pa0, cb0), o1 = std::min(pa1, cb1);
+              if (o1 > o0) f(at.members[pg][a], at.members[g][b], o0, o1, pa0, cb0);
+            }
+        };
+        // Forward.
+        for (std::size_t o = 0; o < N; ++o) {
+          const auto g = static_cast<std::size_t>(at.group[o]);
+          const model::Op& op = m.ops[o];
+          for (int pi : op.inputs) {
+            const auto p_op = static_cast<std::size_t>(pi);
+            if (static_cast<std::size_t>(at.group[p_op]) == g ||
+                std::find(transfers.begin(), transfers.end(), std::make_pair(p_op, g)) !=
+                    transfers.end())
+              continue;
+            const int tag = next_tag++;
+            transfers.emplace_back(p_op, g);
+            std::vector<torch::Tensor> parts;
+            overlaps(p_op, g,
+                     [&](int from, int to, std::int64_t o0, std::int64_t o1, std::int64_t pa0,
+                         std::int64_t) {
+                       if (from == me && to == me)
+                         parts.push_back(out[p_op].slice(0, o0 - pa0, o1 - pa0).detach());
+                       else if (from == me)
+                         send(out[p_op].slice(0, o0 - pa0, o1 - pa0).detach(), to, tag);
+                       else if (to == me)
+                         parts.push_back(recv(graph->output_shape(pi, o1 - o0), from, tag));
+                     });
+            if (Layout::index_in(at.members[g], me) >= 0) {
+              torch::Tensor x = parts.empty() ? torch::empty(graph->output_shape(pi, 0), on_dev)
+                                              : torch::cat(parts);
+              received[{p_op, g}] = x.detach().requires_grad_(true);
+            }
+          }
+          if (my_index[o] < 0) continue;
+          const auto [r0, r1] = my_rows(o);
+          std::vector<torch::Tensor> in;
+          for (int pi : op.inputs) {
+            const auto p_op = static_cast<std::size_t>(pi);
+            in.push_back(static_cast<std::size_t>(at.group[p_op]) == g
+                             ? out[p_op].detach().requires_grad_(true)
+                             : received.at({p_op, g}));
+          }
+          if (op.inputs.empty()) in.push_back(batch.inputs.slice(0, r0, r1));
+          leaves[o] = in;
+          Collectives* bn = p.batch_norm == plan::BatchNormStats::synced ? pg_of(g) : nullptr;
+          const torch::Tensor mask =
+              masks[o].defined() ? masks[o].slice(0, r0, r1) : torch::Tensor();
+          out[o] = graph->apply(static_cast<int>(o), in, batch.targets.slice(0, r0, r1), bn, mask);
+          if (op.compute.fn == model::OpFn::cross_entropy) loss_sum += out[o].item<double>() / B;
+        }
+        // Backward, in reverse: first the gradients of the rows an op sent to other groups
+        // come back, then its own backward pass gives its inputs' gradients.
+        for (std::size_t o = N; o-- > 0;) {
+          for (const auto& [p_op, g] : transfers) {
+            if (p_op != o) continue;
+            const int tag = next_tag++;
+            const auto pgroup = static_cast<std::size_t>(at.group[o]);
+            overlaps(
+                o, g,
+                [&](int from, int to, std::int64_t o0, std::int64_t o1, std::int64_t pa0,
+                    std::int64_t cb0) {
+                  torch::Tensor back;
+                  if (to == me) {
+                    const torch::Tensor& x = received.at({o, g});
+                    back = x.grad().defined()
+                               ? x.grad().slice(0, o0 - cb0, o1 - cb0)
+                               : torch::zeros(graph->output_shape(static_cast<int>(o), o1 - o0),
+                                              on_dev);
+                    if (from != me) send(back, from, tag);
+                  } else if (from == me) {
+                    back = recv(graph->output_shape(static_cast<int>(o), o1 - o0), to, tag);
+                  }
+                  if (from == me) {
+                    const auto [my0, my1] = rows[pgroup][static_cast<std::size_t>(my_index[o])];
+                    add_rows(grad[o], graph->output_shape(static_cast<int>(o), my1 - my0), o0 - pa0,
+                             back);
+                  }
+                });
+          }
+          if (my_index[o] < 0 || !out[o].requires_grad()) continue;
+          const model::Op& op = m.ops[o];
+          torch::Tensor dy = op.compute.fn == model::OpFn::cross_entropy
+                                 ? torch::full({}, 1.0 / B, out[o].options())
+                             : grad[o].defined() ? grad[o]
+                                                 : torch::zeros_like(out[o]);
+          torch::autograd::backward({out[o]}, {dy});
+          const auto g = static_cast<std::size_t>(at.group[o]);
+          if (op.compute.fn == model::OpFn::linear &&
+              p.op_groups[g].sync == plan::SyncMethod::sufficient_factor && pg_of(g)) {
+            const torch::Tensor& x = leaves[o].front();
+            factors[o].first.push_back(x.detach().reshape({x.size(0), -1}));
+            factors[o].second.push_back(dy.detach());
+          }
+          for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+            const auto p_op = static_cast<std::size_t>(op.inputs[i]);
+            if (static_cast<std::size_t>(at.group[p_op]) != g || !leaves[o][i].grad().defined())
+              continue;
+            add_rows(grad[p_op], out[p_op].sizes().vec(), 0, leaves[o][i].grad());
+          }
+          out[o] = grad[o] = torch::Tensor();
+        }
+      }
+      sync();
+      auto comm_start = Clock::now();
+      for (auto& w : sends) w->wait(timeout);
+      // Gradient synchronisation of each group of more than one device.
+      for (std::size_t g = 0; g < G; ++g) {
+        Collectives* pg = pg_of(g);
+        if (!pg || group_params[g].empty()) continue;
+        for (auto& t : group_params[g])
+          if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
+        const plan::OpGroup& og = p.op_groups[g];
+        const Subgroup& sub = subgroups[static_cast<std::size_t>(subgroup_of[g])];
+        std::vector<torch::Tensor> reduced;  // all-reduced or served
+        std::set<const void*> by_factors;
+        if (og.sync == plan::SyncMethod::sufficient_factor) {
+          // Each member's rows of every micro-batch, in ascending rank order.
+          std::vector<std::int64_t> counts(sub.ranks.size(), 0);
+          for (int k = 0; k < M; ++k) {
+            const auto r = at.rows(p, static_cast<int>(g), k);
+            for (std::size_t j = 0; j < r.size(); ++j)
+              counts[static_cast<std::size_t>(sub.rank_in(at.members[g][j]))] +=
+                  r[j].second - r[j].first;
+          }
+          const std::int64_t most = *std::max_element(counts.begin(), counts.end());
+          for (auto& [o, f] : factors) {
+            if (static_cast<std::size_t>(at.group[o]) != g) continue;
+            const torch::Tensor both = torch::cat({torch::cat(f.first), torch::cat(f.second)}, 1);
+            std::vector<torch::Tensor> in{torch::zeros({most, both.size(1)}, on_dev)};
+            in[0].slice(0, 0, both.size(0)).copy_(both);
+            std::vector<std::vector<torch::Tensor>> gathered(1);
+            for (std::size_t j = 0; j < sub.ranks.size(); ++j)
+              gathered[0].push_back(torch::empty({most, both.size(1)}, on_dev));
+            pg->allgather(gathered, in)->wait(timeout);
+            const std::int64_t features = f.first.front().size(1);
+            torch::Tensor all = torch::cat([&] {
+              std::vector<torch::Tensor> parts;
+              for (std::size_t j = 0; j < sub.ranks.size(); ++j)
+                parts.push_back(gathered[0][j].slice(0, 0, counts[j]));
+              return parts;
+            }());
+            const torch::Tensor x = all.slice(1, 0, features), dy = all.slice(1, features);
+            const auto& w = graph->op_parameters(static_cast<int>(o));
+            w[0].mutable_grad() = dy.t().mm(x).view(w[0].sizes());
+            if (w.size() > 1) w[1].mutable_grad() = dy.sum(0);
+            for (const auto& t : w) by_factors.insert(t.unsafeGetTensorImpl());
+          }
+        }
+        for (const auto& t : group_params[g])
+          if (!by_factors.count(t.unsafeGetTensorImpl())) reduced.push_back(t.grad());
+        if (reduced.empty()) continue;
+        std::vector<torch::Tensor> flat{flatten(reduced)};
+        if (og.sync == plan::SyncMethod::parameter_server) {
+          // Each server reduces its slice of the flattened gradients and sends the sum back.
+          std::vector<int> servers = og.servers;
+          if (servers.empty()) servers.push_back(og.devices.front());
+          const std::int64_t n = flat[0].numel(), S = static_cast<std::int64_t>(servers.size());
+          for (std::int64_t i = 0; i < S; ++i) {
+            const int server_rank =
+                Layout::index_in(at.devices, servers[static_cast<std::size_t>(i)]);
+            std::vector<torch::Tensor> part{flat[0].slice(0, n * i / S, n * (i + 1) / S).clone()};
+            c10d::ReduceOptions ro;
+            ro.rootRank = sub.rank_in(server_rank);
+            pg->reduce(part, ro)->wait(timeout);
+            c10d::BroadcastOptions bo;
+            bo.rootRank = ro.rootRank;
+            pg->broadcast(part, bo)->wait(timeout);
+            flat[0].slice(0, n * i / S, n * (i + 1) / S).copy_(part[0]);
+          }
+        } else {
+          pg->allreduce(flat)->wait(timeout);
+        }
+        unflatten_into(flat[0], reduced);
+      }
+      own_losses.push_back(loss_sum);
+      sync();
+      comm += seconds_since(comm_start);
+      adam.step();
+      sync();
+      const double step_time = seconds_since(start);
+      res.step_times_s.push_back(step_time);
+      if (step >= skip) {
+        own.comm_s += comm;
+        own.idle_s += idle;
+        own.compute_s += std::max(0.0, step_time - comm - idle);
+      }
+    }
+    std::vector<torch::Tensor> losses{torch::tensor(own_losses, on_dev.dtype(torch::kDouble))};
+    if (world && !own_losses.empty()) world->allreduce(losses)->wait();
+    for (std::size_t s = 0; s < own_losses.size(); ++s)
+      res.losses.push_back(losses[0][static_cast<std::int64_t>(s)].item<double>());
+    double measured = 0;
+    for (int s = skip; s < opts.steps; ++s)
+      measured += res.step_times_s[static_cast<std::size_t>(s)];
+    res.mean_step_time_s = opts.steps > skip ? measured / (opts.steps - skip) : 0;
+    torch::Tensor own_times = torch::zeros({env.world_size * 3}, torch::kDouble);
+    own_times[me * 3] = own.compute_s;
+    own_times[me * 3 + 1] = own.comm_s;
+    own_times[me * 3 + 2] = own.idle_s;
+    std::vector<torch::Tensor> times{own_times.to(dev)};
+    if (world) world->allreduce(times)->wait();
+    times[0] = times[0].cpu();
+    for (int r = 0; r < env.world_size; ++r)
+      res.ranks.push_back(RankTimes{times[0][r * 3].item<double>(),
+                                    times[0][r * 3 + 1].item<double>(),
+                                    times[0][r * 3 + 2].item<double>()});
+  } catch (const std::exception& e) {
+    return Error{fmt::format("step {}: {}; {}", step, failure_text(e),
+                             watch ? watch->who_stopped() : "no other rank")};
+  }
+  return res;
+}
+
+}  // namespace hetplan::runtime::detail
