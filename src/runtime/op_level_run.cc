@@ -16,6 +16,7 @@
 #include "op_graph.h"
 #include "peer_watch.h"
 #include "process_groups.h"
+#include "run_result.h"
 #include "run_support.h"
 #include "tensor_parallel.h"
 
@@ -446,25 +447,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         own.compute_s += std::max(0.0, step_time - comm - idle);
       }
     }
-    std::vector<torch::Tensor> losses{torch::tensor(own_losses, on_dev.dtype(torch::kDouble))};
-    if (world && !own_losses.empty()) world->allreduce(losses)->wait();
-    for (std::size_t s = 0; s < own_losses.size(); ++s)
-      res.losses.push_back(losses[0][static_cast<std::int64_t>(s)].item<double>());
-    double measured = 0;
-    for (int s = skip; s < opts.steps; ++s)
-      measured += res.step_times_s[static_cast<std::size_t>(s)];
-    res.mean_step_time_s = opts.steps > skip ? measured / (opts.steps - skip) : 0;
-    torch::Tensor own_times = torch::zeros({env.world_size * 3}, torch::kDouble);
-    own_times[me * 3] = own.compute_s;
-    own_times[me * 3 + 1] = own.comm_s;
-    own_times[me * 3 + 2] = own.idle_s;
-    std::vector<torch::Tensor> times{own_times.to(dev)};
-    if (world) world->allreduce(times)->wait();
-    times[0] = times[0].cpu();
-    for (int r = 0; r < env.world_size; ++r)
-      res.ranks.push_back(RankTimes{times[0][r * 3].item<double>(),
-                                    times[0][r * 3 + 1].item<double>(),
-                                    times[0][r * 3 + 2].item<double>()});
+    finish_run(res, own_losses, own, opts.steps, skip, world.get(), env, dev);
   } catch (const std::exception& e) {
     return Error{fmt::format("step {}: {}; {}", step, failure_text(e),
                              watch ? watch->who_stopped() : "no other rank")};

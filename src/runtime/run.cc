@@ -22,6 +22,7 @@
 #include "op_level_run.h"
 #include "peer_watch.h"
 #include "process_groups.h"
+#include "run_result.h"
 #include "run_support.h"
 #include "tensor_parallel.h"
 #include "torch_modules.h"
@@ -785,25 +786,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           (last_step || (opts.checkpoint_every > 0 && (step + 1) % opts.checkpoint_every == 0)))
         if (auto saved = save(step + 1); !saved) return saved.error();
     }
-    std::vector<torch::Tensor> losses{torch::tensor(own_losses, on_dev.dtype(torch::kDouble))};
-    if (groups.world && !own_losses.empty()) groups.world->allreduce(losses)->wait();
-    for (std::size_t s = 0; s < own_losses.size(); ++s)
-      res.losses.push_back(losses[0][static_cast<std::int64_t>(s)].item<double>());
-    double measured = 0;
-    for (int s = skip; s < opts.steps; ++s) measured += res.step_times_s[s];
-    res.mean_step_time_s = opts.steps > skip ? measured / (opts.steps - skip) : 0;
-    // Every rank's times, to every rank (each fills its own slot of a summed buffer).
-    torch::Tensor own_times = torch::zeros({env.world_size * 3}, torch::kDouble);
-    own_times[env.rank * 3] = own.compute_s;
-    own_times[env.rank * 3 + 1] = own.comm_s;
-    own_times[env.rank * 3 + 2] = own.idle_s;
-    std::vector<torch::Tensor> times{own_times.to(dev)};
-    if (groups.world) groups.world->allreduce(times)->wait();
-    times[0] = times[0].cpu();
-    for (int r = 0; r < env.world_size; ++r)
-      res.ranks.push_back(RankTimes{times[0][r * 3].item<double>(),
-                                    times[0][r * 3 + 1].item<double>(),
-                                    times[0][r * 3 + 2].item<double>()});
+    detail::finish_run(res, own_losses, own, opts.steps, skip, groups.world.get(), env, dev);
   } catch (const std::exception& e) {
     // A collective or a neighbour's transfer failed or timed out: say which ranks stopped.
     return Error{fmt::format("step {}: {}; {}", step, failure_text(e),

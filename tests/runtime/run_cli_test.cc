@@ -131,6 +131,17 @@ TEST(RunCli, UnevenPipelinesMatchOneProcess) {
   expect_same_losses(one, grid);
 }
 
+// A cluster of 2 fast and 2 slow CPU workers (3:1 CPU shares, 1 Gb/s NICs) at `file`.
+void write_fast_slow_cluster(const std::filesystem::path& file) {
+  std::ofstream(file) << R"(version: 1
+nodes:
+  - {group: fast, count: 2, device: cpu, devices_per_node: 1, cpu_share: 0.75,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1}}
+  - {group: slow, count: 2, device: cpu, devices_per_node: 1, cpu_share: 0.25,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1}}
+)";
+}
+
 TEST(RunCli, ResNetsMatchOneProcess) {
   // Synced batch normalisation takes its statistics over each micro-batch, whichever replicas
   // split it: one process with micro-batches of 16 (then of 8) against uneven data parallelism
@@ -178,13 +189,7 @@ TEST(RunCli, RunsThePlannersPlan) {
   const auto dir = std::filesystem::temp_directory_path();
   const auto cluster = dir / ("hetplan_mixed_" + std::to_string(::getpid()) + ".yaml");
   const auto plan = dir / ("hetplan_planned_" + std::to_string(::getpid()) + ".json");
-  std::ofstream(cluster) << R"(version: 1
-nodes:
-  - {group: fast, count: 2, device: cpu, devices_per_node: 1, cpu_share: 0.75,
-     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1}}
-  - {group: slow, count: 2, device: cpu, devices_per_node: 1, cpu_share: 0.25,
-     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1}}
-)";
+  write_fast_slow_cluster(cluster);
   const std::string model = "mlp:layers=4,hidden=128,in=64,out=10";
   auto r = run_hetplan("plan --model " + model + ",dtype=fp32 --cluster " + cluster.string() +
                        " --global-batch 32 --runnable --out " + plan.string());
@@ -279,13 +284,7 @@ TEST(RunCli, RunsTheOpLevelPlanHeteroGChooses) {
   const auto dir = std::filesystem::temp_directory_path();
   const auto cluster = dir / ("hetplan_mixed_og_" + std::to_string(::getpid()) + ".yaml");
   const auto plan = dir / ("hetplan_heterog_" + std::to_string(::getpid()) + ".json");
-  std::ofstream(cluster) << R"(version: 1
-nodes:
-  - {group: fast, count: 2, device: cpu, devices_per_node: 1, cpu_share: 0.75,
-     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1}}
-  - {group: slow, count: 2, device: cpu, devices_per_node: 1, cpu_share: 0.25,
-     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1}}
-)";
+  write_fast_slow_cluster(cluster);
   const std::string model = std::string(kResNet) + ",dtype=fp32";
   auto r = run_hetplan("plan --model " + model + " --cluster " + cluster.string() +
                        " --global-batch 16 --algo heterog --runnable --out " + plan.string());
