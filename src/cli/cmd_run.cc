@@ -145,7 +145,12 @@ int run_run(const RunArgs& a) {
                    "as a stage plan of %d stage(s), each device one replica at its group's "
                    "share\n",
                    form.stages_from_op_level);
-    if (tell && form.plan.is_op_level())
+    if (tell && form.op_level_from_stages)
+      std::fprintf(stderr,
+                   "hetplan: the runtime has no stage module for this model: the stage plan runs "
+                   "op by op, one group per stage on its replicas' devices at their batch shares, "
+                   "one rank per device\n");
+    else if (tell && form.plan.is_op_level())
       std::fprintf(stderr, "hetplan: the op-level plan runs op by op, one rank per device\n");
     if (tell && form.per_device_replicas)
       std::fprintf(stderr,

@@ -43,6 +43,43 @@ double group_share(const OpGroup& g, std::size_t j) {
   return 1.0 / static_cast<double>(g.devices.size());
 }
 
+std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
+  if (p.is_op_level() || p.stages.empty() || !p.op_overrides.empty() || p.zero_stage != 0 ||
+      p.recompute != cost::Recompute::none)
+    return std::nullopt;
+  for (const auto& rule : p.grad_sync)
+    if (rule.method != SyncMethod::all_reduce) return std::nullopt;
+  Plan out;
+  out.model = p.model;
+  out.cluster = p.cluster;
+  out.planner = p.planner;
+  out.global_batch = p.global_batch;
+  out.num_microbatches = p.num_microbatches;
+  out.grad_bucket_bytes = p.grad_bucket_bytes;
+  out.batch_norm = p.batch_norm;
+  out.execution_order = ExecutionOrder::heft;
+  for (const Stage& st : p.stages) {
+    OpGroup g;
+    for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
+      if (l < 0 || l >= static_cast<int>(m.layers.size())) return std::nullopt;
+      const model::Layer& layer = m.layers[static_cast<std::size_t>(l)];
+      for (int i = layer.first_op; i < layer.first_op + layer.num_ops; ++i)
+        g.ops.push_back(m.ops[static_cast<std::size_t>(i)].name);
+    }
+    for (const Replica& r : st.replicas) {
+      if (r.devices.size() != 1) return std::nullopt;
+      g.devices.push_back(r.devices.front());
+      g.shares.push_back(r.batch_share);
+    }
+    if (g.devices.size() == 1) {
+      g.mode = GroupMode::place;
+      g.shares.clear();
+    }
+    out.op_groups.push_back(std::move(g));
+  }
+  return out;
+}
+
 namespace {
 
 // Where a group runs its ops as a stage would: its devices in increasing order, each with its share

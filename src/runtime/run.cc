@@ -18,6 +18,7 @@
 #include "batches.h"
 #include "grad_buckets.h"
 #include "heap.h"
+#include "hetplan/plan/op_groups.h"
 #include "hetplan/sim/schedule_order.h"
 #include "op_level_run.h"
 #include "peer_watch.h"
@@ -228,6 +229,12 @@ plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int wo
   if (form.stages_from_op_level > 0 && !check_executable(m, form.plan, world_size) &&
       detail::check_op_level(m, p, world_size))
     form = plan::RunForm{p};
+  if (!form.plan.is_op_level() && !detail::executable_family(m))
+    if (auto ops = plan::as_op_level_plan(form.plan, m);
+        ops && detail::check_op_level(m, *ops, world_size)) {
+      form.plan = std::move(*ops);
+      form.op_level_from_stages = true;
+    }
   return form;
 }
 

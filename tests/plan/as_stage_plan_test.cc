@@ -73,6 +73,45 @@ TEST_F(AsStagePlan, DataParallelIsOneStageOfOneDeviceReplicas) {
   EXPECT_EQ(validate(*s), "ok");
 }
 
+// The other way: a pipeline of one-device replicas becomes one group per stage (a placed one for
+// a single replica), valid, and converts back to itself.
+TEST_F(AsStagePlan, StagePlansOfOneDeviceReplicasBecomeOpLevelPlansAndBack) {
+  plan_.op_groups = {placed({"embedding.*"}, 3), placed({"layers.0.*"}, 3),
+                     replicated({"layers.1.*", "head.*"}, {4, 5}, {0.75, 0.25})};
+  auto stages = as_stage_plan(plan_, model_);
+  ASSERT_TRUE(stages) << why_not_stage_plan(plan_, model_);
+  auto ops = as_op_level_plan(*stages, model_);
+  ASSERT_TRUE(ops);
+  ASSERT_EQ(ops->op_groups.size(), 2u);
+  EXPECT_EQ(ops->op_groups[0].mode, GroupMode::place);
+  EXPECT_EQ(ops->op_groups[0].devices, std::vector<int>{3});
+  EXPECT_EQ(ops->op_groups[1].mode, GroupMode::replicate);
+  EXPECT_EQ(ops->op_groups[1].devices, (std::vector<int>{4, 5}));
+  EXPECT_EQ(ops->op_groups[1].shares, (std::vector<double>{0.75, 0.25}));
+  EXPECT_EQ(ops->op_groups[1].sync, SyncMethod::all_reduce);
+  EXPECT_EQ(ops->global_batch, 16);
+  EXPECT_EQ(ops->num_microbatches, 2);
+  EXPECT_EQ(validate(*ops), "ok");
+  // Every op named once, in its stage's group.
+  const auto group = group_of_ops(*ops, model_);
+  for (std::size_t i = 0; i < model_.ops.size(); ++i)
+    EXPECT_EQ(group[i], model_.layer_of(static_cast<int>(i)) < 2 ? 0 : 1) << model_.ops[i].name;
+  auto back = as_stage_plan(*ops, model_);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->stages, stages->stages);
+  // Not for tensor parallelism, ZeRO or recomputation.
+  Plan tp = *stages;
+  tp.stages[1].replicas[0].devices = {4, 6};
+  EXPECT_FALSE(as_op_level_plan(tp, model_));
+  Plan zero = *stages;
+  zero.zero_stage = 1;
+  EXPECT_FALSE(as_op_level_plan(zero, model_));
+  Plan recompute = *stages;
+  recompute.recompute = cost::Recompute::full;
+  EXPECT_FALSE(as_op_level_plan(recompute, model_));
+  EXPECT_FALSE(as_op_level_plan(plan_, model_));  // already op-level
+}
+
 TEST_F(AsStagePlan, EvenSharesWhenTheGroupHasNone) {
   plan_.op_groups = {replicated({"*"}, {0, 1, 2, 3})};
   auto s = as_stage_plan(plan_, model_);

@@ -346,6 +346,25 @@ TEST(RunCli, InceptionBranchesOnUnlikeDevicesGiveOneProcesssLosses) {
   EXPECT_NE(a[0], a[1]);
 }
 
+// Inception-v3 has no stage module: a three-stage pipeline of it runs op by op (one group per
+// stage), and with the learning rate at 0 gives one process's losses (see above for why not
+// trained).
+TEST(RunCli, StagePlansWithoutAStageModuleRunOpByOp) {
+  const std::string model = "run --json --steps 3 --lr 0 --model inception:image=75,classes=10 ";
+  auto one = run_hetplan(model + "--strategy dp=1,gbs=8,mbs=4");
+  auto three = run_hetplan(model + "--nprocs 3 --strategy pp=3,gbs=8,mbs=4");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(three.exit_code, 0) << three.err;
+  EXPECT_NE(three.err.find("the stage plan runs op by op, one group per stage"), std::string::npos)
+      << three.err;
+  const auto a = nlohmann::json::parse(one.out)["losses"].get<std::vector<double>>();
+  const auto b = nlohmann::json::parse(three.out)["losses"].get<std::vector<double>>();
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-5 * std::abs(a[i])) << "step " << i;
+}
+
 // An MLP's ops do not say what they compute (only the CNN builders do): its op-level plans run
 // only as stage plans, and one that splits a layer is refused before start.
 TEST(RunCli, RefusesAnOpLevelPlanItCannotRunOpByOp) {
@@ -652,7 +671,8 @@ TEST(RunCli, RefusesWhatItCannotExecuteBeforeStarting) {
   r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 2 --strategy dp=2,gbs=8,zero=2");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("ZeRO stage 2 is not executed yet"), std::string::npos) << r.err;
-  r = run_hetplan("run --model vgg:depth=11,image=32,classes=10 --strategy dp=1,gbs=8");
+  // A VGG has no stage module: its stage plans run op by op, but not under tensor parallelism.
+  r = run_hetplan("run --model vgg:depth=11,image=32,classes=10 --nprocs 2 --strategy tp=2,gbs=8");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("this model's layers are not a ResNet's"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << "refused before start: " << r.err;

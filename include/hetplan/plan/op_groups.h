@@ -35,6 +35,14 @@ double group_share(const OpGroup& g, std::size_t j);
 // when the plan is not op-level or not convertible; why_not_stage_plan says why.
 std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 
+// The other way: a stage plan whose replicas have one device each (no tensor parallelism), as the
+// op-level plan of the same training step: one group per stage naming its layers' ops, on its
+// replicas' devices at their batch shares (placed when the stage has one replica), gradients
+// all-reduced; the same model, cluster and planner strings, global_batch, num_microbatches,
+// grad_bucket_bytes and batch_norm, execution order heft. Nullopt for an op-level plan, tensor
+// parallelism, op overrides, grad_sync rules other than all-reduce, recomputation or ZeRO.
+std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m);
+
 // Why as_stage_plan gives nullopt ("layer 2 (layers.1): op \"layers.1.fc\" runs on devices {0}
 // but op \"layers.1.act\" on {1}"); empty when it converts.
 std::string why_not_stage_plan(const Plan& p, const model::Model& m);

@@ -16,6 +16,9 @@ struct RunForm {
   Plan plan;                         // what runs
   int stages_from_op_level = 0;      // > 0: the op-level plan became this many stages
   bool per_device_replicas = false;  // replicas that split every op by batch were split per device
+  // A stage plan the runtime has no stage module for (a VGG, an Inception) runs op by op as
+  // as_op_level_plan's plan (set by runtime::executable_form, which knows the runtime).
+  bool op_level_from_stages = false;
 };
 
 RunForm run_form(const Plan& p, const model::Model& m);

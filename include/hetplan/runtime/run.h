@@ -81,7 +81,8 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
 
 // The form in which `hetplan run` executes plan p on world_size ranks: plan::run_form's, except
 // that an op-level plan whose stage-plan form the stage runtime refuses but which runs op by op
-// (a VGG or an Inception, which have no stage module) stays op-level.
+// (a VGG or an Inception, which have no stage module) stays op-level, and a stage plan of such a
+// model without tensor parallelism runs op by op as plan::as_op_level_plan's plan.
 plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int world_size);
 
 // The plan's device of every rank, in rank order (stage, replica, tensor-parallel rank; for an
