@@ -41,6 +41,7 @@ struct RunArgs {
   std::string device = "cpu";
   bool json = false;
   bool emulate = false;
+  bool check = false;
 };
 
 #ifdef HETPLAN_WITH_RUNTIME
@@ -137,7 +138,9 @@ int run_run(const RunArgs& a) {
   // program for data parallelism across a replica's unlike devices) runs as one replica per
   // device: the same step. The plan file stays as written.
   {
-    plan::RunForm form = runtime::executable_form(*m, *p, world);
+    // --check judges the plan at its full scale: one rank per device it uses.
+    const int ranks = a.check ? static_cast<int>(plan::plan_devices(*p).size()) : world;
+    plan::RunForm form = runtime::executable_form(*m, *p, ranks);
     const bool tell = a.nprocs > 0 || env->world_size == 1;
     if (tell && form.stages_from_op_level > 0)
       std::fprintf(stderr,
@@ -157,6 +160,19 @@ int run_run(const RunArgs& a) {
                    "hetplan: the plan splits every op by batch: each replica runs as one replica "
                    "per device, with batch shares in its tp_shares' ratios\n");
     *p = std::move(form.plan);
+  }
+  if (a.check) {
+    // At the plan's full scale: one rank per device it uses, whatever --nprocs says.
+    const int ranks = static_cast<int>(plan::plan_devices(*p).size());
+    if (auto ok = runtime::check_executable(*m, *p, ranks); !ok) {
+      fmt::print("not runnable: {}\n", ok.error().message);
+      return 1;
+    }
+    fmt::print("runnable: {} ranks, {}\n", ranks,
+               p->is_op_level()        ? "op by op"
+               : p->stages.size() == 1 ? "one stage"
+                                       : fmt::format("{} pipeline stages", p->stages.size()));
+    return 0;
   }
   auto executable = runtime::check_executable(*m, *p, world);
   if (!executable) return report_error(executable.error().message);
@@ -285,6 +301,10 @@ Action add_run_command(CLI::App& app) {
                 "(cgroups); needs root");
   cmd->add_flag("--json", args->json,
                 "Print one JSON object: losses, step_times_s, mean_step_time_s, ranks");
+  cmd->add_flag("--check", args->check,
+                "Only decide, without starting anything, whether the plan runs at its full scale "
+                "(one rank per device it uses): print \"runnable\" (exit 0) or \"not runnable\" "
+                "and the reason (exit 1)");
   return [args] { return run_run(*args); };
 }
 

@@ -365,6 +365,30 @@ TEST(RunCli, StagePlansWithoutAStageModuleRunOpByOp) {
     EXPECT_NEAR(a[i], b[i], 1e-5 * std::abs(a[i])) << "step " << i;
 }
 
+// run --check decides at the plan's full scale (one rank per device it uses) without starting
+// anything: "runnable" and exit 0, or "not runnable" with the reason and exit 1; bad input exit 2.
+TEST(RunCli, CheckSaysWhetherThePlanRunsAtItsFullScale) {
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_check_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << R"({"version": 1, "global_batch": 16, "op_groups": [
+      {"ops": ["stem.*", "layer1.*"], "mode": "replicate", "devices": [0, 1, 2],
+       "sync": "parameter_server"},
+      {"ops": ["layer2.*", "layer3.*", "layer4.*", "head.*"], "mode": "place", "devices": [3]}]})";
+  const std::string model = std::string("run --check --model ") + kResNet;
+  auto r = run_hetplan(model + " --cluster cpu:4 --plan " + file.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "runnable: 4 ranks, op by op\n");
+  r = run_hetplan(model + " --cluster cpu:4 --strategy dp=2,tp=2,gbs=8");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("not runnable: plan: stages[0].replicas[0].devices: a CNN's convolutions "
+                       "are not split by tensor dimension"),
+            std::string::npos)
+      << r.out;
+  r = run_hetplan(model + " --cluster cpu:4 --plan " + file.string() + ".missing");
+  EXPECT_EQ(r.exit_code, 2);
+  std::filesystem::remove(file);
+}
+
 // An MLP's ops do not say what they compute (only the CNN builders do): its op-level plans run
 // only as stage plans, and one that splits a layer is refused before start.
 TEST(RunCli, RefusesAnOpLevelPlanItCannotRunOpByOp) {
