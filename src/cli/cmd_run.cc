@@ -13,9 +13,11 @@
 #include "measured_run.h"
 #include "plan_args.h"
 #ifdef HETPLAN_WITH_RUNTIME
+#include "hetplan/core/quantity_parse.h"
 #include "hetplan/plan/run_form.h"
 #include "hetplan/runtime/emulate.h"
 #include "hetplan/runtime/launch.h"
+#include "hetplan/runtime/memory_check.h"
 #include "hetplan/runtime/run.h"
 #endif
 
@@ -42,6 +44,7 @@ struct RunArgs {
   bool json = false;
   bool emulate = false;
   bool check = false;
+  bool no_memory_check = false;
 };
 
 #ifdef HETPLAN_WITH_RUNTIME
@@ -76,6 +79,7 @@ std::vector<std::string> worker_args(const RunArgs& a) {
   add("--measured-out", a.measured_out);
   add("--calibration", a.calibration_file);
   if (a.json) out.push_back("--json");
+  out.push_back("--no-memory-check");  // the launcher checked the host for all its workers
   return out;
 }
 
@@ -161,6 +165,16 @@ int run_run(const RunArgs& a) {
                    "per device, with batch shares in its tp_shares' ratios\n");
     *p = std::move(form.plan);
   }
+  // What the ranks this host runs will hold, against what it has (CPU runs).
+  std::optional<std::vector<runtime::RankMemory>> memory;
+  if (a.device == "cpu" && (a.check || !a.no_memory_check)) {
+    auto need = runtime::rank_memory(*m, *c, *p);
+    if (need)
+      memory = std::move(*need);
+    else
+      std::fprintf(stderr, "hetplan: memory pre-check skipped: %s\n", need.error().message.c_str());
+  }
+  const std::optional<Bytes> available = runtime::host_available_memory();
   if (a.check) {
     // At the plan's full scale: one rank per device it uses, whatever --nprocs says.
     const int ranks = static_cast<int>(plan::plan_devices(*p).size());
@@ -172,12 +186,37 @@ int run_run(const RunArgs& a) {
                p->is_op_level()        ? "op by op"
                : p->stages.size() == 1 ? "one stage"
                                        : fmt::format("{} pipeline stages", p->stages.size()));
+    if (memory && !memory->empty()) {
+      Bytes all;
+      const runtime::RankMemory* largest = &memory->front();
+      for (const auto& r : *memory) {
+        all += r.total();
+        if (r.total() > largest->total()) largest = &r;
+      }
+      fmt::print(
+          "memory: about {} for the largest rank (device {}), {} for all {}; this host has "
+          "{} available{}\n",
+          format_bytes(largest->total()), largest->device, format_bytes(all), memory->size(),
+          available ? format_bytes(*available) : std::string("unknown"),
+          available && all > *available ? " (too little to start them all here)" : "");
+    }
     return 0;
   }
   auto executable = runtime::check_executable(*m, *p, world);
   if (!executable) return report_error(executable.error().message);
   if (p->is_op_level() && !a.checkpoint_dir.empty())
     return report_error("--checkpoint: op-level plans are not checkpointed yet");
+  if (memory && available) {
+    // --nprocs starts every rank here; a torchrun rank shares its host with LOCAL_WORLD_SIZE.
+    std::vector<runtime::RankMemory> here = *memory;
+    Bytes share = *available;
+    if (a.nprocs == 0) {
+      here = {memory->at(static_cast<std::size_t>(env->rank))};
+      if (const char* local = std::getenv("LOCAL_WORLD_SIZE"); local && std::atoi(local) > 1)
+        share = share / std::atoi(local);
+    }
+    if (auto why = runtime::memory_shortfall(here, share); !why.empty()) return report_error(why);
+  }
   if (a.steps < 1) return report_error("--steps: expected at least 1");
   if (a.checkpoint_every < 0)
     return report_error("--checkpoint-every: expected a number of steps, 0 or more");
@@ -301,6 +340,9 @@ Action add_run_command(CLI::App& app) {
                 "(cgroups); needs root");
   cmd->add_flag("--json", args->json,
                 "Print one JSON object: losses, step_times_s, mean_step_time_s, ranks");
+  cmd->add_flag("--no-memory-check", args->no_memory_check,
+                "Start even when the ranks' estimated memory exceeds what this host has "
+                "available (the estimate: the simulator's, carried over to fp32 training)");
   cmd->add_flag("--check", args->check,
                 "Only decide, without starting anything, whether the plan runs at its full scale "
                 "(one rank per device it uses): print \"runnable\" (exit 0) or \"not runnable\" "

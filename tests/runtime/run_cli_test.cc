@@ -377,7 +377,7 @@ TEST(RunCli, CheckSaysWhetherThePlanRunsAtItsFullScale) {
   const std::string model = std::string("run --check --model ") + kResNet;
   auto r = run_hetplan(model + " --cluster cpu:4 --plan " + file.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "runnable: 4 ranks, op by op\n");
+  EXPECT_EQ(r.out.rfind("runnable: 4 ranks, op by op\nmemory: about ", 0), 0u) << r.out;
   r = run_hetplan(model + " --cluster cpu:4 --strategy dp=2,tp=2,gbs=8");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("not runnable: plan: stages[0].replicas[0].devices: a CNN's convolutions "
@@ -387,6 +387,22 @@ TEST(RunCli, CheckSaysWhetherThePlanRunsAtItsFullScale) {
   r = run_hetplan(model + " --cluster cpu:4 --plan " + file.string() + ".missing");
   EXPECT_EQ(r.exit_code, 2);
   std::filesystem::remove(file);
+}
+
+// A run that cannot fit in this host's memory is refused before any worker starts, with the
+// numbers (Llama-2 7B trained in fp32 by 2 ranks needs hundreds of GiB); --check reports the
+// estimate beside its verdict.
+TEST(RunCli, RefusesARunThatCannotFitInMemoryBeforeStarting) {
+  auto r = run_hetplan("run --model llama2-7b --nprocs 2 --steps 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("memory: the 2 rank(s) need about"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the whole fp32 model 25.10 GiB that every rank builds"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << "refused before start: " << r.err;
+  r = run_hetplan("run --check --model llama2-7b --cluster cpu:2 --strategy dp=2,gbs=2");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("runnable: 2 ranks, one stage\nmemory: about "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(too little to start them all here)"), std::string::npos) << r.out;
 }
 
 // An MLP's ops do not say what they compute (only the CNN builders do): its op-level plans run

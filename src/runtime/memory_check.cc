@@ -1,0 +1,97 @@
+#include "hetplan/runtime/memory_check.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "hetplan/core/quantity_parse.h"
+#include "hetplan/runtime/run.h"
+#include "hetplan/sim/simulate.h"
+
+namespace hetplan::runtime {
+namespace {
+
+constexpr double kProcessBytes = 180.0 * 1024 * 1024;
+
+// The first number of a one-line file ("max" and unreadable files: nullopt).
+std::optional<double> read_number(const char* path) {
+  std::ifstream in(path);
+  std::string word;
+  if (!(in >> word)) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(word, &used);
+    if (used != word.size()) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster::Cluster& c,
+                                            const plan::Plan& p) {
+  auto sim = sim::simulate(m, c, p, sim::SimOptions{});
+  if (!sim) return sim.error();
+  const double width = model::dtype_bytes(m.dtype);
+  // The simulator's bytes per parameter: weights in the model's dtype, gradients alike, and for
+  // 16-bit models an fp32 master copy beside Adam's two fp32 moments.
+  const double optimizer_per_param = width >= 4 ? 8.0 : 12.0;
+  std::vector<RankMemory> out;
+  for (int d : rank_devices(p)) {
+    const sim::DeviceStats& s = sim->devices.at(static_cast<std::size_t>(d));
+    RankMemory r;
+    r.device = d;
+    r.whole_model = Bytes(4.0 * static_cast<double>(m.parameters()));
+    r.gradients = s.memory.gradients * (4.0 / width);
+    r.optimizer = s.memory.optimizer * (8.0 / optimizer_per_param);
+    r.activations = s.memory.activations * (4.0 / width);
+    r.process = Bytes(kProcessBytes);
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::optional<Bytes> host_available_memory() {
+  std::optional<double> available;
+  std::ifstream info("/proc/meminfo");
+  std::string line;
+  while (std::getline(info, line))
+    if (line.rfind("MemAvailable:", 0) == 0) {
+      std::istringstream words(line.substr(13));
+      double kib = 0;
+      if (words >> kib) available = kib * 1024.0;
+    }
+  const auto limit = read_number("/sys/fs/cgroup/memory.max");
+  const auto current = read_number("/sys/fs/cgroup/memory.current");
+  if (limit && current) {
+    const double room = std::max(0.0, *limit - *current);
+    available = available ? std::min(*available, room) : room;
+  }
+  if (!available) return std::nullopt;
+  return Bytes(*available);
+}
+
+std::string memory_shortfall(const std::vector<RankMemory>& ranks, Bytes available) {
+  Bytes need;
+  const RankMemory* largest = nullptr;
+  for (const RankMemory& r : ranks) {
+    need += r.total();
+    if (!largest || r.total() > largest->total()) largest = &r;
+  }
+  if (!largest || need <= available) return "";
+  return fmt::format(
+      "memory: the {} rank(s) need about {} on this host but {} is available; the largest, "
+      "device {}, holds {} (the whole fp32 model {} that every rank builds, gradients {}, Adam "
+      "{}, activations {}, the process {}); use fewer ranks per host, a smaller model or batch, "
+      "or --no-memory-check",
+      ranks.size(), format_bytes(need), format_bytes(available), largest->device,
+      format_bytes(largest->total()), format_bytes(largest->whole_model),
+      format_bytes(largest->gradients), format_bytes(largest->optimizer),
+      format_bytes(largest->activations), format_bytes(largest->process));
+}
+
+}  // namespace hetplan::runtime

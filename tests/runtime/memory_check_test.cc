@@ -1,0 +1,48 @@
+// The memory pre-check's estimate: the whole fp32 model on every rank, each rank's part of the
+// gradients, Adam's moments and activations from the simulator, carried over to fp32.
+#include "hetplan/runtime/memory_check.h"
+
+#include <gtest/gtest.h>
+
+#include "hetplan/cluster/cluster_file.h"
+#include "hetplan/model/zoo.h"
+#include "hetplan/plan/strategy.h"
+
+namespace hetplan::runtime {
+namespace {
+
+TEST(MemoryCheck, EachRankHoldsTheWholeModelAndItsPart) {
+  auto m = model::load_model("mlp:layers=4,hidden=64,in=32,out=10,dtype=fp32");
+  ASSERT_TRUE(m);
+  auto c = cluster::load_cluster("cpu:2", "--cluster");
+  ASSERT_TRUE(c);
+  auto s = plan::parse_strategy("pp=2,gbs=8,mbs=4");
+  ASSERT_TRUE(s);
+  auto p = plan::plan_from_strategy(*s, *m, *c);
+  ASSERT_TRUE(p) << p.error().message;
+  auto need = rank_memory(*m, *c, *p);
+  ASSERT_TRUE(need) << need.error().message;
+  ASSERT_EQ(need->size(), 2u);
+  const double whole = 4.0 * static_cast<double>(m->parameters());
+  double grads = 0;
+  for (const RankMemory& r : *need) {
+    EXPECT_DOUBLE_EQ(r.whole_model.value, whole);
+    // fp32: 4-byte gradients and 8 bytes of Adam moments per parameter of its stage.
+    EXPECT_DOUBLE_EQ(r.optimizer.value, 2 * r.gradients.value);
+    EXPECT_GT(r.activations.value, 0);
+    grads += r.gradients.value;
+  }
+  EXPECT_DOUBLE_EQ(grads, whole);  // the two stages' parameters are the model's
+  EXPECT_EQ(memory_shortfall(*need, Bytes(1e12)), "");
+  const std::string why = memory_shortfall(*need, Bytes(1e6));
+  EXPECT_EQ(why.rfind("memory: the 2 rank(s) need about ", 0), 0u) << why;
+}
+
+TEST(MemoryCheck, TheHostSaysWhatItHasAvailable) {
+  auto available = host_available_memory();
+  ASSERT_TRUE(available);
+  EXPECT_GT(available->value, 0);
+}
+
+}  // namespace
+}  // namespace hetplan::runtime
