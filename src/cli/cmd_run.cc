@@ -178,8 +178,9 @@ int run_run(const RunArgs& a) {
   if (a.check) {
     // At the plan's full scale: one rank per device it uses, whatever --nprocs says.
     const int ranks = static_cast<int>(plan::plan_devices(*p).size());
-    if (auto ok = runtime::check_executable(*m, *p, ranks); !ok) {
-      fmt::print("not runnable: {}\n", ok.error().message);
+    if (const auto why = runtime::executable_problems(*m, *p, ranks); !why.empty()) {
+      fmt::print("not runnable:\n");
+      for (const std::string& reason : why) fmt::print("  {}\n", reason);
       return 1;
     }
     fmt::print("runnable: {} ranks, {}\n", ranks,

@@ -245,6 +245,43 @@ std::vector<int> rank_devices(const plan::Plan& p) {
   return out;
 }
 
+namespace {
+
+// Settings of a stage plan the runtime refuses whatever else the plan holds: check_executable
+// meets them in its order, executable_problems lists each.
+std::optional<Error> zero_problem(const plan::Plan& p) {
+  if (p.zero_stage <= 1) return std::nullopt;
+  return Error{fmt::format(
+      "plan: zero_stage: ZeRO stage {} is not executed yet (stage 1, sharded optimizer states, "
+      "is)",
+      p.zero_stage)};
+}
+
+std::optional<Error> cnn_tensor_problem(const model::Model& m, const plan::Plan& p) {
+  if (m.family != model::Family::cnn || p.stages.empty() ||
+      p.stages[0].replicas.at(0).devices.size() < 2)
+    return std::nullopt;
+  return Error{
+      "plan: stages[0].replicas[0].devices: a CNN's convolutions are not split by tensor "
+      "dimension in the runtime yet; give each replica one device"};
+}
+
+std::optional<Error> schedule_problem(const plan::Plan& p) {
+  if (p.schedule != plan::Schedule::interleaved) return std::nullopt;
+  return Error{"plan: schedule: interleaved schedules are not executed yet"};
+}
+
+std::optional<Error> sync_problem(const plan::Plan& p) {
+  for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
+    if (p.grad_sync[i].method != plan::SyncMethod::all_reduce)
+      return Error{fmt::format(
+          "plan: grad_sync[{}].method: {} is not executed yet (the runtime all-reduces gradients)",
+          i, plan::to_string(p.grad_sync[i].method))};
+  return std::nullopt;
+}
+
+}  // namespace
+
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size) {
   if (p.is_op_level()) return detail::check_op_level(m, p, world_size);
   if (auto family = detail::executable_family(m); !family) return family.error();
@@ -271,11 +308,7 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "plan: stages: the plan runs on {} devices (one rank each) but the job has {} ranks "
         "(start it with --nprocs {}, or as {} torchrun ranks)",
         devices.size(), world_size, devices.size(), devices.size())};
-  if (p.zero_stage > 1)
-    return Error{fmt::format(
-        "plan: zero_stage: ZeRO stage {} is not executed yet (stage 1, sharded optimizer states, "
-        "is)",
-        p.zero_stage)};
+  if (auto e = zero_problem(p)) return *e;
   // Rank j of every replica of a stage holds the same shard, as their gradients are summed.
   if (T > 1)
     for (std::size_t s = 0; s < p.stages.size(); ++s)
@@ -286,10 +319,7 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
               "rank's gradients over the stage's replicas, so their tp_shares must be the same "
               "(replicas[0]'s differ)",
               s, r)};
-  if (T > 1 && m.family == model::Family::cnn)
-    return Error{
-        "plan: stages[0].replicas[0].devices: a CNN's convolutions are not split by tensor "
-        "dimension in the runtime yet; give each replica one device"};
+  if (auto e = cnn_tensor_problem(m, p)) return *e;
   if (T > 1 && p.sequence_parallel && m.family != model::Family::decoder_lm)
     return Error{fmt::format(
         "plan: sequence_parallel: the runtime splits decoder language models by sequence; a {} "
@@ -354,14 +384,22 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
                 "micro-batch {}; a CNN's replicas share batch statistics, so each needs at least "
                 "one sample of every micro-batch (fewer micro-batches or a larger share)",
                 s, r, k)};
-  if (p.schedule == plan::Schedule::interleaved)
-    return Error{"plan: schedule: interleaved schedules are not executed yet"};
-  for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
-    if (p.grad_sync[i].method != plan::SyncMethod::all_reduce)
-      return Error{fmt::format(
-          "plan: grad_sync[{}].method: {} is not executed yet (the runtime all-reduces gradients)",
-          i, plan::to_string(p.grad_sync[i].method))};
+  if (auto e = schedule_problem(p)) return *e;
+  if (auto e = sync_problem(p)) return *e;
   return true;
+}
+
+std::vector<std::string> executable_problems(const model::Model& m, const plan::Plan& p,
+                                             int world_size) {
+  std::vector<std::string> out;
+  auto first = check_executable(m, p, world_size);
+  if (first) return out;
+  out.push_back(first.error().message);
+  if (p.is_op_level()) return out;
+  for (const auto& e :
+       {zero_problem(p), cnn_tensor_problem(m, p), schedule_problem(p), sync_problem(p)})
+    if (e && e->message != out.front()) out.push_back(e->message);
+  return out;
 }
 
 cost::UnevenForm uneven_form(const model::Model& m, const plan::Plan& p, const plan::Replica& r,

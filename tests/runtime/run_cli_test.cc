@@ -380,8 +380,17 @@ TEST(RunCli, CheckSaysWhetherThePlanRunsAtItsFullScale) {
   EXPECT_EQ(r.out.rfind("runnable: 4 ranks, op by op\nmemory: about ", 0), 0u) << r.out;
   r = run_hetplan(model + " --cluster cpu:4 --strategy dp=2,tp=2,gbs=8");
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.out.find("not runnable: plan: stages[0].replicas[0].devices: a CNN's convolutions "
-                       "are not split by tensor dimension"),
+  EXPECT_NE(r.out.find("not runnable:\n  plan: stages[0].replicas[0].devices: a CNN's "
+                       "convolutions are not split by tensor dimension"),
+            std::string::npos)
+      << r.out;
+  // Each reason on its own line: here tensor parallelism of a CNN and ZeRO-2.
+  r = run_hetplan(model + " --cluster cpu:4 --strategy dp=2,tp=2,gbs=8,zero=2");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("not runnable:\n  plan: zero_stage: ZeRO stage 2 is not executed yet"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n  plan: stages[0].replicas[0].devices: a CNN's convolutions"),
             std::string::npos)
       << r.out;
   r = run_hetplan(model + " --cluster cpu:4 --plan " + file.string() + ".missing");

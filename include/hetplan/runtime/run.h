@@ -79,6 +79,13 @@ struct RunResult {
 // tensor parallelism, and CNN replicas left without a sample of some micro-batch.
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size);
 
+// Every reason check_executable would give one after another: its first, then each setting it
+// refuses whatever else the plan holds (ZeRO-2/3, a CNN under tensor parallelism, interleaved
+// schedules, gradient sync other than all-reduce in stage plans), once each. Empty when the plan
+// runs.
+std::vector<std::string> executable_problems(const model::Model& m, const plan::Plan& p,
+                                             int world_size);
+
 // The form in which `hetplan run` executes plan p on world_size ranks: plan::run_form's, except
 // that an op-level plan whose stage-plan form the stage runtime refuses but which runs op by op
 // (a VGG or an Inception, which have no stage module) stays op-level, and a stage plan of such a
