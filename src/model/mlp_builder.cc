@@ -1,6 +1,7 @@
 #include <string>
 
 #include "builders.h"
+#include "cnn_parts.h"
 #include "graph_builder.h"
 
 namespace hetplan::model::detail {
@@ -22,18 +23,25 @@ Model build_mlp(const MlpConfig& c) {
     g.begin_layer(name, LayerKind::other);
     Op fc = linear(name + ".fc", inputs(), act, 1, width, c.hidden, true, ShardKind::replicated);
     fc.saved_bytes = act * static_cast<double>(width);
+    fc.compute = linear_compute(c.hidden);
     x = g.add(std::move(fc));
     Op relu = pointwise(name + ".relu", OpKind::elementwise, ShardKind::replicated, {x}, act,
                         static_cast<double>(c.hidden), kReluFlops);
     relu.saved_bytes = act * static_cast<double>(c.hidden);
+    relu.compute.fn = OpFn::relu;
+    relu.compute.shape = {c.hidden};
     x = g.add(std::move(relu));
     width = c.hidden;
   }
   g.begin_layer("head", LayerKind::head);
   Op fc = linear("head.fc", inputs(), act, 1, width, c.out, true, ShardKind::replicated);
   fc.saved_bytes = act * static_cast<double>(width);
+  fc.compute = linear_compute(c.out);
   x = g.add(std::move(fc));
-  g.add(cross_entropy("head.loss", ShardKind::replicated, {x}, act, 1, c.out));
+  Op loss = cross_entropy("head.loss", ShardKind::replicated, {x}, act, 1, c.out);
+  loss.compute.fn = OpFn::cross_entropy;
+  loss.compute.shape = {1};
+  g.add(std::move(loss));
   return m;
 }
 

@@ -25,13 +25,20 @@ std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, st
   return (in + 2 * pad - k) / stride + 1;
 }
 
+// The per-sample shape of the batch's inputs, as op `op` (one without inputs) reads them: images
+// for CNNs, feature vectors of its own width for MLPs.
+std::vector<std::int64_t> input_shape(const model::Model& m, const model::Op& op) {
+  if (m.family == model::Family::mlp) return {op.gemm.k};
+  return {3, m.image_size, m.image_size};
+}
+
 // Why op i's compute does not fit its inputs' shapes; empty when it does.
 std::string misfit(const model::Model& m, int i) {
   const model::Op& op = m.ops[static_cast<std::size_t>(i)];
   const model::OpCompute& c = op.compute;
   std::vector<std::vector<std::int64_t>> in;
   for (int p : op.inputs) in.push_back(m.ops[static_cast<std::size_t>(p)].compute.shape);
-  if (op.inputs.empty()) in.push_back({3, m.image_size, m.image_size});
+  if (op.inputs.empty()) in.push_back(input_shape(m, op));
   const auto& x = in.front();
   const bool image = x.size() == 3;
   auto same = [&] { return c.shape == x ? "" : "its shape differs from its input's"; };
@@ -96,7 +103,8 @@ Result<bool> check_op_graph(const model::Model& m) {
     const model::Op& op = m.ops[i];
     if (op.compute.fn != OpFn::none && op.compute.shape.empty())
       return Error{fmt::format("--model: {}: op \"{}\" has no output shape", m.name, op.name)};
-    if (op.compute.fn != OpFn::none && op.inputs.empty() && m.image_size < 1)
+    if (op.compute.fn != OpFn::none && op.inputs.empty() && m.family == model::Family::cnn &&
+        m.image_size < 1)
       return Error{
           fmt::format("--model: {}: op \"{}\" reads images, but the model has no "
                       "image_size",
@@ -105,12 +113,12 @@ Result<bool> check_op_graph(const model::Model& m) {
       if (m.ops[static_cast<std::size_t>(p)].compute.shape.empty())
         return Error{fmt::format(
             "--model: {}: op \"{}\" does not say what it computes (the runtime executes op-level "
-            "plans of models whose every op does: the zoo's resnet, vgg and inception)",
+            "plans of models whose every op does: the zoo's mlp, resnet, vgg and inception)",
             m.name, m.ops[static_cast<std::size_t>(p)].name)};
     if (const std::string why = misfit(m, static_cast<int>(i)); !why.empty())
       return Error{fmt::format(
           "--model: {}: op \"{}\" cannot be executed op by op: {} (the runtime executes op-level "
-          "plans of models whose every op says what it computes: the zoo's resnet, vgg and "
+          "plans of models whose every op says what it computes: the zoo's mlp, resnet, vgg and "
           "inception)",
           m.name, op.name, why)};
   }

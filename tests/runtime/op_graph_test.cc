@@ -15,9 +15,10 @@ model::Model load(const std::string& spec) {
   return *m;
 }
 
-TEST(OpGraph, TheZoosCnnsSayWhatEveryOpComputes) {
-  for (const char* spec : {"resnet50", "resnet:depth=18,width=8,image=32", "vgg16",
-                           "vgg:depth=11,image=32", "inception-v3", "inception:image=75"}) {
+TEST(OpGraph, TheZoosCnnsAndMlpsSayWhatEveryOpComputes) {
+  for (const char* spec :
+       {"mlp:layers=2,hidden=8,in=4,out=3", "resnet50", "resnet:depth=18,width=8,image=32", "vgg16",
+        "vgg:depth=11,image=32", "inception-v3", "inception:image=75"}) {
     const auto m = load(spec);
     auto ok = check_op_graph(m);
     EXPECT_TRUE(ok) << spec << ": " << (ok ? "" : ok.error().message);
@@ -25,10 +26,10 @@ TEST(OpGraph, TheZoosCnnsSayWhatEveryOpComputes) {
 }
 
 TEST(OpGraph, ModelsWithoutComputeAreRefusedByName) {
-  auto ok = check_op_graph(load("mlp:layers=2,hidden=8,in=4,out=3"));
+  auto ok = check_op_graph(load("gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256"));
   ASSERT_FALSE(ok);
-  EXPECT_NE(ok.error().message.find("op \"layers.0.fc\""), std::string::npos) << ok.error().message;
-  EXPECT_NE(ok.error().message.find("the zoo's resnet, vgg and inception"), std::string::npos);
+  EXPECT_NE(ok.error().message.find("op \"embedding."), std::string::npos) << ok.error().message;
+  EXPECT_NE(ok.error().message.find("the zoo's mlp, resnet, vgg and inception"), std::string::npos);
   // A description whose shapes do not fit: a convolution claiming one channel too many.
   auto m = load("resnet:depth=18,width=8,image=32");
   m.ops[0].compute.shape[0] += 1;

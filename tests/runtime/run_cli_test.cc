@@ -414,24 +414,38 @@ TEST(RunCli, RefusesARunThatCannotFitInMemoryBeforeStarting) {
   EXPECT_NE(r.out.find("(too little to start them all here)"), std::string::npos) << r.out;
 }
 
-// An MLP's ops do not say what they compute (only the CNN builders do): its op-level plans run
-// only as stage plans, and one that splits a layer is refused before start.
-TEST(RunCli, RefusesAnOpLevelPlanItCannotRunOpByOp) {
+// An MLP's op-level plan that splits a layer (its fc on one device, the ReLU and the rest on
+// another, the head replicated 3:1 with sufficient factors) runs op by op and gives one process's
+// losses; a GPT's ops do not say what they compute, so its plan that splits a layer is refused
+// before start.
+TEST(RunCli, OpLevelPlansOfMlpsRunOpByOpAndOfGptsAreRefused) {
   const auto file = std::filesystem::temp_directory_path() /
                     ("hetplan_op_level_split_" + std::to_string(::getpid()) + ".json");
-  std::ofstream(file) << R"({"version": 1, "global_batch": 16,
+  std::ofstream(file) << R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
     "op_groups": [
       {"ops": ["layers.0.fc"], "mode": "place", "devices": [0]},
-      {"ops": ["layers.0.relu", "layers.1.*", "layers.2.*", "layers.3.*", "head.*"],
+      {"ops": ["layers.0.relu", "layers.1.*", "layers.2.*", "layers.3.*"], "mode": "place",
+       "devices": [1]},
+      {"ops": ["head.*"], "mode": "replicate", "devices": [1, 0], "shares": [0.75, 0.25],
+       "sync": "sufficient_factor"}]})";
+  const std::string mlp = "--model mlp:layers=4,hidden=128,in=64,out=10";
+  const auto one = losses(mlp + " --strategy dp=1,gbs=16,mbs=8");
+  auto r = run_hetplan("run --json --steps 20 " + mlp + " --nprocs 2 --plan " + file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("runs op by op"), std::string::npos) << r.err;
+  expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+  std::ofstream(file) << R"({"version": 1, "global_batch": 16,
+    "op_groups": [
+      {"ops": ["embedding.*", "layers.0.norm1", "head.*"], "mode": "place", "devices": [0]},
+      {"ops": ["layers.0.attn.*", "layers.0.mlp.*", "layers.0.norm2", "layers.1.*"],
        "mode": "place", "devices": [1]}]})";
-  auto r = run_hetplan("run --model mlp:layers=4,hidden=128,in=64,out=10 --nprocs 2 --plan " +
-                       file.string());
+  r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 2 --plan " + file.string());
   std::filesystem::remove(file);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("op \"layers.0.fc\" cannot be executed op by op: it does not say what it "
-                       "computes"),
+  EXPECT_NE(r.err.find("cannot be executed op by op: it does not say what it computes"),
             std::string::npos)
       << r.err;
+  EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << "refused before start: " << r.err;
 }
 
 TEST(RunCli, PipelineWithDataParallelZeroMatchesOneProcess) {
