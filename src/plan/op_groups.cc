@@ -43,12 +43,11 @@ double group_share(const OpGroup& g, std::size_t j) {
   return 1.0 / static_cast<double>(g.devices.size());
 }
 
-std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
-  if (p.is_op_level() || p.stages.empty() || !p.op_overrides.empty() || p.zero_stage != 0 ||
-      p.recompute != cost::Recompute::none)
-    return std::nullopt;
-  for (const auto& rule : p.grad_sync)
-    if (rule.method != SyncMethod::all_reduce) return std::nullopt;
+namespace {
+
+// What a plan converted to the other form keeps: the model, cluster and planner strings, the
+// batch, its micro-batches, the gradient buckets and batch statistics; the rest default.
+Plan same_step(const Plan& p) {
   Plan out;
   out.model = p.model;
   out.cluster = p.cluster;
@@ -57,6 +56,18 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
   out.num_microbatches = p.num_microbatches;
   out.grad_bucket_bytes = p.grad_bucket_bytes;
   out.batch_norm = p.batch_norm;
+  return out;
+}
+
+}  // namespace
+
+std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
+  if (p.is_op_level() || p.stages.empty() || !p.op_overrides.empty() || p.zero_stage != 0 ||
+      p.recompute != cost::Recompute::none)
+    return std::nullopt;
+  for (const auto& rule : p.grad_sync)
+    if (rule.method != SyncMethod::all_reduce) return std::nullopt;
+  Plan out = same_step(p);
   out.execution_order = ExecutionOrder::heft;
   for (const Stage& st : p.stages) {
     OpGroup g;
@@ -168,17 +179,8 @@ Result<Plan> stage_plan_of(const Plan& p, const model::Model& m) {
     if (!layer_placement[l]) layer_placement[l] = layer_placement[l + 1];
   if (!layer_placement[0]) return Error{"the model has no ops"};
 
-  Plan out;
-  out.model = p.model;
-  out.cluster = p.cluster;
-  out.planner = p.planner;
-  out.global_batch = p.global_batch;
-  out.num_microbatches = p.num_microbatches;
+  Plan out = same_step(p);
   out.schedule = Schedule::one_f_one_b;
-  out.recompute = cost::Recompute::none;
-  out.zero_stage = 0;
-  out.batch_norm = p.batch_norm;
-  out.grad_bucket_bytes = p.grad_bucket_bytes;
   std::map<int, std::size_t> stage_of_device;
   for (std::size_t l = 0; l < m.layers.size(); ++l) {
     const Placement& pl = *layer_placement[l];

@@ -131,6 +131,21 @@ TEST(RunCli, UnevenPipelinesMatchOneProcess) {
   expect_same_losses(one, grid);
 }
 
+// Two 3-step runs at learning rate 0 (the forward pass only, on each step's data and dropout
+// masks) give the same losses within 1e-5, and the steps' losses differ.
+void expect_same_forward_losses(const cli::testing::CommandResult& one,
+                                const cli::testing::CommandResult& many) {
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(many.exit_code, 0) << many.err;
+  const auto a = nlohmann::json::parse(one.out)["losses"].get<std::vector<double>>();
+  const auto b = nlohmann::json::parse(many.out)["losses"].get<std::vector<double>>();
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-5 * std::abs(a[i])) << "step " << i;
+  EXPECT_NE(a[0], a[1]);
+}
+
 // A cluster of 2 fast and 2 slow CPU workers (3:1 CPU shares, 1 Gb/s NICs) at `file`.
 void write_fast_slow_cluster(const std::filesystem::path& file) {
   std::ofstream(file) << R"(version: 1
@@ -335,15 +350,7 @@ TEST(RunCli, InceptionBranchesOnUnlikeDevicesGiveOneProcesssLosses) {
   auto four = run_hetplan("run " + model + "--nprocs 4 --plan " + split.string());
   std::filesystem::remove(split);
   std::filesystem::remove(whole);
-  ASSERT_EQ(one.exit_code, 0) << one.err;
-  ASSERT_EQ(four.exit_code, 0) << four.err;
-  const auto a = nlohmann::json::parse(one.out)["losses"].get<std::vector<double>>();
-  const auto b = nlohmann::json::parse(four.out)["losses"].get<std::vector<double>>();
-  ASSERT_EQ(a.size(), 3u);
-  ASSERT_EQ(b.size(), 3u);
-  for (std::size_t i = 0; i < a.size(); ++i)
-    EXPECT_NEAR(a[i], b[i], 1e-5 * std::abs(a[i])) << "step " << i;
-  EXPECT_NE(a[0], a[1]);
+  expect_same_forward_losses(one, four);
 }
 
 // Inception-v3 has no stage module: a three-stage pipeline of it runs op by op (one group per
@@ -353,16 +360,9 @@ TEST(RunCli, StagePlansWithoutAStageModuleRunOpByOp) {
   const std::string model = "run --json --steps 3 --lr 0 --model inception:image=75,classes=10 ";
   auto one = run_hetplan(model + "--strategy dp=1,gbs=8,mbs=4");
   auto three = run_hetplan(model + "--nprocs 3 --strategy pp=3,gbs=8,mbs=4");
-  ASSERT_EQ(one.exit_code, 0) << one.err;
-  ASSERT_EQ(three.exit_code, 0) << three.err;
   EXPECT_NE(three.err.find("the stage plan runs op by op, one group per stage"), std::string::npos)
       << three.err;
-  const auto a = nlohmann::json::parse(one.out)["losses"].get<std::vector<double>>();
-  const auto b = nlohmann::json::parse(three.out)["losses"].get<std::vector<double>>();
-  ASSERT_EQ(a.size(), 3u);
-  ASSERT_EQ(b.size(), 3u);
-  for (std::size_t i = 0; i < a.size(); ++i)
-    EXPECT_NEAR(a[i], b[i], 1e-5 * std::abs(a[i])) << "step " << i;
+  expect_same_forward_losses(one, three);
 }
 
 // run --check decides at the plan's full scale (one rank per device it uses) without starting
