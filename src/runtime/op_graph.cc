@@ -180,7 +180,7 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
       if (c.shape[1] == 1 && c.shape[2] == 1) return x.mean({2, 3}, true);
       return torch::adaptive_avg_pool2d(x, {c.shape[1], c.shape[2]});
     case OpFn::linear:
-      return torch::linear(x.reshape({x.size(0), -1}), w[0], bias);
+      return torch::linear(x.reshape({x.size(0), op.gemm.k}), w[0], bias);
     case OpFn::dropout:
       return x * mask.view(x.sizes());
     case OpFn::cross_entropy:

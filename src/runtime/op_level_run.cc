@@ -350,7 +350,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           if (op.compute.fn == model::OpFn::linear &&
               p.op_groups[g].sync == plan::SyncMethod::sufficient_factor && pg_of(g)) {
             const torch::Tensor& x = leaves[o].front();
-            factors[o].first.push_back(x.detach().reshape({x.size(0), -1}));
+            factors[o].first.push_back(x.detach().reshape({x.size(0), op.gemm.k}));
             factors[o].second.push_back(dy.detach());
           }
           for (std::size_t i = 0; i < op.inputs.size(); ++i) {
