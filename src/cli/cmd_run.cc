@@ -136,15 +136,15 @@ int run_run(const RunArgs& a) {
   auto p = plan_from_args(a.plan_file, a.strategy, fmt::format("dp={},gbs={}", world, 8 * world),
                           *m, *c);
   if (!p) return report_error(p.error().message);
+  // --check judges the plan at its full scale: one rank per device it uses, whatever --nprocs says.
+  const int full_scale = static_cast<int>(plan::plan_devices(*p).size());
   // An op-level plan that is a stage plan in disguise (whole layers on the same devices,
   // all-reduced gradients) runs as that stage plan: the same step, though in 1F1B order rather than
   // the order the simulator gives its ops (HEFT). Every op split by batch inside a replica (HAP's
   // program for data parallelism across a replica's unlike devices) runs as one replica per
   // device: the same step. The plan file stays as written.
   {
-    // --check judges the plan at its full scale: one rank per device it uses.
-    const int ranks = a.check ? static_cast<int>(plan::plan_devices(*p).size()) : world;
-    plan::RunForm form = runtime::executable_form(*m, *p, ranks);
+    plan::RunForm form = runtime::executable_form(*m, *p, a.check ? full_scale : world);
     const bool tell = a.nprocs > 0 || env->world_size == 1;
     if (tell && form.stages_from_op_level > 0)
       std::fprintf(stderr,
@@ -174,26 +174,21 @@ int run_run(const RunArgs& a) {
     else
       std::fprintf(stderr, "hetplan: memory pre-check skipped: %s\n", need.error().message.c_str());
   }
-  const std::optional<Bytes> available = runtime::host_available_memory();
+  std::optional<Bytes> available;  // read only when there is an estimate to set against it
+  if (memory) available = runtime::host_available_memory();
   if (a.check) {
-    // At the plan's full scale: one rank per device it uses, whatever --nprocs says.
-    const int ranks = static_cast<int>(plan::plan_devices(*p).size());
-    if (const auto why = runtime::executable_problems(*m, *p, ranks); !why.empty()) {
+    if (const auto why = runtime::executable_problems(*m, *p, full_scale); !why.empty()) {
       fmt::print("not runnable:\n");
       for (const std::string& reason : why) fmt::print("  {}\n", reason);
       return 1;
     }
-    fmt::print("runnable: {} ranks, {}\n", ranks,
+    fmt::print("runnable: {} ranks, {}\n", full_scale,
                p->is_op_level()        ? "op by op"
                : p->stages.size() == 1 ? "one stage"
                                        : fmt::format("{} pipeline stages", p->stages.size()));
-    if (memory && !memory->empty()) {
-      Bytes all;
-      const runtime::RankMemory* largest = &memory->front();
-      for (const auto& r : *memory) {
-        all += r.total();
-        if (r.total() > largest->total()) largest = &r;
-      }
+    if (const auto [all, largest] =
+            memory ? runtime::memory_totals(*memory) : runtime::MemoryTotals{};
+        largest) {
       fmt::print(
           "memory: about {} for the largest rank (device {}), {} for all {}; this host has "
           "{} available{}\n",

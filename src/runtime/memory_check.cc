@@ -75,13 +75,17 @@ std::optional<Bytes> host_available_memory() {
   return Bytes(*available);
 }
 
-std::string memory_shortfall(const std::vector<RankMemory>& ranks, Bytes available) {
-  Bytes need;
-  const RankMemory* largest = nullptr;
+MemoryTotals memory_totals(const std::vector<RankMemory>& ranks) {
+  MemoryTotals t;
   for (const RankMemory& r : ranks) {
-    need += r.total();
-    if (!largest || r.total() > largest->total()) largest = &r;
+    t.all += r.total();
+    if (!t.largest || r.total() > t.largest->total()) t.largest = &r;
   }
+  return t;
+}
+
+std::string memory_shortfall(const std::vector<RankMemory>& ranks, Bytes available) {
+  const auto [need, largest] = memory_totals(ranks);
   if (!largest || need <= available) return "";
   return fmt::format(
       "memory: the {} rank(s) need about {} on this host but {} is available; the largest, "

@@ -110,8 +110,9 @@ Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int worl
         "plan: op_groups: the plan runs on {} devices (one rank each) but the job has {} ranks "
         "(start it with --nprocs {}, or as {} torchrun ranks)",
         devices.size(), world_size, devices.size(), devices.size())};
+  const std::vector<int> group = plan::group_of_ops(p, m);
   for (std::size_t i = 0; i < m.ops.size(); ++i)
-    if (plan::group_of_ops(p, m)[i] < 0)
+    if (group[i] < 0)
       return Error{fmt::format("plan: op_groups: no group names op \"{}\"", m.ops[i].name)};
   if (p.zero_stage > 0)
     return Error{"plan: zero_stage: ZeRO is not executed with op-level plans yet"};

@@ -35,6 +35,13 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
 // cgroup (v2 memory.max - memory.current) allows when that is less. Nullopt when unreadable.
 std::optional<Bytes> host_available_memory();
 
+// The ranks' memory together, and the rank that needs the most (null for none).
+struct MemoryTotals {
+  Bytes all;
+  const RankMemory* largest = nullptr;
+};
+MemoryTotals memory_totals(const std::vector<RankMemory>& ranks);
+
 // Why `ranks` of these (all on this host) will not fit in `available`, with the numbers; empty
 // when they fit.
 std::string memory_shortfall(const std::vector<RankMemory>& ranks, Bytes available);
