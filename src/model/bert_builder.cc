@@ -9,6 +9,7 @@ namespace hetplan::model::detail {
 Model build_bert(const BertConfig& c) {
   BlockShape b = gpt_style_block(c.seq, c.hidden, c.heads, c.hidden / c.heads, c.ffn);
   b.pre_norm = false;
+  b.causal = false;
   Model m;
   describe_transformer(m, Family::encoder, b, c.layers, c.vocab);
   m.dtype = c.dtype;
@@ -21,35 +22,47 @@ Model build_bert(const BertConfig& c) {
   Op pos = pointwise("embedding.position", OpKind::embedding, ShardKind::replicated, {x}, act, sh,
                      2 * kAddFlops);
   pos.params = (c.seq + c.type_vocab) * c.hidden;  // position and token-type tables
+  pos.compute = op_compute(OpFn::positions, {c.seq, c.hidden});
   x = g.add(std::move(pos));
   Op n = norm("embedding.norm", OpKind::layernorm, {x}, act, c.seq, c.hidden);
   n.saved_bytes = act * sh;  // its input; its output goes through dropout first
+  n.compute = op_compute(OpFn::layernorm, {c.seq, c.hidden});
   x = g.add(std::move(n));
   Op drop = dropout("embedding.dropout", ShardKind::replicated, {x}, act, sh);
   drop.saved_bytes += act * sh;  // the first block's QKV input
+  drop.compute = op_compute(OpFn::dropout, {c.seq, c.hidden}, false, b.drop);
   x = g.add(std::move(drop));
 
   x = add_transformer_layers(g, b, c.layers, x);
 
   g.begin_layer("head", LayerKind::head);
   const int last = x;
-  const int dense = g.add(linear("head.mlm.dense", {last}, act, c.seq, c.hidden, c.hidden, true,
-                                 ShardKind::replicated));
+  Op transform =
+      linear("head.mlm.dense", {last}, act, c.seq, c.hidden, c.hidden, true, ShardKind::replicated);
+  transform.compute = op_compute(OpFn::linear, {c.seq, c.hidden}, true);
+  const int dense = g.add(std::move(transform));
   Op gelu = pointwise("head.mlm.gelu", OpKind::elementwise, ShardKind::replicated, {dense}, act, sh,
                       kGeluFlops);
   gelu.saved_bytes = act * sh;
+  gelu.compute = op_compute(OpFn::gelu, {c.seq, c.hidden});
   const int ge = g.add(std::move(gelu));
   const int mlm_in = add_saving_norm(g, "head.mlm.norm", OpKind::layernorm, c.seq, c.hidden, ge);
   add_lm_head(g, "head.mlm.decoder", "head.mlm.loss", mlm_in, c.seq, c.hidden, c.vocab, true, true);
-  const int pooler =
-      g.add(linear("head.pooler", {last}, act, 1, c.hidden, c.hidden, true, ShardKind::replicated));
+  // The pooler reads the first token ([CLS]) of the last block's output.
+  Op pool = linear("head.pooler", {last}, act, 1, c.hidden, c.hidden, true, ShardKind::replicated);
+  pool.compute = op_compute(OpFn::linear, {c.hidden}, true);
+  const int pooler = g.add(std::move(pool));
   Op tanh = pointwise("head.pooler.tanh", OpKind::elementwise, ShardKind::replicated, {pooler}, act,
                       h, kGeluFlops);
   tanh.saved_bytes = act * h;  // its output, which the NSP classifier also reads
+  tanh.compute = op_compute(OpFn::tanh, {c.hidden});
   const int pooled = g.add(std::move(tanh));
-  const int nsp =
-      g.add(linear("head.nsp", {pooled}, act, 1, c.hidden, 2, true, ShardKind::replicated));
-  g.add(cross_entropy("head.nsp.loss", ShardKind::replicated, {nsp}, act, 1, 2));
+  Op classify = linear("head.nsp", {pooled}, act, 1, c.hidden, 2, true, ShardKind::replicated);
+  classify.compute = op_compute(OpFn::linear, {2}, true);
+  const int nsp = g.add(std::move(classify));
+  Op nsp_loss = cross_entropy("head.nsp.loss", ShardKind::replicated, {nsp}, act, 1, 2);
+  nsp_loss.compute = op_compute(OpFn::cross_entropy, {1});
+  g.add(std::move(nsp_loss));
   return m;
 }
 

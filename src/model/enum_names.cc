@@ -41,6 +41,14 @@ constexpr std::pair<OpFn, const char*> kOpFns[] = {
     {OpFn::linear, "linear"},
     {OpFn::dropout, "dropout"},
     {OpFn::cross_entropy, "cross_entropy"},
+    {OpFn::embedding, "embedding"},
+    {OpFn::positions, "positions"},
+    {OpFn::layernorm, "layernorm"},
+    {OpFn::gelu, "gelu"},
+    {OpFn::tanh, "tanh"},
+    {OpFn::softmax, "softmax"},
+    {OpFn::attention_scores, "attention_scores"},
+    {OpFn::attention_context, "attention_context"},
 };
 
 constexpr std::pair<ShardKind, const char*> kShardKinds[] = {

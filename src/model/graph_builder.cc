@@ -25,6 +25,15 @@ int GraphBuilder::add(Op op) {
   return index;
 }
 
+OpCompute op_compute(OpFn fn, std::vector<std::int64_t> shape, bool bias, double drop) {
+  OpCompute c;
+  c.fn = fn;
+  c.shape = std::move(shape);
+  c.bias = bias;
+  c.drop = drop;
+  return c;
+}
+
 Op linear(std::string name, std::vector<int> inputs, double act, std::int64_t tokens,
           std::int64_t in, std::int64_t out, bool bias, ShardKind shard) {
   Op op;

@@ -40,6 +40,9 @@ class GraphBuilder {
   Model& m_;
 };
 
+// What an op computes: fn, its per-sample output shape, bias and dropout probability.
+OpCompute op_compute(OpFn fn, std::vector<std::int64_t> shape, bool bias = false, double drop = 0);
+
 // y = x W (+ b) on `tokens` rows: [tokens x in] * [in x out].
 Op linear(std::string name, std::vector<int> inputs, double act, std::int64_t tokens,
           std::int64_t in, std::int64_t out, bool bias, ShardKind shard);

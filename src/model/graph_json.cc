@@ -150,12 +150,12 @@ OpCompute read_compute(const Json& j, const std::string& path) {
                                                           fmt::join(kComputeKeys, ", ")));
   OpCompute c;
   std::vector<std::string> fns;
-  for (int f = 0; f <= static_cast<int>(OpFn::cross_entropy); ++f)
+  for (int f = 0; f <= static_cast<int>(kLastOpFn); ++f)
     fns.emplace_back(to_string(static_cast<OpFn>(f)));
   c.fn = read_enum<OpFn>(j, "fn", path, parse_op_fn, fns);
   const Json& shape = require_array(j, "shape", path);
   if (shape.empty() || shape.size() > 3)
-    throw InputError(field_path(path, "shape"), "expected 1 to 3 sizes ({c, h, w} or {features})");
+    throw InputError(field_path(path, "shape"), "expected 1 to 3 sizes (the output per sample)");
   for (std::size_t k = 0; k < shape.size(); ++k) {
     if (!shape[k].is_number_integer() || shape[k].get<long long>() < 1 ||
         shape[k].get<long long>() > (1LL << 31))

@@ -11,6 +11,7 @@ int add_word_embedding(GraphBuilder& g, const std::string& name, std::int64_t se
   op.bytes_read = kTokenIdBytes * static_cast<double>(seq);
   op.bytes_written = g.act() * static_cast<double>(seq) * static_cast<double>(width);
   op.params = vocab * width;
+  op.compute = op_compute(OpFn::embedding, {seq, width});
   return g.add(std::move(op));
 }
 
@@ -22,8 +23,11 @@ int add_lm_head(GraphBuilder& g, const std::string& head_name, const std::string
     head.params -= width * vocab;
     head.tied_params = width * vocab;
   }
+  head.compute = op_compute(OpFn::linear, {seq, vocab}, bias);
   const int h = g.add(std::move(head));
-  return g.add(cross_entropy(loss_name, ShardKind::vocab, {h}, g.act(), seq, vocab));
+  Op loss = cross_entropy(loss_name, ShardKind::vocab, {h}, g.act(), seq, vocab);
+  loss.compute = op_compute(OpFn::cross_entropy, {1});
+  return g.add(std::move(loss));
 }
 
 }  // namespace hetplan::model::detail

@@ -5,6 +5,10 @@ namespace {
 
 double d(std::int64_t v) { return static_cast<double>(v); }
 
+// Whether the attention core is one the runtime executes op by op (OpFn::attention_scores): every
+// token sees every token, one K and V per head, no rotation.
+bool plain_attention(const BlockShape& b) { return !b.causal && !b.rope && b.kv_heads == b.heads; }
+
 int add_norm(GraphBuilder& g, const std::string& name, const BlockShape& b, int input) {
   return add_saving_norm(g, name, b.norm, b.seq, b.hidden, input);
 }
@@ -18,6 +22,7 @@ int add_attention(GraphBuilder& g, const std::string& p, const BlockShape& b, in
   // Q, K, V are kept whole here unless RoPE rotates Q and K, in which case the rotated copies
   // are what the attention core's backward pass reads.
   qkv.saved_bytes = act * s * d(b.rope ? kv_width : q_width + 2 * kv_width);
+  qkv.compute = op_compute(OpFn::linear, {b.seq, q_width + 2 * kv_width}, b.bias);
   int qk = g.add(std::move(qkv));
   const int v = qk;
   if (b.rope) {
@@ -30,25 +35,30 @@ int add_attention(GraphBuilder& g, const std::string& p, const BlockShape& b, in
   const double scores = d(b.heads) * s * s;
   Op qkt = batched_matmul(p + ".scores", {qk}, act, b.heads, b.seq, b.seq, b.head_dim);
   qkt.attention_core = true;
+  if (plain_attention(b)) qkt.compute = op_compute(OpFn::attention_scores, {b.heads, b.seq, b.seq});
   const int sc = g.add(std::move(qkt));
   Op softmax = pointwise(p + ".softmax", OpKind::softmax, ShardKind::heads, {sc}, act, scores,
                          kSoftmaxFlops);
   softmax.attention_core = true;
   softmax.saved_bytes = act * scores;
+  softmax.compute = op_compute(OpFn::softmax, {b.heads, b.seq, b.seq});
   int probs = g.add(std::move(softmax));
   double probs_saved = 0;  // without dropout, scores x V reads the softmax output kept above
   if (b.dropout) {
     Op drop = dropout(p + ".dropout", ShardKind::heads, {probs}, act, scores);
     drop.attention_core = true;
+    drop.compute = op_compute(OpFn::dropout, {b.heads, b.seq, b.seq}, false, b.drop);
     probs = g.add(std::move(drop));
     probs_saved = act * scores;
   }
   Op ctx = batched_matmul(p + ".context", {probs, v}, act, b.heads, b.seq, b.head_dim, b.seq);
   ctx.attention_core = true;
   ctx.saved_bytes = probs_saved;
+  if (plain_attention(b)) ctx.compute = op_compute(OpFn::attention_context, {b.seq, q_width});
   const int c = g.add(std::move(ctx));
   Op proj = linear(p + ".proj", {c}, act, b.seq, q_width, b.hidden, b.bias, ShardKind::row);
   proj.saved_bytes = act * s * d(q_width);
+  proj.compute = op_compute(OpFn::linear, {b.seq, b.hidden}, b.bias);
   return g.add(std::move(proj));
 }
 
@@ -66,14 +76,17 @@ int add_dense_ffn(GraphBuilder& g, const std::string& p, const BlockShape& b, in
     down.saved_bytes = act * sf;
     return g.add(std::move(down));
   }
-  const int fc1 =
-      g.add(linear(p + ".fc1", {input}, act, b.seq, b.hidden, b.ffn, b.bias, ShardKind::column));
+  Op up = linear(p + ".fc1", {input}, act, b.seq, b.hidden, b.ffn, b.bias, ShardKind::column);
+  up.compute = op_compute(OpFn::linear, {b.seq, b.ffn}, b.bias);
+  const int fc1 = g.add(std::move(up));
   Op gelu =
       pointwise(p + ".gelu", OpKind::elementwise, ShardKind::heads, {fc1}, act, sf, kGeluFlops);
   gelu.saved_bytes = act * sf;
+  gelu.compute = op_compute(OpFn::gelu, {b.seq, b.ffn});
   const int h = g.add(std::move(gelu));
   Op fc2 = linear(p + ".fc2", {h}, act, b.seq, b.ffn, b.hidden, b.bias, ShardKind::row);
   fc2.saved_bytes = act * sf;
+  fc2.compute = op_compute(OpFn::linear, {b.seq, b.hidden}, b.bias);
   return g.add(std::move(fc2));
 }
 
@@ -118,13 +131,17 @@ int add_moe_ffn(GraphBuilder& g, const std::string& p, const BlockShape& b, int 
 
 int add_residual(GraphBuilder& g, const std::string& name, const BlockShape& b, int branch,
                  int skip) {
-  return g.add(pointwise(name, OpKind::elementwise, ShardKind::replicated, {branch, skip}, g.act(),
-                         d(b.seq) * d(b.hidden), kAddFlops, 2));
+  Op add = pointwise(name, OpKind::elementwise, ShardKind::replicated, {branch, skip}, g.act(),
+                     d(b.seq) * d(b.hidden), kAddFlops, 2);
+  add.compute = op_compute(OpFn::add, {b.seq, b.hidden});
+  return g.add(std::move(add));
 }
 
 int add_branch_dropout(GraphBuilder& g, const std::string& name, const BlockShape& b, int input) {
   if (!b.dropout) return input;
-  return g.add(dropout(name, ShardKind::replicated, {input}, g.act(), d(b.seq) * d(b.hidden)));
+  Op drop = dropout(name, ShardKind::replicated, {input}, g.act(), d(b.seq) * d(b.hidden));
+  drop.compute = op_compute(OpFn::dropout, {b.seq, b.hidden}, false, b.drop);
+  return g.add(std::move(drop));
 }
 
 }  // namespace
@@ -144,6 +161,7 @@ int add_saving_norm(GraphBuilder& g, const std::string& name, OpKind kind, std::
                     std::int64_t width, int input) {
   Op op = norm(name, kind, {input}, g.act(), seq, width);
   op.saved_bytes = 2 * g.act() * d(seq) * d(width);
+  if (kind == OpKind::layernorm) op.compute = op_compute(OpFn::layernorm, {seq, width});
   return g.add(std::move(op));
 }
 

@@ -14,6 +14,8 @@ struct BlockShape {
   bool pre_norm = true;             // GPT/ViT/Llama; false for BERT/OPT-350M (post-norm)
   bool swiglu = false;              // gate/up/down FFN with SiLU (Llama); else fc1-GeLU-fc2
   bool dropout = true;              // attention-probability, attention-output and FFN dropout
+  double drop = 0.1;                // their probability
+  bool causal = true;               // GPT/Llama; false for BERT/ViT (every token sees every token)
   bool bias = true;
   bool rope = false;
   std::int64_t experts = 0, top_k = 0;  // experts > 0: the FFN is a top-k mixture of experts

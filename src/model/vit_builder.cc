@@ -7,7 +7,8 @@ namespace hetplan::model::detail {
 // op; the classifier reads the class token only.
 Model build_vit(const VitConfig& c) {
   const std::int64_t side = c.image / c.patch, patches = side * side, seq = patches + 1;
-  const BlockShape b = gpt_style_block(seq, c.hidden, c.heads, c.hidden / c.heads, c.mlp);
+  BlockShape b = gpt_style_block(seq, c.hidden, c.heads, c.hidden / c.heads, c.mlp);
+  b.causal = false;
   Model m;
   describe_transformer(m, Family::vision_transformer, b, c.layers, 0);
   m.image_size = static_cast<int>(c.image);

@@ -10,6 +10,9 @@ namespace {
 
 at::Generator generator(std::uint64_t seed) { return at::detail::createCPUGenerator(seed); }
 
+// The fraction of an encoder's tokens masked for masked language modelling (BERT's 15%).
+constexpr double kMaskedFraction = 0.15;
+
 }  // namespace
 
 Result<BatchSource> BatchSource::create(const model::Model& m, std::uint64_t seed,
@@ -56,21 +59,42 @@ Batch BatchSource::global(int step, std::int64_t samples) const {
     return Batch{x, torch::matmul(pooled, teacher_).argmax(1)};
   }
   const std::int64_t s = m_->seq_len;
-  torch::Tensor tokens;
-  if (text_.defined()) {
-    auto starts = torch::randint(0, text_.size(0) - s - 1, {samples, 1}, gen);
-    tokens = text_.index({starts + torch::arange(s + 1, torch::kLong)});
-  } else {
-    const std::int64_t vocab = m_->vocab;
-    auto noise = torch::randint(0, vocab, {samples, s + 1}, gen);
-    auto random = torch::rand({samples, s + 1}, gen) < 0.1;
-    tokens = noise.clone();
-    for (std::int64_t t = 1; t <= s; ++t) {
-      auto next = (tokens.select(1, t - 1) * 31 + 7).remainder(vocab);
-      tokens.select(1, t).copy_(torch::where(random.select(1, t), noise.select(1, t), next));
-    }
+  if (m_->family != model::Family::encoder) {
+    const torch::Tensor tokens = stream(samples, s + 1, gen);
+    return Batch{tokens.slice(1, 0, s), tokens.slice(1, 1, s + 1)};
   }
-  return Batch{tokens.slice(1, 0, s), tokens.slice(1, 1, s + 1)};
+  // Masked language modelling and next-sentence prediction: the second half of a sequence
+  // continues the first (label 0) or, for half the samples, comes from another stream (1).
+  const std::int64_t half = s / 2;
+  torch::Tensor tokens = stream(samples, s, gen);
+  const torch::Tensor other = stream(samples, s - half, gen);
+  const torch::Tensor random_next = torch::rand({samples}, gen) < 0.5;
+  tokens.slice(1, half, s)
+      .copy_(torch::where(random_next.unsqueeze(1), other, tokens.slice(1, half, s)));
+  const torch::Tensor masked = torch::rand({samples, s}, gen) < kMaskedFraction;
+  const torch::Tensor mask_id = torch::full({}, m_->vocab - 1, torch::kLong);
+  torch::Tensor targets = torch::empty({samples, s + 1}, torch::kLong);
+  targets.slice(1, 0, s).copy_(
+      torch::where(masked, tokens, torch::full({}, kIgnoredLabel, torch::kLong)));
+  targets.select(1, s).copy_(random_next.to(torch::kLong));
+  return Batch{torch::where(masked, mask_id, tokens), targets};
+}
+
+torch::Tensor BatchSource::stream(std::int64_t samples, std::int64_t length,
+                                  at::Generator& gen) const {
+  if (text_.defined()) {
+    auto starts = torch::randint(0, text_.size(0) - length, {samples, 1}, gen);
+    return text_.index({starts + torch::arange(length, torch::kLong)});
+  }
+  const std::int64_t vocab = m_->vocab;
+  auto noise = torch::randint(0, vocab, {samples, length}, gen);
+  auto random = torch::rand({samples, length}, gen) < 0.1;
+  torch::Tensor tokens = noise.clone();
+  for (std::int64_t t = 1; t < length; ++t) {
+    auto next = (tokens.select(1, t - 1) * 31 + 7).remainder(vocab);
+    tokens.select(1, t).copy_(torch::where(random.select(1, t), noise.select(1, t), next));
+  }
+  return tokens;
 }
 
 }  // namespace hetplan::runtime::detail

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "batches.h"
 #include "tensor_parallel.h"
 #include "torch_modules.h"
 
@@ -9,6 +10,11 @@ namespace hetplan::runtime::detail {
 namespace {
 
 using model::OpFn;
+
+// Embedding tables start from N(0, 0.02^2), BERT's initialiser range.
+constexpr double kEmbeddingStd = 0.02;
+// Layernorm's epsilon, PyTorch's default.
+constexpr double kLayerNormEps = 1e-5;
 
 // The input channels of a conv2d (its implicit GEMM's k is in * kh * kw).
 std::int64_t conv_in_channels(const model::Op& op) {
@@ -26,10 +32,24 @@ std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, st
 }
 
 // The per-sample shape of the batch's inputs, as op `op` (one without inputs) reads them: images
-// for CNNs, feature vectors of its own width for MLPs.
+// for CNNs, feature vectors of its own width for MLPs, token ids for language models.
 std::vector<std::int64_t> input_shape(const model::Model& m, const model::Op& op) {
   if (m.family == model::Family::mlp) return {op.gemm.k};
-  return {3, m.image_size, m.image_size};
+  if (m.family == model::Family::cnn) return {3, m.image_size, m.image_size};
+  return {m.seq_len};
+}
+
+// Rows of a linear layer's input per sample: one per token when its output is {tokens, out}.
+std::int64_t linear_tokens(const model::OpCompute& c) {
+  return c.shape.size() == 2 ? c.shape[0] : 1;
+}
+
+// The weight of a linear layer's tied table: the op that owns it, or -1.
+int tied_table(const model::Model& m, const model::Op& op) {
+  if (op.tied_params == 0) return -1;
+  const int owner = m.tied_owner();
+  return owner >= 0 && m.ops[static_cast<std::size_t>(owner)].compute.fn == OpFn::embedding ? owner
+                                                                                            : -1;
 }
 
 // Why op i's compute does not fit its inputs' shapes; empty when it does.
@@ -85,13 +105,53 @@ std::string misfit(const model::Model& m, int i) {
                  ? ""
                  : "its shape is not its inputs' joined along channels";
     }
-    case OpFn::linear:
-      if (c.shape.size() != 1 || op.gemm.k != elements(x) || op.gemm.n != c.shape[0] ||
-          op.params != op.gemm.k * op.gemm.n + (c.bias ? op.gemm.n : 0))
-        return "its weight does not fit its flattened input";
+    case OpFn::linear: {
+      const bool tokens = c.shape.size() == 2 && x.size() == 2 && x[0] == c.shape[0] &&
+                          x[1] == op.gemm.k && op.gemm.n == c.shape[1];
+      const bool flat = c.shape.size() == 1 && op.gemm.n == c.shape[0] &&
+                        (op.gemm.k == elements(x) || (x.size() == 2 && x[1] == op.gemm.k));
+      if (!tokens && !flat)
+        return "its weight does not fit its input (flattened, its first token or each token)";
+      if (op.params + op.tied_params != op.gemm.k * op.gemm.n + (c.bias ? op.gemm.n : 0))
+        return "its parameters are not a weight of its input and output widths (and a bias)";
+      if (op.tied_params != 0 &&
+          (op.tied_params != op.gemm.k * op.gemm.n || tied_table(m, op) < 0 ||
+           m.ops[static_cast<std::size_t>(tied_table(m, op))].params != op.tied_params))
+        return "its tied weight is not the word embedding's table";
       return "";
+    }
     case OpFn::cross_entropy:
-      return x.size() == 1 ? "" : "expected a linear layer's logits";
+      return x.size() == 1 || x.size() == 2 ? "" : "expected a linear layer's logits";
+    case OpFn::embedding:
+      if (x.size() != 1 || c.shape.size() != 2 || c.shape[0] != x[0] ||
+          op.params % c.shape[1] != 0 || op.params == 0)
+        return "expected token ids in and a [vocab, width] table";
+      return "";
+    case OpFn::positions:
+      if (x.size() != 2 || op.params % x[1] != 0 || op.params / x[1] <= x[0])
+        return "expected [tokens, width] in and a row per position and per token type";
+      return same();
+    case OpFn::layernorm:
+      if (op.params != 2 * x.back()) return "expected a scale and a shift per feature";
+      return same();
+    case OpFn::gelu:
+    case OpFn::tanh:
+    case OpFn::softmax:
+      return same();
+    case OpFn::attention_scores: {
+      const auto& gm = op.gemm;
+      if (x.size() != 2 || x[0] != gm.m || x[1] != 3 * gm.batch_count * gm.k || gm.m != gm.n ||
+          c.shape != std::vector<std::int64_t>{gm.batch_count, gm.m, gm.n})
+        return "expected a [s, 3 * heads * d] QKV input and [heads, s, s] scores";
+      return "";
+    }
+    case OpFn::attention_context: {
+      if (in.size() != 2 || x.size() != 3 || in[1].size() != 2 || in[1][0] != x[1] ||
+          in[1][1] != 3 * x[0] * op.gemm.n ||
+          c.shape != std::vector<std::int64_t>{x[1], x[0] * op.gemm.n})
+        return "expected [heads, s, s] probabilities and a [s, 3 * heads * d] QKV input";
+      return "";
+    }
   }
   return "";
 }
@@ -113,13 +173,13 @@ Result<bool> check_op_graph(const model::Model& m) {
       if (m.ops[static_cast<std::size_t>(p)].compute.shape.empty())
         return Error{fmt::format(
             "--model: {}: op \"{}\" does not say what it computes (the runtime executes op-level "
-            "plans of models whose every op does: the zoo's mlp, resnet, vgg and inception)",
+            "plans of models whose every op does: the zoo's mlp, resnet, vgg, inception and bert)",
             m.name, m.ops[static_cast<std::size_t>(p)].name)};
     if (const std::string why = misfit(m, static_cast<int>(i)); !why.empty())
       return Error{fmt::format(
           "--model: {}: op \"{}\" cannot be executed op by op: {} (the runtime executes op-level "
-          "plans of models whose every op says what it computes: the zoo's mlp, resnet, vgg and "
-          "inception)",
+          "plans of models whose every op says what it computes: the zoo's mlp, resnet, vgg, "
+          "inception and bert)",
           m.name, op.name, why)};
   }
   return true;
@@ -138,14 +198,28 @@ OpGraph::OpGraph(const model::Model& m) : m_(&m), params_(m.ops.size()) {
                          .bias(c.bias)));
       params_[i].push_back(conv->weight);
       if (c.bias) params_[i].push_back(conv->bias);
+    } else if (c.fn == OpFn::linear && op.tied_params != 0) {
+      params_[i].push_back(params_[static_cast<std::size_t>(tied_table(m, op))][0]);
+      if (c.bias)
+        params_[i].push_back(register_parameter(name + "_bias", torch::zeros({op.gemm.n})));
     } else if (c.fn == OpFn::linear) {
       auto fc =
           register_module(name, nn::Linear(nn::LinearOptions(op.gemm.k, op.gemm.n).bias(c.bias)));
       params_[i].push_back(fc->weight);
       if (c.bias) params_[i].push_back(fc->bias);
-    } else if (c.fn == OpFn::batchnorm) {
+    } else if (c.fn == OpFn::batchnorm || c.fn == OpFn::layernorm) {
       params_[i].push_back(register_parameter(name + "_weight", torch::ones({op.params / 2})));
       params_[i].push_back(register_parameter(name + "_bias", torch::zeros({op.params / 2})));
+    } else if (c.fn == OpFn::embedding) {
+      const std::int64_t width = c.shape[1];
+      params_[i].push_back(register_parameter(
+          name + "_table", kEmbeddingStd * torch::randn({op.params / width, width})));
+    } else if (c.fn == OpFn::positions) {
+      const std::int64_t tokens = c.shape[0], width = c.shape[1];
+      params_[i].push_back(
+          register_parameter(name + "_positions", kEmbeddingStd * torch::randn({tokens, width})));
+      params_[i].push_back(register_parameter(
+          name + "_types", kEmbeddingStd * torch::randn({op.params / width - tokens, width})));
     }
   }
 }
@@ -180,15 +254,64 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
       if (c.shape[1] == 1 && c.shape[2] == 1) return x.mean({2, 3}, true);
       return torch::adaptive_avg_pool2d(x, {c.shape[1], c.shape[2]});
     case OpFn::linear:
-      return torch::linear(x.reshape({x.size(0), op.gemm.k}), w[0], bias);
+      return torch::linear(linear_input(i, x), w[0], bias).view(output_shape(i, x.size(0)));
     case OpFn::dropout:
       return x * mask.view(x.sizes());
-    case OpFn::cross_entropy:
-      return summed_cross_entropy(x, targets);
+    case OpFn::cross_entropy: {
+      // Logits [n, C] against a class per sample (the last column of a 2-D target: BERT's
+      // next-sentence label), or [n, t, C] against a label per token (-100: none).
+      const std::int64_t C = x.size(-1);
+      const torch::Tensor t = x.dim() == 3         ? targets.slice(1, 0, x.size(1))
+                              : targets.dim() == 2 ? targets.select(1, targets.size(1) - 1)
+                                                   : targets;
+      return torch::nn::functional::cross_entropy(x.reshape({-1, C}), t.reshape({-1}),
+                                                  torch::nn::functional::CrossEntropyFuncOptions()
+                                                      .reduction(torch::kSum)
+                                                      .ignore_index(kIgnoredLabel));
+    }
+    case OpFn::embedding:
+      return torch::embedding(w[0], x);
+    case OpFn::positions: {
+      // Token type 0 for the first half of the sequence (sentence A), 1 for the rest.
+      const std::int64_t s = c.shape[0];
+      const torch::Tensor types =
+          (torch::arange(s, torch::TensorOptions().dtype(torch::kLong).device(x.device())) >= s / 2)
+              .to(torch::kLong)
+              .clamp_max(w[1].size(0) - 1);
+      return x + w[0] + w[1].index_select(0, types);
+    }
+    case OpFn::layernorm:
+      return torch::layer_norm(x, {x.size(-1)}, w[0], w[1], kLayerNormEps);
+    case OpFn::gelu:
+      return torch::gelu(x);
+    case OpFn::tanh:
+      return torch::tanh(x);
+    case OpFn::softmax:
+      return torch::softmax(x, -1);
+    case OpFn::attention_scores: {
+      const std::int64_t n = x.size(0), s = op.gemm.m, heads = op.gemm.batch_count, d = op.gemm.k;
+      const torch::Tensor qkv = x.view({n, s, 3, heads, d});
+      const torch::Tensor q = qkv.select(2, 0).transpose(1, 2),
+                          k = qkv.select(2, 1).transpose(1, 2);
+      return q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
+    }
+    case OpFn::attention_context: {
+      const std::int64_t n = x.size(0), heads = x.size(1), s = x.size(2), d = op.gemm.n;
+      const torch::Tensor v = in[1].view({n, s, 3, heads, d}).select(2, 2).transpose(1, 2);
+      return x.matmul(v).transpose(1, 2).reshape({n, s, heads * d});
+    }
     case OpFn::none:
       break;
   }
   throw std::logic_error("OpGraph::apply: an op that does not say what it computes");
+}
+
+torch::Tensor OpGraph::linear_input(int i, const torch::Tensor& x) const {
+  const model::Op& op = m_->ops[static_cast<std::size_t>(i)];
+  const std::int64_t n = x.size(0), t = linear_tokens(op.compute);
+  if (t == 1 && x.dim() == 3 && x.size(2) == op.gemm.k && x.size(1) * x.size(2) != op.gemm.k)
+    return x.select(1, 0);  // the first token
+  return x.reshape({n * t, op.gemm.k});
 }
 
 std::vector<std::int64_t> OpGraph::output_shape(int i, std::int64_t n) const {

@@ -36,6 +36,9 @@ class OpGraph : public torch::nn::Module {
   torch::Tensor apply(int op, const std::vector<torch::Tensor>& inputs,
                       const torch::Tensor& targets, Collectives* batch_group,
                       const torch::Tensor& mask) const;
+  // The [rows, in] matrix linear op `op` multiplies, from its input x of n samples: x flattened
+  // per sample, its first token, or its tokens (n * tokens rows).
+  torch::Tensor linear_input(int op, const torch::Tensor& x) const;
   // Shape of op `op`'s output for n samples.
   std::vector<std::int64_t> output_shape(int op, std::int64_t n) const;
 

@@ -195,11 +195,15 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   for (std::size_t o = 0; o < N; ++o)
     my_index[o] = Layout::index_in(at.members[static_cast<std::size_t>(at.group[o])], me);
   // The weights of the groups this rank is in, per group.
+  // A tied weight (BERT's word table, which its MLM decoder reads) counts once, with its owner,
+  // whose group the plan keeps the reader in.
   std::vector<std::vector<torch::Tensor>> group_params(G);
+  std::set<const void*> seen;
   for (std::size_t o = 0; o < N; ++o)
     if (my_index[o] >= 0)
       for (const auto& t : graph->op_parameters(static_cast<int>(o)))
-        group_params[static_cast<std::size_t>(at.group[o])].push_back(t);
+        if (seen.insert(t.unsafeGetTensorImpl()).second)
+          group_params[static_cast<std::size_t>(at.group[o])].push_back(t);
   std::vector<torch::Tensor> mine;
   for (const auto& ts : group_params) mine.insert(mine.end(), ts.begin(), ts.end());
   torch::optim::Adam adam(mine, torch::optim::AdamOptions(opts.learning_rate));
@@ -348,11 +352,11 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
                                                  : torch::zeros_like(out[o]);
           torch::autograd::backward({out[o]}, {dy});
           const auto g = static_cast<std::size_t>(at.group[o]);
-          if (op.compute.fn == model::OpFn::linear &&
+          if (op.compute.fn == model::OpFn::linear && op.tied_params == 0 &&
               p.op_groups[g].sync == plan::SyncMethod::sufficient_factor && pg_of(g)) {
-            const torch::Tensor& x = leaves[o].front();
-            factors[o].first.push_back(x.detach().reshape({x.size(0), op.gemm.k}));
-            factors[o].second.push_back(dy.detach());
+            factors[o].first.push_back(
+                graph->linear_input(static_cast<int>(o), leaves[o].front().detach()));
+            factors[o].second.push_back(dy.detach().reshape({-1, op.gemm.n}));
           }
           for (std::size_t i = 0; i < op.inputs.size(); ++i) {
             const auto p_op = static_cast<std::size_t>(op.inputs[i]);
@@ -385,9 +389,12 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
               counts[static_cast<std::size_t>(sub.rank_in(at.members[g][j]))] +=
                   r[j].second - r[j].first;
           }
-          const std::int64_t most = *std::max_element(counts.begin(), counts.end());
           for (auto& [o, f] : factors) {
             if (static_cast<std::size_t>(at.group[o]) != g) continue;
+            // Rows of the factors per sample: one per token of a linear layer applied to each.
+            const std::int64_t per =
+                m.ops[o].compute.shape.size() == 2 ? m.ops[o].compute.shape[0] : 1;
+            const std::int64_t most = per * *std::max_element(counts.begin(), counts.end());
             const torch::Tensor both = torch::cat({torch::cat(f.first), torch::cat(f.second)}, 1);
             std::vector<torch::Tensor> in{torch::zeros({most, both.size(1)}, on_dev)};
             in[0].slice(0, 0, both.size(0)).copy_(both);
@@ -399,7 +406,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
             torch::Tensor all = torch::cat([&] {
               std::vector<torch::Tensor> parts;
               for (std::size_t j = 0; j < sub.ranks.size(); ++j)
-                parts.push_back(gathered[0][j].slice(0, 0, counts[j]));
+                parts.push_back(gathered[0][j].slice(0, 0, per * counts[j]));
               return parts;
             }());
             const torch::Tensor x = all.slice(1, 0, features), dy = all.slice(1, features);

@@ -140,7 +140,7 @@ TEST(GraphJson, BadFields) {
   doc = tiny();
   doc["ops"][0]["compute"] = {{"fn", "linear"}, {"shape", nlohmann::json::array()}};
   EXPECT_EQ(error_of(doc),
-            "model.json: ops[0].compute.shape: expected 1 to 3 sizes ({c, h, w} or {features})");
+            "model.json: ops[0].compute.shape: expected 1 to 3 sizes (the output per sample)");
   doc = tiny();
   doc["ops"][0]["compute"] = {{"fn", "dropout"}, {"shape", {4}}, {"drop", 1.0}};
   EXPECT_EQ(error_of(doc),

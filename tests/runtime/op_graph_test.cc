@@ -1,8 +1,11 @@
-// The op-by-op executor's graph: the zoo's CNNs say what each op computes, and libtorch's ops
-// give exactly the shapes the descriptions claim.
+// The op-by-op executor's graph: the zoo's CNNs, MLPs and BERTs say what each op computes, and
+// libtorch's ops give exactly the shapes the descriptions claim.
 #include "../../src/runtime/op_graph.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
 
 #include "hetplan/model/zoo.h"
 
@@ -15,10 +18,11 @@ model::Model load(const std::string& spec) {
   return *m;
 }
 
-TEST(OpGraph, TheZoosCnnsAndMlpsSayWhatEveryOpComputes) {
+TEST(OpGraph, TheZoosCnnsMlpsAndBertsSayWhatEveryOpComputes) {
   for (const char* spec :
        {"mlp:layers=2,hidden=8,in=4,out=3", "resnet50", "resnet:depth=18,width=8,image=32", "vgg16",
-        "vgg:depth=11,image=32", "inception-v3", "inception:image=75"}) {
+        "vgg:depth=11,image=32", "inception-v3", "inception:image=75", "bert-large",
+        "bert:layers=2,hidden=32,heads=4,seq=16,vocab=64"}) {
     const auto m = load(spec);
     auto ok = check_op_graph(m);
     EXPECT_TRUE(ok) << spec << ": " << (ok ? "" : ok.error().message);
@@ -29,7 +33,8 @@ TEST(OpGraph, ModelsWithoutComputeAreRefusedByName) {
   auto ok = check_op_graph(load("gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256"));
   ASSERT_FALSE(ok);
   EXPECT_NE(ok.error().message.find("op \"embedding."), std::string::npos) << ok.error().message;
-  EXPECT_NE(ok.error().message.find("the zoo's mlp, resnet, vgg and inception"), std::string::npos);
+  EXPECT_NE(ok.error().message.find("the zoo's mlp, resnet, vgg, inception and bert"),
+            std::string::npos);
   // A description whose shapes do not fit: a convolution claiming one channel too many.
   auto m = load("resnet:depth=18,width=8,image=32");
   m.ops[0].compute.shape[0] += 1;
@@ -40,39 +45,90 @@ TEST(OpGraph, ModelsWithoutComputeAreRefusedByName) {
       << ok.error().message;
 }
 
-// Every op of Inception-v3 (branches, concatenations, average pools, dropout) and of a VGG run on
-// two samples: each output has the shape the description gives, and the loss is a scalar.
+// Every op of Inception-v3 (branches, concatenations, average pools, dropout), of a VGG, a ResNet
+// and a BERT (attention, layernorms, the tied MLM decoder, the pooler on the first token) run on
+// two samples: each output has the shape the description gives, and each loss is a scalar.
 TEST(OpGraph, OutputsHaveTheDescribedShapes) {
   for (const char* spec : {"inception:image=75,classes=10", "vgg:depth=11,image=32,classes=10",
-                           "resnet:depth=50,width=8,image=32,classes=10"}) {
+                           "resnet:depth=50,width=8,image=32,classes=10",
+                           "bert:layers=2,hidden=32,heads=4,seq=16,vocab=64"}) {
     const auto m = load(spec);
     ASSERT_TRUE(check_op_graph(m));
     torch::manual_seed(1);
     OpGraph g(m);
     std::int64_t params = 0;
+    std::set<const void*> seen;  // a tied weight counts once
     for (std::size_t o = 0; o < m.ops.size(); ++o)
-      for (const auto& t : g.op_parameters(static_cast<int>(o))) params += t.numel();
+      for (const auto& t : g.op_parameters(static_cast<int>(o)))
+        if (seen.insert(t.unsafeGetTensorImpl()).second) params += t.numel();
     EXPECT_EQ(params, m.parameters()) << spec;
     torch::NoGradGuard no_grad;
-    const torch::Tensor images = torch::randn({2, 3, m.image_size, m.image_size});
-    const torch::Tensor targets = torch::tensor({1, 3}, torch::kLong);
+    const bool bert = m.family == model::Family::encoder;
+    const torch::Tensor inputs = bert ? torch::randint(0, m.vocab, {2, m.seq_len}, torch::kLong)
+                                      : torch::randn({2, 3, m.image_size, m.image_size});
+    // BERT: a label per token (-100 where none) and the next-sentence label last.
+    const torch::Tensor targets =
+        bert ? torch::cat({torch::randint(0, m.vocab, {2, m.seq_len}, torch::kLong),
+                           torch::tensor({{0}, {1}}, torch::kLong)},
+                          1)
+             : torch::tensor({1, 3}, torch::kLong);
     std::vector<torch::Tensor> out(m.ops.size());
     for (std::size_t o = 0; o < m.ops.size(); ++o) {
       const model::Op& op = m.ops[o];
       std::vector<torch::Tensor> in;
       for (int p : op.inputs) in.push_back(out[static_cast<std::size_t>(p)]);
-      if (in.empty()) in.push_back(images);
+      if (in.empty()) in.push_back(inputs);
       torch::Tensor mask;
       if (op.compute.fn == model::OpFn::dropout)
         mask = torch::ones(g.output_shape(static_cast<int>(o), 2));
       out[o] = g.apply(static_cast<int>(o), in, targets, nullptr, mask);
-      if (op.compute.fn == model::OpFn::cross_entropy)
+      if (op.compute.fn == model::OpFn::cross_entropy) {
         EXPECT_EQ(out[o].dim(), 0) << spec << " " << op.name;
-      else
+        EXPECT_TRUE(std::isfinite(out[o].item<double>())) << spec << " " << op.name;
+      } else {
         EXPECT_EQ(out[o].sizes().vec(), g.output_shape(static_cast<int>(o), 2))
             << spec << " " << op.name;
+      }
     }
   }
+}
+
+// BERT's ops compute what a textbook encoder layer does: attention from the QKV projection's
+// thirds, softmax over keys, probabilities times V, and the pooler on the first token.
+TEST(OpGraph, BertAttentionIsScaledDotProductAttention) {
+  const auto m = load("bert:layers=1,hidden=8,heads=2,seq=4,vocab=16");
+  torch::manual_seed(2);
+  OpGraph g(m);
+  auto index = [&](const std::string& name) {
+    for (std::size_t o = 0; o < m.ops.size(); ++o)
+      if (m.ops[o].name == name) return static_cast<int>(o);
+    ADD_FAILURE() << name;
+    return 0;
+  };
+  torch::NoGradGuard no_grad;
+  const torch::Tensor qkv = torch::randn({3, 4, 24});
+  const torch::Tensor none;
+  const torch::Tensor scores = g.apply(index("layers.0.attn.scores"), {qkv}, none, nullptr, none);
+  const torch::Tensor probs =
+      g.apply(index("layers.0.attn.softmax"), {scores}, none, nullptr, none);
+  const torch::Tensor ctx =
+      g.apply(index("layers.0.attn.context"), {probs, qkv}, none, nullptr, none);
+  // By hand, head by head: Q, K, V are the thirds of each token's 24 features, 4 per head.
+  for (std::int64_t h = 0; h < 2; ++h) {
+    const torch::Tensor q = qkv.slice(2, 4 * h, 4 * h + 4), k = qkv.slice(2, 8 + 4 * h, 12 + 4 * h),
+                        v = qkv.slice(2, 16 + 4 * h, 20 + 4 * h);
+    const torch::Tensor p = torch::softmax(q.matmul(k.transpose(1, 2)) / 2.0, -1);
+    EXPECT_TRUE(torch::allclose(probs.select(1, h), p, 1e-6, 1e-6));
+    EXPECT_TRUE(torch::allclose(ctx.slice(2, 4 * h, 4 * h + 4), p.matmul(v), 1e-6, 1e-6));
+  }
+  const int pooler = index("head.pooler");
+  const torch::Tensor x = torch::randn({3, 4, 8});
+  const auto& w = g.op_parameters(pooler);
+  EXPECT_TRUE(torch::allclose(g.apply(pooler, {x}, none, nullptr, none),
+                              torch::linear(x.select(1, 0), w[0], w[1])));
+  // The MLM decoder reads the word table itself.
+  EXPECT_TRUE(g.op_parameters(index("head.mlm.decoder"))[0].is_same(
+      g.op_parameters(index("embedding.word"))[0]));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ using cli::testing::run_hetplan;
 constexpr const char* kMlp = "mlp:layers=2,hidden=64,in=32,out=10";
 constexpr const char* kGpt = "gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256";
 constexpr const char* kResNet = "resnet:depth=18,width=8,image=32,classes=10";
+constexpr const char* kBert = "bert:layers=2,hidden=32,heads=4,seq=16,vocab=64";
 
 std::vector<double> losses(const std::string& args) {
   auto r = run_hetplan("run --json --steps 20 " + args);
@@ -334,15 +335,13 @@ TEST(RunCli, RunsTheOpLevelPlanHeteroGChooses) {
   std::set<int> devices;
   for (const auto& g : planned["op_groups"])
     for (int d : g["devices"]) devices.insert(d);
-  r = run_hetplan("run --json --steps 20 --model " + model + " --nprocs " +
-                  std::to_string(devices.size()) + " --cluster " + cluster.string() + " --plan " +
-                  plan.string());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("runs op by op"), std::string::npos) << r.err;
+  const std::string run = "run --json --steps 3 --lr 0 --model " + model;
+  const auto many = run_hetplan(run + " --nprocs " + std::to_string(devices.size()) +
+                                " --cluster " + cluster.string() + " --plan " + plan.string());
+  EXPECT_NE(many.err.find("runs op by op"), std::string::npos) << many.err;
   const int M = planned.value("num_microbatches", 1);
-  const auto one =
-      losses("--model " + model + " --strategy dp=1,gbs=16,mbs=" + std::to_string(16 / M));
-  expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+  const auto one = run_hetplan(run + " --strategy dp=1,gbs=16,mbs=" + std::to_string(16 / M));
+  expect_same_forward_losses(one, many);
   std::filesystem::remove(cluster);
   std::filesystem::remove(plan);
 }
@@ -469,6 +468,73 @@ TEST(RunCli, OpLevelPlansOfMlpsRunOpByOpAndOfGptsAreRefused) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << "refused before start: " << r.err;
+}
+
+// A BERT's op-level plan, one rank per device: the embeddings and the MLM head (the decoder reads
+// the word table) replicated 3:1 with a parameter server, the first block over three devices by
+// sufficient factors (each token a row of the factors), the second block's attention placed on a
+// fourth, its FFN and norms over two devices all-reduced, the pooler and next-sentence head over
+// two devices by sufficient factors (the pooler reads the first token). Two micro-batches, dropout
+// on. Losses equal one process's (BERT has no stage module: its stage plan runs op by op on one
+// device).
+TEST(RunCli, BertOpLevelPlansMatchOneProcess) {
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_bert_op_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
+    "op_groups": [
+      {"ops": ["embedding.*", "head.mlm.*"], "mode": "replicate", "devices": [0, 1],
+       "shares": [0.75, 0.25], "sync": "parameter_server", "servers": [1]},
+      {"ops": ["layers.0.*"], "mode": "replicate", "devices": [1, 2, 3],
+       "shares": [0.5, 0.25, 0.25], "sync": "sufficient_factor"},
+      {"ops": ["layers.1.attn.*"], "mode": "place", "devices": [3]},
+      {"ops": ["layers.1.norm1", "layers.1.mlp.*", "layers.1.norm2"], "mode": "replicate",
+       "devices": [0, 2]},
+      {"ops": ["head.pooler*", "head.nsp*"], "mode": "replicate", "devices": [2, 3],
+       "sync": "sufficient_factor"}]})";
+  const std::string model = std::string("--model ") + kBert;
+  const auto one = losses(model + " --strategy dp=1,gbs=16,mbs=8");
+  auto r = run_hetplan("run --json --steps 20 " + model + " --nprocs 4 --plan " + file.string());
+  std::filesystem::remove(file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("runs op by op"), std::string::npos) << r.err;
+  expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+  ASSERT_FALSE(one.empty());
+  EXPECT_LT(one.back(), one.front());
+}
+
+// TAG's and HeteroG's planners, asked for runnable plans of a BERT on 2 fast and 2 slow CPU
+// workers, write plans that run and give one process's losses.
+TEST(RunCli, RunsTheBertPlansTagAndHeteroGChoose) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto cluster = dir / ("hetplan_mixed_bert_" + std::to_string(::getpid()) + ".yaml");
+  const auto plan = dir / ("hetplan_bert_plan_" + std::to_string(::getpid()) + ".json");
+  write_fast_slow_cluster(cluster);
+  const std::string model = std::string(kBert) + ",dtype=fp32";
+  for (const char* algo : {"tag", "heterog"}) {
+    auto r =
+        run_hetplan("plan --model " + model + " --cluster " + cluster.string() +
+                    " --global-batch 16 --algo " + algo + " --runnable --out " + plan.string());
+    ASSERT_EQ(r.exit_code, 0) << algo << ": " << r.err;
+    const auto planned = nlohmann::json::parse(cli::testing::slurp(plan.string()));
+    std::set<int> devices;
+    if (planned.contains("op_groups"))
+      for (const auto& g : planned["op_groups"])
+        for (int d : g["devices"]) devices.insert(d);
+    if (planned.contains("stages"))
+      for (const auto& st : planned["stages"])
+        for (const auto& rep : st["replicas"])
+          for (int d : rep["devices"]) devices.insert(d);
+    r = run_hetplan("run --json --steps 20 --model " + model + " --nprocs " +
+                    std::to_string(devices.size()) + " --cluster " + cluster.string() + " --plan " +
+                    plan.string());
+    ASSERT_EQ(r.exit_code, 0) << algo << ": " << r.err;
+    const int M = planned.value("num_microbatches", 1);
+    const auto one =
+        losses("--model " + model + " --strategy dp=1,gbs=16,mbs=" + std::to_string(16 / M));
+    expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+  }
+  std::filesystem::remove(cluster);
+  std::filesystem::remove(plan);
 }
 
 TEST(RunCli, PipelineWithDataParallelZeroMatchesOneProcess) {

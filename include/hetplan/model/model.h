@@ -55,7 +55,7 @@ struct GemmShape {
 };
 
 // What an op computes from its inputs, beyond its costs: enough for a runtime to execute the graph
-// op by op (the CNN builders set it). none: only the costs are known.
+// op by op (the CNN, MLP and BERT builders set it). none: only the costs are known.
 enum class OpFn {
   none,
   conv2d,     // weight [out, in, kh, kw] (+ bias), window
@@ -68,8 +68,22 @@ enum class OpFn {
   adaptive_avg_pool,  // to the output shape's h x w
   linear,             // the input flattened per sample, weight [out, in] (+ bias)
   dropout,            // drops elements with probability `drop`, scales the rest by 1/(1-drop)
-  cross_entropy,      // of its logits against the sample's class, summed over the samples
+  cross_entropy,      // of its logits against the sample's class (or each token's label: masked
+                      // language modelling), summed over the samples
+  // Transformers (per sample, a sequence of s tokens of h features: shape {s, h}). A linear layer
+  // with a {tokens, out} shape applies to each token; one with an {out} shape reading {s, k}
+  // applies to the first token ([CLS] pooling).
+  embedding,  // rows of a [vocab, h] table looked up by the sample's token ids
+  positions,  // adds a learned row per position and per token type (the first half of
+              // the sequence is sentence A, type 0; the second, type 1): BERT's tables
+  layernorm,  // over the last dimension, with a scale and a shift
+  gelu,       // exact (erf)
+  tanh,
+  softmax,           // over the last dimension
+  attention_scores,  // Q K^T / sqrt(d) per head, from a [s, 3 * heads * d] QKV input: {heads, s, s}
+  attention_context,  // probabilities [heads, s, s] times V (QKV's last third): {s, heads * d}
 };
+inline constexpr OpFn kLastOpFn = OpFn::attention_context;
 const char* to_string(OpFn f);
 std::optional<OpFn> parse_op_fn(std::string_view s);
 
