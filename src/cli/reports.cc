@@ -8,10 +8,14 @@
 namespace hetplan::cli {
 std::string plan_label(const plan::Plan& p) {
   if (p.is_op_level()) {
-    std::size_t placed = 0;
-    for (const auto& g : p.op_groups) placed += g.mode == plan::GroupMode::place;
-    return fmt::format("{} op groups ({} placed), {} micro-batches, order {}", p.op_groups.size(),
-                       placed, p.num_microbatches, plan::to_string(p.execution_order));
+    std::size_t placed = 0, split = 0;
+    for (const auto& g : p.op_groups) {
+      placed += g.mode == plan::GroupMode::place;
+      split += g.mode == plan::GroupMode::split;
+    }
+    return fmt::format("{} op groups ({} placed{}), {} micro-batches, order {}", p.op_groups.size(),
+                       placed, split > 0 ? fmt::format(", {} split", split) : std::string(),
+                       p.num_microbatches, plan::to_string(p.execution_order));
   }
   std::size_t replicas = 0;
   for (const auto& st : p.stages) replicas += st.replicas.size();

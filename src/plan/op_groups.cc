@@ -38,7 +38,13 @@ std::vector<int> group_of_ops(const Plan& p, const model::Model& m) {
 }
 
 double group_share(const OpGroup& g, std::size_t j) {
-  if (g.mode == GroupMode::place) return 1.0;
+  if (g.mode != GroupMode::replicate) return 1.0;
+  if (!g.shares.empty()) return g.shares[j];
+  return 1.0 / static_cast<double>(g.devices.size());
+}
+
+double tensor_share(const OpGroup& g, std::size_t j) {
+  if (g.mode != GroupMode::split) return 1.0;
   if (!g.shares.empty()) return g.shares[j];
   return 1.0 / static_cast<double>(g.devices.size());
 }
@@ -141,6 +147,11 @@ Result<Plan> stage_plan_of(const Plan& p, const model::Model& m) {
     if (!grp.shares.empty() && grp.shares.size() != grp.devices.size())
       return Error{fmt::format("op_groups[{}] has {} shares for {} devices", g, grp.shares.size(),
                                grp.devices.size())};
+    if (grp.mode == GroupMode::split)
+      return Error{fmt::format(
+          "op_groups[{}] splits its ops by tensor dimension; a stage plan in disguise replicates "
+          "or places every group",
+          g)};
     if (grp.mode == GroupMode::replicate && grp.devices.size() > 1 &&
         grp.sync != SyncMethod::all_reduce)
       return Error{fmt::format(

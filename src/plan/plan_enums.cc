@@ -36,9 +36,10 @@ constexpr Table<BatchNormStats, 2> kBatchNorms{{
     {BatchNormStats::local, "local"},
     {BatchNormStats::synced, "synced"},
 }};
-constexpr Table<GroupMode, 2> kGroupModes{{
+constexpr Table<GroupMode, 3> kGroupModes{{
     {GroupMode::replicate, "replicate"},
     {GroupMode::place, "place"},
+    {GroupMode::split, "split"},
 }};
 constexpr Table<ExecutionOrder, 2> kExecutionOrders{{
     {ExecutionOrder::fifo, "fifo"},

@@ -275,11 +275,14 @@ OpGroup read_op_group(const Json& j, const std::string& path) {
   g.algorithm = enum_or(j, "algorithm", path, cost::Algorithm::automatic, algorithm_from_string,
                         algorithm_names());
   g.servers = read_device_ids(j, "servers", path, false);
-  if (g.mode == GroupMode::place)
+  if (g.mode != GroupMode::replicate)
     for (const char* key : {"sync", "algorithm", "servers"})
       if (j.contains(key))
         throw InputError(field_path(path, key),
-                         "a placed group runs on one device and synchronises nothing");
+                         g.mode == GroupMode::place
+                             ? "a placed group runs on one device and synchronises nothing"
+                             : "a split group holds a share of each weight and synchronises "
+                               "nothing");
   return g;
 }
 

@@ -63,6 +63,16 @@ void check_group(const Plan& p, const OpGroup& g, const cluster::Cluster& c,
     return;
   }
   check_shares(g.shares, g.devices.size(), field_path(path, "shares"));
+  if (g.mode == GroupMode::split) {
+    if (g.devices.size() < 2)
+      throw InputError(field_path(path, "devices"),
+                       "a split group spans at least two devices (one device: mode place)");
+    if (!g.servers.empty() || g.sync != SyncMethod::all_reduce ||
+        g.algorithm != cost::Algorithm::automatic)
+      throw InputError(field_path(path, g.servers.empty() ? "sync" : "servers"),
+                       "a split group holds a share of each weight and synchronises nothing");
+    return;
+  }
   for (std::size_t j = 0; j < g.devices.size(); ++j)
     if (!(group_share(g, j) * static_cast<double>(p.global_batch) / p.num_microbatches > 0))
       throw InputError(field_path(path, "shares"),

@@ -114,10 +114,23 @@ Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int worl
   for (std::size_t i = 0; i < m.ops.size(); ++i)
     if (group[i] < 0)
       return Error{fmt::format("plan: op_groups: no group names op \"{}\"", m.ops[i].name)};
+  if (const int table = m.tied_owner(), head = m.tied_reader();
+      table >= 0 && head >= 0 &&
+      group[static_cast<std::size_t>(table)] != group[static_cast<std::size_t>(head)])
+    return Error{fmt::format(
+        "plan: op_groups: the tied LM head \"{}\" and the table it reads \"{}\" must be in one "
+        "group",
+        m.ops[static_cast<std::size_t>(head)].name, m.ops[static_cast<std::size_t>(table)].name)};
   if (p.zero_stage > 0)
     return Error{"plan: zero_stage: ZeRO is not executed with op-level plans yet"};
   if (p.recompute != cost::Recompute::none)
     return Error{"plan: recompute: op-level plans are executed without recomputation"};
+  for (std::size_t g = 0; g < p.op_groups.size(); ++g)
+    if (p.op_groups[g].mode == plan::GroupMode::split)
+      return Error{fmt::format(
+          "plan: op_groups[{}]: groups split by tensor dimension (mode split) are not executed op "
+          "by op yet (replicate or place the group)",
+          g)};
   for (std::size_t g = 0; g < p.op_groups.size(); ++g)
     for (int s : p.op_groups[g].servers)
       if (std::find(p.op_groups[g].devices.begin(), p.op_groups[g].devices.end(), s) ==

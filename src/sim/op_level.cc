@@ -10,6 +10,17 @@
 // server in buckets of the plan's grad_bucket_bytes, each as soon as the backward passes over its
 // weights are done; or sufficient factors gathered and rebuilt) and its devices step their
 // optimizer.
+//
+// A split group (tensor parallelism) runs every sample of a micro-batch on each of its devices,
+// each computing its tensor share of the group's ops (tensor_layout.h: matmuls by features,
+// attention by heads, convolutions by output channels; norms and elementwise ops whole). Inside
+// the group an activation that changes layout between two ops is converted by a collective over
+// the group's devices (a row-split output all-reduced before a replicated reader; a column-split
+// op's partial input gradient all-reduced in the backward pass). It enters the group whole on
+// every device; it leaves it replicated (converted first where it is not), each device sending
+// the samples of its share's interval, and its gradient comes back the same way and is gathered on
+// every device. A split group's devices hold their share of its weights and step them without
+// synchronisation.
 #include "op_level.h"
 
 #include <fmt/format.h>
@@ -23,6 +34,7 @@
 #include "hetplan/plan/op_groups.h"
 #include "hetplan/sim/grad_sync.h"
 #include "hetplan/sim/gradient_buckets.h"
+#include "hetplan/sim/tensor_layout.h"
 #include "lowering_common.h"
 #include "task_graph.h"
 
@@ -44,6 +56,14 @@ struct OpLevelLowering {
   std::vector<int> lane_of_device;
   std::vector<int> lane_stream;
   std::vector<std::vector<std::vector<int>>> fwd, bwd;  // [op][device index in group][mb]
+  // Split groups: each op's layouts, and per op and micro-batch the collectives that follow its
+  // forward pass (its output ready on every device) and its backward pass (its input gradients
+  // ready), or -1.
+  std::vector<OpLayout> layout;
+  std::vector<std::vector<int>> post_fwd, post_bwd;
+  // Split groups: per op consumed outside its group and micro-batch, the conversion of its output
+  // to replicated before it leaves (-1: none needed) and the gathering of its returned gradient.
+  std::map<std::pair<int, int>, int> exit_fwd, exit_bwd;
   std::vector<double> activation_delta;  // per task: bytes its lane keeps (+) or frees (-)
   std::vector<cost::MemoryBreakdown> fixed_memory;  // per device
   std::map<std::tuple<int, int, double>, cost::CollectiveCost> p2p_cache;
@@ -58,6 +78,28 @@ struct OpLevelLowering {
     return plan::group_share(p.op_groups[group], j) * batch() / M();
   }
   double param_bytes() const { return model::dtype_bytes(m.dtype); }
+  bool is_split(int group) const { return p.op_groups[group].mode == plan::GroupMode::split; }
+  // Op `op`'s share of its tensor dimension on device j of its group: 1 outside split groups and
+  // for ops computed whole.
+  double shard(int op, std::size_t j) const {
+    const int gi = group_of[op];
+    if (!is_split(gi) || computes_whole(m.ops[op], plan::SplitKind::tensor, false)) return 1.0;
+    return plan::tensor_share(p.op_groups[gi], j);
+  }
+  // The same for its weights (and gradients and optimizer states).
+  double weight_shard(int op, std::size_t j) const {
+    const int gi = group_of[op];
+    if (!is_split(gi) || holds_whole_weights(m.ops[op], plan::SplitKind::tensor)) return 1.0;
+    return plan::tensor_share(p.op_groups[gi], j);
+  }
+  // The task after which op's output of micro-batch mb is ready on device j of its group, and the
+  // one after which its input gradients are.
+  int output_ready(int op, std::size_t j, int mb) const {
+    return post_fwd[op][mb] >= 0 ? post_fwd[op][mb] : fwd[op][j][mb];
+  }
+  int input_grads_ready(int op, std::size_t j, int mb) const {
+    return post_bwd[op][mb] >= 0 ? post_bwd[op][mb] : bwd[op][j][mb];
+  }
 
   // Seconds of one pass on `device`; a node limited to a share of its CPU runs it that much
   // slower (the op-level lowering applies cpu_share as a slowdown, not as a quota).
@@ -95,8 +137,10 @@ struct OpLevelLowering {
     bounds.resize(p.op_groups.size());
     for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
       double end = 0;
+      // A split group's devices each hold every sample; each sends out its share's interval.
       for (std::size_t j = 0; j < p.op_groups[gi].devices.size(); ++j) {
-        end += plan::group_share(p.op_groups[gi], j);
+        end += is_split(static_cast<int>(gi)) ? plan::tensor_share(p.op_groups[gi], j)
+                                              : plan::group_share(p.op_groups[gi], j);
         bounds[gi].push_back(end);
       }
       bounds[gi].back() = 1.0;
@@ -162,63 +206,172 @@ struct OpLevelLowering {
     const std::size_t n = m.ops.size();
     fwd.assign(n, {});
     bwd.assign(n, {});
+    post_fwd.assign(n, std::vector<int>(M(), -1));
+    post_bwd.assign(n, std::vector<int>(M(), -1));
+    layout.resize(n);
     for (std::size_t op = 0; op < n; ++op) {
       const int gi = group_of[op];
       const auto& grp = p.op_groups[gi];
+      layout[op] = op_layout(m.ops[op], plan::SplitKind::tensor, false);
       fwd[op].assign(grp.devices.size(), std::vector<int>(M(), -1));
       bwd[op].assign(grp.devices.size(), std::vector<int>(M(), -1));
       for (std::size_t j = 0; j < grp.devices.size(); ++j) {
         const int d = grp.devices[j];
-        const double s = samples(gi, j);
-        const double kept = m.ops[op].saved_bytes * s;
+        const double s = samples(gi, j), sh = shard(static_cast<int>(op), j);
+        const double kept = m.ops[op].saved_bytes * s * sh;
         for (int mb = 0; mb < M(); ++mb) {
           fwd[op][j][mb] = add_task(
-              compute_task(TaskKind::forward, d, gi, mb, device_time(d, tg.forward[op], s)), kept);
+              compute_task(TaskKind::forward, d, gi, mb, device_time(d, tg.forward[op], s, sh)),
+              kept);
           const double back =
-              backward_index[op] < 0 ? 0.0 : device_time(d, tg.backward[backward_index[op]], s);
+              backward_index[op] < 0 ? 0.0 : device_time(d, tg.backward[backward_index[op]], s, sh);
           bwd[op][j][mb] = add_task(compute_task(TaskKind::backward, d, gi, mb, back), -kept);
           g.add_edge(fwd[op][j][mb], bwd[op][j][mb]);
         }
       }
+      if (is_split(gi)) add_split_op_collectives(static_cast<int>(op));
+    }
+  }
+
+  // A collective over split group gi's devices at their tensor shares, for micro-batch mb.
+  int split_collective(int gi, int mb, cost::Collective kind, double bytes) {
+    const auto& grp = p.op_groups[gi];
+    return add_transfer(TaskKind::tp_comm, lane_of_device[grp.devices[0]], -1, gi, mb,
+                        collective(kind, grp.devices, bytes, grp.shares));
+  }
+
+  // Waits for op's pass `pass` of micro-batch mb on every device of its group.
+  void after_all(const std::vector<std::vector<int>>& pass, int mb, int task) {
+    for (const auto& per_mb : pass) g.add_edge(per_mb[mb], task);
+  }
+
+  // The collectives an op of a split group needs beyond layout conversions (as the stage lowering
+  // charges them): experts move their tokens to and from their devices by all-to-all in each
+  // pass; a loss split by vocabulary all-reduces its per-token maxima and sums.
+  void add_split_op_collectives(int op) {
+    const model::Op& o = m.ops[op];
+    const int gi = group_of[op];
+    const double n = batch() / M();
+    for (int mb = 0; mb < M(); ++mb) {
+      if (o.shard == model::ShardKind::expert) {
+        post_fwd[op][mb] =
+            split_collective(gi, mb, cost::Collective::all_to_all, 2 * o.bytes_read * n);
+        post_bwd[op][mb] =
+            split_collective(gi, mb, cost::Collective::all_to_all, 2 * o.bytes_read * n);
+      } else if (o.shard == model::ShardKind::vocab && o.kind == model::OpKind::cross_entropy) {
+        post_fwd[op][mb] =
+            split_collective(gi, mb, cost::Collective::all_reduce, 2 * o.bytes_written * n);
+      } else {
+        continue;
+      }
+      after_all(fwd[op], mb, post_fwd[op][mb]);
+      for (const auto& per_mb : bwd[op]) g.add_edge(post_fwd[op][mb], per_mb[mb]);
+      if (post_bwd[op][mb] >= 0) after_all(bwd[op], mb, post_bwd[op][mb]);
+    }
+  }
+
+  // An edge from op `in` to op `op` inside split group gi: where the producer's output layout is
+  // not what the consumer reads, a collective converts it (once per producer and layout read);
+  // where the consumer's input gradient is not what the producer needs, another converts it back.
+  void add_split_edge(int in, int op, std::map<std::pair<int, Layout>, std::vector<int>>& reads) {
+    const int gi = group_of[op];
+    const std::size_t n = fwd[op].size();
+    const double bytes = m.output_bytes(in) * batch() / M();
+    const Layout from = layout[in].output, to = layout[op].input;
+    if (auto kind = conversion(from, to)) {
+      auto& conv = reads[{in, to}];
+      if (conv.empty())
+        for (int mb = 0; mb < M(); ++mb) {
+          conv.push_back(split_collective(gi, mb, *kind, bytes));
+          for (std::size_t j = 0; j < n; ++j) g.add_edge(output_ready(in, j, mb), conv.back());
+        }
+      for (int mb = 0; mb < M(); ++mb)
+        for (std::size_t k = 0; k < n; ++k) g.add_edge(conv[mb], fwd[op][k][mb]);
+    } else {
+      for (std::size_t j = 0; j < n; ++j)
+        for (int mb = 0; mb < M(); ++mb) g.add_edge(output_ready(in, j, mb), fwd[op][j][mb]);
+    }
+    if (auto kind = conversion(layout[op].input_grad, gradient_layout(from))) {
+      for (int mb = 0; mb < M(); ++mb) {
+        const int t = split_collective(gi, mb, *kind, bytes);
+        for (std::size_t k = 0; k < n; ++k) g.add_edge(input_grads_ready(op, k, mb), t);
+        for (std::size_t j = 0; j < n; ++j) g.add_edge(t, bwd[in][j][mb]);
+      }
+    } else {
+      for (std::size_t j = 0; j < n; ++j)
+        for (int mb = 0; mb < M(); ++mb) g.add_edge(input_grads_ready(op, j, mb), bwd[in][j][mb]);
+    }
+  }
+
+  // Op `in` of a split group leaves it: converted to replicated first where its layout is not
+  // (every device then holds all of it), and its gradient, which comes back to each device for
+  // its share's samples, gathered on every device before the backward pass. Per micro-batch: the
+  // task after which device j may send (-1: its own forward pass) and the one the backward passes
+  // wait for.
+  void add_split_exit(int in) {
+    const int gi = group_of[in];
+    const double bytes = m.output_bytes(in) * batch() / M();
+    const auto kind = conversion(layout[in].output, Layout::replicated);
+    for (int mb = 0; mb < M(); ++mb) {
+      int out = -1;
+      if (kind) {
+        out = split_collective(gi, mb, *kind, bytes);
+        for (std::size_t j = 0; j < fwd[in].size(); ++j) g.add_edge(output_ready(in, j, mb), out);
+      }
+      exit_fwd[{in, mb}] = out;
+      const int back = split_collective(gi, mb, cost::Collective::all_gather, bytes);
+      for (const auto& per_mb : bwd[in]) g.add_edge(back, per_mb[mb]);
+      exit_bwd[{in, mb}] = back;
     }
   }
 
   // The activation of op `in` consumed by ops of group `gc` (or of groups on its devices at its
   // shares): from each producing device to each consuming one, the samples their intervals share
   // (nothing moves within a device); the gradients, summed on each consuming device, go back the
-  // same way.
+  // same way. A split group's devices each send their share's interval of the samples (after the
+  // exit conversion) and each receive all of them (only their feature share where every consumer
+  // reads feature shards).
   void add_crossing(int in, int gc, const std::vector<int>& consumers) {
     const int gp = group_of[in];
     const auto& from = p.op_groups[gp];
     const auto& to = p.op_groups[gc];
     const double per_sample = m.output_bytes(in);
+    const bool split_from = is_split(gp), split_to = is_split(gc);
+    if (split_from && !exit_bwd.count({in, 0})) add_split_exit(in);
+    bool feature_only = split_to;
+    for (int op : consumers) feature_only = feature_only && layout[op].input == Layout::feature;
     for (std::size_t j = 0; j < from.devices.size(); ++j) {
       const double a0 = j == 0 ? 0.0 : bounds[gp][j - 1], a1 = bounds[gp][j];
       for (std::size_t k = 0; k < to.devices.size(); ++k) {
-        const double b0 = k == 0 ? 0.0 : bounds[gc][k - 1], b1 = bounds[gc][k];
+        const double b0 = split_to || k == 0 ? 0.0 : bounds[gc][k - 1];
+        const double b1 = split_to ? 1.0 : bounds[gc][k];
         const double overlap = std::min(a1, b1) - std::max(a0, b0);
         if (overlap <= 1e-12) continue;
         const int src = from.devices[j], dst = to.devices[k];
+        const double part = feature_only ? plan::tensor_share(to, k) : 1.0;
         for (int mb = 0; mb < M(); ++mb) {
+          const int ready =
+              split_from && exit_fwd[{in, mb}] >= 0 ? exit_fwd[{in, mb}] : output_ready(in, j, mb);
+          const int grads_back = split_from ? exit_bwd[{in, mb}] : bwd[in][j][mb];
           if (src == dst) {
             for (int op : consumers) {
-              g.add_edge(fwd[in][j][mb], fwd[op][k][mb]);
-              g.add_edge(bwd[op][k][mb], bwd[in][j][mb]);
+              g.add_edge(ready, fwd[op][k][mb]);
+              g.add_edge(input_grads_ready(op, k, mb), grads_back);
             }
             continue;
           }
-          const double bytes = per_sample * overlap * batch() / M();
+          const double bytes = per_sample * overlap * part * batch() / M();
           const cost::CollectiveCost& cc = p2p(src, dst, bytes);
           const int tf =
               add_transfer(TaskKind::p2p, lane_of_device[src], lane_of_device[dst], gc, mb, cc);
-          g.add_edge(fwd[in][j][mb], tf);
+          g.add_edge(ready, tf);
           const cost::CollectiveCost& back = p2p(dst, src, bytes);
           const int tb =
               add_transfer(TaskKind::p2p, lane_of_device[dst], lane_of_device[src], gp, mb, back);
-          g.add_edge(tb, bwd[in][j][mb]);
+          g.add_edge(tb, grads_back);
           for (int op : consumers) {
             g.add_edge(tf, fwd[op][k][mb]);
-            g.add_edge(bwd[op][k][mb], tb);
+            g.add_edge(input_grads_ready(op, k, mb), tb);
           }
         }
       }
@@ -226,25 +379,31 @@ struct OpLevelLowering {
   }
 
   void add_data_edges() {
-    // Groups on the same devices at the same shares receive an activation once: each group's
-    // first such group stands for them.
-    std::vector<int> layout(p.op_groups.size());
+    // Groups on the same devices at the same shares in the same mode receive an activation once:
+    // each group's first such group stands for them.
+    std::vector<int> layout_of(p.op_groups.size());
     for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
-      layout[gi] = static_cast<int>(gi);
+      layout_of[gi] = static_cast<int>(gi);
       for (std::size_t o = 0; o < gi; ++o)
-        if (p.op_groups[o].devices == p.op_groups[gi].devices && bounds[o] == bounds[gi]) {
-          layout[gi] = static_cast<int>(o);
+        if (p.op_groups[o].devices == p.op_groups[gi].devices && bounds[o] == bounds[gi] &&
+            is_split(static_cast<int>(o)) == is_split(static_cast<int>(gi))) {
+          layout_of[gi] = static_cast<int>(o);
           break;
         }
     }
     // Consumers of each producer, by the layout consuming it (ascending op order).
     std::map<std::pair<int, int>, std::vector<int>> crossing;  // (producer, layout) -> consumers
+    std::map<std::pair<int, Layout>, std::vector<int>> reads;  // split groups' conversions
     for (std::size_t op = 0; op < m.ops.size(); ++op) {
       const int gc = group_of[op];
       for (int in : m.ops[op].inputs) {
         if (group_of[in] != gc) {
-          auto& v = crossing[{in, layout[gc]}];
+          auto& v = crossing[{in, layout_of[gc]}];
           if (v.empty() || v.back() != static_cast<int>(op)) v.push_back(static_cast<int>(op));
+          continue;
+        }
+        if (is_split(gc)) {
+          add_split_edge(in, static_cast<int>(op), reads);
           continue;
         }
         for (std::size_t j = 0; j < fwd[op].size(); ++j)
@@ -257,12 +416,22 @@ struct OpLevelLowering {
     for (const auto& [key, consumers] : crossing) add_crossing(key.first, key.second, consumers);
   }
 
-  double optimizer_time(int device, const std::vector<int>& ops, double shard) const {
+  // The optimizer steps of `ops` on device j of their group over `shard` of each one's weights
+  // (times the op's own share of them in a split group).
+  double optimizer_time(std::size_t j, const std::vector<int>& ops, double shard) const {
     double t = 0;
     for (int op : ops)
       if (optimizer_index[op] >= 0)
-        t += device_time(device, tg.optimizer[optimizer_index[op]], 1.0, shard);
+        t += device_time(p.op_groups[group_of[op]].devices[j], tg.optimizer[optimizer_index[op]],
+                         1.0, shard * weight_shard(op, j));
     return t;
+  }
+
+  // The parameters of `ops` that device j of their group holds.
+  double params_held(const std::vector<int>& ops, std::size_t j) const {
+    double x = 0;
+    for (int op : ops) x += static_cast<double>(m.ops[op].params) * weight_shard(op, j);
+    return x;
   }
 
   // A task that waits for every device's backward passes over the weights of `ops`.
@@ -339,12 +508,12 @@ struct OpLevelLowering {
       const std::size_t n = grp.devices.size();
       waits[gi].assign(n, {});
       if (ops.empty()) continue;
-      const double params = params_of(ops);
-      for (int d : grp.devices) {
-        fixed_memory[d].parameters += Bytes(params * sb.weight);
-        fixed_memory[d].gradients += Bytes(params * sb.gradient);
+      for (std::size_t j = 0; j < n; ++j) {
+        const double params = params_held(ops, j);
+        fixed_memory[grp.devices[j]].parameters += Bytes(params * sb.weight);
+        fixed_memory[grp.devices[j]].gradients += Bytes(params * sb.gradient);
       }
-      if (n == 1) continue;
+      if (n == 1 || is_split(static_cast<int>(gi))) continue;
       std::vector<int> factor_ops;
       auto& in_class = classes[sync_class(grp)];
       for (int op : ops)
@@ -415,13 +584,13 @@ struct OpLevelLowering {
         const int d = grp.devices[j];
         if (ps && std::find(servers.begin(), servers.end(), d) == servers.end()) continue;
         const int t = add_task(
-            compute_task(TaskKind::optimizer, d, group, -1, optimizer_time(d, ops, shard)));
+            compute_task(TaskKind::optimizer, d, group, -1, optimizer_time(j, ops, shard)));
         // Its own backward passes (the synchronisation waits for every device's).
         for (int op : ops)
           for (int x : bwd[op][j]) g.add_edge(x, t);
         for (int x : synced) g.add_edge(x, t);
         for (int x : waits[gi][j]) g.add_edge(x, t);
-        fixed_memory[d].optimizer += Bytes(params_of(ops) * shard * sb.optimizer);
+        fixed_memory[d].optimizer += Bytes(params_held(ops, j) * shard * sb.optimizer);
       }
     }
   }

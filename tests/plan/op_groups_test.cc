@@ -118,6 +118,41 @@ TEST_F(OpGroups, PlacedGroupHasOneDevice) {
             "got 2");
 }
 
+// A split group: every device sees every sample and holds its tensor share of each op.
+TEST_F(OpGroups, SplitGroupsRoundTripAndAreChecked) {
+  plan_.op_groups[1] = OpGroup{{"block2.conv"},
+                               {3, 4},
+                               {0.75, 0.25},
+                               GroupMode::split,
+                               SyncMethod::all_reduce,
+                               cost::Algorithm::automatic,
+                               {}};
+  EXPECT_EQ(check(), "ok");
+  const std::string text = to_json_text(plan_);
+  EXPECT_NE(text.find("\"mode\": \"split\""), std::string::npos);
+  EXPECT_EQ(text.find("\"servers\""), std::string::npos);
+  auto back = plan_from_json(nlohmann::json::parse(text), "plan.json");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, plan_);
+  EXPECT_DOUBLE_EQ(group_share(plan_.op_groups[1], 1), 1.0);
+  EXPECT_DOUBLE_EQ(tensor_share(plan_.op_groups[1], 1), 0.25);
+  EXPECT_DOUBLE_EQ(tensor_share(plan_.op_groups[0], 1), 1.0);
+  plan_.op_groups[1].shares.clear();
+  EXPECT_DOUBLE_EQ(tensor_share(plan_.op_groups[1], 0), 0.5);
+  plan_.op_groups[1].devices = {3};
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[1].devices: a split group spans at least two devices (one "
+            "device: mode place)");
+  plan_.op_groups[1].devices = {3, 4};
+  plan_.op_groups[1].servers = {4};
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[1].servers: a split group holds a share of each weight and "
+            "synchronises nothing");
+  plan_.op_groups[1].servers.clear();
+  plan_.op_groups[1].shares = {0.5, 0.25};
+  EXPECT_EQ(check(), "plan.json: op_groups[1].shares: expected shares summing to 1, got 0.75");
+}
+
 TEST_F(OpGroups, SharesAndDevices) {
   plan_.op_groups[0].shares = {0.5, 0.5};
   EXPECT_EQ(check(),
@@ -146,8 +181,13 @@ TEST_F(OpGroups, FileErrorsNameTheField) {
   EXPECT_EQ(read(R"({"version": 1, "global_batch": 8, "op_groups": []})"),
             "p.json: op_groups: expected a non-empty array of op groups");
   EXPECT_EQ(read(R"({"version": 1, "global_batch": 8,
-                     "op_groups": [{"ops": ["a"], "devices": [0], "mode": "split"}]})"),
-            "p.json: op_groups[0].mode: expected one of replicate|place (got \"split\")");
+                     "op_groups": [{"ops": ["a"], "devices": [0], "mode": "shard"}]})"),
+            "p.json: op_groups[0].mode: expected one of replicate|place|split (got \"shard\")");
+  EXPECT_EQ(read(R"({"version": 1, "global_batch": 8,
+                     "op_groups": [{"ops": ["a"], "devices": [0, 1], "mode": "split",
+                                    "sync": "all_reduce"}]})"),
+            "p.json: op_groups[0].sync: a split group holds a share of each weight and "
+            "synchronises nothing");
   EXPECT_EQ(read(R"({"version": 1, "global_batch": 8, "stages": [],
                      "op_groups": [{"ops": ["a"], "devices": [0]}]})"),
             "p.json: stages: an op-level plan (with op_groups) has no stages, op_overrides or "

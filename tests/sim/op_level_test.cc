@@ -1,8 +1,11 @@
 // Op-level plans (groups of ops on their own devices), simulated on cases worked out by hand.
 #include <gtest/gtest.h>
 
+#include "hetplan/cluster/cluster_file.h"
 #include "hetplan/cost/compute_cost.h"
 #include "hetplan/model/training.h"
+#include "hetplan/model/zoo.h"
+#include "hetplan/plan/strategy.h"
 #include "sim_fixtures.h"
 
 namespace hetplan::sim {
@@ -195,6 +198,127 @@ TEST(OpLevel, ActivationsPeakWhenTheLastForwardEnds) {
   const cost::MemoryConfig defaults;
   EXPECT_DOUBLE_EQ(r->devices[0].memory.buffers.value,
                    (defaults.workspace + defaults.gradient_buckets).value);
+}
+
+plan::OpGroup split(std::vector<std::string> ops, std::vector<int> devices,
+                    std::vector<double> shares = {}) {
+  plan::OpGroup g;
+  g.ops = std::move(ops);
+  g.devices = std::move(devices);
+  g.shares = std::move(shares);
+  g.mode = plan::GroupMode::split;
+  return g;
+}
+
+int count(const SimResult& r, TaskKind kind) {
+  int n = 0;
+  for (const auto& e : r.events) n += e.kind == kind;
+  return n;
+}
+
+TEST(OpLevel, SplitGroupShardsComputeWeightsAndOptimizerSteps) {
+  // One column-split matmul over two devices at 3/4 and 1/4, two samples (each device runs both):
+  // device 0 forward 1.5 s, backward 3 s, then its Adam step over 3/4 of the weights; nothing is
+  // synchronised.
+  const auto m = chain_model(1, 1e12, 0, 100'000'000);
+  const auto c = unit_cluster(1, 2);
+  const auto opts = exact_options();
+  auto r = simulate(m, c, op_plan({split({"*"}, {0, 1}, {0.75, 0.25})}, 2), opts);
+  ASSERT_TRUE(r) << r.error().message;
+  const auto tg = model::derive_training_graph(m);
+  const cost::ComputeCostModel cm(opts.compute);
+  const double step = cm.op_time(c.type_of(0), tg.optimizer[0], 1, 0.75, m.dtype).value;
+  EXPECT_NEAR(r->iteration_time.value, 4.5 + step, 1e-9);
+  EXPECT_NEAR(r->devices[1].compute_busy.value,
+              1.5 + cm.op_time(c.type_of(1), tg.optimizer[0], 1, 0.25, m.dtype).value, 1e-9);
+  EXPECT_EQ(count(*r, TaskKind::grad_sync), 0);
+  EXPECT_EQ(count(*r, TaskKind::tp_comm), 0);
+  // bf16 weights and gradients, Adam's 12 bytes, each of the device's share.
+  EXPECT_DOUBLE_EQ(r->devices[0].memory.parameters.value, 1.5e8);
+  EXPECT_DOUBLE_EQ(r->devices[0].memory.optimizer.value, 9e8);
+  EXPECT_DOUBLE_EQ(r->devices[1].memory.parameters.value, 0.5e8);
+}
+
+TEST(OpLevel, SplitGroupAllReducesARowSplitOutputBeforeAWholeOp) {
+  // Megatron-LM's MLP on two devices, one sample: a column-split matmul (0.5 s each), a row-split
+  // one (0.5 s) whose partial sums are all-reduced (1 GB) before an op computed whole (1 s);
+  // backward 2 + 1 + 1 s. The row split's input gradient is already in shards and the first op
+  // has no producer: one collective in all.
+  auto m = chain_model(3, 1e12, 1e9);
+  m.ops[1].shard = model::ShardKind::row;
+  m.ops[2].shard = model::ShardKind::replicated;
+  const auto c = unit_cluster(1, 2);
+  auto r = simulate(m, c, op_plan({split({"*"}, {0, 1})}, 1), exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  const double ar = collective_time(c, cost::Collective::all_reduce, {0, 1}, 1e9);
+  EXPECT_NEAR(r->iteration_time.value, 6.0 + ar, 1e-9);
+  EXPECT_EQ(count(*r, TaskKind::tp_comm), 1);
+  // Put back to back inside a whole op's pair, the column split's input gradient is partial and
+  // is all-reduced in the backward pass too.
+  m.ops[0].shard = model::ShardKind::replicated;
+  m.ops[1].shard = model::ShardKind::column;
+  m.ops[2].shard = model::ShardKind::replicated;
+  r = simulate(m, c, op_plan({split({"*"}, {0, 1})}, 1), exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  // Forward 1 + 0.5, the feature shards gathered for the whole op (1 GB), 1; backward 2, the
+  // column split's 1 s, its partial input gradient all-reduced, then 2.
+  const double ag = collective_time(c, cost::Collective::all_gather, {0, 1}, 1e9);
+  EXPECT_NEAR(r->iteration_time.value, 7.5 + ag + ar, 1e-9);
+  EXPECT_EQ(count(*r, TaskKind::tp_comm), 2);
+}
+
+TEST(OpLevel, ActivationsEnterASplitGroupWholeAndLeaveItReplicated) {
+  // Placed op on device 2 -> column-split op over devices 0 and 1 -> placed op on device 2, two
+  // micro-batches of one sample: per micro-batch the activation goes whole to both devices and its
+  // gradients come back (4 transfers), the split output is gathered to replicated, each device
+  // sends its half of the samples on (2) and gets their gradients back (2), which are gathered
+  // again on both devices.
+  const auto m = chain_model(3, 1e12, 1e9);
+  const auto c = unit_cluster(1, 3);
+  const auto p = op_plan(
+      {placed({"layers.0.fc"}, 2), split({"layers.1.fc"}, {0, 1}), placed({"layers.2.fc"}, 2)}, 2,
+      2);
+  auto r = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(count(*r, TaskKind::p2p), 2 * 8);
+  EXPECT_EQ(count(*r, TaskKind::tp_comm), 2 * 2);
+  for (const auto& e : r->events)
+    if (e.kind == TaskKind::forward && e.stage == 1) {
+      EXPECT_NEAR((e.end - e.start).value, 0.5, 1e-12);
+    }
+  // Device 2 is never idle here (the other micro-batch fills its waits): 2 x (1 + 1) s forward, 2 x
+  // (2 + 2) s backward. With one micro-batch the split device's 0.5 + 1 s and both gathers (of
+  // 1 GB) are on the critical path too.
+  EXPECT_NEAR(r->iteration_time.value, 12.0, 1e-9);
+  r = simulate(m, c, op_plan(p.op_groups, 1, 1), exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  const double ag = collective_time(c, cost::Collective::all_gather, {0, 1}, 1e9);
+  EXPECT_GT(r->iteration_time.value, 7.5 + 2 * ag);
+}
+
+// A split group holding a whole chain-shaped model is that model's tensor-parallel replica: on two
+// A100s of a DGX node, GPT-3 125M and VGG-16 (one micro-batch of 8) take the time the stage plan
+// with tp=2 takes, and the same memory but for the working buffers' rounding (within 0.1%).
+TEST(OpLevel, SplitGroupOfAWholeChainIsTheTensorParallelStagePlan) {
+  const auto c = cluster::load_cluster("dgx-a100:1");
+  ASSERT_TRUE(c);
+  for (const char* spec : {"gpt3-125m", "vgg16"}) {
+    const auto m = model::load_model(spec);
+    ASSERT_TRUE(m);
+    auto st = plan::parse_strategy("dp=1,tp=2,pp=1,gbs=8,mbs=8");
+    ASSERT_TRUE(st);
+    auto stage_plan = plan::plan_from_strategy(*st, *m, *c);
+    ASSERT_TRUE(stage_plan) << stage_plan.error().message;
+    auto tp = simulate(*m, *c, *stage_plan, SimOptions{});
+    auto ops = simulate(*m, *c, op_plan({split({"*"}, {0, 1})}, 8), SimOptions{});
+    ASSERT_TRUE(tp && ops) << spec;
+    EXPECT_NEAR(ops->iteration_time.value, tp->iteration_time.value,
+                1e-9 * tp->iteration_time.value)
+        << spec;
+    EXPECT_NEAR(ops->devices[1].peak_memory.value, tp->devices[1].peak_memory.value,
+                1e-3 * tp->devices[1].peak_memory.value)
+        << spec;
+  }
 }
 
 }  // namespace

@@ -16,8 +16,12 @@ namespace hetplan::plan {
 std::vector<int> group_of_ops(const Plan& p, const model::Model& m);
 
 // Group g's share of each micro-batch on its device j: shares[j], 1 / devices for even shares,
-// 1 for a placed group.
+// 1 for a placed or split group (every device sees every sample).
 double group_share(const OpGroup& g, std::size_t j);
+
+// Group g's share of each op's tensor dimension on its device j: for a split group shares[j] (1 /
+// devices for even shares), else 1.
+double tensor_share(const OpGroup& g, std::size_t j);
 
 // Many op-level plans are stage-level plans in disguise: walking Model::layers in order, all of a
 // layer's ops are in groups with the same devices and shares (a placed group: one device, share 1;

@@ -119,9 +119,15 @@ struct GradSync {
 //   replicate: every device of the group runs all of the group's ops on its `shares` of each
 //     micro-batch's samples (even when `shares` is empty), holds the group's weights whole and
 //     synchronises their gradients over the group by `sync`;
-//   place: the group's one device runs its ops on every sample (model parallelism).
-// Plan files: "replicate", "place".
-enum class GroupMode { replicate, place };
+//   place: the group's one device runs its ops on every sample (model parallelism);
+//   split: every device of the group runs every sample through its `shares` of each op's tensor
+//     dimension (tensor parallelism as Megatron-LM splits a layer: matmul weights by output or
+//     input features, attention by heads, convolutions by output channels; ops without such a
+//     dimension, norms and elementwise ops, computed whole on every device), holds that share of
+//     the weights and synchronises nothing: activations change layout inside the group by the
+//     collectives of sim/tensor_layout.h (HAP's uneven shares: `shares` may differ).
+// Plan files: "replicate", "place", "split".
+enum class GroupMode { replicate, place, split };
 const char* to_string(GroupMode g);
 std::optional<GroupMode> group_mode_from_string(std::string_view s);
 std::string group_mode_names();
@@ -138,8 +144,10 @@ std::string execution_order_names();
 struct OpGroup {
   // Op names or patterns (op_pattern_matches); together the groups name every op exactly once.
   std::vector<std::string> ops;
-  std::vector<int> devices;    // distinct; exactly one for place
-  std::vector<double> shares;  // replicate: per device share of each micro-batch, sum 1; empty = even
+  std::vector<int> devices;  // distinct; exactly one for place
+  // replicate: per device share of each micro-batch; split: per device share of each op's tensor
+  // dimension; sum 1; empty = even
+  std::vector<double> shares;
   GroupMode mode = GroupMode::replicate;
   // replicate: how the group's weight gradients are synchronised over its devices. all_reduce
   // with `algorithm`; parameter_server with the parameters sharded evenly over `servers` (devices
