@@ -149,8 +149,8 @@ int run_run(const RunArgs& a) {
     if (tell && form.stages_from_op_level > 0)
       std::fprintf(stderr,
                    "hetplan: the op-level plan keeps whole layers on the same devices: it runs "
-                   "as a stage plan of %d stage(s), each device one replica at its group's "
-                   "share\n",
+                   "as a stage plan of %d stage(s), each device of a replicated group one "
+                   "replica at its share, a split group one tensor-parallel replica\n",
                    form.stages_from_op_level);
     if (tell && form.op_level_from_stages)
       std::fprintf(stderr,

@@ -100,12 +100,14 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
 namespace {
 
 // Where a group runs its ops as a stage would: its devices in increasing order, each with its share
-// of every micro-batch.
+// of every micro-batch (one replica per device), or, for a split group, its share of every op's
+// tensor dimension (one tensor-parallel replica of all the devices).
 struct Placement {
   std::vector<int> devices;
   std::vector<double> shares;
+  bool tensor = false;
   bool operator==(const Placement& o) const {
-    if (devices != o.devices) return false;
+    if (devices != o.devices || tensor != o.tensor) return false;
     for (std::size_t j = 0; j < shares.size(); ++j)
       if (std::abs(shares[j] - o.shares[j]) > 1e-9) return false;
     return true;
@@ -114,10 +116,12 @@ struct Placement {
 
 Placement placement_of(const OpGroup& g) {
   std::vector<std::pair<int, double>> by_device;
+  const bool tensor = g.mode == GroupMode::split;
   for (std::size_t j = 0; j < g.devices.size(); ++j)
-    by_device.emplace_back(g.devices[j], group_share(g, j));
+    by_device.emplace_back(g.devices[j], tensor ? tensor_share(g, j) : group_share(g, j));
   std::sort(by_device.begin(), by_device.end());
   Placement out;
+  out.tensor = tensor;
   for (const auto& [d, s] : by_device) {
     out.devices.push_back(d);
     out.shares.push_back(s);
@@ -127,8 +131,8 @@ Placement placement_of(const OpGroup& g) {
 
 std::string describe(const Placement& pl) {
   if (pl.devices.size() == 1) return fmt::format("device {}", pl.devices[0]);
-  return fmt::format("devices {{{}}} at shares {:g}", fmt::join(pl.devices, ","),
-                     fmt::join(pl.shares, "/"));
+  return fmt::format("devices {{{}}} at {}shares {:g}", fmt::join(pl.devices, ","),
+                     pl.tensor ? "tensor " : "", fmt::join(pl.shares, "/"));
 }
 
 std::string describe_layers(const model::Model& m, int first, int last) {
@@ -147,11 +151,6 @@ Result<Plan> stage_plan_of(const Plan& p, const model::Model& m) {
     if (!grp.shares.empty() && grp.shares.size() != grp.devices.size())
       return Error{fmt::format("op_groups[{}] has {} shares for {} devices", g, grp.shares.size(),
                                grp.devices.size())};
-    if (grp.mode == GroupMode::split)
-      return Error{fmt::format(
-          "op_groups[{}] splits its ops by tensor dimension; a stage plan in disguise replicates "
-          "or places every group",
-          g)};
     if (grp.mode == GroupMode::replicate && grp.devices.size() > 1 &&
         grp.sync != SyncMethod::all_reduce)
       return Error{fmt::format(
@@ -212,6 +211,16 @@ Result<Plan> stage_plan_of(const Plan& p, const model::Model& m) {
     Stage st;
     st.first_layer = static_cast<int>(l);
     st.num_layers = 1;
+    if (pl.tensor) {
+      Replica r;
+      r.devices = pl.devices;
+      r.batch_share = 1;
+      for (double x : pl.shares)
+        if (std::abs(x - pl.shares.front()) > 1e-12) r.tp_shares = pl.shares;
+      st.replicas.push_back(std::move(r));
+      out.stages.push_back(std::move(st));
+      continue;
+    }
     for (std::size_t j = 0; j < pl.devices.size(); ++j) {
       Replica r;
       r.devices = {pl.devices[j]};

@@ -91,6 +91,11 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan
     if (s.size() == 1) continue;
     actions_.push_back(Action{s, plan::SyncMethod::parameter_server});
     actions_.push_back(Action{s, plan::SyncMethod::sufficient_factor});
+    // Tensor splits exchange activations at every layer: offered within one node only, as
+    // Megatron-LM keeps tensor parallelism on the node's fast links.
+    bool one_node = true;
+    for (int d : s) one_node = one_node && c.devices[d].node == c.devices[s.front()].node;
+    if (one_node) actions_.push_back(Action{s, plan::SyncMethod::all_reduce, true});
   }
   // Micro-batch counts: from the fewest (powers of two, while every device keeps a sample) with
   // which the data-parallel plan fits, up to 8 times as many, for pipelines of placed groups.
@@ -133,20 +138,22 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan
             microbatches_[i] > microbatches_[hint_microbatches_])
           hint_microbatches_ = static_cast<int>(i);
     }
-    // Each stage's devices as a decision (all-reduce), and each group's stage: the one holding
-    // most of its ops.
+    // Each stage's devices as a decision (all-reduce; a tensor split for a stage of one
+    // tensor-parallel replica), and each group's stage: the one holding most of its ops.
     std::vector<int> stage_action;
     for (const auto& st : hint->stages) {
       std::vector<int> devs;
       for (const auto& r : st.replicas) devs.insert(devs.end(), r.devices.begin(), r.devices.end());
       std::sort(devs.begin(), devs.end());
+      const bool split = st.replicas.size() == 1 && devs.size() > 1;
       int a = -1;
       for (std::size_t i = 0; i < actions_.size() && a < 0; ++i)
-        if (actions_[i].devices == devs && actions_[i].sync == plan::SyncMethod::all_reduce)
+        if (actions_[i].devices == devs && actions_[i].sync == plan::SyncMethod::all_reduce &&
+            actions_[i].split == split)
           a = static_cast<int>(i);
       if (a < 0) {
         a = static_cast<int>(actions_.size());
-        actions_.push_back(Action{devs, plan::SyncMethod::all_reduce});
+        actions_.push_back(Action{devs, plan::SyncMethod::all_reduce, split});
       }
       stage_action.push_back(a);
     }
@@ -244,6 +251,11 @@ plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
     plan::OpGroup og;
     for (int op : grouping_.groups[g]) og.ops.push_back(m.ops[op].name);
     const Action& a = actions_[choice[g]];
+    if (a.split) {
+      split_tensors(a.devices, og);
+      p.op_groups.push_back(std::move(og));
+      continue;
+    }
     place_samples(a.devices, M, og);
     if (og.devices.size() > 1) {
       og.sync = a.sync;
@@ -256,9 +268,27 @@ plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
   return p;
 }
 
+double TagProblem::device_speed(int d) const {
+  const cluster::Cluster& c = ctx_.cluster;
+  const double t = model_time_[c.devices[d].type];
+  return t > 0 ? c.nodes[c.devices[d].node].cpu_share / t : 1.0;
+}
+
+void TagProblem::split_tensors(const std::vector<int>& devices, plan::OpGroup& og) const {
+  og.mode = plan::GroupMode::split;
+  og.devices = devices;
+  double total = 0;
+  for (int d : devices) total += device_speed(d);
+  bool even = true;
+  for (int d : devices) {
+    og.shares.push_back(device_speed(d) / total);
+    even = even && device_speed(d) == device_speed(devices.front());
+  }
+  if (even) og.shares.clear();
+}
+
 void TagProblem::place_samples(const std::vector<int>& devices, int microbatches,
                                plan::OpGroup& og) const {
-  const cluster::Cluster& c = ctx_.cluster;
   // Whole samples per micro-batch.
   const long long B = ctx_.options.global_batch;
   const long long count = B / microbatches;  // the counts divide the batch
@@ -268,8 +298,7 @@ void TagProblem::place_samples(const std::vector<int>& devices, int microbatches
   // Speed on the whole model, not on this group alone: groups on the same devices then split the
   // samples alike, and nothing moves between them.
   for (int d : devices) {
-    const double t = model_time_[c.devices[d].type];
-    speed.push_back(t > 0 ? c.nodes[c.devices[d].node].cpu_share / t : 1.0);
+    speed.push_back(device_speed(d));
     total += speed.back();
   }
   // In proportion to speed, by largest remainder (ties: the lower index).

@@ -153,10 +153,10 @@ TagGraph tag_graph(const TagProblem& p) {
     mean_speed /= static_cast<double>(a.devices.size());
     const bool one = a.devices.size() == 1;
     for (double x : {static_cast<double>(a.devices.size()) / N, one ? 1.0 : 0.0,
-                     !one && a.sync == plan::SyncMethod::all_reduce ? 1.0 : 0.0,
-                     !one && a.sync == plan::SyncMethod::parameter_server ? 1.0 : 0.0,
-                     !one && a.sync == plan::SyncMethod::sufficient_factor ? 1.0 : 0.0, mean_speed,
-                     static_cast<double>(narrowest)})
+                     !one && !a.split && a.sync == plan::SyncMethod::all_reduce ? 1.0 : 0.0,
+                     !one && !a.split && a.sync == plan::SyncMethod::parameter_server ? 1.0 : 0.0,
+                     !one && !a.split && a.sync == plan::SyncMethod::sufficient_factor ? 1.0 : 0.0,
+                     mean_speed, static_cast<double>(narrowest)})
       g.action_x.push_back(static_cast<float>(x));
     std::vector<float> row(static_cast<std::size_t>(N), 0.0f);
     for (int d : a.devices) row[static_cast<std::size_t>(d)] = 1.0f;
@@ -196,6 +196,7 @@ TagState tag_state(const TagProblem& p, std::span<const int> prefix) {
     const int k = p.group_at(static_cast<int>(i));
     const auto& a = p.actions()[static_cast<std::size_t>(prefix[i])];
     const bool one = a.devices.size() == 1;
+    const bool synced = !one && !a.split;  // a split group synchronises nothing
     plan::SyncMethod sync = a.sync;
     if (sync == plan::SyncMethod::sufficient_factor && !p.has_factor_op(k))
       sync = plan::SyncMethod::all_reduce;
@@ -204,9 +205,9 @@ TagState tag_state(const TagProblem& p, std::span<const int> prefix) {
         0.0f,
         static_cast<float>(a.devices.size()) / static_cast<float>(g.devices),
         one ? 1.0f : 0.0f,
-        !one && sync == plan::SyncMethod::all_reduce ? 1.0f : 0.0f,
-        !one && sync == plan::SyncMethod::parameter_server ? 1.0f : 0.0f,
-        !one && sync == plan::SyncMethod::sufficient_factor ? 1.0f : 0.0f};
+        synced && sync == plan::SyncMethod::all_reduce ? 1.0f : 0.0f,
+        synced && sync == plan::SyncMethod::parameter_server ? 1.0f : 0.0f,
+        synced && sync == plan::SyncMethod::sufficient_factor ? 1.0f : 0.0f};
     std::copy(std::begin(row), std::end(row), s.group_state.begin() + at(k, kTagStateFeatures, 0));
     double total = 0;
     for (int d : a.devices) total += speed(p, d);

@@ -50,6 +50,38 @@ class AsStagePlan : public ::testing::Test {
   }
 };
 
+// A split group of whole layers is a stage of one tensor-parallel replica: its devices in
+// increasing order with their tensor shares (none when even).
+TEST_F(AsStagePlan, SplitGroupsAreTensorParallelReplicas) {
+  OpGroup tensor;
+  tensor.ops = {"embedding.*", "layers.0.*"};
+  tensor.devices = {3, 1};
+  tensor.shares = {0.25, 0.75};
+  tensor.mode = GroupMode::split;
+  plan_.op_groups = {tensor, replicated({"layers.1.*", "head.*"}, {4, 5})};
+  ASSERT_EQ(validate(plan_), "ok");
+  auto s = as_stage_plan(plan_, model_);
+  ASSERT_TRUE(s) << why_not_stage_plan(plan_, model_);
+  ASSERT_EQ(s->stages.size(), 2u);
+  ASSERT_EQ(s->stages[0].replicas.size(), 1u);
+  EXPECT_EQ(s->stages[0].replicas[0].devices, (std::vector<int>{1, 3}));
+  EXPECT_EQ(s->stages[0].replicas[0].tp_shares, (std::vector<double>{0.75, 0.25}));
+  EXPECT_DOUBLE_EQ(s->stages[0].replicas[0].batch_share, 1.0);
+  EXPECT_EQ(s->stages[1].replicas.size(), 2u);
+  EXPECT_EQ(validate(*s), "ok");
+  plan_.op_groups[0].shares.clear();
+  s = as_stage_plan(plan_, model_);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->stages[0].replicas[0].tp_shares.empty());
+  // Half a layer split, the other half replicated: not a stage plan.
+  plan_.op_groups = {tensor, replicated({"layers.1.*", "head.*"}, {4, 5})};
+  plan_.op_groups[0].ops = {"embedding.*", "layers.0.attn*"};
+  plan_.op_groups[1].ops = {"layers.0.norm*", "layers.0.mlp.*", "layers.1.*", "head.*"};
+  ASSERT_EQ(validate(plan_), "ok");
+  EXPECT_NE(why_not_stage_plan(plan_, model_).find("at tensor shares 0.75/0.25"), std::string::npos)
+      << why_not_stage_plan(plan_, model_);
+}
+
 TEST_F(AsStagePlan, DataParallelIsOneStageOfOneDeviceReplicas) {
   plan_.op_groups = {replicated({"*"}, {2, 0, 1}, {0.25, 0.5, 0.25})};
   ASSERT_EQ(validate(plan_), "ok");

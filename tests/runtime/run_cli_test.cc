@@ -315,13 +315,32 @@ TEST(RunCli, OpLevelDevicesWithoutRowsJoinTheirGroups) {
   expect_same_losses(one, three);
 }
 
-// A split group (tensor parallelism inside an op-level plan) is simulated but not executed yet:
-// --check names the group and run refuses it before any step.
+// A split group of whole layers is a stage plan's tensor-parallel replica in disguise: a GPT split
+// over three devices at shares 2:1:1 (of its 4 heads) runs as one stage of uneven tensor
+// parallelism over two micro-batches and gives one process's losses.
+TEST(RunCli, SplitGroupsOfWholeLayersRunAsTensorParallelStages) {
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_split_stages_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << R"({"version": 1, "global_batch": 12, "num_microbatches": 2,
+    "op_groups": [{"ops": ["*"], "mode": "split", "devices": [0, 1, 2],
+                   "shares": [0.5, 0.25, 0.25]}]})";
+  const std::string model = std::string("--model ") + kGpt;
+  const auto one = losses(model + " --strategy dp=1,gbs=12");
+  auto r = run_hetplan("run --json --steps 20 " + model + " --nprocs 3 --plan " + file.string());
+  std::filesystem::remove(file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("runs as a stage plan of 1 stage(s)"), std::string::npos) << r.err;
+  expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+}
+
+// A split group (tensor parallelism inside an op-level plan) that is not whole layers is simulated
+// but not executed yet: --check names the group and run refuses it before any step.
 TEST(RunCli, SplitGroupsAreRefusedWithTheReason) {
   const auto file = std::filesystem::temp_directory_path() /
                     ("hetplan_split_" + std::to_string(::getpid()) + ".json");
   std::ofstream(file) << R"({"version": 1, "global_batch": 8,
-    "op_groups": [{"ops": ["*"], "mode": "split", "devices": [0, 1]}]})";
+    "op_groups": [{"ops": ["layers.0.*", "layers.1.fc"], "mode": "split", "devices": [0, 1]},
+                  {"ops": ["layers.1.relu", "head.*"], "mode": "place", "devices": [1]}]})";
   const std::string args = std::string(" --model ") + kMlp + " --plan " + file.string();
   const std::string why =
       "plan: op_groups[0]: groups split by tensor dimension (mode split) are not executed op by "

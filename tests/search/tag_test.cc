@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "hetplan/cluster/cluster_file.h"
+#include "hetplan/plan/op_groups.h"
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/search/search.h"
 #include "tag_fixtures.h"
@@ -55,6 +56,45 @@ TEST(TagSearch, TreeSearchFindsTheBruteForceOptimum) {
   EXPECT_TRUE(r.complete_found);
   // The data-parallel start is beaten on this slow network.
   EXPECT_LT(brute, problem.baseline().iteration_time_s);
+}
+
+// A stage plan of one tensor-parallel replica, as the hint, points every group at the tensor
+// split over its devices; the hinted plan splits each group at speed-proportional shares and
+// simulates as that stage plan does.
+TEST(TagSearch, ATensorParallelHintIsFollowedBySplitGroups) {
+  Fixture f("gpt:layers=2,hidden=256,heads=4,seq=128,vocab=1000", slow_pair(), 8);
+  const cost::ComputeCostModel compute(f.opts.sim.compute);
+  auto grouping = group_ops(f.m, op_compute_weights(f.m, f.c.device_types[0], compute), 4, 1);
+  ASSERT_TRUE(grouping) << grouping.error().message;
+  plan::Plan hint;
+  hint.global_batch = 8;
+  plan::Stage st;
+  st.num_layers = static_cast<int>(f.m.layers.size());
+  plan::Replica r;
+  r.devices = {0, 1};
+  r.batch_share = 1;
+  st.replicas = {r};
+  hint.stages = {st};
+  TagProblem problem(f.ctx, *grouping, &hint);
+  const std::vector<int> seq = problem.hint_decisions();
+  ASSERT_EQ(seq.size(), 5u);
+  for (std::size_t i = 1; i < seq.size(); ++i) {
+    const auto& a = problem.actions()[static_cast<std::size_t>(seq[i])];
+    EXPECT_TRUE(a.split);
+    EXPECT_EQ(a.devices, (std::vector<int>{0, 1}));
+  }
+  const plan::Plan p = problem.plan_of(seq);
+  for (const auto& g : p.op_groups) {
+    EXPECT_EQ(g.mode, plan::GroupMode::split);
+    ASSERT_EQ(g.shares.size(), 2u);  // slow_pair's devices differ in speed
+    EXPECT_GT(g.shares[0], g.shares[1]);
+  }
+  auto tensor = sim::simulate(f.m, f.c, p, f.opts.sim);
+  ASSERT_TRUE(tensor) << tensor.error().message;
+  auto as_stages = plan::as_stage_plan(p, f.m);
+  ASSERT_TRUE(as_stages) << plan::why_not_stage_plan(p, f.m);
+  ASSERT_EQ(as_stages->stages.size(), 1u);
+  EXPECT_EQ(as_stages->stages[0].replicas[0].tp_shares, p.op_groups[0].shares);
 }
 
 TEST(TagSearch, DeterministicAndItsPlanResimulatesToTheSameTime) {

@@ -25,9 +25,11 @@ double tensor_share(const OpGroup& g, std::size_t j);
 
 // Many op-level plans are stage-level plans in disguise: walking Model::layers in order, all of a
 // layer's ops are in groups with the same devices and shares (a placed group: one device, share 1;
-// a replicated one: each device at its group_share), every replicated group of more than one
-// device synchronises by all_reduce, and consecutive layers on the same devices and shares form
-// one stage, whose replicas are the single devices at their shares. A device may run only one
+// a replicated one: each device at its group_share; a split one: all its devices at their
+// tensor_share), every replicated group of more than one device synchronises by all_reduce, and
+// consecutive layers on the same devices and shares form one stage, whose replicas are the single
+// devices at their shares (for a split group: one tensor-parallel replica of its devices, in
+// increasing order, with their tensor shares as tp_shares). A device may run only one
 // such run of layers (no interleaving). Then the stage plan below is the same training step, and
 // `hetplan run` executes it. (Its timing may differ from the op-level plan's simulation: the
 // simulator orders an op-level plan's ops by its execution_order (HEFT), a stage plan's passes by

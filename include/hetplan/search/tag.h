@@ -2,11 +2,13 @@
 // (METIS, op_groups.h), then a Monte Carlo tree search (mcts.h, PUCT) decides group by group, the
 // groups of most compute first, where each runs and how its gradients are synchronised. A decision
 // is a device set (every device, the devices of one type, of one node, or one node's fastest
-// device alone) and, for a set of several, all-reduce, a parameter server sharded over the set, or
-// sufficient factor broadcasting (for groups with matmul weights it applies to). A set of several
-// replicates the group with batch shares proportional to each device's speed on the model (whole
-// samples per iteration, so that groups on the same devices split them alike); a device left
-// without a sample drops out, and a set of one device places the group there. The first decision is
+// device alone) and, for a set of several, all-reduce, a parameter server sharded over the set,
+// sufficient factor broadcasting (for groups with matmul weights it applies to), or, for a set
+// within one node, a tensor split over the set (plan::GroupMode::split, tensor shares proportional
+// to each device's speed on the model). A set of several otherwise replicates the group with batch shares proportional to each
+// device's speed on the model (whole samples per iteration, so that groups on the same devices
+// split them alike); a device left without a sample drops out, and a set of one device places the
+// group there. The first decision is
 // the number of micro-batches: the fewest (powers of two) with which the data-parallel plan fits,
 // or up to 8 times as many (pipelines of placed groups). A partial plan is simulated as it stands,
 // its undecided groups replicated over every device with all-reduce (the first action: plain data
@@ -60,6 +62,7 @@ class TagProblem : public DecisionProblem {
   struct Action {
     std::vector<int> devices;  // ascending
     plan::SyncMethod sync = plan::SyncMethod::all_reduce;
+    bool split = false;  // a tensor split over the devices (then sync is all_reduce, unused)
   };
 
   TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan* hint = nullptr,
@@ -105,6 +108,10 @@ class TagProblem : public DecisionProblem {
 
  private:
   void place_samples(const std::vector<int>& devices, int microbatches, plan::OpGroup& og) const;
+  // og split over `devices` at tensor shares proportional to their speed (none when even).
+  void split_tensors(const std::vector<int>& devices, plan::OpGroup& og) const;
+  // Device d's speed on the whole model (its node's CPU share over its type's time per sample).
+  double device_speed(int d) const;
   void keep(const Evaluation& e);
   Evaluation simulate(const plan::Plan& p);  // the evaluator's, counting the work
 

@@ -31,10 +31,12 @@ inline constexpr int kTagGroupFeatures = 8;
 // it so far as a fraction of the whole model's.
 inline constexpr int kTagDeviceFeatures = 6;
 // Per group (state): decided, decided now, chosen set size as a fraction of the devices, placed on
-// one device, all-reduce, parameter server, sufficient factors.
+// one device, all-reduce, parameter server, sufficient factors (a tensor split over several
+// devices: none of the last four).
 inline constexpr int kTagStateFeatures = 7;
-// Per action: set size fraction, one device, all-reduce, parameter server, sufficient factors,
-// the set's mean speed relative to the fastest, the set's slowest link (log10 ratio as in link).
+// Per action: set size fraction, one device, all-reduce, parameter server, sufficient factors
+// (a tensor split over several devices: none of the four), the set's mean speed relative to the
+// fastest, the set's slowest link (log10 ratio as in link).
 inline constexpr int kTagActionFeatures = 7;
 // Per micro-batch count: log2 of it over 5, samples per device and micro-batch (log2 over 5).
 inline constexpr int kTagMicrobatchFeatures = 2;
