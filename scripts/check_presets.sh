@@ -35,7 +35,7 @@ for c in "${clusters[@]}"; do
         printf '%-14s %-14s %-10s %-10s\n' "$m" "$c" "$a" runnable
         runnable=$((runnable + 1))
       else
-        printf '%-14s %-14s %-10s %-10s %s\n' "$m" "$c" "$a" refused "$(sed -n 2p "$work/out" | sed 's/^ *//' | cut -c1-110)"
+        printf '%-14s %-14s %-10s %-10s %s\n' "$m" "$c" "$a" refused "$(grep -A1 '^not runnable:' "$work/out" | sed -n 2p | sed 's/^ *//' | cut -c1-110)"
         refused=$((refused + 1))
       fi
     done

@@ -51,7 +51,7 @@ std::vector<std::vector<int>> device_sets(const cluster::Cluster& c, model::DTyp
 }  // namespace
 
 TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan* hint,
-                       TagGuide* guide)
+                       TagGuide* guide, bool tensor_splits)
     : ctx_(ctx), grouping_(std::move(grouping)), guide_(guide) {
   const model::Model& m = ctx.model;
   const cluster::Cluster& c = ctx.cluster;
@@ -95,7 +95,8 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan
     // Megatron-LM keeps tensor parallelism on the node's fast links.
     bool one_node = true;
     for (int d : s) one_node = one_node && c.devices[d].node == c.devices[s.front()].node;
-    if (one_node) actions_.push_back(Action{s, plan::SyncMethod::all_reduce, true});
+    if (tensor_splits && one_node)
+      actions_.push_back(Action{s, plan::SyncMethod::all_reduce, true});
   }
   // Micro-batch counts: from the fewest (powers of two, while every device keeps a sample) with
   // which the data-parallel plan fits, up to 8 times as many, for pipelines of placed groups.
@@ -145,7 +146,7 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan
       std::vector<int> devs;
       for (const auto& r : st.replicas) devs.insert(devs.end(), r.devices.begin(), r.devices.end());
       std::sort(devs.begin(), devs.end());
-      const bool split = st.replicas.size() == 1 && devs.size() > 1;
+      const bool split = tensor_splits && st.replicas.size() == 1 && devs.size() > 1;
       int a = -1;
       for (std::size_t i = 0; i < actions_.size() && a < 0; ++i)
         if (actions_[i].devices == devs && actions_[i].sync == plan::SyncMethod::all_reduce &&
@@ -379,7 +380,7 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
     return out;
   }
   TagProblem problem(ctx, std::move(*grouping), options.hint ? &*options.hint : nullptr,
-                     options.guide);
+                     options.guide, options.tensor_splits);
   if (!problem.baseline().ok) {  // e.g. op-level plans are not executable and must be
     out.best = problem.baseline();
     return out;

@@ -58,9 +58,9 @@ TEST(TagSearch, TreeSearchFindsTheBruteForceOptimum) {
   EXPECT_LT(brute, problem.baseline().iteration_time_s);
 }
 
-// A stage plan of one tensor-parallel replica, as the hint, points every group at the tensor
-// split over its devices; the hinted plan splits each group at speed-proportional shares and
-// simulates as that stage plan does.
+// With tensor splits on, a stage plan of one tensor-parallel replica, as the hint, points every
+// group at the tensor split over its devices; the hinted plan splits each group at
+// speed-proportional shares and simulates as that stage plan does.
 TEST(TagSearch, ATensorParallelHintIsFollowedBySplitGroups) {
   Fixture f("gpt:layers=2,hidden=256,heads=4,seq=128,vocab=1000", slow_pair(), 8);
   const cost::ComputeCostModel compute(f.opts.sim.compute);
@@ -75,7 +75,12 @@ TEST(TagSearch, ATensorParallelHintIsFollowedBySplitGroups) {
   r.batch_share = 1;
   st.replicas = {r};
   hint.stages = {st};
-  TagProblem problem(f.ctx, *grouping, &hint);
+  TagProblem problem(f.ctx, *grouping, &hint, nullptr, true);
+  // Without tensor splits (the default) the same hint is followed by all-reduce over the devices.
+  TagProblem plain(f.ctx, *grouping, &hint);
+  for (int a : plain.hint_decisions())
+    EXPECT_FALSE(plain.actions()[static_cast<std::size_t>(a)].split);
+  for (const auto& a : plain.actions()) EXPECT_FALSE(a.split);
   const std::vector<int> seq = problem.hint_decisions();
   ASSERT_EQ(seq.size(), 5u);
   for (std::size_t i = 1; i < seq.size(); ++i) {

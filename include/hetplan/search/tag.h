@@ -3,17 +3,17 @@
 // groups of most compute first, where each runs and how its gradients are synchronised. A decision
 // is a device set (every device, the devices of one type, of one node, or one node's fastest
 // device alone) and, for a set of several, all-reduce, a parameter server sharded over the set,
-// sufficient factor broadcasting (for groups with matmul weights it applies to), or, for a set
-// within one node, a tensor split over the set (plan::GroupMode::split, tensor shares proportional
-// to each device's speed on the model). A set of several otherwise replicates the group with batch shares proportional to each
-// device's speed on the model (whole samples per iteration, so that groups on the same devices
-// split them alike); a device left without a sample drops out, and a set of one device places the
-// group there. The first decision is
-// the number of micro-batches: the fewest (powers of two) with which the data-parallel plan fits,
-// or up to 8 times as many (pipelines of placed groups). A partial plan is simulated as it stands,
-// its undecided groups replicated over every device with all-reduce (the first action: plain data
-// parallelism), and valued by its speed-up over that data-parallel plan, squashed as TAG does (here
-// its logarithm, within
+// sufficient factor broadcasting (for groups with matmul weights it applies to), or, with
+// TagOptions::tensor_splits, for a set within one node, a tensor split over the set
+// (plan::GroupMode::split, tensor shares proportional to each device's speed on the model). A set
+// of several otherwise replicates the group with batch shares proportional to each device's speed
+// on the model (whole samples per iteration, so that groups on the same devices split them alike);
+// a device left without a sample drops out, and a set of one device places the group there. The
+// first decision is the number of micro-batches: the fewest (powers of two) with which the
+// data-parallel plan fits, or up to 8 times as many (pipelines of placed groups). A partial plan is
+// simulated as it stands, its undecided groups replicated over every device with all-reduce (the
+// first action: plain data parallelism), and valued by its speed-up over that data-parallel plan,
+// squashed as TAG does (here its logarithm, within
 // [-1.5, 3]); -2 when it does not fit.
 #pragma once
 
@@ -53,6 +53,11 @@ struct TagOptions {
   // heterog.h decodes them) are simulated before the tree search and compete with its plans for
   // the answer (the tree itself does not follow them). They count among the simulations.
   int decoded_starts = 15;
+  // Offer tensor splits (split groups) within a node, and follow a hint's tensor-parallel stages
+  // with them. Off by default: `hetplan run` executes split groups only where they hold whole
+  // layers of a model with a tensor-parallel stage module, and the learned prior was not trained
+  // with them.
+  bool tensor_splits = false;
 };
 
 // The decision problem the tree search solves; every evaluation is a simulation by the context's
@@ -66,7 +71,7 @@ class TagProblem : public DecisionProblem {
   };
 
   TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan* hint = nullptr,
-             TagGuide* guide = nullptr);
+             TagGuide* guide = nullptr, bool tensor_splits = false);
 
   // The micro-batch count, then one decision per group.
   int depth() const override { return static_cast<int>(order_.size()) + 1; }
