@@ -49,6 +49,7 @@ constexpr std::pair<OpFn, const char*> kOpFns[] = {
     {OpFn::softmax, "softmax"},
     {OpFn::attention_scores, "attention_scores"},
     {OpFn::attention_context, "attention_context"},
+    {OpFn::learned_positions, "learned_positions"},
 };
 
 constexpr std::pair<ShardKind, const char*> kShardKinds[] = {

@@ -20,14 +20,18 @@ Model build_gpt(const GptConfig& c) {
     Op in = linear("embedding.project_in", {x}, act, c.seq, c.embed, c.hidden, false,
                    ShardKind::replicated);
     in.saved_bytes = act * se;
+    in.compute = op_compute(OpFn::linear, {c.seq, c.hidden});
     x = g.add(std::move(in));
   }
   // Learned positions added to the token embeddings.
   Op pos = pointwise("embedding.position", OpKind::embedding, ShardKind::replicated, {x}, act, sh,
                      kAddFlops);
   pos.params = c.positions * c.hidden;
+  pos.compute = op_compute(OpFn::learned_positions, {c.seq, c.hidden});
   x = g.add(std::move(pos));
-  x = g.add(dropout("embedding.dropout", ShardKind::replicated, {x}, act, sh));
+  Op drop = dropout("embedding.dropout", ShardKind::replicated, {x}, act, sh);
+  drop.compute = op_compute(OpFn::dropout, {c.seq, c.hidden}, false, b.drop);
+  x = g.add(std::move(drop));
 
   x = add_transformer_layers(g, b, c.layers, x);
 
@@ -37,6 +41,7 @@ Model build_gpt(const GptConfig& c) {
     Op out = linear("head.project_out", {x}, act, c.seq, c.hidden, c.embed, false,
                     ShardKind::replicated);
     out.saved_bytes = act * se;  // the LM head's input
+    out.compute = op_compute(OpFn::linear, {c.seq, c.embed});
     x = g.add(std::move(out));
   }
   add_lm_head(g, "head.lm_head", "head.loss", x, c.seq, c.embed, c.vocab, c.tied, false);

@@ -48,7 +48,7 @@ const std::vector<std::string> kOpKeys = {
     "params", "tied_params", "gemm",          "attention_core", "compute"};
 
 constexpr const char* kComputeKeys[] = {"fn",    "shape", "kernel_h", "kernel_w", "stride",
-                                        "pad_h", "pad_w", "bias",     "drop"};
+                                        "pad_h", "pad_w", "bias",     "drop",     "causal"};
 
 Json op_to_json(const Op& op) {
   Json j;
@@ -75,6 +75,7 @@ Json op_to_json(const Op& op) {
     }
     if (c.bias) k["bias"] = true;
     if (c.drop != 0) k["drop"] = c.drop;
+    if (c.causal) k["causal"] = true;
     j["compute"] = std::move(k);
   }
   return j;
@@ -176,6 +177,7 @@ OpCompute read_compute(const Json& j, const std::string& path) {
   c.pad_w = non_negative_int(j, "pad_w", path, 1024);
   c.bias = json_bool_or(j, "bias", path, false);
   c.drop = json_number_or(j, "drop", path, 0);
+  c.causal = json_bool_or(j, "causal", path, false);
   if (!(c.drop >= 0 && c.drop < 1))
     throw InputError(field_path(path, "drop"), "expected a probability from 0 to below 1");
   return c;

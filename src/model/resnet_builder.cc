@@ -45,10 +45,9 @@ Model build_resnet(const ResnetConfig& c) {
         y = add_conv_bn(g, name + ".3", y, conv_spec(expansion * width, 1), false);
       }
       const bool project = stride != 1 || x.c != expansion * width;
-      const Feature skip =
-          project ? add_conv_bn(g, name + ".downsample", x,
-                                conv_spec(expansion * width, 1, stride), false)
-                  : x;
+      const Feature skip = project ? add_conv_bn(g, name + ".downsample", x,
+                                                 conv_spec(expansion * width, 1, stride), false)
+                                   : x;
       x = add_relu(g, name + ".relu", add_sum(g, name + ".residual", y, skip));
     }
   }

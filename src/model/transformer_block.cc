@@ -5,9 +5,9 @@ namespace {
 
 double d(std::int64_t v) { return static_cast<double>(v); }
 
-// Whether the attention core is one the runtime executes op by op (OpFn::attention_scores): every
-// token sees every token, one K and V per head, no rotation.
-bool plain_attention(const BlockShape& b) { return !b.causal && !b.rope && b.kv_heads == b.heads; }
+// Whether the attention core is one the runtime executes op by op (OpFn::attention_scores): one K
+// and V per head, no rotation (causal or not).
+bool plain_attention(const BlockShape& b) { return !b.rope && b.kv_heads == b.heads; }
 
 int add_norm(GraphBuilder& g, const std::string& name, const BlockShape& b, int input) {
   return add_saving_norm(g, name, b.norm, b.seq, b.hidden, input);
@@ -35,7 +35,10 @@ int add_attention(GraphBuilder& g, const std::string& p, const BlockShape& b, in
   const double scores = d(b.heads) * s * s;
   Op qkt = batched_matmul(p + ".scores", {qk}, act, b.heads, b.seq, b.seq, b.head_dim);
   qkt.attention_core = true;
-  if (plain_attention(b)) qkt.compute = op_compute(OpFn::attention_scores, {b.heads, b.seq, b.seq});
+  if (plain_attention(b)) {
+    qkt.compute = op_compute(OpFn::attention_scores, {b.heads, b.seq, b.seq});
+    qkt.compute.causal = b.causal;
+  }
   const int sc = g.add(std::move(qkt));
   Op softmax = pointwise(p + ".softmax", OpKind::softmax, ShardKind::heads, {sc}, act, scores,
                          kSoftmaxFlops);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "batches.h"
 #include "tensor_parallel.h"
 #include "torch_modules.h"
@@ -131,6 +133,10 @@ std::string misfit(const model::Model& m, int i) {
       if (x.size() != 2 || op.params % x[1] != 0 || op.params / x[1] <= x[0])
         return "expected [tokens, width] in and a row per position and per token type";
       return same();
+    case OpFn::learned_positions:
+      if (x.size() != 2 || op.params % x[1] != 0 || op.params / x[1] < x[0])
+        return "expected [tokens, width] in and at least a row per position";
+      return same();
     case OpFn::layernorm:
       if (op.params != 2 * x.back()) return "expected a scale and a shift per feature";
       return same();
@@ -173,13 +179,14 @@ Result<bool> check_op_graph(const model::Model& m) {
       if (m.ops[static_cast<std::size_t>(p)].compute.shape.empty())
         return Error{fmt::format(
             "--model: {}: op \"{}\" does not say what it computes (the runtime executes op-level "
-            "plans of models whose every op does: the zoo's mlp, resnet, vgg, inception and bert)",
+            "plans of models whose every op does: the zoo's mlp, resnet, vgg, inception, bert and "
+            "gpt)",
             m.name, m.ops[static_cast<std::size_t>(p)].name)};
     if (const std::string why = misfit(m, static_cast<int>(i)); !why.empty())
       return Error{fmt::format(
           "--model: {}: op \"{}\" cannot be executed op by op: {} (the runtime executes op-level "
           "plans of models whose every op says what it computes: the zoo's mlp, resnet, vgg, "
-          "inception and bert)",
+          "inception, bert and gpt)",
           m.name, op.name, why)};
   }
   return true;
@@ -187,6 +194,8 @@ Result<bool> check_op_graph(const model::Model& m) {
 
 OpGraph::OpGraph(const model::Model& m) : m_(&m), params_(m.ops.size()) {
   namespace nn = torch::nn;
+  const bool decoder = m.family == model::Family::decoder_lm;
+  std::vector<torch::Tensor> redrawn;  // a decoder's embedding tables, in op order
   for (std::size_t i = 0; i < m.ops.size(); ++i) {
     const model::Op& op = m.ops[i];
     const model::OpCompute& c = op.compute;
@@ -210,10 +219,14 @@ OpGraph::OpGraph(const model::Model& m) : m_(&m), params_(m.ops.size()) {
     } else if (c.fn == OpFn::batchnorm || c.fn == OpFn::layernorm) {
       params_[i].push_back(register_parameter(name + "_weight", torch::ones({op.params / 2})));
       params_[i].push_back(register_parameter(name + "_bias", torch::zeros({op.params / 2})));
-    } else if (c.fn == OpFn::embedding) {
+    } else if (c.fn == OpFn::embedding || c.fn == OpFn::learned_positions) {
+      // A decoder's tables start as the decoder module's: drawn N(0, 1) in op order (as
+      // nn::Embedding does), then redrawn N(0, 0.02^2) after every other weight (below).
       const std::int64_t width = c.shape[1];
-      params_[i].push_back(register_parameter(
-          name + "_table", kEmbeddingStd * torch::randn({op.params / width, width})));
+      const double scale = decoder ? 1.0 : kEmbeddingStd;
+      params_[i].push_back(
+          register_parameter(name + "_table", scale * torch::randn({op.params / width, width})));
+      if (decoder) redrawn.push_back(params_[i][0]);
     } else if (c.fn == OpFn::positions) {
       const std::int64_t tokens = c.shape[0], width = c.shape[1];
       params_[i].push_back(
@@ -222,6 +235,8 @@ OpGraph::OpGraph(const model::Model& m) : m_(&m), params_(m.ops.size()) {
           name + "_types", kEmbeddingStd * torch::randn({op.params / width - tokens, width})));
     }
   }
+  torch::NoGradGuard no_grad;
+  for (auto& t : redrawn) t.normal_(0.0, kEmbeddingStd);
 }
 
 torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
@@ -264,10 +279,12 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
       const torch::Tensor t = x.dim() == 3         ? targets.slice(1, 0, x.size(1))
                               : targets.dim() == 2 ? targets.select(1, targets.size(1) - 1)
                                                    : targets;
+      // A sample's loss over its tokens is their mean (as the decoder module's).
       return torch::nn::functional::cross_entropy(x.reshape({-1, C}), t.reshape({-1}),
                                                   torch::nn::functional::CrossEntropyFuncOptions()
                                                       .reduction(torch::kSum)
-                                                      .ignore_index(kIgnoredLabel));
+                                                      .ignore_index(kIgnoredLabel)) /
+             static_cast<double>(x.dim() == 3 ? x.size(1) : 1);
     }
     case OpFn::embedding:
       return torch::embedding(w[0], x);
@@ -280,6 +297,8 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
               .clamp_max(w[1].size(0) - 1);
       return x + w[0] + w[1].index_select(0, types);
     }
+    case OpFn::learned_positions:
+      return x + w[0].slice(0, 0, c.shape[0]);
     case OpFn::layernorm:
       return torch::layer_norm(x, {x.size(-1)}, w[0], w[1], kLayerNormEps);
     case OpFn::gelu:
@@ -293,7 +312,13 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
       const torch::Tensor qkv = x.view({n, s, 3, heads, d});
       const torch::Tensor q = qkv.select(2, 0).transpose(1, 2),
                           k = qkv.select(2, 1).transpose(1, 2);
-      return q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
+      const torch::Tensor scores =
+          q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
+      if (!c.causal) return scores;
+      const torch::Tensor later =
+          torch::ones({s, s}, torch::TensorOptions().dtype(torch::kBool).device(x.device()))
+              .triu(1);
+      return scores.masked_fill(later, -std::numeric_limits<float>::infinity());
     }
     case OpFn::attention_context: {
       const std::int64_t n = x.size(0), heads = x.size(1), s = x.size(2), d = op.gemm.n;

@@ -236,8 +236,12 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       std::vector<torch::Tensor> masks(N);
       for (std::size_t o = 0; o < N; ++o)
         if (m.ops[o].compute.fn == model::OpFn::dropout && my_index[o] >= 0)
+          // Decoders train without dropout, as the decoder module does.
           masks[o] =
-              dropout_mask(m.ops[o], opts.seed, step, static_cast<int>(o), p.global_batch).to(dev);
+              m.family == model::Family::decoder_lm
+                  ? torch::ones(graph->output_shape(static_cast<int>(o), p.global_batch)).to(dev)
+                  : dropout_mask(m.ops[o], opts.seed, step, static_cast<int>(o), p.global_batch)
+                        .to(dev);
       // Sufficient factors of the linear layers of groups that synchronise by them: per op, the
       // inputs and output gradients of this rank's rows, micro-batch by micro-batch.
       std::map<std::size_t, std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>>>

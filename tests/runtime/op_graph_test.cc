@@ -21,7 +21,8 @@ model::Model load(const std::string& spec) {
 TEST(OpGraph, TheZoosCnnsMlpsAndBertsSayWhatEveryOpComputes) {
   for (const char* spec :
        {"mlp:layers=2,hidden=8,in=4,out=3", "resnet50", "resnet:depth=18,width=8,image=32", "vgg16",
-        "vgg:depth=11,image=32", "inception-v3", "inception:image=75", "bert-large",
+        "vgg:depth=11,image=32", "inception-v3", "inception:image=75", "bert-large", "gpt3-125m",
+        "opt-350m", "gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256",
         "bert:layers=2,hidden=32,heads=4,seq=16,vocab=64"}) {
     const auto m = load(spec);
     auto ok = check_op_graph(m);
@@ -30,10 +31,10 @@ TEST(OpGraph, TheZoosCnnsMlpsAndBertsSayWhatEveryOpComputes) {
 }
 
 TEST(OpGraph, ModelsWithoutComputeAreRefusedByName) {
-  auto ok = check_op_graph(load("gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256"));
+  auto ok = check_op_graph(load("llama:layers=2,hidden=64,heads=4,kv_heads=2,seq=32,vocab=256"));
   ASSERT_FALSE(ok);
-  EXPECT_NE(ok.error().message.find("op \"embedding."), std::string::npos) << ok.error().message;
-  EXPECT_NE(ok.error().message.find("the zoo's mlp, resnet, vgg, inception and bert"),
+  EXPECT_NE(ok.error().message.find("op \"layers.0."), std::string::npos) << ok.error().message;
+  EXPECT_NE(ok.error().message.find("the zoo's mlp, resnet, vgg, inception, bert and gpt"),
             std::string::npos);
   // A description whose shapes do not fit: a convolution claiming one channel too many.
   auto m = load("resnet:depth=18,width=8,image=32");
@@ -51,7 +52,8 @@ TEST(OpGraph, ModelsWithoutComputeAreRefusedByName) {
 TEST(OpGraph, OutputsHaveTheDescribedShapes) {
   for (const char* spec : {"inception:image=75,classes=10", "vgg:depth=11,image=32,classes=10",
                            "resnet:depth=50,width=8,image=32,classes=10",
-                           "bert:layers=2,hidden=32,heads=4,seq=16,vocab=64"}) {
+                           "bert:layers=2,hidden=32,heads=4,seq=16,vocab=64",
+                           "gpt:layers=2,hidden=32,heads=4,seq=16,vocab=64"}) {
     const auto m = load(spec);
     ASSERT_TRUE(check_op_graph(m));
     torch::manual_seed(1);
@@ -64,14 +66,17 @@ TEST(OpGraph, OutputsHaveTheDescribedShapes) {
     EXPECT_EQ(params, m.parameters()) << spec;
     torch::NoGradGuard no_grad;
     const bool bert = m.family == model::Family::encoder;
-    const torch::Tensor inputs = bert ? torch::randint(0, m.vocab, {2, m.seq_len}, torch::kLong)
-                                      : torch::randn({2, 3, m.image_size, m.image_size});
+    const bool gpt = m.family == model::Family::decoder_lm;
+    const torch::Tensor inputs = bert || gpt
+                                     ? torch::randint(0, m.vocab, {2, m.seq_len}, torch::kLong)
+                                     : torch::randn({2, 3, m.image_size, m.image_size});
     // BERT: a label per token (-100 where none) and the next-sentence label last.
     const torch::Tensor targets =
-        bert ? torch::cat({torch::randint(0, m.vocab, {2, m.seq_len}, torch::kLong),
-                           torch::tensor({{0}, {1}}, torch::kLong)},
-                          1)
-             : torch::tensor({1, 3}, torch::kLong);
+        bert  ? torch::cat({torch::randint(0, m.vocab, {2, m.seq_len}, torch::kLong),
+                            torch::tensor({{0}, {1}}, torch::kLong)},
+                           1)
+        : gpt ? torch::randint(0, m.vocab, {2, m.seq_len}, torch::kLong)
+              : torch::tensor({1, 3}, torch::kLong);
     std::vector<torch::Tensor> out(m.ops.size());
     for (std::size_t o = 0; o < m.ops.size(); ++o) {
       const model::Op& op = m.ops[o];

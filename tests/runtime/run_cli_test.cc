@@ -487,9 +487,11 @@ TEST(RunCli, RefusesARunThatCannotFitInMemoryBeforeStarting) {
 
 // An MLP's op-level plan that splits a layer (its fc on one device, the ReLU and the rest on
 // another, the head replicated 3:1 with sufficient factors) runs op by op and gives one process's
-// losses; a GPT's ops do not say what they compute, so its plan that splits a layer is refused
-// before start.
-TEST(RunCli, OpLevelPlansOfMlpsRunOpByOpAndOfGptsAreRefused) {
+// losses; so does a GPT's plan that splits its first block's attention from its norm (causal
+// attention, learned positions, the tied LM head), against one process on the decoder module; a
+// Llama's attention (rotary, grouped-query) does not say what it computes, so the same plan of a
+// Llama is refused before start.
+TEST(RunCli, OpLevelPlansOfMlpsAndGptsRunOpByOpAndOfLlamasAreRefused) {
   const auto file = std::filesystem::temp_directory_path() /
                     ("hetplan_op_level_split_" + std::to_string(::getpid()) + ".json");
   std::ofstream(file) << R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
@@ -510,7 +512,16 @@ TEST(RunCli, OpLevelPlansOfMlpsRunOpByOpAndOfGptsAreRefused) {
       {"ops": ["embedding.*", "layers.0.norm1", "head.*"], "mode": "place", "devices": [0]},
       {"ops": ["layers.0.attn.*", "layers.0.mlp.*", "layers.0.norm2", "layers.1.*"],
        "mode": "place", "devices": [1]}]})";
-  r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 2 --plan " + file.string());
+  const auto gpt_one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=16");
+  r = run_hetplan(std::string("run --json --steps 20 --model ") + kGpt + " --nprocs 2 --plan " +
+                  file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("runs op by op"), std::string::npos) << r.err;
+  expect_same_losses(gpt_one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+  r = run_hetplan(
+      "run --model llama:layers=2,hidden=64,heads=4,kv_heads=2,seq=32,vocab=256 --nprocs 2 "
+      "--plan " +
+      file.string());
   std::filesystem::remove(file);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("cannot be executed op by op: it does not say what it computes"),

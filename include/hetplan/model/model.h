@@ -55,7 +55,7 @@ struct GemmShape {
 };
 
 // What an op computes from its inputs, beyond its costs: enough for a runtime to execute the graph
-// op by op (the CNN, MLP and BERT builders set it). none: only the costs are known.
+// op by op (the CNN, MLP, BERT and GPT builders set it). none: only the costs are known.
 enum class OpFn {
   none,
   conv2d,     // weight [out, in, kh, kw] (+ bias), window
@@ -82,8 +82,9 @@ enum class OpFn {
   softmax,           // over the last dimension
   attention_scores,  // Q K^T / sqrt(d) per head, from a [s, 3 * heads * d] QKV input: {heads, s, s}
   attention_context,  // probabilities [heads, s, s] times V (QKV's last third): {s, heads * d}
+  learned_positions,  // adds the first s rows of a [positions, h] table (GPT's positions)
 };
-inline constexpr OpFn kLastOpFn = OpFn::attention_context;
+inline constexpr OpFn kLastOpFn = OpFn::learned_positions;
 const char* to_string(OpFn f);
 std::optional<OpFn> parse_op_fn(std::string_view s);
 
@@ -92,8 +93,9 @@ struct OpCompute {
   std::vector<std::int64_t> shape;  // per-sample output shape: {c, h, w} or {features}
   // conv2d and pools: kernel, stride and zero padding, per dimension (h, w).
   std::int64_t kernel_h = 1, kernel_w = 1, stride = 1, pad_h = 0, pad_w = 0;
-  bool bias = false;  // conv2d, linear
-  double drop = 0;    // dropout
+  bool bias = false;    // conv2d, linear
+  double drop = 0;      // dropout
+  bool causal = false;  // attention_scores: each token sees only itself and the tokens before it
   auto operator<=>(const OpCompute&) const = default;
 };
 
