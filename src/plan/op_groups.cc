@@ -37,6 +37,15 @@ std::vector<int> group_of_ops(const Plan& p, const model::Model& m) {
   return out;
 }
 
+std::optional<std::pair<int, int>> tied_ops_apart(const model::Model& m,
+                                                  const std::vector<int>& group_of_op) {
+  const int table = m.tied_owner(), head = m.tied_reader();
+  if (table < 0 || head < 0 ||
+      group_of_op[static_cast<std::size_t>(table)] == group_of_op[static_cast<std::size_t>(head)])
+    return std::nullopt;
+  return std::make_pair(head, table);
+}
+
 double group_share(const OpGroup& g, std::size_t j) {
   if (g.mode != GroupMode::replicate) return 1.0;
   if (!g.shares.empty()) return g.shares[j];

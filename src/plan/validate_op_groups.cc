@@ -148,12 +148,11 @@ void check_coverage(const Plan& p, const model::Model& m) {
         fmt::format("op \"{}\"{} is in no group (expected every op in exactly one group)",
                     m.ops[first].name,
                     missing > 1 ? fmt::format(" and {} more", missing - 1) : ""));
-  const int table = m.tied_owner(), head = m.tied_reader();
-  if (table >= 0 && head >= 0 && owner[table] != owner[head])
-    throw InputError(group_path(static_cast<std::size_t>(owner[head])),
+  if (const auto apart = tied_ops_apart(m, owner))
+    throw InputError(group_path(static_cast<std::size_t>(owner[apart->first])),
                      fmt::format("the tied LM head \"{}\" and the table it reads \"{}\" must be in "
                                  "one group (they share their weights)",
-                                 m.ops[head].name, m.ops[table].name));
+                                 m.ops[apart->first].name, m.ops[apart->second].name));
 }
 
 }  // namespace

@@ -41,11 +41,6 @@ std::vector<std::int64_t> input_shape(const model::Model& m, const model::Op& op
   return {m.seq_len};
 }
 
-// Rows of a linear layer's input per sample: one per token when its output is {tokens, out}.
-std::int64_t linear_tokens(const model::OpCompute& c) {
-  return c.shape.size() == 2 ? c.shape[0] : 1;
-}
-
 // The weight of a linear layer's tied table: the op that owns it, or -1.
 int tied_table(const model::Model& m, const model::Op& op) {
   if (op.tied_params == 0) return -1;
@@ -271,7 +266,7 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
     case OpFn::linear:
       return torch::linear(linear_input(i, x), w[0], bias).view(output_shape(i, x.size(0)));
     case OpFn::dropout:
-      return x * mask.view(x.sizes());
+      return mask.defined() ? x * mask.view(x.sizes()) : x;
     case OpFn::cross_entropy: {
       // Logits [n, C] against a class per sample (the last column of a 2-D target: BERT's
       // next-sentence label), or [n, t, C] against a label per token (-100: none).
@@ -333,7 +328,7 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
 
 torch::Tensor OpGraph::linear_input(int i, const torch::Tensor& x) const {
   const model::Op& op = m_->ops[static_cast<std::size_t>(i)];
-  const std::int64_t n = x.size(0), t = linear_tokens(op.compute);
+  const std::int64_t n = x.size(0), t = linear_rows_per_sample(op.compute);
   if (t == 1 && x.dim() == 3 && x.size(2) == op.gemm.k && x.size(1) * x.size(2) != op.gemm.k)
     return x.select(1, 0);  // the first token
   return x.reshape({n * t, op.gemm.k});

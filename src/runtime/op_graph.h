@@ -17,6 +17,12 @@ namespace hetplan::runtime::detail {
 // that does not and why.
 Result<bool> check_op_graph(const model::Model& m);
 
+// Rows of a linear layer's input per sample: one per token when its output is {tokens, out}, else
+// one (its input flattened, or its first token).
+inline std::int64_t linear_rows_per_sample(const model::OpCompute& c) {
+  return c.shape.size() == 2 ? c.shape[0] : 1;
+}
+
 // The weights of every op, created in op order from the current torch seed as libtorch's modules
 // initialise them (Conv2d, Linear: Kaiming-uniform; batchnorm: scale 1, shift 0), so that a
 // ResNet's ops start from the weights the ResNet module (resnet_module.h) gets from the same seed.
@@ -32,7 +38,7 @@ class OpGraph : public torch::nn::Module {
   // Op `op`'s output on `inputs` (one per Op::inputs, in order; for an op without inputs, the
   // images). cross_entropy returns the summed loss of its rows against `targets`; batchnorm's
   // statistics cover `batch_group`'s ranks (null: these rows only); dropout multiplies by `mask`
-  // (already scaled by 1 / (1 - drop)).
+  // (already scaled by 1 / (1 - drop)), or passes its input on when there is none.
   torch::Tensor apply(int op, const std::vector<torch::Tensor>& inputs,
                       const torch::Tensor& targets, Collectives* batch_group,
                       const torch::Tensor& mask) const;

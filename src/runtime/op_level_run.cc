@@ -114,13 +114,13 @@ Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int worl
   for (std::size_t i = 0; i < m.ops.size(); ++i)
     if (group[i] < 0)
       return Error{fmt::format("plan: op_groups: no group names op \"{}\"", m.ops[i].name)};
-  if (const int table = m.tied_owner(), head = m.tied_reader();
-      table >= 0 && head >= 0 &&
-      group[static_cast<std::size_t>(table)] != group[static_cast<std::size_t>(head)])
+  // Plans converted from stage plans are not validated as op-level plans: the same rule here.
+  if (const auto apart = plan::tied_ops_apart(m, group))
     return Error{fmt::format(
         "plan: op_groups: the tied LM head \"{}\" and the table it reads \"{}\" must be in one "
         "group",
-        m.ops[static_cast<std::size_t>(head)].name, m.ops[static_cast<std::size_t>(table)].name)};
+        m.ops[static_cast<std::size_t>(apart->first)].name,
+        m.ops[static_cast<std::size_t>(apart->second)].name)};
   if (p.zero_stage > 0)
     return Error{"plan: zero_stage: ZeRO is not executed with op-level plans yet"};
   if (p.recompute != cost::Recompute::none)
@@ -235,13 +235,11 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       for (auto& t : mine) t.mutable_grad() = torch::Tensor();
       std::vector<torch::Tensor> masks(N);
       for (std::size_t o = 0; o < N; ++o)
-        if (m.ops[o].compute.fn == model::OpFn::dropout && my_index[o] >= 0)
-          // Decoders train without dropout, as the decoder module does.
+        // Decoders train without dropout, as the decoder module does: no mask.
+        if (m.ops[o].compute.fn == model::OpFn::dropout && my_index[o] >= 0 &&
+            m.family != model::Family::decoder_lm)
           masks[o] =
-              m.family == model::Family::decoder_lm
-                  ? torch::ones(graph->output_shape(static_cast<int>(o), p.global_batch)).to(dev)
-                  : dropout_mask(m.ops[o], opts.seed, step, static_cast<int>(o), p.global_batch)
-                        .to(dev);
+              dropout_mask(m.ops[o], opts.seed, step, static_cast<int>(o), p.global_batch).to(dev);
       // Sufficient factors of the linear layers of groups that synchronise by them: per op, the
       // inputs and output gradients of this rank's rows, micro-batch by micro-batch.
       std::map<std::size_t, std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>>>
@@ -409,8 +407,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           for (auto& [o, f] : factors) {
             if (static_cast<std::size_t>(at.group[o]) != g) continue;
             // Rows of the factors per sample: one per token of a linear layer applied to each.
-            const std::int64_t per =
-                m.ops[o].compute.shape.size() == 2 ? m.ops[o].compute.shape[0] : 1;
+            const std::int64_t per = linear_rows_per_sample(m.ops[o].compute);
             const std::int64_t most = per * *std::max_element(counts.begin(), counts.end());
             const torch::Tensor both = torch::cat({torch::cat(f.first), torch::cat(f.second)}, 1);
             std::vector<torch::Tensor> in{torch::zeros({most, both.size(1)}, on_dev)};

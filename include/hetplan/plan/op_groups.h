@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,12 @@ namespace hetplan::plan {
 // when no group names it in full: the first such group), or -1 when none does. Names are looked
 // up in a table, so a plan that lists every op by name costs linear time.
 std::vector<int> group_of_ops(const Plan& p, const model::Model& m);
+
+// The tied LM head and the table it reads ({head, table}) when `group_of_op` (per op, its group)
+// puts them in different groups, which an op-level plan must not (they share their weights);
+// nullopt otherwise.
+std::optional<std::pair<int, int>> tied_ops_apart(const model::Model& m,
+                                                  const std::vector<int>& group_of_op);
 
 // Group g's share of each micro-batch on its device j: shares[j], 1 / devices for even shares,
 // 1 for a placed or split group (every device sees every sample).
