@@ -148,6 +148,19 @@ void expect_same_forward_losses(const cli::testing::CommandResult& one,
 }
 
 // A cluster of 2 fast and 2 slow CPU workers (3:1 CPU shares, 1 Gb/s NICs) at `file`.
+// The ranks a plan file runs on: one per device its stages' replicas or its op groups use.
+std::size_t plan_ranks(const nlohmann::json& plan) {
+  std::set<int> devices;
+  if (plan.contains("stages"))
+    for (const auto& st : plan["stages"])
+      for (const auto& rep : st["replicas"])
+        for (int d : rep["devices"]) devices.insert(d);
+  if (plan.contains("op_groups"))
+    for (const auto& g : plan["op_groups"])
+      for (int d : g["devices"]) devices.insert(d);
+  return devices.size();
+}
+
 void write_fast_slow_cluster(const std::filesystem::path& file) {
   std::ofstream(file) << R"(version: 1
 nodes:
@@ -210,18 +223,10 @@ TEST(RunCli, RunsThePlannersPlan) {
   auto r = run_hetplan("plan --model " + model + ",dtype=fp32 --cluster " + cluster.string() +
                        " --global-batch 32 --runnable --out " + plan.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  // One rank per device the plan uses.
-  std::set<int> devices;
-  const auto planned_json = nlohmann::json::parse(cli::testing::slurp(plan.string()));
-  if (planned_json.contains("stages"))
-    for (const auto& st : planned_json["stages"])
-      for (const auto& rep : st["replicas"])
-        for (int d : rep["devices"]) devices.insert(d);
-  if (planned_json.contains("op_groups"))  // an op-level plan that runs as a stage plan
-    for (const auto& g : planned_json["op_groups"])
-      for (int d : g["devices"]) devices.insert(d);
+  // One rank per device the plan uses (an op-level plan may run as a stage plan).
+  const std::size_t ranks = plan_ranks(nlohmann::json::parse(cli::testing::slurp(plan.string())));
   const auto one = losses("--model " + model + " --strategy dp=1,gbs=32");
-  const auto planned = losses("--model " + model + " --nprocs " + std::to_string(devices.size()) +
+  const auto planned = losses("--model " + model + " --nprocs " + std::to_string(ranks) +
                               " --cluster " + cluster.string() + " --plan " + plan.string());
   std::filesystem::remove(cluster);
   std::filesystem::remove(plan);
@@ -381,11 +386,8 @@ TEST(RunCli, RunsTheOpLevelPlanHeteroGChooses) {
   ASSERT_TRUE(planned.contains("op_groups"));
   planned["batch_norm"] = "synced";
   std::ofstream(plan) << planned.dump();
-  std::set<int> devices;
-  for (const auto& g : planned["op_groups"])
-    for (int d : g["devices"]) devices.insert(d);
   const std::string run = "run --json --steps 3 --lr 0 --model " + model;
-  const auto many = run_hetplan(run + " --nprocs " + std::to_string(devices.size()) +
+  const auto many = run_hetplan(run + " --nprocs " + std::to_string(plan_ranks(planned)) +
                                 " --cluster " + cluster.string() + " --plan " + plan.string());
   EXPECT_NE(many.err.find("runs op by op"), std::string::npos) << many.err;
   const int M = planned.value("num_microbatches", 1);
@@ -576,17 +578,9 @@ TEST(RunCli, RunsTheBertPlansTagAndHeteroGChoose) {
                     " --global-batch 16 --algo " + algo + " --runnable --out " + plan.string());
     ASSERT_EQ(r.exit_code, 0) << algo << ": " << r.err;
     const auto planned = nlohmann::json::parse(cli::testing::slurp(plan.string()));
-    std::set<int> devices;
-    if (planned.contains("op_groups"))
-      for (const auto& g : planned["op_groups"])
-        for (int d : g["devices"]) devices.insert(d);
-    if (planned.contains("stages"))
-      for (const auto& st : planned["stages"])
-        for (const auto& rep : st["replicas"])
-          for (int d : rep["devices"]) devices.insert(d);
     r = run_hetplan("run --json --steps 20 --model " + model + " --nprocs " +
-                    std::to_string(devices.size()) + " --cluster " + cluster.string() + " --plan " +
-                    plan.string());
+                    std::to_string(plan_ranks(planned)) + " --cluster " + cluster.string() +
+                    " --plan " + plan.string());
     ASSERT_EQ(r.exit_code, 0) << algo << ": " << r.err;
     const int M = planned.value("num_microbatches", 1);
     const auto one =
