@@ -47,23 +47,65 @@ void for_each_rank(const plan::Plan& p, F&& f) {
         f(rank++, s, r, j, p.stages[s].replicas[r].devices[j]);
 }
 
+// Whether every replica of `st` splits its layers alike (as many devices, the same tp_shares):
+// the same tensor-parallel rank of each then holds the same slices, and their gradients are summed
+// slice by slice. Otherwise they are summed in the whole layout (ShardLayouts).
+bool alike(const std::vector<const plan::Replica*>& replicas) {
+  for (const plan::Replica* rep : replicas)
+    if (rep->devices.size() != replicas[0]->devices.size() ||
+        rep->tp_shares != replicas[0]->tp_shares)
+      return false;
+  return true;
+}
+// Whether some replica splits its layers over more than one device.
+bool splits_layers(const plan::Plan& p) {
+  for (const auto& st : p.stages)
+    for (const auto& rep : st.replicas)
+      if (rep.devices.size() > 1) return true;
+  return false;
+}
+std::vector<const plan::Replica*> replicas_of(const plan::Stage& st) {
+  std::vector<const plan::Replica*> out;
+  for (const auto& rep : st.replicas) out.push_back(&rep);
+  return out;
+}
+
 // Where the plan puts a rank (in for_each_rank's order). The replicas of a stage split every
-// micro-batch by their batch shares, the stages split the layers, the T devices of a replica
-// split its ops (check_executable makes T the same for every replica).
+// micro-batch by their batch shares, the stages split the layers, the devices of a replica split
+// its ops (replicas may have different tensor-parallel degrees).
 struct Place {
-  int S = 1, T = 1, s = 0, r = 0, j = 0;
-  std::vector<int> replicas;  // per stage
-  std::vector<int> base;      // per stage: its first rank
-  int R() const { return replicas[s]; }
-  int rank_of(int stage, int replica) const { return base[stage] + replica * T + j; }
+  int S = 1, s = 0, r = 0, j = 0;
+  std::vector<std::vector<int>> sizes;  // [stage][replica]: its devices
+  std::vector<std::vector<int>> base;   // [stage][replica]: its first rank
+  std::vector<bool> aligned;            // per stage: its replicas split layers alike
+  bool tied_aligned = true;             // the first and the last stage's replicas split alike
+  int R() const { return static_cast<int>(sizes[s].size()); }
+  int T() const { return sizes[s][r]; }
+  int size_of(int stage, int replica) const { return sizes[stage][replica]; }
+  int rank_of(int stage, int replica, int jj) const { return base[stage][replica] + jj; }
+  // This rank among its stage's, and their number.
+  int stage_rank() const { return base[s][r] - base[s][0] + j; }
+  int stage_size(int stage) const {
+    int n = 0;
+    for (int t : sizes[stage]) n += t;
+    return n;
+  }
 
   explicit Place(const plan::Plan& p, int rank) {
     S = static_cast<int>(p.stages.size());
-    T = static_cast<int>(p.stages[0].replicas[0].devices.size());
-    for (const auto& st : p.stages) replicas.push_back(static_cast<int>(st.replicas.size()));
-    base.assign(S, 0);
+    sizes.resize(S);
+    base.resize(S);
+    for (int st = 0; st < S; ++st) {
+      for (const auto& rep : p.stages[st].replicas)
+        sizes[st].push_back(static_cast<int>(rep.devices.size()));
+      base[st].assign(sizes[st].size(), 0);
+      aligned.push_back(alike(replicas_of(p.stages[st])));
+    }
+    auto ends = replicas_of(p.stages.front());
+    for (const plan::Replica* rep : replicas_of(p.stages.back())) ends.push_back(rep);
+    tied_aligned = alike(ends);
     for_each_rank(p, [&](int k, int stage, int replica, int jj, int) {
-      if (replica == 0 && jj == 0) base[stage] = k;
+      if (jj == 0) base[stage][replica] = k;
       if (k == rank) std::tie(s, r, j) = std::tie(stage, replica, jj);
     });
   }
@@ -85,9 +127,10 @@ std::pair<std::int64_t, std::int64_t> samples_of(const plan::Plan& p, int stage,
 }
 
 // The groups this rank talks in: everyone, its replica's devices (tensor parallelism), the same
-// tensor-parallel rank of its stage's replicas (data parallelism), for a tied LM head split over
-// a pipeline, that pipeline's first and last stage, and under a batch program every rank of the
-// stage (all of them split the samples), where its whole weights' gradients are summed.
+// tensor-parallel rank of its stage's replicas when they split layers alike (data parallelism),
+// for a tied LM head split over a pipeline, that pipeline's first and last stage, and every rank
+// of the stage when a batch program splits the samples between them or when the replicas split
+// layers differently (gradients then summed in the whole layout).
 struct Groups {
   PG world, tensor, stage, tied, stage_all;
 };
@@ -106,17 +149,22 @@ Groups connect(const RankEnv& env, const Place& at, bool tied, bool batch_progra
   auto group = [&](const std::string& name, int rank, int size) -> PG {
     return open(c10::make_intrusive<c10d::PrefixStore>(name + "/", store), rank, size);
   };
-  if (at.T > 1) g.tensor = group(fmt::format("tp{}_{}", at.s, at.r), at.j, at.T);
-  if (at.R() > 1) g.stage = group(fmt::format("stage{}_{}", at.s, at.j), at.r, at.R());
+  const bool aligned = at.aligned[at.s];
+  if (at.T() > 1) g.tensor = group(fmt::format("tp{}_{}", at.s, at.r), at.j, at.T());
+  if (aligned && at.R() > 1) g.stage = group(fmt::format("stage{}_{}", at.s, at.j), at.r, at.R());
   // Its own group even when it has the tensor group's ranks (one replica): a bucket's all-reduce
   // must not hold back the backward pass's shard gathers queued behind it in one group (Gloo runs
   // one group's calls in order; the simulator overlaps them).
-  if (batch_program && at.R() * at.T > 1)
-    g.stage_all = group(fmt::format("stage{}", at.s), at.r * at.T + at.j, at.R() * at.T);
-  // Every replica of the first and of the last stage, for tensor-parallel rank j.
-  if (tied && at.S > 1 && (at.s == 0 || at.s == at.S - 1))
-    g.tied = group(fmt::format("tied{}", at.j), at.s == 0 ? at.r : at.replicas[0] + at.r,
-                   at.replicas[0] + at.replicas[at.S - 1]);
+  if ((batch_program || !aligned) && at.stage_size(at.s) > 1)
+    g.stage_all = group(fmt::format("stage{}", at.s), at.stage_rank(), at.stage_size(at.s));
+  if (tied && at.S > 1 && (at.s == 0 || at.s == at.S - 1)) {
+    if (at.tied_aligned)  // every replica of the first and of the last stage, for rank j
+      g.tied = group(fmt::format("tied{}", at.j), at.s == 0 ? at.r : at.sizes[0].size() + at.r,
+                     at.sizes[0].size() + at.sizes[at.S - 1].size());
+    else  // every rank of both
+      g.tied = group("tied", at.s == 0 ? at.stage_rank() : at.stage_size(0) + at.stage_rank(),
+                     at.stage_size(0) + at.stage_size(at.S - 1));
+  }
   return g;
 }
 
@@ -131,6 +179,24 @@ void all_reduce_flat(const PG& pg, const std::vector<torch::Tensor>& tensors) {
   std::vector<torch::Tensor> flat{detail::flatten(tensors)};
   pg->allreduce(flat)->wait();
   detail::unflatten_into(flat[0], tensors);
+}
+
+// Sums the gradients of `params` over `pg` in the whole layout: each rank's slices are placed in
+// tensors of the whole shape (zeros elsewhere), summed in one flat all-reduce, and each rank's
+// slices of the sums are written back. A rank gives its slices of split parameters when
+// `give_split`, and the gradients of whole ones when `give_whole` (one rank per replica, as every
+// tensor-parallel rank holds the same); otherwise zeros.
+void all_reduce_whole(const PG& pg, const detail::ShardLayouts& layouts,
+                      const std::vector<torch::Tensor>& params, bool give_split, bool give_whole) {
+  std::vector<torch::Tensor> wholes;
+  for (const auto& t : params) {
+    const bool give = layouts.split(t) ? give_split : give_whole;
+    wholes.push_back(layouts.to_whole(t, give ? t.grad() : torch::zeros_like(t.grad())));
+  }
+  all_reduce_flat(pg, wholes);
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    params[i].mutable_grad().copy_(layouts.to_part(params[i], wholes[i]));
 }
 
 std::string checkpoint_prefix(const std::string& dir, int steps, int rank) {
@@ -172,8 +238,7 @@ void publish_checkpoint(const std::string& dir, int steps) {
 // op that is neither.
 Result<std::optional<detail::BatchProgram>> batch_program_of(const model::Model& m,
                                                              const plan::Plan& p) {
-  if (p.op_overrides.empty() || p.stages[0].replicas[0].devices.size() < 2)
-    return std::optional<detail::BatchProgram>{};
+  if (p.op_overrides.empty() || !splits_layers(p)) return std::optional<detail::BatchProgram>{};
   detail::BatchProgram prog;
   const model::Op* tensor_op = nullptr;
   std::vector<std::pair<const model::Op*, bool>> heads;  // the LM head and its loss: by tensor?
@@ -258,12 +323,15 @@ std::optional<Error> zero_problem(const plan::Plan& p) {
 }
 
 std::optional<Error> cnn_tensor_problem(const model::Model& m, const plan::Plan& p) {
-  if (m.family != model::Family::cnn || p.stages.empty() ||
-      p.stages[0].replicas.at(0).devices.size() < 2)
-    return std::nullopt;
-  return Error{
-      "plan: stages[0].replicas[0].devices: a CNN's convolutions are not split by tensor "
-      "dimension in the runtime yet; give each replica one device"};
+  if (m.family != model::Family::cnn) return std::nullopt;
+  for (std::size_t s = 0; s < p.stages.size(); ++s)
+    for (std::size_t r = 0; r < p.stages[s].replicas.size(); ++r)
+      if (p.stages[s].replicas[r].devices.size() > 1)
+        return Error{fmt::format(
+            "plan: stages[{}].replicas[{}].devices: a CNN's convolutions are not split by tensor "
+            "dimension in the runtime yet; give each replica one device",
+            s, r)};
+  return std::nullopt;
 }
 
 std::optional<Error> schedule_problem(const plan::Plan& p) {
@@ -285,16 +353,10 @@ std::optional<Error> sync_problem(const plan::Plan& p) {
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size) {
   if (p.is_op_level()) return detail::check_op_level(m, p, world_size);
   if (auto family = detail::executable_family(m); !family) return family.error();
-  const std::size_t T = p.stages[0].replicas[0].devices.size();
   std::set<int> devices;
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
     const auto& replicas = p.stages[s].replicas;
     for (std::size_t r = 0; r < replicas.size(); ++r) {
-      if (replicas[r].devices.size() != T)
-        return Error{fmt::format(
-            "plan: stages[{}].replicas[{}].devices: the runtime executes replicas of one size "
-            "(stage 0's first has {} devices, this one {})",
-            s, r, T, replicas[r].devices.size())};
       for (int d : replicas[r].devices)
         if (!devices.insert(d).second)
           return Error{fmt::format(
@@ -309,18 +371,16 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "(start it with --nprocs {}, or as {} torchrun ranks)",
         devices.size(), world_size, devices.size(), devices.size())};
   if (auto e = zero_problem(p)) return *e;
-  // Rank j of every replica of a stage holds the same shard, as their gradients are summed.
-  if (T > 1)
+  // ZeRO-1 shards the flattened parameters of a stage's replicas alike.
+  if (p.zero_stage == 1)
     for (std::size_t s = 0; s < p.stages.size(); ++s)
-      for (std::size_t r = 1; r < p.stages[s].replicas.size(); ++r)
-        if (p.stages[s].replicas[r].tp_shares != p.stages[s].replicas[0].tp_shares)
-          return Error{fmt::format(
-              "plan: stages[{}].replicas[{}].tp_shares: the runtime sums each tensor-parallel "
-              "rank's gradients over the stage's replicas, so their tp_shares must be the same "
-              "(replicas[0]'s differ)",
-              s, r)};
+      if (!alike(replicas_of(p.stages[s])))
+        return Error{fmt::format(
+            "plan: zero_stage: ZeRO-1 over replicas that split their layers differently (stage "
+            "{}'s devices or tp_shares differ) is not executed yet",
+            s)};
   if (auto e = cnn_tensor_problem(m, p)) return *e;
-  if (T > 1 && p.sequence_parallel && m.family != model::Family::decoder_lm)
+  if (splits_layers(p) && p.sequence_parallel && m.family != model::Family::decoder_lm)
     return Error{fmt::format(
         "plan: sequence_parallel: the runtime splits decoder language models by sequence; a {} "
         "model is not",
@@ -334,6 +394,11 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
           "pipeline stage; pipelines of them are not executed yet"};
     if (p.zero_stage > 0)
       return Error{"plan: zero_stage: ZeRO is not executed with batch programs yet"};
+    if (!alike(replicas_of(p.stages[0])))
+      return Error{
+          "plan: stages[0].replicas: a batch program over replicas of different sizes or "
+          "tp_shares is not executed yet"};
+    const std::size_t T = p.stages[0].replicas[0].devices.size();
     if (p.sequence_parallel)
       return Error{"plan: sequence_parallel: a batch program splits samples, not sequences"};
     // Every rank of a replica takes part in every micro-batch's collectives: each needs a sample.
@@ -356,11 +421,12 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
   }
   // Uneven shares are rounded to whole heads, MLP columns, vocabulary rows (and sequence
   // positions): each rank needs one.
-  if (T > 1 && m.family == model::Family::decoder_lm && !*program)
+  if (m.family == model::Family::decoder_lm && !*program)
     for (const auto& st : p.stages)
       for (const auto& rep : st.replicas) {
+        if (rep.devices.size() < 2) continue;
         detail::TensorParallel tp;
-        tp.size = static_cast<int>(T);
+        tp.size = static_cast<int>(rep.devices.size());
         tp.shares = rep.tp_shares;
         for (auto [n, what] : {std::pair<std::int64_t, const char*>{m.kv_heads, "key/value heads"},
                                {m.ffn_hidden, "MLP columns"},
@@ -469,13 +535,6 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   // Whether a tied LM head is split from its embedding: it then gets its own copy, kept equal by
   // summing the copies' gradients (as Megatron-LM does). The copies' vocabulary rows must match.
   const bool tied = at.S > 1 && m.family == model::Family::decoder_lm && mod.tied_head();
-  if (tied)
-    for (const auto* st : {&p.stages.front(), &p.stages.back()})
-      for (const auto& rep : st->replicas)
-        if (rep.tp_shares != p.stages.front().replicas.front().tp_shares)
-          return Error{
-              "plan: stages: the tied embedding and LM head are split by vocabulary alike on the "
-              "first and last stage; their replicas' tp_shares differ"};
   const auto timeout = std::chrono::milliseconds(std::llround(opts.timeout_s * 1000));
   Groups groups;
   std::optional<detail::PeerWatch> watch;
@@ -492,9 +551,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   detail::TensorParallel tp;
   tp.group = groups.tensor.get();
   tp.rank = at.j;
-  tp.size = at.T;
+  tp.size = at.T();
   tp.shares = stage.replicas[at.r].tp_shares;
-  if (p.sequence_parallel && at.T > 1) {
+  if (p.sequence_parallel && at.T() > 1) {
     auto positions = detail::unit_counts(m.seq_len, tp, "sequence positions");
     if (!positions) return positions.error();
     tp.sequence = std::move(*positions);
@@ -549,7 +608,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       layer_bytes.push_back(batch_program
                                 ? whole_numel * model::dtype_bytes(m.dtype)
                                 : static_cast<double>(m.layer_parameters(l)) *
-                                      model::dtype_bytes(m.dtype) / static_cast<double>(at.T));
+                                      model::dtype_bytes(m.dtype) / static_cast<double>(at.T()));
     }
     buckets = std::make_unique<detail::GradBuckets>(layers, layer_bytes, p.grad_bucket_bytes,
                                                     bucket_group);
@@ -705,13 +764,14 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         sends.push_back(groups.world->send(in_flight.back(), to, tag));
       };
       // Exchanges with the replicas of stage `other` whose samples of micro-batch k overlap
-      // [lo, hi): each overlap's rows.
+      // [lo, hi): each overlap's rows. Every device of a replica holds the stage's activations
+      // whole; device i of the receiving replica gets them from device i mod T of the sender's.
       auto overlaps = [&](int other, int k, std::int64_t lo, std::int64_t hi) {
-        std::vector<std::tuple<int, std::int64_t, std::int64_t>> out;  // rank, begin, end
-        for (int q = 0; q < at.replicas[other]; ++q) {
+        std::vector<std::tuple<int, std::int64_t, std::int64_t>> out;  // replica, begin, end
+        for (int q = 0; q < static_cast<int>(at.sizes[other].size()); ++q) {
           const auto [b0, b1] = samples_of(p, other, q, k);
           const std::int64_t o0 = std::max(lo, b0), o1 = std::min(hi, b1);
-          if (o1 > o0) out.emplace_back(at.rank_of(other, q), o0, o1);
+          if (o1 > o0) out.emplace_back(q, o0, o1);
         }
         return out;
       };
@@ -720,9 +780,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         std::vector<torch::Tensor> parts;
         sync();
         const auto wait_start = Clock::now();
-        for (auto [from, o0, o1] : overlaps(other, k, lo, hi)) {
+        for (auto [q, o0, o1] : overlaps(other, k, lo, hi)) {
           std::vector<torch::Tensor> t{torch::empty(mod.activation_shape(layer, o1 - o0), on_dev)};
-          groups.world->recv(t, from, tag)->wait(timeout);
+          groups.world->recv(t, at.rank_of(other, q, at.j % at.size_of(other, q)), tag)
+              ->wait(timeout);
           parts.push_back(t[0]);
         }
         sync();
@@ -731,8 +792,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       };
       auto scatter = [&](const torch::Tensor& t, int other, int k, std::int64_t lo, std::int64_t hi,
                          int tag) {
-        for (auto [to, o0, o1] : overlaps(other, k, lo, hi))
-          send(t.slice(0, o0 - lo, o1 - lo), to, tag);
+        for (auto [q, o0, o1] : overlaps(other, k, lo, hi))
+          for (int i = at.j; i < at.size_of(other, q); i += at.T())
+            send(t.slice(0, o0 - lo, o1 - lo), at.rank_of(other, q, i), tag);
       };
       double loss_sum = 0;
       for (const sim::PassRef& pass : order) {
@@ -784,12 +846,17 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
       if (buckets) buckets->finish(timeout);
       if (!shards.empty() && groups.stage) all_reduce_flat(groups.stage, grads_of(shards));
+      if (!at.aligned[at.s] && !batch_program && groups.stage_all)
+        all_reduce_whole(groups.stage_all, mod.layouts(), params, true, at.j == 0);
       // After the stage's all-reduce every replica of a stage holds its stage's sum; the first
       // replica of each stage contributes it, so every copy gets the sum of both stages.
-      if (groups.tied) {
+      if (groups.tied && at.tied_aligned) {
         torch::Tensor g = (first ? tied_source : tied_copy).mutable_grad();
         if (at.r != 0) g.zero_();
         all_reduce_flat(groups.tied, {g});
+      } else if (groups.tied) {
+        all_reduce_whole(groups.tied, mod.layouts(), {first ? tied_source : tied_copy}, at.r == 0,
+                         at.r == 0 && at.j == 0);
       }
       // This rank's part of the step's loss (the pipelines' last stages hold it); summed over the
       // ranks once, after the last step, so that no step pays a collective the plan does not have.

@@ -100,15 +100,6 @@ class Mlp : public ClassifierStack {
   nn::Linear head_{nullptr};
 };
 
-// Slices of a weight (or bias) along `dim`, concatenated, in place of the whole.
-void keep_slices(torch::Tensor& t, int dim,
-                 const std::vector<std::pair<std::int64_t, std::int64_t>>& ranges) {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> parts;
-  for (auto [b, e] : ranges) parts.push_back(t.slice(dim, b, e));
-  t.set_data(torch::cat(parts, dim).clone());
-}
-
 // What distinguishes the decoders the zoo describes: GPT (LayerNorm, GELU MLP, biases, learned
 // positions) and Llama (RMSNorm, SwiGLU, no biases, rotary positions, grouped-query attention).
 struct DecoderShape {
@@ -194,7 +185,7 @@ class Block : public nn::Module {
     return body(x, recompute == cost::Recompute::selective);
   }
 
-  Result<bool> shard() {
+  Result<bool> shard(ShardLayouts& layouts) {
     auto groups = unit_range(d_.kv_heads, *tp_, "key/value heads");
     if (!groups) return groups.error();
     auto cols = unit_range(d_.ffn, *tp_, "MLP columns");
@@ -206,15 +197,15 @@ class Block : public nn::Module {
         {k0 * per * hd, k1 * per * hd},
         {q + k0 * hd, q + k1 * hd},
         {q + kv + k0 * hd, q + kv + k1 * hd}};
-    keep_slices(qkv_->weight, 0, qkv_rows);
-    if (d_.bias) keep_slices(qkv_->bias, 0, qkv_rows);
-    keep_slices(proj_->weight, 1, {{k0 * per * hd, k1 * per * hd}});
+    layouts.keep(qkv_->weight, 0, qkv_rows);
+    if (d_.bias) layouts.keep(qkv_->bias, 0, qkv_rows);
+    layouts.keep(proj_->weight, 1, {{k0 * per * hd, k1 * per * hd}});
     const auto [f0, f1] = *cols;
     std::vector<std::pair<std::int64_t, std::int64_t>> fc1_rows = {{f0, f1}};
     if (d_.swiglu) fc1_rows.push_back({d_.ffn + f0, d_.ffn + f1});
-    keep_slices(fc1_->weight, 0, fc1_rows);
-    if (d_.bias) keep_slices(fc1_->bias, 0, fc1_rows);
-    keep_slices(fc2_->weight, 1, {{f0, f1}});
+    layouts.keep(fc1_->weight, 0, fc1_rows);
+    if (d_.bias) layouts.keep(fc1_->bias, 0, fc1_rows);
+    layouts.keep(fc2_->weight, 1, {{f0, f1}});
     local_kv_ = k1 - k0;
     local_heads_ = local_kv_ * per;
     local_ffn_ = f1 - f0;
@@ -403,14 +394,14 @@ class Decoder : public TrainModule {
       positions_ = {p0, p0 + tp_.sequence[tp_.rank]};
     }
     for (auto& b : blocks_)
-      if (auto ok = b->shard(); !ok) return ok;
+      if (auto ok = b->shard(layouts_); !ok) return ok;
     // The word embedding and the LM head by vocabulary rows (Megatron-LM's vocab-parallel
     // embedding and head); positions stay whole.
     auto rows = unit_range(d_.vocab, tp_, "vocabulary rows");
     if (!rows) return rows.error();
     vocab_ = *rows;
-    keep_slices(word_->weight, 0, {vocab_});
-    if (head_) keep_slices(head_->weight, 0, {vocab_});
+    layouts_.keep(word_->weight, 0, {vocab_});
+    if (head_) layouts_.keep(head_->weight, 0, {vocab_});
     return true;
   }
   Result<bool> split_batch(const BatchProgram& prog) override {
@@ -423,11 +414,11 @@ class Decoder : public TrainModule {
     for (int i = 0; i < batch_.group.rank; ++i) v0 += vocab_counts_[i];
     vocab_ = {v0, v0 + vocab_counts_[batch_.group.rank]};
     if (prog.vocab_embedding) {
-      keep_slices(word_->weight, 0, {vocab_});
+      layouts_.keep(word_->weight, 0, {vocab_});
       sharded_.push_back(word_->weight);
     }
     if (prog.vocab_head && head_) {
-      keep_slices(head_->weight, 0, {vocab_});
+      layouts_.keep(head_->weight, 0, {vocab_});
       sharded_.push_back(head_->weight);
     }
     return true;
@@ -440,7 +431,10 @@ class Decoder : public TrainModule {
   }
   std::pair<torch::Tensor, torch::Tensor> untie_head() override {
     if (head_) return {};
-    if (!head_copy_.defined()) head_copy_ = word_->weight.detach().clone().requires_grad_(true);
+    if (!head_copy_.defined()) {
+      head_copy_ = word_->weight.detach().clone().requires_grad_(true);
+      layouts_.same_as(word_->weight, head_copy_);
+    }
     return {word_->weight, head_copy_};
   }
 

@@ -11,6 +11,7 @@
 #include "hetplan/core/error.h"
 #include "hetplan/cost/memory_cost.h"
 #include "hetplan/model/model.h"
+#include "shard_layouts.h"
 #include "tensor_parallel.h"
 
 namespace hetplan::runtime::detail {
@@ -76,6 +77,8 @@ class TrainModule : public torch::nn::Module {
   // vocabulary-split table) under a batch program: their gradients are the replica's whole sums
   // of the shard, where every other parameter's is this rank's samples' part.
   std::vector<torch::Tensor> sharded_parameters() const { return sharded_; }
+  // Which slices of the whole weights this rank keeps (after shard() or split_batch()).
+  const ShardLayouts& layouts() const { return layouts_; }
   // The group of ranks that split each micro-batch of this stage between them (its replicas, for
   // one tensor-parallel rank): layers whose output depends on the whole batch (batch
   // normalisation) reduce their statistics over it. Null: this rank holds whole micro-batches.
@@ -105,6 +108,7 @@ class TrainModule : public torch::nn::Module {
   ShardedWeights weights_{&batch_.group};  // weights_.whole(w): the weight w to compute with
   std::vector<std::int64_t> samples_;      // per rank of batch_.group, of the current pass
   std::vector<torch::Tensor> sharded_;
+  ShardLayouts layouts_;
 };
 
 using LayerFn = std::function<torch::Tensor(const torch::Tensor&)>;

@@ -1,0 +1,44 @@
+#include "shard_layouts.h"
+
+namespace hetplan::runtime::detail {
+
+void ShardLayouts::keep(torch::Tensor& t, int dim, const Ranges& ranges) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> parts;
+  for (auto [b, e] : ranges) parts.push_back(t.slice(dim, b, e));
+  kept_[key(t)] = SliceLayout{dim, t.size(dim), ranges};
+  t.set_data(torch::cat(parts, dim).clone());
+}
+
+void ShardLayouts::same_as(const torch::Tensor& of, const torch::Tensor& copy) {
+  if (auto it = kept_.find(key(of)); it != kept_.end()) {
+    const SliceLayout layout = it->second;  // copied first: the insertion may rehash
+    kept_[key(copy)] = layout;
+  }
+}
+
+torch::Tensor ShardLayouts::to_whole(const torch::Tensor& t, const torch::Tensor& part) const {
+  const auto it = kept_.find(key(t));
+  if (it == kept_.end()) return part;
+  const SliceLayout& s = it->second;
+  std::vector<std::int64_t> shape = part.sizes().vec();
+  shape[s.dim] = s.whole;
+  torch::Tensor whole = torch::zeros(shape, part.options());
+  std::int64_t at = 0;
+  for (auto [b, e] : s.ranges) {
+    whole.slice(s.dim, b, e).copy_(part.slice(s.dim, at, at + e - b));
+    at += e - b;
+  }
+  return whole;
+}
+
+torch::Tensor ShardLayouts::to_part(const torch::Tensor& t, const torch::Tensor& whole) const {
+  const auto it = kept_.find(key(t));
+  if (it == kept_.end()) return whole;
+  const SliceLayout& s = it->second;
+  std::vector<torch::Tensor> parts;
+  for (auto [b, e] : s.ranges) parts.push_back(whole.slice(s.dim, b, e));
+  return torch::cat(parts, s.dim);
+}
+
+}  // namespace hetplan::runtime::detail

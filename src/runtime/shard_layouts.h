@@ -1,0 +1,43 @@
+// Internal to the runtime: which slices of its whole weights a tensor-parallel rank keeps, so that
+// gradients of replicas that split a layer differently (other degrees or shares) can be summed in
+// the whole layout and cut back into each rank's slices.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace hetplan::runtime::detail {
+
+using Ranges = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+// Slices [begin, end) of dimension `dim` of a whole tensor `whole` long there, kept in order.
+struct SliceLayout {
+  int dim = 0;
+  std::int64_t whole = 0;
+  Ranges ranges;
+};
+
+class ShardLayouts {
+ public:
+  // Replaces t's data by its slices `ranges` along `dim`, concatenated, and records them.
+  void keep(torch::Tensor& t, int dim, const Ranges& ranges);
+  // Records for `copy` the slices recorded for `of` (a copy of a sharded weight).
+  void same_as(const torch::Tensor& of, const torch::Tensor& copy);
+  // Whether t holds slices of a whole tensor.
+  bool split(const torch::Tensor& t) const { return kept_.count(key(t)) > 0; }
+  // `part` (shaped as t) placed in a tensor of t's whole shape, zeros elsewhere; `part` itself
+  // when t is whole.
+  torch::Tensor to_whole(const torch::Tensor& t, const torch::Tensor& part) const;
+  // t's slices of `whole` (shaped as t's whole), concatenated; `whole` itself when t is whole.
+  torch::Tensor to_part(const torch::Tensor& t, const torch::Tensor& whole) const;
+
+ private:
+  static const void* key(const torch::Tensor& t) { return t.unsafeGetTensorImpl(); }
+  std::unordered_map<const void*, SliceLayout> kept_;
+};
+
+}  // namespace hetplan::runtime::detail
