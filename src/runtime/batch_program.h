@@ -27,6 +27,10 @@ struct BatchProgram {
   std::vector<std::string> sharded_ops;
   bool vocab_embedding = false;
   bool vocab_head = false;
+  // The word embedding replicated: every rank looks up the replica's samples with the whole
+  // table and keeps its own; the output's gradient is all-gathered, so every rank forms the
+  // replica's table gradient, which its first rank alone contributes to the stage's sum.
+  bool replicate_embedding = false;
 };
 
 // Weights sharded over a group, each kept as this rank's slice of the flattened weight (in the

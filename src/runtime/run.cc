@@ -245,12 +245,16 @@ Result<std::optional<detail::BatchProgram>> batch_program_of(const model::Model&
   bool by_batch = false;
   for (const model::Op& op : m.ops) {
     const plan::SplitKind split = plan::split_of(p, op.name);
-    if (split == plan::SplitKind::replicate)
-      return Error{fmt::format(
-          "plan: op_overrides: op \"{}\" is split \"replicate\", which the runtime does not "
-          "execute yet",
-          op.name)};
     const bool vocab = op.shard == model::ShardKind::vocab;
+    if (split == plan::SplitKind::replicate) {
+      if (!vocab || op.kind != model::OpKind::embedding)
+        return Error{fmt::format(
+            "plan: op_overrides: op \"{}\" is split \"replicate\"; the runtime replicates the "
+            "word embedding of a batch program, no other op yet",
+            op.name)};
+      prog.replicate_embedding = true;
+      continue;
+    }
     const bool head =
         vocab && (op.kind == model::OpKind::matmul || op.kind == model::OpKind::cross_entropy);
     if (head) heads.push_back({&op, split == plan::SplitKind::tensor});
@@ -267,6 +271,10 @@ Result<std::optional<detail::BatchProgram>> batch_program_of(const model::Model&
     if (split == plan::SplitKind::batch_sharded && op.params > 0)
       prog.sharded_ops.push_back(op.name);
   }
+  if (!by_batch && prog.replicate_embedding)
+    return Error{
+        "plan: op_overrides: the word embedding is split \"replicate\" in a replica whose other "
+        "ops are split by tensor; the runtime replicates it only in batch programs"};
   if (!by_batch) return std::optional<detail::BatchProgram>{};
   if (tensor_op)
     return Error{fmt::format(

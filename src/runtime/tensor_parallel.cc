@@ -131,6 +131,15 @@ using ReduceScatterShards = ShardStep<reduce_scatter, all_gather>;
 using ScatterShards = ShardStep<own_shard, all_gather>;
 using GatherShardsWhole = ShardStep<all_gather, own_shard>;
 
+// Identity forward, zero gradient.
+class GradientDropped : public torch::autograd::Function<GradientDropped> {
+ public:
+  static torch::Tensor forward(AutogradContext*, torch::Tensor x) { return x.view_as(x); }
+  static variable_list backward(AutogradContext*, variable_list grad) {
+    return {torch::zeros_like(grad[0])};
+  }
+};
+
 class CopyToGroup : public torch::autograd::Function<CopyToGroup> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, Collectives* pg) {
@@ -240,6 +249,15 @@ torch::Tensor gather_shards(const torch::Tensor& x, const TensorParallel& tp, st
 torch::Tensor reduce_scatter_shards(const torch::Tensor& x, const TensorParallel& tp,
                                     std::int64_t dim, const std::vector<std::int64_t>& counts) {
   return tp.active() ? ReduceScatterShards::apply(x, &tp, dim, counts) : x;
+}
+
+torch::Tensor scatter_shards(const torch::Tensor& x, const TensorParallel& tp, std::int64_t dim,
+                             const std::vector<std::int64_t>& counts) {
+  return tp.active() ? ScatterShards::apply(x, &tp, dim, counts) : x;
+}
+
+torch::Tensor gradient_on_first_rank(const torch::Tensor& x, const TensorParallel& tp) {
+  return tp.active() && tp.rank != 0 ? GradientDropped::apply(x) : x;
 }
 
 std::vector<std::int64_t> share_counts(std::int64_t n, const TensorParallel& tp) {

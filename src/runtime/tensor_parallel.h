@@ -62,6 +62,13 @@ torch::Tensor gather_shards(const torch::Tensor& x, const TensorParallel& tp, st
                             const std::vector<std::int64_t>& counts);
 torch::Tensor reduce_scatter_shards(const torch::Tensor& x, const TensorParallel& tp,
                                     std::int64_t dim, const std::vector<std::int64_t>& counts);
+// This rank's shard of a tensor every rank holds whole; its gradient is all-gathered, so every
+// rank passes back the whole gradient (a replicated op's output going on split by batch).
+torch::Tensor scatter_shards(const torch::Tensor& x, const TensorParallel& tp, std::int64_t dim,
+                             const std::vector<std::int64_t>& counts);
+// Identity forward; the gradient is kept on the group's rank 0 and zero on the others: a weight
+// whose gradient every rank forms whole enters a sum over the ranks once.
+torch::Tensor gradient_on_first_rank(const torch::Tensor& x, const TensorParallel& tp);
 
 // Training-mode batch normalisation of x [n, c, h, w] with the statistics of the samples of every
 // rank of `group` (null: this rank's alone), so that a batch split over replicas, evenly or not,

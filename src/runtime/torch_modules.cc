@@ -442,6 +442,10 @@ class Decoder : public TrainModule {
   // Token embeddings; split by vocabulary rows, each rank looks up its own rows and the group sums
   // (under sequence parallelism, each rank keeping the sums of its positions).
   torch::Tensor embed(const torch::Tensor& ids) {
+    if (batch_.replicate_embedding)  // the replica's samples' ids, whole -> this rank's samples
+      return scatter_shards(
+          torch::embedding(gradient_on_first_rank(word_->weight, batch_.group), ids), batch_.group,
+          0, samples_);
     if (batch_.vocab_embedding) {  // the replica's samples' ids -> the sums of this rank's samples
       const auto [v0, v1] = vocab_;
       const auto mine = (ids >= v0) & (ids < v1);
@@ -524,9 +528,10 @@ torch::Tensor summed_cross_entropy(const torch::Tensor& logits, const torch::Ten
 }
 
 Result<bool> TrainModule::split_batch(const BatchProgram& prog) {
-  if (prog.vocab_embedding || prog.vocab_head)
+  if (prog.vocab_embedding || prog.vocab_head || prog.replicate_embedding)
     return Error{
-        "plan: op_overrides: this model has no word embedding or LM head to split by vocabulary"};
+        "plan: op_overrides: this model has no word embedding or LM head to split by vocabulary "
+        "or replicate"};
   return shard_ops(prog);
 }
 

@@ -69,7 +69,9 @@ class TrainModule : public torch::nn::Module {
   void set_sample_counts(std::vector<std::int64_t> counts) { samples_ = std::move(counts); }
   // Whether forward_layers(0, ...) reads the replica's samples (all ranks' of the pass, in rank
   // order) rather than this rank's: a vocabulary-split word embedding's batch program.
-  bool reads_replica_samples() const { return batch_.vocab_embedding; }
+  bool reads_replica_samples() const {
+    return batch_.vocab_embedding || batch_.replicate_embedding;
+  }
   // Whether the last layer's loss is the replica's (its targets all ranks' of the pass, every rank
   // computing the same sum): a vocabulary-split LM head's batch program.
   bool replica_loss() const { return batch_.vocab_head; }
