@@ -409,19 +409,12 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
     const std::size_t T = p.stages[0].replicas[0].devices.size();
     if (p.sequence_parallel)
       return Error{"plan: sequence_parallel: a batch program splits samples, not sequences"};
-    // Every rank of a replica takes part in every micro-batch's collectives: each needs a sample.
+    // A rank the shares leave without samples of a micro-batch still runs its passes, on none,
+    // and takes part in their collectives; each needs vocabulary rows when they are split.
     for (std::size_t r = 0; r < p.stages[0].replicas.size(); ++r) {
       detail::TensorParallel group;
       group.size = static_cast<int>(T);
       group.shares = p.stages[0].replicas[r].tp_shares;
-      for (int k = 0; k < std::max(1, p.num_microbatches); ++k) {
-        const auto [b0, b1] = samples_of(p, 0, static_cast<int>(r), k);
-        if (auto ok =
-                detail::unit_counts(b1 - b0, group, fmt::format("samples of micro-batch {}", k));
-            !ok)
-          return Error{fmt::format("{} (stages[0].replicas[{}] splits them by batch)",
-                                   ok.error().message, r)};
-      }
       if ((*program)->vocab_embedding || (*program)->vocab_head)
         if (auto ok = detail::unit_counts(m.vocab, group, "vocabulary rows"); !ok)
           return ok.error();
@@ -816,7 +809,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           if (!first) x.requires_grad_(true);
           torch::Tensor targets = chunk.targets;
           if (batch_program) {  // this rank's samples of the replica's (one stage: first, last)
-            auto counts = *detail::unit_counts(b1 - b0, tp, "samples");  // checked before start
+            auto counts = detail::share_counts(b1 - b0, tp);  // possibly none for this rank
             std::int64_t before = 0;
             for (int i = 0; i < at.j; ++i) before += counts[i];
             const detail::Batch mine = chunk.slice(before, before + counts[at.j]);
