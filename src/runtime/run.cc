@@ -181,19 +181,30 @@ void all_reduce_flat(const PG& pg, const std::vector<torch::Tensor>& tensors) {
   detail::unflatten_into(flat[0], tensors);
 }
 
-// Sums the gradients of `params` over `pg` in the whole layout: each rank's slices are placed in
-// tensors of the whole shape (zeros elsewhere), summed in one flat all-reduce, and each rank's
-// slices of the sums are written back. A rank gives its slices of split parameters when
-// `give_split`, and the gradients of whole ones when `give_whole` (one rank per replica, as every
-// tensor-parallel rank holds the same); otherwise zeros.
-void all_reduce_whole(const PG& pg, const detail::ShardLayouts& layouts,
-                      const std::vector<torch::Tensor>& params, bool give_split, bool give_whole) {
+// The sums over `pg` of `values` (one per parameter, shaped as it) in the whole layout: each
+// rank's slices are placed in tensors of the whole shape (zeros elsewhere) and summed in one flat
+// all-reduce. A rank gives its values of split parameters when `give_split`, and of whole ones
+// when `give_whole` (one rank per replica, as every tensor-parallel rank holds the same);
+// otherwise zeros.
+std::vector<torch::Tensor> whole_sums(const PG& pg, const detail::ShardLayouts& layouts,
+                                      const std::vector<torch::Tensor>& params,
+                                      const std::vector<torch::Tensor>& values, bool give_split,
+                                      bool give_whole) {
   std::vector<torch::Tensor> wholes;
-  for (const auto& t : params) {
-    const bool give = layouts.split(t) ? give_split : give_whole;
-    wholes.push_back(layouts.to_whole(t, give ? t.grad() : torch::zeros_like(t.grad())));
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const bool give = layouts.split(params[i]) ? give_split : give_whole;
+    wholes.push_back(layouts.to_whole(
+        params[i], give ? values[i].detach().clone() : torch::zeros_like(values[i])));
   }
   all_reduce_flat(pg, wholes);
+  return wholes;
+}
+
+// Sums the gradients of `params` over `pg` in the whole layout (whole_sums) and writes each
+// rank's slices of the sums back.
+void all_reduce_whole(const PG& pg, const detail::ShardLayouts& layouts,
+                      const std::vector<torch::Tensor>& params, bool give_split, bool give_whole) {
+  const auto wholes = whole_sums(pg, layouts, params, grads_of(params), give_split, give_whole);
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < params.size(); ++i)
     params[i].mutable_grad().copy_(layouts.to_part(params[i], wholes[i]));
@@ -379,14 +390,6 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "(start it with --nprocs {}, or as {} torchrun ranks)",
         devices.size(), world_size, devices.size(), devices.size())};
   if (auto e = zero_problem(p)) return *e;
-  // ZeRO-1 shards the flattened parameters of a stage's replicas alike.
-  if (p.zero_stage == 1)
-    for (std::size_t s = 0; s < p.stages.size(); ++s)
-      if (!alike(replicas_of(p.stages[s])))
-        return Error{fmt::format(
-            "plan: zero_stage: ZeRO-1 over replicas that split their layers differently (stage "
-            "{}'s devices or tp_shares differ) is not executed yet",
-            s)};
   if (auto e = cnn_tensor_problem(m, p)) return *e;
   if (splits_layers(p) && p.sequence_parallel && m.family != model::Family::decoder_lm)
     return Error{fmt::format(
@@ -683,15 +686,27 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   }
   // ZeRO-1: replica r of a stage keeps Adam's states for slice r of the stage's flattened
   // parameters only (Adam is elementwise, so the sharded step equals the whole one), and the
-  // updated slices are gathered.
+  // updated slices are gathered. Replicas that split their layers differently flatten them in the
+  // whole layout instead, and each of the stage's ranks keeps a slice of that.
+  const bool unlike = !at.aligned[at.s] && !batch_program;
   const bool zero = p.zero_stage == 1 && at.R() > 1;
-  const std::int64_t shard = (numel + at.R() - 1) / at.R();
-  const std::int64_t shard_begin = std::min(numel, shard * at.r);
-  const std::int64_t shard_end = std::min(numel, shard_begin + shard);
+  const PG zero_group = unlike ? groups.stage_all : groups.stage;
+  const int zero_n = unlike ? at.stage_size(at.s) : at.R();
+  const int zero_k = unlike ? at.stage_rank() : at.r;
+  std::vector<torch::Tensor> whole_params;  // unlike: the stage's parameters, whole
   torch::Tensor owned;
+  std::int64_t zero_numel = numel, shard = 0, shard_begin = 0, shard_end = 0;
   if (zero) {
     torch::NoGradGuard no_grad;
-    owned = detail::flatten(params).slice(0, shard_begin, shard_end).clone();
+    if (unlike)  // every replica holds the same: the first one's slices, whole
+      whole_params =
+          whole_sums(zero_group, mod.layouts(), params, params, at.r == 0, at.r == 0 && at.j == 0);
+    const torch::Tensor flat = detail::flatten(unlike ? whole_params : params);
+    zero_numel = flat.numel();
+    shard = (zero_numel + zero_n - 1) / zero_n;
+    shard_begin = std::min(zero_numel, shard * zero_k);
+    shard_end = std::min(zero_numel, shard_begin + shard);
+    owned = flat.slice(0, shard_begin, shard_end).clone();
   }
   torch::optim::Adam adam(zero ? std::vector<torch::Tensor>{owned} : params,
                           torch::optim::AdamOptions(opts.learning_rate));
@@ -847,7 +862,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
       if (buckets) buckets->finish(timeout);
       if (!shards.empty() && groups.stage) all_reduce_flat(groups.stage, grads_of(shards));
-      if (!at.aligned[at.s] && !batch_program && groups.stage_all)
+      // (Under ZeRO-1 with no tied copy to sum, the whole sums go to the optimizer's slices
+      // directly, below.)
+      if (unlike && !(zero && !groups.tied))
         all_reduce_whole(groups.stage_all, mod.layouts(), params, true, at.j == 0);
       // After the stage's all-reduce every replica of a stage holds its stage's sum; the first
       // replica of each stage contributes it, so every copy gets the sum of both stages.
@@ -868,19 +885,33 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       sync();
       comm += seconds_since(comm_start);
       if (zero) {
-        owned.mutable_grad() =
-            detail::flatten(grads_of(params)).slice(0, shard_begin, shard_end).clone();
+        // Unlike replicas: the summed gradients whole (the stage's sums, or once summed with the
+        // tied copy, the first replica's, which every replica then holds).
+        const torch::Tensor flat_grads =
+            !unlike ? detail::flatten(grads_of(params))
+                    : detail::flatten(groups.tied ? whole_sums(zero_group, mod.layouts(), params,
+                                                               grads_of(params), at.r == 0,
+                                                               at.r == 0 && at.j == 0)
+                                                  : whole_sums(zero_group, mod.layouts(), params,
+                                                               grads_of(params), true, at.j == 0));
+        owned.mutable_grad() = flat_grads.slice(0, shard_begin, shard_end).clone();
         adam.step();
         // Gather the updated slices (padded to one size, as Gloo's all-gather needs).
         sync();
         comm_start = Clock::now();
         std::vector<std::vector<torch::Tensor>> out(1);
-        for (int r = 0; r < at.R(); ++r) out[0].push_back(torch::empty({shard}, on_dev));
+        for (int r = 0; r < zero_n; ++r) out[0].push_back(torch::empty({shard}, on_dev));
         std::vector<torch::Tensor> in{torch::zeros({shard}, on_dev)};
         in[0].slice(0, 0, shard_end - shard_begin).copy_(owned.detach());
-        groups.stage->allgather(out, in)->wait();
+        zero_group->allgather(out, in)->wait();
         torch::NoGradGuard no_grad;
-        detail::unflatten_into(torch::cat(out[0]), params);
+        if (unlike) {
+          detail::unflatten_into(torch::cat(out[0]), whole_params);
+          for (std::size_t i = 0; i < params.size(); ++i)
+            params[i].copy_(mod.layouts().to_part(params[i], whole_params[i]));
+        } else {
+          detail::unflatten_into(torch::cat(out[0]), params);
+        }
         sync();
         comm += seconds_since(comm_start);
       } else {
