@@ -110,16 +110,18 @@ std::vector<torch::Tensor> deinterleave(const torch::Tensor& flat,
   return out;
 }
 
-void ShardedWeights::shard(torch::Tensor& p) {
+SliceLayout ShardedWeights::shard(torch::Tensor& p) {
   // A weight smaller than the group leaves some ranks an empty shard.
   Entry e{p.sizes().vec(), share_counts(p.numel(), *group_)};
   std::int64_t begin = 0;
   for (int i = 0; i < group_->rank; ++i) begin += e.counts[i];
+  const std::int64_t end = begin + e.counts[group_->rank], whole = p.numel();
   {
     torch::NoGradGuard no_grad;
-    p.set_data(p.reshape({-1}).slice(0, begin, begin + e.counts[group_->rank]).clone());
+    p.set_data(p.reshape({-1}).slice(0, begin, end).clone());
   }
   entries_[p.unsafeGetTensorImpl()] = std::move(e);
+  return SliceLayout{0, whole, {{begin, end}}};
 }
 
 torch::Tensor ShardedWeights::whole(const torch::Tensor& p) const {

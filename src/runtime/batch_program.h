@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "shard_layouts.h"
 #include "tensor_parallel.h"
 
 namespace hetplan::runtime::detail {
@@ -39,8 +40,9 @@ class ShardedWeights {
  public:
   // `group` must outlive the weights' use.
   explicit ShardedWeights(const TensorParallel* group) : group_(group) {}
-  // Keeps this rank's share of p's elements in place of p (share_counts: possibly none).
-  void shard(torch::Tensor& p);
+  // Keeps this rank's share of p's elements in place of p (share_counts: possibly none); returns
+  // which of the flattened elements it keeps.
+  SliceLayout shard(torch::Tensor& p);
   // The whole weight of a shard (gathered; its gradient reduce-scattered to the shard), or p itself
   // when p is not sharded.
   torch::Tensor whole(const torch::Tensor& p) const;

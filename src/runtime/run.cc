@@ -405,18 +405,13 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
           "pipeline stage; pipelines of them are not executed yet"};
     if (p.zero_stage > 0)
       return Error{"plan: zero_stage: ZeRO is not executed with batch programs yet"};
-    if (!alike(replicas_of(p.stages[0])))
-      return Error{
-          "plan: stages[0].replicas: a batch program over replicas of different sizes or "
-          "tp_shares is not executed yet"};
-    const std::size_t T = p.stages[0].replicas[0].devices.size();
     if (p.sequence_parallel)
       return Error{"plan: sequence_parallel: a batch program splits samples, not sequences"};
     // A rank the shares leave without samples of a micro-batch still runs its passes, on none,
     // and takes part in their collectives; each needs vocabulary rows when they are split.
     for (std::size_t r = 0; r < p.stages[0].replicas.size(); ++r) {
       detail::TensorParallel group;
-      group.size = static_cast<int>(T);
+      group.size = static_cast<int>(p.stages[0].replicas[r].devices.size());
       group.shares = p.stages[0].replicas[r].tp_shares;
       if ((*program)->vocab_embedding || (*program)->vocab_head)
         if (auto ok = detail::unit_counts(m.vocab, group, "vocabulary rows"); !ok)
@@ -861,7 +856,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       for (auto& w : sends) w->wait(timeout);
       // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
       if (buckets) buckets->finish(timeout);
-      if (!shards.empty() && groups.stage) all_reduce_flat(groups.stage, grads_of(shards));
+      if (!shards.empty() && at.aligned[at.s] && groups.stage)
+        all_reduce_flat(groups.stage, grads_of(shards));
+      else if (!shards.empty() && !at.aligned[at.s])  // replicas sharding them differently
+        all_reduce_whole(groups.stage_all, mod.layouts(), shards, true, true);
       // (Under ZeRO-1 with no tied copy to sum, the whole sums go to the optimizer's slices
       // directly, below.)
       if (unlike && !(zero && !groups.tied))

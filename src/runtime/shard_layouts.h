@@ -25,6 +25,8 @@ class ShardLayouts {
  public:
   // Replaces t's data by its slices `ranges` along `dim`, concatenated, and records them.
   void keep(torch::Tensor& t, int dim, const Ranges& ranges);
+  // Records that t holds `layout`'s slices of a whole tensor (cut by the caller).
+  void record(const torch::Tensor& t, SliceLayout layout) { kept_[key(t)] = std::move(layout); }
   // Records for `copy` the slices recorded for `of` (a copy of a sharded weight).
   void same_as(const torch::Tensor& of, const torch::Tensor& copy);
   // Whether t holds slices of a whole tensor.

@@ -547,7 +547,7 @@ Result<bool> TrainModule::shard_ops(const BatchProgram& prog) {
           "weights of that name to shard",
           name)};
     for (torch::Tensor& t : it->second) {
-      weights_.shard(t);
+      layouts_.record(t, weights_.shard(t));  // its flattened elements' slice
       sharded_.push_back(t);
     }
   }

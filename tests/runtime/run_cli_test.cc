@@ -790,6 +790,34 @@ TEST(RunCli, ReplicatedWordEmbeddingsInBatchProgramsMatchOneProcess) {
       << r.err;
 }
 
+// HAP's programs over replicas of unlike sizes and shares (a 2-device replica at 3:1, one device,
+// 3 devices at 5:3:2): sharded weights and vocabulary rows are summed over the replicas in the
+// whole layout. With the word embedding split by vocabulary, then replicated with the LM head
+// and its loss split by vocabulary.
+TEST(RunCli, BatchProgramsOverUnlikeReplicasMatchOneProcess) {
+  auto plan = nlohmann::json::parse(R"({"version": 1, "global_batch": 18, "num_microbatches": 2,
+    "stages": [{"first_layer": 0, "num_layers": 4,
+      "replicas": [{"devices": [0, 1], "tp_shares": [0.75, 0.25], "batch_share": 0.5},
+                   {"devices": [2], "batch_share": 0.2},
+                   {"devices": [3, 4, 5], "tp_shares": [0.5, 0.3, 0.2], "batch_share": 0.3}]}],
+    "op_overrides": [{"ops": "embedding.word", "split": "tensor"},
+                     {"ops": "layers.*.mlp.*", "split": "batch_sharded"},
+                     {"ops": "*", "split": "batch"}]})");
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_unlike_batch_" + std::to_string(::getpid()) + ".json");
+  const auto one = losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=18");
+  std::ofstream(file) << plan.dump();
+  expect_same_losses(
+      one, losses(std::string("--model ") + kGpt + " --nprocs 6 --plan " + file.string()));
+  plan["op_overrides"] = nlohmann::json::parse(R"([{"ops": "embedding.word", "split": "replicate"},
+    {"ops": "head.lm_head", "split": "tensor"}, {"ops": "head.loss", "split": "tensor"},
+    {"ops": "layers.*.attn.qkv", "split": "batch_sharded"}, {"ops": "*", "split": "batch"}])");
+  std::ofstream(file) << plan.dump();
+  expect_same_losses(
+      one, losses(std::string("--model ") + kGpt + " --nprocs 6 --plan " + file.string()));
+  std::filesystem::remove(file);
+}
+
 // The HAP planner's program for GPT-3 1.3B on its V100 + P100 preset (a batch program over 32
 // GPUs, the MLP's weights sharded, the embedding split by vocabulary) passes every check of the
 // runtime but the number of ranks this machine can give it.
