@@ -78,7 +78,7 @@ Plan same_step(const Plan& p) {
 
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
   if (p.is_op_level() || p.stages.empty() || !p.op_overrides.empty() || p.zero_stage != 0 ||
-      p.recompute != cost::Recompute::none)
+      p.recompute != cost::Recompute::none || p.sequence_parallel)
     return std::nullopt;
   for (const auto& rule : p.grad_sync)
     if (rule.method != SyncMethod::all_reduce) return std::nullopt;
@@ -91,6 +91,14 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
       const model::Layer& layer = m.layers[static_cast<std::size_t>(l)];
       for (int i = layer.first_op; i < layer.first_op + layer.num_ops; ++i)
         g.ops.push_back(m.ops[static_cast<std::size_t>(i)].name);
+    }
+    if (st.replicas.size() == 1 && st.replicas.front().devices.size() > 1) {
+      // One tensor-parallel replica: a split group at its tp_shares.
+      g.mode = GroupMode::split;
+      g.devices = st.replicas.front().devices;
+      g.shares = st.replicas.front().tp_shares;
+      out.op_groups.push_back(std::move(g));
+      continue;
     }
     for (const Replica& r : st.replicas) {
       if (r.devices.size() != 1) return std::nullopt;

@@ -271,11 +271,9 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
       // Logits [n, C] against a class per sample (the last column of a 2-D target: BERT's
       // next-sentence label), or [n, t, C] against a label per token (-100: none).
       const std::int64_t C = x.size(-1);
-      const torch::Tensor t = x.dim() == 3         ? targets.slice(1, 0, x.size(1))
-                              : targets.dim() == 2 ? targets.select(1, targets.size(1) - 1)
-                                                   : targets;
+      const torch::Tensor t = loss_targets(x, targets);
       // A sample's loss over its tokens is their mean (as the decoder module's).
-      return torch::nn::functional::cross_entropy(x.reshape({-1, C}), t.reshape({-1}),
+      return torch::nn::functional::cross_entropy(x.reshape({-1, C}), t,
                                                   torch::nn::functional::CrossEntropyFuncOptions()
                                                       .reduction(torch::kSum)
                                                       .ignore_index(kIgnoredLabel)) /
@@ -324,6 +322,13 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
       break;
   }
   throw std::logic_error("OpGraph::apply: an op that does not say what it computes");
+}
+
+torch::Tensor loss_targets(const torch::Tensor& logits, const torch::Tensor& targets) {
+  const torch::Tensor t = logits.dim() == 3    ? targets.slice(1, 0, logits.size(1))
+                          : targets.dim() == 2 ? targets.select(1, targets.size(1) - 1)
+                                               : targets;
+  return t.reshape({-1});
 }
 
 torch::Tensor OpGraph::linear_input(int i, const torch::Tensor& x) const {

@@ -23,6 +23,11 @@ inline std::int64_t linear_rows_per_sample(const model::OpCompute& c) {
   return c.shape.size() == 2 ? c.shape[0] : 1;
 }
 
+// The targets a cross-entropy op's rows of logits ([n, C] or [n, t, C]) are scored against, one
+// per row of logits.reshape({-1, C}): a class per sample (the last column of a 2-D target: BERT's
+// next-sentence label), or a label per token (kIgnoredLabel: none).
+torch::Tensor loss_targets(const torch::Tensor& logits, const torch::Tensor& targets);
+
 // The weights of every op, created in op order from the current torch seed as libtorch's modules
 // initialise them (Conv2d, Linear: Kaiming-uniform; batchnorm: scale 1, shift 0), so that a
 // ResNet's ops start from the weights the ResNet module (resnet_module.h) gets from the same seed.

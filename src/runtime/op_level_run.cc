@@ -18,6 +18,8 @@
 #include "process_groups.h"
 #include "run_result.h"
 #include "run_support.h"
+#include "shard_layouts.h"
+#include "split_group.h"
 #include "tensor_parallel.h"
 
 namespace hetplan::runtime::detail {
@@ -31,40 +33,78 @@ struct Layout {
   std::vector<int> group;                   // op -> group
   std::vector<std::vector<int>> members;    // group -> its devices' ranks, in the group's order
   std::vector<std::vector<double>> shares;  // group -> each member's share of a micro-batch
+  // Split groups: each member's tensor share, and the members in ascending rank order (the order
+  // of their shards in the group's collectives).
+  std::vector<bool> split;
+  std::vector<std::vector<double>> tensor_shares;
+  std::vector<std::vector<int>> by_rank;  // group -> member indices, ascending rank
 
   Layout(const model::Model& m, const plan::Plan& p) : devices(op_level_devices(p)) {
     group = plan::group_of_ops(p, m);
     for (const auto& g : p.op_groups) {
       std::vector<int> ranks;
-      std::vector<double> s;
+      std::vector<double> s, t;
       for (std::size_t j = 0; j < g.devices.size(); ++j) {
         ranks.push_back(static_cast<int>(
             std::lower_bound(devices.begin(), devices.end(), g.devices[j]) - devices.begin()));
         s.push_back(plan::group_share(g, j));
+        t.push_back(plan::tensor_share(g, j));
       }
+      std::vector<int> order(ranks.size());
+      for (std::size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int>(j);
+      std::sort(order.begin(), order.end(), [&](int a, int b) { return ranks[a] < ranks[b]; });
       members.push_back(std::move(ranks));
       shares.push_back(std::move(s));
+      split.push_back(g.mode == plan::GroupMode::split);
+      tensor_shares.push_back(std::move(t));
+      by_rank.push_back(std::move(order));
     }
   }
-  // The rows [begin, end) of the global batch each member of group g holds in micro-batch k.
+  // The rows [begin, end) of the global batch each member of group g holds in micro-batch k (all
+  // of them in a split group).
   std::vector<std::pair<std::int64_t, std::int64_t>> rows(const plan::Plan& p, int g, int k) const {
-    const std::int64_t B = p.global_batch, M = std::max(1, p.num_microbatches);
-    const std::int64_t lo = B * k / M, hi = B * (k + 1) / M;
-    TensorParallel split;
-    split.size = static_cast<int>(members[g].size());
-    split.shares = shares[g];
-    std::vector<std::pair<std::int64_t, std::int64_t>> out;
-    std::int64_t at = lo;
-    for (std::int64_t n : share_counts(hi - lo, split)) {
-      out.emplace_back(at, at + n);
-      at += n;
+    if (split[g]) {
+      const auto [lo, hi] = batch_rows(p, k);
+      return std::vector<std::pair<std::int64_t, std::int64_t>>(members[g].size(), {lo, hi});
     }
-    return out;
+    return intervals(p, g, k, shares[g], false);
+  }
+  // The rows each member of group g answers for in transfers between groups: its rows, or in a
+  // split group, whose members all hold every row, an interval of them by its tensor share (in
+  // ascending rank order).
+  std::vector<std::pair<std::int64_t, std::int64_t>> part_rows(const plan::Plan& p, int g,
+                                                               int k) const {
+    return split[g] ? intervals(p, g, k, tensor_shares[g], true) : rows(p, g, k);
+  }
+  static std::pair<std::int64_t, std::int64_t> batch_rows(const plan::Plan& p, int k) {
+    const std::int64_t B = p.global_batch, M = std::max(1, p.num_microbatches);
+    return {B * k / M, B * (k + 1) / M};
   }
   // This rank's index among group g's members; -1 when it is not one.
   static int index_in(const std::vector<int>& ranks, int rank) {
     const auto it = std::find(ranks.begin(), ranks.end(), rank);
     return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
+  }
+
+ private:
+  // Micro-batch k's rows split by `s` (per member), consecutively in the members' order or in
+  // ascending rank order.
+  std::vector<std::pair<std::int64_t, std::int64_t>> intervals(const plan::Plan& p, int g, int k,
+                                                               const std::vector<double>& s,
+                                                               bool ranked) const {
+    const auto [lo, hi] = batch_rows(p, k);
+    const std::size_t n = members[g].size();
+    TensorParallel by;
+    by.size = static_cast<int>(n);
+    for (std::size_t i = 0; i < n; ++i) by.shares.push_back(s[ranked ? by_rank[g][i] : i]);
+    std::vector<std::pair<std::int64_t, std::int64_t>> out(n);
+    std::int64_t at = lo;
+    const auto counts = share_counts(hi - lo, by);
+    for (std::size_t i = 0; i < n; ++i) {
+      out[ranked ? by_rank[g][i] : i] = {at, at + counts[i]};
+      at += counts[i];
+    }
+    return out;
   }
 };
 
@@ -125,12 +165,10 @@ Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int worl
     return Error{"plan: zero_stage: ZeRO is not executed with op-level plans yet"};
   if (p.recompute != cost::Recompute::none)
     return Error{"plan: recompute: op-level plans are executed without recomputation"};
-  for (std::size_t g = 0; g < p.op_groups.size(); ++g)
-    if (p.op_groups[g].mode == plan::GroupMode::split)
-      return Error{fmt::format(
-          "plan: op_groups[{}]: groups split by tensor dimension (mode split) are not executed op "
-          "by op yet (replicate or place the group)",
-          g)};
+  for (std::size_t i = 0; i < m.ops.size(); ++i)
+    if (p.op_groups[static_cast<std::size_t>(group[i])].mode == plan::GroupMode::split)
+      if (auto ok = check_split_op(m.ops[i]); !ok)
+        return Error{fmt::format("plan: op_groups[{}]: {}", group[i], ok.error().message)};
   for (std::size_t g = 0; g < p.op_groups.size(); ++g)
     for (int s : p.op_groups[g].servers)
       if (std::find(p.op_groups[g].devices.begin(), p.op_groups[g].devices.end(), s) ==
@@ -207,6 +245,36 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   std::vector<int> my_index(N);  // this rank's index among each op's group's members, or -1
   for (std::size_t o = 0; o < N; ++o)
     my_index[o] = Layout::index_in(at.members[static_cast<std::size_t>(at.group[o])], me);
+  // Split groups this rank is in: its place among their members (ascending rank order, the
+  // shards' order), and its share of their ops' weights.
+  std::vector<TensorParallel> tps(G);
+  ShardLayouts layouts;
+  for (std::size_t g = 0; g < G; ++g) {
+    if (!at.split[g] || Layout::index_in(at.members[g], me) < 0) continue;
+    TensorParallel& tp = tps[g];
+    tp.group = pg_of(g);
+    tp.size = static_cast<int>(at.members[g].size());
+    for (std::size_t i = 0; i < at.members[g].size(); ++i) {
+      const int j = at.by_rank[g][i];
+      tp.shares.push_back(at.tensor_shares[g][static_cast<std::size_t>(j)]);
+      if (at.members[g][static_cast<std::size_t>(j)] == me) tp.rank = static_cast<int>(i);
+    }
+  }
+  for (std::size_t o = 0; o < N; ++o)
+    if (const auto g = static_cast<std::size_t>(at.group[o]); at.split[g] && my_index[o] >= 0)
+      shard_split_op(*graph, m.ops[o], static_cast<int>(o), tps[g], layouts);
+  auto is_split = [&](std::size_t op) { return at.split[static_cast<std::size_t>(at.group[op])]; };
+  // Layout of op `op`'s output, the one its readers' gradients come back in, and the dimension and
+  // shard counts of its features, in its split group.
+  auto out_layout = [&](std::size_t op) {
+    return sim::op_layout(m.ops[op], plan::SplitKind::tensor, false).output;
+  };
+  auto shards_of = [&](std::size_t op) {
+    const auto whole = graph->output_shape(static_cast<int>(op), 1);
+    const std::int64_t dim = feature_dim(whole.size());
+    return std::make_pair(dim, share_counts(whole[static_cast<std::size_t>(dim)],
+                                            tps[static_cast<std::size_t>(at.group[op])]));
+  };
   // The weights of the groups this rank is in, per group.
   // A tied weight (BERT's word table, which its MLM decoder reads) counts once, with its owner,
   // whose group the plan keeps the reader in.
@@ -261,8 +329,11 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       };
       double loss_sum = 0;
       for (int k = 0; k < M; ++k) {
-        std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> rows(G);
-        for (std::size_t g = 0; g < G; ++g) rows[g] = at.rows(p, static_cast<int>(g), k);
+        std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> rows(G), parts(G);
+        for (std::size_t g = 0; g < G; ++g) {
+          rows[g] = at.rows(p, static_cast<int>(g), k);
+          parts[g] = at.part_rows(p, static_cast<int>(g), k);
+        }
         auto my_rows = [&](std::size_t o) {
           return rows[static_cast<std::size_t>(at.group[o])][static_cast<std::size_t>(my_index[o])];
         };
@@ -273,16 +344,35 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         std::vector<std::pair<std::size_t, std::size_t>> transfers;
         std::map<std::pair<std::size_t, std::size_t>, torch::Tensor> received;
         // Calls f(producer rank, consumer rank, first row, end row, producer's first row,
-        // consumer's first row) for each overlap of producer p's rows and group g's.
-        auto overlaps = [&](std::size_t p_op, std::size_t g, auto&& f) {
+        // consumer's first row) for each overlap of producer p's rows and group g's: the rows
+        // each producer member answers for (a split group's members an interval each) and, going
+        // forward, the rows each consumer member holds, going back, those it answers for.
+        auto overlaps = [&](std::size_t p_op, std::size_t g, bool back, auto&& f) {
           const std::size_t pg = static_cast<std::size_t>(at.group[p_op]);
           for (std::size_t a = 0; a < at.members[pg].size(); ++a)
             for (std::size_t b = 0; b < at.members[g].size(); ++b) {
-              const auto [pa0, pa1] = rows[pg][a];
-              const auto [cb0, cb1] = rows[g][b];
+              const auto [pa0, pa1] = parts[pg][a];
+              const auto [cb0, cb1] = back ? parts[g][b] : rows[g][b];
               const std::int64_t o0 = std::max(pa0, cb0), o1 = std::min(pa1, cb1);
-              if (o1 > o0) f(at.members[pg][a], at.members[g][b], o0, o1, pa0, cb0);
+              if (o1 > o0)
+                f(at.members[pg][a], at.members[g][b], o0, o1, rows[pg][a].first, rows[g][b].first);
             }
+        };
+        // A split group's outputs leave it whole (replicated): converted once per op.
+        std::map<std::size_t, torch::Tensor> leaving;
+        auto leave = [&](std::size_t p_op) -> const torch::Tensor& {
+          if (!is_split(p_op) || my_index[p_op] < 0) return out[p_op];
+          auto it = leaving.find(p_op);
+          if (it == leaving.end()) {
+            const auto [dim, counts] = shards_of(p_op);
+            torch::NoGradGuard no_grad;
+            it = leaving
+                     .emplace(p_op,
+                              convert(out[p_op].detach(), out_layout(p_op), sim::Layout::replicated,
+                                      tps[static_cast<std::size_t>(at.group[p_op])], dim, counts))
+                     .first;
+          }
+          return it->second;
         };
         // Forward.
         for (std::size_t o = 0; o < N; ++o) {
@@ -296,20 +386,21 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
               continue;
             const int tag = next_tag++;
             transfers.emplace_back(p_op, g);
-            std::vector<torch::Tensor> parts;
-            overlaps(p_op, g,
+            std::vector<torch::Tensor> got;
+            const torch::Tensor& sent = leave(p_op);
+            overlaps(p_op, g, false,
                      [&](int from, int to, std::int64_t o0, std::int64_t o1, std::int64_t pa0,
                          std::int64_t) {
                        if (from == me && to == me)
-                         parts.push_back(out[p_op].slice(0, o0 - pa0, o1 - pa0).detach());
+                         got.push_back(sent.slice(0, o0 - pa0, o1 - pa0).detach());
                        else if (from == me)
-                         send(out[p_op].slice(0, o0 - pa0, o1 - pa0).detach(), to, tag);
+                         send(sent.slice(0, o0 - pa0, o1 - pa0).detach(), to, tag);
                        else if (to == me)
-                         parts.push_back(recv(graph->output_shape(pi, o1 - o0), from, tag));
+                         got.push_back(recv(graph->output_shape(pi, o1 - o0), from, tag));
                      });
             if (Layout::index_in(at.members[g], me) >= 0) {
-              torch::Tensor x = parts.empty() ? torch::empty(graph->output_shape(pi, 0), on_dev)
-                                              : torch::cat(parts);
+              torch::Tensor x =
+                  got.empty() ? torch::empty(graph->output_shape(pi, 0), on_dev) : torch::cat(got);
               received[{p_op, g}] = x.detach().requires_grad_(true);
             }
           }
@@ -324,21 +415,45 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           }
           if (op.inputs.empty()) in.push_back(batch.inputs.slice(0, r0, r1));
           leaves[o] = in;
-          Collectives* bn = p.batch_norm == plan::BatchNormStats::synced ? pg_of(g) : nullptr;
           const torch::Tensor mask =
               masks[o].defined() ? masks[o].slice(0, r0, r1) : torch::Tensor();
-          out[o] = graph->apply(static_cast<int>(o), in, batch.targets.slice(0, r0, r1), bn, mask);
-          if (op.compute.fn == model::OpFn::cross_entropy) loss_sum += out[o].item<double>() / B;
+          const torch::Tensor targets = batch.targets.slice(0, r0, r1);
+          if (at.split[g]) {
+            // Each input in the layout this op reads (one that entered the group: whole), its
+            // gradient back in the one its writer needs.
+            const sim::OpLayout reads = sim::op_layout(op, plan::SplitKind::tensor, false);
+            for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+              const auto p_op = static_cast<std::size_t>(op.inputs[i]);
+              const sim::Layout from = static_cast<std::size_t>(at.group[p_op]) == g
+                                           ? out_layout(p_op)
+                                           : sim::Layout::replicated;
+              const auto [dim, counts] = shards_of(p_op);
+              in[i] = relayout(in[i], from, reads.input, reads.input_grad,
+                               sim::gradient_layout(from), tps[g], dim, counts);
+            }
+            out[o] = apply_split(*graph, op, static_cast<int>(o), in, targets, mask, tps[g]);
+          } else {
+            Collectives* bn = p.batch_norm == plan::BatchNormStats::synced ? pg_of(g) : nullptr;
+            out[o] = graph->apply(static_cast<int>(o), in, targets, bn, mask);
+          }
+          // (Every device of a split group holds the whole loss: counted once.)
+          if (op.compute.fn == model::OpFn::cross_entropy && (!at.split[g] || tps[g].rank == 0))
+            loss_sum += out[o].item<double>() / B;
         }
         // Backward, in reverse: first the gradients of the rows an op sent to other groups
         // come back, then its own backward pass gives its inputs' gradients.
         for (std::size_t o = N; o-- > 0;) {
+          // A split group's output comes back whole in intervals (each member its own), which
+          // its members gather before turning it into the layout of the op's gradient.
+          torch::Tensor whole_back;
+          bool left = false;
           for (const auto& [p_op, g] : transfers) {
             if (p_op != o) continue;
+            left = true;
             const int tag = next_tag++;
             const auto pgroup = static_cast<std::size_t>(at.group[o]);
             overlaps(
-                o, g,
+                o, g, true,
                 [&](int from, int to, std::int64_t o0, std::int64_t o1, std::int64_t pa0,
                     std::int64_t cb0) {
                   torch::Tensor back;
@@ -354,10 +469,32 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
                   }
                   if (from == me) {
                     const auto [my0, my1] = rows[pgroup][static_cast<std::size_t>(my_index[o])];
-                    add_rows(grad[o], graph->output_shape(static_cast<int>(o), my1 - my0), o0 - pa0,
-                             back);
+                    add_rows(at.split[pgroup] ? whole_back : grad[o],
+                             graph->output_shape(static_cast<int>(o), my1 - my0), o0 - pa0, back);
                   }
                 });
+          }
+          if (left && is_split(o) && my_index[o] >= 0) {
+            const auto pgroup = static_cast<std::size_t>(at.group[o]);
+            const TensorParallel& tp = tps[pgroup];
+            const auto [my0, my1] = rows[pgroup][static_cast<std::size_t>(my_index[o])];
+            if (!whole_back.defined())
+              whole_back =
+                  torch::zeros(graph->output_shape(static_cast<int>(o), my1 - my0), on_dev);
+            std::vector<std::int64_t> counts;  // the members' intervals, in ascending rank order
+            for (int j : at.by_rank[pgroup]) {
+              const auto [b0, b1] = parts[pgroup][static_cast<std::size_t>(j)];
+              counts.push_back(b1 - b0);
+            }
+            const auto [i0, i1] = parts[pgroup][static_cast<std::size_t>(my_index[o])];
+            torch::NoGradGuard no_grad;
+            const torch::Tensor gathered =
+                gather_shards(whole_back.slice(0, i0 - my0, i1 - my0).contiguous(), tp, 0, counts);
+            const auto [dim, shard_counts] = shards_of(o);
+            const torch::Tensor back =
+                convert(gathered, sim::Layout::replicated, sim::gradient_layout(out_layout(o)), tp,
+                        dim, shard_counts);
+            grad[o] = grad[o].defined() ? grad[o] + back : back;
           }
           if (my_index[o] < 0 || !out[o].requires_grad()) continue;
           const model::Op& op = m.ops[o];
@@ -388,7 +525,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       // Gradient synchronisation of each group of more than one device.
       for (std::size_t g = 0; g < G; ++g) {
         Collectives* pg = pg_of(g);
-        if (!pg || group_params[g].empty()) continue;
+        // A split group's devices each hold their share of its weights: nothing to synchronise.
+        if (!pg || group_params[g].empty() || at.split[g]) continue;
         for (auto& t : group_params[g])
           if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
         const plan::OpGroup& og = p.op_groups[g];

@@ -313,7 +313,10 @@ plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int wo
   if (form.stages_from_op_level > 0 && !check_executable(m, form.plan, world_size) &&
       detail::check_op_level(m, p, world_size))
     form = plan::RunForm{p};
-  if (!form.plan.is_op_level() && !detail::executable_family(m))
+  // Stage plans without a stage module for the model, or with a form the stage runtime does not
+  // run (a ResNet under tensor parallelism), run op by op where they convert.
+  if (!form.plan.is_op_level() &&
+      (!detail::executable_family(m) || !check_executable(m, form.plan, world_size)))
     if (auto ops = plan::as_op_level_plan(form.plan, m);
         ops && detail::check_op_level(m, *ops, world_size)) {
       form.plan = std::move(*ops);

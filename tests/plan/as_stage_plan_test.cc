@@ -131,7 +131,19 @@ TEST_F(AsStagePlan, StagePlansOfOneDeviceReplicasBecomeOpLevelPlansAndBack) {
   auto back = as_stage_plan(*ops, model_);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->stages, stages->stages);
-  // Not for tensor parallelism, ZeRO or recomputation.
+  // A stage of one tensor-parallel replica becomes a split group at its tp_shares, and back.
+  Plan split = *stages;
+  split.stages[0].replicas = {Replica{{3, 7}, {0.75, 0.25}, 1.0}};
+  auto split_ops = as_op_level_plan(split, model_);
+  ASSERT_TRUE(split_ops);
+  EXPECT_EQ(split_ops->op_groups[0].mode, GroupMode::split);
+  EXPECT_EQ(split_ops->op_groups[0].devices, (std::vector<int>{3, 7}));
+  EXPECT_EQ(split_ops->op_groups[0].shares, (std::vector<double>{0.75, 0.25}));
+  EXPECT_EQ(validate(*split_ops), "ok");
+  auto split_back = as_stage_plan(*split_ops, model_);
+  ASSERT_TRUE(split_back) << why_not_stage_plan(*split_ops, model_);
+  EXPECT_EQ(split_back->stages, split.stages);
+  // Not for replicas of several devices beside others, ZeRO or recomputation.
   Plan tp = *stages;
   tp.stages[1].replicas[0].devices = {4, 6};
   EXPECT_FALSE(as_op_level_plan(tp, model_));

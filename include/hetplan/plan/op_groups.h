@@ -2,8 +2,8 @@
 #pragma once
 
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hetplan/model/model.h"
@@ -48,12 +48,14 @@ double tensor_share(const OpGroup& g, std::size_t j);
 // when the plan is not op-level or not convertible; why_not_stage_plan says why.
 std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 
-// The other way: a stage plan whose replicas have one device each (no tensor parallelism), as the
-// op-level plan of the same training step: one group per stage naming its layers' ops, on its
-// replicas' devices at their batch shares (placed when the stage has one replica), gradients
-// all-reduced; the same model, cluster and planner strings, global_batch, num_microbatches,
-// grad_bucket_bytes and batch_norm, execution order heft. Nullopt for an op-level plan, tensor
-// parallelism, op overrides, grad_sync rules other than all-reduce, recomputation or ZeRO.
+// The other way: a stage plan whose replicas have one device each, or whose stages of a
+// tensor-parallel replica have that one replica, as the op-level plan of the same training step:
+// one group per stage naming its layers' ops, on its replicas' devices at their batch shares
+// (placed when the stage has one replica of one device, split at the tp_shares when it has one of
+// several), gradients all-reduced; the same model, cluster and planner strings, global_batch,
+// num_microbatches, grad_bucket_bytes and batch_norm, execution order heft. Nullopt for an
+// op-level plan, a stage of several replicas of more than one device, op overrides, grad_sync
+// rules other than all-reduce, recomputation, sequence parallelism or ZeRO.
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m);
 
 // Why as_stage_plan gives nullopt ("layer 2 (layers.1): op \"layers.1.fc\" runs on devices {0}

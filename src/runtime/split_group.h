@@ -1,0 +1,56 @@
+// Internal to the runtime: the ops of an op-level plan's split groups, as the simulator lowers them
+// (sim/op_level.cc): every device of the group runs every row of a micro-batch through its share
+// of each op (a convolution's output channels, a linear layer's output or input features, a
+// loss's classes); activations move between the layouts the ops read and write (sim::op_layout)
+// by collectives in the forward pass, and their gradients by the matching ones in the backward.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "hetplan/core/error.h"
+#include "hetplan/model/model.h"
+#include "hetplan/sim/tensor_layout.h"
+#include "op_graph.h"
+#include "shard_layouts.h"
+#include "tensor_parallel.h"
+
+namespace hetplan::runtime::detail {
+
+// Whether op `op` runs split by its tensor dimension: ops of ShardKind::replicated (computed whole
+// on every device), convolutions by output channel, linear layers by column or row, elementwise
+// ops and dropout on feature shards, a cross-entropy over classes split by vocabulary; or why not.
+Result<bool> check_split_op(const model::Op& op);
+
+// The dimension features lie along in a tensor of `rank` dimensions (the batch's included):
+// channels of [n, c, h, w], else the last.
+inline std::int64_t feature_dim(std::size_t rank) {
+  return rank == 4 ? 1 : static_cast<std::int64_t>(rank) - 1;
+}
+
+// `x`, laid out as `from` over the ranks of `tp`, in layout `to` (feature shards: `counts` along
+// `dim`), as an autograd operation whose backward pass turns the gradient from layout `grad_from`
+// (what the reader gives back) into `grad_to` (what the writer needs). `tp` must outlive the
+// backward pass.
+torch::Tensor relayout(const torch::Tensor& x, sim::Layout from, sim::Layout to,
+                       sim::Layout grad_from, sim::Layout grad_to, const TensorParallel& tp,
+                       std::int64_t dim, const std::vector<std::int64_t>& counts);
+// The same conversion outside autograd.
+torch::Tensor convert(const torch::Tensor& x, sim::Layout from, sim::Layout to,
+                      const TensorParallel& tp, std::int64_t dim,
+                      const std::vector<std::int64_t>& counts);
+
+// Cuts op `op`'s weights to this rank's share (recorded in `layouts`): a convolution's and a
+// column-split layer's output rows, a row-split layer's input columns (its bias stays whole and
+// only rank 0 adds it). Other ops' weights stay whole.
+void shard_split_op(const OpGraph& graph, const model::Op& op, int index, const TensorParallel& tp,
+                    ShardLayouts& layouts);
+
+// Op `index`'s output on this rank's share, from inputs already in the layouts it reads (whole for
+// ops computed whole); `mask` is a dropout op's whole mask of these rows.
+torch::Tensor apply_split(const OpGraph& graph, const model::Op& op, int index,
+                          const std::vector<torch::Tensor>& in, const torch::Tensor& targets,
+                          const torch::Tensor& mask, const TensorParallel& tp);
+
+}  // namespace hetplan::runtime::detail
