@@ -71,13 +71,14 @@ Plan same_step(const Plan& p) {
   out.num_microbatches = p.num_microbatches;
   out.grad_bucket_bytes = p.grad_bucket_bytes;
   out.batch_norm = p.batch_norm;
+  out.zero_stage = p.zero_stage;  // ZeRO-1: a group's or a stage's replicas shard Adam's states
   return out;
 }
 
 }  // namespace
 
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
-  if (p.is_op_level() || p.stages.empty() || !p.op_overrides.empty() || p.zero_stage != 0 ||
+  if (p.is_op_level() || p.stages.empty() || !p.op_overrides.empty() || p.zero_stage > 1 ||
       p.recompute != cost::Recompute::none || p.sequence_parallel)
     return std::nullopt;
   for (const auto& rule : p.grad_sync)

@@ -22,8 +22,10 @@ void check_settings(const Plan& p) {
   if (!p.op_overrides.empty() || !p.grad_sync.empty())
     throw InputError(p.op_overrides.empty() ? "grad_sync" : "op_overrides",
                      "an op-level plan sets its splits and synchronisation per op group");
-  if (p.zero_stage != 0)
-    throw InputError("zero_stage", "expected 0 for an op-level plan (ZeRO is not modelled there)");
+  if (p.zero_stage != 0 && p.zero_stage != 1)
+    throw InputError("zero_stage",
+                     "expected 0 or 1 for an op-level plan (ZeRO-1 shards a replicated group's "
+                     "optimizer states over its devices; stages 2 and 3 are not modelled there)");
   if (p.recompute != cost::Recompute::none)
     throw InputError("recompute", "expected none for an op-level plan");
   if (p.sequence_parallel)

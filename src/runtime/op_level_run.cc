@@ -161,8 +161,10 @@ Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int worl
         "group",
         m.ops[static_cast<std::size_t>(apart->first)].name,
         m.ops[static_cast<std::size_t>(apart->second)].name)};
-  if (p.zero_stage > 0)
-    return Error{"plan: zero_stage: ZeRO is not executed with op-level plans yet"};
+  if (p.zero_stage > 1)
+    return Error{fmt::format(
+        "plan: zero_stage: ZeRO stage {} is not executed with op-level plans yet (stage 1 is)",
+        p.zero_stage)};
   if (p.recompute != cost::Recompute::none)
     return Error{"plan: recompute: op-level plans are executed without recomputation"};
   for (std::size_t i = 0; i < m.ops.size(); ++i)
@@ -287,7 +289,34 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           group_params[static_cast<std::size_t>(at.group[o])].push_back(t);
   std::vector<torch::Tensor> mine;
   for (const auto& ts : group_params) mine.insert(mine.end(), ts.begin(), ts.end());
-  torch::optim::Adam adam(mine, torch::optim::AdamOptions(opts.learning_rate));
+  // ZeRO-1: each device of a replicated group that all-reduces its gradients (or rebuilds them
+  // from sufficient factors; parameter servers step their own shards) keeps Adam's states for a
+  // slice of the group's flattened weights (its index among the members in ascending rank order)
+  // and steps it once the gradients are summed; the updated slices are then all-gathered.
+  struct ZeroSlice {
+    std::size_t group;
+    torch::Tensor owned;
+    std::int64_t size, begin, end;
+  };
+  std::vector<ZeroSlice> zero_slices;
+  std::vector<torch::Tensor> stepped;  // what Adam steps
+  for (std::size_t g = 0; g < G; ++g) {
+    if (p.zero_stage == 1 && !at.split[g] && pg_of(g) && !group_params[g].empty() &&
+        p.op_groups[g].sync != plan::SyncMethod::parameter_server) {
+      const Subgroup& sub = subgroups[static_cast<std::size_t>(subgroup_of[g])];
+      torch::NoGradGuard no_grad;
+      const torch::Tensor flat = flatten(group_params[g]);
+      const auto n = static_cast<std::int64_t>(sub.ranks.size()), numel = flat.numel();
+      const std::int64_t size = (numel + n - 1) / n;
+      const std::int64_t begin = std::min(numel, size * sub.rank_in(me));
+      const std::int64_t end = std::min(numel, begin + size);
+      zero_slices.push_back({g, flat.slice(0, begin, end).clone(), size, begin, end});
+      stepped.push_back(zero_slices.back().owned);
+    } else {
+      stepped.insert(stepped.end(), group_params[g].begin(), group_params[g].end());
+    }
+  }
+  torch::optim::Adam adam(stepped, torch::optim::AdamOptions(opts.learning_rate));
 
   RunResult res;
   res.parameters = m.parameters();
@@ -595,10 +624,32 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         unflatten_into(flat[0], reduced);
       }
       own_losses.push_back(loss_sum);
+      for (auto& z : zero_slices) {
+        for (auto& t : group_params[z.group])
+          if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
+        std::vector<torch::Tensor> grads;
+        for (const auto& t : group_params[z.group]) grads.push_back(t.grad());
+        z.owned.mutable_grad() = flatten(grads).slice(0, z.begin, z.end).clone();
+      }
       sync();
       comm += seconds_since(comm_start);
       adam.step();
       sync();
+      comm_start = Clock::now();
+      for (auto& z : zero_slices) {  // the updated slices, padded to one size for Gloo
+        Collectives* pg = pg_of(z.group);
+        const std::size_t n =
+            subgroups[static_cast<std::size_t>(subgroup_of[z.group])].ranks.size();
+        std::vector<std::vector<torch::Tensor>> gathered(1);
+        for (std::size_t i = 0; i < n; ++i) gathered[0].push_back(torch::empty({z.size}, on_dev));
+        std::vector<torch::Tensor> in{torch::zeros({z.size}, on_dev)};
+        in[0].slice(0, 0, z.end - z.begin).copy_(z.owned.detach());
+        pg->allgather(gathered, in)->wait(timeout);
+        torch::NoGradGuard no_grad;
+        unflatten_into(torch::cat(gathered[0]), group_params[z.group]);
+      }
+      sync();
+      comm += seconds_since(comm_start);
       const double step_time = seconds_since(start);
       res.step_times_s.push_back(step_time);
       if (step >= skip) {

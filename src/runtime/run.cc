@@ -344,14 +344,20 @@ std::optional<Error> zero_problem(const plan::Plan& p) {
       p.zero_stage)};
 }
 
-std::optional<Error> cnn_tensor_problem(const model::Model& m, const plan::Plan& p) {
+// A CNN's replica of more than one device: the stage runtime splits no convolutions (op by op,
+// a stage of one such replica runs as a split group). With `beside_others`, only one that shares
+// its stage with other replicas (which no op group expresses).
+std::optional<Error> cnn_tensor_problem(const model::Model& m, const plan::Plan& p,
+                                        bool beside_others = false) {
   if (m.family != model::Family::cnn) return std::nullopt;
   for (std::size_t s = 0; s < p.stages.size(); ++s)
     for (std::size_t r = 0; r < p.stages[s].replicas.size(); ++r)
-      if (p.stages[s].replicas[r].devices.size() > 1)
+      if (p.stages[s].replicas[r].devices.size() > 1 &&
+          (!beside_others || p.stages[s].replicas.size() > 1))
         return Error{fmt::format(
-            "plan: stages[{}].replicas[{}].devices: a CNN's convolutions are not split by tensor "
-            "dimension in the runtime yet; give each replica one device",
+            "plan: stages[{}].replicas[{}].devices: a CNN's convolutions are split by tensor "
+            "dimension only op by op, in stages of one replica (a split group); give each replica "
+            "of this stage one device, or the stage one replica",
             s, r)};
   return std::nullopt;
 }
@@ -465,7 +471,7 @@ std::vector<std::string> executable_problems(const model::Model& m, const plan::
   out.push_back(first.error().message);
   if (p.is_op_level()) return out;
   for (const auto& e :
-       {zero_problem(p), cnn_tensor_problem(m, p), schedule_problem(p), sync_problem(p)})
+       {zero_problem(p), cnn_tensor_problem(m, p, true), schedule_problem(p), sync_problem(p)})
     if (e && e->message != out.front()) out.push_back(e->message);
   return out;
 }

@@ -579,18 +579,33 @@ struct OpLevelLowering {
       const bool ps = grp.devices.size() > 1 && grp.sync == plan::SyncMethod::parameter_server;
       const std::vector<int> servers =
           grp.servers.empty() ? std::vector<int>{grp.devices[0]} : grp.servers;
-      const double shard = ps ? 1.0 / static_cast<double>(servers.size()) : 1.0;
+      // ZeRO-1: each device of a replicated group (whose devices all hold the summed gradients)
+      // keeps the optimizer states of 1/n of the group's weights and steps them; the updated
+      // weights are then all-gathered.
+      const bool zero = p.zero_stage == 1 && !ps && grp.devices.size() > 1 && !is_split(group);
+      const double shard = ps     ? 1.0 / static_cast<double>(servers.size())
+                           : zero ? 1.0 / static_cast<double>(grp.devices.size())
+                                  : 1.0;
+      std::vector<int> steps;
       for (std::size_t j = 0; j < grp.devices.size(); ++j) {
         const int d = grp.devices[j];
         if (ps && std::find(servers.begin(), servers.end(), d) == servers.end()) continue;
         const int t = add_task(
             compute_task(TaskKind::optimizer, d, group, -1, optimizer_time(j, ops, shard)));
+        steps.push_back(t);
         // Its own backward passes (the synchronisation waits for every device's).
         for (int op : ops)
           for (int x : bwd[op][j]) g.add_edge(x, t);
         for (int x : synced) g.add_edge(x, t);
         for (int x : waits[gi][j]) g.add_edge(x, t);
         fixed_memory[d].optimizer += Bytes(params_held(ops, j) * shard * sb.optimizer);
+      }
+      if (zero) {
+        const int gather =
+            add_transfer(TaskKind::param_gather, lane_of_device[grp.devices[0]], -1, group, -1,
+                         collective(cost::Collective::all_gather, grp.devices,
+                                    params_of(ops) * param_bytes(), {}));
+        for (int t : steps) g.add_edge(t, gather);
       }
     }
   }

@@ -362,9 +362,14 @@ TEST(RunCli, SplitGroupsRunOpByOpAndMatchOneProcess) {
   const auto stage = write("split_stage", R"({"version": 1, "global_batch": 16,
     "num_microbatches": 2, "stages": [{"first_layer": 0, "num_layers": 10, "replicas": [
       {"devices": [0, 1, 2], "tp_shares": [0.5, 0.3, 0.2], "batch_share": 1.0}]}]})");
+  // The first again under ZeRO-1 (the replicated group's devices each step half its weights).
+  auto doc = nlohmann::json::parse(cli::testing::slurp(groups));
+  doc["zero_stage"] = 1;
+  const auto zero = write("split_zero", doc.dump());
   const std::string resnet = std::string("--model ") + kResNet;
   const auto one = losses(resnet + " --strategy dp=1,gbs=16,mbs=8");
-  for (const auto& [file, ranks] : {std::pair{groups, 4}, std::pair{stage, 3}}) {
+  for (const auto& [file, ranks] :
+       {std::pair{groups, 4}, std::pair{stage, 3}, std::pair{zero, 4}}) {
     auto r = run_hetplan("run --json --steps 20 " + resnet + " --nprocs " + std::to_string(ranks) +
                          " --plan " + file);
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -391,7 +396,7 @@ TEST(RunCli, SplitGroupsRunOpByOpAndMatchOneProcess) {
   ASSERT_EQ(la.size(), 3u);
   ASSERT_EQ(lb.size(), 3u);
   for (std::size_t i = 0; i < la.size(); ++i) EXPECT_NEAR(la[i], lb[i], 1e-4 * la[i]) << i;
-  for (const auto& f : {groups, stage, mlp, vgg}) std::filesystem::remove(f);
+  for (const auto& f : {groups, stage, zero, mlp, vgg}) std::filesystem::remove(f);
 }
 
 // Ops a split group does not execute yet (BERT's attention split by heads): --check names the op
@@ -510,7 +515,7 @@ TEST(RunCli, CheckSaysWhetherThePlanRunsAtItsFullScale) {
   r = run_hetplan(model + " --cluster cpu:4 --strategy dp=2,tp=2,gbs=8");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("not runnable:\n  plan: stages[0].replicas[0].devices: a CNN's "
-                       "convolutions are not split by tensor dimension"),
+                       "convolutions are split by tensor dimension only op by op"),
             std::string::npos)
       << r.out;
   // Each reason on its own line: here tensor parallelism of a CNN and ZeRO-2.
@@ -1038,7 +1043,9 @@ TEST(RunCli, RefusesWhatItCannotExecuteBeforeStarting) {
   EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << "refused before start: " << r.err;
   r = run_hetplan(std::string("run --model ") + kResNet + " --nprocs 4 --strategy dp=2,tp=2,gbs=8");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("a CNN's convolutions are not split"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a CNN's convolutions are split by tensor dimension only op by op"),
+            std::string::npos)
+      << r.err;
   {
     // Shares 1:15 over 4 micro-batches of 4: the first replica has no sample of some of them,
     // which the ResNet module's batch statistics need; the plan runs op by op instead, where

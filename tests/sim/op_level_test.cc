@@ -76,6 +76,26 @@ TEST(OpLevel, ReplicatedGroupAllReducesThenSteps) {
   EXPECT_DOUBLE_EQ(r->devices[1].memory.optimizer.value, 12e8);
 }
 
+TEST(OpLevel, ZeroOneStepsHalfTheWeightsOnEachDeviceThenGathersThem) {
+  // As above under ZeRO-1: each device keeps Adam's states of half the weights and steps them,
+  // then the updated 1e8 bf16 weights are all-gathered.
+  const auto m = chain_model(1, 1e12, 0, 100'000'000);
+  const auto c = unit_cluster(2, 1);
+  const auto opts = exact_options();
+  auto p = op_plan({replicated({"*"}, {0, 1})}, 2);
+  p.zero_stage = 1;
+  auto r = simulate(m, c, p, opts);
+  ASSERT_TRUE(r) << r.error().message;
+  const auto tg = model::derive_training_graph(m);
+  const cost::ComputeCostModel cm(opts.compute);
+  const double step = cm.op_time(c.type_of(0), tg.optimizer[0], 1, 0.5, m.dtype).value;
+  const double ar = collective_time(c, cost::Collective::all_reduce, {0, 1}, 2e8);
+  const double ag = collective_time(c, cost::Collective::all_gather, {0, 1}, 2e8);
+  EXPECT_NEAR(r->iteration_time.value, 3.0 + ar + step + ag, 1e-9);
+  EXPECT_DOUBLE_EQ(r->devices[1].memory.parameters.value, 2e8);
+  EXPECT_DOUBLE_EQ(r->devices[1].memory.optimizer.value, 6e8);
+}
+
 TEST(OpLevel, ParameterServerStepsOnTheServerOnly) {
   const auto m = chain_model(1, 1e12, 0, 100'000'000);
   const auto c = unit_cluster(2, 1);

@@ -43,9 +43,9 @@ double tensor_share(const OpGroup& g, std::size_t j);
 // its 1F1B schedule.)
 //
 // The equivalent stage-level plan: the same model, cluster and planner strings, global_batch,
-// num_microbatches, grad_bucket_bytes and batch_norm; schedule 1f1b, recompute none, ZeRO 0, no op
-// overrides or grad_sync rules (the group's all-reduce algorithm is not carried over). Nullopt
-// when the plan is not op-level or not convertible; why_not_stage_plan says why.
+// num_microbatches, grad_bucket_bytes, batch_norm and ZeRO stage; schedule 1f1b, recompute none,
+// no op overrides or grad_sync rules (the group's all-reduce algorithm is not carried over).
+// Nullopt when the plan is not op-level or not convertible; why_not_stage_plan says why.
 std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 
 // The other way: a stage plan whose replicas have one device each, or whose stages of a
@@ -53,9 +53,9 @@ std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 // one group per stage naming its layers' ops, on its replicas' devices at their batch shares
 // (placed when the stage has one replica of one device, split at the tp_shares when it has one of
 // several), gradients all-reduced; the same model, cluster and planner strings, global_batch,
-// num_microbatches, grad_bucket_bytes and batch_norm, execution order heft. Nullopt for an
-// op-level plan, a stage of several replicas of more than one device, op overrides, grad_sync
-// rules other than all-reduce, recomputation, sequence parallelism or ZeRO.
+// num_microbatches, grad_bucket_bytes, batch_norm and ZeRO stage, execution order heft. Nullopt
+// for an op-level plan, a stage of several replicas of more than one device, op overrides,
+// grad_sync rules other than all-reduce, recomputation, sequence parallelism or ZeRO-2/3.
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m);
 
 // Why as_stage_plan gives nullopt ("layer 2 (layers.1): op \"layers.1.fc\" runs on devices {0}
