@@ -50,6 +50,7 @@ constexpr std::pair<OpFn, const char*> kOpFns[] = {
     {OpFn::attention_scores, "attention_scores"},
     {OpFn::attention_context, "attention_context"},
     {OpFn::learned_positions, "learned_positions"},
+    {OpFn::class_token, "class_token"},
 };
 
 constexpr std::pair<ShardKind, const char*> kShardKinds[] = {

@@ -4,7 +4,7 @@
 namespace hetplan::model::detail {
 
 // ViT (Dosovitskiy et al. 2021): the class token and position embeddings form one parameterised
-// op; the classifier reads the class token only.
+// op; the classifier reads the class token only. Every op says what it computes (OpCompute).
 Model build_vit(const VitConfig& c) {
   const std::int64_t side = c.image / c.patch, patches = side * side, seq = patches + 1;
   BlockShape b = gpt_style_block(seq, c.hidden, c.heads, c.hidden / c.heads, c.mlp);
@@ -25,20 +25,30 @@ Model build_vit(const VitConfig& c) {
   patch.kind = OpKind::conv2d;
   patch.bytes_read = act * pixels;
   patch.saved_bytes = act * pixels;
+  patch.compute = op_compute(OpFn::conv2d, {c.hidden, side, side}, true);
+  patch.compute.kernel_h = patch.compute.kernel_w = c.patch;
+  patch.compute.stride = c.patch;
   int x = g.add(std::move(patch));
   Op pos = pointwise("embedding.position", OpKind::embedding, ShardKind::replicated, {x}, act, sh,
                      kAddFlops);
   pos.params = (seq + 1) * c.hidden;  // positions and the class token
+  pos.compute = op_compute(OpFn::class_token, {seq, c.hidden});
   x = g.add(std::move(pos));
-  x = g.add(dropout("embedding.dropout", ShardKind::replicated, {x}, act, sh));
+  Op drop = dropout("embedding.dropout", ShardKind::replicated, {x}, act, sh);
+  drop.compute = op_compute(OpFn::dropout, {seq, c.hidden}, false, b.drop);
+  x = g.add(std::move(drop));
 
   x = add_transformer_layers(g, b, c.layers, x);
 
   g.begin_layer("head", LayerKind::head);
   x = add_saving_norm(g, "head.norm", OpKind::layernorm, seq, c.hidden, x);
-  x = g.add(
-      linear("head.classifier", {x}, act, 1, c.hidden, c.classes, true, ShardKind::replicated));
-  g.add(cross_entropy("head.loss", ShardKind::replicated, {x}, act, 1, c.classes));
+  Op classify =
+      linear("head.classifier", {x}, act, 1, c.hidden, c.classes, true, ShardKind::replicated);
+  classify.compute = op_compute(OpFn::linear, {c.classes}, true);  // of the class token
+  x = g.add(std::move(classify));
+  Op loss = cross_entropy("head.loss", ShardKind::replicated, {x}, act, 1, c.classes);
+  loss.compute = op_compute(OpFn::cross_entropy, {1});
+  g.add(std::move(loss));
   return m;
 }
 

@@ -20,7 +20,8 @@ Result<BatchSource> BatchSource::create(const model::Model& m, std::uint64_t see
   BatchSource b;
   b.m_ = &m;
   b.seed_ = seed;
-  if (m.family == model::Family::mlp || m.family == model::Family::cnn) {
+  if (m.family == model::Family::mlp || m.family == model::Family::cnn ||
+      m.family == model::Family::vision_transformer) {
     if (!text_file.empty())
       return Error{fmt::format(
           "--data: a text file feeds language models; {} trains on synthetic data", m.name)};
@@ -53,7 +54,7 @@ Batch BatchSource::global(int step, std::int64_t samples) const {
     auto x = torch::randn({samples, in_}, gen);
     return Batch{x, torch::matmul(x, teacher_).argmax(1)};
   }
-  if (m_->family == model::Family::cnn) {
+  if (m_->family == model::Family::cnn || m_->family == model::Family::vision_transformer) {
     auto x = torch::randn({samples, 3, m_->image_size, m_->image_size}, gen);
     auto pooled = torch::adaptive_avg_pool2d(x, {4, 4}).flatten(1);
     return Batch{x, torch::matmul(pooled, teacher_).argmax(1)};

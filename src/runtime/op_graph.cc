@@ -37,7 +37,7 @@ std::int64_t window_out(std::int64_t in, std::int64_t k, std::int64_t stride, st
 // for CNNs, feature vectors of its own width for MLPs, token ids for language models.
 std::vector<std::int64_t> input_shape(const model::Model& m, const model::Op& op) {
   if (m.family == model::Family::mlp) return {op.gemm.k};
-  if (m.family == model::Family::cnn) return {3, m.image_size, m.image_size};
+  if (reads_images(m)) return {3, m.image_size, m.image_size};
   return {m.seq_len};
 }
 
@@ -132,6 +132,12 @@ std::string misfit(const model::Model& m, int i) {
       if (x.size() != 2 || op.params % x[1] != 0 || op.params / x[1] < x[0])
         return "expected [tokens, width] in and at least a row per position";
       return same();
+    case OpFn::class_token:
+      if (!image || c.shape != std::vector<std::int64_t>{x[1] * x[2] + 1, x[0]} ||
+          op.params != (c.shape[0] + 1) * x[0])
+        return "expected [width, h, w] patches in, [h * w + 1, width] tokens out and a row per "
+               "position and one for the class token";
+      return "";
     case OpFn::layernorm:
       if (op.params != 2 * x.back()) return "expected a scale and a shift per feature";
       return same();
@@ -164,8 +170,7 @@ Result<bool> check_op_graph(const model::Model& m) {
     const model::Op& op = m.ops[i];
     if (op.compute.fn != OpFn::none && op.compute.shape.empty())
       return Error{fmt::format("--model: {}: op \"{}\" has no output shape", m.name, op.name)};
-    if (op.compute.fn != OpFn::none && op.inputs.empty() && m.family == model::Family::cnn &&
-        m.image_size < 1)
+    if (op.compute.fn != OpFn::none && op.inputs.empty() && reads_images(m) && m.image_size < 1)
       return Error{
           fmt::format("--model: {}: op \"{}\" reads images, but the model has no "
                       "image_size",
@@ -174,14 +179,14 @@ Result<bool> check_op_graph(const model::Model& m) {
       if (m.ops[static_cast<std::size_t>(p)].compute.shape.empty())
         return Error{fmt::format(
             "--model: {}: op \"{}\" does not say what it computes (the runtime executes op-level "
-            "plans of models whose every op does: the zoo's mlp, resnet, vgg, inception, bert and "
-            "gpt)",
+            "plans of models whose every op does: the zoo's mlp, resnet, vgg, inception, bert, "
+            "gpt and vit)",
             m.name, m.ops[static_cast<std::size_t>(p)].name)};
     if (const std::string why = misfit(m, static_cast<int>(i)); !why.empty())
       return Error{fmt::format(
           "--model: {}: op \"{}\" cannot be executed op by op: {} (the runtime executes op-level "
           "plans of models whose every op says what it computes: the zoo's mlp, resnet, vgg, "
-          "inception, bert and gpt)",
+          "inception, bert, gpt and vit)",
           m.name, op.name, why)};
   }
   return true;
@@ -222,6 +227,12 @@ OpGraph::OpGraph(const model::Model& m) : m_(&m), params_(m.ops.size()) {
       params_[i].push_back(
           register_parameter(name + "_table", scale * torch::randn({op.params / width, width})));
       if (decoder) redrawn.push_back(params_[i][0]);
+    } else if (c.fn == OpFn::class_token) {
+      const std::int64_t tokens = c.shape[0], width = c.shape[1];
+      params_[i].push_back(
+          register_parameter(name + "_positions", kEmbeddingStd * torch::randn({tokens, width})));
+      params_[i].push_back(
+          register_parameter(name + "_class", kEmbeddingStd * torch::randn({1, width})));
     } else if (c.fn == OpFn::positions) {
       const std::int64_t tokens = c.shape[0], width = c.shape[1];
       params_[i].push_back(
@@ -292,6 +303,10 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
     }
     case OpFn::learned_positions:
       return x + w[0].slice(0, 0, c.shape[0]);
+    case OpFn::class_token: {
+      const torch::Tensor patches = x.flatten(2).transpose(1, 2);  // [n, p * q, h]
+      return torch::cat({w[1].expand({x.size(0), 1, w[1].size(1)}), patches}, 1) + w[0];
+    }
     case OpFn::layernorm:
       return torch::layer_norm(x, {x.size(-1)}, w[0], w[1], kLayerNormEps);
     case OpFn::gelu:

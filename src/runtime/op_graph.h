@@ -17,6 +17,11 @@ namespace hetplan::runtime::detail {
 // that does not and why.
 Result<bool> check_op_graph(const model::Model& m);
 
+// Whether m's batches are images (CNNs, vision transformers).
+inline bool reads_images(const model::Model& m) {
+  return m.family == model::Family::cnn || m.family == model::Family::vision_transformer;
+}
+
 // Rows of a linear layer's input per sample: one per token when its output is {tokens, out}, else
 // one (its input flattened, or its first token).
 inline std::int64_t linear_rows_per_sample(const model::OpCompute& c) {

@@ -23,7 +23,8 @@ TEST(OpGraph, TheZoosCnnsMlpsAndBertsSayWhatEveryOpComputes) {
        {"mlp:layers=2,hidden=8,in=4,out=3", "resnet50", "resnet:depth=18,width=8,image=32", "vgg16",
         "vgg:depth=11,image=32", "inception-v3", "inception:image=75", "bert-large", "gpt3-125m",
         "opt-350m", "gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256",
-        "bert:layers=2,hidden=32,heads=4,seq=16,vocab=64"}) {
+        "bert:layers=2,hidden=32,heads=4,seq=16,vocab=64", "vit-b16", "vit-h14",
+        "vit:layers=2,hidden=32,heads=4,image=32,patch=8,classes=10"}) {
     const auto m = load(spec);
     auto ok = check_op_graph(m);
     EXPECT_TRUE(ok) << spec << ": " << (ok ? "" : ok.error().message);
@@ -34,7 +35,7 @@ TEST(OpGraph, ModelsWithoutComputeAreRefusedByName) {
   auto ok = check_op_graph(load("llama:layers=2,hidden=64,heads=4,kv_heads=2,seq=32,vocab=256"));
   ASSERT_FALSE(ok);
   EXPECT_NE(ok.error().message.find("op \"layers.0."), std::string::npos) << ok.error().message;
-  EXPECT_NE(ok.error().message.find("the zoo's mlp, resnet, vgg, inception, bert and gpt"),
+  EXPECT_NE(ok.error().message.find("the zoo's mlp, resnet, vgg, inception, bert, gpt and vit"),
             std::string::npos);
   // A description whose shapes do not fit: a convolution claiming one channel too many.
   auto m = load("resnet:depth=18,width=8,image=32");
@@ -46,14 +47,16 @@ TEST(OpGraph, ModelsWithoutComputeAreRefusedByName) {
       << ok.error().message;
 }
 
-// Every op of Inception-v3 (branches, concatenations, average pools, dropout), of a VGG, a ResNet
-// and a BERT (attention, layernorms, the tied MLM decoder, the pooler on the first token) run on
-// two samples: each output has the shape the description gives, and each loss is a scalar.
+// Every op of Inception-v3 (branches, concatenations, average pools, dropout), of a VGG, a ResNet,
+// a ViT (patches, class token and positions, the classifier on the class token) and a BERT
+// (attention, layernorms, the tied MLM decoder, the pooler on the first token) run on two samples:
+// each output has the shape the description gives, and each loss is a scalar.
 TEST(OpGraph, OutputsHaveTheDescribedShapes) {
   for (const char* spec : {"inception:image=75,classes=10", "vgg:depth=11,image=32,classes=10",
                            "resnet:depth=50,width=8,image=32,classes=10",
                            "bert:layers=2,hidden=32,heads=4,seq=16,vocab=64",
-                           "gpt:layers=2,hidden=32,heads=4,seq=16,vocab=64"}) {
+                           "gpt:layers=2,hidden=32,heads=4,seq=16,vocab=64",
+                           "vit:layers=2,hidden=32,heads=4,image=32,patch=8,classes=10"}) {
     const auto m = load(spec);
     ASSERT_TRUE(check_op_graph(m));
     torch::manual_seed(1);

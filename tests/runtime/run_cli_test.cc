@@ -879,6 +879,26 @@ TEST(RunCli, BatchProgramsOverUnlikeReplicasMatchOneProcess) {
   std::filesystem::remove(file);
 }
 
+// A ViT runs op by op (patch convolution, class token and positions, encoder blocks, classifier on
+// the class token): uneven replicas with a parameter server, a placed block, sufficient factors.
+TEST(RunCli, VitOpLevelPlansMatchOneProcess) {
+  const std::string vit = "--model vit:layers=2,hidden=32,heads=4,image=32,patch=8,classes=10";
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_vit_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << R"({"version": 1, "global_batch": 8, "num_microbatches": 2,
+    "op_groups": [
+      {"ops": ["embedding.*"], "mode": "replicate", "devices": [0, 1], "shares": [0.75, 0.25],
+       "sync": "parameter_server"},
+      {"ops": ["layers.0.*"], "mode": "place", "devices": [2]},
+      {"ops": ["layers.1.*", "head.*"], "mode": "replicate", "devices": [1, 2],
+       "sync": "sufficient_factor"}]})";
+  const auto one = losses(vit + " --strategy dp=1,gbs=8");
+  const auto three = losses(vit + " --nprocs 3 --plan " + file.string());
+  std::filesystem::remove(file);
+  expect_same_losses(one, three);
+  EXPECT_LT(one.back(), one.front());
+}
+
 // The HAP planner's program for GPT-3 1.3B on its V100 + P100 preset (a batch program over 32
 // GPUs, the MLP's weights sharded, the embedding split by vocabulary) passes every check of the
 // runtime but the number of ranks this machine can give it.

@@ -83,8 +83,12 @@ enum class OpFn {
   attention_scores,  // Q K^T / sqrt(d) per head, from a [s, 3 * heads * d] QKV input: {heads, s, s}
   attention_context,  // probabilities [heads, s, s] times V (QKV's last third): {s, heads * d}
   learned_positions,  // adds the first s rows of a [positions, h] table (GPT's positions)
+  // A ViT's patches [h, p, q] (a patch convolution's output) as p * q tokens after a learned class
+  // token, plus a learned row per position: {p * q + 1, h}; weights positions [s, h] and the
+  // class token [1, h].
+  class_token,
 };
-inline constexpr OpFn kLastOpFn = OpFn::learned_positions;
+inline constexpr OpFn kLastOpFn = OpFn::class_token;
 const char* to_string(OpFn f);
 std::optional<OpFn> parse_op_fn(std::string_view s);
 
