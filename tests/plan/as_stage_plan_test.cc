@@ -143,12 +143,18 @@ TEST_F(AsStagePlan, StagePlansOfOneDeviceReplicasBecomeOpLevelPlansAndBack) {
   auto split_back = as_stage_plan(*split_ops, model_);
   ASSERT_TRUE(split_back) << why_not_stage_plan(*split_ops, model_);
   EXPECT_EQ(split_back->stages, split.stages);
-  // Not for replicas of several devices beside others, ZeRO or recomputation.
+  // Not for replicas of several devices beside others, ZeRO-2/3 or recomputation.
   Plan tp = *stages;
   tp.stages[1].replicas[0].devices = {4, 6};
   EXPECT_FALSE(as_op_level_plan(tp, model_));
+  // ZeRO-1 carries over (a group's devices shard Adam's states as a stage's replicas do); 2 not.
   Plan zero = *stages;
   zero.zero_stage = 1;
+  auto zero_ops = as_op_level_plan(zero, model_);
+  ASSERT_TRUE(zero_ops);
+  EXPECT_EQ(zero_ops->zero_stage, 1);
+  EXPECT_EQ(validate(*zero_ops), "ok");
+  zero.zero_stage = 2;
   EXPECT_FALSE(as_op_level_plan(zero, model_));
   Plan recompute = *stages;
   recompute.recompute = cost::Recompute::full;
