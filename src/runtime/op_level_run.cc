@@ -266,16 +266,15 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
     if (const auto g = static_cast<std::size_t>(at.group[o]); at.split[g] && my_index[o] >= 0)
       shard_split_op(*graph, m.ops[o], static_cast<int>(o), tps[g], layouts);
   auto is_split = [&](std::size_t op) { return at.split[static_cast<std::size_t>(at.group[op])]; };
-  // Layout of op `op`'s output, the one its readers' gradients come back in, and the dimension and
-  // shard counts of its features, in its split group.
+  // Layout of op `op`'s output in its split group, and the dimension and shard counts of its
+  // features over split group g's devices (its own, or the one it enters).
   auto out_layout = [&](std::size_t op) {
     return sim::op_layout(m.ops[op], plan::SplitKind::tensor, false).output;
   };
-  auto shards_of = [&](std::size_t op) {
+  auto shards_of = [&](std::size_t op, std::size_t g) {
     const auto whole = graph->output_shape(static_cast<int>(op), 1);
     const std::int64_t dim = feature_dim(whole.size());
-    return std::make_pair(dim, share_counts(whole[static_cast<std::size_t>(dim)],
-                                            tps[static_cast<std::size_t>(at.group[op])]));
+    return std::make_pair(dim, share_counts(whole[static_cast<std::size_t>(dim)], tps[g]));
   };
   // The weights of the groups this rank is in, per group.
   // A tied weight (BERT's word table, which its MLM decoder reads) counts once, with its owner,
@@ -393,7 +392,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           if (!is_split(p_op) || my_index[p_op] < 0) return out[p_op];
           auto it = leaving.find(p_op);
           if (it == leaving.end()) {
-            const auto [dim, counts] = shards_of(p_op);
+            const auto [dim, counts] = shards_of(p_op, static_cast<std::size_t>(at.group[p_op]));
             torch::NoGradGuard no_grad;
             it = leaving
                      .emplace(p_op,
@@ -456,7 +455,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
               const sim::Layout from = static_cast<std::size_t>(at.group[p_op]) == g
                                            ? out_layout(p_op)
                                            : sim::Layout::replicated;
-              const auto [dim, counts] = shards_of(p_op);
+              const auto [dim, counts] = shards_of(p_op, g);
               in[i] = relayout(in[i], from, reads.input, reads.input_grad,
                                sim::gradient_layout(from), tps[g], dim, counts);
             }
@@ -519,7 +518,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
             torch::NoGradGuard no_grad;
             const torch::Tensor gathered =
                 gather_shards(whole_back.slice(0, i0 - my0, i1 - my0).contiguous(), tp, 0, counts);
-            const auto [dim, shard_counts] = shards_of(o);
+            const auto [dim, shard_counts] = shards_of(o, pgroup);
             const torch::Tensor back =
                 convert(gathered, sim::Layout::replicated, sim::gradient_layout(out_layout(o)), tp,
                         dim, shard_counts);

@@ -344,8 +344,8 @@ TEST(RunCli, SplitGroupsOfWholeLayersRunAsTensorParallelStages) {
 // devices (one of them also in the first group), the rest placed; and a ResNet stage plan under
 // uneven tensor parallelism (the stage runtime splits no convolutions: it runs op by op). An MLP
 // split across its layers (every op computed whole). Then VGG-11, whose classifier is split by
-// column and row with dropout on feature shards, over 3 steps (its one-process step takes seconds
-// here).
+// column and row with dropout on feature shards, and one whose split group starts at the row-split
+// layer, over 3 steps (its one-process step takes seconds here).
 TEST(RunCli, SplitGroupsRunOpByOpAndMatchOneProcess) {
   auto write = [](const std::string& name, const std::string& text) {
     const auto file = std::filesystem::temp_directory_path() /
@@ -386,17 +386,26 @@ TEST(RunCli, SplitGroupsRunOpByOpAndMatchOneProcess) {
         {"devices": [0], "batch_share": 0.5}, {"devices": [1], "batch_share": 0.5}]},
       {"first_layer": 5, "num_layers": 3, "replicas": [
         {"devices": [2, 3, 4], "tp_shares": [0.5, 0.3, 0.2], "batch_share": 1.0}]}]})");
+  // The classifier's row-split layer first in a split group: its input enters whole and is cut
+  // into the group's feature shards.
+  const auto entry = write("split_entry", R"({"version": 1, "global_batch": 8,
+    "num_microbatches": 2, "op_groups": [
+      {"ops": ["block*", "fc6.*"], "mode": "replicate", "devices": [0, 1]},
+      {"ops": ["fc7.*", "head.*"], "mode": "split", "devices": [2, 3, 4],
+       "shares": [0.5, 0.3, 0.2]}]})");
   const std::string model = "run --json --steps 3 --model vgg:depth=11,image=32,classes=10 ";
   auto a = run_hetplan(model + "--strategy dp=1,gbs=8");
-  auto b = run_hetplan(model + "--nprocs 5 --plan " + vgg);
   ASSERT_EQ(a.exit_code, 0) << a.err;
-  ASSERT_EQ(b.exit_code, 0) << b.err;
   const auto la = nlohmann::json::parse(a.out)["losses"].get<std::vector<double>>();
-  const auto lb = nlohmann::json::parse(b.out)["losses"].get<std::vector<double>>();
   ASSERT_EQ(la.size(), 3u);
-  ASSERT_EQ(lb.size(), 3u);
-  for (std::size_t i = 0; i < la.size(); ++i) EXPECT_NEAR(la[i], lb[i], 1e-4 * la[i]) << i;
-  for (const auto& f : {groups, stage, zero, mlp, vgg}) std::filesystem::remove(f);
+  for (const auto& plan : {vgg, entry}) {
+    auto b = run_hetplan(model + "--nprocs 5 --plan " + plan);
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    const auto lb = nlohmann::json::parse(b.out)["losses"].get<std::vector<double>>();
+    ASSERT_EQ(lb.size(), 3u);
+    for (std::size_t i = 0; i < la.size(); ++i) EXPECT_NEAR(la[i], lb[i], 1e-4 * la[i]) << i;
+  }
+  for (const auto& f : {groups, stage, zero, mlp, vgg, entry}) std::filesystem::remove(f);
 }
 
 // Ops a split group does not execute yet (BERT's attention split by heads): --check names the op
