@@ -82,7 +82,15 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
       p.recompute != cost::Recompute::none || p.sequence_parallel)
     return std::nullopt;
   for (const auto& rule : p.grad_sync)
-    if (rule.method != SyncMethod::all_reduce) return std::nullopt;
+    if (rule.method != SyncMethod::all_reduce && rule.method != SyncMethod::sufficient_factor)
+      return std::nullopt;
+  // An op's synchronisation: the first grad_sync rule naming it (the simulator's rule), else
+  // all-reduce.
+  auto by_factors = [&](const std::string& op) {
+    for (const auto& rule : p.grad_sync)
+      if (op_pattern_matches(rule.ops, op)) return rule.method == SyncMethod::sufficient_factor;
+    return false;
+  };
   Plan out = same_step(p);
   out.execution_order = ExecutionOrder::heft;
   for (const Stage& st : p.stages) {
@@ -109,8 +117,18 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
     if (g.devices.size() == 1) {
       g.mode = GroupMode::place;
       g.shares.clear();
+      out.op_groups.push_back(std::move(g));
+      continue;
     }
-    out.op_groups.push_back(std::move(g));
+    // The ops synchronised by sufficient factors: a group of their own on the same devices.
+    OpGroup factors = g;
+    factors.sync = SyncMethod::sufficient_factor;
+    factors.ops.clear();
+    std::vector<std::string> reduced;
+    for (std::string& op : g.ops) (by_factors(op) ? factors.ops : reduced).push_back(std::move(op));
+    g.ops = std::move(reduced);
+    if (!g.ops.empty()) out.op_groups.push_back(std::move(g));
+    if (!factors.ops.empty()) out.op_groups.push_back(std::move(factors));
   }
   return out;
 }

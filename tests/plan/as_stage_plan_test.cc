@@ -143,6 +143,20 @@ TEST_F(AsStagePlan, StagePlansOfOneDeviceReplicasBecomeOpLevelPlansAndBack) {
   auto split_back = as_stage_plan(*split_ops, model_);
   ASSERT_TRUE(split_back) << why_not_stage_plan(*split_ops, model_);
   EXPECT_EQ(split_back->stages, split.stages);
+  // A stage's ops synchronised by sufficient factors form a second group on its devices.
+  Plan sfb = *stages;
+  sfb.grad_sync = {GradSync{"head.*", SyncMethod::sufficient_factor}};
+  auto sfb_ops = as_op_level_plan(sfb, model_);
+  ASSERT_TRUE(sfb_ops);
+  ASSERT_EQ(sfb_ops->op_groups.size(), 3u);
+  EXPECT_EQ(sfb_ops->op_groups[1].sync, SyncMethod::all_reduce);
+  EXPECT_EQ(sfb_ops->op_groups[2].sync, SyncMethod::sufficient_factor);
+  EXPECT_EQ(sfb_ops->op_groups[2].devices, (std::vector<int>{4, 5}));
+  EXPECT_EQ(sfb_ops->op_groups[2].shares, (std::vector<double>{0.75, 0.25}));
+  for (const auto& op : sfb_ops->op_groups[2].ops) EXPECT_EQ(op.rfind("head.", 0), 0u) << op;
+  EXPECT_EQ(validate(*sfb_ops), "ok");
+  sfb.grad_sync = {GradSync{"head.*", SyncMethod::parameter_server}};
+  EXPECT_FALSE(as_op_level_plan(sfb, model_));
   // Not for replicas of several devices beside others, ZeRO-2/3 or recomputation.
   Plan tp = *stages;
   tp.stages[1].replicas[0].devices = {4, 6};

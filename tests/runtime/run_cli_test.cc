@@ -408,6 +408,24 @@ TEST(RunCli, SplitGroupsRunOpByOpAndMatchOneProcess) {
   for (const auto& f : {groups, stage, zero, mlp, vgg, entry}) std::filesystem::remove(f);
 }
 
+// A stage plan that synchronises a ResNet's classifier by sufficient factors (TAG's choice, which
+// the stage runtime does not execute) runs op by op: the classifier a second group on the stage's
+// devices. Its losses equal one process's.
+TEST(RunCli, StagePlansWithSufficientFactorRulesRunOpByOp) {
+  const auto file = plan_file({{0, 10}}, {6, 10}, 2, "1f1b", 0, {}, "synced");
+  auto plan = nlohmann::json::parse(cli::testing::slurp(file));
+  plan["grad_sync"] =
+      nlohmann::json::parse(R"([{"ops": "head.fc", "method": "sufficient_factor"}])");
+  std::ofstream(file) << plan.dump();
+  const std::string resnet = std::string("--model ") + kResNet;
+  const auto one = losses(resnet + " --strategy dp=1,gbs=16,mbs=8");
+  auto r = run_hetplan("run --json --steps 20 " + resnet + " --nprocs 2 --plan " + file);
+  std::filesystem::remove(file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("op by op"), std::string::npos) << r.err;
+  expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+}
+
 // Ops a split group does not execute yet (BERT's attention split by heads): --check names the op
 // and run refuses the plan before any step.
 TEST(RunCli, SplitGroupsOfOtherOpsAreRefusedWithTheReason) {

@@ -52,10 +52,12 @@ std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 // tensor-parallel replica have that one replica, as the op-level plan of the same training step:
 // one group per stage naming its layers' ops, on its replicas' devices at their batch shares
 // (placed when the stage has one replica of one device, split at the tp_shares when it has one of
-// several), gradients all-reduced; the same model, cluster and planner strings, global_batch,
-// num_microbatches, grad_bucket_bytes, batch_norm and ZeRO stage, execution order heft. Nullopt
-// for an op-level plan, a stage of several replicas of more than one device, op overrides,
-// grad_sync rules other than all-reduce, recomputation, sequence parallelism or ZeRO-2/3.
+// several), gradients all-reduced, but a replicated stage's ops that grad_sync synchronises by
+// sufficient factors, which form a second group on the same devices; the same model, cluster and
+// planner strings, global_batch, num_microbatches, grad_bucket_bytes, batch_norm and ZeRO stage,
+// execution order heft. Nullopt for an op-level plan, a stage of several replicas of more than one
+// device, op overrides, grad_sync rules other than all-reduce and sufficient factors,
+// recomputation, sequence parallelism or ZeRO-2/3.
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m);
 
 // Why as_stage_plan gives nullopt ("layer 2 (layers.1): op \"layers.1.fc\" runs on devices {0}
