@@ -20,6 +20,12 @@ void unflatten_into(const torch::Tensor& flat, const std::vector<torch::Tensor>&
   }
 }
 
+std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params) {
+  std::vector<torch::Tensor> out;
+  for (const auto& t : params) out.push_back(t.grad());
+  return out;
+}
+
 struct GradBuckets::State {
   struct Bucket {
     std::vector<torch::Tensor> params;

@@ -19,6 +19,9 @@ torch::Tensor flatten(const std::vector<torch::Tensor>& tensors);
 // Copies consecutive slices of `flat` into `tensors`, in order (the inverse of flatten).
 void unflatten_into(const torch::Tensor& flat, const std::vector<torch::Tensor>& tensors);
 
+// The gradients of `params`, in order.
+std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params);
+
 // Buckets of a stage's parameters, grouped by the simulator's rule (sim::gradient_buckets: layers
 // from the last one back, a bucket closing once it holds `bucket_bytes` of gradients, or at the
 // first layer) over the bytes the caller gives each layer (the simulator's count: the model's

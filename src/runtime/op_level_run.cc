@@ -21,6 +21,7 @@
 #include "shard_layouts.h"
 #include "split_group.h"
 #include "tensor_parallel.h"
+#include "zero_slice.h"
 
 namespace hetplan::runtime::detail {
 namespace {
@@ -292,12 +293,13 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   // from sufficient factors; parameter servers step their own shards) keeps Adam's states for a
   // slice of the group's flattened weights (its index among the members in ascending rank order)
   // and steps it once the gradients are summed; the updated slices are then all-gathered.
-  struct ZeroSlice {
+  struct ZeroGroup {
     std::size_t group;
+    int members;
+    ZeroSlice slice;
     torch::Tensor owned;
-    std::int64_t size, begin, end;
   };
-  std::vector<ZeroSlice> zero_slices;
+  std::vector<ZeroGroup> zero_groups;
   std::vector<torch::Tensor> stepped;  // what Adam steps
   for (std::size_t g = 0; g < G; ++g) {
     if (p.zero_stage == 1 && !at.split[g] && pg_of(g) && !group_params[g].empty() &&
@@ -305,12 +307,10 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       const Subgroup& sub = subgroups[static_cast<std::size_t>(subgroup_of[g])];
       torch::NoGradGuard no_grad;
       const torch::Tensor flat = flatten(group_params[g]);
-      const auto n = static_cast<std::int64_t>(sub.ranks.size()), numel = flat.numel();
-      const std::int64_t size = (numel + n - 1) / n;
-      const std::int64_t begin = std::min(numel, size * sub.rank_in(me));
-      const std::int64_t end = std::min(numel, begin + size);
-      zero_slices.push_back({g, flat.slice(0, begin, end).clone(), size, begin, end});
-      stepped.push_back(zero_slices.back().owned);
+      const auto n = static_cast<int>(sub.ranks.size());
+      const ZeroSlice slice(flat.numel(), n, sub.rank_in(me));
+      zero_groups.push_back({g, n, slice, flat.slice(0, slice.begin, slice.end).clone()});
+      stepped.push_back(zero_groups.back().owned);
     } else {
       stepped.insert(stepped.end(), group_params[g].begin(), group_params[g].end());
     }
@@ -623,29 +623,19 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         unflatten_into(flat[0], reduced);
       }
       own_losses.push_back(loss_sum);
-      for (auto& z : zero_slices) {
-        for (auto& t : group_params[z.group])
-          if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
-        std::vector<torch::Tensor> grads;
-        for (const auto& t : group_params[z.group]) grads.push_back(t.grad());
-        z.owned.mutable_grad() = flatten(grads).slice(0, z.begin, z.end).clone();
-      }
+      for (auto& z : zero_groups)  // (the synchronisation above defined every gradient)
+        z.owned.mutable_grad() =
+            flatten(grads_of(group_params[z.group])).slice(0, z.slice.begin, z.slice.end).clone();
       sync();
       comm += seconds_since(comm_start);
       adam.step();
       sync();
       comm_start = Clock::now();
-      for (auto& z : zero_slices) {  // the updated slices, padded to one size for Gloo
-        Collectives* pg = pg_of(z.group);
-        const std::size_t n =
-            subgroups[static_cast<std::size_t>(subgroup_of[z.group])].ranks.size();
-        std::vector<std::vector<torch::Tensor>> gathered(1);
-        for (std::size_t i = 0; i < n; ++i) gathered[0].push_back(torch::empty({z.size}, on_dev));
-        std::vector<torch::Tensor> in{torch::zeros({z.size}, on_dev)};
-        in[0].slice(0, 0, z.end - z.begin).copy_(z.owned.detach());
-        pg->allgather(gathered, in)->wait(timeout);
+      for (auto& z : zero_groups) {  // the updated slices
+        const torch::Tensor updated =
+            gather_slices(*pg_of(z.group), z.members, z.slice, z.owned, timeout);
         torch::NoGradGuard no_grad;
-        unflatten_into(torch::cat(gathered[0]), group_params[z.group]);
+        unflatten_into(updated, group_params[z.group]);
       }
       sync();
       comm += seconds_since(comm_start);

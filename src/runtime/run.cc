@@ -27,12 +27,14 @@
 #include "run_support.h"
 #include "tensor_parallel.h"
 #include "torch_modules.h"
+#include "zero_slice.h"
 
 namespace hetplan::runtime {
 namespace {
 
 using detail::Clock;
 using detail::failure_text;
+using detail::grads_of;
 using detail::seconds_since;
 using PG = c10::intrusive_ptr<detail::Collectives>;
 
@@ -166,12 +168,6 @@ Groups connect(const RankEnv& env, const Place& at, bool tied, bool batch_progra
                      at.stage_size(0) + at.stage_size(at.S - 1));
   }
   return g;
-}
-
-std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> out;
-  for (const auto& t : params) out.push_back(t.grad());
-  return out;
 }
 
 // Sums `tensors` over `pg` in one flat all-reduce and writes the sums back.
@@ -699,18 +695,15 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const int zero_k = unlike ? at.stage_rank() : at.r;
   std::vector<torch::Tensor> whole_params;  // unlike: the stage's parameters, whole
   torch::Tensor owned;
-  std::int64_t zero_numel = numel, shard = 0, shard_begin = 0, shard_end = 0;
+  detail::ZeroSlice slice;
   if (zero) {
     torch::NoGradGuard no_grad;
     if (unlike)  // every replica holds the same: the first one's slices, whole
       whole_params =
           whole_sums(zero_group, mod.layouts(), params, params, at.r == 0, at.r == 0 && at.j == 0);
     const torch::Tensor flat = detail::flatten(unlike ? whole_params : params);
-    zero_numel = flat.numel();
-    shard = (zero_numel + zero_n - 1) / zero_n;
-    shard_begin = std::min(zero_numel, shard * zero_k);
-    shard_end = std::min(zero_numel, shard_begin + shard);
-    owned = flat.slice(0, shard_begin, shard_end).clone();
+    slice = detail::ZeroSlice(flat.numel(), zero_n, zero_k);
+    owned = flat.slice(0, slice.begin, slice.end).clone();
   }
   torch::optim::Adam adam(zero ? std::vector<torch::Tensor>{owned} : params,
                           torch::optim::AdamOptions(opts.learning_rate));
@@ -892,32 +885,27 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       sync();
       comm += seconds_since(comm_start);
       if (zero) {
-        // Unlike replicas: the summed gradients whole (the stage's sums, or once summed with the
-        // tied copy, the first replica's, which every replica then holds).
+        // Unlike replicas: the summed gradients whole (the stage's sums over every replica, or,
+        // once summed with the tied copy, the first replica's, which every replica then holds).
+        const bool every_replica = !groups.tied;
         const torch::Tensor flat_grads =
             !unlike ? detail::flatten(grads_of(params))
-                    : detail::flatten(groups.tied ? whole_sums(zero_group, mod.layouts(), params,
-                                                               grads_of(params), at.r == 0,
-                                                               at.r == 0 && at.j == 0)
-                                                  : whole_sums(zero_group, mod.layouts(), params,
-                                                               grads_of(params), true, at.j == 0));
-        owned.mutable_grad() = flat_grads.slice(0, shard_begin, shard_end).clone();
+                    : detail::flatten(whole_sums(zero_group, mod.layouts(), params,
+                                                 grads_of(params), every_replica || at.r == 0,
+                                                 at.j == 0 && (every_replica || at.r == 0)));
+        owned.mutable_grad() = flat_grads.slice(0, slice.begin, slice.end).clone();
         adam.step();
-        // Gather the updated slices (padded to one size, as Gloo's all-gather needs).
         sync();
         comm_start = Clock::now();
-        std::vector<std::vector<torch::Tensor>> out(1);
-        for (int r = 0; r < zero_n; ++r) out[0].push_back(torch::empty({shard}, on_dev));
-        std::vector<torch::Tensor> in{torch::zeros({shard}, on_dev)};
-        in[0].slice(0, 0, shard_end - shard_begin).copy_(owned.detach());
-        zero_group->allgather(out, in)->wait();
+        const torch::Tensor updated =
+            detail::gather_slices(*zero_group, zero_n, slice, owned, timeout);
         torch::NoGradGuard no_grad;
         if (unlike) {
-          detail::unflatten_into(torch::cat(out[0]), whole_params);
+          detail::unflatten_into(updated, whole_params);
           for (std::size_t i = 0; i < params.size(); ++i)
             params[i].copy_(mod.layouts().to_part(params[i], whole_params[i]));
         } else {
-          detail::unflatten_into(torch::cat(out[0]), params);
+          detail::unflatten_into(updated, params);
         }
         sync();
         comm += seconds_since(comm_start);

@@ -39,6 +39,14 @@ void expect_same_losses(const std::vector<double>& a, const std::vector<double>&
     EXPECT_NEAR(a[i], b[i], 1e-4 * std::abs(a[i])) << "step " << i;
 }
 
+// `text` in a plan file of its own, named after `name` and this process; returns its path.
+std::string write_plan(const std::string& name, const std::string& text) {
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_" + name + "_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << text;
+  return file.string();
+}
+
 // A plan of stages (first layer, layer count) each with replicas taking the given samples, of one
 // device or, with tp_shares, of that many devices; devices numbered stage by stage.
 std::string plan_file(const std::vector<std::pair<int, int>>& stages,
@@ -347,25 +355,19 @@ TEST(RunCli, SplitGroupsOfWholeLayersRunAsTensorParallelStages) {
 // column and row with dropout on feature shards, and one whose split group starts at the row-split
 // layer, over 3 steps (its one-process step takes seconds here).
 TEST(RunCli, SplitGroupsRunOpByOpAndMatchOneProcess) {
-  auto write = [](const std::string& name, const std::string& text) {
-    const auto file = std::filesystem::temp_directory_path() /
-                      ("hetplan_" + name + "_" + std::to_string(::getpid()) + ".json");
-    std::ofstream(file) << text;
-    return file.string();
-  };
-  const auto groups = write("split_resnet", R"({"version": 1, "global_batch": 16,
+  const auto groups = write_plan("split_resnet", R"({"version": 1, "global_batch": 16,
     "num_microbatches": 2, "batch_norm": "synced", "op_groups": [
       {"ops": ["stem.*", "layer1.*"], "mode": "replicate", "devices": [0, 1], "shares": [0.75, 0.25]},
       {"ops": ["layer2.*", "layer3.*"], "mode": "split", "devices": [1, 2, 3],
        "shares": [0.4, 0.4, 0.2]},
       {"ops": ["layer4.*", "head.*"], "mode": "place", "devices": [0]}]})");
-  const auto stage = write("split_stage", R"({"version": 1, "global_batch": 16,
+  const auto stage = write_plan("split_stage", R"({"version": 1, "global_batch": 16,
     "num_microbatches": 2, "stages": [{"first_layer": 0, "num_layers": 10, "replicas": [
       {"devices": [0, 1, 2], "tp_shares": [0.5, 0.3, 0.2], "batch_share": 1.0}]}]})");
   // The first again under ZeRO-1 (the replicated group's devices each step half its weights).
   auto doc = nlohmann::json::parse(cli::testing::slurp(groups));
   doc["zero_stage"] = 1;
-  const auto zero = write("split_zero", doc.dump());
+  const auto zero = write_plan("split_zero", doc.dump());
   const std::string resnet = std::string("--model ") + kResNet;
   const auto one = losses(resnet + " --strategy dp=1,gbs=16,mbs=8");
   for (const auto& [file, ranks] :
@@ -376,19 +378,20 @@ TEST(RunCli, SplitGroupsRunOpByOpAndMatchOneProcess) {
     EXPECT_NE(r.err.find("op by op"), std::string::npos) << r.err;
     expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
   }
-  const auto mlp = write("split_mlp", R"({"version": 1, "global_batch": 8,
+  const auto mlp = write_plan("split_mlp", R"({"version": 1, "global_batch": 8,
     "op_groups": [{"ops": ["layers.0.*", "layers.1.fc"], "mode": "split", "devices": [0, 1]},
                   {"ops": ["layers.1.relu", "head.*"], "mode": "place", "devices": [1]}]})");
   expect_same_losses(losses(std::string("--model ") + kMlp + " --strategy dp=1,gbs=8"),
                      losses(std::string("--model ") + kMlp + " --nprocs 2 --plan " + mlp));
-  const auto vgg = write("split_vgg", R"({"version": 1, "global_batch": 8, "num_microbatches": 2,
+  const auto vgg =
+      write_plan("split_vgg", R"({"version": 1, "global_batch": 8, "num_microbatches": 2,
     "stages": [{"first_layer": 0, "num_layers": 5, "replicas": [
         {"devices": [0], "batch_share": 0.5}, {"devices": [1], "batch_share": 0.5}]},
       {"first_layer": 5, "num_layers": 3, "replicas": [
         {"devices": [2, 3, 4], "tp_shares": [0.5, 0.3, 0.2], "batch_share": 1.0}]}]})");
   // The classifier's row-split layer first in a split group: its input enters whole and is cut
   // into the group's feature shards.
-  const auto entry = write("split_entry", R"({"version": 1, "global_batch": 8,
+  const auto entry = write_plan("split_entry", R"({"version": 1, "global_batch": 8,
     "num_microbatches": 2, "op_groups": [
       {"ops": ["block*", "fc6.*"], "mode": "replicate", "devices": [0, 1]},
       {"ops": ["fc7.*", "head.*"], "mode": "split", "devices": [2, 3, 4],
@@ -769,20 +772,16 @@ TEST(RunCli, EveryOpSplitByBatchRunsAsDataParallelism) {
 // for each use, gradients reduce-scattered). On one replica of three ranks, on two replicas of
 // two (an untied Llama-style decoder with a sharded head, recomputing each block), and on an MLP.
 TEST(RunCli, BatchProgramsMatchOneProcess) {
-  auto write = [](const std::string& name, const std::string& text) {
-    const auto file = std::filesystem::temp_directory_path() /
-                      ("hetplan_" + name + "_" + std::to_string(::getpid()) + ".json");
-    std::ofstream(file) << text;
-    return file.string();
-  };
-  const auto three = write("batch3", R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
+  const auto three =
+      write_plan("batch3", R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
     "stages": [{"first_layer": 0, "num_layers": 4,
       "replicas": [{"devices": [0, 1, 2], "tp_shares": [0.5, 0.3, 0.2], "batch_share": 1.0}]}],
     "op_overrides": [{"ops": "embedding.word", "split": "tensor"},
                      {"ops": "layers.*.mlp.*", "split": "batch_sharded"},
                      {"ops": "layers.*.attn.qkv", "split": "batch_sharded"},
                      {"ops": "*", "split": "batch"}]})");
-  const auto grid = write("batch2x2", R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
+  const auto grid =
+      write_plan("batch2x2", R"({"version": 1, "global_batch": 16, "num_microbatches": 2,
     "recompute": "full",
     "stages": [{"first_layer": 0, "num_layers": 4,
       "replicas": [{"devices": [0, 1], "tp_shares": [0.75, 0.25], "batch_share": 0.625},
@@ -791,13 +790,14 @@ TEST(RunCli, BatchProgramsMatchOneProcess) {
                      {"ops": "layers.*.mlp.*", "split": "batch_sharded"},
                      {"ops": "head.*", "split": "batch_sharded"},
                      {"ops": "*", "split": "batch"}]})");
-  const auto mlp = write("batch_mlp", R"({"version": 1, "global_batch": 16, "num_microbatches": 1,
+  const auto mlp =
+      write_plan("batch_mlp", R"({"version": 1, "global_batch": 16, "num_microbatches": 1,
     "stages": [{"first_layer": 0, "num_layers": 3,
       "replicas": [{"devices": [0, 1], "tp_shares": [0.6, 0.4], "batch_share": 1.0}]}],
     "op_overrides": [{"ops": "layers.0.*", "split": "batch_sharded"},
                      {"ops": "head.*", "split": "batch_sharded"},
                      {"ops": "*", "split": "batch"}]})");
-  const auto heads = write("batch_heads", R"({"version": 1, "global_batch": 16,
+  const auto heads = write_plan("batch_heads", R"({"version": 1, "global_batch": 16,
     "num_microbatches": 2, "stages": [{"first_layer": 0, "num_layers": 4,
       "replicas": [{"devices": [0, 1, 2], "tp_shares": [0.5, 0.3, 0.2], "batch_share": 1.0}]}],
     "op_overrides": [{"ops": "embedding.word", "split": "tensor"},
@@ -910,17 +910,15 @@ TEST(RunCli, BatchProgramsOverUnlikeReplicasMatchOneProcess) {
 // the class token): uneven replicas with a parameter server, a placed block, sufficient factors.
 TEST(RunCli, VitOpLevelPlansMatchOneProcess) {
   const std::string vit = "--model vit:layers=2,hidden=32,heads=4,image=32,patch=8,classes=10";
-  const auto file = std::filesystem::temp_directory_path() /
-                    ("hetplan_vit_" + std::to_string(::getpid()) + ".json");
-  std::ofstream(file) << R"({"version": 1, "global_batch": 8, "num_microbatches": 2,
+  const auto file = write_plan("vit", R"({"version": 1, "global_batch": 8, "num_microbatches": 2,
     "op_groups": [
       {"ops": ["embedding.*"], "mode": "replicate", "devices": [0, 1], "shares": [0.75, 0.25],
        "sync": "parameter_server"},
       {"ops": ["layers.0.*"], "mode": "place", "devices": [2]},
       {"ops": ["layers.1.*", "head.*"], "mode": "replicate", "devices": [1, 2],
-       "sync": "sufficient_factor"}]})";
+       "sync": "sufficient_factor"}]})");
   const auto one = losses(vit + " --strategy dp=1,gbs=8");
-  const auto three = losses(vit + " --nprocs 3 --plan " + file.string());
+  const auto three = losses(vit + " --nprocs 3 --plan " + file);
   std::filesystem::remove(file);
   expect_same_losses(one, three);
   EXPECT_LT(one.back(), one.front());

@@ -59,41 +59,28 @@ TEST(OpLevel, PlacedChainMovesActivationsBothWays) {
 
 TEST(OpLevel, ReplicatedGroupAllReducesThenSteps) {
   // Two devices, a sample each: forward 1 s, backward 2 s, then the all-reduce of the 1e8 bf16
-  // weights, then each device's Adam step.
+  // weights, then each device's Adam step. Under ZeRO-1 each device keeps Adam's states of half
+  // the weights and steps them, then the updated weights are all-gathered.
   const auto m = chain_model(1, 1e12, 0, 100'000'000);
   const auto c = unit_cluster(2, 1);
   const auto opts = exact_options();
-  const auto p = op_plan({replicated({"*"}, {0, 1})}, 2);
-  auto r = simulate(m, c, p, opts);
-  ASSERT_TRUE(r) << r.error().message;
   const auto tg = model::derive_training_graph(m);
   const cost::ComputeCostModel cm(opts.compute);
-  const double step = cm.op_time(c.type_of(0), tg.optimizer[0], 1, 1, m.dtype).value;
-  const double ar = collective_time(c, cost::Collective::all_reduce, {0, 1}, 2e8);
-  EXPECT_NEAR(r->iteration_time.value, 3.0 + ar + step, 1e-9);
-  // Weights, gradients and Adam states whole on both devices (2 + 2 + 12 bytes per parameter).
-  EXPECT_DOUBLE_EQ(r->devices[1].memory.parameters.value, 2e8);
-  EXPECT_DOUBLE_EQ(r->devices[1].memory.optimizer.value, 12e8);
-}
-
-TEST(OpLevel, ZeroOneStepsHalfTheWeightsOnEachDeviceThenGathersThem) {
-  // As above under ZeRO-1: each device keeps Adam's states of half the weights and steps them,
-  // then the updated 1e8 bf16 weights are all-gathered.
-  const auto m = chain_model(1, 1e12, 0, 100'000'000);
-  const auto c = unit_cluster(2, 1);
-  const auto opts = exact_options();
-  auto p = op_plan({replicated({"*"}, {0, 1})}, 2);
-  p.zero_stage = 1;
-  auto r = simulate(m, c, p, opts);
-  ASSERT_TRUE(r) << r.error().message;
-  const auto tg = model::derive_training_graph(m);
-  const cost::ComputeCostModel cm(opts.compute);
-  const double step = cm.op_time(c.type_of(0), tg.optimizer[0], 1, 0.5, m.dtype).value;
   const double ar = collective_time(c, cost::Collective::all_reduce, {0, 1}, 2e8);
   const double ag = collective_time(c, cost::Collective::all_gather, {0, 1}, 2e8);
-  EXPECT_NEAR(r->iteration_time.value, 3.0 + ar + step + ag, 1e-9);
-  EXPECT_DOUBLE_EQ(r->devices[1].memory.parameters.value, 2e8);
-  EXPECT_DOUBLE_EQ(r->devices[1].memory.optimizer.value, 6e8);
+  for (int zero : {0, 1}) {
+    auto p = op_plan({replicated({"*"}, {0, 1})}, 2);
+    p.zero_stage = zero;
+    auto r = simulate(m, c, p, opts);
+    ASSERT_TRUE(r) << r.error().message;
+    const double shard = zero ? 0.5 : 1.0;
+    const double step = cm.op_time(c.type_of(0), tg.optimizer[0], 1, shard, m.dtype).value;
+    EXPECT_NEAR(r->iteration_time.value, 3.0 + ar + step + (zero ? ag : 0.0), 1e-9) << zero;
+    // Weights and gradients whole on both devices (2 + 2 bytes per parameter), Adam's states
+    // (12 bytes per parameter) whole or halved.
+    EXPECT_DOUBLE_EQ(r->devices[1].memory.parameters.value, 2e8) << zero;
+    EXPECT_DOUBLE_EQ(r->devices[1].memory.optimizer.value, 12e8 * shard) << zero;
+  }
 }
 
 TEST(OpLevel, ParameterServerStepsOnTheServerOnly) {
