@@ -46,7 +46,34 @@ std::optional<std::pair<int, int>> tied_ops_apart(const model::Model& m,
   return std::make_pair(head, table);
 }
 
+int replica_count(const OpGroup& g) {
+  if (g.mode != GroupMode::split || g.replica_sizes.empty()) return 1;
+  return static_cast<int>(g.replica_sizes.size());
+}
+
+int replica_of(const OpGroup& g, std::size_t j) {
+  if (g.mode != GroupMode::split) return 0;
+  int r = 0;
+  for (std::size_t end = 0; r < static_cast<int>(g.replica_sizes.size()); ++r) {
+    end += static_cast<std::size_t>(g.replica_sizes[static_cast<std::size_t>(r)]);
+    if (j < end) return r;
+  }
+  return 0;
+}
+
+std::size_t replica_begin(const OpGroup& g, int r) {
+  std::size_t at = 0;
+  for (int i = 0; i < r && i < static_cast<int>(g.replica_sizes.size()); ++i)
+    at += static_cast<std::size_t>(g.replica_sizes[static_cast<std::size_t>(i)]);
+  return at;
+}
+
 double group_share(const OpGroup& g, std::size_t j) {
+  if (g.mode == GroupMode::split) {
+    const int r = replica_of(g, j);
+    if (!g.batch_shares.empty()) return g.batch_shares[static_cast<std::size_t>(r)];
+    return 1.0 / replica_count(g);
+  }
   if (g.mode != GroupMode::replicate) return 1.0;
   if (!g.shares.empty()) return g.shares[j];
   return 1.0 / static_cast<double>(g.devices.size());
@@ -55,7 +82,12 @@ double group_share(const OpGroup& g, std::size_t j) {
 double tensor_share(const OpGroup& g, std::size_t j) {
   if (g.mode != GroupMode::split) return 1.0;
   if (!g.shares.empty()) return g.shares[j];
-  return 1.0 / static_cast<double>(g.devices.size());
+  const int r = replica_of(g, j);
+  const std::size_t size =
+      g.replica_sizes.empty()
+          ? g.devices.size()
+          : static_cast<std::size_t>(g.replica_sizes[static_cast<std::size_t>(r)]);
+  return 1.0 / static_cast<double>(size);
 }
 
 namespace {
@@ -109,8 +141,28 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
       out.op_groups.push_back(std::move(g));
       continue;
     }
+    const bool tensor = std::any_of(st.replicas.begin(), st.replicas.end(),
+                                    [](const Replica& r) { return r.devices.size() > 1; });
+    if (tensor) {
+      // Replicas of which some split their layers: a split group of those replicas, whose
+      // gradients are all-reduced (no sufficient factors).
+      bool uneven = false;
+      for (const Replica& r : st.replicas) uneven = uneven || !r.tp_shares.empty();
+      for (const Replica& r : st.replicas) {
+        g.devices.insert(g.devices.end(), r.devices.begin(), r.devices.end());
+        g.replica_sizes.push_back(static_cast<int>(r.devices.size()));
+        g.batch_shares.push_back(r.batch_share);
+        for (std::size_t j = 0; uneven && j < r.devices.size(); ++j)
+          g.shares.push_back(r.tp_shares.empty() ? 1.0 / static_cast<double>(r.devices.size())
+                                                 : r.tp_shares[j]);
+      }
+      for (const std::string& op : g.ops)
+        if (by_factors(op)) return std::nullopt;
+      g.mode = GroupMode::split;
+      out.op_groups.push_back(std::move(g));
+      continue;
+    }
     for (const Replica& r : st.replicas) {
-      if (r.devices.size() != 1) return std::nullopt;
       g.devices.push_back(r.devices.front());
       g.shares.push_back(r.batch_share);
     }
@@ -136,39 +188,59 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
 namespace {
 
 // Where a group runs its ops as a stage would: its devices in increasing order, each with its share
-// of every micro-batch (one replica per device), or, for a split group, its share of every op's
-// tensor dimension (one tensor-parallel replica of all the devices).
+// of every micro-batch (one replica per device), or, for a split group, its replicas in order,
+// each of its devices in increasing order with their shares of every op's tensor dimension, and
+// each replica's share of every micro-batch.
 struct Placement {
   std::vector<int> devices;
   std::vector<double> shares;
   bool tensor = false;
+  std::vector<int> replica_sizes;    // split: of consecutive devices
+  std::vector<double> batch_shares;  // split: per replica
   bool operator==(const Placement& o) const {
-    if (devices != o.devices || tensor != o.tensor) return false;
-    for (std::size_t j = 0; j < shares.size(); ++j)
-      if (std::abs(shares[j] - o.shares[j]) > 1e-9) return false;
-    return true;
+    auto near = [](const std::vector<double>& a, const std::vector<double>& b) {
+      if (a.size() != b.size()) return false;
+      for (std::size_t j = 0; j < a.size(); ++j)
+        if (std::abs(a[j] - b[j]) > 1e-9) return false;
+      return true;
+    };
+    return devices == o.devices && tensor == o.tensor && replica_sizes == o.replica_sizes &&
+           near(shares, o.shares) && near(batch_shares, o.batch_shares);
   }
 };
 
 Placement placement_of(const OpGroup& g) {
-  std::vector<std::pair<int, double>> by_device;
-  const bool tensor = g.mode == GroupMode::split;
-  for (std::size_t j = 0; j < g.devices.size(); ++j)
-    by_device.emplace_back(g.devices[j], tensor ? tensor_share(g, j) : group_share(g, j));
-  std::sort(by_device.begin(), by_device.end());
   Placement out;
-  out.tensor = tensor;
-  for (const auto& [d, s] : by_device) {
-    out.devices.push_back(d);
-    out.shares.push_back(s);
+  out.tensor = g.mode == GroupMode::split;
+  const int replicas = replica_count(g);
+  for (int r = 0; r < replicas; ++r) {
+    const std::size_t begin = out.tensor ? replica_begin(g, r) : 0;
+    const std::size_t end =
+        out.tensor && r + 1 < replicas ? replica_begin(g, r + 1) : g.devices.size();
+    std::vector<std::pair<int, double>> by_device;
+    for (std::size_t j = begin; j < end; ++j)
+      by_device.emplace_back(g.devices[j], out.tensor ? tensor_share(g, j) : group_share(g, j));
+    std::sort(by_device.begin(), by_device.end());
+    for (const auto& [d, s] : by_device) {
+      out.devices.push_back(d);
+      out.shares.push_back(s);
+    }
+    if (out.tensor) {
+      out.replica_sizes.push_back(static_cast<int>(end - begin));
+      out.batch_shares.push_back(group_share(g, begin));
+    }
   }
   return out;
 }
 
 std::string describe(const Placement& pl) {
   if (pl.devices.size() == 1) return fmt::format("device {}", pl.devices[0]);
-  return fmt::format("devices {{{}}} at {}shares {:g}", fmt::join(pl.devices, ","),
-                     pl.tensor ? "tensor " : "", fmt::join(pl.shares, "/"));
+  std::string out = fmt::format("devices {{{}}} at {}shares {:g}", fmt::join(pl.devices, ","),
+                                pl.tensor ? "tensor " : "", fmt::join(pl.shares, "/"));
+  if (pl.replica_sizes.size() > 1)
+    out += fmt::format(" in replicas of {} devices at batch shares {:g}",
+                       fmt::join(pl.replica_sizes, "/"), fmt::join(pl.batch_shares, "/"));
+  return out;
 }
 
 std::string describe_layers(const model::Model& m, int first, int last) {
@@ -248,12 +320,18 @@ Result<Plan> stage_plan_of(const Plan& p, const model::Model& m) {
     st.first_layer = static_cast<int>(l);
     st.num_layers = 1;
     if (pl.tensor) {
-      Replica r;
-      r.devices = pl.devices;
-      r.batch_share = 1;
-      for (double x : pl.shares)
-        if (std::abs(x - pl.shares.front()) > 1e-12) r.tp_shares = pl.shares;
-      st.replicas.push_back(std::move(r));
+      std::size_t at = 0;
+      for (std::size_t i = 0; i < pl.replica_sizes.size(); ++i) {
+        Replica r;
+        const auto size = static_cast<std::size_t>(pl.replica_sizes[i]);
+        r.devices.assign(pl.devices.begin() + at, pl.devices.begin() + at + size);
+        r.batch_share = pl.batch_shares[i];
+        const std::vector<double> shares(pl.shares.begin() + at, pl.shares.begin() + at + size);
+        for (double x : shares)
+          if (std::abs(x - shares.front()) > 1e-12) r.tp_shares = shares;
+        st.replicas.push_back(std::move(r));
+        at += size;
+      }
       out.stages.push_back(std::move(st));
       continue;
     }

@@ -44,6 +44,8 @@ OJson op_group_json(const OpGroup& g) {
   j["mode"] = to_string(g.mode);
   j["devices"] = g.devices;
   if (!g.shares.empty()) j["shares"] = g.shares;
+  if (!g.replica_sizes.empty()) j["replica_sizes"] = g.replica_sizes;
+  if (!g.batch_shares.empty()) j["batch_shares"] = g.batch_shares;
   if (g.mode == GroupMode::replicate) {
     j["sync"] = to_string(g.sync);
     if (g.algorithm != cost::Algorithm::automatic) j["algorithm"] = algorithm_name(g.algorithm);
@@ -255,7 +257,8 @@ Stage read_stage(const Json& j, const std::string& path) {
 OpGroup read_op_group(const Json& j, const std::string& path) {
   require_object(j, path);
   reject_unknown_keys(j, path,
-                      {"ops", "mode", "devices", "shares", "sync", "algorithm", "servers"});
+                      {"ops", "mode", "devices", "shares", "replica_sizes", "batch_shares", "sync",
+                       "algorithm", "servers"});
   OpGroup g;
   const std::string expected = "expected a non-empty array of op names or patterns";
   const Json& ops = array_field(j, "ops", path, expected);
@@ -270,11 +273,29 @@ OpGroup read_op_group(const Json& j, const std::string& path) {
       enum_or(j, "mode", path, GroupMode::replicate, group_mode_from_string, group_mode_names());
   g.devices = read_device_ids(j, "devices", path, true);
   g.shares = read_shares(j, "shares", path);
+  if (j.contains("replica_sizes")) {
+    const std::string rpath = field_path(path, "replica_sizes");
+    const Json& sizes = j.at("replica_sizes");
+    if (!sizes.is_array()) throw InputError(rpath, "expected an array of integers >= 1");
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      if (!sizes[i].is_number_integer() || sizes[i].get<long long>() < 1 ||
+          sizes[i].get<long long>() > INT_MAX)
+        throw InputError(index_path(rpath, i), "expected an integer >= 1");
+      g.replica_sizes.push_back(static_cast<int>(sizes[i].get<long long>()));
+    }
+  }
+  g.batch_shares = read_shares(j, "batch_shares", path);
   g.sync = enum_or(j, "sync", path, SyncMethod::all_reduce, sync_method_from_string,
                    sync_method_names());
   g.algorithm = enum_or(j, "algorithm", path, cost::Algorithm::automatic, algorithm_from_string,
                         algorithm_names());
   g.servers = read_device_ids(j, "servers", path, false);
+  if (g.mode != GroupMode::split)
+    for (const char* key : {"replica_sizes", "batch_shares"})
+      if (j.contains(key))
+        throw InputError(
+            field_path(path, key),
+            "applies to split groups only (their replicas of tensor-parallel devices)");
   if (g.mode != GroupMode::replicate)
     for (const char* key : {"sync", "algorithm", "servers"})
       if (j.contains(key))

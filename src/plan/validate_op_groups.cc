@@ -47,6 +47,60 @@ void check_devices(const std::vector<int>& devices, const cluster::Cluster& c,
   }
 }
 
+// A split group's replicas: sizes covering its devices, one batch share per replica summing to 1
+// and giving each samples, tensor shares summing to 1 within each replica; at least one replica
+// splits (of several devices).
+void check_replicas(const Plan& p, const OpGroup& g, const std::string& path) {
+  if (g.replica_sizes.empty()) {
+    if (!g.batch_shares.empty())
+      throw InputError(field_path(path, "batch_shares"),
+                       "expected replica_sizes with batch_shares (one share per replica)");
+    check_shares(g.shares, g.devices.size(), field_path(path, "shares"));
+    return;
+  }
+  const std::string rpath = field_path(path, "replica_sizes");
+  std::size_t total = 0;
+  bool splits = false;
+  for (int size : g.replica_sizes) {
+    total += static_cast<std::size_t>(size);
+    splits = splits || size > 1;
+  }
+  if (total != g.devices.size())
+    throw InputError(rpath, fmt::format("expected replica sizes summing to the group's {} devices, "
+                                        "got {}",
+                                        g.devices.size(), total));
+  if (!splits)
+    throw InputError(rpath,
+                     "expected a replica of at least two devices (replicas of one device each: "
+                     "mode replicate)");
+  check_shares(g.batch_shares, g.replica_sizes.size(), field_path(path, "batch_shares"));
+  for (std::size_t r = 0; r < g.replica_sizes.size(); ++r)
+    if (!(group_share(g, replica_begin(g, static_cast<int>(r))) *
+              static_cast<double>(p.global_batch) / p.num_microbatches >
+          0))
+      throw InputError(field_path(path, "batch_shares"),
+                       "expected batch shares that give every replica samples in every "
+                       "micro-batch");
+  if (g.shares.empty()) return;
+  const std::string spath = field_path(path, "shares");
+  if (g.shares.size() != g.devices.size())
+    throw InputError(spath, fmt::format("expected {} shares (one per device) or none, got {}",
+                                        g.devices.size(), g.shares.size()));
+  for (std::size_t r = 0; r < g.replica_sizes.size(); ++r) {
+    const std::size_t begin = replica_begin(g, static_cast<int>(r));
+    double sum = 0;
+    for (std::size_t j = begin; j < begin + static_cast<std::size_t>(g.replica_sizes[r]); ++j) {
+      if (!(g.shares[j] > 0) || !std::isfinite(g.shares[j]))
+        throw InputError(index_path(spath, j), "expected a number > 0");
+      sum += g.shares[j];
+    }
+    if (std::abs(sum - 1) > kShareTolerance)
+      throw InputError(spath, fmt::format("expected the shares of each replica to sum to 1; "
+                                          "replica {}'s sum to {}",
+                                          r, sum));
+  }
+}
+
 void check_group(const Plan& p, const OpGroup& g, const cluster::Cluster& c,
                  const std::string& path) {
   if (g.ops.empty()) throw InputError(field_path(path, "ops"), "expected at least one op");
@@ -64,8 +118,8 @@ void check_group(const Plan& p, const OpGroup& g, const cluster::Cluster& c,
       throw InputError(field_path(path, "servers"), "a placed group has no parameter servers");
     return;
   }
-  check_shares(g.shares, g.devices.size(), field_path(path, "shares"));
   if (g.mode == GroupMode::split) {
+    check_replicas(p, g, path);
     if (g.devices.size() < 2)
       throw InputError(field_path(path, "devices"),
                        "a split group spans at least two devices (one device: mode place)");
@@ -75,6 +129,7 @@ void check_group(const Plan& p, const OpGroup& g, const cluster::Cluster& c,
                        "a split group holds a share of each weight and synchronises nothing");
     return;
   }
+  check_shares(g.shares, g.devices.size(), field_path(path, "shares"));
   for (std::size_t j = 0; j < g.devices.size(); ++j)
     if (!(group_share(g, j) * static_cast<double>(p.global_batch) / p.num_microbatches > 0))
       throw InputError(field_path(path, "shares"),

@@ -247,7 +247,7 @@ OpGraph::OpGraph(const model::Model& m) : m_(&m), params_(m.ops.size()) {
 
 torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
                              const torch::Tensor& targets, Collectives* batch_group,
-                             const torch::Tensor& mask) const {
+                             const torch::Tensor& mask, bool batch_counts) const {
   const model::Op& op = m_->ops[static_cast<std::size_t>(i)];
   const model::OpCompute& c = op.compute;
   const auto& w = params_[static_cast<std::size_t>(i)];
@@ -257,7 +257,7 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
     case OpFn::conv2d:
       return torch::conv2d(x, w[0], bias, {c.stride, c.stride}, {c.pad_h, c.pad_w});
     case OpFn::batchnorm:
-      return batch_norm_over_group(x, w[0], w[1], batch_group);
+      return batch_norm_over_group(x, w[0], w[1], batch_group, kBatchNormEps, batch_counts);
     case OpFn::relu:
       return torch::relu(x);
     case OpFn::add:

@@ -47,11 +47,12 @@ class OpGraph : public torch::nn::Module {
   }
   // Op `op`'s output on `inputs` (one per Op::inputs, in order; for an op without inputs, the
   // images). cross_entropy returns the summed loss of its rows against `targets`; batchnorm's
-  // statistics cover `batch_group`'s ranks (null: these rows only); dropout multiplies by `mask`
+  // statistics cover `batch_group`'s ranks (null: these rows only; a rank that does not
+  // `batch_counts` adds none of its own: batch_norm_over_group); dropout multiplies by `mask`
   // (already scaled by 1 / (1 - drop)), or passes its input on when there is none.
   torch::Tensor apply(int op, const std::vector<torch::Tensor>& inputs,
                       const torch::Tensor& targets, Collectives* batch_group,
-                      const torch::Tensor& mask) const;
+                      const torch::Tensor& mask, bool batch_counts = true) const;
   // The [rows, in] matrix linear op `op` multiplies, from its input x of n samples: x flattened
   // per sample, its first token, or its tokens (n * tokens rows).
   torch::Tensor linear_input(int op, const torch::Tensor& x) const;

@@ -28,54 +28,103 @@ namespace {
 
 using PG = c10::intrusive_ptr<Collectives>;
 
+// Rows [lo, hi) cut into consecutive intervals by `weights` (share_counts' rounding).
+std::vector<std::pair<std::int64_t, std::int64_t>> cut_rows(std::int64_t lo, std::int64_t hi,
+                                                            const std::vector<double>& weights) {
+  TensorParallel by;
+  by.size = static_cast<int>(weights.size());
+  by.shares = weights;
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  std::int64_t at = lo;
+  for (std::int64_t n : share_counts(hi - lo, by)) {
+    out.emplace_back(at, at + n);
+    at += n;
+  }
+  return out;
+}
+
 // Who runs what: ranks of the plan's devices, each op's group, each group's ranks and shares.
 struct Layout {
   std::vector<int> devices;                 // rank -> device
   std::vector<int> group;                   // op -> group
   std::vector<std::vector<int>> members;    // group -> its devices' ranks, in the group's order
   std::vector<std::vector<double>> shares;  // group -> each member's share of a micro-batch
-  // Split groups: each member's tensor share, and the members in ascending rank order (the order
-  // of their shards in the group's collectives).
+  // Split groups: each member's tensor share and replica, each replica's share of a micro-batch,
+  // and per replica its members in ascending rank order (the order of their shards in the
+  // replica's collectives); other groups: one replica of all members.
   std::vector<bool> split;
   std::vector<std::vector<double>> tensor_shares;
-  std::vector<std::vector<int>> by_rank;  // group -> member indices, ascending rank
+  std::vector<std::vector<int>> replica;
+  std::vector<std::vector<double>> replica_shares;
+  std::vector<std::vector<std::vector<int>>> by_rank;  // group -> replica -> member indices
+  // Split groups of several replicas that split alike (the same sizes and, in rank order, tensor
+  // shares): the member at each place of every replica holds the same slices.
+  std::vector<bool> aligned;
 
   Layout(const model::Model& m, const plan::Plan& p) : devices(op_level_devices(p)) {
     group = plan::group_of_ops(p, m);
     for (const auto& g : p.op_groups) {
-      std::vector<int> ranks;
+      std::vector<int> ranks, reps;
       std::vector<double> s, t;
       for (std::size_t j = 0; j < g.devices.size(); ++j) {
         ranks.push_back(static_cast<int>(
             std::lower_bound(devices.begin(), devices.end(), g.devices[j]) - devices.begin()));
         s.push_back(plan::group_share(g, j));
         t.push_back(plan::tensor_share(g, j));
+        reps.push_back(plan::replica_of(g, j));
       }
-      std::vector<int> order(ranks.size());
-      for (std::size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int>(j);
-      std::sort(order.begin(), order.end(), [&](int a, int b) { return ranks[a] < ranks[b]; });
+      const int R = plan::replica_count(g);
+      std::vector<double> rs;
+      for (int r = 0; r < R; ++r) rs.push_back(plan::group_share(g, plan::replica_begin(g, r)));
+      std::vector<std::vector<int>> order(static_cast<std::size_t>(R));
+      for (std::size_t j = 0; j < ranks.size(); ++j)
+        order[static_cast<std::size_t>(reps[j])].push_back(static_cast<int>(j));
+      for (auto& o : order)
+        std::sort(o.begin(), o.end(), [&](int a, int b) { return ranks[a] < ranks[b]; });
+      bool alike = R > 1;
+      for (const auto& o : order) {
+        alike = alike && o.size() == order[0].size();
+        for (std::size_t q = 0; alike && q < o.size(); ++q)
+          alike = std::abs(t[static_cast<std::size_t>(o[q])] -
+                           t[static_cast<std::size_t>(order[0][q])]) < 1e-12;
+      }
       members.push_back(std::move(ranks));
       shares.push_back(std::move(s));
       split.push_back(g.mode == plan::GroupMode::split);
       tensor_shares.push_back(std::move(t));
+      replica.push_back(std::move(reps));
+      replica_shares.push_back(std::move(rs));
       by_rank.push_back(std::move(order));
+      aligned.push_back(alike);
     }
   }
-  // The rows [begin, end) of the global batch each member of group g holds in micro-batch k (all
-  // of them in a split group).
+  // The rows [begin, end) of the global batch each member of group g holds in micro-batch k (in a
+  // split group: all of its replica's).
   std::vector<std::pair<std::int64_t, std::int64_t>> rows(const plan::Plan& p, int g, int k) const {
-    if (split[g]) {
-      const auto [lo, hi] = batch_rows(p, k);
-      return std::vector<std::pair<std::int64_t, std::int64_t>>(members[g].size(), {lo, hi});
-    }
-    return intervals(p, g, k, shares[g], false);
+    const auto [lo, hi] = batch_rows(p, k);
+    if (!split[g]) return cut_rows(lo, hi, shares[g]);
+    const auto reps = cut_rows(lo, hi, replica_shares[g]);
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    for (int r : replica[g]) out.push_back(reps[static_cast<std::size_t>(r)]);
+    return out;
   }
   // The rows each member of group g answers for in transfers between groups: its rows, or in a
-  // split group, whose members all hold every row, an interval of them by its tensor share (in
-  // ascending rank order).
+  // split group, whose members all hold their replica's rows, an interval of them by its tensor
+  // share (in ascending rank order).
   std::vector<std::pair<std::int64_t, std::int64_t>> part_rows(const plan::Plan& p, int g,
                                                                int k) const {
-    return split[g] ? intervals(p, g, k, tensor_shares[g], true) : rows(p, g, k);
+    if (!split[g]) return rows(p, g, k);
+    const auto [lo, hi] = batch_rows(p, k);
+    const auto reps = cut_rows(lo, hi, replica_shares[g]);
+    std::vector<std::pair<std::int64_t, std::int64_t>> out(members[g].size());
+    for (std::size_t r = 0; r < reps.size(); ++r) {
+      std::vector<double> weights;
+      for (int j : by_rank[g][r]) weights.push_back(tensor_shares[g][static_cast<std::size_t>(j)]);
+      const auto parts = cut_rows(reps[r].first, reps[r].second, weights);
+      for (std::size_t i = 0; i < parts.size(); ++i)
+        out[static_cast<std::size_t>(by_rank[g][r][i])] = parts[i];
+    }
+    return out;
   }
   static std::pair<std::int64_t, std::int64_t> batch_rows(const plan::Plan& p, int k) {
     const std::int64_t B = p.global_batch, M = std::max(1, p.num_microbatches);
@@ -86,25 +135,10 @@ struct Layout {
     const auto it = std::find(ranks.begin(), ranks.end(), rank);
     return it == ranks.end() ? -1 : static_cast<int>(it - ranks.begin());
   }
-
- private:
-  // Micro-batch k's rows split by `s` (per member), consecutively in the members' order or in
-  // ascending rank order.
-  std::vector<std::pair<std::int64_t, std::int64_t>> intervals(const plan::Plan& p, int g, int k,
-                                                               const std::vector<double>& s,
-                                                               bool ranked) const {
-    const auto [lo, hi] = batch_rows(p, k);
-    const std::size_t n = members[g].size();
-    TensorParallel by;
-    by.size = static_cast<int>(n);
-    for (std::size_t i = 0; i < n; ++i) by.shares.push_back(s[ranked ? by_rank[g][i] : i]);
-    std::vector<std::pair<std::int64_t, std::int64_t>> out(n);
-    std::int64_t at = lo;
-    const auto counts = share_counts(hi - lo, by);
-    for (std::size_t i = 0; i < n; ++i) {
-      out[ranked ? by_rank[g][i] : i] = {at, at + counts[i]};
-      at += counts[i];
-    }
+  // The ranks of replica r of group g in ascending order.
+  std::vector<int> replica_ranks(std::size_t g, std::size_t r) const {
+    std::vector<int> out;
+    for (int j : by_rank[g][r]) out.push_back(members[g][static_cast<std::size_t>(j)]);
     return out;
   }
 };
@@ -200,19 +234,34 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   if (!data) return data.error();
   const auto timeout = std::chrono::milliseconds(std::llround(opts.timeout_s * 1000));
 
-  // One process group per distinct set of a group's devices (of more than one), opened by its
-  // members in the plan's order.
+  // One process group per distinct set of devices (of more than one) that a group, a replica of
+  // a split group, or the members at one place of a split group's replicas that split alike
+  // (which sum their slices' gradients) form, opened by its members in the plan's order.
   const std::size_t G = p.op_groups.size();
-  std::vector<int> subgroup_of(G, -1);
   std::vector<Subgroup> subgroups;
-  for (std::size_t g = 0; g < G; ++g) {
-    std::vector<int> ranks = at.members[g];
+  auto enroll = [&](std::vector<int> ranks) {
     std::sort(ranks.begin(), ranks.end());
-    if (ranks.size() < 2) continue;
+    if (ranks.size() < 2) return -1;
     auto same = std::find_if(subgroups.begin(), subgroups.end(),
                              [&](const Subgroup& s) { return s.ranks == ranks; });
-    subgroup_of[g] = static_cast<int>(same - subgroups.begin());
+    const int i = static_cast<int>(same - subgroups.begin());
     if (same == subgroups.end()) subgroups.push_back(Subgroup{std::move(ranks), PG()});
+    return i;
+  };
+  std::vector<int> subgroup_of(G, -1);
+  std::vector<std::vector<int>> replica_subgroup(G), place_subgroup(G);
+  for (std::size_t g = 0; g < G; ++g) {
+    subgroup_of[g] = enroll(at.members[g]);
+    if (!at.split[g]) continue;
+    for (std::size_t r = 0; r < at.by_rank[g].size(); ++r)
+      replica_subgroup[g].push_back(enroll(at.replica_ranks(g, r)));
+    if (!at.aligned[g]) continue;
+    for (std::size_t q = 0; q < at.by_rank[g][0].size(); ++q) {
+      std::vector<int> ranks;
+      for (const auto& order : at.by_rank[g])
+        ranks.push_back(at.members[g][static_cast<std::size_t>(order[q])]);
+      place_subgroup[g].push_back(enroll(std::move(ranks)));
+    }
   }
   PG world;
   std::optional<PeerWatch> watch;
@@ -237,10 +286,10 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
     }
     watch.emplace(env.master_addr, env.master_port, env.rank, env.world_size);
   }
-  auto pg_of = [&](std::size_t g) -> Collectives* {
-    return subgroup_of[g] < 0 ? nullptr
-                              : subgroups[static_cast<std::size_t>(subgroup_of[g])].pg.get();
+  auto pg_at = [&](int i) -> Collectives* {
+    return i < 0 ? nullptr : subgroups[static_cast<std::size_t>(i)].pg.get();
   };
+  auto pg_of = [&](std::size_t g) { return pg_at(subgroup_of[g]); };
 
   const std::size_t N = m.ops.size();
   const double B = static_cast<double>(p.global_batch);
@@ -248,21 +297,31 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   std::vector<int> my_index(N);  // this rank's index among each op's group's members, or -1
   for (std::size_t o = 0; o < N; ++o)
     my_index[o] = Layout::index_in(at.members[static_cast<std::size_t>(at.group[o])], me);
-  // Split groups this rank is in: its place among their members (ascending rank order, the
-  // shards' order), and its share of their ops' weights.
+  // Split groups this rank is in: its replica, its place among the replica's members (ascending
+  // rank order, the shards' order), and its share of their ops' weights.
   std::vector<TensorParallel> tps(G);
+  std::vector<int> my_replica(G, -1);
   ShardLayouts layouts;
   for (std::size_t g = 0; g < G; ++g) {
-    if (!at.split[g] || Layout::index_in(at.members[g], me) < 0) continue;
+    const int j_me = Layout::index_in(at.members[g], me);
+    if (!at.split[g] || j_me < 0) continue;
+    const auto r = static_cast<std::size_t>(at.replica[g][static_cast<std::size_t>(j_me)]);
+    my_replica[g] = static_cast<int>(r);
     TensorParallel& tp = tps[g];
-    tp.group = pg_of(g);
-    tp.size = static_cast<int>(at.members[g].size());
-    for (std::size_t i = 0; i < at.members[g].size(); ++i) {
-      const int j = at.by_rank[g][i];
+    tp.group = pg_at(replica_subgroup[g][r]);
+    tp.size = static_cast<int>(at.by_rank[g][r].size());
+    for (std::size_t i = 0; i < at.by_rank[g][r].size(); ++i) {
+      const int j = at.by_rank[g][r][i];
       tp.shares.push_back(at.tensor_shares[g][static_cast<std::size_t>(j)]);
-      if (at.members[g][static_cast<std::size_t>(j)] == me) tp.rank = static_cast<int>(i);
+      if (j == j_me) tp.rank = static_cast<int>(i);
     }
   }
+  // The members at this rank's place in each replica of an aligned split group (-1: none).
+  auto my_place = [&](std::size_t g) {
+    return at.aligned[g] && my_replica[g] >= 0
+               ? place_subgroup[g][static_cast<std::size_t>(tps[g].rank)]
+               : -1;
+  };
   for (std::size_t o = 0; o < N; ++o)
     if (const auto g = static_cast<std::size_t>(at.group[o]); at.split[g] && my_index[o] >= 0)
       shard_split_op(*graph, m.ops[o], static_cast<int>(o), tps[g], layouts);
@@ -459,7 +518,13 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
               in[i] = relayout(in[i], from, reads.input, reads.input_grad,
                                sim::gradient_layout(from), tps[g], dim, counts);
             }
-            out[o] = apply_split(*graph, op, static_cast<int>(o), in, targets, mask, tps[g]);
+            // (Synced batch statistics over a group of several replicas: a replica's members
+            // hold the same rows, which its first member counts.)
+            Collectives* bn =
+                p.batch_norm == plan::BatchNormStats::synced && at.by_rank[g].size() > 1 ? pg_of(g)
+                                                                                         : nullptr;
+            out[o] = apply_split(*graph, op, static_cast<int>(o), in, targets, mask, tps[g], bn,
+                                 tps[g].rank == 0);
           } else {
             Collectives* bn = p.batch_norm == plan::BatchNormStats::synced ? pg_of(g) : nullptr;
             out[o] = graph->apply(static_cast<int>(o), in, targets, bn, mask);
@@ -509,8 +574,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
             if (!whole_back.defined())
               whole_back =
                   torch::zeros(graph->output_shape(static_cast<int>(o), my1 - my0), on_dev);
-            std::vector<std::int64_t> counts;  // the members' intervals, in ascending rank order
-            for (int j : at.by_rank[pgroup]) {
+            std::vector<std::int64_t> counts;  // the replica's members' intervals, by rank
+            for (int j : at.by_rank[pgroup][static_cast<std::size_t>(my_replica[pgroup])]) {
               const auto [b0, b1] = parts[pgroup][static_cast<std::size_t>(j)];
               counts.push_back(b1 - b0);
             }
@@ -553,10 +618,20 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       // Gradient synchronisation of each group of more than one device.
       for (std::size_t g = 0; g < G; ++g) {
         Collectives* pg = pg_of(g);
-        // A split group's devices each hold their share of its weights: nothing to synchronise.
-        if (!pg || group_params[g].empty() || at.split[g]) continue;
+        if (!pg || group_params[g].empty()) continue;
         for (auto& t : group_params[g])
           if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
+        if (at.split[g]) {
+          // A split group's replicas sum their gradients: over the members at each place where
+          // they split alike, else in the whole layout over all of them (each replica's whole
+          // weights given once, by its first member). One replica has nothing to synchronise.
+          if (at.by_rank[g].size() < 2) continue;
+          if (at.aligned[g])
+            all_reduce_flat(*pg_at(my_place(g)), grads_of(group_params[g]), timeout);
+          else
+            all_reduce_whole(*pg, layouts, group_params[g], true, tps[g].rank == 0, timeout);
+          continue;
+        }
         const plan::OpGroup& og = p.op_groups[g];
         const Subgroup& sub = subgroups[static_cast<std::size_t>(subgroup_of[g])];
         std::vector<torch::Tensor> reduced;  // all-reduced or served

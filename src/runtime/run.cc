@@ -170,42 +170,6 @@ Groups connect(const RankEnv& env, const Place& at, bool tied, bool batch_progra
   return g;
 }
 
-// Sums `tensors` over `pg` in one flat all-reduce and writes the sums back.
-void all_reduce_flat(const PG& pg, const std::vector<torch::Tensor>& tensors) {
-  std::vector<torch::Tensor> flat{detail::flatten(tensors)};
-  pg->allreduce(flat)->wait();
-  detail::unflatten_into(flat[0], tensors);
-}
-
-// The sums over `pg` of `values` (one per parameter, shaped as it) in the whole layout: each
-// rank's slices are placed in tensors of the whole shape (zeros elsewhere) and summed in one flat
-// all-reduce. A rank gives its values of split parameters when `give_split`, and of whole ones
-// when `give_whole` (one rank per replica, as every tensor-parallel rank holds the same);
-// otherwise zeros.
-std::vector<torch::Tensor> whole_sums(const PG& pg, const detail::ShardLayouts& layouts,
-                                      const std::vector<torch::Tensor>& params,
-                                      const std::vector<torch::Tensor>& values, bool give_split,
-                                      bool give_whole) {
-  std::vector<torch::Tensor> wholes;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const bool give = layouts.split(params[i]) ? give_split : give_whole;
-    wholes.push_back(layouts.to_whole(
-        params[i], give ? values[i].detach().clone() : torch::zeros_like(values[i])));
-  }
-  all_reduce_flat(pg, wholes);
-  return wholes;
-}
-
-// Sums the gradients of `params` over `pg` in the whole layout (whole_sums) and writes each
-// rank's slices of the sums back.
-void all_reduce_whole(const PG& pg, const detail::ShardLayouts& layouts,
-                      const std::vector<torch::Tensor>& params, bool give_split, bool give_whole) {
-  const auto wholes = whole_sums(pg, layouts, params, grads_of(params), give_split, give_whole);
-  torch::NoGradGuard no_grad;
-  for (std::size_t i = 0; i < params.size(); ++i)
-    params[i].mutable_grad().copy_(layouts.to_part(params[i], wholes[i]));
-}
-
 std::string checkpoint_prefix(const std::string& dir, int steps, int rank) {
   return fmt::format("{}/step-{}/rank{}", dir, steps, rank);
 }
@@ -341,19 +305,17 @@ std::optional<Error> zero_problem(const plan::Plan& p) {
 }
 
 // A CNN's replica of more than one device: the stage runtime splits no convolutions (op by op,
-// a stage of one such replica runs as a split group). With `beside_others`, only one that shares
-// its stage with other replicas (which no op group expresses).
-std::optional<Error> cnn_tensor_problem(const model::Model& m, const plan::Plan& p,
-                                        bool beside_others = false) {
+// a stage of such replicas runs as a split group, where plan::as_op_level_plan converts it).
+std::optional<Error> cnn_tensor_problem(const model::Model& m, const plan::Plan& p) {
   if (m.family != model::Family::cnn) return std::nullopt;
   for (std::size_t s = 0; s < p.stages.size(); ++s)
     for (std::size_t r = 0; r < p.stages[s].replicas.size(); ++r)
-      if (p.stages[s].replicas[r].devices.size() > 1 &&
-          (!beside_others || p.stages[s].replicas.size() > 1))
+      if (p.stages[s].replicas[r].devices.size() > 1)
         return Error{fmt::format(
             "plan: stages[{}].replicas[{}].devices: a CNN's convolutions are split by tensor "
-            "dimension only op by op, in stages of one replica (a split group); give each replica "
-            "of this stage one device, or the stage one replica",
+            "dimension only op by op (a split group of the stage's replicas), where the plan has "
+            "no op_overrides, parameter-server grad_sync rules or sufficient factors there, "
+            "recomputation, sequence parallelism or ZeRO-2/3",
             s, r)};
   return std::nullopt;
 }
@@ -467,7 +429,7 @@ std::vector<std::string> executable_problems(const model::Model& m, const plan::
   out.push_back(first.error().message);
   if (p.is_op_level()) return out;
   for (const auto& e :
-       {zero_problem(p), cnn_tensor_problem(m, p, true), schedule_problem(p), sync_problem(p)})
+       {zero_problem(p), cnn_tensor_problem(m, p), schedule_problem(p), sync_problem(p)})
     if (e && e->message != out.front()) out.push_back(e->message);
   return out;
 }
@@ -699,8 +661,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   if (zero) {
     torch::NoGradGuard no_grad;
     if (unlike)  // every replica holds the same: the first one's slices, whole
-      whole_params =
-          whole_sums(zero_group, mod.layouts(), params, params, at.r == 0, at.r == 0 && at.j == 0);
+      whole_params = detail::whole_sums(*zero_group, mod.layouts(), params, params, at.r == 0,
+                                        at.r == 0 && at.j == 0);
     const torch::Tensor flat = detail::flatten(unlike ? whole_params : params);
     slice = detail::ZeroSlice(flat.numel(), zero_n, zero_k);
     owned = flat.slice(0, slice.begin, slice.end).clone();
@@ -859,22 +821,22 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
       if (buckets) buckets->finish(timeout);
       if (!shards.empty() && at.aligned[at.s] && groups.stage)
-        all_reduce_flat(groups.stage, grads_of(shards));
+        detail::all_reduce_flat(*groups.stage, grads_of(shards));
       else if (!shards.empty() && !at.aligned[at.s])  // replicas sharding them differently
-        all_reduce_whole(groups.stage_all, mod.layouts(), shards, true, true);
+        detail::all_reduce_whole(*groups.stage_all, mod.layouts(), shards, true, true);
       // (Under ZeRO-1 with no tied copy to sum, the whole sums go to the optimizer's slices
       // directly, below.)
       if (unlike && !(zero && !groups.tied))
-        all_reduce_whole(groups.stage_all, mod.layouts(), params, true, at.j == 0);
+        detail::all_reduce_whole(*groups.stage_all, mod.layouts(), params, true, at.j == 0);
       // After the stage's all-reduce every replica of a stage holds its stage's sum; the first
       // replica of each stage contributes it, so every copy gets the sum of both stages.
       if (groups.tied && at.tied_aligned) {
         torch::Tensor g = (first ? tied_source : tied_copy).mutable_grad();
         if (at.r != 0) g.zero_();
-        all_reduce_flat(groups.tied, {g});
+        detail::all_reduce_flat(*groups.tied, {g});
       } else if (groups.tied) {
-        all_reduce_whole(groups.tied, mod.layouts(), {first ? tied_source : tied_copy}, at.r == 0,
-                         at.r == 0 && at.j == 0);
+        detail::all_reduce_whole(*groups.tied, mod.layouts(), {first ? tied_source : tied_copy},
+                                 at.r == 0, at.r == 0 && at.j == 0);
       }
       // This rank's part of the step's loss (the pipelines' last stages hold it); summed over the
       // ranks once, after the last step, so that no step pays a collective the plan does not have.
@@ -890,9 +852,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         const bool every_replica = !groups.tied;
         const torch::Tensor flat_grads =
             !unlike ? detail::flatten(grads_of(params))
-                    : detail::flatten(whole_sums(zero_group, mod.layouts(), params,
-                                                 grads_of(params), every_replica || at.r == 0,
-                                                 at.j == 0 && (every_replica || at.r == 0)));
+                    : detail::flatten(detail::whole_sums(
+                          *zero_group, mod.layouts(), params, grads_of(params),
+                          every_replica || at.r == 0, at.j == 0 && (every_replica || at.r == 0)));
         owned.mutable_grad() = flat_grads.slice(0, slice.begin, slice.end).clone();
         adam.step();
         sync();

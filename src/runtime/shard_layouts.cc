@@ -1,5 +1,7 @@
 #include "shard_layouts.h"
 
+#include "grad_buckets.h"
+
 namespace hetplan::runtime::detail {
 
 void ShardLayouts::keep(torch::Tensor& t, int dim, const Ranges& ranges) {
@@ -39,6 +41,37 @@ torch::Tensor ShardLayouts::to_part(const torch::Tensor& t, const torch::Tensor&
   std::vector<torch::Tensor> parts;
   for (auto [b, e] : s.ranges) parts.push_back(whole.slice(s.dim, b, e));
   return torch::cat(parts, s.dim);
+}
+
+void all_reduce_flat(Collectives& pg, const std::vector<torch::Tensor>& tensors,
+                     std::chrono::milliseconds timeout) {
+  std::vector<torch::Tensor> flat{flatten(tensors)};
+  pg.allreduce(flat)->wait(timeout);
+  unflatten_into(flat[0], tensors);
+}
+
+std::vector<torch::Tensor> whole_sums(Collectives& pg, const ShardLayouts& layouts,
+                                      const std::vector<torch::Tensor>& params,
+                                      const std::vector<torch::Tensor>& values, bool give_split,
+                                      bool give_whole, std::chrono::milliseconds timeout) {
+  std::vector<torch::Tensor> wholes;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const bool give = layouts.split(params[i]) ? give_split : give_whole;
+    wholes.push_back(layouts.to_whole(
+        params[i], give ? values[i].detach().clone() : torch::zeros_like(values[i])));
+  }
+  all_reduce_flat(pg, wholes, timeout);
+  return wholes;
+}
+
+void all_reduce_whole(Collectives& pg, const ShardLayouts& layouts,
+                      const std::vector<torch::Tensor>& params, bool give_split, bool give_whole,
+                      std::chrono::milliseconds timeout) {
+  const auto wholes =
+      whole_sums(pg, layouts, params, grads_of(params), give_split, give_whole, timeout);
+  torch::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    params[i].mutable_grad().copy_(layouts.to_part(params[i], wholes[i]));
 }
 
 }  // namespace hetplan::runtime::detail

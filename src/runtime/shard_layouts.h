@@ -5,10 +5,13 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdint>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "collectives.h"
 
 namespace hetplan::runtime::detail {
 
@@ -41,5 +44,26 @@ class ShardLayouts {
   static const void* key(const torch::Tensor& t) { return t.unsafeGetTensorImpl(); }
   std::unordered_map<const void*, SliceLayout> kept_;
 };
+
+// Sums `tensors` over `pg` in one flat all-reduce and writes the sums back. (A timeout of 0 waits
+// without one, as c10d's kNoTimeout.)
+void all_reduce_flat(Collectives& pg, const std::vector<torch::Tensor>& tensors,
+                     std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+// The sums over `pg` of `values` (one per parameter, shaped as it) in the whole layout: each
+// rank's slices are placed in tensors of the whole shape (zeros elsewhere) and summed in one flat
+// all-reduce. A rank gives its values of split parameters when `give_split`, and of whole ones
+// when `give_whole` (one rank per replica, as every tensor-parallel rank holds the same);
+// otherwise zeros.
+std::vector<torch::Tensor> whole_sums(
+    Collectives& pg, const ShardLayouts& layouts, const std::vector<torch::Tensor>& params,
+    const std::vector<torch::Tensor>& values, bool give_split, bool give_whole,
+    std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+// Sums the gradients of `params` over `pg` in the whole layout (whole_sums) and writes each
+// rank's slices of the sums back.
+void all_reduce_whole(Collectives& pg, const ShardLayouts& layouts,
+                      const std::vector<torch::Tensor>& params, bool give_split, bool give_whole,
+                      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
 }  // namespace hetplan::runtime::detail

@@ -152,11 +152,12 @@ void shard_split_op(const OpGraph& graph, const model::Op& op, int index, const 
 
 torch::Tensor apply_split(const OpGraph& graph, const model::Op& op, int index,
                           const std::vector<torch::Tensor>& in, const torch::Tensor& targets,
-                          const torch::Tensor& mask, const TensorParallel& tp) {
+                          const torch::Tensor& mask, const TensorParallel& tp,
+                          Collectives* batch_group, bool batch_counts) {
   const OpFn fn = op.compute.fn;
   const torch::Tensor& x = in.front();
   if (op.shard == ShardKind::replicated || fn == OpFn::conv2d || !tp.active())
-    return graph.apply(index, in, targets, nullptr, mask);
+    return graph.apply(index, in, targets, batch_group, mask, batch_counts);
   const auto& w = graph.op_parameters(index);
   const std::int64_t n = x.size(0);
   if (fn == OpFn::linear) {

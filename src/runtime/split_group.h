@@ -48,9 +48,12 @@ void shard_split_op(const OpGraph& graph, const model::Op& op, int index, const 
                     ShardLayouts& layouts);
 
 // Op `index`'s output on this rank's share, from inputs already in the layouts it reads (whole for
-// ops computed whole); `mask` is a dropout op's whole mask of these rows.
+// ops computed whole); `mask` is a dropout op's whole mask of these rows; `batch_group`, when not
+// null, the ranks over whose rows a batch norm computed whole takes its statistics, this rank's
+// rows counted when `batch_counts` (OpGraph::apply).
 torch::Tensor apply_split(const OpGraph& graph, const model::Op& op, int index,
                           const std::vector<torch::Tensor>& in, const torch::Tensor& targets,
-                          const torch::Tensor& mask, const TensorParallel& tp);
+                          const torch::Tensor& mask, const TensorParallel& tp,
+                          Collectives* batch_group = nullptr, bool batch_counts = true);
 
 }  // namespace hetplan::runtime::detail

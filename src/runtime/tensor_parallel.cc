@@ -168,7 +168,7 @@ class ReduceFromGroup : public torch::autograd::Function<ReduceFromGroup> {
 class BatchNormOverGroup : public torch::autograd::Function<BatchNormOverGroup> {
  public:
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor weight,
-                               torch::Tensor bias, Collectives* pg, double eps) {
+                               torch::Tensor bias, Collectives* pg, double eps, bool count) {
     const std::int64_t c = x.size(1);
     const std::vector<std::int64_t> dims{0, 2, 3}, channel{1, c, 1, 1};
     // In double: the variance is a difference of sums, and the ranks' partial sums must add up to
@@ -177,7 +177,7 @@ class BatchNormOverGroup : public torch::autograd::Function<BatchNormOverGroup> 
     torch::Tensor stats =
         torch::cat({xd.sum(dims), (xd * xd).sum(dims),
                     torch::full({1}, static_cast<double>(x.numel() / c), xd.options())});
-    if (pg) stats = all_reduce(stats, pg, c10d::ReduceOp::SUM);
+    if (pg) stats = all_reduce(count ? stats : torch::zeros_like(stats), pg, c10d::ReduceOp::SUM);
     const torch::Tensor n = stats.slice(0, 2 * c, 2 * c + 1);
     const torch::Tensor mean = stats.slice(0, 0, c) / n;
     const torch::Tensor var = stats.slice(0, c, 2 * c) / n - mean * mean;
@@ -185,6 +185,7 @@ class BatchNormOverGroup : public torch::autograd::Function<BatchNormOverGroup> 
     const torch::Tensor xhat = (x - mean.to(x.scalar_type()).view(channel)) * invstd.view(channel);
     ctx->save_for_backward({xhat, weight, invstd, n});
     ctx->saved_data["pg"] = reinterpret_cast<std::int64_t>(pg);
+    ctx->saved_data["count"] = count;
     return xhat * weight.view(channel) + bias.view(channel);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
@@ -197,20 +198,23 @@ class BatchNormOverGroup : public torch::autograd::Function<BatchNormOverGroup> 
         {gy.sum(dims, false, torch::kDouble), (gy * xhat).sum(dims, false, torch::kDouble)});
     const torch::Tensor dbias = sums.slice(0, 0, c).to(gy.scalar_type());
     const torch::Tensor dweight = sums.slice(0, c, 2 * c).to(gy.scalar_type());
-    if (auto* pg = group_of(ctx)) sums = all_reduce(sums, pg, c10d::ReduceOp::SUM);
+    if (auto* pg = group_of(ctx))
+      sums = all_reduce(ctx->saved_data["count"].toBool() ? sums : torch::zeros_like(sums), pg,
+                        c10d::ReduceOp::SUM);
     const torch::Tensor mean_dy = (sums.slice(0, 0, c) / n).to(gy.scalar_type()).view(channel);
     const torch::Tensor mean_dy_xhat =
         (sums.slice(0, c, 2 * c) / n).to(gy.scalar_type()).view(channel);
     const torch::Tensor dx = (weight * invstd).view(channel) * (gy - mean_dy - xhat * mean_dy_xhat);
-    return {dx, dweight, dbias, torch::Tensor(), torch::Tensor()};
+    return {dx, dweight, dbias, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
 torch::Tensor batch_norm_over_group(const torch::Tensor& x, const torch::Tensor& weight,
-                                    const torch::Tensor& bias, Collectives* group, double eps) {
-  return BatchNormOverGroup::apply(x, weight, bias, group, eps);
+                                    const torch::Tensor& bias, Collectives* group, double eps,
+                                    bool count) {
+  return BatchNormOverGroup::apply(x, weight, bias, group, eps, count);
 }
 
 torch::Tensor copy_to_group(const torch::Tensor& x, const TensorParallel& tp) {

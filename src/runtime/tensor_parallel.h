@@ -72,10 +72,13 @@ torch::Tensor gradient_on_first_rank(const torch::Tensor& x, const TensorParalle
 
 // Training-mode batch normalisation of x [n, c, h, w] with the statistics of the samples of every
 // rank of `group` (null: this rank's alone), so that a batch split over replicas, evenly or not,
-// normalises as the whole batch does. Keeps no running statistics.
+// normalises as the whole batch does; a rank that does not `count` adds none of its samples to
+// the statistics (nor their gradients' sums), as where another rank of the group holds the same
+// samples (tensor-parallel ranks of one replica). Keeps no running statistics.
+constexpr double kBatchNormEps = 1e-5;
 torch::Tensor batch_norm_over_group(const torch::Tensor& x, const torch::Tensor& weight,
                                     const torch::Tensor& bias, Collectives* group,
-                                    double eps = 1e-5);
+                                    double eps = kBatchNormEps, bool count = true);
 
 // How many of the `n` units each rank of the group holds: counts by the shares, rounded by largest
 // remainder (ties to the lower rank); a rank may get none.

@@ -19,13 +19,16 @@
 // op's partial input gradient all-reduced in the backward pass). It enters the group whole on
 // every device; it leaves it replicated (converted first where it is not), each device sending
 // the samples of its share's interval, and its gradient comes back the same way and is gathered on
-// every device. A split group's devices hold their share of its weights and step them without
-// synchronisation.
+// every device. A split group's devices hold their share of its weights. A split group of several
+// replicas (OpGroup::replica_sizes) runs each replica so on its batch share, its collectives over
+// the replica's devices, and the replicas all-reduce their weight gradients (add_replica_sync);
+// a split group of one replica synchronises nothing.
 #include "op_level.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -50,20 +53,25 @@ struct OpLevelLowering {
   model::TrainingGraph tg;
   std::vector<int> backward_index, optimizer_index;  // per op, -1 for none
   std::vector<int> group_of;                         // per op
-  std::vector<std::vector<double>> bounds;  // per group: its devices' sample intervals' ends
+  // Per group and device, the interval of each micro-batch's samples (as fractions) it sends to
+  // other groups and the one it holds: the same in a replicated group; in a split group every
+  // device holds its replica's samples and sends its tensor share's interval of them.
+  using Interval = std::pair<double, double>;
+  std::vector<std::vector<Interval>> sends, holds;
   TaskGraph g;
   std::vector<LaneInfo> lanes;
   std::vector<int> lane_of_device;
   std::vector<int> lane_stream;
   std::vector<std::vector<std::vector<int>>> fwd, bwd;  // [op][device index in group][mb]
-  // Split groups: each op's layouts, and per op and micro-batch the collectives that follow its
-  // forward pass (its output ready on every device) and its backward pass (its input gradients
-  // ready), or -1.
+  // Split groups: each op's layouts, and per op, replica and micro-batch the collectives that
+  // follow its forward pass (its output ready on every device of the replica) and its backward
+  // pass (its input gradients ready), or -1.
   std::vector<OpLayout> layout;
-  std::vector<std::vector<int>> post_fwd, post_bwd;
-  // Split groups: per op consumed outside its group and micro-batch, the conversion of its output
-  // to replicated before it leaves (-1: none needed) and the gathering of its returned gradient.
-  std::map<std::pair<int, int>, int> exit_fwd, exit_bwd;
+  std::vector<std::vector<std::vector<int>>> post_fwd, post_bwd;
+  // Split groups: per op consumed outside its group, replica and micro-batch, the conversion of
+  // its output to replicated before it leaves (-1: none needed) and the gathering of its returned
+  // gradient.
+  std::map<std::tuple<int, int, int>, int> exit_fwd, exit_bwd;
   std::vector<double> activation_delta;  // per task: bytes its lane keeps (+) or frees (-)
   std::vector<cost::MemoryBreakdown> fixed_memory;  // per device
   std::map<std::tuple<int, int, double>, cost::CollectiveCost> p2p_cache;
@@ -79,6 +87,15 @@ struct OpLevelLowering {
   }
   double param_bytes() const { return model::dtype_bytes(m.dtype); }
   bool is_split(int group) const { return p.op_groups[group].mode == plan::GroupMode::split; }
+  int replicas(int group) const { return plan::replica_count(p.op_groups[group]); }
+  int replica(int group, std::size_t j) const { return plan::replica_of(p.op_groups[group], j); }
+  // The indices of replica r's devices in group `group`.
+  std::vector<std::size_t> replica_members(int group, int r) const {
+    std::vector<std::size_t> out;
+    for (std::size_t j = 0; j < p.op_groups[group].devices.size(); ++j)
+      if (replica(group, j) == r) out.push_back(j);
+    return out;
+  }
   // Op `op`'s share of its tensor dimension on device j of its group: 1 outside split groups and
   // for ops computed whole.
   double shard(int op, std::size_t j) const {
@@ -95,10 +112,12 @@ struct OpLevelLowering {
   // The task after which op's output of micro-batch mb is ready on device j of its group, and the
   // one after which its input gradients are.
   int output_ready(int op, std::size_t j, int mb) const {
-    return post_fwd[op][mb] >= 0 ? post_fwd[op][mb] : fwd[op][j][mb];
+    const int after = post_fwd[op][replica(group_of[op], j)][mb];
+    return after >= 0 ? after : fwd[op][j][mb];
   }
   int input_grads_ready(int op, std::size_t j, int mb) const {
-    return post_bwd[op][mb] >= 0 ? post_bwd[op][mb] : bwd[op][j][mb];
+    const int after = post_bwd[op][replica(group_of[op], j)][mb];
+    return after >= 0 ? after : bwd[op][j][mb];
   }
 
   // Seconds of one pass on `device`; a node limited to a share of its CPU runs it that much
@@ -134,16 +153,28 @@ struct OpLevelLowering {
     for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi)
       for (int d : p.op_groups[gi].devices)
         lanes[lane_of_device[d]].stages.push_back(static_cast<int>(gi));
-    bounds.resize(p.op_groups.size());
+    sends.resize(p.op_groups.size());
+    holds.resize(p.op_groups.size());
     for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
-      double end = 0;
-      // A split group's devices each hold every sample; each sends out its share's interval.
-      for (std::size_t j = 0; j < p.op_groups[gi].devices.size(); ++j) {
-        end += is_split(static_cast<int>(gi)) ? plan::tensor_share(p.op_groups[gi], j)
-                                              : plan::group_share(p.op_groups[gi], j);
-        bounds[gi].push_back(end);
+      const auto& grp = p.op_groups[gi];
+      const bool split = is_split(static_cast<int>(gi));
+      const int gid = static_cast<int>(gi);
+      const std::size_t n = grp.devices.size();
+      double at = 0, part = 0;  // the start of device j's replica (or its own); of its part
+      for (std::size_t j = 0; j < n; ++j) {
+        const int r = replica(gid, j);
+        if (!split || j == 0 || r != replica(gid, j - 1)) {
+          if (j > 0) at = holds[gi].back().second;
+          part = at;
+        }
+        const bool last_unit = split ? r + 1 == replicas(gid) : j + 1 == n;
+        const double end = last_unit ? 1.0 : at + plan::group_share(grp, j);
+        holds[gi].emplace_back(at, end);
+        const bool last_in_unit = !split || j + 1 == n || replica(gid, j + 1) != r;
+        const double to = last_in_unit ? end : part + plan::tensor_share(grp, j) * (end - at);
+        sends[gi].emplace_back(part, to);
+        part = to;
       }
-      bounds[gi].back() = 1.0;
     }
   }
 
@@ -206,13 +237,15 @@ struct OpLevelLowering {
     const std::size_t n = m.ops.size();
     fwd.assign(n, {});
     bwd.assign(n, {});
-    post_fwd.assign(n, std::vector<int>(M(), -1));
-    post_bwd.assign(n, std::vector<int>(M(), -1));
+    post_fwd.resize(n);
+    post_bwd.resize(n);
     layout.resize(n);
     for (std::size_t op = 0; op < n; ++op) {
       const int gi = group_of[op];
       const auto& grp = p.op_groups[gi];
       layout[op] = op_layout(m.ops[op], plan::SplitKind::tensor, false);
+      post_fwd[op].assign(static_cast<std::size_t>(replicas(gi)), std::vector<int>(M(), -1));
+      post_bwd[op].assign(static_cast<std::size_t>(replicas(gi)), std::vector<int>(M(), -1));
       fwd[op].assign(grp.devices.size(), std::vector<int>(M(), -1));
       bwd[op].assign(grp.devices.size(), std::vector<int>(M(), -1));
       for (std::size_t j = 0; j < grp.devices.size(); ++j) {
@@ -233,16 +266,27 @@ struct OpLevelLowering {
     }
   }
 
-  // A collective over split group gi's devices at their tensor shares, for micro-batch mb.
-  int split_collective(int gi, int mb, cost::Collective kind, double bytes) {
+  // A collective over the devices of replica r of split group gi at their tensor shares, for
+  // micro-batch mb, of `bytes` for the whole micro-batch (the replica moves its share of them);
+  // free for a replica of one device.
+  int split_collective(int gi, int r, int mb, cost::Collective kind, double bytes) {
     const auto& grp = p.op_groups[gi];
-    return add_transfer(TaskKind::tp_comm, lane_of_device[grp.devices[0]], -1, gi, mb,
-                        collective(kind, grp.devices, bytes, grp.shares));
+    std::vector<int> devices;
+    std::vector<double> shares;
+    const auto members = replica_members(gi, r);
+    for (std::size_t j : members) {
+      devices.push_back(grp.devices[j]);
+      shares.push_back(plan::tensor_share(grp, j));
+    }
+    const double part = bytes * plan::group_share(grp, members.front());
+    return add_transfer(
+        TaskKind::tp_comm, lane_of_device[devices[0]], -1, gi, mb,
+        devices.size() < 2 ? cost::CollectiveCost{} : collective(kind, devices, part, shares));
   }
 
-  // Waits for op's pass `pass` of micro-batch mb on every device of its group.
-  void after_all(const std::vector<std::vector<int>>& pass, int mb, int task) {
-    for (const auto& per_mb : pass) g.add_edge(per_mb[mb], task);
+  // Waits for op's pass `pass` of micro-batch mb on every device of replica r of its group.
+  void after_all(int op, const std::vector<std::vector<int>>& pass, int r, int mb, int task) {
+    for (std::size_t j : replica_members(group_of[op], r)) g.add_edge(pass[j][mb], task);
   }
 
   // The collectives an op of a split group needs beyond layout conversions (as the stage lowering
@@ -252,107 +296,114 @@ struct OpLevelLowering {
     const model::Op& o = m.ops[op];
     const int gi = group_of[op];
     const double n = batch() / M();
-    for (int mb = 0; mb < M(); ++mb) {
-      if (o.shard == model::ShardKind::expert) {
-        post_fwd[op][mb] =
-            split_collective(gi, mb, cost::Collective::all_to_all, 2 * o.bytes_read * n);
-        post_bwd[op][mb] =
-            split_collective(gi, mb, cost::Collective::all_to_all, 2 * o.bytes_read * n);
-      } else if (o.shard == model::ShardKind::vocab && o.kind == model::OpKind::cross_entropy) {
-        post_fwd[op][mb] =
-            split_collective(gi, mb, cost::Collective::all_reduce, 2 * o.bytes_written * n);
-      } else {
-        continue;
+    for (int r = 0; r < replicas(gi); ++r)
+      for (int mb = 0; mb < M(); ++mb) {
+        int& after_fwd = post_fwd[op][r][mb];
+        int& after_bwd = post_bwd[op][r][mb];
+        if (o.shard == model::ShardKind::expert) {
+          after_fwd =
+              split_collective(gi, r, mb, cost::Collective::all_to_all, 2 * o.bytes_read * n);
+          after_bwd =
+              split_collective(gi, r, mb, cost::Collective::all_to_all, 2 * o.bytes_read * n);
+        } else if (o.shard == model::ShardKind::vocab && o.kind == model::OpKind::cross_entropy) {
+          after_fwd =
+              split_collective(gi, r, mb, cost::Collective::all_reduce, 2 * o.bytes_written * n);
+        } else {
+          continue;
+        }
+        after_all(op, fwd[op], r, mb, after_fwd);
+        for (std::size_t j : replica_members(gi, r)) g.add_edge(after_fwd, bwd[op][j][mb]);
+        if (after_bwd >= 0) after_all(op, bwd[op], r, mb, after_bwd);
       }
-      after_all(fwd[op], mb, post_fwd[op][mb]);
-      for (const auto& per_mb : bwd[op]) g.add_edge(post_fwd[op][mb], per_mb[mb]);
-      if (post_bwd[op][mb] >= 0) after_all(bwd[op], mb, post_bwd[op][mb]);
-    }
   }
 
   // An edge from op `in` to op `op` inside split group gi: where the producer's output layout is
-  // not what the consumer reads, a collective converts it (once per producer and layout read);
-  // where the consumer's input gradient is not what the producer needs, another converts it back.
+  // not what the consumer reads, a collective over each replica converts it (once per producer
+  // and layout read); where the consumer's input gradient is not what the producer needs, another
+  // converts it back.
   void add_split_edge(int in, int op, std::map<std::pair<int, Layout>, std::vector<int>>& reads) {
     const int gi = group_of[op];
-    const std::size_t n = fwd[op].size();
     const double bytes = m.output_bytes(in) * batch() / M();
     const Layout from = layout[in].output, to = layout[op].input;
-    if (auto kind = conversion(from, to)) {
-      auto& conv = reads[{in, to}];
-      if (conv.empty())
-        for (int mb = 0; mb < M(); ++mb) {
-          conv.push_back(split_collective(gi, mb, *kind, bytes));
-          for (std::size_t j = 0; j < n; ++j) g.add_edge(output_ready(in, j, mb), conv.back());
-        }
-      for (int mb = 0; mb < M(); ++mb)
-        for (std::size_t k = 0; k < n; ++k) g.add_edge(conv[mb], fwd[op][k][mb]);
-    } else {
-      for (std::size_t j = 0; j < n; ++j)
-        for (int mb = 0; mb < M(); ++mb) g.add_edge(output_ready(in, j, mb), fwd[op][j][mb]);
-    }
-    if (auto kind = conversion(layout[op].input_grad, gradient_layout(from))) {
+    const auto forward_kind = conversion(from, to);
+    const auto backward_kind = conversion(layout[op].input_grad, gradient_layout(from));
+    auto& conv = reads[{in, to}];  // per replica and micro-batch
+    const bool first_reader = conv.empty();
+    for (int r = 0; r < replicas(gi); ++r) {
+      const auto members = replica_members(gi, r);
       for (int mb = 0; mb < M(); ++mb) {
-        const int t = split_collective(gi, mb, *kind, bytes);
-        for (std::size_t k = 0; k < n; ++k) g.add_edge(input_grads_ready(op, k, mb), t);
-        for (std::size_t j = 0; j < n; ++j) g.add_edge(t, bwd[in][j][mb]);
+        if (forward_kind) {
+          if (first_reader) {
+            conv.push_back(split_collective(gi, r, mb, *forward_kind, bytes));
+            for (std::size_t j : members) g.add_edge(output_ready(in, j, mb), conv.back());
+          }
+          const int t = conv[static_cast<std::size_t>(r * M() + mb)];
+          for (std::size_t k : members) g.add_edge(t, fwd[op][k][mb]);
+        } else {
+          for (std::size_t j : members) g.add_edge(output_ready(in, j, mb), fwd[op][j][mb]);
+        }
+        if (backward_kind) {
+          const int t = split_collective(gi, r, mb, *backward_kind, bytes);
+          for (std::size_t k : members) g.add_edge(input_grads_ready(op, k, mb), t);
+          for (std::size_t j : members) g.add_edge(t, bwd[in][j][mb]);
+        } else {
+          for (std::size_t j : members) g.add_edge(input_grads_ready(op, j, mb), bwd[in][j][mb]);
+        }
       }
-    } else {
-      for (std::size_t j = 0; j < n; ++j)
-        for (int mb = 0; mb < M(); ++mb) g.add_edge(input_grads_ready(op, j, mb), bwd[in][j][mb]);
     }
   }
 
   // Op `in` of a split group leaves it: converted to replicated first where its layout is not
-  // (every device then holds all of it), and its gradient, which comes back to each device for
-  // its share's samples, gathered on every device before the backward pass. Per micro-batch: the
-  // task after which device j may send (-1: its own forward pass) and the one the backward passes
-  // wait for.
+  // (every device of each replica then holds all of the replica's), and its gradient, which comes
+  // back to each device for its share's samples, gathered on every device of the replica before
+  // the backward pass. Per replica and micro-batch: the task after which its devices may send (-1:
+  // their own forward passes) and the one their backward passes wait for.
   void add_split_exit(int in) {
     const int gi = group_of[in];
     const double bytes = m.output_bytes(in) * batch() / M();
     const auto kind = conversion(layout[in].output, Layout::replicated);
-    for (int mb = 0; mb < M(); ++mb) {
-      int out = -1;
-      if (kind) {
-        out = split_collective(gi, mb, *kind, bytes);
-        for (std::size_t j = 0; j < fwd[in].size(); ++j) g.add_edge(output_ready(in, j, mb), out);
+    for (int r = 0; r < replicas(gi); ++r)
+      for (int mb = 0; mb < M(); ++mb) {
+        int out = -1;
+        if (kind) {
+          out = split_collective(gi, r, mb, *kind, bytes);
+          for (std::size_t j : replica_members(gi, r)) g.add_edge(output_ready(in, j, mb), out);
+        }
+        exit_fwd[{in, r, mb}] = out;
+        const int back = split_collective(gi, r, mb, cost::Collective::all_gather, bytes);
+        for (std::size_t j : replica_members(gi, r)) g.add_edge(back, bwd[in][j][mb]);
+        exit_bwd[{in, r, mb}] = back;
       }
-      exit_fwd[{in, mb}] = out;
-      const int back = split_collective(gi, mb, cost::Collective::all_gather, bytes);
-      for (const auto& per_mb : bwd[in]) g.add_edge(back, per_mb[mb]);
-      exit_bwd[{in, mb}] = back;
-    }
   }
 
   // The activation of op `in` consumed by ops of group `gc` (or of groups on its devices at its
   // shares): from each producing device to each consuming one, the samples their intervals share
   // (nothing moves within a device); the gradients, summed on each consuming device, go back the
-  // same way. A split group's devices each send their share's interval of the samples (after the
-  // exit conversion) and each receive all of them (only their feature share where every consumer
-  // reads feature shards).
+  // same way. A split group's devices each send their share's interval of their replica's samples
+  // (after the exit conversion) and each receive all of their replica's (only their feature share
+  // where every consumer reads feature shards).
   void add_crossing(int in, int gc, const std::vector<int>& consumers) {
     const int gp = group_of[in];
     const auto& from = p.op_groups[gp];
     const auto& to = p.op_groups[gc];
     const double per_sample = m.output_bytes(in);
     const bool split_from = is_split(gp), split_to = is_split(gc);
-    if (split_from && !exit_bwd.count({in, 0})) add_split_exit(in);
+    if (split_from && !exit_bwd.count({in, 0, 0})) add_split_exit(in);
     bool feature_only = split_to;
     for (int op : consumers) feature_only = feature_only && layout[op].input == Layout::feature;
     for (std::size_t j = 0; j < from.devices.size(); ++j) {
-      const double a0 = j == 0 ? 0.0 : bounds[gp][j - 1], a1 = bounds[gp][j];
+      const auto [a0, a1] = sends[gp][j];
+      const int rj = replica(gp, j);
       for (std::size_t k = 0; k < to.devices.size(); ++k) {
-        const double b0 = split_to || k == 0 ? 0.0 : bounds[gc][k - 1];
-        const double b1 = split_to ? 1.0 : bounds[gc][k];
+        const auto [b0, b1] = holds[gc][k];
         const double overlap = std::min(a1, b1) - std::max(a0, b0);
         if (overlap <= 1e-12) continue;
         const int src = from.devices[j], dst = to.devices[k];
         const double part = feature_only ? plan::tensor_share(to, k) : 1.0;
         for (int mb = 0; mb < M(); ++mb) {
-          const int ready =
-              split_from && exit_fwd[{in, mb}] >= 0 ? exit_fwd[{in, mb}] : output_ready(in, j, mb);
-          const int grads_back = split_from ? exit_bwd[{in, mb}] : bwd[in][j][mb];
+          const int exit = split_from ? exit_fwd[{in, rj, mb}] : -1;
+          const int ready = exit >= 0 ? exit : output_ready(in, j, mb);
+          const int grads_back = split_from ? exit_bwd[{in, rj, mb}] : bwd[in][j][mb];
           if (src == dst) {
             for (int op : consumers) {
               g.add_edge(ready, fwd[op][k][mb]);
@@ -385,7 +436,8 @@ struct OpLevelLowering {
     for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
       layout_of[gi] = static_cast<int>(gi);
       for (std::size_t o = 0; o < gi; ++o)
-        if (p.op_groups[o].devices == p.op_groups[gi].devices && bounds[o] == bounds[gi] &&
+        if (p.op_groups[o].devices == p.op_groups[gi].devices && sends[o] == sends[gi] &&
+            holds[o] == holds[gi] &&
             is_split(static_cast<int>(o)) == is_split(static_cast<int>(gi))) {
           layout_of[gi] = static_cast<int>(o);
           break;
@@ -481,6 +533,44 @@ struct OpLevelLowering {
     return k;
   }
 
+  // Per synchronisation, the ops whose weights it sums and the part of each op's weights.
+  using SyncClasses = std::map<SyncClass, std::vector<std::pair<int, double>>>;
+
+  // The replicas of split group gi sum their gradients: where all split alike (the same sizes and
+  // tensor shares in increasing device order), device q of each replica with device q of the
+  // others, over the slices it holds; otherwise every device of the group over the whole weights
+  // (its slices in place, zeros elsewhere), as the runtime does.
+  void add_replica_sync(int gi, SyncClasses& classes) const {
+    const auto& grp = p.op_groups[gi];
+    std::vector<std::vector<std::size_t>> members;
+    for (int r = 0; r < replicas(gi); ++r) {  // in increasing device order, the runtime's ranks
+      members.push_back(replica_members(gi, r));
+      std::sort(members.back().begin(), members.back().end(),
+                [&](std::size_t a, std::size_t b) { return grp.devices[a] < grp.devices[b]; });
+    }
+    bool aligned = true;
+    for (const auto& rm : members) {
+      aligned = aligned && rm.size() == members[0].size();
+      for (std::size_t q = 0; aligned && q < rm.size(); ++q)
+        aligned = std::abs(plan::tensor_share(grp, rm[q]) -
+                           plan::tensor_share(grp, members[0][q])) < 1e-12;
+    }
+    std::vector<int> ops;
+    for (std::size_t op = 0; op < m.ops.size(); ++op)
+      if (group_of[op] == gi && m.ops[op].params > 0) ops.push_back(static_cast<int>(op));
+    if (!aligned) {
+      SyncClass k;
+      k.devices = grp.devices;
+      for (int op : ops) classes[k].emplace_back(op, 1.0);
+      return;
+    }
+    for (std::size_t q = 0; q < members[0].size(); ++q) {
+      SyncClass k;
+      for (const auto& rm : members) k.devices.push_back(grp.devices[rm[q]]);
+      for (int op : ops) classes[k].emplace_back(op, weight_shard(op, members[0][q]));
+    }
+  }
+
   // Gradient synchronisation and optimizer steps of every group, and each device's fixed memory.
   // A replicated group's weights are all-reduced, or pushed to and pulled from parameter servers
   // (servers hold their shard of the weights with its optimizer states and step it once every
@@ -500,8 +590,8 @@ struct OpLevelLowering {
       if (m.ops[op].params > 0) param_ops[group_of[op]].push_back(static_cast<int>(op));
     // Per group: the tasks its optimizer steps wait for, per device of the group.
     std::vector<std::vector<std::vector<int>>> waits(p.op_groups.size());
-    std::map<SyncClass, std::vector<int>> classes;  // ops in op order
-    std::vector<int> bucket_task(m.ops.size(), -1);
+    SyncClasses classes;
+    std::vector<std::vector<int>> bucket_tasks(m.ops.size());  // per op, its buckets' transfers
     for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
       const auto& grp = p.op_groups[gi];
       const auto& ops = param_ops[gi];
@@ -513,7 +603,11 @@ struct OpLevelLowering {
         fixed_memory[grp.devices[j]].parameters += Bytes(params * sb.weight);
         fixed_memory[grp.devices[j]].gradients += Bytes(params * sb.gradient);
       }
-      if (n == 1 || is_split(static_cast<int>(gi))) continue;
+      if (is_split(static_cast<int>(gi))) {
+        if (replicas(static_cast<int>(gi)) > 1) add_replica_sync(static_cast<int>(gi), classes);
+        continue;
+      }
+      if (n == 1) continue;
       std::vector<int> factor_ops;
       auto& in_class = classes[sync_class(grp)];
       for (int op : ops)
@@ -521,7 +615,7 @@ struct OpLevelLowering {
             sufficient_factor_applies(m.ops[op], plan::SplitKind::tensor))
           factor_ops.push_back(op);
         else
-          in_class.push_back(op);
+          in_class.emplace_back(op, 1.0);
       if (factor_ops.empty()) continue;
       // Every device gathers the other devices' factors for their samples (each sample's input
       // and output-gradient rows), then rebuilds the whole gradient: the weight-gradient GEMM over
@@ -552,18 +646,23 @@ struct OpLevelLowering {
     for (auto& [key, ops] : classes) {
       std::sort(ops.begin(), ops.end());
       std::vector<double> bytes;
-      for (int op : ops) bytes.push_back(static_cast<double>(m.ops[op].params) * param_bytes());
+      for (auto [op, part] : ops)
+        bytes.push_back(static_cast<double>(m.ops[op].params) * part * param_bytes());
       const cost::Collective kind = key.method == plan::SyncMethod::parameter_server
                                         ? cost::Collective::ps_push_pull
                                         : cost::Collective::all_reduce;
       for (auto [first, count] : gradient_buckets(bytes, p.grad_bucket_bytes)) {
-        const std::vector<int> bucket(ops.begin() + first, ops.begin() + first + count);
-        const int t = add_transfer(TaskKind::grad_sync, lane_of_device[key.devices[0]], -1,
-                                   group_of[bucket[0]], -1,
-                                   collective(kind, key.devices, params_of(bucket) * param_bytes(),
-                                              key.ps_shares, key.algorithm));
+        std::vector<int> bucket;
+        double sum = 0;
+        for (int i = first; i < first + count; ++i) {
+          bucket.push_back(ops[static_cast<std::size_t>(i)].first);
+          sum += bytes[static_cast<std::size_t>(i)];
+        }
+        const int t = add_transfer(
+            TaskKind::grad_sync, lane_of_device[key.devices[0]], -1, group_of[bucket[0]], -1,
+            collective(kind, key.devices, sum, key.ps_shares, key.algorithm));
         after_backward(bucket, t);
-        for (int op : bucket) bucket_task[op] = t;
+        for (int op : bucket) bucket_tasks[op].push_back(t);
       }
     }
     for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
@@ -573,9 +672,8 @@ struct OpLevelLowering {
       const int group = static_cast<int>(gi);
       std::vector<int> synced;
       for (int op : ops)
-        if (bucket_task[op] >= 0 &&
-            std::find(synced.begin(), synced.end(), bucket_task[op]) == synced.end())
-          synced.push_back(bucket_task[op]);
+        for (int t : bucket_tasks[op])
+          if (std::find(synced.begin(), synced.end(), t) == synced.end()) synced.push_back(t);
       const bool ps = grp.devices.size() > 1 && grp.sync == plan::SyncMethod::parameter_server;
       const std::vector<int> servers =
           grp.servers.empty() ? std::vector<int>{grp.devices[0]} : grp.servers;

@@ -157,10 +157,27 @@ TEST_F(AsStagePlan, StagePlansOfOneDeviceReplicasBecomeOpLevelPlansAndBack) {
   EXPECT_EQ(validate(*sfb_ops), "ok");
   sfb.grad_sync = {GradSync{"head.*", SyncMethod::parameter_server}};
   EXPECT_FALSE(as_op_level_plan(sfb, model_));
-  // Not for replicas of several devices beside others, ZeRO-2/3 or recomputation.
+  // Replicas of several devices beside others: a split group of replicas, which converts back.
   Plan tp = *stages;
   tp.stages[1].replicas[0].devices = {4, 6};
+  tp.stages[1].replicas[0].tp_shares = {0.25, 0.75};
+  auto tp_ops = as_op_level_plan(tp, model_);
+  ASSERT_TRUE(tp_ops);
+  ASSERT_EQ(tp_ops->op_groups.size(), 2u);
+  const OpGroup& replicas = tp_ops->op_groups[1];
+  EXPECT_EQ(replicas.mode, GroupMode::split);
+  EXPECT_EQ(replicas.devices, (std::vector<int>{4, 6, 5}));
+  EXPECT_EQ(replicas.replica_sizes, (std::vector<int>{2, 1}));
+  EXPECT_EQ(replicas.batch_shares, (std::vector<double>{0.75, 0.25}));
+  EXPECT_EQ(replicas.shares, (std::vector<double>{0.25, 0.75, 1.0}));
+  EXPECT_EQ(validate(*tp_ops), "ok");
+  auto tp_back = as_stage_plan(*tp_ops, model_);
+  ASSERT_TRUE(tp_back) << why_not_stage_plan(*tp_ops, model_);
+  EXPECT_EQ(tp_back->stages, tp.stages);
+  // (Not with sufficient factors there.)
+  tp.grad_sync = {GradSync{"head.*", SyncMethod::sufficient_factor}};
   EXPECT_FALSE(as_op_level_plan(tp, model_));
+  // Not for ZeRO-2/3 or recomputation.
   // ZeRO-1 carries over (a group's devices shard Adam's states as a stage's replicas do); 2 not.
   Plan zero = *stages;
   zero.zero_stage = 1;

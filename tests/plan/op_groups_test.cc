@@ -23,6 +23,8 @@ Plan op_level_plan() {
                                 GroupMode::replicate,
                                 SyncMethod::all_reduce,
                                 cost::Algorithm::ring,
+                                {},
+                                {},
                                 {}});
   p.op_groups.push_back(OpGroup{{"block2.conv"},
                                 {3, 4},
@@ -30,13 +32,17 @@ Plan op_level_plan() {
                                 GroupMode::replicate,
                                 SyncMethod::parameter_server,
                                 cost::Algorithm::automatic,
-                                {4}});
+                                {4},
+                                {},
+                                {}});
   p.op_groups.push_back(OpGroup{{"block3.conv"},
                                 {5},
                                 {},
                                 GroupMode::place,
                                 SyncMethod::all_reduce,
                                 cost::Algorithm::automatic,
+                                {},
+                                {},
                                 {}});
   p.execution_order = ExecutionOrder::fifo;
   return p;
@@ -126,6 +132,8 @@ TEST_F(OpGroups, SplitGroupsRoundTripAndAreChecked) {
                                GroupMode::split,
                                SyncMethod::all_reduce,
                                cost::Algorithm::automatic,
+                               {},
+                               {},
                                {}};
   EXPECT_EQ(check(), "ok");
   const std::string text = to_json_text(plan_);
@@ -151,6 +159,69 @@ TEST_F(OpGroups, SplitGroupsRoundTripAndAreChecked) {
   plan_.op_groups[1].servers.clear();
   plan_.op_groups[1].shares = {0.5, 0.25};
   EXPECT_EQ(check(), "plan.json: op_groups[1].shares: expected shares summing to 1, got 0.75");
+}
+
+// A split group of several replicas: each replica holds its batch share of every micro-batch and
+// its devices their tensor shares of it.
+TEST_F(OpGroups, SplitGroupsOfReplicasRoundTripAndAreChecked) {
+  OpGroup& g = plan_.op_groups[1];
+  g.mode = GroupMode::split;
+  g.sync = SyncMethod::all_reduce;
+  g.servers.clear();
+  g.devices = {3, 4, 6, 7, 2};
+  g.replica_sizes = {2, 1, 2};
+  g.batch_shares = {0.5, 0.25, 0.25};
+  g.shares = {0.75, 0.25, 1, 0.5, 0.5};
+  EXPECT_EQ(check(), "ok");
+  const std::string text = to_json_text(plan_);
+  EXPECT_NE(text.find("\"replica_sizes\""), std::string::npos);
+  auto back = plan_from_json(nlohmann::json::parse(text), "plan.json");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, plan_);
+  EXPECT_EQ(replica_count(g), 3);
+  EXPECT_EQ(replica_of(g, 1), 0);
+  EXPECT_EQ(replica_of(g, 2), 1);
+  EXPECT_EQ(replica_of(g, 4), 2);
+  EXPECT_EQ(replica_begin(g, 2), 3u);
+  EXPECT_DOUBLE_EQ(group_share(g, 1), 0.5);
+  EXPECT_DOUBLE_EQ(group_share(g, 2), 0.25);
+  EXPECT_DOUBLE_EQ(tensor_share(g, 1), 0.25);
+  EXPECT_DOUBLE_EQ(tensor_share(g, 2), 1.0);
+  g.shares.clear();
+  g.batch_shares.clear();
+  EXPECT_DOUBLE_EQ(tensor_share(g, 0), 0.5);
+  EXPECT_DOUBLE_EQ(tensor_share(g, 2), 1.0);
+  EXPECT_DOUBLE_EQ(group_share(g, 3), 1.0 / 3);
+  EXPECT_EQ(check(), "ok");
+  g.shares = {0.75, 0.25, 1, 0.5, 0.25};
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[1].shares: expected the shares of each replica to sum to 1; "
+            "replica 2's sum to 0.75");
+  g.shares.clear();
+  g.replica_sizes = {2, 2};
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[1].replica_sizes: expected replica sizes summing to the group's "
+            "5 devices, got 4");
+  g.replica_sizes = {1, 1, 1, 1, 1};
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[1].replica_sizes: expected a replica of at least two devices "
+            "(replicas of one device each: mode replicate)");
+  g.replica_sizes = {2, 1, 2};
+  g.batch_shares = {0.5, 0.5};
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[1].batch_shares: expected 3 shares (one per device) or none, "
+            "got 2");
+  g.replica_sizes.clear();
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[1].batch_shares: expected replica_sizes with batch_shares (one "
+            "share per replica)");
+  auto doc = nlohmann::json::parse(to_json_text(plan_));
+  doc["op_groups"][0]["replica_sizes"] = {1, 2};
+  auto bad = plan_from_json(doc, "plan.json");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message,
+            "plan.json: op_groups[0].replica_sizes: applies to split groups only (their replicas "
+            "of tensor-parallel devices)");
 }
 
 TEST_F(OpGroups, SharesAndDevices) {
@@ -202,7 +273,7 @@ TEST_F(OpGroups, FileErrorsNameTheField) {
   EXPECT_EQ(read(R"({"version": 1, "global_batch": 8,
                      "op_groups": [{"ops": ["a"], "devices": [0], "colour": 1}]})"),
             "p.json: op_groups[0].colour: unknown key (allowed: ops, mode, devices, shares, "
-            "sync, algorithm, servers)");
+            "replica_sizes, batch_shares, sync, algorithm, servers)");
 }
 
 }  // namespace

@@ -411,6 +411,50 @@ TEST(RunCli, SplitGroupsRunOpByOpAndMatchOneProcess) {
   for (const auto& f : {groups, stage, zero, mlp, vgg, entry}) std::filesystem::remove(f);
 }
 
+// Stages of several tensor-parallel replicas of a CNN run op by op as split groups of several
+// replicas: each replica splits the convolutions over its devices on its share of the batch, and
+// the replicas sum their gradients (device by device where they split alike, in the whole layout
+// where they do not). Their losses equal one process's.
+TEST(RunCli, SplitGroupsOfSeveralReplicasMatchOneProcess) {
+  const std::string resnet = std::string("--model ") + kResNet;
+  const auto one = losses(resnet + " --strategy dp=1,gbs=16,mbs=8");
+  // Two replicas of two devices at tensor shares 0.7/0.3, on 10 and 6 samples, batch statistics
+  // synced over them.
+  const auto alike = plan_file({{0, 10}}, {10, 6}, 2, "1f1b", 0, {0.7, 0.3}, "synced");
+  auto r = run_hetplan("run --json --steps 20 " + resnet + " --nprocs 4 --plan " + alike);
+  std::filesystem::remove(alike);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("op by op"), std::string::npos) << r.err;
+  expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+  // Replicas of two devices at 0.7/0.3 and of one, and of three (0.5/0.3/0.2) and of one, batch
+  // statistics synced (each replica's rows counted once), between a replicated group and a
+  // placed one: activations enter the replicas by their rows and leave them whole.
+  for (const auto& [tp, ranks] : {std::pair{std::vector<double>{0.7, 0.3}, 3},
+                                  std::pair{std::vector<double>{0.5, 0.3, 0.2}, 4}}) {
+    nlohmann::json doc = {
+        {"version", 1}, {"global_batch", 16}, {"num_microbatches", 2}, {"batch_norm", "synced"}};
+    std::vector<int> devices(static_cast<std::size_t>(ranks));
+    for (int d = 0; d < ranks; ++d) devices[static_cast<std::size_t>(d)] = d;
+    std::vector<double> shares = tp;
+    shares.push_back(1.0);
+    doc["op_groups"] = {
+        {{"ops", {"stem.*", "layer1.*"}}, {"mode", "replicate"}, {"devices", {ranks - 1, 0}}},
+        {{"ops", {"layer2.*", "layer3.*"}},
+         {"mode", "split"},
+         {"devices", devices},
+         {"replica_sizes", {ranks - 1, 1}},
+         {"batch_shares", {0.625, 0.375}},
+         {"shares", shares}},
+        {{"ops", {"layer4.*", "head.*"}}, {"mode", "place"}, {"devices", {1}}}};
+    const auto file = write_plan("replicas_unlike", doc.dump());
+    auto u = run_hetplan("run --json --steps 20 " + resnet + " --nprocs " + std::to_string(ranks) +
+                         " --plan " + file);
+    std::filesystem::remove(file);
+    ASSERT_EQ(u.exit_code, 0) << u.err;
+    expect_same_losses(one, nlohmann::json::parse(u.out)["losses"].get<std::vector<double>>());
+  }
+}
+
 // A stage plan that synchronises a ResNet's classifier by sufficient factors (TAG's choice, which
 // the stage runtime does not execute) runs op by op: the classifier a second group on the stage's
 // devices. Its losses equal one process's.
@@ -1079,18 +1123,17 @@ TEST(RunCli, RefusesWhatItCannotExecuteBeforeStarting) {
   r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 2 --strategy dp=2,gbs=8,zero=2");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("ZeRO stage 2 is not executed yet"), std::string::npos) << r.err;
-  // A VGG has no stage module: its stage plans run op by op, but not with several replicas of
-  // more than one device in a stage (no op group says that); nor does a ResNet's.
-  r = run_hetplan(
-      "run --model vgg:depth=11,image=32,classes=10 --nprocs 4 --strategy dp=2,tp=2,gbs=8");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("this model's layers are not a ResNet's"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << "refused before start: " << r.err;
-  r = run_hetplan(std::string("run --model ") + kResNet + " --nprocs 4 --strategy dp=2,tp=2,gbs=8");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("a CNN's convolutions are split by tensor dimension only op by op"),
-            std::string::npos)
-      << r.err;
+  // A VGG has no stage module and the ResNet module splits no convolutions: their stage plans of
+  // tensor-parallel replicas run op by op (split groups of replicas), but not under ZeRO-2.
+  for (const std::string model : {"vgg:depth=11,image=32,classes=10", kResNet}) {
+    r = run_hetplan("run --check --nprocs 4 --model " + model + " --strategy dp=2,tp=2,gbs=8");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("runnable: 4 ranks, op by op"), std::string::npos) << r.out;
+    r = run_hetplan("run --model " + model + " --nprocs 4 --strategy dp=2,tp=2,gbs=8,zero=2");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("ZeRO"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << "refused before start: " << r.err;
+  }
   {
     // Shares 1:15 over 4 micro-batches of 4: the first replica has no sample of some of them,
     // which the ResNet module's batch statistics need; the plan runs op by op instead, where

@@ -22,25 +22,33 @@ std::vector<int> group_of_ops(const Plan& p, const model::Model& m);
 std::optional<std::pair<int, int>> tied_ops_apart(const model::Model& m,
                                                   const std::vector<int>& group_of_op);
 
+// A split group's replicas (OpGroup::replica_sizes; one when none are given), 1 for other groups;
+// the replica that device j of group g belongs to (0 outside split groups); and the index of
+// replica r's first device.
+int replica_count(const OpGroup& g);
+int replica_of(const OpGroup& g, std::size_t j);
+std::size_t replica_begin(const OpGroup& g, int r);
+
 // Group g's share of each micro-batch on its device j: shares[j], 1 / devices for even shares,
-// 1 for a placed or split group (every device sees every sample).
+// 1 for a placed group; in a split group its replica's batch share (1 for one replica: every
+// device sees every sample).
 double group_share(const OpGroup& g, std::size_t j);
 
 // Group g's share of each op's tensor dimension on its device j: for a split group shares[j] (1 /
-// devices for even shares), else 1.
+// the devices of its replica for even shares), else 1.
 double tensor_share(const OpGroup& g, std::size_t j);
 
 // Many op-level plans are stage-level plans in disguise: walking Model::layers in order, all of a
 // layer's ops are in groups with the same devices and shares (a placed group: one device, share 1;
 // a replicated one: each device at its group_share; a split one: all its devices at their
-// tensor_share), every replicated group of more than one device synchronises by all_reduce, and
-// consecutive layers on the same devices and shares form one stage, whose replicas are the single
-// devices at their shares (for a split group: one tensor-parallel replica of its devices, in
-// increasing order, with their tensor shares as tp_shares). A device may run only one
-// such run of layers (no interleaving). Then the stage plan below is the same training step, and
-// `hetplan run` executes it. (Its timing may differ from the op-level plan's simulation: the
-// simulator orders an op-level plan's ops by its execution_order (HEFT), a stage plan's passes by
-// its 1F1B schedule.)
+// tensor_share, in replicas of its replica_sizes at its batch_shares), every replicated group of
+// more than one device synchronises by all_reduce, and consecutive layers on the same devices and
+// shares form one stage, whose replicas are the single devices at their shares (for a split group:
+// a tensor-parallel replica per replica of the group, its devices in increasing order with their
+// tensor shares as tp_shares). A device may run only one such run of layers (no interleaving). Then
+// the stage plan below is the same training step, and `hetplan run` executes it. (Its timing may
+// differ from the op-level plan's simulation: the simulator orders an op-level plan's ops by its
+// execution_order (HEFT), a stage plan's passes by its 1F1B schedule.)
 //
 // The equivalent stage-level plan: the same model, cluster and planner strings, global_batch,
 // num_microbatches, grad_bucket_bytes, batch_norm and ZeRO stage; schedule 1f1b, recompute none,
@@ -48,16 +56,16 @@ double tensor_share(const OpGroup& g, std::size_t j);
 // Nullopt when the plan is not op-level or not convertible; why_not_stage_plan says why.
 std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 
-// The other way: a stage plan whose replicas have one device each, or whose stages of a
-// tensor-parallel replica have that one replica, as the op-level plan of the same training step:
-// one group per stage naming its layers' ops, on its replicas' devices at their batch shares
-// (placed when the stage has one replica of one device, split at the tp_shares when it has one of
-// several), gradients all-reduced, but a replicated stage's ops that grad_sync synchronises by
-// sufficient factors, which form a second group on the same devices; the same model, cluster and
-// planner strings, global_batch, num_microbatches, grad_bucket_bytes, batch_norm and ZeRO stage,
-// execution order heft. Nullopt for an op-level plan, a stage of several replicas of more than one
-// device, op overrides, grad_sync rules other than all-reduce and sufficient factors,
-// recomputation, sequence parallelism or ZeRO-2/3.
+// The other way: a stage plan as the op-level plan of the same training step: one group per stage
+// naming its layers' ops, on its replicas' devices at their batch shares (placed when the stage
+// has one replica of one device; split when a replica has several: at the tp_shares, in replicas
+// of the stage's replica sizes and batch shares), gradients all-reduced, but a stage of one-device
+// replicas' ops that grad_sync synchronises by sufficient factors, which form a second group on
+// the same devices; the same model, cluster and planner strings, global_batch, num_microbatches,
+// grad_bucket_bytes, batch_norm and ZeRO stage, execution order heft. Nullopt for an op-level
+// plan, op overrides, grad_sync rules other than all-reduce and sufficient factors (or sufficient
+// factors in a stage of tensor-parallel replicas), recomputation, sequence parallelism or
+// ZeRO-2/3.
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m);
 
 // Why as_stage_plan gives nullopt ("layer 2 (layers.1): op \"layers.1.fc\" runs on devices {0}

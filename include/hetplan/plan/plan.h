@@ -156,6 +156,12 @@ struct OpGroup {
   SyncMethod sync = SyncMethod::all_reduce;
   cost::Algorithm algorithm = cost::Algorithm::automatic;
   std::vector<int> servers;
+  // split: the devices form consecutive replicas of these sizes (empty: one replica of all of
+  // them), each running its batch_shares share of every micro-batch (empty = even) split by tensor
+  // dimension over its devices at their `shares` (which then sum to 1 within each replica); the
+  // replicas all-reduce their weight gradients.
+  std::vector<int> replica_sizes;
+  std::vector<double> batch_shares;
   auto operator<=>(const OpGroup&) const = default;
 };
 
