@@ -351,9 +351,12 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   // ZeRO-1: each device of a replicated group that all-reduces its gradients (or rebuilds them
   // from sufficient factors; parameter servers step their own shards) keeps Adam's states for a
   // slice of the group's flattened weights (its index among the members in ascending rank order)
-  // and steps it once the gradients are summed; the updated slices are then all-gathered.
+  // and steps it once the gradients are summed; the updated slices are then all-gathered. In a
+  // split group of replicas that split alike, the members at each place do so over the weights'
+  // slices they hold.
   struct ZeroGroup {
     std::size_t group;
+    Collectives* pg;
     int members;
     ZeroSlice slice;
     torch::Tensor owned;
@@ -361,14 +364,17 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   std::vector<ZeroGroup> zero_groups;
   std::vector<torch::Tensor> stepped;  // what Adam steps
   for (std::size_t g = 0; g < G; ++g) {
-    if (p.zero_stage == 1 && !at.split[g] && pg_of(g) && !group_params[g].empty() &&
-        p.op_groups[g].sync != plan::SyncMethod::parameter_server) {
-      const Subgroup& sub = subgroups[static_cast<std::size_t>(subgroup_of[g])];
+    const int sharing = at.split[g]                                                 ? my_place(g)
+                        : p.op_groups[g].sync != plan::SyncMethod::parameter_server ? subgroup_of[g]
+                                                                                    : -1;
+    if (p.zero_stage == 1 && sharing >= 0 && pg_at(sharing) && !group_params[g].empty()) {
+      const Subgroup& sub = subgroups[static_cast<std::size_t>(sharing)];
       torch::NoGradGuard no_grad;
       const torch::Tensor flat = flatten(group_params[g]);
       const auto n = static_cast<int>(sub.ranks.size());
       const ZeroSlice slice(flat.numel(), n, sub.rank_in(me));
-      zero_groups.push_back({g, n, slice, flat.slice(0, slice.begin, slice.end).clone()});
+      zero_groups.push_back(
+          {g, sub.pg.get(), n, slice, flat.slice(0, slice.begin, slice.end).clone()});
       stepped.push_back(zero_groups.back().owned);
     } else {
       stepped.insert(stepped.end(), group_params[g].begin(), group_params[g].end());
@@ -707,8 +713,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       sync();
       comm_start = Clock::now();
       for (auto& z : zero_groups) {  // the updated slices
-        const torch::Tensor updated =
-            gather_slices(*pg_of(z.group), z.members, z.slice, z.owned, timeout);
+        const torch::Tensor updated = gather_slices(*z.pg, z.members, z.slice, z.owned, timeout);
         torch::NoGradGuard no_grad;
         unflatten_into(updated, group_params[z.group]);
       }

@@ -542,33 +542,46 @@ struct OpLevelLowering {
   // (its slices in place, zeros elsewhere), as the runtime does.
   void add_replica_sync(int gi, SyncClasses& classes) const {
     const auto& grp = p.op_groups[gi];
-    std::vector<std::vector<std::size_t>> members;
-    for (int r = 0; r < replicas(gi); ++r) {  // in increasing device order, the runtime's ranks
-      members.push_back(replica_members(gi, r));
-      std::sort(members.back().begin(), members.back().end(),
-                [&](std::size_t a, std::size_t b) { return grp.devices[a] < grp.devices[b]; });
-    }
-    bool aligned = true;
-    for (const auto& rm : members) {
-      aligned = aligned && rm.size() == members[0].size();
-      for (std::size_t q = 0; aligned && q < rm.size(); ++q)
-        aligned = std::abs(plan::tensor_share(grp, rm[q]) -
-                           plan::tensor_share(grp, members[0][q])) < 1e-12;
-    }
     std::vector<int> ops;
     for (std::size_t op = 0; op < m.ops.size(); ++op)
       if (group_of[op] == gi && m.ops[op].params > 0) ops.push_back(static_cast<int>(op));
-    if (!aligned) {
+    const auto at = places(gi);
+    if (at.empty()) {
       SyncClass k;
       k.devices = grp.devices;
       for (int op : ops) classes[k].emplace_back(op, 1.0);
       return;
     }
-    for (std::size_t q = 0; q < members[0].size(); ++q) {
+    for (const auto& place : at) {
       SyncClass k;
-      for (const auto& rm : members) k.devices.push_back(grp.devices[rm[q]]);
-      for (int op : ops) classes[k].emplace_back(op, weight_shard(op, members[0][q]));
+      for (std::size_t j : place) k.devices.push_back(grp.devices[j]);
+      for (int op : ops) classes[k].emplace_back(op, weight_shard(op, place[0]));
     }
+  }
+
+  // The places of split group gi whose replicas split alike (the same sizes and tensor shares in
+  // increasing device order, the runtime's rank order): per place, the index of its device in
+  // each replica. Empty for one replica or replicas that split unlike.
+  std::vector<std::vector<std::size_t>> places(int gi) const {
+    const auto& grp = p.op_groups[gi];
+    if (!is_split(gi) || replicas(gi) < 2) return {};
+    std::vector<std::vector<std::size_t>> members;
+    for (int r = 0; r < replicas(gi); ++r) {
+      members.push_back(replica_members(gi, r));
+      std::sort(members.back().begin(), members.back().end(),
+                [&](std::size_t a, std::size_t b) { return grp.devices[a] < grp.devices[b]; });
+    }
+    for (const auto& rm : members) {
+      if (rm.size() != members[0].size()) return {};
+      for (std::size_t q = 0; q < rm.size(); ++q)
+        if (std::abs(plan::tensor_share(grp, rm[q]) - plan::tensor_share(grp, members[0][q])) >=
+            1e-12)
+          return {};
+    }
+    std::vector<std::vector<std::size_t>> out(members[0].size());
+    for (std::size_t q = 0; q < out.size(); ++q)
+      for (const auto& rm : members) out[q].push_back(rm[q]);
+    return out;
   }
 
   // Gradient synchronisation and optimizer steps of every group, and each device's fixed memory.
@@ -679,11 +692,15 @@ struct OpLevelLowering {
           grp.servers.empty() ? std::vector<int>{grp.devices[0]} : grp.servers;
       // ZeRO-1: each device of a replicated group (whose devices all hold the summed gradients)
       // keeps the optimizer states of 1/n of the group's weights and steps them; the updated
-      // weights are then all-gathered.
-      const bool zero = p.zero_stage == 1 && !ps && grp.devices.size() > 1 && !is_split(group);
-      const double shard = ps     ? 1.0 / static_cast<double>(servers.size())
-                           : zero ? 1.0 / static_cast<double>(grp.devices.size())
-                                  : 1.0;
+      // weights are then all-gathered. In a split group of replicas that split alike, the devices
+      // at each place do so over the slices they hold.
+      const auto at = places(group);
+      const bool zero =
+          p.zero_stage == 1 && !ps && grp.devices.size() > 1 && (!is_split(group) || !at.empty());
+      const double shard =
+          ps     ? 1.0 / static_cast<double>(servers.size())
+          : zero ? 1.0 / static_cast<double>(is_split(group) ? replicas(group) : grp.devices.size())
+                 : 1.0;
       std::vector<int> steps;
       for (std::size_t j = 0; j < grp.devices.size(); ++j) {
         const int d = grp.devices[j];
@@ -698,11 +715,20 @@ struct OpLevelLowering {
         for (int x : waits[gi][j]) g.add_edge(x, t);
         fixed_memory[d].optimizer += Bytes(params_held(ops, j) * shard * sb.optimizer);
       }
-      if (zero) {
+      if (zero && !is_split(group)) {
         const int gather =
             add_transfer(TaskKind::param_gather, lane_of_device[grp.devices[0]], -1, group, -1,
                          collective(cost::Collective::all_gather, grp.devices,
                                     params_of(ops) * param_bytes(), {}));
+        for (int t : steps) g.add_edge(t, gather);
+      }
+      for (std::size_t q = 0; zero && q < at.size(); ++q) {  // each place's slices
+        std::vector<int> devices;
+        for (std::size_t j : at[q]) devices.push_back(grp.devices[j]);
+        const int gather =
+            add_transfer(TaskKind::param_gather, lane_of_device[devices[0]], -1, group, -1,
+                         collective(cost::Collective::all_gather, devices,
+                                    params_held(ops, at[q][0]) * param_bytes(), {}));
         for (int t : steps) g.add_edge(t, gather);
       }
     }

@@ -419,13 +419,16 @@ TEST(RunCli, SplitGroupsOfSeveralReplicasMatchOneProcess) {
   const std::string resnet = std::string("--model ") + kResNet;
   const auto one = losses(resnet + " --strategy dp=1,gbs=16,mbs=8");
   // Two replicas of two devices at tensor shares 0.7/0.3, on 10 and 6 samples, batch statistics
-  // synced over them.
-  const auto alike = plan_file({{0, 10}}, {10, 6}, 2, "1f1b", 0, {0.7, 0.3}, "synced");
-  auto r = run_hetplan("run --json --steps 20 " + resnet + " --nprocs 4 --plan " + alike);
-  std::filesystem::remove(alike);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("op by op"), std::string::npos) << r.err;
-  expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+  // synced over them; without ZeRO and with ZeRO-1 (the devices at each place step half of their
+  // slices).
+  for (int zero : {0, 1}) {
+    const auto alike = plan_file({{0, 10}}, {10, 6}, 2, "1f1b", zero, {0.7, 0.3}, "synced");
+    auto r = run_hetplan("run --json --steps 20 " + resnet + " --nprocs 4 --plan " + alike);
+    std::filesystem::remove(alike);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("op by op"), std::string::npos) << r.err;
+    expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+  }
   // Replicas of two devices at 0.7/0.3 and of one, and of three (0.5/0.3/0.2) and of one, batch
   // statistics synced (each replica's rows counted once), between a replicated group and a
   // placed one: activations enter the replicas by their rows and leave them whole.

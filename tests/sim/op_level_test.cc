@@ -265,6 +265,17 @@ TEST(OpLevel, SplitGroupOfReplicasAllReducesEachSliceOverTheReplicas) {
   EXPECT_EQ(count(*r, TaskKind::grad_sync), 2);
   EXPECT_DOUBLE_EQ(r->devices[2].memory.parameters.value, 1.5e8);
   EXPECT_DOUBLE_EQ(r->devices[3].memory.optimizer.value, 3e8);
+  // Under ZeRO-1 the devices at each place step half of their slices (Adam's states halved) and
+  // all-gather them after.
+  auto zero = op_plan({g}, 4);
+  zero.zero_stage = 1;
+  r = simulate(m, c, zero, opts);
+  ASSERT_TRUE(r) << r.error().message;
+  const double half_step = cm.op_time(c.type_of(0), tg.optimizer[0], 1, 0.375, m.dtype).value;
+  const double gather = collective_time(c, cost::Collective::all_gather, {0, 2}, 1.5e8);
+  EXPECT_NEAR(r->iteration_time.value, 4.5 + ar + half_step + gather, 1e-9);
+  EXPECT_EQ(count(*r, TaskKind::param_gather), 2);
+  EXPECT_DOUBLE_EQ(r->devices[3].memory.optimizer.value, 1.5e8);
   // Replicas that split unlike (the second evenly) sum the whole gradients over all four devices,
   // after device 0's 4.5 s (device 2 runs 1 + 2 s).
   g.shares = {0.75, 0.25, 0.5, 0.5};
