@@ -302,8 +302,8 @@ OpGroup read_op_group(const Json& j, const std::string& path) {
         throw InputError(field_path(path, key),
                          g.mode == GroupMode::place
                              ? "a placed group runs on one device and synchronises nothing"
-                             : "a split group holds a share of each weight and synchronises "
-                               "nothing");
+                             : "a split group holds a share of each weight and takes no sync "
+                               "settings (its replicas, if several, all-reduce their gradients)");
   return g;
 }
 

@@ -25,7 +25,8 @@ void check_settings(const Plan& p) {
   if (p.zero_stage != 0 && p.zero_stage != 1)
     throw InputError("zero_stage",
                      "expected 0 or 1 for an op-level plan (ZeRO-1 shards a replicated group's "
-                     "optimizer states over its devices; stages 2 and 3 are not modelled there)");
+                     "optimizer states over its devices, and a split group's over its replicas; "
+                     "stages 2 and 3 are not modelled there)");
   if (p.recompute != cost::Recompute::none)
     throw InputError("recompute", "expected none for an op-level plan");
   if (p.sequence_parallel)
@@ -61,7 +62,9 @@ void check_replicas(const Plan& p, const OpGroup& g, const std::string& path) {
   const std::string rpath = field_path(path, "replica_sizes");
   std::size_t total = 0;
   bool splits = false;
-  for (int size : g.replica_sizes) {
+  for (std::size_t r = 0; r < g.replica_sizes.size(); ++r) {
+    const int size = g.replica_sizes[r];
+    if (size < 1) throw InputError(index_path(rpath, r), "expected an integer >= 1");
     total += static_cast<std::size_t>(size);
     splits = splits || size > 1;
   }
@@ -126,7 +129,8 @@ void check_group(const Plan& p, const OpGroup& g, const cluster::Cluster& c,
     if (!g.servers.empty() || g.sync != SyncMethod::all_reduce ||
         g.algorithm != cost::Algorithm::automatic)
       throw InputError(field_path(path, g.servers.empty() ? "sync" : "servers"),
-                       "a split group holds a share of each weight and synchronises nothing");
+                       "a split group holds a share of each weight and takes no sync settings (its "
+                       "replicas, if several, all-reduce their gradients)");
     return;
   }
   check_shares(g.shares, g.devices.size(), field_path(path, "shares"));

@@ -479,21 +479,28 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
               continue;
             const int tag = next_tag++;
             transfers.emplace_back(p_op, g);
-            std::vector<torch::Tensor> got;
+            // The pieces of this rank's rows, by their first row: the producers' intervals come
+            // in the producers' order, which need not be the rows' (a split producer's members
+            // answer for intervals in ascending rank order).
+            std::vector<std::pair<std::int64_t, torch::Tensor>> got;
             const torch::Tensor& sent = leave(p_op);
             overlaps(p_op, g, false,
                      [&](int from, int to, std::int64_t o0, std::int64_t o1, std::int64_t pa0,
                          std::int64_t) {
                        if (from == me && to == me)
-                         got.push_back(sent.slice(0, o0 - pa0, o1 - pa0).detach());
+                         got.emplace_back(o0, sent.slice(0, o0 - pa0, o1 - pa0).detach());
                        else if (from == me)
                          send(sent.slice(0, o0 - pa0, o1 - pa0).detach(), to, tag);
                        else if (to == me)
-                         got.push_back(recv(graph->output_shape(pi, o1 - o0), from, tag));
+                         got.emplace_back(o0, recv(graph->output_shape(pi, o1 - o0), from, tag));
                      });
             if (Layout::index_in(at.members[g], me) >= 0) {
-              torch::Tensor x =
-                  got.empty() ? torch::empty(graph->output_shape(pi, 0), on_dev) : torch::cat(got);
+              std::sort(got.begin(), got.end(),
+                        [](const auto& a, const auto& b) { return a.first < b.first; });
+              std::vector<torch::Tensor> pieces;
+              for (auto& piece : got) pieces.push_back(std::move(piece.second));
+              torch::Tensor x = pieces.empty() ? torch::empty(graph->output_shape(pi, 0), on_dev)
+                                               : torch::cat(pieces);
               received[{p_op, g}] = x.detach().requires_grad_(true);
             }
           }

@@ -196,7 +196,7 @@ TagState tag_state(const TagProblem& p, std::span<const int> prefix) {
     const int k = p.group_at(static_cast<int>(i));
     const auto& a = p.actions()[static_cast<std::size_t>(prefix[i])];
     const bool one = a.devices.size() == 1;
-    const bool synced = !one && !a.split;  // a split group synchronises nothing
+    const bool synced = !one && !a.split;  // TAG's split groups (one replica) synchronise nothing
     plan::SyncMethod sync = a.sync;
     if (sync == plan::SyncMethod::sufficient_factor && !p.has_factor_op(k))
       sync = plan::SyncMethod::all_reduce;

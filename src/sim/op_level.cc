@@ -160,20 +160,29 @@ struct OpLevelLowering {
       const bool split = is_split(static_cast<int>(gi));
       const int gid = static_cast<int>(gi);
       const std::size_t n = grp.devices.size();
-      double at = 0, part = 0;  // the start of device j's replica (or its own); of its part
+      double at = 0;  // the start of device j's replica (or its own)
       for (std::size_t j = 0; j < n; ++j) {
         const int r = replica(gid, j);
-        if (!split || j == 0 || r != replica(gid, j - 1)) {
-          if (j > 0) at = holds[gi].back().second;
-          part = at;
-        }
+        if (j > 0 && (!split || r != replica(gid, j - 1))) at = holds[gi].back().second;
         const bool last_unit = split ? r + 1 == replicas(gid) : j + 1 == n;
-        const double end = last_unit ? 1.0 : at + plan::group_share(grp, j);
-        holds[gi].emplace_back(at, end);
-        const bool last_in_unit = !split || j + 1 == n || replica(gid, j + 1) != r;
-        const double to = last_in_unit ? end : part + plan::tensor_share(grp, j) * (end - at);
-        sends[gi].emplace_back(part, to);
-        part = to;
+        holds[gi].emplace_back(at, last_unit ? 1.0 : at + plan::group_share(grp, j));
+      }
+      sends[gi] = holds[gi];
+      if (!split) continue;
+      // A split replica's devices send consecutive parts of its rows by their tensor shares, in
+      // increasing device order (the runtime's rank order).
+      for (int r = 0; r < replicas(gid); ++r) {
+        auto members = replica_members(gid, r);
+        std::sort(members.begin(), members.end(),
+                  [&](std::size_t x, std::size_t y) { return grp.devices[x] < grp.devices[y]; });
+        const auto [lo, hi] = holds[gi][members.front()];
+        double part = lo;
+        for (std::size_t i = 0; i < members.size(); ++i) {
+          const double to =
+              i + 1 == members.size() ? hi : part + plan::tensor_share(grp, members[i]) * (hi - lo);
+          sends[gi][members[i]] = {part, to};
+          part = to;
+        }
       }
     }
   }

@@ -155,7 +155,7 @@ TEST_F(OpGroups, SplitGroupsRoundTripAndAreChecked) {
   plan_.op_groups[1].servers = {4};
   EXPECT_EQ(check(),
             "plan.json: op_groups[1].servers: a split group holds a share of each weight and "
-            "synchronises nothing");
+            "takes no sync settings (its replicas, if several, all-reduce their gradients)");
   plan_.op_groups[1].servers.clear();
   plan_.op_groups[1].shares = {0.5, 0.25};
   EXPECT_EQ(check(), "plan.json: op_groups[1].shares: expected shares summing to 1, got 0.75");
@@ -243,8 +243,8 @@ TEST_F(OpGroups, SettingsOpLevelPlansDoNotTake) {
   plan_.zero_stage = 2;
   EXPECT_EQ(check(),
             "plan.json: zero_stage: expected 0 or 1 for an op-level plan (ZeRO-1 shards a "
-            "replicated group's optimizer states over its devices; stages 2 and 3 are not "
-            "modelled there)");
+            "replicated group's optimizer states over its devices, and a split group's over its "
+            "replicas; stages 2 and 3 are not modelled there)");
 }
 
 TEST_F(OpGroups, FileErrorsNameTheField) {
@@ -261,7 +261,7 @@ TEST_F(OpGroups, FileErrorsNameTheField) {
                      "op_groups": [{"ops": ["a"], "devices": [0, 1], "mode": "split",
                                     "sync": "all_reduce"}]})"),
             "p.json: op_groups[0].sync: a split group holds a share of each weight and "
-            "synchronises nothing");
+            "takes no sync settings (its replicas, if several, all-reduce their gradients)");
   EXPECT_EQ(read(R"({"version": 1, "global_batch": 8, "stages": [],
                      "op_groups": [{"ops": ["a"], "devices": [0]}]})"),
             "p.json: stages: an op-level plan (with op_groups) has no stages, op_overrides or "

@@ -431,13 +431,16 @@ TEST(RunCli, SplitGroupsOfSeveralReplicasMatchOneProcess) {
   }
   // Replicas of two devices at 0.7/0.3 and of one, and of three (0.5/0.3/0.2) and of one, batch
   // statistics synced (each replica's rows counted once), between a replicated group and a
-  // placed one: activations enter the replicas by their rows and leave them whole.
+  // placed one: activations enter the replicas by their rows and leave them whole. The first
+  // replica lists its devices in decreasing order (its ranks answer for rows in increasing order,
+  // which the placed group must put back in order).
   for (const auto& [tp, ranks] : {std::pair{std::vector<double>{0.7, 0.3}, 3},
                                   std::pair{std::vector<double>{0.5, 0.3, 0.2}, 4}}) {
     nlohmann::json doc = {
         {"version", 1}, {"global_batch", 16}, {"num_microbatches", 2}, {"batch_norm", "synced"}};
-    std::vector<int> devices(static_cast<std::size_t>(ranks));
-    for (int d = 0; d < ranks; ++d) devices[static_cast<std::size_t>(d)] = d;
+    std::vector<int> devices;
+    for (int d = ranks - 2; d >= 0; --d) devices.push_back(d);
+    devices.push_back(ranks - 1);
     std::vector<double> shares = tp;
     shares.push_back(1.0);
     doc["op_groups"] = {

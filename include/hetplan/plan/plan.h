@@ -120,12 +120,13 @@ struct GradSync {
 //     micro-batch's samples (even when `shares` is empty), holds the group's weights whole and
 //     synchronises their gradients over the group by `sync`;
 //   place: the group's one device runs its ops on every sample (model parallelism);
-//   split: every device of the group runs every sample through its `shares` of each op's tensor
-//     dimension (tensor parallelism as Megatron-LM splits a layer: matmul weights by output or
-//     input features, attention by heads, convolutions by output channels; ops without such a
-//     dimension, norms and elementwise ops, computed whole on every device), holds that share of
-//     the weights and synchronises nothing: activations change layout inside the group by the
-//     collectives of sim/tensor_layout.h (HAP's uneven shares: `shares` may differ).
+//   split: every device of the group runs every sample (of its replica, OpGroup::replica_sizes)
+//     through its `shares` of each op's tensor dimension (tensor parallelism as Megatron-LM splits
+//     a layer: matmul weights by output or input features, attention by heads, convolutions by
+//     output channels; ops without such a dimension, norms and elementwise ops, computed whole on
+//     every device) and holds that share of the weights: activations change layout inside the
+//     group by the collectives of sim/tensor_layout.h (HAP's uneven shares: `shares` may differ);
+//     one replica synchronises nothing, several all-reduce their gradients.
 // Plan files: "replicate", "place", "split".
 enum class GroupMode { replicate, place, split };
 const char* to_string(GroupMode g);
