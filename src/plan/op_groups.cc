@@ -68,6 +68,33 @@ std::size_t replica_begin(const OpGroup& g, int r) {
   return at;
 }
 
+std::vector<std::size_t> replica_members(const OpGroup& g, int r) {
+  std::vector<std::size_t> out;
+  for (std::size_t j = 0; j < g.devices.size(); ++j)
+    if (replica_of(g, j) == r) out.push_back(j);
+  return out;
+}
+
+std::vector<std::vector<std::size_t>> replica_places(const OpGroup& g) {
+  const int R = replica_count(g);
+  if (g.mode != GroupMode::split || R < 2) return {};
+  std::vector<std::vector<std::size_t>> members;
+  for (int r = 0; r < R; ++r) {
+    members.push_back(replica_members(g, r));
+    std::sort(members.back().begin(), members.back().end(),
+              [&](std::size_t a, std::size_t b) { return g.devices[a] < g.devices[b]; });
+  }
+  for (const auto& rm : members) {
+    if (rm.size() != members[0].size()) return {};
+    for (std::size_t q = 0; q < rm.size(); ++q)
+      if (std::abs(tensor_share(g, rm[q]) - tensor_share(g, members[0][q])) >= 1e-12) return {};
+  }
+  std::vector<std::vector<std::size_t>> out(members[0].size());
+  for (std::size_t q = 0; q < out.size(); ++q)
+    for (const auto& rm : members) out[q].push_back(rm[q]);
+  return out;
+}
+
 double group_share(const OpGroup& g, std::size_t j) {
   if (g.mode == GroupMode::split) {
     const int r = replica_of(g, j);

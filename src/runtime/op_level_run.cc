@@ -57,8 +57,8 @@ struct Layout {
   std::vector<std::vector<int>> replica;
   std::vector<std::vector<double>> replica_shares;
   std::vector<std::vector<std::vector<int>>> by_rank;  // group -> replica -> member indices
-  // Split groups of several replicas that split alike (the same sizes and, in rank order, tensor
-  // shares): the member at each place of every replica holds the same slices.
+  // Split groups of several replicas that split alike (plan::replica_places): the member at each
+  // place of every replica (by_rank's q-th, as ranks follow device ids) holds the same slices.
   std::vector<bool> aligned;
 
   Layout(const model::Model& m, const plan::Plan& p) : devices(op_level_devices(p)) {
@@ -81,13 +81,6 @@ struct Layout {
         order[static_cast<std::size_t>(reps[j])].push_back(static_cast<int>(j));
       for (auto& o : order)
         std::sort(o.begin(), o.end(), [&](int a, int b) { return ranks[a] < ranks[b]; });
-      bool alike = R > 1;
-      for (const auto& o : order) {
-        alike = alike && o.size() == order[0].size();
-        for (std::size_t q = 0; alike && q < o.size(); ++q)
-          alike = std::abs(t[static_cast<std::size_t>(o[q])] -
-                           t[static_cast<std::size_t>(order[0][q])]) < 1e-12;
-      }
       members.push_back(std::move(ranks));
       shares.push_back(std::move(s));
       split.push_back(g.mode == plan::GroupMode::split);
@@ -95,7 +88,7 @@ struct Layout {
       replica.push_back(std::move(reps));
       replica_shares.push_back(std::move(rs));
       by_rank.push_back(std::move(order));
-      aligned.push_back(alike);
+      aligned.push_back(!plan::replica_places(g).empty());
     }
   }
   // The rows [begin, end) of the global batch each member of group g holds in micro-batch k (in a

@@ -58,6 +58,9 @@ struct OpLevelLowering {
   // device holds its replica's samples and sends its tensor share's interval of them.
   using Interval = std::pair<double, double>;
   std::vector<std::vector<Interval>> sends, holds;
+  // Per group, each replica's devices (plan::replica_members) and, for a split group whose
+  // replicas split alike, its places (plan::replica_places).
+  std::vector<std::vector<std::vector<std::size_t>>> members_of, places_of;
   TaskGraph g;
   std::vector<LaneInfo> lanes;
   std::vector<int> lane_of_device;
@@ -89,12 +92,9 @@ struct OpLevelLowering {
   bool is_split(int group) const { return p.op_groups[group].mode == plan::GroupMode::split; }
   int replicas(int group) const { return plan::replica_count(p.op_groups[group]); }
   int replica(int group, std::size_t j) const { return plan::replica_of(p.op_groups[group], j); }
-  // The indices of replica r's devices in group `group`.
-  std::vector<std::size_t> replica_members(int group, int r) const {
-    std::vector<std::size_t> out;
-    for (std::size_t j = 0; j < p.op_groups[group].devices.size(); ++j)
-      if (replica(group, j) == r) out.push_back(j);
-    return out;
+  // The indices of replica r's devices in group `group`, in the group's order (members_of).
+  const std::vector<std::size_t>& replica_members(int group, int r) const {
+    return members_of[static_cast<std::size_t>(group)][static_cast<std::size_t>(r)];
   }
   // Op `op`'s share of its tensor dimension on device j of its group: 1 outside split groups and
   // for ops computed whole.
@@ -155,6 +155,12 @@ struct OpLevelLowering {
         lanes[lane_of_device[d]].stages.push_back(static_cast<int>(gi));
     sends.resize(p.op_groups.size());
     holds.resize(p.op_groups.size());
+    for (const auto& grp : p.op_groups) {
+      members_of.emplace_back();
+      for (int r = 0; r < plan::replica_count(grp); ++r)
+        members_of.back().push_back(plan::replica_members(grp, r));
+      places_of.push_back(plan::replica_places(grp));
+    }
     for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
       const auto& grp = p.op_groups[gi];
       const bool split = is_split(static_cast<int>(gi));
@@ -554,7 +560,7 @@ struct OpLevelLowering {
     std::vector<int> ops;
     for (std::size_t op = 0; op < m.ops.size(); ++op)
       if (group_of[op] == gi && m.ops[op].params > 0) ops.push_back(static_cast<int>(op));
-    const auto at = places(gi);
+    const auto& at = places_of[static_cast<std::size_t>(gi)];
     if (at.empty()) {
       SyncClass k;
       k.devices = grp.devices;
@@ -566,31 +572,6 @@ struct OpLevelLowering {
       for (std::size_t j : place) k.devices.push_back(grp.devices[j]);
       for (int op : ops) classes[k].emplace_back(op, weight_shard(op, place[0]));
     }
-  }
-
-  // The places of split group gi whose replicas split alike (the same sizes and tensor shares in
-  // increasing device order, the runtime's rank order): per place, the index of its device in
-  // each replica. Empty for one replica or replicas that split unlike.
-  std::vector<std::vector<std::size_t>> places(int gi) const {
-    const auto& grp = p.op_groups[gi];
-    if (!is_split(gi) || replicas(gi) < 2) return {};
-    std::vector<std::vector<std::size_t>> members;
-    for (int r = 0; r < replicas(gi); ++r) {
-      members.push_back(replica_members(gi, r));
-      std::sort(members.back().begin(), members.back().end(),
-                [&](std::size_t a, std::size_t b) { return grp.devices[a] < grp.devices[b]; });
-    }
-    for (const auto& rm : members) {
-      if (rm.size() != members[0].size()) return {};
-      for (std::size_t q = 0; q < rm.size(); ++q)
-        if (std::abs(plan::tensor_share(grp, rm[q]) - plan::tensor_share(grp, members[0][q])) >=
-            1e-12)
-          return {};
-    }
-    std::vector<std::vector<std::size_t>> out(members[0].size());
-    for (std::size_t q = 0; q < out.size(); ++q)
-      for (const auto& rm : members) out[q].push_back(rm[q]);
-    return out;
   }
 
   // Gradient synchronisation and optimizer steps of every group, and each device's fixed memory.
@@ -703,7 +684,7 @@ struct OpLevelLowering {
       // keeps the optimizer states of 1/n of the group's weights and steps them; the updated
       // weights are then all-gathered. In a split group of replicas that split alike, the devices
       // at each place do so over the slices they hold.
-      const auto at = places(group);
+      const auto& at = places_of[gi];
       const bool zero =
           p.zero_stage == 1 && !ps && grp.devices.size() > 1 && (!is_split(group) || !at.empty());
       const double shard =

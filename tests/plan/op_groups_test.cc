@@ -183,6 +183,18 @@ TEST_F(OpGroups, SplitGroupsOfReplicasRoundTripAndAreChecked) {
   EXPECT_EQ(replica_of(g, 2), 1);
   EXPECT_EQ(replica_of(g, 4), 2);
   EXPECT_EQ(replica_begin(g, 2), 3u);
+  EXPECT_EQ(replica_members(g, 2), (std::vector<std::size_t>{3, 4}));
+  EXPECT_TRUE(replica_places(g).empty());  // replicas of unlike sizes
+  // Replicas that split alike once each one's devices are taken in increasing order: device 3 of
+  // the first and 6 of the second hold 3/4, devices 4 and 7 the rest.
+  OpGroup alike = g;
+  alike.devices = {4, 3, 6, 7};
+  alike.replica_sizes = {2, 2};
+  alike.batch_shares.clear();
+  alike.shares = {0.25, 0.75, 0.75, 0.25};
+  EXPECT_EQ(replica_places(alike), (std::vector<std::vector<std::size_t>>{{1, 2}, {0, 3}}));
+  alike.shares = {0.75, 0.25, 0.75, 0.25};
+  EXPECT_TRUE(replica_places(alike).empty());
   EXPECT_DOUBLE_EQ(group_share(g, 1), 0.5);
   EXPECT_DOUBLE_EQ(group_share(g, 2), 0.25);
   EXPECT_DOUBLE_EQ(tensor_share(g, 1), 0.25);

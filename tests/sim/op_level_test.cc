@@ -41,6 +41,15 @@ plan::Plan op_plan(std::vector<plan::OpGroup> groups, int batch, int microbatche
   return p;
 }
 
+// Seconds of the Adam step of model m's first op on device `device` of c over `shard` of its
+// weights, as the simulator prices it under `opts`.
+double adam_step(const model::Model& m, const cluster::Cluster& c, const SimOptions& opts,
+                 int device, double shard) {
+  const auto tg = model::derive_training_graph(m);
+  const cost::ComputeCostModel cm(opts.compute);
+  return cm.op_time(c.type_of(device), tg.optimizer[0], 1, shard, m.dtype).value;
+}
+
 TEST(OpLevel, PlacedChainMovesActivationsBothWays) {
   // Op 0 on device 0, op 1 on device 1 (other nodes): forward 1 s each, backward 2 s each, the
   // 0.5 GB activation over the 1 GB/s NIC path and its gradient back: 0.5 s + L each way.
@@ -64,8 +73,6 @@ TEST(OpLevel, ReplicatedGroupAllReducesThenSteps) {
   const auto m = chain_model(1, 1e12, 0, 100'000'000);
   const auto c = unit_cluster(2, 1);
   const auto opts = exact_options();
-  const auto tg = model::derive_training_graph(m);
-  const cost::ComputeCostModel cm(opts.compute);
   const double ar = collective_time(c, cost::Collective::all_reduce, {0, 1}, 2e8);
   const double ag = collective_time(c, cost::Collective::all_gather, {0, 1}, 2e8);
   for (int zero : {0, 1}) {
@@ -74,7 +81,7 @@ TEST(OpLevel, ReplicatedGroupAllReducesThenSteps) {
     auto r = simulate(m, c, p, opts);
     ASSERT_TRUE(r) << r.error().message;
     const double shard = zero ? 0.5 : 1.0;
-    const double step = cm.op_time(c.type_of(0), tg.optimizer[0], 1, shard, m.dtype).value;
+    const double step = adam_step(m, c, opts, 0, shard);
     EXPECT_NEAR(r->iteration_time.value, 3.0 + ar + step + (zero ? ag : 0.0), 1e-9) << zero;
     // Weights and gradients whole on both devices (2 + 2 bytes per parameter), Adam's states
     // (12 bytes per parameter) whole or halved.
@@ -91,9 +98,7 @@ TEST(OpLevel, ParameterServerStepsOnTheServerOnly) {
   g.servers = {1};
   auto r = simulate(m, c, op_plan({g}, 2), opts);
   ASSERT_TRUE(r) << r.error().message;
-  const auto tg = model::derive_training_graph(m);
-  const cost::ComputeCostModel cm(opts.compute);
-  const double step = cm.op_time(c.type_of(1), tg.optimizer[0], 1, 1, m.dtype).value;
+  const double step = adam_step(m, c, opts, 1, 1);
   const double ps = collective_time(c, cost::Collective::ps_push_pull, {1, 0}, 2e8);
   EXPECT_NEAR(r->iteration_time.value, 3.0 + ps + step, 1e-9);
   EXPECT_DOUBLE_EQ(r->devices[0].memory.optimizer.value, 0.0);
@@ -232,12 +237,9 @@ TEST(OpLevel, SplitGroupShardsComputeWeightsAndOptimizerSteps) {
   const auto opts = exact_options();
   auto r = simulate(m, c, op_plan({split({"*"}, {0, 1}, {0.75, 0.25})}, 2), opts);
   ASSERT_TRUE(r) << r.error().message;
-  const auto tg = model::derive_training_graph(m);
-  const cost::ComputeCostModel cm(opts.compute);
-  const double step = cm.op_time(c.type_of(0), tg.optimizer[0], 1, 0.75, m.dtype).value;
+  const double step = adam_step(m, c, opts, 0, 0.75);
   EXPECT_NEAR(r->iteration_time.value, 4.5 + step, 1e-9);
-  EXPECT_NEAR(r->devices[1].compute_busy.value,
-              1.5 + cm.op_time(c.type_of(1), tg.optimizer[0], 1, 0.25, m.dtype).value, 1e-9);
+  EXPECT_NEAR(r->devices[1].compute_busy.value, 1.5 + adam_step(m, c, opts, 1, 0.25), 1e-9);
   EXPECT_EQ(count(*r, TaskKind::grad_sync), 0);
   EXPECT_EQ(count(*r, TaskKind::tp_comm), 0);
   // bf16 weights and gradients, Adam's 12 bytes, each of the device's share.
@@ -257,9 +259,7 @@ TEST(OpLevel, SplitGroupOfReplicasAllReducesEachSliceOverTheReplicas) {
   g.replica_sizes = {2, 2};
   auto r = simulate(m, c, op_plan({g}, 4), opts);
   ASSERT_TRUE(r) << r.error().message;
-  const auto tg = model::derive_training_graph(m);
-  const cost::ComputeCostModel cm(opts.compute);
-  const double step = cm.op_time(c.type_of(0), tg.optimizer[0], 1, 0.75, m.dtype).value;
+  const double step = adam_step(m, c, opts, 0, 0.75);
   const double ar = collective_time(c, cost::Collective::all_reduce, {0, 2}, 1.5e8);
   EXPECT_NEAR(r->iteration_time.value, 4.5 + ar + step, 1e-9);
   EXPECT_EQ(count(*r, TaskKind::grad_sync), 2);
@@ -271,7 +271,7 @@ TEST(OpLevel, SplitGroupOfReplicasAllReducesEachSliceOverTheReplicas) {
   zero.zero_stage = 1;
   r = simulate(m, c, zero, opts);
   ASSERT_TRUE(r) << r.error().message;
-  const double half_step = cm.op_time(c.type_of(0), tg.optimizer[0], 1, 0.375, m.dtype).value;
+  const double half_step = adam_step(m, c, opts, 0, 0.375);
   const double gather = collective_time(c, cost::Collective::all_gather, {0, 2}, 1.5e8);
   EXPECT_NEAR(r->iteration_time.value, 4.5 + ar + half_step + gather, 1e-9);
   EXPECT_EQ(count(*r, TaskKind::param_gather), 2);

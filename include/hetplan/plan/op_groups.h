@@ -29,6 +29,17 @@ int replica_count(const OpGroup& g);
 int replica_of(const OpGroup& g, std::size_t j);
 std::size_t replica_begin(const OpGroup& g, int r);
 
+// The indices of group g's devices in replica r, in the group's order (every device for r = 0 of
+// a group that is not split).
+std::vector<std::size_t> replica_members(const OpGroup& g, int r);
+
+// The places of a split group whose replicas split alike (the same sizes and tensor shares, each
+// replica's devices taken in increasing order, which is the runtime's rank order): per place, the
+// index of its device in each replica, replica by replica. Devices at one place hold the same
+// slices of the weights and sum their gradients. Empty for one replica, replicas that split
+// unlike, or a group that is not split.
+std::vector<std::vector<std::size_t>> replica_places(const OpGroup& g);
+
 // Group g's share of each micro-batch on its device j: shares[j], 1 / devices for even shares,
 // 1 for a placed group; in a split group its replica's batch share (1 for one replica: every
 // device sees every sample).
