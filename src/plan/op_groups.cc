@@ -95,6 +95,17 @@ std::vector<std::vector<std::size_t>> replica_places(const OpGroup& g) {
   return out;
 }
 
+bool same_split_layout(const OpGroup& a, const OpGroup& b) {
+  if (a.mode != GroupMode::split || b.mode != GroupMode::split || a.devices != b.devices)
+    return false;
+  for (std::size_t j = 0; j < a.devices.size(); ++j)
+    if (replica_of(a, j) != replica_of(b, j) ||
+        std::abs(group_share(a, j) - group_share(b, j)) >= 1e-12 ||
+        std::abs(tensor_share(a, j) - tensor_share(b, j)) >= 1e-12)
+      return false;
+  return true;
+}
+
 double group_share(const OpGroup& g, std::size_t j) {
   if (g.mode == GroupMode::split) {
     const int r = replica_of(g, j);
@@ -171,8 +182,7 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
     const bool tensor = std::any_of(st.replicas.begin(), st.replicas.end(),
                                     [](const Replica& r) { return r.devices.size() > 1; });
     if (tensor) {
-      // Replicas of which some split their layers: a split group of those replicas, whose
-      // gradients are all-reduced (no sufficient factors).
+      // Replicas of which some split their layers: a split group of those replicas.
       bool uneven = false;
       for (const Replica& r : st.replicas) uneven = uneven || !r.tp_shares.empty();
       for (const Replica& r : st.replicas) {
@@ -183,23 +193,20 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
           g.shares.push_back(r.tp_shares.empty() ? 1.0 / static_cast<double>(r.devices.size())
                                                  : r.tp_shares[j]);
       }
-      for (const std::string& op : g.ops)
-        if (by_factors(op)) return std::nullopt;
       g.mode = GroupMode::split;
-      out.op_groups.push_back(std::move(g));
-      continue;
+    } else {
+      for (const Replica& r : st.replicas) {
+        g.devices.push_back(r.devices.front());
+        g.shares.push_back(r.batch_share);
+      }
+      if (g.devices.size() == 1) {
+        g.mode = GroupMode::place;
+        g.shares.clear();
+        out.op_groups.push_back(std::move(g));
+        continue;
+      }
     }
-    for (const Replica& r : st.replicas) {
-      g.devices.push_back(r.devices.front());
-      g.shares.push_back(r.batch_share);
-    }
-    if (g.devices.size() == 1) {
-      g.mode = GroupMode::place;
-      g.shares.clear();
-      out.op_groups.push_back(std::move(g));
-      continue;
-    }
-    // The ops synchronised by sufficient factors: a group of their own on the same devices.
+    // The ops synchronised by sufficient factors: a group of their own laid out as the others.
     OpGroup factors = g;
     factors.sync = SyncMethod::sufficient_factor;
     factors.ops.clear();
@@ -286,7 +293,7 @@ Result<Plan> stage_plan_of(const Plan& p, const model::Model& m) {
     if (!grp.shares.empty() && grp.shares.size() != grp.devices.size())
       return Error{fmt::format("op_groups[{}] has {} shares for {} devices", g, grp.shares.size(),
                                grp.devices.size())};
-    if (grp.mode == GroupMode::replicate && grp.devices.size() > 1 &&
+    if ((grp.mode == GroupMode::split || grp.devices.size() > 1) &&
         grp.sync != SyncMethod::all_reduce)
       return Error{fmt::format(
           "op_groups[{}] synchronises its gradients by {}; a stage plan's replicas all-reduce "

@@ -46,6 +46,7 @@ OJson op_group_json(const OpGroup& g) {
   if (!g.shares.empty()) j["shares"] = g.shares;
   if (!g.replica_sizes.empty()) j["replica_sizes"] = g.replica_sizes;
   if (!g.batch_shares.empty()) j["batch_shares"] = g.batch_shares;
+  if (g.mode == GroupMode::split && g.sync != SyncMethod::all_reduce) j["sync"] = to_string(g.sync);
   if (g.mode == GroupMode::replicate) {
     j["sync"] = to_string(g.sync);
     if (g.algorithm != cost::Algorithm::automatic) j["algorithm"] = algorithm_name(g.algorithm);
@@ -296,14 +297,18 @@ OpGroup read_op_group(const Json& j, const std::string& path) {
         throw InputError(
             field_path(path, key),
             "applies to split groups only (their replicas of tensor-parallel devices)");
-  if (g.mode != GroupMode::replicate)
+  if (g.mode == GroupMode::place)
     for (const char* key : {"sync", "algorithm", "servers"})
       if (j.contains(key))
         throw InputError(field_path(path, key),
-                         g.mode == GroupMode::place
-                             ? "a placed group runs on one device and synchronises nothing"
-                             : "a split group holds a share of each weight and takes no sync "
-                               "settings (its replicas, if several, all-reduce their gradients)");
+                         "a placed group runs on one device and synchronises nothing");
+  if (g.mode == GroupMode::split)
+    for (const char* key : {"algorithm", "servers"})
+      if (j.contains(key))
+        throw InputError(field_path(path, key),
+                         "a split group holds a share of each weight and takes no servers or "
+                         "algorithm (its replicas, if several, all-reduce their gradients or "
+                         "gather their sufficient factors)");
   return g;
 }
 

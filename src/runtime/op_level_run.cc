@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -20,6 +21,7 @@
 #include "run_support.h"
 #include "shard_layouts.h"
 #include "split_group.h"
+#include "sufficient_factors.h"
 #include "tensor_parallel.h"
 #include "zero_slice.h"
 
@@ -60,6 +62,9 @@ struct Layout {
   // Split groups of several replicas that split alike (plan::replica_places): the member at each
   // place of every replica (by_rank's q-th, as ranks follow device ids) holds the same slices.
   std::vector<bool> aligned;
+  // Per group, the first group laid out as it (plan::same_split_layout; itself when none): ops of
+  // split groups of one layout pass activations as inside one group.
+  std::vector<std::size_t> layout_id;
 
   Layout(const model::Model& m, const plan::Plan& p) : devices(op_level_devices(p)) {
     group = plan::group_of_ops(p, m);
@@ -89,7 +94,17 @@ struct Layout {
       replica_shares.push_back(std::move(rs));
       by_rank.push_back(std::move(order));
       aligned.push_back(!plan::replica_places(g).empty());
+      layout_id.push_back(layout_id.size());
+      for (std::size_t o = 0; o + 1 < layout_id.size(); ++o)
+        if (plan::same_split_layout(p.op_groups[o], g)) {
+          layout_id.back() = o;
+          break;
+        }
     }
+  }
+  // Whether op `op`'s output reaches group g's ops as inside one group.
+  bool together(std::size_t op, std::size_t g) const {
+    return layout_id[static_cast<std::size_t>(group[op])] == layout_id[g];
   }
   // The rows [begin, end) of the global batch each member of group g holds in micro-batch k (in a
   // split group: all of its replica's).
@@ -319,6 +334,48 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
     if (const auto g = static_cast<std::size_t>(at.group[o]); at.split[g] && my_index[o] >= 0)
       shard_split_op(*graph, m.ops[o], static_cast<int>(o), tps[g], layouts);
   auto is_split = [&](std::size_t op) { return at.split[static_cast<std::size_t>(at.group[op])]; };
+  // Whether group g's replicas (a split group's, or a replicated group's devices) sum gradients by
+  // sufficient factors, and whether op `op`'s are among them (a linear layer with its own weights
+  // in such a group, on this rank).
+  auto by_factors = [&](std::size_t g) {
+    return p.op_groups[g].sync == plan::SyncMethod::sufficient_factor && pg_of(g) &&
+           (!at.split[g] || at.by_rank[g].size() > 1);
+  };
+  auto factor_op = [&](std::size_t op) {
+    return m.ops[op].compute.fn == model::OpFn::linear && m.ops[op].tied_params == 0 &&
+           my_index[op] >= 0 && by_factors(static_cast<std::size_t>(at.group[op]));
+  };
+  // What member j of group g holds of linear layer o's factors: its replica's rows of every
+  // micro-batch (a replicated group's members are each a replica of their own), over the input
+  // features it reads and the output features it writes (all but a split layer's sharded ones).
+  auto factor_holder = [&](std::size_t g, std::size_t o, int j) {
+    const model::Op& op = m.ops[o];
+    const auto jj = static_cast<std::size_t>(j);
+    FactorHolder h;
+    h.replica = at.split[g] ? at.replica[g][jj] : j;
+    for (int k = 0; k < M; ++k) {
+      const auto [r0, r1] = at.rows(p, static_cast<int>(g), k)[jj];
+      h.rows += r1 - r0;
+    }
+    h.rows *= linear_rows_per_sample(op.compute);
+    h.inputs = {0, op.gemm.k};
+    h.outputs = {0, op.gemm.n};
+    const bool column = op.shard == model::ShardKind::column,
+               row = op.shard == model::ShardKind::row;
+    if (!at.split[g] || !(column || row)) return h;
+    TensorParallel tp;  // the replica's shares, from this member's place
+    const auto& order = at.by_rank[g][static_cast<std::size_t>(h.replica)];
+    tp.size = static_cast<int>(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      tp.shares.push_back(at.tensor_shares[g][static_cast<std::size_t>(order[i])]);
+      if (order[i] == j) tp.rank = static_cast<int>(i);
+    }
+    const auto counts = share_counts(column ? op.gemm.n : op.gemm.k, tp);
+    const std::int64_t first =
+        std::accumulate(counts.begin(), counts.begin() + tp.rank, std::int64_t{0});
+    (column ? h.outputs : h.inputs) = {first, first + counts[static_cast<std::size_t>(tp.rank)]};
+    return h;
+  };
   // Layout of op `op`'s output in its split group, and the dimension and shard counts of its
   // features over split group g's devices (its own, or the one it enters).
   auto out_layout = [&](std::size_t op) {
@@ -424,7 +481,9 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           return rows[static_cast<std::size_t>(at.group[o])][static_cast<std::size_t>(my_index[o])];
         };
         std::vector<torch::Tensor> out(N), grad(N);
-        std::vector<std::vector<torch::Tensor>> leaves(N);  // each op's inputs, as it read them
+        std::vector<std::vector<torch::Tensor>> leaves(N);  // each op's inputs, as it got them
+        std::vector<torch::Tensor> read(
+            N);  // a factored linear layer's input rows, as it read them
         // Transfers of a producer's output to another group: (producer, consumer group) -> the
         // rows this rank received (a leaf whose gradient goes back), in forward order.
         std::vector<std::pair<std::size_t, std::size_t>> transfers;
@@ -466,9 +525,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           const model::Op& op = m.ops[o];
           for (int pi : op.inputs) {
             const auto p_op = static_cast<std::size_t>(pi);
-            if (static_cast<std::size_t>(at.group[p_op]) == g ||
-                std::find(transfers.begin(), transfers.end(), std::make_pair(p_op, g)) !=
-                    transfers.end())
+            if (at.together(p_op, g) || std::find(transfers.begin(), transfers.end(),
+                                                  std::make_pair(p_op, g)) != transfers.end())
               continue;
             const int tag = next_tag++;
             transfers.emplace_back(p_op, g);
@@ -502,12 +560,12 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           std::vector<torch::Tensor> in;
           for (int pi : op.inputs) {
             const auto p_op = static_cast<std::size_t>(pi);
-            in.push_back(static_cast<std::size_t>(at.group[p_op]) == g
-                             ? out[p_op].detach().requires_grad_(true)
-                             : received.at({p_op, g}));
+            in.push_back(at.together(p_op, g) ? out[p_op].detach().requires_grad_(true)
+                                              : received.at({p_op, g}));
           }
           if (op.inputs.empty()) in.push_back(batch.inputs.slice(0, r0, r1));
           leaves[o] = in;
+          const bool factored = factor_op(o);
           const torch::Tensor mask =
               masks[o].defined() ? masks[o].slice(0, r0, r1) : torch::Tensor();
           const torch::Tensor targets = batch.targets.slice(0, r0, r1);
@@ -517,9 +575,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
             const sim::OpLayout reads = sim::op_layout(op, plan::SplitKind::tensor, false);
             for (std::size_t i = 0; i < op.inputs.size(); ++i) {
               const auto p_op = static_cast<std::size_t>(op.inputs[i]);
-              const sim::Layout from = static_cast<std::size_t>(at.group[p_op]) == g
-                                           ? out_layout(p_op)
-                                           : sim::Layout::replicated;
+              const sim::Layout from =
+                  at.together(p_op, g) ? out_layout(p_op) : sim::Layout::replicated;
               const auto [dim, counts] = shards_of(p_op, g);
               in[i] = relayout(in[i], from, reads.input, reads.input_grad,
                                sim::gradient_layout(from), tps[g], dim, counts);
@@ -529,10 +586,15 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
             Collectives* bn =
                 p.batch_norm == plan::BatchNormStats::synced && at.by_rank[g].size() > 1 ? pg_of(g)
                                                                                          : nullptr;
+            if (factored)  // the rows of its share of the input, as it reads them
+              read[o] = op.shard == model::ShardKind::row
+                            ? in.front().detach().reshape({-1, in.front().size(-1)})
+                            : graph->linear_input(static_cast<int>(o), in.front().detach());
             out[o] = apply_split(*graph, op, static_cast<int>(o), in, targets, mask, tps[g], bn,
                                  tps[g].rank == 0);
           } else {
             Collectives* bn = p.batch_norm == plan::BatchNormStats::synced ? pg_of(g) : nullptr;
+            if (factored) read[o] = graph->linear_input(static_cast<int>(o), in.front().detach());
             out[o] = graph->apply(static_cast<int>(o), in, targets, bn, mask);
           }
           // (Every device of a split group holds the whole loss: counted once.)
@@ -603,16 +665,13 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
                                                  : torch::zeros_like(out[o]);
           torch::autograd::backward({out[o]}, {dy});
           const auto g = static_cast<std::size_t>(at.group[o]);
-          if (op.compute.fn == model::OpFn::linear && op.tied_params == 0 &&
-              p.op_groups[g].sync == plan::SyncMethod::sufficient_factor && pg_of(g)) {
-            factors[o].first.push_back(
-                graph->linear_input(static_cast<int>(o), leaves[o].front().detach()));
-            factors[o].second.push_back(dy.detach().reshape({-1, op.gemm.n}));
+          if (read[o].defined()) {
+            factors[o].first.push_back(read[o]);
+            factors[o].second.push_back(dy.detach().reshape({-1, dy.size(-1)}));
           }
           for (std::size_t i = 0; i < op.inputs.size(); ++i) {
             const auto p_op = static_cast<std::size_t>(op.inputs[i]);
-            if (static_cast<std::size_t>(at.group[p_op]) != g || !leaves[o][i].grad().defined())
-              continue;
+            if (!at.together(p_op, g) || !leaves[o][i].grad().defined()) continue;
             add_rows(grad[p_op], out[p_op].sizes().vec(), 0, leaves[o][i].grad());
           }
           out[o] = grad[o] = torch::Tensor();
@@ -627,58 +686,49 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         if (!pg || group_params[g].empty()) continue;
         for (auto& t : group_params[g])
           if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
+        // One replica of a split group has nothing to synchronise.
+        if (at.split[g] && at.by_rank[g].size() < 2) continue;
+        // Linear layers synchronised by sufficient factors: gathered over the members at this
+        // rank's place where the replicas split alike, else over all of the group's, each member
+        // adding the other replicas' rows to the gradient of its slice.
+        std::set<const void*> factored;
+        if (by_factors(g)) {
+          const int gather_at = at.split[g] && at.aligned[g] ? my_place(g) : subgroup_of[g];
+          const Subgroup& gather = subgroups[static_cast<std::size_t>(gather_at)];
+          for (std::size_t o = 0; o < N; ++o) {
+            if (!factor_op(o) || static_cast<std::size_t>(at.group[o]) != g) continue;
+            const auto& f = factors.at(o);
+            std::vector<FactorHolder> holders;
+            for (int rank : gather.ranks)
+              holders.push_back(factor_holder(g, o, Layout::index_in(at.members[g], rank)));
+            const auto [x, dy] = others_factors(*gather.pg, holders, gather.rank_in(me),
+                                                torch::cat(f.first), torch::cat(f.second), timeout);
+            const auto& w = graph->op_parameters(static_cast<int>(o));
+            w[0].mutable_grad().add_(dy.t().mm(x));
+            // (A row-split layer's bias: whole on every member, added by the replica's first.)
+            if (w.size() > 1 &&
+                (m.ops[o].shard != model::ShardKind::row || !at.split[g] || tps[g].rank == 0))
+              w[1].mutable_grad().add_(dy.sum(0));
+            for (const auto& t : w) factored.insert(t.unsafeGetTensorImpl());
+          }
+        }
+        std::vector<torch::Tensor> rest;  // the others
+        for (const auto& t : group_params[g])
+          if (!factored.count(t.unsafeGetTensorImpl())) rest.push_back(t);
         if (at.split[g]) {
-          // A split group's replicas sum their gradients: over the members at each place where
-          // they split alike, else in the whole layout over all of them (each replica's whole
-          // weights given once, by its first member). One replica has nothing to synchronise.
-          if (at.by_rank[g].size() < 2) continue;
+          // The others: summed over the members at each place where the replicas split alike,
+          // else in the whole layout over all of them (each replica's whole weights given once,
+          // by its first member).
+          if (rest.empty()) continue;
           if (at.aligned[g])
-            all_reduce_flat(*pg_at(my_place(g)), grads_of(group_params[g]), timeout);
+            all_reduce_flat(*pg_at(my_place(g)), grads_of(rest), timeout);
           else
-            all_reduce_whole(*pg, layouts, group_params[g], true, tps[g].rank == 0, timeout);
+            all_reduce_whole(*pg, layouts, rest, true, tps[g].rank == 0, timeout);
           continue;
         }
         const plan::OpGroup& og = p.op_groups[g];
         const Subgroup& sub = subgroups[static_cast<std::size_t>(subgroup_of[g])];
-        std::vector<torch::Tensor> reduced;  // all-reduced or served
-        std::set<const void*> by_factors;
-        if (og.sync == plan::SyncMethod::sufficient_factor) {
-          // Each member's rows of every micro-batch, in ascending rank order.
-          std::vector<std::int64_t> counts(sub.ranks.size(), 0);
-          for (int k = 0; k < M; ++k) {
-            const auto r = at.rows(p, static_cast<int>(g), k);
-            for (std::size_t j = 0; j < r.size(); ++j)
-              counts[static_cast<std::size_t>(sub.rank_in(at.members[g][j]))] +=
-                  r[j].second - r[j].first;
-          }
-          for (auto& [o, f] : factors) {
-            if (static_cast<std::size_t>(at.group[o]) != g) continue;
-            // Rows of the factors per sample: one per token of a linear layer applied to each.
-            const std::int64_t per = linear_rows_per_sample(m.ops[o].compute);
-            const std::int64_t most = per * *std::max_element(counts.begin(), counts.end());
-            const torch::Tensor both = torch::cat({torch::cat(f.first), torch::cat(f.second)}, 1);
-            std::vector<torch::Tensor> in{torch::zeros({most, both.size(1)}, on_dev)};
-            in[0].slice(0, 0, both.size(0)).copy_(both);
-            std::vector<std::vector<torch::Tensor>> gathered(1);
-            for (std::size_t j = 0; j < sub.ranks.size(); ++j)
-              gathered[0].push_back(torch::empty({most, both.size(1)}, on_dev));
-            pg->allgather(gathered, in)->wait(timeout);
-            const std::int64_t features = f.first.front().size(1);
-            torch::Tensor all = torch::cat([&] {
-              std::vector<torch::Tensor> parts;
-              for (std::size_t j = 0; j < sub.ranks.size(); ++j)
-                parts.push_back(gathered[0][j].slice(0, 0, per * counts[j]));
-              return parts;
-            }());
-            const torch::Tensor x = all.slice(1, 0, features), dy = all.slice(1, features);
-            const auto& w = graph->op_parameters(static_cast<int>(o));
-            w[0].mutable_grad() = dy.t().mm(x).view(w[0].sizes());
-            if (w.size() > 1) w[1].mutable_grad() = dy.sum(0);
-            for (const auto& t : w) by_factors.insert(t.unsafeGetTensorImpl());
-          }
-        }
-        for (const auto& t : group_params[g])
-          if (!by_factors.count(t.unsafeGetTensorImpl())) reduced.push_back(t.grad());
+        const std::vector<torch::Tensor> reduced = grads_of(rest);  // all-reduced or served
         if (reduced.empty()) continue;
         std::vector<torch::Tensor> flat{flatten(reduced)};
         if (og.sync == plan::SyncMethod::parameter_server) {

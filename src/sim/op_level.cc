@@ -21,8 +21,10 @@
 // the samples of its share's interval, and its gradient comes back the same way and is gathered on
 // every device. A split group's devices hold their share of its weights. A split group of several
 // replicas (OpGroup::replica_sizes) runs each replica so on its batch share, its collectives over
-// the replica's devices, and the replicas all-reduce their weight gradients (add_replica_sync);
-// a split group of one replica synchronises nothing.
+// the replica's devices, and the replicas all-reduce their weight gradients (add_replica_sync)
+// or, with sync sufficient_factor, gather their matmuls' factors (add_split_factors); a split
+// group of one replica synchronises nothing. Split groups laid out alike (same_split_layout) pass
+// activations as one group does.
 #include "op_level.h"
 
 #include <fmt/format.h>
@@ -61,6 +63,9 @@ struct OpLevelLowering {
   // Per group, each replica's devices (plan::replica_members) and, for a split group whose
   // replicas split alike, its places (plan::replica_places).
   std::vector<std::vector<std::vector<std::size_t>>> members_of, places_of;
+  // Per group, the first group laid out as it (plan::same_split_layout; itself when none): ops of
+  // split groups of one layout pass activations as inside one group.
+  std::vector<int> layout_id;
   TaskGraph g;
   std::vector<LaneInfo> lanes;
   std::vector<int> lane_of_device;
@@ -160,6 +165,13 @@ struct OpLevelLowering {
       for (int r = 0; r < plan::replica_count(grp); ++r)
         members_of.back().push_back(plan::replica_members(grp, r));
       places_of.push_back(plan::replica_places(grp));
+      const auto gi = static_cast<int>(layout_id.size());
+      layout_id.push_back(gi);
+      for (int o = 0; o < gi; ++o)
+        if (plan::same_split_layout(p.op_groups[o], grp)) {
+          layout_id.back() = o;
+          break;
+        }
     }
     for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
       const auto& grp = p.op_groups[gi];
@@ -464,7 +476,7 @@ struct OpLevelLowering {
     for (std::size_t op = 0; op < m.ops.size(); ++op) {
       const int gc = group_of[op];
       for (int in : m.ops[op].inputs) {
-        if (group_of[in] != gc) {
+        if (layout_id[group_of[in]] != layout_id[gc]) {
           auto& v = crossing[{in, layout_of[gc]}];
           if (v.empty() || v.back() != static_cast<int>(op)) v.push_back(static_cast<int>(op));
           continue;
@@ -551,15 +563,12 @@ struct OpLevelLowering {
   // Per synchronisation, the ops whose weights it sums and the part of each op's weights.
   using SyncClasses = std::map<SyncClass, std::vector<std::pair<int, double>>>;
 
-  // The replicas of split group gi sum their gradients: where all split alike (the same sizes and
-  // tensor shares in increasing device order), device q of each replica with device q of the
-  // others, over the slices it holds; otherwise every device of the group over the whole weights
-  // (its slices in place, zeros elsewhere), as the runtime does.
-  void add_replica_sync(int gi, SyncClasses& classes) const {
+  // The replicas of split group gi sum the gradients of `ops`: where all split alike (the same
+  // sizes and tensor shares in increasing device order), device q of each replica with device q of
+  // the others, over the slices it holds; otherwise every device of the group over the whole
+  // weights (its slices in place, zeros elsewhere), as the runtime does.
+  void add_replica_sync(int gi, const std::vector<int>& ops, SyncClasses& classes) const {
     const auto& grp = p.op_groups[gi];
-    std::vector<int> ops;
-    for (std::size_t op = 0; op < m.ops.size(); ++op)
-      if (group_of[op] == gi && m.ops[op].params > 0) ops.push_back(static_cast<int>(op));
     const auto& at = places_of[static_cast<std::size_t>(gi)];
     if (at.empty()) {
       SyncClass k;
@@ -571,6 +580,64 @@ struct OpLevelLowering {
       SyncClass k;
       for (std::size_t j : place) k.devices.push_back(grp.devices[j]);
       for (int op : ops) classes[k].emplace_back(op, weight_shard(op, place[0]));
+    }
+  }
+
+  // The bytes of the sufficient factors of `ops` per sample on device j of their group: every
+  // row's input and output gradient over the features device j reads and writes (a column split
+  // holds a slice of the n output features, a row split of the k input features).
+  double factor_bytes(const std::vector<int>& ops, std::size_t j) const {
+    double bytes = 0;
+    for (int op : ops) {
+      const model::Op& o = m.ops[op];
+      const double share = shard(op, j);
+      double k = static_cast<double>(o.gemm.k), n = static_cast<double>(o.gemm.n);
+      (o.shard == model::ShardKind::row ? k : n) *= share;
+      bytes += static_cast<double>(o.gemm.batch_count * o.gemm.m) * (k + n) * param_bytes();
+    }
+    return bytes;
+  }
+
+  // The replicas of split group gi sum the gradients of `ops` by sufficient factors, as the stage
+  // lowering prices a stage of tensor-parallel replicas: where they split alike, the devices at
+  // each place all-gather their factors for their replicas' samples; otherwise every device of
+  // the group gathers every device's. Each device then rebuilds its slice of the gradients over
+  // the other replicas' samples (the weight-gradient GEMM, its own it computed) before its
+  // optimizer step (`waits`, per device of the group), holding the factors until then.
+  void add_split_factors(int gi, const std::vector<int>& ops, std::vector<std::vector<int>>& waits,
+                         Bytes base_buffers) {
+    const auto& grp = p.op_groups[gi];
+    std::vector<std::vector<std::size_t>> gathers = places_of[static_cast<std::size_t>(gi)];
+    if (gathers.empty()) {
+      gathers.emplace_back();
+      for (std::size_t j = 0; j < grp.devices.size(); ++j) gathers.back().push_back(j);
+    }
+    for (const auto& members : gathers) {
+      std::vector<int> devices;
+      std::vector<double> contribution;
+      double total = 0;
+      for (std::size_t j : members) {
+        devices.push_back(grp.devices[j]);
+        contribution.push_back(factor_bytes(ops, j) * batch() * plan::group_share(grp, j));
+        total += contribution.back();
+      }
+      for (double& x : contribution) x /= total;
+      const int gather =
+          add_transfer(TaskKind::grad_sync, lane_of_device[devices[0]], -1, gi, -1,
+                       collective(cost::Collective::all_gather, devices, total, contribution));
+      for (int op : ops)
+        for (std::size_t j : members)
+          for (int t : bwd[op][j]) g.add_edge(t, gather);
+      for (std::size_t j : members) {
+        const int d = grp.devices[j];
+        const double others = batch() * (1.0 - plan::group_share(grp, j));
+        double t = 0;
+        for (int op : ops) t += device_time(d, tg.forward[op], others, shard(op, j));
+        const int rebuild = add_task(compute_task(TaskKind::grad_rebuild, d, gi, -1, t));
+        g.add_edge(gather, rebuild);
+        waits[j].push_back(rebuild);
+        fixed_memory[d].buffers = max(fixed_memory[d].buffers, base_buffers + Bytes(total));
+      }
     }
   }
 
@@ -606,19 +673,22 @@ struct OpLevelLowering {
         fixed_memory[grp.devices[j]].parameters += Bytes(params * sb.weight);
         fixed_memory[grp.devices[j]].gradients += Bytes(params * sb.gradient);
       }
+      if (is_split(static_cast<int>(gi)) ? replicas(static_cast<int>(gi)) < 2 : n == 1) continue;
+      std::vector<int> factor_ops, reduced;
+      for (int op : ops)
+        (grp.sync == plan::SyncMethod::sufficient_factor &&
+                 sufficient_factor_applies(m.ops[op], plan::SplitKind::tensor)
+             ? factor_ops
+             : reduced)
+            .push_back(op);
       if (is_split(static_cast<int>(gi))) {
-        if (replicas(static_cast<int>(gi)) > 1) add_replica_sync(static_cast<int>(gi), classes);
+        add_replica_sync(static_cast<int>(gi), reduced, classes);
+        if (!factor_ops.empty())
+          add_split_factors(static_cast<int>(gi), factor_ops, waits[gi], base_buffers);
         continue;
       }
-      if (n == 1) continue;
-      std::vector<int> factor_ops;
       auto& in_class = classes[sync_class(grp)];
-      for (int op : ops)
-        if (grp.sync == plan::SyncMethod::sufficient_factor &&
-            sufficient_factor_applies(m.ops[op], plan::SplitKind::tensor))
-          factor_ops.push_back(op);
-        else
-          in_class.emplace_back(op, 1.0);
+      for (int op : reduced) in_class.emplace_back(op, 1.0);
       if (factor_ops.empty()) continue;
       // Every device gathers the other devices' factors for their samples (each sample's input
       // and output-gradient rows), then rebuilds the whole gradient: the weight-gradient GEMM over

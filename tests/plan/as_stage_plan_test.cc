@@ -174,9 +174,19 @@ TEST_F(AsStagePlan, StagePlansOfOneDeviceReplicasBecomeOpLevelPlansAndBack) {
   auto tp_back = as_stage_plan(*tp_ops, model_);
   ASSERT_TRUE(tp_back) << why_not_stage_plan(*tp_ops, model_);
   EXPECT_EQ(tp_back->stages, tp.stages);
-  // (Not with sufficient factors there.)
+  // With sufficient factors there, the factored ops form a second split group laid out as the
+  // first, which does not convert back (a stage plan's replicas all-reduce).
   tp.grad_sync = {GradSync{"head.*", SyncMethod::sufficient_factor}};
-  EXPECT_FALSE(as_op_level_plan(tp, model_));
+  auto tp_sfb = as_op_level_plan(tp, model_);
+  ASSERT_TRUE(tp_sfb);
+  ASSERT_EQ(tp_sfb->op_groups.size(), 3u);
+  EXPECT_EQ(tp_sfb->op_groups[1].sync, SyncMethod::all_reduce);
+  EXPECT_EQ(tp_sfb->op_groups[2].sync, SyncMethod::sufficient_factor);
+  EXPECT_TRUE(same_split_layout(tp_sfb->op_groups[1], tp_sfb->op_groups[2]));
+  for (const auto& op : tp_sfb->op_groups[2].ops) EXPECT_EQ(op.rfind("head.", 0), 0u) << op;
+  for (const auto& op : tp_sfb->op_groups[1].ops) EXPECT_NE(op.rfind("head.", 0), 0u) << op;
+  EXPECT_EQ(validate(*tp_sfb), "ok");
+  EXPECT_FALSE(as_stage_plan(*tp_sfb, model_));
   // Not for ZeRO-2/3 or recomputation.
   // ZeRO-1 carries over (a group's devices shard Adam's states as a stage's replicas do); 2 not.
   Plan zero = *stages;

@@ -155,8 +155,14 @@ TEST_F(OpGroups, SplitGroupsRoundTripAndAreChecked) {
   plan_.op_groups[1].servers = {4};
   EXPECT_EQ(check(),
             "plan.json: op_groups[1].servers: a split group holds a share of each weight and "
-            "takes no sync settings (its replicas, if several, all-reduce their gradients)");
+            "takes no servers or algorithm (its replicas, if several, all-reduce their gradients)");
   plan_.op_groups[1].servers.clear();
+  // Sufficient factors need replicas to gather them from.
+  plan_.op_groups[1].sync = SyncMethod::sufficient_factor;
+  EXPECT_EQ(check(),
+            "plan.json: op_groups[1].sync: expected all_reduce, or sufficient_factor for a split "
+            "group of several replicas (got sufficient_factor for 1 replica)");
+  plan_.op_groups[1].sync = SyncMethod::all_reduce;
   plan_.op_groups[1].shares = {0.5, 0.25};
   EXPECT_EQ(check(), "plan.json: op_groups[1].shares: expected shares summing to 1, got 0.75");
 }
@@ -178,6 +184,32 @@ TEST_F(OpGroups, SplitGroupsOfReplicasRoundTripAndAreChecked) {
   auto back = plan_from_json(nlohmann::json::parse(text), "plan.json");
   ASSERT_TRUE(back) << back.error().message;
   EXPECT_EQ(*back, plan_);
+  // Replicas may sum the gradients of their matmuls by sufficient factors.
+  g.sync = SyncMethod::sufficient_factor;
+  EXPECT_EQ(check(), "ok");
+  back = plan_from_json(nlohmann::json::parse(to_json_text(plan_)), "plan.json");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, plan_);
+  g.sync = SyncMethod::all_reduce;
+  // A group laid out alike (the sync aside) is one layout; another order of the devices, other
+  // batch or tensor shares, or other replicas are not.
+  OpGroup twin = g;
+  twin.ops = {"x"};
+  twin.sync = SyncMethod::sufficient_factor;
+  EXPECT_TRUE(same_split_layout(g, twin));
+  twin.batch_shares = {0.25, 0.5, 0.25};
+  EXPECT_FALSE(same_split_layout(g, twin));
+  twin = g;
+  twin.shares = {0.5, 0.5, 1, 0.5, 0.5};
+  EXPECT_FALSE(same_split_layout(g, twin));
+  twin = g;
+  twin.devices = {4, 3, 6, 7, 2};
+  EXPECT_FALSE(same_split_layout(g, twin));
+  twin = g;
+  twin.replica_sizes = {2, 2, 1};
+  twin.shares = {0.75, 0.25, 0.5, 0.5, 1};
+  EXPECT_FALSE(same_split_layout(g, twin));
+  EXPECT_FALSE(same_split_layout(plan_.op_groups[0], plan_.op_groups[0]));  // not split
   EXPECT_EQ(replica_count(g), 3);
   EXPECT_EQ(replica_of(g, 1), 0);
   EXPECT_EQ(replica_of(g, 2), 1);
@@ -271,9 +303,10 @@ TEST_F(OpGroups, FileErrorsNameTheField) {
             "p.json: op_groups[0].mode: expected one of replicate|place|split (got \"shard\")");
   EXPECT_EQ(read(R"({"version": 1, "global_batch": 8,
                      "op_groups": [{"ops": ["a"], "devices": [0, 1], "mode": "split",
-                                    "sync": "all_reduce"}]})"),
-            "p.json: op_groups[0].sync: a split group holds a share of each weight and "
-            "takes no sync settings (its replicas, if several, all-reduce their gradients)");
+                                    "algorithm": "ring"}]})"),
+            "p.json: op_groups[0].algorithm: a split group holds a share of each weight and "
+            "takes no servers or algorithm (its replicas, if several, all-reduce their gradients "
+            "or gather their sufficient factors)");
   EXPECT_EQ(read(R"({"version": 1, "global_batch": 8, "stages": [],
                      "op_groups": [{"ops": ["a"], "devices": [0]}]})"),
             "p.json: stages: an op-level plan (with op_groups) has no stages, op_overrides or "

@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <set>
+#include <tuple>
 
 #include "../cli/run_command.h"
 
@@ -477,6 +479,62 @@ TEST(RunCli, StagePlansWithSufficientFactorRulesRunOpByOp) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("op by op"), std::string::npos) << r.err;
   expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+}
+
+// Split groups of several replicas that sum their linear layers' gradients by sufficient factors
+// (each rank gathering the other replicas' inputs and output gradients over the features of its
+// slice, and rebuilding its slice's gradient) give one process's losses: GPT's MLP (a column- then
+// a row-split layer, in two groups laid out alike) on replicas that split alike and unlike, and
+// a ResNet stage plan of tensor-parallel replicas whose classifier a grad_sync rule sums by
+// sufficient factors (TAG's choice; op by op a second group laid out as the stage), with ZeRO-1
+// and on replicas of 2 and 1 devices.
+TEST(RunCli, SufficientFactorsOfSplitGroupsMatchOneProcess) {
+  const std::string gpt = std::string("--model ") + kGpt;
+  const auto one_gpt = losses(gpt + " --strategy dp=1,gbs=12");
+  for (const auto& [devices, sizes, shares] :
+       {std::tuple{std::vector<int>{0, 1, 2, 3}, std::vector<int>{2, 2},
+                   std::vector<double>{0.7, 0.3, 0.7, 0.3}},
+        std::tuple{std::vector<int>{1, 0, 2}, std::vector<int>{2, 1},
+                   std::vector<double>{0.7, 0.3, 1.0}}}) {
+    const int ranks = static_cast<int>(devices.size());
+    std::vector<int> all(static_cast<std::size_t>(ranks));
+    std::iota(all.begin(), all.end(), 0);
+    nlohmann::json doc = {{"version", 1}, {"global_batch", 12}, {"num_microbatches", 2}};
+    auto mlp = [&](std::vector<std::string> ops) {
+      return nlohmann::json{
+          {"ops", ops},       {"mode", "split"},        {"devices", devices},
+          {"shares", shares}, {"replica_sizes", sizes}, {"sync", "sufficient_factor"}};
+    };
+    doc["op_groups"] = {
+        {{"ops",
+          {"embedding.*", "layers.0.norm*", "layers.0.attn.*", "layers.0.mlp.dropout",
+           "layers.0.mlp.residual", "layers.1.*", "head.*"}},
+         {"mode", "replicate"},
+         {"devices", all}},
+        mlp({"layers.0.mlp.fc1"}),
+        mlp({"layers.0.mlp.gelu", "layers.0.mlp.fc2"})};
+    const auto file = write_plan("factors", doc.dump());
+    const auto got = losses(gpt + " --nprocs " + std::to_string(ranks) + " --plan " + file);
+    std::filesystem::remove(file);
+    expect_same_losses(one_gpt, got);
+  }
+  const std::string resnet = std::string("--model ") + kResNet;
+  const auto one = losses(resnet + " --strategy dp=1,gbs=16,mbs=8");
+  for (const auto& [zero, unlike] :
+       {std::pair{0, false}, std::pair{1, false}, std::pair{0, true}}) {
+    const auto file = plan_file({{0, 10}}, {10, 6}, 2, "1f1b", zero, {0.7, 0.3}, "synced");
+    auto plan = nlohmann::json::parse(cli::testing::slurp(file));
+    plan["grad_sync"] =
+        nlohmann::json::parse(R"([{"ops": "head.fc", "method": "sufficient_factor"}])");
+    if (unlike) plan["stages"][0]["replicas"][1] = {{"devices", {2}}, {"batch_share", 0.375}};
+    std::ofstream(file) << plan.dump();
+    auto r = run_hetplan("run --json --steps 20 " + resnet + " --nprocs " + (unlike ? "3" : "4") +
+                         " --plan " + file);
+    std::filesystem::remove(file);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("op by op"), std::string::npos) << r.err;
+    expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+  }
 }
 
 // Ops a split group does not execute yet (BERT's attention split by heads): --check names the op

@@ -40,6 +40,12 @@ std::vector<std::size_t> replica_members(const OpGroup& g, int r);
 // unlike, or a group that is not split.
 std::vector<std::vector<std::size_t>> replica_places(const OpGroup& g);
 
+// Whether split groups a and b lay their ops out alike: the same devices in the same order, in the
+// same replicas at the same batch and tensor shares. An activation passing between two such
+// groups stays on its devices in the layout it has, as inside one group (a stage plan's ops
+// synchronised by sufficient factors form a second group laid out as the first).
+bool same_split_layout(const OpGroup& a, const OpGroup& b);
+
 // Group g's share of each micro-batch on its device j: shares[j], 1 / devices for even shares,
 // 1 for a placed group; in a split group its replica's batch share (1 for one replica: every
 // device sees every sample).
@@ -52,8 +58,8 @@ double tensor_share(const OpGroup& g, std::size_t j);
 // Many op-level plans are stage-level plans in disguise: walking Model::layers in order, all of a
 // layer's ops are in groups with the same devices and shares (a placed group: one device, share 1;
 // a replicated one: each device at its group_share; a split one: all its devices at their
-// tensor_share, in replicas of its replica_sizes at its batch_shares), every replicated group of
-// more than one device synchronises by all_reduce, and consecutive layers on the same devices and
+// tensor_share, in replicas of its replica_sizes at its batch_shares), every group of more than
+// one device or replica synchronises by all_reduce, and consecutive layers on the same devices and
 // shares form one stage, whose replicas are the single devices at their shares (for a split group:
 // a tensor-parallel replica per replica of the group, its devices in increasing order with their
 // tensor shares as tp_shares). A device may run only one such run of layers (no interleaving). Then
@@ -73,10 +79,10 @@ std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 // of the stage's replica sizes and batch shares), gradients all-reduced, but a stage of one-device
 // replicas' ops that grad_sync synchronises by sufficient factors, which form a second group on
 // the same devices; the same model, cluster and planner strings, global_batch, num_microbatches,
-// grad_bucket_bytes, batch_norm and ZeRO stage, execution order heft. Nullopt for an op-level
-// plan, op overrides, grad_sync rules other than all-reduce and sufficient factors (or sufficient
-// factors in a stage of tensor-parallel replicas), recomputation, sequence parallelism or
-// ZeRO-2/3.
+// grad_bucket_bytes, batch_norm and ZeRO stage, execution order heft. (In a stage of
+// tensor-parallel replicas the second group is a split group laid out as the first,
+// same_split_layout.) Nullopt for an op-level plan, op overrides, grad_sync rules other than
+// all-reduce and sufficient factors, recomputation, sequence parallelism or ZeRO-2/3.
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m);
 
 // Why as_stage_plan gives nullopt ("layer 2 (layers.1): op \"layers.1.fc\" runs on devices {0}
