@@ -316,7 +316,8 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
     case OpFn::softmax:
       return torch::softmax(x, -1);
     case OpFn::attention_scores: {
-      const std::int64_t n = x.size(0), s = op.gemm.m, heads = op.gemm.batch_count, d = op.gemm.k;
+      // (Its heads from the input: a rank of a split group holds its share of them.)
+      const std::int64_t n = x.size(0), s = op.gemm.m, d = op.gemm.k, heads = x.size(-1) / (3 * d);
       const torch::Tensor qkv = x.view({n, s, 3, heads, d});
       const torch::Tensor q = qkv.select(2, 0).transpose(1, 2),
                           k = qkv.select(2, 1).transpose(1, 2);

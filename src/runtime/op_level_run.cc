@@ -210,10 +210,32 @@ Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int worl
         p.zero_stage)};
   if (p.recompute != cost::Recompute::none)
     return Error{"plan: recompute: op-level plans are executed without recomputation"};
-  for (std::size_t i = 0; i < m.ops.size(); ++i)
-    if (p.op_groups[static_cast<std::size_t>(group[i])].mode == plan::GroupMode::split)
-      if (auto ok = check_split_op(m.ops[i]); !ok)
-        return Error{fmt::format("plan: op_groups[{}]: {}", group[i], ok.error().message)};
+  const std::vector<FeatureCut> cuts = feature_cuts(m);
+  for (std::size_t i = 0; i < m.ops.size(); ++i) {
+    const auto g = static_cast<std::size_t>(group[i]);
+    const plan::OpGroup& og = p.op_groups[g];
+    if (og.mode != plan::GroupMode::split) continue;
+    if (auto ok = check_split_op(m.ops[i]); !ok)
+      return Error{fmt::format("plan: op_groups[{}]: {}", g, ok.error().message)};
+    if (cuts[i].sections == 1) continue;
+    // QKV split by heads: its rank's Q, K and V parts are read as they are, by its attention core.
+    if (og.sync == plan::SyncMethod::sufficient_factor)
+      return Error{fmt::format(
+          "plan: op_groups[{}].sync: the sufficient factors of \"{}\" (QKV split by heads) are "
+          "not executed; put it in a group that all-reduces",
+          g, m.ops[i].name)};
+    for (std::size_t c = 0; c < m.ops.size(); ++c) {
+      const auto& in = m.ops[c].inputs;
+      if (std::find(in.begin(), in.end(), static_cast<int>(i)) == in.end()) continue;
+      const auto gc = static_cast<std::size_t>(group[c]);
+      if ((gc != g && !plan::same_split_layout(og, p.op_groups[gc])) ||
+          m.ops[c].shard != model::ShardKind::heads)
+        return Error{fmt::format(
+            "plan: op_groups[{}]: \"{}\" (QKV) is split by heads for its attention core, which "
+            "must read it in its group (or one laid out alike); \"{}\" does not",
+            g, m.ops[i].name, m.ops[c].name)};
+    }
+  }
   for (std::size_t g = 0; g < p.op_groups.size(); ++g)
     for (int s : p.op_groups[g].servers)
       if (std::find(p.op_groups[g].devices.begin(), p.op_groups[g].devices.end(), s) ==
@@ -330,9 +352,10 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
                ? place_subgroup[g][static_cast<std::size_t>(tps[g].rank)]
                : -1;
   };
+  const std::vector<FeatureCut> cuts = feature_cuts(m);  // split ops' features by rank
   for (std::size_t o = 0; o < N; ++o)
     if (const auto g = static_cast<std::size_t>(at.group[o]); at.split[g] && my_index[o] >= 0)
-      shard_split_op(*graph, m.ops[o], static_cast<int>(o), tps[g], layouts);
+      shard_split_op(*graph, m.ops[o], static_cast<int>(o), tps[g], cuts[o], layouts);
   auto is_split = [&](std::size_t op) { return at.split[static_cast<std::size_t>(at.group[op])]; };
   // Whether group g's replicas (a split group's, or a replicated group's devices) sum gradients by
   // sufficient factors, and whether op `op`'s are among them (a linear layer with its own weights
@@ -370,21 +393,25 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       tp.shares.push_back(at.tensor_shares[g][static_cast<std::size_t>(order[i])]);
       if (order[i] == j) tp.rank = static_cast<int>(i);
     }
-    const auto counts = share_counts(column ? op.gemm.n : op.gemm.k, tp);
+    const auto counts = cut_counts(column ? op.gemm.n : op.gemm.k, cuts[o], tp);
     const std::int64_t first =
         std::accumulate(counts.begin(), counts.begin() + tp.rank, std::int64_t{0});
     (column ? h.outputs : h.inputs) = {first, first + counts[static_cast<std::size_t>(tp.rank)]};
     return h;
   };
   // Layout of op `op`'s output in its split group, and the dimension and shard counts of its
-  // features over split group g's devices (its own, or the one it enters).
+  // features over split group g's devices (its own, or the one it enters; none for QKV's three
+  // sections, which check_op_level lets no op convert).
   auto out_layout = [&](std::size_t op) {
     return sim::op_layout(m.ops[op], plan::SplitKind::tensor, false).output;
   };
   auto shards_of = [&](std::size_t op, std::size_t g) {
     const auto whole = graph->output_shape(static_cast<int>(op), 1);
     const std::int64_t dim = feature_dim(whole.size());
-    return std::make_pair(dim, share_counts(whole[static_cast<std::size_t>(dim)], tps[g]));
+    const FeatureCut cut = cuts[op];
+    return std::make_pair(dim, cut.sections > 1
+                                   ? std::vector<std::int64_t>()
+                                   : cut_counts(whole[static_cast<std::size_t>(dim)], cut, tps[g]));
   };
   // The weights of the groups this rank is in, per group.
   // A tied weight (BERT's word table, which its MLM decoder reads) counts once, with its owner,

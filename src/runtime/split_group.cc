@@ -87,19 +87,23 @@ Result<bool> check_split_op(const model::Op& op) {
       (fn == OpFn::linear && !op.tied_params &&
        (op.shard == ShardKind::column || op.shard == ShardKind::row)) ||
       (fn == OpFn::cross_entropy && op.shard == ShardKind::vocab) ||
-      ((fn == OpFn::relu || fn == OpFn::gelu || fn == OpFn::tanh || fn == OpFn::dropout) &&
+      ((fn == OpFn::relu || fn == OpFn::gelu || fn == OpFn::tanh || fn == OpFn::dropout ||
+        fn == OpFn::softmax || fn == OpFn::attention_scores || fn == OpFn::attention_context) &&
        op.shard == ShardKind::heads);
   if (ok) return true;
   return Error{fmt::format(
       "op \"{}\" ({} split by {}) is not executed in a split group yet (convolutions by channel, "
-      "linear layers by column or row, elementwise ops, losses by class and ops computed whole "
-      "are)",
+      "linear layers by column or row, elementwise ops, softmax, attention by heads, losses by "
+      "class and ops computed whole are)",
       op.name, model::to_string(op.kind), model::to_string(op.shard))};
 }
 
 torch::Tensor convert(const torch::Tensor& x, Layout from, Layout to, const TensorParallel& tp,
                       std::int64_t dim, const std::vector<std::int64_t>& counts) {
   if (from == to || !tp.active()) return x;
+  if (counts.size() != static_cast<std::size_t>(tp.size))
+    throw std::logic_error(fmt::format("split group: no shard counts to convert {} to {}",
+                                       sim::to_string(from), sim::to_string(to)));
   const std::int64_t first = offset_of(counts, tp.rank), n = counts[tp.rank];
   if (from == Layout::replicated && to == Layout::feature)
     return x.slice(dim, first, first + n).contiguous();
@@ -130,23 +134,62 @@ torch::Tensor relayout(const torch::Tensor& x, Layout from, Layout to, Layout gr
                          &tp, dim, counts);
 }
 
+std::vector<FeatureCut> feature_cuts(const model::Model& m) {
+  std::vector<FeatureCut> out(m.ops.size());
+  for (std::size_t i = 0; i < m.ops.size(); ++i) {
+    const model::Op& op = m.ops[i];
+    if (op.shard != ShardKind::heads) continue;
+    // The QKV projection that the attention core reads (as its only input, or a context's second).
+    const bool scores = op.compute.fn == OpFn::attention_scores;
+    if (op.compute.fn == OpFn::attention_context) {
+      out[i].unit = op.gemm.n;
+      if (op.inputs.size() > 1) out[static_cast<std::size_t>(op.inputs[1])] = {op.gemm.n, 3};
+    } else if (scores && !op.inputs.empty()) {
+      out[static_cast<std::size_t>(op.inputs[0])] = {op.gemm.k, 3};
+    }
+  }
+  // A row-split layer reading the heads of an attention context is cut by them.
+  for (std::size_t i = 0; i < m.ops.size(); ++i) {
+    const model::Op& op = m.ops[i];
+    if (op.shard == ShardKind::row && op.inputs.size() == 1)
+      if (const auto in = static_cast<std::size_t>(op.inputs[0]);
+          m.ops[in].compute.fn == OpFn::attention_context)
+        out[i] = out[in];
+  }
+  return out;
+}
+
+std::vector<std::int64_t> cut_counts(std::int64_t features, FeatureCut cut,
+                                     const TensorParallel& tp) {
+  if (cut.sections != 1)
+    throw std::logic_error(
+        "split group: the shards of a tensor cut in sections are not contiguous");
+  std::vector<std::int64_t> counts = share_counts(features / cut.unit, tp);
+  for (auto& c : counts) c *= cut.unit;
+  return counts;
+}
+
+Ranges cut_ranges(std::int64_t features, FeatureCut cut, const TensorParallel& tp) {
+  const std::int64_t part = features / cut.sections;
+  const auto counts = cut_counts(part, FeatureCut{cut.unit, 1}, tp);
+  const std::int64_t first = offset_of(counts, tp.rank);
+  Ranges out;
+  for (std::int64_t s = 0; s < cut.sections; ++s)
+    out.emplace_back(s * part + first,
+                     s * part + first + counts[static_cast<std::size_t>(tp.rank)]);
+  return out;
+}
+
 void shard_split_op(const OpGraph& graph, const model::Op& op, int index, const TensorParallel& tp,
-                    ShardLayouts& layouts) {
+                    FeatureCut cut, ShardLayouts& layouts) {
   std::vector<torch::Tensor> w = graph.op_parameters(index);  // the graph's tensors, cut in place
   if (w.empty() || !tp.active()) return;
-  auto range = [&](std::int64_t units) {
-    const auto counts = share_counts(units, tp);
-    const std::int64_t first = offset_of(counts, tp.rank);
-    return Ranges{{first, first + counts[static_cast<std::size_t>(tp.rank)]}};
-  };
-  if (op.compute.fn == OpFn::conv2d && op.shard == ShardKind::channel) {
-    const auto r = range(w[0].size(0));
-    for (auto& t : w) layouts.keep(t, 0, r);
-  } else if (op.compute.fn == OpFn::linear && op.shard == ShardKind::column) {
-    const auto r = range(w[0].size(0));
+  if ((op.compute.fn == OpFn::conv2d && op.shard == ShardKind::channel) ||
+      (op.compute.fn == OpFn::linear && op.shard == ShardKind::column)) {
+    const auto r = cut_ranges(w[0].size(0), cut, tp);
     for (auto& t : w) layouts.keep(t, 0, r);
   } else if (op.compute.fn == OpFn::linear && op.shard == ShardKind::row) {
-    layouts.keep(w[0], 1, range(w[0].size(1)));
+    layouts.keep(w[0], 1, cut_ranges(w[0].size(1), cut, tp));
   }
 }
 

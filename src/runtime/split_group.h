@@ -20,8 +20,28 @@ namespace hetplan::runtime::detail {
 
 // Whether op `op` runs split by its tensor dimension: ops of ShardKind::replicated (computed whole
 // on every device), convolutions by output channel, linear layers by column or row, elementwise
-// ops and dropout on feature shards, a cross-entropy over classes split by vocabulary; or why not.
+// ops, softmax and dropout on feature shards, the attention core (scores and context) by heads, a
+// cross-entropy over classes split by vocabulary; or why not.
 Result<bool> check_split_op(const model::Op& op);
+
+// How a split op's output features (a row-split layer's: its input features) fall to the ranks:
+// in units of `unit` features (an attention head's width where they are heads, else 1), in
+// `sections` equal parts cut alike (QKV's Q, K and V), each rank taking its share of the units of
+// every part (share_counts).
+struct FeatureCut {
+  std::int64_t unit = 1;
+  std::int64_t sections = 1;
+};
+
+// Per op of m, its cut: an attention context's output and the projection that reads it by heads;
+// the QKV projection its scores and context read by heads in three sections; others by feature.
+std::vector<FeatureCut> feature_cuts(const model::Model& m);
+
+// This rank's ranges of `features` cut as `cut`.
+Ranges cut_ranges(std::int64_t features, FeatureCut cut, const TensorParallel& tp);
+// Each rank's count of `features` cut as `cut` in one section (shards that are contiguous).
+std::vector<std::int64_t> cut_counts(std::int64_t features, FeatureCut cut,
+                                     const TensorParallel& tp);
 
 // The dimension features lie along in a tensor of `rank` dimensions (the batch's included):
 // channels of [n, c, h, w], else the last.
@@ -41,11 +61,11 @@ torch::Tensor convert(const torch::Tensor& x, sim::Layout from, sim::Layout to,
                       const TensorParallel& tp, std::int64_t dim,
                       const std::vector<std::int64_t>& counts);
 
-// Cuts op `op`'s weights to this rank's share (recorded in `layouts`): a convolution's and a
-// column-split layer's output rows, a row-split layer's input columns (its bias stays whole and
-// only rank 0 adds it). Other ops' weights stay whole.
+// Cuts op `op`'s weights to this rank's share (recorded in `layouts`) as `cut` says: a
+// convolution's and a column-split layer's output rows, a row-split layer's input columns (its
+// bias stays whole and only rank 0 adds it). Other ops' weights stay whole.
 void shard_split_op(const OpGraph& graph, const model::Op& op, int index, const TensorParallel& tp,
-                    ShardLayouts& layouts);
+                    FeatureCut cut, ShardLayouts& layouts);
 
 // Op `index`'s output on this rank's share, from inputs already in the layouts it reads (whole for
 // ops computed whole); `mask` is a dropout op's whole mask of these rows; `batch_group`, when not

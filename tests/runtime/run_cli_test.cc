@@ -537,27 +537,73 @@ TEST(RunCli, SufficientFactorsOfSplitGroupsMatchOneProcess) {
   }
 }
 
-// Ops a split group does not execute yet (BERT's attention split by heads): --check names the op
-// and run refuses the plan before any step.
+// Ops a split group does not execute yet (BERT's word table split by vocabulary): --check names
+// the op and run refuses the plan before any step. So is a QKV projection split by heads whose
+// output an op outside its group reads.
 TEST(RunCli, SplitGroupsOfOtherOpsAreRefusedWithTheReason) {
   const auto file = std::filesystem::temp_directory_path() /
                     ("hetplan_split_" + std::to_string(::getpid()) + ".json");
   std::ofstream(file) << R"({"version": 1, "global_batch": 8,
-    "op_groups": [{"ops": ["layers.0.attn.*"], "mode": "split", "devices": [0, 1]},
-                  {"ops": ["embedding.*", "layers.0.norm*", "layers.0.mlp.*", "layers.1.*",
-                           "head.*"], "mode": "place", "devices": [1]}]})";
+    "op_groups": [{"ops": ["embedding.*", "head.*"], "mode": "split", "devices": [0, 1]},
+                  {"ops": ["layers.*"], "mode": "place", "devices": [1]}]})";
   const std::string args = std::string(" --model ") + kBert + " --plan " + file.string();
   const std::string why = "is not executed in a split group yet";
   auto r = run_hetplan("run --check --cluster cpu:2" + args);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("not runnable:"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("plan: op_groups[0]: op \"layers.0.attn."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("plan: op_groups[0]: op \"embedding.word\" (embedding split by vocab)"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
   r = run_hetplan("run --steps 2 --nprocs 2" + args);
-  std::filesystem::remove(file);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << "refused before start: " << r.err;
+  std::ofstream(file) << R"({"version": 1, "global_batch": 8,
+    "op_groups": [{"ops": ["layers.0.attn.qkv"], "mode": "split", "devices": [0, 1]},
+                  {"ops": ["embedding.*", "layers.0.attn.s*", "layers.0.attn.d*",
+                           "layers.0.attn.c*", "layers.0.attn.p*", "layers.0.attn.r*",
+                           "layers.0.norm*", "layers.0.mlp.*", "layers.1.*", "head.*"],
+                   "mode": "place", "devices": [1]}]})";
+  r = run_hetplan("run --check --cluster cpu:2" + args);
+  std::filesystem::remove(file);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("plan: op_groups[0]: \"layers.0.attn.qkv\" (QKV) is split by heads for "
+                       "its attention core, which must read it in its group (or one laid out "
+                       "alike); \"layers.0.attn.scores\" does not"),
+            std::string::npos)
+      << r.out;
+}
+
+// BERT's attention split by heads op by op: each device of a split group holds its heads' rows of
+// the QKV projection (in three parts: Q, K and V), computes their scores, softmax, dropout and
+// context, and the row-split output projection reads its heads' columns. A split group of one
+// encoder layer on replicas that split alike (shares 0.7 and 0.3: 3 heads and 1 of 4, not 22 and
+// 10 of their 32 features) and unlike (2 and 2, and one device) gives one process's losses.
+TEST(RunCli, SplitGroupsRunAttentionByHeads) {
+  const std::string bert = std::string("--model ") + kBert;
+  const auto one = losses(bert + " --strategy dp=1,gbs=12");
+  for (const auto& [devices, sizes, shares] :
+       {std::tuple{std::vector<int>{0, 1, 2, 3}, std::vector<int>{2, 2},
+                   std::vector<double>{0.7, 0.3, 0.7, 0.3}},
+        std::tuple{std::vector<int>{0, 1, 2}, std::vector<int>{2, 1},
+                   std::vector<double>{0.5, 0.5, 1.0}}}) {
+    const int ranks = static_cast<int>(devices.size());
+    std::vector<int> all(static_cast<std::size_t>(ranks));
+    std::iota(all.begin(), all.end(), 0);
+    nlohmann::json doc = {{"version", 1}, {"global_batch", 12}, {"num_microbatches", 2}};
+    doc["op_groups"] = {
+        {{"ops", {"embedding.*", "layers.1.*", "head.*"}}, {"mode", "replicate"}, {"devices", all}},
+        {{"ops", {"layers.0.*"}},
+         {"mode", "split"},
+         {"devices", devices},
+         {"shares", shares},
+         {"replica_sizes", sizes}}};
+    const auto file = write_plan("heads", doc.dump());
+    const auto got = losses(bert + " --nprocs " + std::to_string(ranks) + " --plan " + file);
+    std::filesystem::remove(file);
+    expect_same_losses(one, got);
+  }
 }
 
 // HeteroG's planner, asked for a runnable plan of a ResNet on 2 fast and 2 slow CPU workers,
