@@ -46,6 +46,29 @@ std::optional<std::pair<int, int>> tied_ops_apart(const model::Model& m,
   return std::make_pair(head, table);
 }
 
+std::optional<int> tied_groups_overlap(const Plan& p, const model::Model& m,
+                                       const std::vector<int>& group_of_op) {
+  const auto apart = tied_ops_apart(m, group_of_op);
+  if (!apart) return std::nullopt;
+  const auto& a = p.op_groups[static_cast<std::size_t>(group_of_op[apart->first])].devices;
+  const auto& b = p.op_groups[static_cast<std::size_t>(group_of_op[apart->second])].devices;
+  for (int d : a)
+    if (std::find(b.begin(), b.end(), d) != b.end()) return d;
+  return std::nullopt;
+}
+
+std::string tied_overlap_message(const model::Model& m, const std::vector<int>& group_of_op,
+                                 int device) {
+  const int head = m.tied_reader(), table = m.tied_owner();
+  return fmt::format(
+      "the tied LM head \"{}\" (op_groups[{}]) and the table it reads \"{}\" (op_groups[{}]) "
+      "share device {} (expected one group, or groups on disjoint devices, whose copies of the "
+      "table sum their gradients)",
+      m.ops[static_cast<std::size_t>(head)].name, group_of_op[static_cast<std::size_t>(head)],
+      m.ops[static_cast<std::size_t>(table)].name, group_of_op[static_cast<std::size_t>(table)],
+      device);
+}
+
 int replica_count(const OpGroup& g) {
   if (g.mode != GroupMode::split || g.replica_sizes.empty()) return 1;
   return static_cast<int>(g.replica_sizes.size());

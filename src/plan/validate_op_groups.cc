@@ -215,11 +215,8 @@ void check_coverage(const Plan& p, const model::Model& m) {
         fmt::format("op \"{}\"{} is in no group (expected every op in exactly one group)",
                     m.ops[first].name,
                     missing > 1 ? fmt::format(" and {} more", missing - 1) : ""));
-  if (const auto apart = tied_ops_apart(m, owner))
-    throw InputError(group_path(static_cast<std::size_t>(owner[apart->first])),
-                     fmt::format("the tied LM head \"{}\" and the table it reads \"{}\" must be in "
-                                 "one group (they share their weights)",
-                                 m.ops[apart->first].name, m.ops[apart->second].name));
+  if (const auto device = tied_groups_overlap(p, m, owner))
+    throw InputError("op_groups", tied_overlap_message(m, owner, *device));
 }
 
 }  // namespace

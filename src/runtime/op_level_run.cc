@@ -198,12 +198,8 @@ Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int worl
     if (group[i] < 0)
       return Error{fmt::format("plan: op_groups: no group names op \"{}\"", m.ops[i].name)};
   // Plans converted from stage plans are not validated as op-level plans: the same rule here.
-  if (const auto apart = plan::tied_ops_apart(m, group))
-    return Error{fmt::format(
-        "plan: op_groups: the tied LM head \"{}\" and the table it reads \"{}\" must be in one "
-        "group",
-        m.ops[static_cast<std::size_t>(apart->first)].name,
-        m.ops[static_cast<std::size_t>(apart->second)].name)};
+  if (const auto device = plan::tied_groups_overlap(p, m, group))
+    return Error{"plan: op_groups: " + plan::tied_overlap_message(m, group, *device)};
   if (p.zero_stage > 1)
     return Error{fmt::format(
         "plan: zero_stage: ZeRO stage {} is not executed with op-level plans yet (stage 1 is)",
@@ -292,6 +288,18 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         ranks.push_back(at.members[g][static_cast<std::size_t>(order[q])]);
       place_subgroup[g].push_back(enroll(std::move(ranks)));
     }
+  }
+  // A tied LM head in another group than its table (on other devices: check_op_level): the
+  // copies of the table on both groups' ranks sum their gradients.
+  const auto tied = plan::tied_ops_apart(m, at.group);
+  int tied_subgroup = -1;
+  if (tied) {
+    std::vector<int> ranks;
+    for (int op : {tied->first, tied->second}) {
+      const auto& in = at.members[static_cast<std::size_t>(at.group[static_cast<std::size_t>(op)])];
+      ranks.insert(ranks.end(), in.begin(), in.end());
+    }
+    tied_subgroup = enroll(std::move(ranks));
   }
   PG world;
   std::optional<PeerWatch> watch;
@@ -739,6 +747,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
             for (const auto& t : w) factored.insert(t.unsafeGetTensorImpl());
           }
         }
+        if (tied)  // (the table's copies are summed below)
+          factored.insert(graph->op_parameters(tied->second)[0].unsafeGetTensorImpl());
         std::vector<torch::Tensor> rest;  // the others
         for (const auto& t : group_params[g])
           if (!factored.count(t.unsafeGetTensorImpl())) rest.push_back(t);
@@ -779,6 +789,16 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           pg->allreduce(flat)->wait(timeout);
         }
         unflatten_into(flat[0], reduced);
+      }
+      // The table's copies in the two groups, in the whole layout: a split group's members give
+      // their rows; whole copies are given once per replica.
+      if (Collectives* both = pg_at(tied_subgroup)) {
+        const int op =
+            my_index[static_cast<std::size_t>(tied->second)] >= 0 ? tied->second : tied->first;
+        const auto g = static_cast<std::size_t>(at.group[static_cast<std::size_t>(op)]);
+        const torch::Tensor& table = graph->op_parameters(tied->second)[0];
+        if (!table.grad().defined()) table.mutable_grad() = torch::zeros_like(table);
+        all_reduce_whole(*both, layouts, {table}, true, !at.split[g] || tps[g].rank == 0, timeout);
       }
       own_losses.push_back(loss_sum);
       for (auto& z : zero_groups)  // (the synchronisation above defined every gradient)

@@ -84,8 +84,8 @@ Result<bool> check_split_op(const model::Op& op) {
   const OpFn fn = op.compute.fn;
   const bool ok =
       op.shard == ShardKind::replicated || (fn == OpFn::conv2d && op.shard == ShardKind::channel) ||
-      (fn == OpFn::linear && !op.tied_params &&
-       (op.shard == ShardKind::column || op.shard == ShardKind::row)) ||
+      (fn == OpFn::linear && (op.shard == ShardKind::column || op.shard == ShardKind::row ||
+                              op.shard == ShardKind::vocab)) ||
       (fn == OpFn::cross_entropy && op.shard == ShardKind::vocab) ||
       ((fn == OpFn::relu || fn == OpFn::gelu || fn == OpFn::tanh || fn == OpFn::dropout ||
         fn == OpFn::softmax || fn == OpFn::attention_scores || fn == OpFn::attention_context) &&
@@ -93,8 +93,8 @@ Result<bool> check_split_op(const model::Op& op) {
   if (ok) return true;
   return Error{fmt::format(
       "op \"{}\" ({} split by {}) is not executed in a split group yet (convolutions by channel, "
-      "linear layers by column or row, elementwise ops, softmax, attention by heads, losses by "
-      "class and ops computed whole are)",
+      "linear layers by column, row or vocabulary, elementwise ops, softmax, attention by heads, "
+      "losses by class and ops computed whole are)",
       op.name, model::to_string(op.kind), model::to_string(op.shard))};
 }
 
@@ -185,7 +185,8 @@ void shard_split_op(const OpGraph& graph, const model::Op& op, int index, const 
   std::vector<torch::Tensor> w = graph.op_parameters(index);  // the graph's tensors, cut in place
   if (w.empty() || !tp.active()) return;
   if ((op.compute.fn == OpFn::conv2d && op.shard == ShardKind::channel) ||
-      (op.compute.fn == OpFn::linear && op.shard == ShardKind::column)) {
+      (op.compute.fn == OpFn::linear &&
+       (op.shard == ShardKind::column || op.shard == ShardKind::vocab))) {
     const auto r = cut_ranges(w[0].size(0), cut, tp);
     for (auto& t : w) layouts.keep(t, 0, r);
   } else if (op.compute.fn == OpFn::linear && op.shard == ShardKind::row) {
@@ -206,7 +207,7 @@ torch::Tensor apply_split(const OpGraph& graph, const model::Op& op, int index,
   if (fn == OpFn::linear) {
     std::vector<std::int64_t> shape = graph.output_shape(index, n);
     const std::int64_t rows = linear_rows_per_sample(op.compute);
-    if (op.shard == ShardKind::column) {  // this rank's output features
+    if (op.shard == ShardKind::column || op.shard == ShardKind::vocab) {  // its output features
       shape.back() = w[0].size(0);
       return torch::linear(graph.linear_input(index, x), w[0],
                            op.compute.bias ? w[1] : torch::Tensor())

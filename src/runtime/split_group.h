@@ -19,8 +19,9 @@
 namespace hetplan::runtime::detail {
 
 // Whether op `op` runs split by its tensor dimension: ops of ShardKind::replicated (computed whole
-// on every device), convolutions by output channel, linear layers by column or row, elementwise
-// ops, softmax and dropout on feature shards, the attention core (scores and context) by heads, a
+// on every device), convolutions by output channel, linear layers by column, row or vocabulary
+// (an LM head's classes, its tied table's rows), elementwise ops, softmax and dropout on feature
+// shards, the attention core (scores and context) by heads, a
 // cross-entropy over classes split by vocabulary; or why not.
 Result<bool> check_split_op(const model::Op& op);
 
@@ -63,7 +64,8 @@ torch::Tensor convert(const torch::Tensor& x, sim::Layout from, sim::Layout to,
 
 // Cuts op `op`'s weights to this rank's share (recorded in `layouts`) as `cut` says: a
 // convolution's and a column-split layer's output rows, a row-split layer's input columns (its
-// bias stays whole and only rank 0 adds it). Other ops' weights stay whole.
+// bias stays whole and only rank 0 adds it), an LM head's classes (rows of a tied table, which
+// no other op of this rank reads). Other ops' weights stay whole.
 void shard_split_op(const OpGraph& graph, const model::Op& op, int index, const TensorParallel& tp,
                     FeatureCut cut, ShardLayouts& layouts);
 

@@ -32,6 +32,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "hetplan/core/graph.h"
@@ -66,6 +67,8 @@ struct OpLevelLowering {
   // Per group, the first group laid out as it (plan::same_split_layout; itself when none): ops of
   // split groups of one layout pass activations as inside one group.
   std::vector<int> layout_id;
+  // A tied LM head in another group than its table ({head, table}): it holds a copy of the table.
+  std::optional<std::pair<int, int>> tied;
   TaskGraph g;
   std::vector<LaneInfo> lanes;
   std::vector<int> lane_of_device;
@@ -499,17 +502,28 @@ struct OpLevelLowering {
   // (times the op's own share of them in a split group).
   double optimizer_time(std::size_t j, const std::vector<int>& ops, double shard) const {
     double t = 0;
-    for (int op : ops)
+    for (int op : ops) {
+      const int device = p.op_groups[group_of[op]].devices[j];
       if (optimizer_index[op] >= 0)
-        t += device_time(p.op_groups[group_of[op]].devices[j], tg.optimizer[optimizer_index[op]],
-                         1.0, shard * weight_shard(op, j));
+        t += device_time(device, tg.optimizer[optimizer_index[op]], 1.0,
+                         shard * weight_shard(op, j));
+      if (tied && op == tied->first && optimizer_index[tied->second] >= 0)  // the table's copy
+        t += device_time(device, tg.optimizer[optimizer_index[tied->second]], 1.0,
+                         shard * weight_shard(op, j));
+    }
     return t;
+  }
+
+  // The parameters op `op`'s group holds for it: its own, and a tied head's copy of its table.
+  double own_params(int op) const {
+    return static_cast<double>(m.ops[op].params +
+                               (tied && op == tied->first ? m.ops[op].tied_params : 0));
   }
 
   // The parameters of `ops` that device j of their group holds.
   double params_held(const std::vector<int>& ops, std::size_t j) const {
     double x = 0;
-    for (int op : ops) x += static_cast<double>(m.ops[op].params) * weight_shard(op, j);
+    for (int op : ops) x += own_params(op) * weight_shard(op, j);
     return x;
   }
 
@@ -524,7 +538,7 @@ struct OpLevelLowering {
 
   double params_of(const std::vector<int>& ops) const {
     double x = 0;
-    for (int op : ops) x += static_cast<double>(m.ops[op].params);
+    for (int op : ops) x += own_params(op);
     return x;
   }
 
@@ -657,7 +671,8 @@ struct OpLevelLowering {
       if (lane_of_device[d] >= 0) fixed_memory[d].buffers = base_buffers;
     std::vector<std::vector<int>> param_ops(p.op_groups.size());
     for (std::size_t op = 0; op < m.ops.size(); ++op)
-      if (m.ops[op].params > 0) param_ops[group_of[op]].push_back(static_cast<int>(op));
+      if (own_params(static_cast<int>(op)) > 0)
+        param_ops[group_of[op]].push_back(static_cast<int>(op));
     // Per group: the tasks its optimizer steps wait for, per device of the group.
     std::vector<std::vector<std::vector<int>>> waits(p.op_groups.size());
     SyncClasses classes;
@@ -676,11 +691,13 @@ struct OpLevelLowering {
       if (is_split(static_cast<int>(gi)) ? replicas(static_cast<int>(gi)) < 2 : n == 1) continue;
       std::vector<int> factor_ops, reduced;
       for (int op : ops)
-        (grp.sync == plan::SyncMethod::sufficient_factor &&
-                 sufficient_factor_applies(m.ops[op], plan::SplitKind::tensor)
-             ? factor_ops
-             : reduced)
-            .push_back(op);
+        // (A table apart from its tied head is summed with the head's copy below.)
+        if (m.ops[op].params > 0 && !(tied && op == tied->second))
+          (grp.sync == plan::SyncMethod::sufficient_factor &&
+                   sufficient_factor_applies(m.ops[op], plan::SplitKind::tensor)
+               ? factor_ops
+               : reduced)
+              .push_back(op);
       if (is_split(static_cast<int>(gi))) {
         add_replica_sync(static_cast<int>(gi), reduced, classes);
         if (!factor_ops.empty())
@@ -714,6 +731,26 @@ struct OpLevelLowering {
         waits[gi][j].push_back(rebuild);
         fixed_memory[d].buffers =
             max(fixed_memory[d].buffers, base_buffers + Bytes(per_sample * batch()));
+      }
+    }
+    if (tied) {
+      // The table's copies in the two groups sum their gradients over both groups' devices in
+      // the whole layout, as the runtime does, once every backward pass over them is done and
+      // before either group steps.
+      const int head = tied->first, table = tied->second;
+      std::vector<int> devices;
+      for (int op : {table, head}) {
+        const auto& in = p.op_groups[group_of[op]].devices;
+        devices.insert(devices.end(), in.begin(), in.end());
+      }
+      const int t =
+          add_transfer(TaskKind::grad_sync, lane_of_device[devices[0]], -1, group_of[table], -1,
+                       collective(cost::Collective::all_reduce, devices,
+                                  static_cast<double>(m.ops[head].tied_params) * param_bytes()));
+      for (int op : {table, head}) {
+        for (const auto& per_mb : bwd[op])
+          for (int x : per_mb) g.add_edge(x, t);
+        for (auto& w : waits[group_of[op]]) w.push_back(t);
       }
     }
     for (auto& [key, ops] : classes) {
@@ -819,6 +856,7 @@ struct OpLevelLowering {
   void build() {
     index_training_graph();
     group_of = plan::group_of_ops(p, m);
+    tied = plan::tied_ops_apart(m, group_of);
     build_lanes();
     add_passes();
     add_data_edges();

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hetplan/model/zoo.h"
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/plan/validate.h"
 #include "plan_fixtures.h"
@@ -319,6 +320,30 @@ TEST_F(OpGroups, FileErrorsNameTheField) {
                      "op_groups": [{"ops": ["a"], "devices": [0], "colour": 1}]})"),
             "p.json: op_groups[0].colour: unknown key (allowed: ops, mode, devices, shares, "
             "replica_sizes, batch_shares, sync, algorithm, servers)");
+}
+
+// A tied LM head may sit in another group than its word table on other devices (each holds a
+// copy, their gradients summed), not on a device of the table's group.
+TEST_F(OpGroups, ATiedHeadAndItsTableShareAGroupOrNoDevice) {
+  auto m = model::load_model("gpt:layers=1,hidden=32,heads=2,seq=8,vocab=64");
+  ASSERT_TRUE(m);
+  model_ = *m;
+  plan_.op_groups = {OpGroup{}, OpGroup{}};
+  plan_.op_groups[0].ops = {"embedding.*", "layers.*"};
+  plan_.op_groups[0].devices = {0, 1};
+  plan_.op_groups[1].ops = {"head.*"};
+  plan_.op_groups[1].devices = {2};
+  plan_.op_groups[1].mode = GroupMode::place;
+  EXPECT_EQ(check(), "ok");
+  const auto owner = group_of_ops(plan_, model_);
+  EXPECT_TRUE(tied_ops_apart(model_, owner));
+  EXPECT_FALSE(tied_groups_overlap(plan_, model_, owner));
+  plan_.op_groups[1].devices = {1};
+  EXPECT_EQ(tied_groups_overlap(plan_, model_, owner), 1);
+  EXPECT_EQ(check(),
+            "plan.json: op_groups: the tied LM head \"head.lm_head\" (op_groups[1]) and the table "
+            "it reads \"embedding.word\" (op_groups[0]) share device 1 (expected one group, or "
+            "groups on disjoint devices, whose copies of the table sum their gradients)");
 }
 
 }  // namespace

@@ -606,6 +606,33 @@ TEST(RunCli, SplitGroupsRunAttentionByHeads) {
   }
 }
 
+// BERT's tied MLM decoder in another group than the word table, on other devices: each group
+// holds a copy of the table (the decoder's split by vocabulary in a split group) and the copies
+// sum their gradients over both groups' ranks. The decoder replicated, split over two replicas
+// of two devices (0.7/0.3 of the vocabulary) and placed on one device: one process's losses.
+TEST(RunCli, TiedDecodersApartFromTheirTableMatchOneProcess) {
+  const std::string bert = std::string("--model ") + kBert;
+  const auto one = losses(bert + " --strategy dp=1,gbs=12");
+  const std::vector<std::pair<nlohmann::json, int>> heads = {
+      {{{"ops", {"head.*"}}, {"mode", "replicate"}, {"devices", {2, 3}}}, 4},
+      {{{"ops", {"head.*"}},
+        {"mode", "split"},
+        {"devices", {2, 3, 4, 5}},
+        {"replica_sizes", {2, 2}},
+        {"shares", {0.7, 0.3, 0.7, 0.3}}},
+       6},
+      {{{"ops", {"head.*"}}, {"mode", "place"}, {"devices", {2}}}, 3}};
+  for (const auto& [head, ranks] : heads) {
+    nlohmann::json doc = {{"version", 1}, {"global_batch", 12}, {"num_microbatches", 2}};
+    doc["op_groups"] = {
+        {{"ops", {"embedding.*", "layers.*"}}, {"mode", "replicate"}, {"devices", {0, 1}}}, head};
+    const auto file = write_plan("tied", doc.dump());
+    const auto got = losses(bert + " --nprocs " + std::to_string(ranks) + " --plan " + file);
+    std::filesystem::remove(file);
+    expect_same_losses(one, got);
+  }
+}
+
 // HeteroG's planner, asked for a runnable plan of a ResNet on 2 fast and 2 slow CPU workers,
 // chooses an op-level plan that is no stage plan (convolutions replicated 3:3:1:1 with parameter
 // servers, batch normalisations placed); run, it gives one process's losses (with synced

@@ -517,5 +517,34 @@ TEST(OpLevel, SufficientFactorsOfTensorParallelReplicasMatchTheStagePlan) {
   EXPECT_EQ(count(*op, TaskKind::grad_rebuild), 4);
 }
 
+// A tied LM head in another group than its word table holds a copy of it, whose gradient is summed
+// with the table's over both groups' devices before either steps: GPT-3 125M in two pipeline
+// stages on two A100s of a DGX node (two micro-batches of 4), op by op as the stage plan.
+TEST(OpLevel, ATiedHeadApartFromItsTableSumsItsCopysGradient) {
+  const auto c = cluster::load_cluster("dgx-a100:1");
+  const auto m = model::load_model("gpt3-125m");
+  ASSERT_TRUE(c && m);
+  auto st = plan::parse_strategy("dp=1,tp=1,pp=2,gbs=8,mbs=4");
+  ASSERT_TRUE(st);
+  auto stage_plan = plan::plan_from_strategy(*st, *m, *c);
+  ASSERT_TRUE(stage_plan) << stage_plan.error().message;
+  const auto ops = plan::as_op_level_plan(*stage_plan, *m);
+  ASSERT_TRUE(ops);
+  ASSERT_EQ(ops->op_groups.size(), 2u);
+  SimOptions opts;
+  opts.record_events = true;
+  auto tp = simulate(*m, *c, *stage_plan, opts);
+  auto op = simulate(*m, *c, *ops, opts);
+  ASSERT_TRUE(tp) << tp.error().message;
+  ASSERT_TRUE(op) << op.error().message;
+  // The same time as the 1F1B stage plan (134.06 ms), the same weights on the head's device and
+  // the same peak memory; one gradient sync, the table's.
+  EXPECT_NEAR(op->iteration_time.value, tp->iteration_time.value, 1e-6 * tp->iteration_time.value);
+  EXPECT_DOUBLE_EQ(op->devices[1].memory.parameters.value, tp->devices[1].memory.parameters.value);
+  EXPECT_NEAR(op->devices[1].peak_memory.value, tp->devices[1].peak_memory.value,
+              1e-3 * tp->devices[1].peak_memory.value);
+  EXPECT_EQ(count(*op, TaskKind::grad_sync), 1);
+}
+
 }  // namespace
 }  // namespace hetplan::sim

@@ -22,6 +22,16 @@ std::vector<int> group_of_ops(const Plan& p, const model::Model& m);
 std::optional<std::pair<int, int>> tied_ops_apart(const model::Model& m,
                                                   const std::vector<int>& group_of_op);
 
+// Where the tied LM head and its table are in different groups of p that share a device, which an
+// op-level plan must not (a device holds one copy of the table; copies on disjoint devices sum
+// their gradients): the first such device; nullopt otherwise.
+std::optional<int> tied_groups_overlap(const Plan& p, const model::Model& m,
+                                       const std::vector<int>& group_of_op);
+
+// The message for that: op_groups names the two groups and the device.
+std::string tied_overlap_message(const model::Model& m, const std::vector<int>& group_of_op,
+                                 int device);
+
 // A split group's replicas (OpGroup::replica_sizes; one when none are given), 1 for other groups;
 // the replica that device j of group g belongs to (0 outside split groups); and the index of
 // replica r's first device.
