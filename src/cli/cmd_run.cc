@@ -154,8 +154,9 @@ int run_run(const RunArgs& a) {
                    form.stages_from_op_level);
     if (tell && form.op_level_from_stages)
       std::fprintf(stderr,
-                   "hetplan: the runtime has no stage module for this model: the stage plan runs "
-                   "op by op, one group per stage on its replicas' devices at their batch shares, "
+                   "hetplan: the stage runtime does not run this plan (no stage module for the "
+                   "model, or a form it does not execute): it runs op by op, a group per stage on "
+                   "its replicas' devices (per split of a batch program, per synchronisation), "
                    "one rank per device\n");
     else if (tell && form.plan.is_op_level())
       std::fprintf(stderr, "hetplan: the op-level plan runs op by op, one rank per device\n");

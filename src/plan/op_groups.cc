@@ -171,7 +171,7 @@ Plan same_step(const Plan& p) {
 }  // namespace
 
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
-  if (p.is_op_level() || p.stages.empty() || !p.op_overrides.empty() || p.zero_stage > 1 ||
+  if (p.is_op_level() || p.stages.empty() || p.zero_stage > 1 ||
       p.recompute != cost::Recompute::none || p.sequence_parallel)
     return std::nullopt;
   for (const auto& rule : p.grad_sync)
@@ -184,16 +184,68 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
       if (op_pattern_matches(rule.ops, op)) return rule.method == SyncMethod::sufficient_factor;
     return false;
   };
+  auto any_by_factors = [&](const std::vector<std::string>& ops) {
+    return std::any_of(ops.begin(), ops.end(), by_factors);
+  };
   Plan out = same_step(p);
   out.execution_order = ExecutionOrder::heft;
   for (const Stage& st : p.stages) {
-    OpGroup g;
+    const bool tensor = std::any_of(st.replicas.begin(), st.replicas.end(),
+                                    [](const Replica& r) { return r.devices.size() > 1; });
+    // The stage's ops by how its replicas split them (HAP's batch programs: by batch, by tensor,
+    // or computed whole on every device; on replicas of one device each the split changes
+    // nothing).
+    std::vector<std::string> by_tensor, by_batch, whole;
     for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
       if (l < 0 || l >= static_cast<int>(m.layers.size())) return std::nullopt;
       const model::Layer& layer = m.layers[static_cast<std::size_t>(l)];
-      for (int i = layer.first_op; i < layer.first_op + layer.num_ops; ++i)
-        g.ops.push_back(m.ops[static_cast<std::size_t>(i)].name);
+      for (int i = layer.first_op; i < layer.first_op + layer.num_ops; ++i) {
+        const model::Op& op = m.ops[static_cast<std::size_t>(i)];
+        const SplitKind split = tensor ? split_of(p, op.name) : SplitKind::tensor;
+        if (split == SplitKind::batch_sharded && op.params > 0) return std::nullopt;
+        (split == SplitKind::tensor      ? by_tensor
+         : split == SplitKind::replicate ? whole
+                                         : by_batch)
+            .push_back(op.name);
+      }
     }
+    if (!by_batch.empty()) {
+      // Split by batch: every device of every replica runs its tensor share of the replica's
+      // samples, whole weights on each, all summed.
+      if (any_by_factors(by_batch)) return std::nullopt;
+      OpGroup b;
+      b.ops = std::move(by_batch);
+      for (const Replica& r : st.replicas)
+        for (std::size_t j = 0; j < r.devices.size(); ++j) {
+          b.devices.push_back(r.devices[j]);
+          b.shares.push_back(r.batch_share * (r.tp_shares.empty()
+                                                  ? 1.0 / static_cast<double>(r.devices.size())
+                                                  : r.tp_shares[j]));
+        }
+      out.op_groups.push_back(std::move(b));
+    }
+    if (!whole.empty()) {
+      // Computed whole on every device of a replica: the same as on one of them (the one with
+      // the largest tensor share), which runs the replica's samples.
+      if (any_by_factors(whole)) return std::nullopt;
+      OpGroup w;
+      w.ops = std::move(whole);
+      for (const Replica& r : st.replicas) {
+        std::size_t best = 0;
+        for (std::size_t j = 1; j < r.tp_shares.size(); ++j)
+          if (r.tp_shares[j] > r.tp_shares[best]) best = j;
+        w.devices.push_back(r.devices[best]);
+        w.shares.push_back(r.batch_share);
+      }
+      if (w.devices.size() == 1) {
+        w.mode = GroupMode::place;
+        w.shares.clear();
+      }
+      out.op_groups.push_back(std::move(w));
+    }
+    if (by_tensor.empty()) continue;
+    OpGroup g;
+    g.ops = std::move(by_tensor);
     if (st.replicas.size() == 1 && st.replicas.front().devices.size() > 1) {
       // One tensor-parallel replica: a split group at its tp_shares.
       g.mode = GroupMode::split;
@@ -202,8 +254,6 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
       out.op_groups.push_back(std::move(g));
       continue;
     }
-    const bool tensor = std::any_of(st.replicas.begin(), st.replicas.end(),
-                                    [](const Replica& r) { return r.devices.size() > 1; });
     if (tensor) {
       // Replicas of which some split their layers: a split group of those replicas.
       bool uneven = false;

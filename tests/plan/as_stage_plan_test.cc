@@ -203,6 +203,58 @@ TEST_F(AsStagePlan, StagePlansOfOneDeviceReplicasBecomeOpLevelPlansAndBack) {
   EXPECT_FALSE(as_op_level_plan(plan_, model_));  // already op-level
 }
 
+// HAP's batch program as an op-level plan: in a stage of tensor-parallel replicas, the ops split by
+// batch run on every device at its replica's batch share times its tensor share, those computed
+// whole on one device per replica (its largest tensor share), those split by tensor in a split
+// group of the replicas.
+TEST_F(AsStagePlan, BatchProgramsBecomeAGroupPerSplit) {
+  Plan hap = plan_;
+  Stage st;
+  st.first_layer = 0;
+  st.num_layers = 4;
+  st.replicas = {Replica{{0, 1}, {0.25, 0.75}, 0.5}, Replica{{2, 3}, {}, 0.5}};
+  hap.stages = {st};
+  hap.op_overrides = {OpOverride{"embedding.*", SplitKind::replicate},
+                      OpOverride{"layers.0.*", SplitKind::batch},
+                      OpOverride{"head.*", SplitKind::replicate}};
+  auto ops = as_op_level_plan(hap, model_);
+  ASSERT_TRUE(ops);
+  ASSERT_EQ(ops->op_groups.size(), 3u);
+  const OpGroup& batch = ops->op_groups[0];
+  EXPECT_EQ(batch.mode, GroupMode::replicate);
+  EXPECT_EQ(batch.devices, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(batch.shares, (std::vector<double>{0.125, 0.375, 0.25, 0.25}));
+  const OpGroup& whole = ops->op_groups[1];
+  EXPECT_EQ(whole.mode, GroupMode::replicate);
+  EXPECT_EQ(whole.devices, (std::vector<int>{1, 2}));
+  EXPECT_EQ(whole.shares, (std::vector<double>{0.5, 0.5}));
+  const OpGroup& tensor = ops->op_groups[2];
+  EXPECT_EQ(tensor.mode, GroupMode::split);
+  EXPECT_EQ(tensor.replica_sizes, (std::vector<int>{2, 2}));
+  const auto group = group_of_ops(*ops, model_);
+  for (std::size_t i = 0; i < model_.ops.size(); ++i) {
+    const int layer = model_.layer_of(static_cast<int>(i));
+    EXPECT_EQ(group[i], layer == 1 ? 0 : layer == 2 ? 2 : 1) << model_.ops[i].name;
+  }
+  EXPECT_EQ(validate(*ops), "ok");
+  // One replica: the ops computed whole are placed on its device of the largest share.
+  Plan one = hap;
+  one.stages[0].replicas = {Replica{{0, 1}, {0.25, 0.75}, 1.0}};
+  ops = as_op_level_plan(one, model_);
+  ASSERT_TRUE(ops);
+  EXPECT_EQ(ops->op_groups[1].mode, GroupMode::place);
+  EXPECT_EQ(ops->op_groups[1].devices, std::vector<int>{1});
+  // Not with weights sharded by batch_sharded, nor sufficient factors on ops split by batch.
+  Plan sharded = hap;
+  sharded.op_overrides[1].split = SplitKind::batch_sharded;
+  EXPECT_TRUE(as_op_level_plan(sharded, model_));  // (no weights to shard)
+  model_.ops[static_cast<std::size_t>(model_.layers[1].first_op)].params = 1000;
+  EXPECT_FALSE(as_op_level_plan(sharded, model_));
+  Plan factors = hap;
+  factors.grad_sync = {GradSync{"layers.0.*", SyncMethod::sufficient_factor}};
+  EXPECT_FALSE(as_op_level_plan(factors, model_));
+}
+
 TEST_F(AsStagePlan, EvenSharesWhenTheGroupHasNone) {
   plan_.op_groups = {replicated({"*"}, {0, 1, 2, 3})};
   auto s = as_stage_plan(plan_, model_);

@@ -633,6 +633,30 @@ TEST(RunCli, TiedDecodersApartFromTheirTableMatchOneProcess) {
   }
 }
 
+// HAP's batch programs of a CNN (convolutions split by batch over each replica's devices, the
+// classifier computed whole on each, or split by tensor) run op by op: a replicated group of the
+// batch-split ops over every device, the classifier on one device per replica or in a split
+// group of the replicas. Two replicas of two devices at tensor shares 0.7/0.3: one process's
+// losses.
+TEST(RunCli, BatchProgramsOfCnnsRunOpByOp) {
+  const std::string resnet = std::string("--model ") + kResNet;
+  const auto one = losses(resnet + " --strategy dp=1,gbs=16,mbs=8");
+  for (const char* head : {"replicate", "tensor"}) {
+    const auto file = plan_file({{0, 10}}, {10, 6}, 2, "1f1b", 0, {0.7, 0.3}, "synced");
+    auto plan = nlohmann::json::parse(cli::testing::slurp(file));
+    plan["op_overrides"] = {{{"ops", "stem.*"}, {"split", "batch"}},
+                            {{"ops", "layer*"}, {"split", "batch"}},
+                            {{"ops", "head.avgpool"}, {"split", "batch"}},
+                            {{"ops", "head.*"}, {"split", head}}};
+    std::ofstream(file) << plan.dump();
+    auto r = run_hetplan("run --json --steps 20 " + resnet + " --nprocs 4 --plan " + file);
+    std::filesystem::remove(file);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("op by op"), std::string::npos) << r.err;
+    expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+  }
+}
+
 // HeteroG's planner, asked for a runnable plan of a ResNet on 2 fast and 2 slow CPU workers,
 // chooses an op-level plan that is no stage plan (convolutions replicated 3:3:1:1 with parameter
 // servers, batch normalisations placed); run, it gives one process's losses (with synced

@@ -86,13 +86,17 @@ std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 // The other way: a stage plan as the op-level plan of the same training step: one group per stage
 // naming its layers' ops, on its replicas' devices at their batch shares (placed when the stage
 // has one replica of one device; split when a replica has several: at the tp_shares, in replicas
-// of the stage's replica sizes and batch shares), gradients all-reduced, but a stage of one-device
-// replicas' ops that grad_sync synchronises by sufficient factors, which form a second group on
-// the same devices; the same model, cluster and planner strings, global_batch, num_microbatches,
-// grad_bucket_bytes, batch_norm and ZeRO stage, execution order heft. (In a stage of
-// tensor-parallel replicas the second group is a split group laid out as the first,
-// same_split_layout.) Nullopt for an op-level plan, op overrides, grad_sync rules other than
-// all-reduce and sufficient factors, recomputation, sequence parallelism or ZeRO-2/3.
+// of the stage's replica sizes and batch shares), gradients all-reduced, but the ops that grad_sync
+// synchronises by sufficient factors, which form a second group laid out as the first
+// (same_split_layout for split groups). Where op overrides split a stage of tensor-parallel
+// replicas otherwise (HAP's batch programs), its ops split by batch form a replicated group of
+// every device at its replica's batch share times its tensor share, and those computed whole
+// (`replicate`) a group of one device per replica (its largest tensor share) at the replica's
+// batch share. The same model, cluster and planner strings, global_batch, num_microbatches,
+// grad_bucket_bytes, batch_norm and ZeRO stage, execution order heft. Nullopt for an op-level
+// plan, grad_sync rules other than all-reduce and sufficient factors (or sufficient factors on
+// ops split by batch or computed whole), weights sharded by batch_sharded, recomputation,
+// sequence parallelism or ZeRO-2/3.
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m);
 
 // Why as_stage_plan gives nullopt ("layer 2 (layers.1): op \"layers.1.fc\" runs on devices {0}
