@@ -129,7 +129,8 @@ void check_group(const Plan& p, const OpGroup& g, const cluster::Cluster& c,
     if (!g.servers.empty() || g.algorithm != cost::Algorithm::automatic)
       throw InputError(field_path(path, g.servers.empty() ? "algorithm" : "servers"),
                        "a split group holds a share of each weight and takes no servers or "
-                       "algorithm (its replicas, if several, all-reduce their gradients)");
+                       "algorithm (its replicas, if several, all-reduce their gradients or gather "
+                       "their sufficient factors)");
     if (g.sync != SyncMethod::all_reduce &&
         (g.sync != SyncMethod::sufficient_factor || replica_count(g) < 2))
       throw InputError(

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <set>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -101,6 +100,19 @@ struct Layout {
           break;
         }
     }
+  }
+  // Member j of split group g's place in its replica: the replica's size and tensor shares (in
+  // ascending rank order) and j's rank among them, without a process group.
+  TensorParallel replica_place(std::size_t g, int j) const {
+    TensorParallel tp;
+    const auto& order =
+        by_rank[g][static_cast<std::size_t>(replica[g][static_cast<std::size_t>(j)])];
+    tp.size = static_cast<int>(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      tp.shares.push_back(tensor_shares[g][static_cast<std::size_t>(order[i])]);
+      if (order[i] == j) tp.rank = static_cast<int>(i);
+    }
+    return tp;
   }
   // Whether op `op`'s output reaches group g's ops as inside one group.
   bool together(std::size_t op, std::size_t g) const {
@@ -207,29 +219,50 @@ Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int worl
   if (p.recompute != cost::Recompute::none)
     return Error{"plan: recompute: op-level plans are executed without recomputation"};
   const std::vector<FeatureCut> cuts = feature_cuts(m);
+  auto split = [&](std::size_t g) { return p.op_groups[g].mode == plan::GroupMode::split; };
   for (std::size_t i = 0; i < m.ops.size(); ++i) {
     const auto g = static_cast<std::size_t>(group[i]);
     const plan::OpGroup& og = p.op_groups[g];
-    if (og.mode != plan::GroupMode::split) continue;
-    if (auto ok = check_split_op(m.ops[i]); !ok)
-      return Error{fmt::format("plan: op_groups[{}]: {}", g, ok.error().message)};
+    if (split(g))
+      if (auto ok = check_split_op(m.ops[i]); !ok)
+        return Error{fmt::format("plan: op_groups[{}]: {}", g, ok.error().message)};
     if (cuts[i].sections == 1) continue;
-    // QKV split by heads: its rank's Q, K and V parts are read as they are, by its attention core.
-    if (og.sync == plan::SyncMethod::sufficient_factor)
-      return Error{fmt::format(
-          "plan: op_groups[{}].sync: the sufficient factors of \"{}\" (QKV split by heads) are "
-          "not executed; put it in a group that all-reduces",
-          g, m.ops[i].name)};
+    // A QKV projection that a split group splits by heads: its rank's Q, K and V parts are read
+    // as they are, by its attention core in its group (or one laid out alike), and every rank
+    // holds at least one head.
+    const std::string& qkv = m.ops[i].name;
     for (std::size_t c = 0; c < m.ops.size(); ++c) {
       const auto& in = m.ops[c].inputs;
       if (std::find(in.begin(), in.end(), static_cast<int>(i)) == in.end()) continue;
       const auto gc = static_cast<std::size_t>(group[c]);
-      if ((gc != g && !plan::same_split_layout(og, p.op_groups[gc])) ||
-          m.ops[c].shard != model::ShardKind::heads)
+      const bool together = gc == g || plan::same_split_layout(og, p.op_groups[gc]);
+      if ((split(g) || split(gc)) && (!together || m.ops[c].shard != model::ShardKind::heads))
         return Error{fmt::format(
             "plan: op_groups[{}]: \"{}\" (QKV) is split by heads for its attention core, which "
             "must read it in its group (or one laid out alike); \"{}\" does not",
-            g, m.ops[i].name, m.ops[c].name)};
+            split(g) ? g : gc, qkv, m.ops[c].name)};
+    }
+    if (!split(g)) continue;
+    if (og.sync == plan::SyncMethod::sufficient_factor)
+      return Error{fmt::format(
+          "plan: op_groups[{}].sync: the sufficient factors of \"{}\" (QKV split by heads) are "
+          "not executed; put it in a group that all-reduces",
+          g, qkv)};
+    const std::int64_t heads = m.ops[i].gemm.n / (cuts[i].unit * cuts[i].sections);
+    for (int r = 0; r < plan::replica_count(og); ++r) {
+      auto members = plan::replica_members(og, r);  // in rank (device) order
+      std::sort(members.begin(), members.end(),
+                [&](std::size_t a, std::size_t b) { return og.devices[a] < og.devices[b]; });
+      TensorParallel tp;
+      tp.size = static_cast<int>(members.size());
+      for (std::size_t j : members) tp.shares.push_back(plan::tensor_share(og, j));
+      const auto counts = share_counts(heads, tp);
+      for (std::size_t q = 0; q < counts.size(); ++q)
+        if (counts[q] == 0)
+          return Error{fmt::format(
+              "plan: op_groups[{}].shares: device {} gets none of the {} heads of \"{}\" (a split "
+              "group's devices each hold whole heads, at least one)",
+              g, og.devices[members[q]], heads, qkv)};
     }
   }
   for (std::size_t g = 0; g < p.op_groups.size(); ++g)
@@ -345,14 +378,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
     if (!at.split[g] || j_me < 0) continue;
     const auto r = static_cast<std::size_t>(at.replica[g][static_cast<std::size_t>(j_me)]);
     my_replica[g] = static_cast<int>(r);
-    TensorParallel& tp = tps[g];
-    tp.group = pg_at(replica_subgroup[g][r]);
-    tp.size = static_cast<int>(at.by_rank[g][r].size());
-    for (std::size_t i = 0; i < at.by_rank[g][r].size(); ++i) {
-      const int j = at.by_rank[g][r][i];
-      tp.shares.push_back(at.tensor_shares[g][static_cast<std::size_t>(j)]);
-      if (j == j_me) tp.rank = static_cast<int>(i);
-    }
+    tps[g] = at.replica_place(g, j_me);
+    tps[g].group = pg_at(replica_subgroup[g][r]);
   }
   // The members at this rank's place in each replica of an aligned split group (-1: none).
   auto my_place = [&](std::size_t g) {
@@ -391,20 +418,12 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
     h.rows *= linear_rows_per_sample(op.compute);
     h.inputs = {0, op.gemm.k};
     h.outputs = {0, op.gemm.n};
-    const bool column = op.shard == model::ShardKind::column,
+    // (Split by output features like a column split: an LM head's classes.)
+    const bool column = op.shard == model::ShardKind::column || op.shard == model::ShardKind::vocab,
                row = op.shard == model::ShardKind::row;
     if (!at.split[g] || !(column || row)) return h;
-    TensorParallel tp;  // the replica's shares, from this member's place
-    const auto& order = at.by_rank[g][static_cast<std::size_t>(h.replica)];
-    tp.size = static_cast<int>(order.size());
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      tp.shares.push_back(at.tensor_shares[g][static_cast<std::size_t>(order[i])]);
-      if (order[i] == j) tp.rank = static_cast<int>(i);
-    }
-    const auto counts = cut_counts(column ? op.gemm.n : op.gemm.k, cuts[o], tp);
-    const std::int64_t first =
-        std::accumulate(counts.begin(), counts.begin() + tp.rank, std::int64_t{0});
-    (column ? h.outputs : h.inputs) = {first, first + counts[static_cast<std::size_t>(tp.rank)]};
+    const Ranges r = cut_ranges(column ? op.gemm.n : op.gemm.k, cuts[o], at.replica_place(g, j));
+    (column ? h.outputs : h.inputs) = r.front();  // (one range: check_op_level)
     return h;
   };
   // Layout of op `op`'s output in its split group, and the dimension and shard counts of its
@@ -422,8 +441,9 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
                                    : cut_counts(whole[static_cast<std::size_t>(dim)], cut, tps[g]));
   };
   // The weights of the groups this rank is in, per group.
-  // A tied weight (BERT's word table, which its MLM decoder reads) counts once, with its owner,
-  // whose group the plan keeps the reader in.
+  // A tied weight (BERT's word table, which its MLM decoder reads) counts once, with the first
+  // group of this rank that uses it: the table's, or on the ranks of a head kept apart (on other
+  // devices), the head's, whose copy is summed with the table's below.
   std::vector<std::vector<torch::Tensor>> group_params(G);
   std::set<const void*> seen;
   for (std::size_t o = 0; o < N; ++o)
@@ -517,8 +537,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         };
         std::vector<torch::Tensor> out(N), grad(N);
         std::vector<std::vector<torch::Tensor>> leaves(N);  // each op's inputs, as it got them
-        std::vector<torch::Tensor> read(
-            N);  // a factored linear layer's input rows, as it read them
+        // A factored linear layer's input rows, as it read them.
+        std::vector<torch::Tensor> read_rows(N);
         // Transfers of a producer's output to another group: (producer, consumer group) -> the
         // rows this rank received (a leaf whose gradient goes back), in forward order.
         std::vector<std::pair<std::size_t, std::size_t>> transfers;
@@ -600,7 +620,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           }
           if (op.inputs.empty()) in.push_back(batch.inputs.slice(0, r0, r1));
           leaves[o] = in;
-          const bool factored = factor_op(o);
+          const bool keeps_factors = factor_op(o);
           const torch::Tensor mask =
               masks[o].defined() ? masks[o].slice(0, r0, r1) : torch::Tensor();
           const torch::Tensor targets = batch.targets.slice(0, r0, r1);
@@ -621,15 +641,16 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
             Collectives* bn =
                 p.batch_norm == plan::BatchNormStats::synced && at.by_rank[g].size() > 1 ? pg_of(g)
                                                                                          : nullptr;
-            if (factored)  // the rows of its share of the input, as it reads them
-              read[o] = op.shard == model::ShardKind::row
-                            ? in.front().detach().reshape({-1, in.front().size(-1)})
-                            : graph->linear_input(static_cast<int>(o), in.front().detach());
+            if (keeps_factors)  // the rows of its share of the input, as it reads them
+              read_rows[o] = op.shard == model::ShardKind::row
+                                 ? in.front().detach().reshape({-1, in.front().size(-1)})
+                                 : graph->linear_input(static_cast<int>(o), in.front().detach());
             out[o] = apply_split(*graph, op, static_cast<int>(o), in, targets, mask, tps[g], bn,
                                  tps[g].rank == 0);
           } else {
             Collectives* bn = p.batch_norm == plan::BatchNormStats::synced ? pg_of(g) : nullptr;
-            if (factored) read[o] = graph->linear_input(static_cast<int>(o), in.front().detach());
+            if (keeps_factors)
+              read_rows[o] = graph->linear_input(static_cast<int>(o), in.front().detach());
             out[o] = graph->apply(static_cast<int>(o), in, targets, bn, mask);
           }
           // (Every device of a split group holds the whole loss: counted once.)
@@ -700,8 +721,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
                                                  : torch::zeros_like(out[o]);
           torch::autograd::backward({out[o]}, {dy});
           const auto g = static_cast<std::size_t>(at.group[o]);
-          if (read[o].defined()) {
-            factors[o].first.push_back(read[o]);
+          if (read_rows[o].defined()) {
+            factors[o].first.push_back(read_rows[o]);
             factors[o].second.push_back(dy.detach().reshape({-1, dy.size(-1)}));
           }
           for (std::size_t i = 0; i < op.inputs.size(); ++i) {
@@ -725,7 +746,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         if (at.split[g] && at.by_rank[g].size() < 2) continue;
         // Linear layers synchronised by sufficient factors: gathered over the members at this
         // rank's place where the replicas split alike, else over all of the group's, each member
-        // adding the other replicas' rows to the gradient of its slice.
+        // rebuilding the gradient of its slice from every replica's rows.
         std::set<const void*> factored;
         if (by_factors(g)) {
           const int gather_at = at.split[g] && at.aligned[g] ? my_place(g) : subgroup_of[g];
@@ -736,14 +757,15 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
             std::vector<FactorHolder> holders;
             for (int rank : gather.ranks)
               holders.push_back(factor_holder(g, o, Layout::index_in(at.members[g], rank)));
-            const auto [x, dy] = others_factors(*gather.pg, holders, gather.rank_in(me),
-                                                torch::cat(f.first), torch::cat(f.second), timeout);
+            const auto [x, dy] =
+                gathered_factors(*gather.pg, holders, gather.rank_in(me), torch::cat(f.first),
+                                 torch::cat(f.second), timeout);
             const auto& w = graph->op_parameters(static_cast<int>(o));
-            w[0].mutable_grad().add_(dy.t().mm(x));
+            w[0].mutable_grad() = dy.t().mm(x);
             // (A row-split layer's bias: whole on every member, added by the replica's first.)
             if (w.size() > 1 &&
                 (m.ops[o].shard != model::ShardKind::row || !at.split[g] || tps[g].rank == 0))
-              w[1].mutable_grad().add_(dy.sum(0));
+              w[1].mutable_grad() = dy.sum(0);
             for (const auto& t : w) factored.insert(t.unsafeGetTensorImpl());
           }
         }

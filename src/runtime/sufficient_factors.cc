@@ -51,11 +51,11 @@ std::pair<torch::Tensor, torch::Tensor> replica_factors(const std::vector<torch:
           cover(given, holders, r, outputs, out_range, out_offset)};
 }
 
-std::pair<torch::Tensor, torch::Tensor> others_factors(Collectives& pg,
-                                                       const std::vector<FactorHolder>& holders,
-                                                       int me, const torch::Tensor& x,
-                                                       const torch::Tensor& dy,
-                                                       std::chrono::milliseconds timeout) {
+std::pair<torch::Tensor, torch::Tensor> gathered_factors(Collectives& pg,
+                                                         const std::vector<FactorHolder>& holders,
+                                                         int me, const torch::Tensor& x,
+                                                         const torch::Tensor& dy,
+                                                         std::chrono::milliseconds timeout) {
   std::int64_t most = 0;
   for (const FactorHolder& h : holders)
     most = std::max(most, h.rows * (width(h.inputs) + width(h.outputs)));
@@ -76,8 +76,7 @@ std::pair<torch::Tensor, torch::Tensor> others_factors(Collectives& pg,
   const FactorHolder& mine = holders[static_cast<std::size_t>(me)];
   std::vector<int> replicas;
   for (const FactorHolder& h : holders)
-    if (h.replica != mine.replica &&
-        std::find(replicas.begin(), replicas.end(), h.replica) == replicas.end())
+    if (std::find(replicas.begin(), replicas.end(), h.replica) == replicas.end())
       replicas.push_back(h.replica);
   std::sort(replicas.begin(), replicas.end());
   std::vector<torch::Tensor> xs, dys;
@@ -86,9 +85,6 @@ std::pair<torch::Tensor, torch::Tensor> others_factors(Collectives& pg,
     xs.push_back(rx);
     dys.push_back(rdy);
   }
-  if (replicas.empty())
-    return {torch::empty({0, width(mine.inputs)}, x.options()),
-            torch::empty({0, width(mine.outputs)}, x.options())};
   return {torch::cat(xs), torch::cat(dys)};
 }
 

@@ -2,8 +2,9 @@
 // lossless gradient compression). A linear layer's weight gradient is a sum over rows of (output
 // gradient row)^T (input row). Each rank of a group keeps, for its replica's rows, the input its
 // share of the layer read and the output gradient of its share (its factors); the ranks
-// all-gather them, and each adds to the gradient of its slice of the weights the other replicas'
-// rows, dy[:, its outputs]^T x[:, its inputs] (its own rows it computed in the backward pass).
+// all-gather them, and each rebuilds the gradient of its slice of the weights from every
+// replica's rows, dy[:, its outputs]^T x[:, its inputs] (its own rows too, so that the ranks
+// holding a slice get the same gradient to the bit).
 #pragma once
 
 #include <torch/torch.h>
@@ -39,12 +40,13 @@ std::pair<torch::Tensor, torch::Tensor> replica_factors(const std::vector<torch:
 
 // This rank's factors `x` [rows, inputs] and `dy` [rows, outputs] (holders[me]) all-gathered
 // over `pg`, whose ranks `holders` describe in order (padded to one size, as Gloo's all-gather
-// needs), and the factors of every other replica's rows over this rank's features (its holder's),
-// concatenated by rows in replica order; empty tensors when there is no other replica.
-std::pair<torch::Tensor, torch::Tensor> others_factors(Collectives& pg,
-                                                       const std::vector<FactorHolder>& holders,
-                                                       int me, const torch::Tensor& x,
-                                                       const torch::Tensor& dy,
-                                                       std::chrono::milliseconds timeout);
+// needs), and the factors of every replica's rows (this rank's own too, as gathered) over this
+// rank's features (its holder's), concatenated by rows in replica order: the same on every rank
+// of the same features, so that dy^T x, the whole gradient of its slice, is too.
+std::pair<torch::Tensor, torch::Tensor> gathered_factors(Collectives& pg,
+                                                         const std::vector<FactorHolder>& holders,
+                                                         int me, const torch::Tensor& x,
+                                                         const torch::Tensor& dy,
+                                                         std::chrono::milliseconds timeout);
 
 }  // namespace hetplan::runtime::detail

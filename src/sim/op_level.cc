@@ -461,7 +461,8 @@ struct OpLevelLowering {
 
   void add_data_edges() {
     // Groups on the same devices at the same shares in the same mode receive an activation once:
-    // each group's first such group stands for them.
+    // each group's first such group stands for them. (Split groups laid out alike, layout_id,
+    // pass activations as one group and do not cross at all.)
     std::vector<int> layout_of(p.op_groups.size());
     for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi) {
       layout_of[gi] = static_cast<int>(gi);
@@ -690,10 +691,11 @@ struct OpLevelLowering {
       }
       if (is_split(static_cast<int>(gi)) ? replicas(static_cast<int>(gi)) < 2 : n == 1) continue;
       std::vector<int> factor_ops, reduced;
+      // (A table apart from its tied head is summed with the head's copy below; a tied head's own
+      // weights are all-reduced, as the runtime does.)
       for (int op : ops)
-        // (A table apart from its tied head is summed with the head's copy below.)
         if (m.ops[op].params > 0 && !(tied && op == tied->second))
-          (grp.sync == plan::SyncMethod::sufficient_factor &&
+          (grp.sync == plan::SyncMethod::sufficient_factor && m.ops[op].tied_params == 0 &&
                    sufficient_factor_applies(m.ops[op], plan::SplitKind::tensor)
                ? factor_ops
                : reduced)
@@ -747,11 +749,9 @@ struct OpLevelLowering {
           add_transfer(TaskKind::grad_sync, lane_of_device[devices[0]], -1, group_of[table], -1,
                        collective(cost::Collective::all_reduce, devices,
                                   static_cast<double>(m.ops[head].tied_params) * param_bytes()));
-      for (int op : {table, head}) {
-        for (const auto& per_mb : bwd[op])
-          for (int x : per_mb) g.add_edge(x, t);
+      after_backward({table, head}, t);
+      for (int op : {table, head})
         for (auto& w : waits[group_of[op]]) w.push_back(t);
-      }
     }
     for (auto& [key, ops] : classes) {
       std::sort(ops.begin(), ops.end());

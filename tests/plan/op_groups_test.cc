@@ -156,7 +156,8 @@ TEST_F(OpGroups, SplitGroupsRoundTripAndAreChecked) {
   plan_.op_groups[1].servers = {4};
   EXPECT_EQ(check(),
             "plan.json: op_groups[1].servers: a split group holds a share of each weight and "
-            "takes no servers or algorithm (its replicas, if several, all-reduce their gradients)");
+            "takes no servers or algorithm (its replicas, if several, all-reduce their gradients "
+            "or gather their sufficient factors)");
   plan_.op_groups[1].servers.clear();
   // Sufficient factors need replicas to gather them from.
   plan_.op_groups[1].sync = SyncMethod::sufficient_factor;

@@ -487,7 +487,7 @@ TEST(RunCli, StagePlansWithSufficientFactorRulesRunOpByOp) {
 // a row-split layer, in two groups laid out alike) on replicas that split alike and unlike, and
 // a ResNet stage plan of tensor-parallel replicas whose classifier a grad_sync rule sums by
 // sufficient factors (TAG's choice; op by op a second group laid out as the stage), with ZeRO-1
-// and on replicas of 2 and 1 devices.
+// and on replicas of 2 and 1 devices; and an untied GPT LM head split by vocabulary.
 TEST(RunCli, SufficientFactorsOfSplitGroupsMatchOneProcess) {
   const std::string gpt = std::string("--model ") + kGpt;
   const auto one_gpt = losses(gpt + " --strategy dp=1,gbs=12");
@@ -518,6 +518,16 @@ TEST(RunCli, SufficientFactorsOfSplitGroupsMatchOneProcess) {
     std::filesystem::remove(file);
     expect_same_losses(one_gpt, got);
   }
+  // An untied LM head split by vocabulary (each device's factors: its classes' output gradient).
+  const std::string untied = gpt + ",tied=false";
+  const auto one_untied = losses(untied + " --strategy dp=1,gbs=12");
+  const auto vocab = write_plan("vocab", R"({"version": 1, "global_batch": 12,
+    "num_microbatches": 2, "op_groups": [
+      {"ops": ["embedding.*", "layers.*", "head.norm"], "mode": "replicate", "devices": [0, 1, 2]},
+      {"ops": ["head.lm_head", "head.loss"], "mode": "split", "devices": [0, 1, 2],
+       "replica_sizes": [2, 1], "shares": [0.7, 0.3, 1], "sync": "sufficient_factor"}]})");
+  expect_same_losses(one_untied, losses(untied + " --nprocs 3 --plan " + vocab));
+  std::filesystem::remove(vocab);
   const std::string resnet = std::string("--model ") + kResNet;
   const auto one = losses(resnet + " --strategy dp=1,gbs=16,mbs=8");
   for (const auto& [zero, unlike] :
@@ -539,7 +549,8 @@ TEST(RunCli, SufficientFactorsOfSplitGroupsMatchOneProcess) {
 
 // Ops a split group does not execute yet (BERT's word table split by vocabulary): --check names
 // the op and run refuses the plan before any step. So is a QKV projection split by heads whose
-// output an op outside its group reads.
+// output an op outside its group reads (or an attention core split by heads reading a whole
+// one), and shares that leave a device without a head.
 TEST(RunCli, SplitGroupsOfOtherOpsAreRefusedWithTheReason) {
   const auto file = std::filesystem::temp_directory_path() /
                     ("hetplan_split_" + std::to_string(::getpid()) + ".json");
@@ -566,11 +577,34 @@ TEST(RunCli, SplitGroupsOfOtherOpsAreRefusedWithTheReason) {
                            "layers.0.norm*", "layers.0.mlp.*", "layers.1.*", "head.*"],
                    "mode": "place", "devices": [1]}]})";
   r = run_hetplan("run --check --cluster cpu:2" + args);
-  std::filesystem::remove(file);
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("plan: op_groups[0]: \"layers.0.attn.qkv\" (QKV) is split by heads for "
                        "its attention core, which must read it in its group (or one laid out "
                        "alike); \"layers.0.attn.scores\" does not"),
+            std::string::npos)
+      << r.out;
+  // The same the other way: the QKV projection whole, its attention core split.
+  std::ofstream(file) << R"({"version": 1, "global_batch": 8,
+    "op_groups": [{"ops": ["embedding.*", "layers.0.attn.qkv", "layers.0.attn.p*",
+                           "layers.0.attn.r*", "layers.0.norm*", "layers.0.mlp.*", "layers.1.*",
+                           "head.*"], "mode": "place", "devices": [1]},
+                  {"ops": ["layers.0.attn.s*", "layers.0.attn.d*", "layers.0.attn.c*"],
+                   "mode": "split", "devices": [0, 1]}]})";
+  r = run_hetplan("run --check --cluster cpu:2" + args);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("plan: op_groups[1]: \"layers.0.attn.qkv\" (QKV) is split by heads"),
+            std::string::npos)
+      << r.out;
+  // Shares that leave a device without a head (0.8/0.1/0.1 of 4).
+  std::ofstream(file) << R"({"version": 1, "global_batch": 12, "op_groups": [
+    {"ops": ["embedding.*", "layers.1.*", "head.*"], "mode": "replicate", "devices": [0, 1, 2]},
+    {"ops": ["layers.0.*"], "mode": "split", "devices": [0, 1, 2], "shares": [0.8, 0.1, 0.1]}]})";
+  r = run_hetplan("run --check --cluster cpu:3" + args);
+  std::filesystem::remove(file);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("plan: op_groups[1].shares: device 2 gets none of the 4 heads of "
+                       "\"layers.0.attn.qkv\" (a split group's devices each hold whole heads, at "
+                       "least one)"),
             std::string::npos)
       << r.out;
 }
