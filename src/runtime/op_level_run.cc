@@ -453,6 +453,11 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           group_params[static_cast<std::size_t>(at.group[o])].push_back(t);
   std::vector<torch::Tensor> mine;
   for (const auto& ts : group_params) mine.insert(mine.end(), ts.begin(), ts.end());
+  // A weight rebuilt from sufficient factors takes no gradient in the backward pass: the rebuild
+  // computes it over every replica's rows, this rank's own included (the simulator's backward
+  // pass over its own rows plus the rebuild over the others').
+  for (std::size_t o = 0; o < N; ++o)
+    if (factor_op(o)) graph->op_parameters(static_cast<int>(o))[0].requires_grad_(false);
   // ZeRO-1: each device of a replicated group that all-reduces its gradients (or rebuilds them
   // from sufficient factors; parameter servers step their own shards) keeps Adam's states for a
   // slice of the group's flattened weights (its index among the members in ascending rank order)
@@ -713,13 +718,15 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
                         dim, shard_counts);
             grad[o] = grad[o].defined() ? grad[o] + back : back;
           }
-          if (my_index[o] < 0 || !out[o].requires_grad()) continue;
+          // (A factored layer reading the data keeps its factors though nothing of it takes a
+          // gradient.)
+          if (my_index[o] < 0 || (!out[o].requires_grad() && !read_rows[o].defined())) continue;
           const model::Op& op = m.ops[o];
           torch::Tensor dy = op.compute.fn == model::OpFn::cross_entropy
                                  ? torch::full({}, 1.0 / B, out[o].options())
                              : grad[o].defined() ? grad[o]
                                                  : torch::zeros_like(out[o]);
-          torch::autograd::backward({out[o]}, {dy});
+          if (out[o].requires_grad()) torch::autograd::backward({out[o]}, {dy});
           const auto g = static_cast<std::size_t>(at.group[o]);
           if (read_rows[o].defined()) {
             factors[o].first.push_back(read_rows[o]);

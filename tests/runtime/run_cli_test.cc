@@ -487,7 +487,8 @@ TEST(RunCli, StagePlansWithSufficientFactorRulesRunOpByOp) {
 // a row-split layer, in two groups laid out alike) on replicas that split alike and unlike, and
 // a ResNet stage plan of tensor-parallel replicas whose classifier a grad_sync rule sums by
 // sufficient factors (TAG's choice; op by op a second group laid out as the stage), with ZeRO-1
-// and on replicas of 2 and 1 devices; and an untied GPT LM head split by vocabulary.
+// and on replicas of 2 and 1 devices; an untied GPT LM head split by vocabulary; and an MLP's
+// first layer in a replicated group (it reads the data).
 TEST(RunCli, SufficientFactorsOfSplitGroupsMatchOneProcess) {
   const std::string gpt = std::string("--model ") + kGpt;
   const auto one_gpt = losses(gpt + " --strategy dp=1,gbs=12");
@@ -518,6 +519,17 @@ TEST(RunCli, SufficientFactorsOfSplitGroupsMatchOneProcess) {
     std::filesystem::remove(file);
     expect_same_losses(one_gpt, got);
   }
+  // An MLP's first layer, which reads the data (its factors kept though nothing of it takes a
+  // gradient in the backward pass).
+  const std::string mlp = std::string("--model ") + kMlp;
+  const auto first = write_plan("first", R"({"version": 1, "global_batch": 16, "op_groups": [
+    {"ops": ["layers.0.fc"], "devices": [0, 1], "shares": [0.75, 0.25],
+     "sync": "sufficient_factor"},
+    {"ops": ["layers.0.relu", "layers.1.*", "head.*"], "devices": [0, 1],
+     "shares": [0.75, 0.25]}]})");
+  expect_same_losses(losses(mlp + " --strategy dp=1,gbs=16"),
+                     losses(mlp + " --nprocs 2 --plan " + first));
+  std::filesystem::remove(first);
   // An untied LM head split by vocabulary (each device's factors: its classes' output gradient).
   const std::string untied = gpt + ",tied=false";
   const auto one_untied = losses(untied + " --strategy dp=1,gbs=12");
