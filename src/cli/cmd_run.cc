@@ -199,8 +199,13 @@ int run_run(const RunArgs& a) {
     }
     return 0;
   }
-  auto executable = runtime::check_executable(*m, *p, world);
-  if (!executable) return report_error(executable.error().message);
+  if (auto executable = runtime::check_executable(*m, *p, world); !executable) {
+    // (A stage plan refused as it stands says too why it does not run op by op.)
+    std::string why = executable.error().message;
+    for (const auto& more : runtime::executable_problems(*m, *p, world))
+      if (more.rfind("op by op: ", 0) == 0) why += "; " + more;
+    return report_error(why);
+  }
   if (p->is_op_level() && !a.checkpoint_dir.empty())
     return report_error("--checkpoint: op-level plans are not checkpointed yet");
   if (memory && available) {

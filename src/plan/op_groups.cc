@@ -168,15 +168,22 @@ Plan same_step(const Plan& p) {
   return out;
 }
 
-}  // namespace
-
-std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
-  if (p.is_op_level() || p.stages.empty() || p.zero_stage > 1 ||
-      p.recompute != cost::Recompute::none || p.sequence_parallel)
-    return std::nullopt;
-  for (const auto& rule : p.grad_sync)
-    if (rule.method != SyncMethod::all_reduce && rule.method != SyncMethod::sufficient_factor)
-      return std::nullopt;
+Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
+  if (p.is_op_level()) return Error{"the plan is op-level already"};
+  if (p.stages.empty()) return Error{"the plan has no stages"};
+  if (p.zero_stage > 1)
+    return Error{
+        fmt::format("zero_stage: ZeRO stage {} has no op-level form (stage 1 has)", p.zero_stage)};
+  if (p.recompute != cost::Recompute::none)
+    return Error{fmt::format("recompute: {} recomputation has no op-level form",
+                             recompute_name(p.recompute))};
+  if (p.sequence_parallel)
+    return Error{"sequence_parallel: sequence parallelism has no op-level form"};
+  for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
+    if (p.grad_sync[i].method != SyncMethod::all_reduce &&
+        p.grad_sync[i].method != SyncMethod::sufficient_factor)
+      return Error{fmt::format("grad_sync[{}].method: {} has no op-level form for a stage's rules",
+                               i, to_string(p.grad_sync[i].method))};
   // An op's synchronisation: the first grad_sync rule naming it (the simulator's rule), else
   // all-reduce.
   auto by_factors = [&](const std::string& op) {
@@ -197,12 +204,17 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
     // nothing).
     std::vector<std::string> by_tensor, by_batch, whole;
     for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
-      if (l < 0 || l >= static_cast<int>(m.layers.size())) return std::nullopt;
+      if (l < 0 || l >= static_cast<int>(m.layers.size()))
+        return Error{fmt::format("a stage names layer {}, which the model lacks", l)};
       const model::Layer& layer = m.layers[static_cast<std::size_t>(l)];
       for (int i = layer.first_op; i < layer.first_op + layer.num_ops; ++i) {
         const model::Op& op = m.ops[static_cast<std::size_t>(i)];
         const SplitKind split = tensor ? split_of(p, op.name) : SplitKind::tensor;
-        if (split == SplitKind::batch_sharded && op.params > 0) return std::nullopt;
+        if (split == SplitKind::batch_sharded && op.params > 0)
+          return Error{fmt::format(
+              "op_overrides: op \"{}\" shards its weights (batch_sharded), which has no op-level "
+              "form",
+              op.name)};
         (split == SplitKind::tensor      ? by_tensor
          : split == SplitKind::replicate ? whole
                                          : by_batch)
@@ -212,7 +224,8 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
     if (!by_batch.empty()) {
       // Split by batch: every device of every replica runs its tensor share of the replica's
       // samples, whole weights on each, all summed.
-      if (any_by_factors(by_batch)) return std::nullopt;
+      if (any_by_factors(by_batch))
+        return Error{"grad_sync: sufficient factors of ops split by batch have no op-level form"};
       OpGroup b;
       b.ops = std::move(by_batch);
       for (const Replica& r : st.replicas)
@@ -227,7 +240,8 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
     if (!whole.empty()) {
       // Computed whole on every device of a replica: the same as on one of them (the one with
       // the largest tensor share), which runs the replica's samples.
-      if (any_by_factors(whole)) return std::nullopt;
+      if (any_by_factors(whole))
+        return Error{"grad_sync: sufficient factors of ops computed whole have no op-level form"};
       OpGroup w;
       w.ops = std::move(whole);
       for (const Replica& r : st.replicas) {
@@ -291,8 +305,6 @@ std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
   }
   return out;
 }
-
-namespace {
 
 // Where a group runs its ops as a stage would: its devices in increasing order, each with its share
 // of every micro-batch (one replica per device), or, for a split group, its replicas in order,
@@ -463,6 +475,17 @@ std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m) {
 
 std::string why_not_stage_plan(const Plan& p, const model::Model& m) {
   auto r = stage_plan_of(p, m);
+  return r ? std::string() : r.error().message;
+}
+
+std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m) {
+  auto r = op_level_plan_of(p, m);
+  if (!r) return std::nullopt;
+  return std::move(*r);
+}
+
+std::string why_not_op_level_plan(const Plan& p, const model::Model& m) {
+  auto r = op_level_plan_of(p, m);
   return r ? std::string() : r.error().message;
 }
 

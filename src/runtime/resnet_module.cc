@@ -152,10 +152,9 @@ const model::Op* conv_in(const model::Model& m, const model::Layer& l, const std
 // The description's blocks, and the stem's width.
 Result<std::pair<std::int64_t, std::vector<BlockShape>>> resnet_shape(const model::Model& m) {
   const Error not_resnet{fmt::format(
-      "--model: {}: the runtime executes ResNets among CNNs; this model's layers are not a "
-      "ResNet's (stem, blocks layer<s>.<i>, head); other CNNs run op by op: stage plans without "
-      "op_overrides, parameter-server grad_sync rules (or sufficient factors in stages of "
-      "tensor-parallel replicas), recomputation, sequence parallelism or ZeRO-2/3",
+      "--model: {}: the runtime has a stage module for ResNets among CNNs; this model's layers "
+      "are not a ResNet's (stem, blocks layer<s>.<i>, head), so its plans run op by op where "
+      "they convert",
       m.name)};
   if (m.layers.size() < 3 || m.layers.front().name != "stem" || m.layers.back().name != "head")
     return not_resnet;

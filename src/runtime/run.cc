@@ -431,6 +431,11 @@ std::vector<std::string> executable_problems(const model::Model& m, const plan::
   for (const auto& e :
        {zero_problem(p), cnn_tensor_problem(m, p), schedule_problem(p), sync_problem(p)})
     if (e && e->message != out.front()) out.push_back(e->message);
+  // And why it does not run op by op either.
+  if (const auto ops = plan::as_op_level_plan(p, m); !ops)
+    out.push_back("op by op: " + plan::why_not_op_level_plan(p, m));
+  else if (auto ok = detail::check_op_level(m, *ops, world_size); !ok)
+    out.push_back("op by op: " + ok.error().message);
   return out;
 }
 

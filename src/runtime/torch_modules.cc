@@ -581,8 +581,8 @@ Result<bool> executable_family(const model::Model& m) {
   if (m.family == model::Family::mlp || m.family == model::Family::decoder_lm) return true;
   if (m.family == model::Family::cnn) return check_resnet(m);
   return Error{fmt::format(
-      "--model: {}: the runtime executes MLPs, ResNets and GPT- or Llama-style decoder language "
-      "models; a {} model is not executed yet",
+      "--model: {}: the runtime has stage modules for MLPs, ResNets and GPT- or Llama-style "
+      "decoder language models, not for {} models, whose plans run op by op where they convert",
       m.name, model::to_string(m.family))};
 }
 

@@ -200,6 +200,9 @@ TEST_F(AsStagePlan, StagePlansOfOneDeviceReplicasBecomeOpLevelPlansAndBack) {
   Plan recompute = *stages;
   recompute.recompute = cost::Recompute::full;
   EXPECT_FALSE(as_op_level_plan(recompute, model_));
+  EXPECT_EQ(why_not_op_level_plan(recompute, model_),
+            "recompute: full recomputation has no op-level form");
+  EXPECT_EQ(why_not_op_level_plan(*stages, model_), "");
   EXPECT_FALSE(as_op_level_plan(plan_, model_));  // already op-level
 }
 
@@ -250,6 +253,8 @@ TEST_F(AsStagePlan, BatchProgramsBecomeAGroupPerSplit) {
   EXPECT_TRUE(as_op_level_plan(sharded, model_));  // (no weights to shard)
   model_.ops[static_cast<std::size_t>(model_.layers[1].first_op)].params = 1000;
   EXPECT_FALSE(as_op_level_plan(sharded, model_));
+  EXPECT_NE(why_not_op_level_plan(sharded, model_).find("shards its weights (batch_sharded)"),
+            std::string::npos);
   Plan factors = hap;
   factors.grad_sync = {GradSync{"layers.0.*", SyncMethod::sufficient_factor}};
   EXPECT_FALSE(as_op_level_plan(factors, model_));

@@ -806,6 +806,20 @@ TEST(RunCli, CheckSaysWhetherThePlanRunsAtItsFullScale) {
   EXPECT_NE(r.out.find("\n  plan: stages[0].replicas[0].devices: a CNN's convolutions"),
             std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("\n  op by op: zero_stage: ZeRO stage 2 has no op-level form"),
+            std::string::npos)
+      << r.out;
+  // A BERT stage plan (no stage module: op by op) under recomputation: why neither form runs.
+  std::ofstream(file) << R"({"version": 1, "global_batch": 8, "recompute": "full",
+    "stages": [{"first_layer": 0, "num_layers": 4, "replicas": [
+      {"devices": [0], "batch_share": 0.5}, {"devices": [1], "batch_share": 0.5}]}]})";
+  r = run_hetplan(std::string("run --check --cluster cpu:2 --model ") + kBert + " --plan " +
+                  file.string());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("not for encoder models, whose plans run op by op where they convert\n  "
+                       "op by op: recompute: full recomputation has no op-level form"),
+            std::string::npos)
+      << r.out;
   r = run_hetplan(model + " --cluster cpu:4 --plan " + file.string() + ".missing");
   EXPECT_EQ(r.exit_code, 2);
   std::filesystem::remove(file);
@@ -1351,7 +1365,8 @@ TEST(RunCli, RefusesWhatItCannotExecuteBeforeStarting) {
   }
   r = run_hetplan("run --model moe:layers=1,hidden=64,heads=4,seq=16,vocab=128,experts=2");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("a moe_lm model is not executed yet"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not for moe_lm models"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; op by op: "), std::string::npos) << r.err;
   r = run_hetplan(std::string("run --model ") + kMlp + " --checkpoint-every -1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--checkpoint-every: expected a number of steps"), std::string::npos)

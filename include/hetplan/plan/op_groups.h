@@ -99,6 +99,10 @@ std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 // sequence parallelism or ZeRO-2/3.
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m);
 
+// Why as_op_level_plan gives nullopt ("recompute: full recomputation has no op-level form");
+// empty when it converts.
+std::string why_not_op_level_plan(const Plan& p, const model::Model& m);
+
 // Why as_stage_plan gives nullopt ("layer 2 (layers.1): op \"layers.1.fc\" runs on devices {0}
 // but op \"layers.1.act\" on {1}"); empty when it converts.
 std::string why_not_stage_plan(const Plan& p, const model::Model& m);
