@@ -191,9 +191,6 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
       if (op_pattern_matches(rule.ops, op)) return rule.method == SyncMethod::sufficient_factor;
     return false;
   };
-  auto any_by_factors = [&](const std::vector<std::string>& ops) {
-    return std::any_of(ops.begin(), ops.end(), by_factors);
-  };
   Plan out = same_step(p);
   out.execution_order = ExecutionOrder::heft;
   for (const Stage& st : p.stages) {
@@ -221,11 +218,22 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
             .push_back(op.name);
       }
     }
+    // A group, and the ops of it that grad_sync synchronises by sufficient factors as a second
+    // group laid out as the first.
+    auto add = [&](OpGroup g) {
+      OpGroup factors = g;
+      factors.sync = SyncMethod::sufficient_factor;
+      factors.ops.clear();
+      std::vector<std::string> reduced;
+      for (std::string& op : g.ops)
+        (by_factors(op) ? factors.ops : reduced).push_back(std::move(op));
+      g.ops = std::move(reduced);
+      if (!g.ops.empty()) out.op_groups.push_back(std::move(g));
+      if (!factors.ops.empty()) out.op_groups.push_back(std::move(factors));
+    };
     if (!by_batch.empty()) {
       // Split by batch: every device of every replica runs its tensor share of the replica's
       // samples, whole weights on each, all summed.
-      if (any_by_factors(by_batch))
-        return Error{"grad_sync: sufficient factors of ops split by batch have no op-level form"};
       OpGroup b;
       b.ops = std::move(by_batch);
       for (const Replica& r : st.replicas)
@@ -235,13 +243,11 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
                                                   ? 1.0 / static_cast<double>(r.devices.size())
                                                   : r.tp_shares[j]));
         }
-      out.op_groups.push_back(std::move(b));
+      add(std::move(b));
     }
     if (!whole.empty()) {
       // Computed whole on every device of a replica: the same as on one of them (the one with
       // the largest tensor share), which runs the replica's samples.
-      if (any_by_factors(whole))
-        return Error{"grad_sync: sufficient factors of ops computed whole have no op-level form"};
       OpGroup w;
       w.ops = std::move(whole);
       for (const Replica& r : st.replicas) {
@@ -254,8 +260,10 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
       if (w.devices.size() == 1) {
         w.mode = GroupMode::place;
         w.shares.clear();
+        out.op_groups.push_back(std::move(w));  // (one device: nothing to synchronise)
+      } else {
+        add(std::move(w));
       }
-      out.op_groups.push_back(std::move(w));
     }
     if (by_tensor.empty()) continue;
     OpGroup g;
@@ -293,15 +301,7 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
         continue;
       }
     }
-    // The ops synchronised by sufficient factors: a group of their own laid out as the others.
-    OpGroup factors = g;
-    factors.sync = SyncMethod::sufficient_factor;
-    factors.ops.clear();
-    std::vector<std::string> reduced;
-    for (std::string& op : g.ops) (by_factors(op) ? factors.ops : reduced).push_back(std::move(op));
-    g.ops = std::move(reduced);
-    if (!g.ops.empty()) out.op_groups.push_back(std::move(g));
-    if (!factors.ops.empty()) out.op_groups.push_back(std::move(factors));
+    add(std::move(g));
   }
   return out;
 }

@@ -312,10 +312,9 @@ std::optional<Error> cnn_tensor_problem(const model::Model& m, const plan::Plan&
     for (std::size_t r = 0; r < p.stages[s].replicas.size(); ++r)
       if (p.stages[s].replicas[r].devices.size() > 1)
         return Error{fmt::format(
-            "plan: stages[{}].replicas[{}].devices: a CNN's convolutions are split by tensor "
-            "dimension only op by op (a split group of the stage's replicas), where the plan has "
-            "no op_overrides, parameter-server grad_sync rules or sufficient factors there, "
-            "recomputation, sequence parallelism or ZeRO-2/3",
+            "plan: stages[{}].replicas[{}].devices: a CNN's replicas of several devices run only "
+            "op by op (its convolutions in a split group of the stage's replicas, or split by "
+            "batch where op_overrides say so), where the plan converts",
             s, r)};
   return std::nullopt;
 }

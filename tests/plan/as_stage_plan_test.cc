@@ -247,7 +247,7 @@ TEST_F(AsStagePlan, BatchProgramsBecomeAGroupPerSplit) {
   ASSERT_TRUE(ops);
   EXPECT_EQ(ops->op_groups[1].mode, GroupMode::place);
   EXPECT_EQ(ops->op_groups[1].devices, std::vector<int>{1});
-  // Not with weights sharded by batch_sharded, nor sufficient factors on ops split by batch.
+  // Not with weights sharded by batch_sharded.
   Plan sharded = hap;
   sharded.op_overrides[1].split = SplitKind::batch_sharded;
   EXPECT_TRUE(as_op_level_plan(sharded, model_));  // (no weights to shard)
@@ -255,9 +255,15 @@ TEST_F(AsStagePlan, BatchProgramsBecomeAGroupPerSplit) {
   EXPECT_FALSE(as_op_level_plan(sharded, model_));
   EXPECT_NE(why_not_op_level_plan(sharded, model_).find("shards its weights (batch_sharded)"),
             std::string::npos);
+  // Ops split by batch that grad_sync sums by sufficient factors: a second group on the same
+  // devices at the same shares.
   Plan factors = hap;
   factors.grad_sync = {GradSync{"layers.0.*", SyncMethod::sufficient_factor}};
-  EXPECT_FALSE(as_op_level_plan(factors, model_));
+  ops = as_op_level_plan(factors, model_);
+  ASSERT_TRUE(ops);
+  ASSERT_EQ(ops->op_groups.size(), 3u);  // (the tiny model's layer has no ops left to reduce)
+  EXPECT_EQ(ops->op_groups[0].sync, SyncMethod::sufficient_factor);
+  EXPECT_EQ(ops->op_groups[0].shares, (std::vector<double>{0.125, 0.375, 0.25, 0.25}));
 }
 
 TEST_F(AsStagePlan, EvenSharesWhenTheGroupHasNone) {

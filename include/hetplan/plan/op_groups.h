@@ -94,9 +94,8 @@ std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 // (`replicate`) a group of one device per replica (its largest tensor share) at the replica's
 // batch share. The same model, cluster and planner strings, global_batch, num_microbatches,
 // grad_bucket_bytes, batch_norm and ZeRO stage, execution order heft. Nullopt for an op-level
-// plan, grad_sync rules other than all-reduce and sufficient factors (or sufficient factors on
-// ops split by batch or computed whole), weights sharded by batch_sharded, recomputation,
-// sequence parallelism or ZeRO-2/3.
+// plan, grad_sync rules other than all-reduce and sufficient factors, weights sharded by
+// batch_sharded, recomputation, sequence parallelism or ZeRO-2/3.
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m);
 
 // Why as_op_level_plan gives nullopt ("recompute: full recomputation has no op-level form");
