@@ -30,4 +30,12 @@ std::vector<int> powers_of_two(int limit) {
   return out;
 }
 
+bool even_tp_splits(const model::Model& m, int tp) {
+  for (std::int64_t units :
+       {static_cast<std::int64_t>(m.heads), static_cast<std::int64_t>(m.kv_heads),
+        static_cast<std::int64_t>(m.experts)})
+    if (tp > 1 && m.heads > 0 && units > 0 && units % tp != 0) return false;
+  return true;
+}
+
 }  // namespace hetplan::search

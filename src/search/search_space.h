@@ -20,4 +20,8 @@ std::vector<cost::Recompute> recompute_modes(const model::Model& m);
 // Powers of two from 1 up to and including `limit`.
 std::vector<int> powers_of_two(int limit);
 
+// Whether an even tensor-parallel degree `tp` splits m's attention heads, key/value heads and
+// experts (validation's rule for replicas of even shares).
+bool even_tp_splits(const model::Model& m, int tp);
+
 }  // namespace hetplan::search

@@ -13,14 +13,16 @@
 namespace hetplan::search {
 namespace {
 
-// Every choice of a tensor-parallel degree per device group (powers of two within a node).
-std::vector<std::vector<int>> tp_choices(const std::vector<DeviceGroup>& groups) {
+// Every choice of a tensor-parallel degree per device group (powers of two within a node that
+// split the model's heads evenly).
+std::vector<std::vector<int>> tp_choices(const std::vector<DeviceGroup>& groups,
+                                         const model::Model& m) {
   std::vector<std::vector<int>> out{{}};
   for (const auto& g : groups) {
     std::vector<std::vector<int>> next;
     for (const auto& prefix : out)
       for (int tp : powers_of_two(std::min(8, g.devices_per_node))) {
-        if (g.devices_per_node % tp) continue;
+        if (g.devices_per_node % tp || !even_tp_splits(m, tp)) continue;
         auto v = prefix;
         v.push_back(tp);
         next.push_back(std::move(v));
@@ -57,7 +59,7 @@ PlannerOutput uneven_dp(const Context& ctx) {
   // ZeRO stages 0 and 1 first; 2 and 3 (gradients, then parameters sharded too) only where no
   // candidate of those fits.
   auto add_candidates = [&](std::initializer_list<int> zeros) {
-    for (const auto& tps : tp_choices(groups)) {
+    for (const auto& tps : tp_choices(groups, ctx.model)) {
       std::vector<plan::Replica> reps;
       for (std::size_t g = 0; g < groups.size(); ++g) {
         auto r = tp_replicas(ctx.cluster, groups[g].devices(), tps[g]);

@@ -126,6 +126,21 @@ TEST(Search, ZeroStagesTwoAndThreeRescueAModelThatFitsNoOtherWay) {
   EXPECT_LE(roomy->best.plan.zero_stage, 1);
 }
 
+// Uneven data parallelism tries only tensor-parallel degrees that split the heads evenly: ViT-B/16
+// (12 heads) on tag-mixed (8-GPU nodes) gets a valid plan, with no degree of 8 (it wrote one,
+// which validation refused).
+TEST(Search, UnevenDataParallelismSplitsHeadsEvenly) {
+  const auto m = load_model_or_die("vit-b16");
+  const auto c = load_cluster_or_die("tag-mixed");
+  SearchOptions opts;
+  opts.global_batch = 64;
+  opts.time_limit_s = 5;
+  auto res = find_plan(m, c, Algo::uneven_dp, opts);
+  ASSERT_TRUE(res) << res.error().message;
+  for (const auto& st : res->best.plan.stages)
+    for (const auto& r : st.replicas) EXPECT_EQ(12 % r.devices.size(), 0u);
+}
+
 TEST(Search, AModelThatFitsNowhereSaysByHowMuch) {
   const auto m = load_model_or_die("gpt3-175b");
   const auto c = load_cluster_or_die("heterog-mixed");
