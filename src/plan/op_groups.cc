@@ -202,7 +202,7 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
     std::vector<std::string> by_tensor, by_batch, whole;
     for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
       if (l < 0 || l >= static_cast<int>(m.layers.size()))
-        return Error{fmt::format("a stage names layer {}, which the model lacks", l)};
+        return Error{fmt::format("stages: a stage names layer {}, which the model lacks", l)};
       const model::Layer& layer = m.layers[static_cast<std::size_t>(l)];
       for (int i = layer.first_op; i < layer.first_op + layer.num_ops; ++i) {
         const model::Op& op = m.ops[static_cast<std::size_t>(i)];

@@ -433,7 +433,9 @@ std::vector<std::string> executable_problems(const model::Model& m, const plan::
   // And why it does not run op by op either.
   if (const auto ops = plan::as_op_level_plan(p, m); !ops)
     out.push_back("op by op: " + plan::why_not_op_level_plan(p, m));
-  else if (auto ok = detail::check_op_level(m, *ops, world_size); !ok)
+  else if (auto ok = detail::check_op_level(
+               m, *ops, static_cast<int>(detail::op_level_devices(*ops).size()));
+           !ok)  // (at its own size: a wrong one is said above)
     out.push_back("op by op: " + ok.error().message);
   return out;
 }

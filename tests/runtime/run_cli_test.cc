@@ -519,8 +519,8 @@ TEST(RunCli, SufficientFactorsOfSplitGroupsMatchOneProcess) {
     std::filesystem::remove(file);
     expect_same_losses(one_gpt, got);
   }
-  // An MLP's first layer, which reads the data (its factors kept though nothing of it takes a
-  // gradient in the backward pass).
+  // An MLP's first layer, which reads the data (its weight takes no gradient in the backward
+  // pass, its bias does).
   const std::string mlp = std::string("--model ") + kMlp;
   const auto first = write_plan("first", R"({"version": 1, "global_batch": 16, "op_groups": [
     {"ops": ["layers.0.fc"], "devices": [0, 1], "shares": [0.75, 0.25],
