@@ -20,11 +20,10 @@ std::optional<Plan> as_data_parallel(const model::Model& m, const Plan& p) {
   for (Stage& st : out.stages) {
     std::vector<Replica> replicas;
     for (const Replica& r : st.replicas) {
-      const double n = static_cast<double>(r.devices.size());
       for (std::size_t j = 0; j < r.devices.size(); ++j) {
         Replica one;
         one.devices = {r.devices[j]};
-        one.batch_share = r.batch_share * (r.tp_shares.empty() ? 1.0 / n : r.tp_shares[j]);
+        one.batch_share = r.batch_share * tp_share(r, j);
         replicas.push_back(std::move(one));
       }
     }

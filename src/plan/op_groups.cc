@@ -239,9 +239,7 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
       for (const Replica& r : st.replicas)
         for (std::size_t j = 0; j < r.devices.size(); ++j) {
           b.devices.push_back(r.devices[j]);
-          b.shares.push_back(r.batch_share * (r.tp_shares.empty()
-                                                  ? 1.0 / static_cast<double>(r.devices.size())
-                                                  : r.tp_shares[j]));
+          b.shares.push_back(r.batch_share * tp_share(r, j));
         }
       add(std::move(b));
     }
@@ -285,8 +283,7 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
         g.replica_sizes.push_back(static_cast<int>(r.devices.size()));
         g.batch_shares.push_back(r.batch_share);
         for (std::size_t j = 0; uneven && j < r.devices.size(); ++j)
-          g.shares.push_back(r.tp_shares.empty() ? 1.0 / static_cast<double>(r.devices.size())
-                                                 : r.tp_shares[j]);
+          g.shares.push_back(tp_share(r, j));
       }
       g.mode = GroupMode::split;
     } else {

@@ -219,7 +219,8 @@ Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int worl
   if (p.recompute != cost::Recompute::none)
     return Error{"plan: recompute: op-level plans are executed without recomputation"};
   const std::vector<FeatureCut> cuts = feature_cuts(m);
-  auto split = [&](std::size_t g) { return p.op_groups[g].mode == plan::GroupMode::split; };
+  const Layout at(m, p);
+  auto split = [&](std::size_t g) { return at.split[g]; };
   for (std::size_t i = 0; i < m.ops.size(); ++i) {
     const auto g = static_cast<std::size_t>(group[i]);
     const plan::OpGroup& og = p.op_groups[g];
@@ -249,20 +250,14 @@ Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int worl
           "not executed; put it in a group that all-reduces",
           g, qkv)};
     const std::int64_t heads = m.ops[i].gemm.n / (cuts[i].unit * cuts[i].sections);
-    for (int r = 0; r < plan::replica_count(og); ++r) {
-      auto members = plan::replica_members(og, r);  // in rank (device) order
-      std::sort(members.begin(), members.end(),
-                [&](std::size_t a, std::size_t b) { return og.devices[a] < og.devices[b]; });
-      TensorParallel tp;
-      tp.size = static_cast<int>(members.size());
-      for (std::size_t j : members) tp.shares.push_back(plan::tensor_share(og, j));
-      const auto counts = share_counts(heads, tp);
+    for (const auto& members : at.by_rank[g]) {  // each replica's, in rank order
+      const auto counts = share_counts(heads, at.replica_place(g, members.front()));
       for (std::size_t q = 0; q < counts.size(); ++q)
         if (counts[q] == 0)
           return Error{fmt::format(
               "plan: op_groups[{}].shares: device {} gets none of the {} heads of \"{}\" (a split "
               "group's devices each hold whole heads, at least one)",
-              g, og.devices[members[q]], heads, qkv)};
+              g, og.devices[static_cast<std::size_t>(members[q])], heads, qkv)};
     }
   }
   for (std::size_t g = 0; g < p.op_groups.size(); ++g)
@@ -625,7 +620,6 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           }
           if (op.inputs.empty()) in.push_back(batch.inputs.slice(0, r0, r1));
           leaves[o] = in;
-          const bool keeps_factors = factor_op(o);
           const torch::Tensor mask =
               masks[o].defined() ? masks[o].slice(0, r0, r1) : torch::Tensor();
           const torch::Tensor targets = batch.targets.slice(0, r0, r1);
@@ -646,18 +640,15 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
             Collectives* bn =
                 p.batch_norm == plan::BatchNormStats::synced && at.by_rank[g].size() > 1 ? pg_of(g)
                                                                                          : nullptr;
-            if (keeps_factors)  // the rows of its share of the input, as it reads them
-              read_rows[o] = op.shard == model::ShardKind::row
-                                 ? in.front().detach().reshape({-1, in.front().size(-1)})
-                                 : graph->linear_input(static_cast<int>(o), in.front().detach());
             out[o] = apply_split(*graph, op, static_cast<int>(o), in, targets, mask, tps[g], bn,
                                  tps[g].rank == 0);
           } else {
             Collectives* bn = p.batch_norm == plan::BatchNormStats::synced ? pg_of(g) : nullptr;
-            if (keeps_factors)
-              read_rows[o] = graph->linear_input(static_cast<int>(o), in.front().detach());
             out[o] = graph->apply(static_cast<int>(o), in, targets, bn, mask);
           }
+          if (factor_op(o))  // the rows of its share of the input, as it read them
+            read_rows[o] =
+                linear_rows(*graph, op, static_cast<int>(o), in.front().detach(), tps[g]);
           // (Every device of a split group holds the whole loss: counted once.)
           if (op.compute.fn == model::OpFn::cross_entropy && (!at.split[g] || tps[g].rank == 0))
             loss_sum += out[o].item<double>() / B;
@@ -754,7 +745,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         // Linear layers synchronised by sufficient factors: gathered over the members at this
         // rank's place where the replicas split alike, else over all of the group's, each member
         // rebuilding the gradient of its slice from every replica's rows.
-        std::set<const void*> factored;
+        std::set<const void*> summed_apart;  // weights not all-reduced with the rest
         if (by_factors(g)) {
           const int gather_at = at.split[g] && at.aligned[g] ? my_place(g) : subgroup_of[g];
           const Subgroup& gather = subgroups[static_cast<std::size_t>(gather_at)];
@@ -773,14 +764,14 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
             if (w.size() > 1 &&
                 (m.ops[o].shard != model::ShardKind::row || !at.split[g] || tps[g].rank == 0))
               w[1].mutable_grad() = dy.sum(0);
-            for (const auto& t : w) factored.insert(t.unsafeGetTensorImpl());
+            for (const auto& t : w) summed_apart.insert(t.unsafeGetTensorImpl());
           }
         }
         if (tied)  // (the table's copies are summed below)
-          factored.insert(graph->op_parameters(tied->second)[0].unsafeGetTensorImpl());
+          summed_apart.insert(graph->op_parameters(tied->second)[0].unsafeGetTensorImpl());
         std::vector<torch::Tensor> rest;  // the others
         for (const auto& t : group_params[g])
-          if (!factored.count(t.unsafeGetTensorImpl())) rest.push_back(t);
+          if (!summed_apart.count(t.unsafeGetTensorImpl())) rest.push_back(t);
         if (at.split[g]) {
           // The others: summed over the members at each place where the replicas split alike,
           // else in the whole layout over all of them (each replica's whole weights given once,

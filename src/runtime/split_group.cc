@@ -194,6 +194,12 @@ void shard_split_op(const OpGraph& graph, const model::Op& op, int index, const 
   }
 }
 
+torch::Tensor linear_rows(const OpGraph& graph, const model::Op& op, int index,
+                          const torch::Tensor& x, const TensorParallel& tp) {
+  if (tp.active() && op.shard == ShardKind::row) return x.reshape({-1, x.size(-1)});
+  return graph.linear_input(index, x);
+}
+
 torch::Tensor apply_split(const OpGraph& graph, const model::Op& op, int index,
                           const std::vector<torch::Tensor>& in, const torch::Tensor& targets,
                           const torch::Tensor& mask, const TensorParallel& tp,
@@ -206,16 +212,15 @@ torch::Tensor apply_split(const OpGraph& graph, const model::Op& op, int index,
   const std::int64_t n = x.size(0);
   if (fn == OpFn::linear) {
     std::vector<std::int64_t> shape = graph.output_shape(index, n);
-    const std::int64_t rows = linear_rows_per_sample(op.compute);
     if (op.shard == ShardKind::column || op.shard == ShardKind::vocab) {  // its output features
       shape.back() = w[0].size(0);
-      return torch::linear(graph.linear_input(index, x), w[0],
+      return torch::linear(linear_rows(graph, op, index, x, tp), w[0],
                            op.compute.bias ? w[1] : torch::Tensor())
           .view(shape);
     }
     // Row: this rank's input features; a partial sum, with the bias on rank 0 only.
     const torch::Tensor bias = op.compute.bias && tp.rank == 0 ? w[1] : torch::Tensor();
-    return torch::linear(x.reshape({n * rows, x.size(-1)}), w[0], bias).view(shape);
+    return torch::linear(linear_rows(graph, op, index, x, tp), w[0], bias).view(shape);
   }
   if (fn == OpFn::cross_entropy) {
     // This rank's classes follow the ranks' before it (the logits' feature shards).

@@ -69,6 +69,12 @@ torch::Tensor convert(const torch::Tensor& x, sim::Layout from, sim::Layout to,
 void shard_split_op(const OpGraph& graph, const model::Op& op, int index, const TensorParallel& tp,
                     FeatureCut cut, ShardLayouts& layouts);
 
+// The rows linear layer `op` (at `index`) multiplies on this rank: its input x as
+// OpGraph::linear_input shapes it, or, split by row over an active `tp`, x's feature shard
+// flattened per token.
+torch::Tensor linear_rows(const OpGraph& graph, const model::Op& op, int index,
+                          const torch::Tensor& x, const TensorParallel& tp);
+
 // Op `index`'s output on this rank's share, from inputs already in the layouts it reads (whole for
 // ops computed whole); `mask` is a dropout op's whole mask of these rows; `batch_group`, when not
 // null, the ranks over whose rows a batch norm computed whole takes its statistics, this rank's

@@ -26,10 +26,6 @@ std::vector<int> replica_class(const cluster::Cluster& c, const plan::Replica& r
   return key;
 }
 
-double share_of(const plan::Replica& r, std::size_t j) {
-  return r.tp_shares.empty() ? 1.0 / static_cast<double>(r.devices.size()) : r.tp_shares[j];
-}
-
 }  // namespace
 
 std::size_t Estimator::MemoryKeyHash::operator()(const MemoryKey& k) const {
@@ -74,7 +70,7 @@ const sim::LayerCostTable& Estimator::layer_costs(const plan::Plan& settings,
 double Estimator::device_memory(const plan::Plan& settings, int first, int count,
                                 const plan::Replica& r, int j, int dp, double samples,
                                 double inflight) const {
-  const double share = share_of(r, static_cast<std::size_t>(j));
+  const double share = plan::tp_share(r, static_cast<std::size_t>(j));
   const int tp = static_cast<int>(r.devices.size());
   const MemoryKey key{static_cast<int>(settings.recompute),
                       settings.zero_stage,
@@ -123,7 +119,7 @@ double Estimator::sync_time(const plan::Plan& settings, int first, int count,
   double share = 0;
   for (const auto& r : replicas) {
     group.push_back(r.devices.front());
-    share = std::max(share, share_of(r, 0));
+    share = std::max(share, plan::tp_share(r, 0));
   }
   const double bytes = params * model::dtype_bytes(m_.dtype) * share;
   auto key = std::make_tuple(group, bytes);
@@ -224,7 +220,7 @@ double Estimator::tied_sync_time(const plan::Plan& p, int a, int b) const {
     for (const auto& r : p.stages[s].replicas)
       for (std::size_t j = 0; j < (alike ? 1 : r.devices.size()); ++j) {
         group.push_back(r.devices[j]);
-        share = std::max(share, share_of(r, j));
+        share = std::max(share, plan::tp_share(r, j));
       }
   const double bytes = static_cast<double>(m_.ops[m_.tied_reader()].tied_params) *
                        model::dtype_bytes(m_.dtype) * share;

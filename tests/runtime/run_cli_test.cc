@@ -85,6 +85,19 @@ std::string plan_file(const std::vector<std::pair<int, int>>& stages,
   return file.string();
 }
 
+// The losses of `model` (run's arguments) on `ranks` processes under an op-level plan of `groups`,
+// 12 samples in 2 micro-batches.
+std::vector<double> op_level_losses(const std::string& model, int ranks, nlohmann::json groups) {
+  const nlohmann::json doc = {{"version", 1},
+                              {"global_batch", 12},
+                              {"num_microbatches", 2},
+                              {"op_groups", std::move(groups)}};
+  const auto file = write_plan("op_groups", doc.dump());
+  auto got = losses(model + " --nprocs " + std::to_string(ranks) + " --plan " + file);
+  std::filesystem::remove(file);
+  return got;
+}
+
 TEST(RunCli, DataParallelMatchesOneProcess) {
   const auto one = losses(std::string("--model ") + kMlp + " --strategy dp=1,gbs=16");
   const auto two = losses(std::string("--model ") + kMlp + " --nprocs 2 --strategy dp=2,gbs=16");
@@ -500,13 +513,12 @@ TEST(RunCli, SufficientFactorsOfSplitGroupsMatchOneProcess) {
     const int ranks = static_cast<int>(devices.size());
     std::vector<int> all(static_cast<std::size_t>(ranks));
     std::iota(all.begin(), all.end(), 0);
-    nlohmann::json doc = {{"version", 1}, {"global_batch", 12}, {"num_microbatches", 2}};
     auto mlp = [&](std::vector<std::string> ops) {
       return nlohmann::json{
           {"ops", ops},       {"mode", "split"},        {"devices", devices},
           {"shares", shares}, {"replica_sizes", sizes}, {"sync", "sufficient_factor"}};
     };
-    doc["op_groups"] = {
+    const nlohmann::json groups = {
         {{"ops",
           {"embedding.*", "layers.0.norm*", "layers.0.attn.*", "layers.0.mlp.dropout",
            "layers.0.mlp.residual", "layers.1.*", "head.*"}},
@@ -514,10 +526,7 @@ TEST(RunCli, SufficientFactorsOfSplitGroupsMatchOneProcess) {
          {"devices", all}},
         mlp({"layers.0.mlp.fc1"}),
         mlp({"layers.0.mlp.gelu", "layers.0.mlp.fc2"})};
-    const auto file = write_plan("factors", doc.dump());
-    const auto got = losses(gpt + " --nprocs " + std::to_string(ranks) + " --plan " + file);
-    std::filesystem::remove(file);
-    expect_same_losses(one_gpt, got);
+    expect_same_losses(one_gpt, op_level_losses(gpt, ranks, groups));
   }
   // An MLP's first layer, which reads the data (its weight takes no gradient in the backward
   // pass, its bias does).
@@ -637,18 +646,14 @@ TEST(RunCli, SplitGroupsRunAttentionByHeads) {
     const int ranks = static_cast<int>(devices.size());
     std::vector<int> all(static_cast<std::size_t>(ranks));
     std::iota(all.begin(), all.end(), 0);
-    nlohmann::json doc = {{"version", 1}, {"global_batch", 12}, {"num_microbatches", 2}};
-    doc["op_groups"] = {
+    const nlohmann::json groups = {
         {{"ops", {"embedding.*", "layers.1.*", "head.*"}}, {"mode", "replicate"}, {"devices", all}},
         {{"ops", {"layers.0.*"}},
          {"mode", "split"},
          {"devices", devices},
          {"shares", shares},
          {"replica_sizes", sizes}}};
-    const auto file = write_plan("heads", doc.dump());
-    const auto got = losses(bert + " --nprocs " + std::to_string(ranks) + " --plan " + file);
-    std::filesystem::remove(file);
-    expect_same_losses(one, got);
+    expect_same_losses(one, op_level_losses(bert, ranks, groups));
   }
 }
 
@@ -669,13 +674,9 @@ TEST(RunCli, TiedDecodersApartFromTheirTableMatchOneProcess) {
        6},
       {{{"ops", {"head.*"}}, {"mode", "place"}, {"devices", {2}}}, 3}};
   for (const auto& [head, ranks] : heads) {
-    nlohmann::json doc = {{"version", 1}, {"global_batch", 12}, {"num_microbatches", 2}};
-    doc["op_groups"] = {
+    const nlohmann::json groups = {
         {{"ops", {"embedding.*", "layers.*"}}, {"mode", "replicate"}, {"devices", {0, 1}}}, head};
-    const auto file = write_plan("tied", doc.dump());
-    const auto got = losses(bert + " --nprocs " + std::to_string(ranks) + " --plan " + file);
-    std::filesystem::remove(file);
-    expect_same_losses(one, got);
+    expect_same_losses(one, op_level_losses(bert, ranks, groups));
   }
 }
 

@@ -487,30 +487,45 @@ TEST(OpLevel, SplitGroupOfReplicasOfAWholeChainIsTheDataAndTensorParallelStagePl
   expect_like_stage_plan(op_plan({g}, 8), "dp=2,tp=2,pp=1,gbs=8,mbs=4", 3, 0.05, 2e-3);
 }
 
+// Model `spec`'s stage plan of `strategy` on a DGX A100 node, with `rules`, and its op-level form
+// (as_op_level_plan, of `groups` groups), both simulated with their events.
+void simulate_both_forms(const char* spec, const char* strategy, std::vector<plan::GradSync> rules,
+                         std::size_t groups, SimResult& stage, SimResult& ops) {
+  const auto c = cluster::load_cluster("dgx-a100:1");
+  const auto m = model::load_model(spec);
+  ASSERT_TRUE(c && m);
+  auto st = plan::parse_strategy(strategy);
+  ASSERT_TRUE(st);
+  auto stage_plan = plan::plan_from_strategy(*st, *m, *c);
+  ASSERT_TRUE(stage_plan) << stage_plan.error().message;
+  stage_plan->grad_sync = std::move(rules);
+  const auto op_plan = plan::as_op_level_plan(*stage_plan, *m);
+  ASSERT_TRUE(op_plan);
+  ASSERT_EQ(op_plan->op_groups.size(), groups);
+  SimOptions opts;
+  opts.record_events = true;
+  auto a = simulate(*m, *c, *stage_plan, opts);
+  auto b = simulate(*m, *c, *op_plan, opts);
+  ASSERT_TRUE(a) << a.error().message;
+  ASSERT_TRUE(b) << b.error().message;
+  stage = std::move(*a);
+  ops = std::move(*b);
+}
+
 // A stage plan of data- and tensor-parallel replicas that sums VGG-16's fully connected layers by
 // sufficient factors (TAG's choice) is, op by op, two split groups laid out alike: on four A100s
 // of a DGX node (dp=2, tp=2, a micro-batch of 16 per replica) it takes the stage plan's time
 // within 2% (10.24 ms against 10.16 ms: the lowerings overlap the gathers differently) and its
 // memory within 0.1%.
 TEST(OpLevel, SufficientFactorsOfTensorParallelReplicasMatchTheStagePlan) {
-  const auto c = cluster::load_cluster("dgx-a100:1");
-  const auto m = model::load_model("vgg16");
-  ASSERT_TRUE(c && m);
-  auto st = plan::parse_strategy("dp=2,tp=2,pp=1,gbs=32,mbs=16");
-  ASSERT_TRUE(st);
-  auto stage_plan = plan::plan_from_strategy(*st, *m, *c);
-  ASSERT_TRUE(stage_plan) << stage_plan.error().message;
-  stage_plan->grad_sync = {plan::GradSync{"fc6.fc", plan::SyncMethod::sufficient_factor},
-                           plan::GradSync{"fc7.fc", plan::SyncMethod::sufficient_factor}};
-  const auto ops = plan::as_op_level_plan(*stage_plan, *m);
-  ASSERT_TRUE(ops);
-  ASSERT_EQ(ops->op_groups.size(), 2u);
-  SimOptions opts;
-  opts.record_events = true;
-  auto tp = simulate(*m, *c, *stage_plan, opts);
-  auto op = simulate(*m, *c, *ops, opts);
-  ASSERT_TRUE(tp) << tp.error().message;
-  ASSERT_TRUE(op) << op.error().message;
+  SimResult stage, ops;
+  simulate_both_forms("vgg16", "dp=2,tp=2,pp=1,gbs=32,mbs=16",
+                      {plan::GradSync{"fc6.fc", plan::SyncMethod::sufficient_factor},
+                       plan::GradSync{"fc7.fc", plan::SyncMethod::sufficient_factor}},
+                      2, stage, ops);
+  if (HasFatalFailure()) return;
+  const SimResult* tp = &stage;
+  const SimResult* op = &ops;
   EXPECT_NEAR(op->iteration_time.value, tp->iteration_time.value, 0.02 * tp->iteration_time.value);
   EXPECT_NEAR(op->devices[3].peak_memory.value, tp->devices[3].peak_memory.value,
               1e-3 * tp->devices[3].peak_memory.value);
@@ -521,22 +536,11 @@ TEST(OpLevel, SufficientFactorsOfTensorParallelReplicasMatchTheStagePlan) {
 // with the table's over both groups' devices before either steps: GPT-3 125M in two pipeline
 // stages on two A100s of a DGX node (two micro-batches of 4), op by op as the stage plan.
 TEST(OpLevel, ATiedHeadApartFromItsTableSumsItsCopysGradient) {
-  const auto c = cluster::load_cluster("dgx-a100:1");
-  const auto m = model::load_model("gpt3-125m");
-  ASSERT_TRUE(c && m);
-  auto st = plan::parse_strategy("dp=1,tp=1,pp=2,gbs=8,mbs=4");
-  ASSERT_TRUE(st);
-  auto stage_plan = plan::plan_from_strategy(*st, *m, *c);
-  ASSERT_TRUE(stage_plan) << stage_plan.error().message;
-  const auto ops = plan::as_op_level_plan(*stage_plan, *m);
-  ASSERT_TRUE(ops);
-  ASSERT_EQ(ops->op_groups.size(), 2u);
-  SimOptions opts;
-  opts.record_events = true;
-  auto tp = simulate(*m, *c, *stage_plan, opts);
-  auto op = simulate(*m, *c, *ops, opts);
-  ASSERT_TRUE(tp) << tp.error().message;
-  ASSERT_TRUE(op) << op.error().message;
+  SimResult stage, ops;
+  simulate_both_forms("gpt3-125m", "dp=1,tp=1,pp=2,gbs=8,mbs=4", {}, 2, stage, ops);
+  if (HasFatalFailure()) return;
+  const SimResult* tp = &stage;
+  const SimResult* op = &ops;
   // The same time as the 1F1B stage plan (134.06 ms), the same weights on the head's device and
   // the same peak memory; one gradient sync, the table's.
   EXPECT_NEAR(op->iteration_time.value, tp->iteration_time.value, 1e-6 * tp->iteration_time.value);

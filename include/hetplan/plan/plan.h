@@ -90,6 +90,11 @@ struct Replica {
   auto operator<=>(const Replica&) const = default;
 };
 
+// Device j's share of replica r's tensor-split work: tp_shares[j], or an even part.
+inline double tp_share(const Replica& r, std::size_t j) {
+  return r.tp_shares.empty() ? 1.0 / static_cast<double>(r.devices.size()) : r.tp_shares[j];
+}
+
 struct Stage {
   int first_layer = 0;  // layers [first_layer, first_layer + num_layers) of Model::layers
   int num_layers = 0;
