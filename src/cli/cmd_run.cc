@@ -98,7 +98,8 @@ void print_result(const runtime::RunResult& r, const plan::Plan& p, bool json) {
       j["ranks"].push_back({{"rank", i},
                             {"compute_s", r.ranks[i].compute_s},
                             {"comm_s", r.ranks[i].comm_s},
-                            {"idle_s", r.ranks[i].idle_s}});
+                            {"idle_s", r.ranks[i].idle_s},
+                            {"step_peak_bytes", r.ranks[i].step_peak_bytes}});
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
     return;
   }
@@ -108,11 +109,14 @@ void print_result(const runtime::RunResult& r, const plan::Plan& p, bool json) {
                1e3 * r.step_times_s[s]);
   fmt::print("\nmean step time {:.2f} ms (steps after the first two), {} parameters, {} ranks\n",
              1e3 * r.mean_step_time_s, r.parameters, r.ranks.size());
-  fmt::print("\n{:>5} {:>12} {:>12} {:>12}   (seconds over the measured steps)\n", "rank",
-             "compute", "comm", "idle");
+  fmt::print(
+      "\n{:>5} {:>12} {:>12} {:>12} {:>14}   (seconds over the measured steps; the most tensor "
+      "memory a step held above its start)\n",
+      "rank", "compute", "comm", "idle", "step peak MiB");
   for (std::size_t i = 0; i < r.ranks.size(); ++i)
-    fmt::print("{:>5} {:>12.4f} {:>12.4f} {:>12.4f}\n", i, r.ranks[i].compute_s, r.ranks[i].comm_s,
-               r.ranks[i].idle_s);
+    fmt::print("{:>5} {:>12.4f} {:>12.4f} {:>12.4f} {:>14.2f}\n", i, r.ranks[i].compute_s,
+               r.ranks[i].comm_s, r.ranks[i].idle_s,
+               r.ranks[i].step_peak_bytes / (1024.0 * 1024.0));
 }
 
 int run_run(const RunArgs& a) {

@@ -124,14 +124,16 @@ const char* kind_class(sim::TaskKind k) {
       return "r";
     case sim::TaskKind::tp_comm:
       return "t";
+    case sim::TaskKind::recompute:
+      return "c";
   }
   return "f";
 }
 
-constexpr sim::TaskKind kAllKinds[] = {sim::TaskKind::forward,      sim::TaskKind::backward,
-                                       sim::TaskKind::optimizer,    sim::TaskKind::p2p,
-                                       sim::TaskKind::grad_sync,    sim::TaskKind::param_gather,
-                                       sim::TaskKind::grad_rebuild, sim::TaskKind::tp_comm};
+constexpr sim::TaskKind kAllKinds[] = {
+    sim::TaskKind::forward,      sim::TaskKind::backward,  sim::TaskKind::optimizer,
+    sim::TaskKind::p2p,          sim::TaskKind::grad_sync, sim::TaskKind::param_gather,
+    sim::TaskKind::grad_rebuild, sim::TaskKind::tp_comm,   sim::TaskKind::recompute};
 
 constexpr std::string_view kStyle = R"(
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:24px;
@@ -154,6 +156,7 @@ svg text{font-family:inherit}
 .o{fill:#76b7b2;background:#76b7b2}.p{fill:#e15759;background:#e15759}
 .g{fill:#9467bd;background:#9467bd}.a{fill:#8c564b;background:#8c564b}
 .r{fill:#edc948;background:#edc948}.t{fill:#17becf;background:#17becf}
+.c{fill:#ff9da7;background:#ff9da7}
 .mp{fill:#4e79a7;background:#4e79a7}.mg{fill:#f28e2b;background:#f28e2b}
 .mo{fill:#59a14f;background:#59a14f}.ma{fill:#edc948;background:#edc948}
 .mf{fill:#bab0ac;background:#bab0ac}.cap{border:1px solid #999;border-right:3px solid #222}

@@ -33,14 +33,6 @@ StateBytes state_bytes(model::DType t) {
   return {2, 2, 12};
 }
 
-namespace {
-
-bool recomputes_whole_layer(model::LayerKind k) {
-  return k == model::LayerKind::transformer || k == model::LayerKind::conv_block;
-}
-
-}  // namespace
-
 ActivationBytes stage_activation_bytes(const model::Model& m, const MemoryConfig& cfg) {
   assert(cfg.first_layer >= 0 && cfg.num_layers >= 0);
   assert(cfg.first_layer + cfg.num_layers <= static_cast<int>(m.layers.size()));

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
 #include "hetplan/core/error.h"
+#include "hetplan/cost/memory_cost.h"
 
 namespace hetplan::plan {
 
@@ -46,12 +48,33 @@ std::optional<std::pair<int, int>> tied_ops_apart(const model::Model& m,
   return std::make_pair(head, table);
 }
 
+std::vector<std::vector<int>> recompute_segments(const model::Model& m,
+                                                 const std::vector<int>& group_of_op,
+                                                 cost::Recompute r) {
+  std::vector<std::vector<int>> out;
+  if (r == cost::Recompute::none) return out;
+  for (const model::Layer& layer : m.layers) {
+    std::map<int, std::size_t> of_group;  // group -> its segment in `out`
+    for (int op = layer.first_op; op < layer.first_op + layer.num_ops; ++op) {
+      if (!cost::recomputes(r, m, m.ops[static_cast<std::size_t>(op)])) continue;
+      const auto [it, added] =
+          of_group.emplace(group_of_op[static_cast<std::size_t>(op)], out.size());
+      if (added) out.emplace_back();
+      out[it->second].push_back(op);
+    }
+  }
+  return out;
+}
+
 std::optional<int> tied_groups_overlap(const Plan& p, const model::Model& m,
                                        const std::vector<int>& group_of_op) {
   const auto apart = tied_ops_apart(m, group_of_op);
   if (!apart) return std::nullopt;
-  const auto& a = p.op_groups[static_cast<std::size_t>(group_of_op[apart->first])].devices;
-  const auto& b = p.op_groups[static_cast<std::size_t>(group_of_op[apart->second])].devices;
+  const OpGroup& head = p.op_groups[static_cast<std::size_t>(group_of_op[apart->first])];
+  const OpGroup& table = p.op_groups[static_cast<std::size_t>(group_of_op[apart->second])];
+  if (head.mode != GroupMode::split && table.mode != GroupMode::split) return std::nullopt;
+  const auto& a = head.devices;
+  const auto& b = table.devices;
   for (int d : a)
     if (std::find(b.begin(), b.end(), d) != b.end()) return d;
   return std::nullopt;
@@ -62,8 +85,9 @@ std::string tied_overlap_message(const model::Model& m, const std::vector<int>& 
   const int head = m.tied_reader(), table = m.tied_owner();
   return fmt::format(
       "the tied LM head \"{}\" (op_groups[{}]) and the table it reads \"{}\" (op_groups[{}]) "
-      "share device {} (expected one group, or groups on disjoint devices, whose copies of the "
-      "table sum their gradients)",
+      "share device {}, and one of them is split (expected one group, groups on disjoint "
+      "devices, or groups that are not split: a device holds one table, whole or its vocabulary "
+      "rows, and the copies sum their gradients)",
       m.ops[static_cast<std::size_t>(head)].name, group_of_op[static_cast<std::size_t>(head)],
       m.ops[static_cast<std::size_t>(table)].name, group_of_op[static_cast<std::size_t>(table)],
       device);
@@ -164,6 +188,7 @@ Plan same_step(const Plan& p) {
   out.num_microbatches = p.num_microbatches;
   out.grad_bucket_bytes = p.grad_bucket_bytes;
   out.batch_norm = p.batch_norm;
+  out.recompute = p.recompute;    // the same layers' (or attention cores') activations dropped
   out.zero_stage = p.zero_stage;  // ZeRO-1: a group's or a stage's replicas shard Adam's states
   return out;
 }
@@ -174,25 +199,23 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
   if (p.zero_stage > 1)
     return Error{
         fmt::format("zero_stage: ZeRO stage {} has no op-level form (stage 1 has)", p.zero_stage)};
-  if (p.recompute != cost::Recompute::none)
-    return Error{fmt::format("recompute: {} recomputation has no op-level form",
-                             recompute_name(p.recompute))};
   if (p.sequence_parallel)
     return Error{"sequence_parallel: sequence parallelism has no op-level form"};
   for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
-    if (p.grad_sync[i].method != SyncMethod::all_reduce &&
-        p.grad_sync[i].method != SyncMethod::sufficient_factor)
+    if (p.grad_sync[i].method == SyncMethod::none)
       return Error{fmt::format("grad_sync[{}].method: {} has no op-level form for a stage's rules",
                                i, to_string(p.grad_sync[i].method))};
   // An op's synchronisation: the first grad_sync rule naming it (the simulator's rule), else
-  // all-reduce.
-  auto by_factors = [&](const std::string& op) {
-    for (const auto& rule : p.grad_sync)
-      if (op_pattern_matches(rule.ops, op)) return rule.method == SyncMethod::sufficient_factor;
-    return false;
+  // all-reduce; and the rule's index (-1: none).
+  auto sync_of = [&](const std::string& op) {
+    for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
+      if (op_pattern_matches(p.grad_sync[i].ops, op))
+        return std::make_pair(p.grad_sync[i].method, static_cast<int>(i));
+    return std::make_pair(SyncMethod::all_reduce, -1);
   };
   Plan out = same_step(p);
   out.execution_order = ExecutionOrder::heft;
+  std::optional<Error> refused;  // a rule the conversion cannot carry
   for (const Stage& st : p.stages) {
     const bool tensor = std::any_of(st.replicas.begin(), st.replicas.end(),
                                     [](const Replica& r) { return r.devices.size() > 1; });
@@ -218,18 +241,31 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
             .push_back(op.name);
       }
     }
-    // A group, and the ops of it that grad_sync synchronises by sufficient factors as a second
-    // group laid out as the first.
+    // A group, and the ops of it that grad_sync synchronises otherwise as further groups laid out
+    // as the first: by sufficient factors, and by a parameter server (a replicated group's first
+    // device serving, as a stage's rule does; a split group's replicas have no servers).
     auto add = [&](OpGroup g) {
-      OpGroup factors = g;
+      OpGroup factors = g, served = g;
       factors.sync = SyncMethod::sufficient_factor;
+      served.sync = SyncMethod::parameter_server;
       factors.ops.clear();
+      served.ops.clear();
       std::vector<std::string> reduced;
-      for (std::string& op : g.ops)
-        (by_factors(op) ? factors.ops : reduced).push_back(std::move(op));
+      for (std::string& op : g.ops) {
+        const auto [method, rule] = sync_of(op);
+        if (method == SyncMethod::parameter_server && g.mode == GroupMode::split && !refused)
+          refused = Error{fmt::format(
+              "grad_sync[{}].method: parameter_server has no op-level form for ops of a stage of "
+              "tensor-parallel replicas (\"{}\")",
+              rule, op)};
+        (method == SyncMethod::sufficient_factor  ? factors.ops
+         : method == SyncMethod::parameter_server ? served.ops
+                                                  : reduced)
+            .push_back(std::move(op));
+      }
       g.ops = std::move(reduced);
-      if (!g.ops.empty()) out.op_groups.push_back(std::move(g));
-      if (!factors.ops.empty()) out.op_groups.push_back(std::move(factors));
+      for (OpGroup* x : {&g, &factors, &served})
+        if (!x->ops.empty()) out.op_groups.push_back(std::move(*x));
     };
     if (!by_batch.empty()) {
       // Split by batch: every device of every replica runs its tensor share of the replica's
@@ -300,6 +336,7 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
     }
     add(std::move(g));
   }
+  if (refused) return *refused;
   return out;
 }
 

@@ -27,8 +27,6 @@ void check_settings(const Plan& p) {
                      "expected 0 or 1 for an op-level plan (ZeRO-1 shards a replicated group's "
                      "optimizer states over its devices, and a split group's over its replicas; "
                      "stages 2 and 3 are not modelled there)");
-  if (p.recompute != cost::Recompute::none)
-    throw InputError("recompute", "expected none for an op-level plan");
   if (p.sequence_parallel)
     throw InputError("sequence_parallel", "expected false for an op-level plan");
 }

@@ -13,6 +13,7 @@
 #include "batches.h"
 #include "grad_buckets.h"
 #include "hetplan/plan/op_groups.h"
+#include "memory_probe.h"
 #include "op_graph.h"
 #include "peer_watch.h"
 #include "process_groups.h"
@@ -212,12 +213,19 @@ Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int worl
   // Plans converted from stage plans are not validated as op-level plans: the same rule here.
   if (const auto device = plan::tied_groups_overlap(p, m, group))
     return Error{"plan: op_groups: " + plan::tied_overlap_message(m, group, *device)};
+  if (const auto apart = plan::tied_ops_apart(m, group); apart && p.zero_stage == 1) {
+    const auto& head = p.op_groups[static_cast<std::size_t>(group[apart->first])].devices;
+    for (int d : p.op_groups[static_cast<std::size_t>(group[apart->second])].devices)
+      if (std::find(head.begin(), head.end(), d) != head.end())
+        return Error{fmt::format(
+            "plan: zero_stage: ZeRO-1 is not executed where a tied LM head's group and its "
+            "table's share a device ({}): their devices hold the table apart from the rest",
+            d)};
+  }
   if (p.zero_stage > 1)
     return Error{fmt::format(
         "plan: zero_stage: ZeRO stage {} is not executed with op-level plans yet (stage 1 is)",
         p.zero_stage)};
-  if (p.recompute != cost::Recompute::none)
-    return Error{"plan: recompute: op-level plans are executed without recomputation"};
   const std::vector<FeatureCut> cuts = feature_cuts(m);
   const Layout at(m, p);
   auto split = [&](std::size_t g) { return at.split[g]; };
@@ -317,17 +325,18 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       place_subgroup[g].push_back(enroll(std::move(ranks)));
     }
   }
-  // A tied LM head in another group than its table (on other devices: check_op_level): the
-  // copies of the table on both groups' ranks sum their gradients.
+  // A tied LM head in another group than its table (on other devices, or on shared ones where
+  // neither group is split: check_op_level): the copies of the table on both groups' ranks, one
+  // per rank, sum their gradients.
   const auto tied = plan::tied_ops_apart(m, at.group);
   int tied_subgroup = -1;
   if (tied) {
-    std::vector<int> ranks;
+    std::set<int> ranks;  // (a rank of both groups holds one table, which both ops use)
     for (int op : {tied->first, tied->second}) {
       const auto& in = at.members[static_cast<std::size_t>(at.group[static_cast<std::size_t>(op)])];
-      ranks.insert(ranks.end(), in.begin(), in.end());
+      ranks.insert(in.begin(), in.end());
     }
-    tied_subgroup = enroll(std::move(ranks));
+    tied_subgroup = enroll({ranks.begin(), ranks.end()});
   }
   PG world;
   std::optional<PeerWatch> watch;
@@ -387,6 +396,20 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
     if (const auto g = static_cast<std::size_t>(at.group[o]); at.split[g] && my_index[o] >= 0)
       shard_split_op(*graph, m.ops[o], static_cast<int>(o), tps[g], cuts[o], layouts);
   auto is_split = [&](std::size_t op) { return at.split[static_cast<std::size_t>(at.group[op])]; };
+  // Recomputation: each segment's forward passes run without keeping what their backward passes
+  // need, and again, keeping it, when the backward pass reaches the segment's last op; what only
+  // the segment's own ops read is dropped in between.
+  const auto segments = plan::recompute_segments(m, at.group, p.recompute);
+  std::vector<int> segment_of(N, -1);
+  for (std::size_t s = 0; s < segments.size(); ++s)
+    for (int o : segments[s]) segment_of[static_cast<std::size_t>(o)] = static_cast<int>(s);
+  // Whether every reader of op o's output is in o's segment (what the segment may drop).
+  std::vector<bool> read_inside(N, false);
+  for (std::size_t o = 0; o < N; ++o) read_inside[o] = segment_of[o] >= 0;
+  for (std::size_t o = 0; o < N; ++o)
+    for (int in : m.ops[o].inputs)
+      if (segment_of[o] != segment_of[static_cast<std::size_t>(in)])
+        read_inside[static_cast<std::size_t>(in)] = false;
   // Whether group g's replicas (a split group's, or a replicated group's devices) sum gradients by
   // sufficient factors, and whether op `op`'s are among them (a linear layer with its own weights
   // in such a group, on this rank).
@@ -490,11 +513,13 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   RunResult res;
   res.parameters = m.parameters();
   RankTimes own;
+  MemoryProbe probe;  // each step's tensor memory
   const int skip = opts.steps > 2 ? 2 : 0;
   std::vector<double> own_losses;
   int step = 0;
   try {
     for (; step < opts.steps; ++step) {
+      probe.start_step();
       const auto start = Clock::now();
       double comm = 0, idle = 0;
       const Batch batch = data->global(step, p.global_batch).to(dev);
@@ -574,6 +599,38 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           }
           return it->second;
         };
+        // Op o's forward pass on this rank over its inputs `in` (which a split group's op turns
+        // into the layouts it reads).
+        auto forward = [&](std::size_t o, std::vector<torch::Tensor>& in) {
+          const auto g = static_cast<std::size_t>(at.group[o]);
+          const model::Op& op = m.ops[o];
+          const auto [r0, r1] = my_rows(o);
+          const torch::Tensor mask =
+              masks[o].defined() ? masks[o].slice(0, r0, r1) : torch::Tensor();
+          const torch::Tensor targets = batch.targets.slice(0, r0, r1);
+          if (!at.split[g]) {
+            Collectives* bn = p.batch_norm == plan::BatchNormStats::synced ? pg_of(g) : nullptr;
+            return graph->apply(static_cast<int>(o), in, targets, bn, mask);
+          }
+          // Each input in the layout this op reads (one that entered the group: whole), its
+          // gradient back in the one its writer needs.
+          const sim::OpLayout reads = sim::op_layout(op, plan::SplitKind::tensor, false);
+          for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+            const auto p_op = static_cast<std::size_t>(op.inputs[i]);
+            const sim::Layout from =
+                at.together(p_op, g) ? out_layout(p_op) : sim::Layout::replicated;
+            const auto [dim, counts] = shards_of(p_op, g);
+            in[i] = relayout(in[i], from, reads.input, reads.input_grad, sim::gradient_layout(from),
+                             tps[g], dim, counts);
+          }
+          // (Synced batch statistics over a group of several replicas: a replica's members
+          // hold the same rows, which its first member counts.)
+          Collectives* bn = p.batch_norm == plan::BatchNormStats::synced && at.by_rank[g].size() > 1
+                                ? pg_of(g)
+                                : nullptr;
+          return apply_split(*graph, op, static_cast<int>(o), in, targets, mask, tps[g], bn,
+                             tps[g].rank == 0);
+        };
         // Forward.
         for (std::size_t o = 0; o < N; ++o) {
           const auto g = static_cast<std::size_t>(at.group[o]);
@@ -620,31 +677,11 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           }
           if (op.inputs.empty()) in.push_back(batch.inputs.slice(0, r0, r1));
           leaves[o] = in;
-          const torch::Tensor mask =
-              masks[o].defined() ? masks[o].slice(0, r0, r1) : torch::Tensor();
-          const torch::Tensor targets = batch.targets.slice(0, r0, r1);
-          if (at.split[g]) {
-            // Each input in the layout this op reads (one that entered the group: whole), its
-            // gradient back in the one its writer needs.
-            const sim::OpLayout reads = sim::op_layout(op, plan::SplitKind::tensor, false);
-            for (std::size_t i = 0; i < op.inputs.size(); ++i) {
-              const auto p_op = static_cast<std::size_t>(op.inputs[i]);
-              const sim::Layout from =
-                  at.together(p_op, g) ? out_layout(p_op) : sim::Layout::replicated;
-              const auto [dim, counts] = shards_of(p_op, g);
-              in[i] = relayout(in[i], from, reads.input, reads.input_grad,
-                               sim::gradient_layout(from), tps[g], dim, counts);
-            }
-            // (Synced batch statistics over a group of several replicas: a replica's members
-            // hold the same rows, which its first member counts.)
-            Collectives* bn =
-                p.batch_norm == plan::BatchNormStats::synced && at.by_rank[g].size() > 1 ? pg_of(g)
-                                                                                         : nullptr;
-            out[o] = apply_split(*graph, op, static_cast<int>(o), in, targets, mask, tps[g], bn,
-                                 tps[g].rank == 0);
-          } else {
-            Collectives* bn = p.batch_norm == plan::BatchNormStats::synced ? pg_of(g) : nullptr;
-            out[o] = graph->apply(static_cast<int>(o), in, targets, bn, mask);
+          const int seg = segment_of[o];
+          {
+            std::optional<torch::NoGradGuard> dropped;  // a recomputed op keeps nothing yet
+            if (seg >= 0) dropped.emplace();
+            out[o] = forward(o, in);
           }
           if (factor_op(o))  // the rows of its share of the input, as it read them
             read_rows[o] =
@@ -652,10 +689,33 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           // (Every device of a split group holds the whole loss: counted once.)
           if (op.compute.fn == model::OpFn::cross_entropy && (!at.split[g] || tps[g].rank == 0))
             loss_sum += out[o].item<double>() / B;
+          // A segment's forward passes done: what only its own ops read is dropped.
+          if (seg >= 0 && segments[static_cast<std::size_t>(seg)].back() == static_cast<int>(o))
+            for (int x : segments[static_cast<std::size_t>(seg)]) {
+              const auto xi = static_cast<std::size_t>(x);
+              if (read_inside[xi]) out[xi] = torch::Tensor();
+              for (std::size_t i = 0; i < m.ops[xi].inputs.size(); ++i)
+                if (segment_of[static_cast<std::size_t>(m.ops[xi].inputs[i])] == seg)
+                  leaves[xi][i] = torch::Tensor();
+            }
         }
         // Backward, in reverse: first the gradients of the rows an op sent to other groups
         // come back, then its own backward pass gives its inputs' gradients.
         for (std::size_t o = N; o-- > 0;) {
+          // A segment's last op: its forward passes again, from the inputs it kept.
+          if (const int seg = segment_of[o];
+              seg >= 0 && my_index[o] >= 0 &&
+              segments[static_cast<std::size_t>(seg)].back() == static_cast<int>(o))
+            for (int x : segments[static_cast<std::size_t>(seg)]) {
+              const auto xi = static_cast<std::size_t>(x);
+              const auto& inputs = m.ops[xi].inputs;
+              for (std::size_t i = 0; i < inputs.size(); ++i)
+                if (segment_of[static_cast<std::size_t>(inputs[i])] == seg)
+                  leaves[xi][i] =
+                      out[static_cast<std::size_t>(inputs[i])].detach().requires_grad_(true);
+              std::vector<torch::Tensor> in = leaves[xi];
+              out[xi] = forward(xi, in);
+            }
           // A split group's output comes back whole in intervals (each member its own), which
           // its members gather before turning it into the layout of the op's gradient.
           torch::Tensor whole_back;
@@ -729,6 +789,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
             add_rows(grad[p_op], out[p_op].sizes().vec(), 0, leaves[o][i].grad());
           }
           out[o] = grad[o] = torch::Tensor();
+          leaves[o].clear();
         }
       }
       sync();
@@ -842,6 +903,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         own.comm_s += comm;
         own.idle_s += idle;
         own.compute_s += std::max(0.0, step_time - comm - idle);
+        own.step_peak_bytes = std::max(own.step_peak_bytes, static_cast<double>(probe.step_peak()));
       }
     }
     finish_run(res, own_losses, own, opts.steps, skip, world.get(), env, dev);

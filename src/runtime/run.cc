@@ -20,6 +20,7 @@
 #include "heap.h"
 #include "hetplan/plan/op_groups.h"
 #include "hetplan/sim/schedule_order.h"
+#include "memory_probe.h"
 #include "op_level_run.h"
 #include "peer_watch.h"
 #include "process_groups.h"
@@ -679,6 +680,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   RunResult res;
   res.parameters = m.parameters();
   RankTimes own;
+  detail::MemoryProbe probe;  // each step's tensor memory
   const int skip = opts.steps > 2 ? 2 : 0;
   if (resume) {
     try {
@@ -726,6 +728,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   std::vector<double> own_losses;
   try {
     for (; step < first_step + opts.steps; ++step) {
+      probe.start_step();
       const auto start = Clock::now();
       double comm = 0, idle = 0;
       const detail::Batch batch = data->global(step, p.global_batch).to(dev);
@@ -887,6 +890,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         own.comm_s += comm;
         own.idle_s += idle;
         own.compute_s += std::max(0.0, step_time - comm - idle);
+        own.step_peak_bytes = std::max(own.step_peak_bytes, static_cast<double>(probe.step_peak()));
       }
       const bool last_step = step + 1 == first_step + opts.steps;
       if (!opts.checkpoint_dir.empty() &&

@@ -16,17 +16,19 @@ void finish_run(RunResult& res, const std::vector<double>& own_losses, const Ran
   double measured = 0;
   for (int s = skip; s < steps; ++s) measured += res.step_times_s[static_cast<std::size_t>(s)];
   res.mean_step_time_s = steps > skip ? measured / (steps - skip) : 0;
-  torch::Tensor own_times = torch::zeros({env.world_size * 3}, torch::kDouble);
-  own_times[env.rank * 3] = own.compute_s;
-  own_times[env.rank * 3 + 1] = own.comm_s;
-  own_times[env.rank * 3 + 2] = own.idle_s;
+  constexpr int kFields = 4;
+  torch::Tensor own_times = torch::zeros({env.world_size * kFields}, torch::kDouble);
+  own_times[env.rank * kFields] = own.compute_s;
+  own_times[env.rank * kFields + 1] = own.comm_s;
+  own_times[env.rank * kFields + 2] = own.idle_s;
+  own_times[env.rank * kFields + 3] = own.step_peak_bytes;
   std::vector<torch::Tensor> times{own_times.to(dev)};
   if (world) world->allreduce(times)->wait();
   times[0] = times[0].cpu();
-  for (int r = 0; r < env.world_size; ++r)
-    res.ranks.push_back(RankTimes{times[0][r * 3].item<double>(),
-                                  times[0][r * 3 + 1].item<double>(),
-                                  times[0][r * 3 + 2].item<double>()});
+  for (int r = 0; r < env.world_size; ++r) {
+    auto at = [&](int f) { return times[0][r * kFields + f].item<double>(); };
+    res.ranks.push_back(RankTimes{at(0), at(1), at(2), at(3)});
+  }
 }
 
 }  // namespace hetplan::runtime::detail

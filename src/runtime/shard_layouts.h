@@ -34,6 +34,11 @@ class ShardLayouts {
   void same_as(const torch::Tensor& of, const torch::Tensor& copy);
   // Whether t holds slices of a whole tensor.
   bool split(const torch::Tensor& t) const { return kept_.count(key(t)) > 0; }
+  // The size of t's whole tensor along `dim` (t's own where t is whole).
+  std::int64_t whole_size(const torch::Tensor& t, int dim) const {
+    const auto it = kept_.find(key(t));
+    return it != kept_.end() && it->second.dim == dim ? it->second.whole : t.size(dim);
+  }
   // `part` (shaped as t) placed in a tensor of t's whole shape, zeros elsewhere; `part` itself
   // when t is whole.
   torch::Tensor to_whole(const torch::Tensor& t, const torch::Tensor& part) const;

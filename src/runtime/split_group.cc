@@ -86,15 +86,15 @@ Result<bool> check_split_op(const model::Op& op) {
       op.shard == ShardKind::replicated || (fn == OpFn::conv2d && op.shard == ShardKind::channel) ||
       (fn == OpFn::linear && (op.shard == ShardKind::column || op.shard == ShardKind::row ||
                               op.shard == ShardKind::vocab)) ||
-      (fn == OpFn::cross_entropy && op.shard == ShardKind::vocab) ||
+      ((fn == OpFn::cross_entropy || fn == OpFn::embedding) && op.shard == ShardKind::vocab) ||
       ((fn == OpFn::relu || fn == OpFn::gelu || fn == OpFn::tanh || fn == OpFn::dropout ||
         fn == OpFn::softmax || fn == OpFn::attention_scores || fn == OpFn::attention_context) &&
        op.shard == ShardKind::heads);
   if (ok) return true;
   return Error{fmt::format(
       "op \"{}\" ({} split by {}) is not executed in a split group yet (convolutions by channel, "
-      "linear layers by column, row or vocabulary, elementwise ops, softmax, attention by heads, "
-      "losses by class and ops computed whole are)",
+      "linear layers by column, row or vocabulary, embeddings by vocabulary, elementwise ops, "
+      "softmax, attention by heads, losses by class and ops computed whole are)",
       op.name, model::to_string(op.kind), model::to_string(op.shard))};
 }
 
@@ -186,9 +186,12 @@ void shard_split_op(const OpGraph& graph, const model::Op& op, int index, const 
   if (w.empty() || !tp.active()) return;
   if ((op.compute.fn == OpFn::conv2d && op.shard == ShardKind::channel) ||
       (op.compute.fn == OpFn::linear &&
-       (op.shard == ShardKind::column || op.shard == ShardKind::vocab))) {
-    const auto r = cut_ranges(w[0].size(0), cut, tp);
-    for (auto& t : w) layouts.keep(t, 0, r);
+       (op.shard == ShardKind::column || op.shard == ShardKind::vocab)) ||
+      (op.compute.fn == OpFn::embedding && op.shard == ShardKind::vocab)) {
+    // (A tied head's table that its embedding in the same group has cut already keeps its rows.)
+    const auto r = cut_ranges(layouts.whole_size(w[0], 0), cut, tp);
+    for (auto& t : w)
+      if (!layouts.split(t)) layouts.keep(t, 0, r);
   } else if (op.compute.fn == OpFn::linear && op.shard == ShardKind::row) {
     layouts.keep(w[0], 1, cut_ranges(w[0].size(1), cut, tp));
   }
@@ -221,6 +224,16 @@ torch::Tensor apply_split(const OpGraph& graph, const model::Op& op, int index,
     // Row: this rank's input features; a partial sum, with the bias on rank 0 only.
     const torch::Tensor bias = op.compute.bias && tp.rank == 0 ? w[1] : torch::Tensor();
     return torch::linear(linear_rows(graph, op, index, x, tp), w[0], bias).view(shape);
+  }
+  if (fn == OpFn::embedding) {
+    // This rank's rows of the table (the vocabulary's shards in rank order): the tokens it holds
+    // looked up, zeros for the others, a partial sum over the ranks (Megatron-LM's
+    // vocabulary-parallel embedding).
+    const std::int64_t vocab = op.params / op.compute.shape.back();
+    const std::int64_t first = offset_of(share_counts(vocab, tp), tp.rank);
+    const torch::Tensor held = (x >= first) & (x < first + w[0].size(0));
+    const torch::Tensor rows = torch::where(held, x - first, torch::zeros_like(x));
+    return torch::embedding(w[0], rows) * held.unsqueeze(-1).to(w[0].dtype());
   }
   if (fn == OpFn::cross_entropy) {
     // This rank's classes follow the ranks' before it (the logits' feature shards).

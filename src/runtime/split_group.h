@@ -21,8 +21,9 @@ namespace hetplan::runtime::detail {
 // Whether op `op` runs split by its tensor dimension: ops of ShardKind::replicated (computed whole
 // on every device), convolutions by output channel, linear layers by column, row or vocabulary
 // (an LM head's classes, its tied table's rows), elementwise ops, softmax and dropout on feature
-// shards, the attention core (scores and context) by heads, a
-// cross-entropy over classes split by vocabulary; or why not.
+// shards, the attention core (scores and context) by heads, an embedding by vocabulary (each rank
+// its rows of the table, a partial sum over the ranks), a cross-entropy over classes split by
+// vocabulary; or why not.
 Result<bool> check_split_op(const model::Op& op);
 
 // How a split op's output features (a row-split layer's: its input features) fall to the ranks:

@@ -135,7 +135,8 @@ class SpmdCoster {
             ? compute_.op_time(dev, tg_.backward[backward_of_[op]], samples, share, dt).value *
                   slowdown
             : 0.0;
-    return f + b + (cost::recomputes(settings_.recompute, ctx_.model.ops[op]) ? f : 0.0);
+    return f + b +
+           (cost::recomputes(settings_.recompute, ctx_.model, ctx_.model.ops[op]) ? f : 0.0);
   }
 
   bool whole_work(int op, plan::SplitKind k) const {

@@ -104,10 +104,8 @@ void summarise(const model::Model& m, const cluster::Cluster& c, const plan::Pla
   // counts them.
   const double fwd = m.forward_flops_per_sample();
   double recomputed = 0;
-  if (p.recompute == cost::Recompute::full) recomputed = fwd;
-  if (p.recompute == cost::Recompute::selective)
-    for (const auto& op : m.ops)
-      if (op.attention_core) recomputed += op.flops;
+  for (const auto& op : m.ops)
+    if (cost::recomputes(p.recompute, m, op)) recomputed += op.flops;
   r.model_flops = B * (3 * fwd + recomputed);
   double peak_sum = 0;
   r.devices_used = 0;

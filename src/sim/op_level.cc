@@ -74,6 +74,11 @@ struct OpLevelLowering {
   std::vector<int> lane_of_device;
   std::vector<int> lane_stream;
   std::vector<std::vector<std::vector<int>>> fwd, bwd;  // [op][device index in group][mb]
+  // Recomputation (plan::recompute_segments): per op its segment (-1: none), and per segment,
+  // device index in its group and micro-batch, the task rerunning its forward passes.
+  std::vector<std::vector<int>> segments;
+  std::vector<int> segment_of;
+  std::vector<std::vector<std::vector<int>>> rerun;
   // Split groups: each op's layouts, and per op, replica and micro-batch the collectives that
   // follow its forward pass (its output ready on every device of the replica) and its backward
   // pass (its input gradients ready), or -1.
@@ -282,10 +287,12 @@ struct OpLevelLowering {
         const int d = grp.devices[j];
         const double s = samples(gi, j), sh = shard(static_cast<int>(op), j);
         const double kept = m.ops[op].saved_bytes * s * sh;
+        // (A recomputed op keeps its saved bytes from its rerun instead: add_reruns.)
+        const bool recomputed = segment_of[op] >= 0;
         for (int mb = 0; mb < M(); ++mb) {
           fwd[op][j][mb] = add_task(
               compute_task(TaskKind::forward, d, gi, mb, device_time(d, tg.forward[op], s, sh)),
-              kept);
+              recomputed ? 0.0 : kept);
           const double back =
               backward_index[op] < 0 ? 0.0 : device_time(d, tg.backward[backward_index[op]], s, sh);
           bwd[op][j][mb] = add_task(compute_task(TaskKind::backward, d, gi, mb, back), -kept);
@@ -293,6 +300,97 @@ struct OpLevelLowering {
         }
       }
       if (is_split(gi)) add_split_op_collectives(static_cast<int>(op));
+    }
+    add_reruns();
+  }
+
+  // The task that an op's gradient arriving from its consumers waits for: the rerun of its
+  // segment where it is a recomputed segment's last op (the runtime reruns the segment when its
+  // backward pass reaches that op), else its backward pass.
+  int grad_arrival(int op, std::size_t j, int mb) const {
+    const int s = segment_of[op];
+    if (s >= 0 && segments[static_cast<std::size_t>(s)].back() == op)
+      return rerun[static_cast<std::size_t>(s)][j][mb];
+    return bwd[op][j][mb];
+  }
+
+  // Recomputation: per segment (plan::recompute_segments), device and micro-batch, a task that
+  // reruns the forward passes of the segment's ops before any of their backward passes, keeping
+  // their saved bytes from then on; in a split group, the layout conversions between its ops (and
+  // its experts' token exchanges, a vocabulary-split loss's sums) run again after it, in order,
+  // over each replica. Under full recomputation a segment keeps the activations it reads from
+  // outside it (its layer's input) from its first op's forward pass to its backward pass.
+  void add_reruns() {
+    rerun.assign(segments.size(), {});
+    for (std::size_t si = 0; si < segments.size(); ++si) {
+      const std::vector<int>& seg = segments[si];
+      const int gi = group_of[seg.front()];
+      const auto& grp = p.op_groups[gi];
+      std::vector<int> outside;  // producers outside the segment that its ops read
+      for (int op : seg)
+        for (int in : m.ops[op].inputs)
+          if (segment_of[in] != static_cast<int>(si) &&
+              std::find(outside.begin(), outside.end(), in) == outside.end())
+            outside.push_back(in);
+      rerun[si].assign(grp.devices.size(), std::vector<int>(M(), -1));
+      for (std::size_t j = 0; j < grp.devices.size(); ++j) {
+        const int d = grp.devices[j];
+        const double s = samples(gi, j);
+        double time = 0, kept = 0, input = 0;
+        for (int op : seg) {
+          const double sh = shard(op, j);
+          time += device_time(d, tg.forward[op], s, sh);
+          kept += m.ops[op].saved_bytes * s * sh;
+        }
+        for (int in : outside) {
+          const bool sharded = layout_id[group_of[in]] == layout_id[gi] && is_split(gi) &&
+                               layout[in].output != Layout::replicated;
+          input += m.output_bytes(in) * s * (sharded ? shard(in, j) : 1.0);
+        }
+        if (p.recompute != cost::Recompute::full) input = 0;
+        for (int mb = 0; mb < M(); ++mb) {
+          const int t = add_task(compute_task(TaskKind::recompute, d, gi, mb, time), kept);
+          rerun[si][j][mb] = t;
+          for (int op : seg) g.add_edge(fwd[op][j][mb], t);
+          activation_delta[static_cast<std::size_t>(fwd[seg.front()][j][mb])] += input;
+          activation_delta[static_cast<std::size_t>(bwd[seg.front()][j][mb])] -= input;
+        }
+      }
+      // What the rerun's ops exchange over each replica of a split group, in op order.
+      std::vector<std::pair<cost::Collective, double>> exchanges;
+      if (is_split(gi)) {
+        const double n = batch() / M();
+        std::vector<std::pair<int, Layout>> converted;
+        for (int op : seg) {
+          for (int in : m.ops[op].inputs) {
+            if (segment_of[in] != static_cast<int>(si)) continue;
+            const auto kind = conversion(layout[in].output, layout[op].input);
+            if (!kind || std::find(converted.begin(), converted.end(),
+                                   std::make_pair(in, layout[op].input)) != converted.end())
+              continue;
+            converted.emplace_back(in, layout[op].input);
+            exchanges.emplace_back(*kind, m.output_bytes(in) * n);
+          }
+          const model::Op& o = m.ops[op];
+          if (o.shard == model::ShardKind::expert)
+            exchanges.emplace_back(cost::Collective::all_to_all, 2 * o.bytes_read * n);
+          else if (o.shard == model::ShardKind::vocab && o.kind == model::OpKind::cross_entropy)
+            exchanges.emplace_back(cost::Collective::all_reduce, 2 * o.bytes_written * n);
+        }
+      }
+      for (int r = 0; r < replicas(gi); ++r)
+        for (int mb = 0; mb < M(); ++mb) {
+          std::vector<int> last;  // what the backward passes wait for
+          for (std::size_t j : replica_members(gi, r)) last.push_back(rerun[si][j][mb]);
+          for (const auto& [kind, bytes] : exchanges) {
+            const int t = split_collective(gi, r, mb, kind, bytes);
+            for (int x : last) g.add_edge(x, t);
+            last = {t};
+          }
+          for (int op : seg)
+            for (std::size_t j : replica_members(gi, r))
+              for (int x : last) g.add_edge(x, bwd[op][j][mb]);
+        }
     }
   }
 
@@ -375,9 +473,10 @@ struct OpLevelLowering {
         if (backward_kind) {
           const int t = split_collective(gi, r, mb, *backward_kind, bytes);
           for (std::size_t k : members) g.add_edge(input_grads_ready(op, k, mb), t);
-          for (std::size_t j : members) g.add_edge(t, bwd[in][j][mb]);
+          for (std::size_t j : members) g.add_edge(t, grad_arrival(in, j, mb));
         } else {
-          for (std::size_t j : members) g.add_edge(input_grads_ready(op, j, mb), bwd[in][j][mb]);
+          for (std::size_t j : members)
+            g.add_edge(input_grads_ready(op, j, mb), grad_arrival(in, j, mb));
         }
       }
     }
@@ -401,7 +500,7 @@ struct OpLevelLowering {
         }
         exit_fwd[{in, r, mb}] = out;
         const int back = split_collective(gi, r, mb, cost::Collective::all_gather, bytes);
-        for (std::size_t j : replica_members(gi, r)) g.add_edge(back, bwd[in][j][mb]);
+        for (std::size_t j : replica_members(gi, r)) g.add_edge(back, grad_arrival(in, j, mb));
         exit_bwd[{in, r, mb}] = back;
       }
   }
@@ -433,7 +532,7 @@ struct OpLevelLowering {
         for (int mb = 0; mb < M(); ++mb) {
           const int exit = split_from ? exit_fwd[{in, rj, mb}] : -1;
           const int ready = exit >= 0 ? exit : output_ready(in, j, mb);
-          const int grads_back = split_from ? exit_bwd[{in, rj, mb}] : bwd[in][j][mb];
+          const int grads_back = split_from ? exit_bwd[{in, rj, mb}] : grad_arrival(in, j, mb);
           if (src == dst) {
             for (int op : consumers) {
               g.add_edge(ready, fwd[op][k][mb]);
@@ -492,7 +591,7 @@ struct OpLevelLowering {
         for (std::size_t j = 0; j < fwd[op].size(); ++j)
           for (int mb = 0; mb < M(); ++mb) {
             g.add_edge(fwd[in][j][mb], fwd[op][j][mb]);
-            g.add_edge(bwd[op][j][mb], bwd[in][j][mb]);
+            g.add_edge(bwd[op][j][mb], grad_arrival(in, j, mb));
           }
       }
     }
@@ -508,7 +607,7 @@ struct OpLevelLowering {
       if (optimizer_index[op] >= 0)
         t += device_time(device, tg.optimizer[optimizer_index[op]], 1.0,
                          shard * weight_shard(op, j));
-      if (tied && op == tied->first && optimizer_index[tied->second] >= 0)  // the table's copy
+      if (copies_table(op, j) && optimizer_index[tied->second] >= 0)  // the table's copy
         t += device_time(device, tg.optimizer[optimizer_index[tied->second]], 1.0,
                          shard * weight_shard(op, j));
     }
@@ -521,10 +620,22 @@ struct OpLevelLowering {
                                (tied && op == tied->first ? m.ops[op].tied_params : 0));
   }
 
+  // Whether device j of op `op`'s group holds a copy of the table for it: a tied head's, where
+  // the device is not one of the table's group (whose table the head reads there).
+  bool copies_table(int op, std::size_t j) const {
+    if (!tied || op != tied->first) return false;
+    const auto& table = p.op_groups[group_of[tied->second]].devices;
+    return std::find(table.begin(), table.end(), p.op_groups[group_of[op]].devices[j]) ==
+           table.end();
+  }
+
   // The parameters of `ops` that device j of their group holds.
   double params_held(const std::vector<int>& ops, std::size_t j) const {
     double x = 0;
-    for (int op : ops) x += own_params(op) * weight_shard(op, j);
+    for (int op : ops)
+      x += static_cast<double>(m.ops[op].params +
+                               (copies_table(op, j) ? m.ops[op].tied_params : 0)) *
+           weight_shard(op, j);
     return x;
   }
 
@@ -740,11 +851,10 @@ struct OpLevelLowering {
       // the whole layout, as the runtime does, once every backward pass over them is done and
       // before either group steps.
       const int head = tied->first, table = tied->second;
-      std::vector<int> devices;
-      for (int op : {table, head}) {
-        const auto& in = p.op_groups[group_of[op]].devices;
-        devices.insert(devices.end(), in.begin(), in.end());
-      }
+      std::vector<int> devices;  // (a device of both groups holds one table)
+      for (int op : {table, head})
+        for (int d : p.op_groups[group_of[op]].devices)
+          if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
       const int t =
           add_transfer(TaskKind::grad_sync, lane_of_device[devices[0]], -1, group_of[table], -1,
                        collective(cost::Collective::all_reduce, devices,
@@ -857,6 +967,10 @@ struct OpLevelLowering {
     index_training_graph();
     group_of = plan::group_of_ops(p, m);
     tied = plan::tied_ops_apart(m, group_of);
+    segments = plan::recompute_segments(m, group_of, p.recompute);
+    segment_of.assign(m.ops.size(), -1);
+    for (std::size_t s = 0; s < segments.size(); ++s)
+      for (int op : segments[s]) segment_of[static_cast<std::size_t>(op)] = static_cast<int>(s);
     build_lanes();
     add_passes();
     add_data_edges();

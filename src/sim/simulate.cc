@@ -38,6 +38,8 @@ const char* to_string(TaskKind k) {
       return "grad_rebuild";
     case TaskKind::tp_comm:
       return "tp_comm";
+    case TaskKind::recompute:
+      return "recompute";
   }
   return "?";
 }
@@ -135,7 +137,8 @@ struct Lowering {
         std::sort(key.begin(), key.end());
         auto [it, inserted] = by_devices.emplace(key, static_cast<int>(lanes.size()));
         if (inserted)
-          lanes.push_back(LaneInfo{r.devices, {}, detail::lane_name(static_cast<int>(lanes.size()), key)});
+          lanes.push_back(
+              LaneInfo{r.devices, {}, detail::lane_name(static_cast<int>(lanes.size()), key)});
         lanes[it->second].stages.push_back(static_cast<int>(s));
         lane_of[s].push_back(it->second);
       }

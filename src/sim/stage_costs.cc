@@ -326,7 +326,7 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
                                model::dtype_bytes(m_.dtype);
           tp_collective(cost::Collective::all_gather, bytes, tf, op_fwd_comm);
           // A recomputed forward pass gathers them again, for the backward pass too.
-          if (!cost::recomputes(p_.recompute, o))
+          if (!cost::recomputes(p_.recompute, m_, o))
             tp_collective(cost::Collective::all_gather, bytes, tb, bwd_comm);
           tp_collective(cost::Collective::reduce_scatter, bytes, tb, bwd_comm);
         }
@@ -363,7 +363,7 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
       fwd += tf;
       bwd += tb;
       fwd_comm.add(op_fwd_comm);
-      if (cost::recomputes(p_.recompute, o)) {
+      if (cost::recomputes(p_.recompute, m_, o)) {
         recompute += tf;
         recompute_comm.add(op_fwd_comm);
       }

@@ -155,8 +155,22 @@ TEST_F(AsStagePlan, StagePlansOfOneDeviceReplicasBecomeOpLevelPlansAndBack) {
   EXPECT_EQ(sfb_ops->op_groups[2].shares, (std::vector<double>{0.75, 0.25}));
   for (const auto& op : sfb_ops->op_groups[2].ops) EXPECT_EQ(op.rfind("head.", 0), 0u) << op;
   EXPECT_EQ(validate(*sfb_ops), "ok");
-  sfb.grad_sync = {GradSync{"head.*", SyncMethod::parameter_server}};
-  EXPECT_FALSE(as_op_level_plan(sfb, model_));
+  // Those it synchronises by a parameter server form a third, whose first device serves.
+  sfb.grad_sync = {GradSync{"head.lm", SyncMethod::sufficient_factor},
+                   GradSync{"head.*", SyncMethod::parameter_server}};
+  auto ps_ops = as_op_level_plan(sfb, model_);
+  ASSERT_TRUE(ps_ops) << why_not_op_level_plan(sfb, model_);
+  ASSERT_EQ(ps_ops->op_groups.size(), 4u);
+  EXPECT_EQ(ps_ops->op_groups[2].ops, std::vector<std::string>{"head.lm"});
+  EXPECT_EQ(ps_ops->op_groups[3].sync, SyncMethod::parameter_server);
+  EXPECT_EQ(ps_ops->op_groups[3].ops, (std::vector<std::string>{"head.norm", "head.loss"}));
+  EXPECT_EQ(ps_ops->op_groups[3].devices, (std::vector<int>{4, 5}));
+  EXPECT_EQ(ps_ops->op_groups[3].shares, (std::vector<double>{0.75, 0.25}));
+  EXPECT_TRUE(ps_ops->op_groups[3].servers.empty());
+  EXPECT_EQ(validate(*ps_ops), "ok");
+  sfb.grad_sync = {GradSync{"head.*", SyncMethod::none}};
+  EXPECT_EQ(why_not_op_level_plan(sfb, model_),
+            "grad_sync[0].method: none has no op-level form for a stage's rules");
   // Replicas of several devices beside others: a split group of replicas, which converts back.
   Plan tp = *stages;
   tp.stages[1].replicas[0].devices = {4, 6};
@@ -187,7 +201,11 @@ TEST_F(AsStagePlan, StagePlansOfOneDeviceReplicasBecomeOpLevelPlansAndBack) {
   for (const auto& op : tp_sfb->op_groups[1].ops) EXPECT_NE(op.rfind("head.", 0), 0u) << op;
   EXPECT_EQ(validate(*tp_sfb), "ok");
   EXPECT_FALSE(as_stage_plan(*tp_sfb, model_));
-  // Not for ZeRO-2/3 or recomputation.
+  // A parameter server for tensor-parallel replicas has no op-level form.
+  tp.grad_sync = {GradSync{"layers.1.*", SyncMethod::parameter_server}};
+  EXPECT_EQ(why_not_op_level_plan(tp, model_),
+            "grad_sync[0].method: parameter_server has no op-level form for ops of a stage of "
+            "tensor-parallel replicas (\"layers.1.norm1\")");
   // ZeRO-1 carries over (a group's devices shard Adam's states as a stage's replicas do); 2 not.
   Plan zero = *stages;
   zero.zero_stage = 1;
@@ -197,11 +215,20 @@ TEST_F(AsStagePlan, StagePlansOfOneDeviceReplicasBecomeOpLevelPlansAndBack) {
   EXPECT_EQ(validate(*zero_ops), "ok");
   zero.zero_stage = 2;
   EXPECT_FALSE(as_op_level_plan(zero, model_));
+  // Recomputation carries over both ways (the op-level plan reruns the same layers).
   Plan recompute = *stages;
   recompute.recompute = cost::Recompute::full;
-  EXPECT_FALSE(as_op_level_plan(recompute, model_));
-  EXPECT_EQ(why_not_op_level_plan(recompute, model_),
-            "recompute: full recomputation has no op-level form");
+  auto recompute_ops = as_op_level_plan(recompute, model_);
+  ASSERT_TRUE(recompute_ops) << why_not_op_level_plan(recompute, model_);
+  EXPECT_EQ(recompute_ops->recompute, cost::Recompute::full);
+  EXPECT_EQ(validate(*recompute_ops), "ok");
+  auto recompute_back = as_stage_plan(*recompute_ops, model_);
+  ASSERT_TRUE(recompute_back);
+  EXPECT_EQ(recompute_back->recompute, cost::Recompute::full);
+  Plan sp = *stages;
+  sp.sequence_parallel = true;
+  EXPECT_EQ(why_not_op_level_plan(sp, model_),
+            "sequence_parallel: sequence parallelism has no op-level form");
   EXPECT_EQ(why_not_op_level_plan(*stages, model_), "");
   EXPECT_FALSE(as_op_level_plan(plan_, model_));  // already op-level
 }
@@ -345,6 +372,27 @@ TEST_F(AsStagePlan, AStageLevelPlanIsNotOpLevel) {
   Plan p = testing::two_stage_plan();
   EXPECT_FALSE(as_stage_plan(p, tiny_gpt(4)));
   EXPECT_EQ(why_not_stage_plan(p, tiny_gpt(4)), "the plan is not op-level (it has no op_groups)");
+}
+
+// Recomputation's segments: under full, each transformer layer's ops in each group (a layer cut
+// between two groups gives two); under selective, each layer's attention-core ops in each group;
+// embeddings and heads never.
+TEST_F(AsStagePlan, RecomputeSegmentsAreALayersOpsInOneGroup) {
+  // Ops: embedding 0-1, layers.0 2-7, layers.1 8-13, head 14-16; layers.0 cut after attn.proj.
+  std::vector<int> group(model_.ops.size(), 1);
+  for (int op = 0; op <= 4; ++op) group[static_cast<std::size_t>(op)] = 0;
+  using Segments = std::vector<std::vector<int>>;
+  EXPECT_EQ(recompute_segments(model_, group, cost::Recompute::none), Segments{});
+  EXPECT_EQ(recompute_segments(model_, group, cost::Recompute::full),
+            (Segments{{2, 3, 4}, {5, 6, 7}, {8, 9, 10, 11, 12, 13}}));
+  EXPECT_EQ(recompute_segments(model_, group, cost::Recompute::selective), Segments{});
+  model::Model cores = model_;
+  for (int op : {3, 4, 9}) cores.ops[static_cast<std::size_t>(op)].attention_core = true;
+  group[4] = 2;  // layers.0's cores in two groups
+  EXPECT_EQ(recompute_segments(cores, group, cost::Recompute::selective),
+            (Segments{{3}, {4}, {9}}));
+  EXPECT_EQ(recompute_segments(cores, group, cost::Recompute::full),
+            (Segments{{2, 3}, {4}, {5, 6, 7}, {8, 9, 10, 11, 12, 13}}));
 }
 
 }  // namespace

@@ -339,12 +339,19 @@ TEST_F(OpGroups, ATiedHeadAndItsTableShareAGroupOrNoDevice) {
   const auto owner = group_of_ops(plan_, model_);
   EXPECT_TRUE(tied_ops_apart(model_, owner));
   EXPECT_FALSE(tied_groups_overlap(plan_, model_, owner));
+  // Sharing a device: one table there, which neither group may split.
   plan_.op_groups[1].devices = {1};
+  EXPECT_FALSE(tied_groups_overlap(plan_, model_, owner));
+  EXPECT_EQ(check(), "ok");
+  plan_.op_groups[1].devices = {1, 2};
+  plan_.op_groups[1].mode = GroupMode::split;
   EXPECT_EQ(tied_groups_overlap(plan_, model_, owner), 1);
   EXPECT_EQ(check(),
             "plan.json: op_groups: the tied LM head \"head.lm_head\" (op_groups[1]) and the table "
-            "it reads \"embedding.word\" (op_groups[0]) share device 1 (expected one group, or "
-            "groups on disjoint devices, whose copies of the table sum their gradients)");
+            "it reads \"embedding.word\" (op_groups[0]) share device 1, and one of them is split "
+            "(expected one group, groups on disjoint devices, or groups that are not split: a "
+            "device holds one table, whole or its vocabulary rows, and the copies sum their "
+            "gradients)");
 }
 
 }  // namespace

@@ -218,10 +218,12 @@ TEST(TensorLayout, BatchShardedGathersWeightsAndHoldsHalf) {
   // While a layer runs, the other half of its weights and of its gradient are held too.
   EXPECT_DOUBLE_EQ(mem.buffers.value, (cfg.workspace + cfg.gradient_buckets).value + 2.0 * 1e9);
 
-  // Recomputed, the backward pass gathers the weights once (for the recomputed forward) and
-  // reduce-scatters the gradients.
+  // Recomputed (the layers as convolution blocks, which full recomputation reruns), the backward
+  // pass gathers the weights once (for the recomputed forward) and reduce-scatters the gradients.
   p.recompute = cost::Recompute::full;
-  LayerCosts again(m, c, p, opts);
+  auto blocks = m;
+  for (auto& layer : blocks.layers) layer.kind = model::LayerKind::conv_block;
+  LayerCosts again(blocks, c, p, opts);
   const auto tr = again.replica(p.stages[0].replicas[0], 2.0, 1);
   EXPECT_NEAR(tr.backward[1], 2.0 + tr.forward[1] + price(C::reduce_scatter), 1e-12);
 }

@@ -13,10 +13,18 @@ namespace hetplan::cost {
 
 enum class Recompute { none, selective, full };
 const char* to_string(Recompute r);
-// Whether the backward pass reruns op o's forward pass: every op under full recomputation, the
-// attention cores under selective.
-inline bool recomputes(Recompute r, const model::Op& o) {
-  return r == Recompute::full || (r == Recompute::selective && o.attention_core);
+// Whether full recomputation keeps only a layer of this kind's input and reruns the layer whole
+// (transformer blocks and convolution blocks; embeddings and heads keep their activations).
+inline bool recomputes_whole_layer(model::LayerKind k) {
+  return k == model::LayerKind::transformer || k == model::LayerKind::conv_block;
+}
+// Whether the backward pass reruns op o of model m's forward pass: under full recomputation the
+// ops of the layers it reruns whole, under selective the attention cores (Megatron-LM's count:
+// the LM head is not recomputed).
+inline bool recomputes(Recompute r, const model::Model& m, const model::Op& o) {
+  if (r == Recompute::selective) return o.attention_core;
+  return r == Recompute::full && o.layer >= 0 && o.layer < static_cast<int>(m.layers.size()) &&
+         recomputes_whole_layer(m.layers[static_cast<std::size_t>(o.layer)].kind);
 }
 
 struct MemoryConfig {

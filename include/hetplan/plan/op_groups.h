@@ -22,9 +22,11 @@ std::vector<int> group_of_ops(const Plan& p, const model::Model& m);
 std::optional<std::pair<int, int>> tied_ops_apart(const model::Model& m,
                                                   const std::vector<int>& group_of_op);
 
-// Where the tied LM head and its table are in different groups of p that share a device, which an
-// op-level plan must not (a device holds one copy of the table; copies on disjoint devices sum
-// their gradients): the first such device; nullopt otherwise.
+// Where the tied LM head and its table are in different groups of p that share a device and one of
+// them is split, which an op-level plan must not (a device holds one table: whole in a group that
+// is not split, its vocabulary rows in a split one): the first such device; nullopt otherwise.
+// (Each group's devices hold a copy of the table, one on a device of both groups, and every copy's
+// gradient is summed over both groups' devices.)
 std::optional<int> tied_groups_overlap(const Plan& p, const model::Model& m,
                                        const std::vector<int>& group_of_op);
 
@@ -42,6 +44,15 @@ std::size_t replica_begin(const OpGroup& g, int r);
 // The indices of group g's devices in replica r, in the group's order (every device for r = 0 of
 // a group that is not split).
 std::vector<std::size_t> replica_members(const OpGroup& g, int r);
+
+// The ops that recomputation `r` reruns in the backward pass, in segments: under full, the ops of
+// each transformer or convolution-block layer (cost::recomputes_whole_layer) in each group; under
+// selective, the attention-core ops of each layer in each group. A segment keeps only the inputs it
+// reads from outside itself; just before the backward pass of its last op, the forward passes of
+// all its ops run again. Each segment's ops ascend; segments come in the order of their first op.
+std::vector<std::vector<int>> recompute_segments(const model::Model& m,
+                                                 const std::vector<int>& group_of_op,
+                                                 cost::Recompute r);
 
 // The places of a split group whose replicas split alike (the same sizes and tensor shares, each
 // replica's devices taken in increasing order, which is the runtime's rank order): per place, the
@@ -78,8 +89,8 @@ double tensor_share(const OpGroup& g, std::size_t j);
 // execution_order (HEFT), a stage plan's passes by its 1F1B schedule.)
 //
 // The equivalent stage-level plan: the same model, cluster and planner strings, global_batch,
-// num_microbatches, grad_bucket_bytes, batch_norm and ZeRO stage; schedule 1f1b, recompute none,
-// no op overrides or grad_sync rules (the group's all-reduce algorithm is not carried over).
+// num_microbatches, grad_bucket_bytes, batch_norm, recomputation and ZeRO stage; schedule 1f1b, no
+// op overrides or grad_sync rules (the group's all-reduce algorithm is not carried over).
 // Nullopt when the plan is not op-level or not convertible; why_not_stage_plan says why.
 std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 
@@ -88,17 +99,19 @@ std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 // has one replica of one device; split when a replica has several: at the tp_shares, in replicas
 // of the stage's replica sizes and batch shares), gradients all-reduced, but the ops that grad_sync
 // synchronises by sufficient factors, which form a second group laid out as the first
-// (same_split_layout for split groups). Where op overrides split a stage of tensor-parallel
+// (same_split_layout for split groups), and those it synchronises by a parameter server, which
+// form a third (a replicated group whose first device serves, as the stage's rule prices it). Where op overrides split a stage of tensor-parallel
 // replicas otherwise (HAP's batch programs), its ops split by batch form a replicated group of
 // every device at its replica's batch share times its tensor share, and those computed whole
 // (`replicate`) a group of one device per replica (its largest tensor share) at the replica's
 // batch share. The same model, cluster and planner strings, global_batch, num_microbatches,
-// grad_bucket_bytes, batch_norm and ZeRO stage, execution order heft. Nullopt for an op-level
-// plan, grad_sync rules other than all-reduce and sufficient factors, weights sharded by
-// batch_sharded, recomputation, sequence parallelism or ZeRO-2/3.
+// grad_bucket_bytes, batch_norm, recomputation (recompute_segments) and ZeRO stage, execution order
+// heft. Nullopt for an op-level plan, grad_sync rules of `none`, parameter-server rules for ops of
+// tensor-parallel replicas, weights sharded by batch_sharded, sequence parallelism or ZeRO-2/3.
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m);
 
-// Why as_op_level_plan gives nullopt ("recompute: full recomputation has no op-level form");
+// Why as_op_level_plan gives nullopt ("sequence_parallel: sequence parallelism has no op-level
+// form");
 // empty when it converts.
 std::string why_not_op_level_plan(const Plan& p, const model::Model& m);
 

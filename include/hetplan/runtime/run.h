@@ -53,6 +53,9 @@ struct RankTimes {
   double comm_s = 0;     // in gradient and parameter collectives, and finishing sends
   double idle_s = 0;     // waiting for a neighbour stage's activation or gradient (pipeline
                          // bubbles, transfers included)
+  // The most tensor memory one of those steps held above what it started with (activations,
+  // gradients and temporaries; on the CPU, as its allocator reports them), in bytes.
+  double step_peak_bytes = 0;
 };
 
 struct RunResult {
@@ -72,11 +75,12 @@ struct RunResult {
 // synced batch normalisation; and op-level plans of models whose every op says what it computes
 // (model::OpCompute: the zoo's ResNets, VGGs and Inception-v3), op by op with each group's
 // devices, shares and gradient synchronisation (all-reduce, parameter servers, sufficient
-// factors), without ZeRO or recomputation. Refused with the reason: sequence parallelism outside
-// decoders, per-op split overrides under tensor parallelism, replicas of one stage with different
-// tp_shares, interleaved schedules, ZeRO-2/3, stage-level gradient sync other than all-reduce,
-// model families without a runtime module (CNNs other than ResNets, in stage plans), CNNs under
-// tensor parallelism, and CNN replicas left without a sample of some micro-batch.
+// factors), with ZeRO-1 and full or selective recomputation (plan::recompute_segments). Refused
+// with the reason: sequence parallelism outside decoders, per-op split overrides under tensor
+// parallelism, replicas of one stage with different tp_shares, interleaved schedules, ZeRO-2/3,
+// stage-level gradient sync other than all-reduce, model families without a runtime module (CNNs
+// other than ResNets, in stage plans), CNNs under tensor parallelism, and CNN replicas left without
+// a sample of some micro-batch.
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size);
 
 // Every reason check_executable would give one after another: its first, then each setting it

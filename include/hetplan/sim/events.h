@@ -20,7 +20,8 @@ enum class TaskKind {
   grad_sync,
   param_gather,
   grad_rebuild,
-  tp_comm
+  tp_comm,
+  recompute  // an op-level plan's forward passes rerun before a backward pass
 };
 const char* to_string(TaskKind k);
 // Whether tasks of this kind move data over links (the others compute).
