@@ -100,14 +100,15 @@ std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 // of the stage's replica sizes and batch shares), gradients all-reduced, but the ops that grad_sync
 // synchronises by sufficient factors, which form a second group laid out as the first
 // (same_split_layout for split groups), and those it synchronises by a parameter server, which
-// form a third (a replicated group whose first device serves, as the stage's rule prices it). Where op overrides split a stage of tensor-parallel
-// replicas otherwise (HAP's batch programs), its ops split by batch form a replicated group of
-// every device at its replica's batch share times its tensor share, and those computed whole
-// (`replicate`) a group of one device per replica (its largest tensor share) at the replica's
-// batch share. The same model, cluster and planner strings, global_batch, num_microbatches,
-// grad_bucket_bytes, batch_norm, recomputation (recompute_segments) and ZeRO stage, execution order
-// heft. Nullopt for an op-level plan, grad_sync rules of `none`, parameter-server rules for ops of
-// tensor-parallel replicas, weights sharded by batch_sharded, sequence parallelism or ZeRO-2/3.
+// form a third (a replicated group whose first device serves, as the stage's rule prices it).
+// Where op overrides split a stage of tensor-parallel replicas otherwise (HAP's batch programs),
+// its ops split by batch form a replicated group of every device at its replica's batch share
+// times its tensor share, and those computed whole (`replicate`) a group of one device per replica
+// (its largest tensor share) at the replica's batch share. The same model, cluster and planner
+// strings, global_batch, num_microbatches, grad_bucket_bytes, batch_norm, recomputation
+// (recompute_segments) and ZeRO stage, execution order heft. Nullopt for an op-level plan,
+// grad_sync rules of `none`, parameter-server rules for ops of tensor-parallel replicas, weights
+// sharded by batch_sharded, sequence parallelism or ZeRO-2/3.
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m);
 
 // Why as_op_level_plan gives nullopt ("sequence_parallel: sequence parallelism has no op-level
