@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -72,7 +71,9 @@ std::optional<int> tied_groups_overlap(const Plan& p, const model::Model& m,
   if (!apart) return std::nullopt;
   const OpGroup& head = p.op_groups[static_cast<std::size_t>(group_of_op[apart->first])];
   const OpGroup& table = p.op_groups[static_cast<std::size_t>(group_of_op[apart->second])];
-  if (head.mode != GroupMode::split && table.mode != GroupMode::split) return std::nullopt;
+  if ((head.mode != GroupMode::split && table.mode != GroupMode::split) ||
+      same_split_layout(head, table))
+    return std::nullopt;
   const auto& a = head.devices;
   const auto& b = table.devices;
   for (int d : a)
@@ -86,8 +87,8 @@ std::string tied_overlap_message(const model::Model& m, const std::vector<int>& 
   return fmt::format(
       "the tied LM head \"{}\" (op_groups[{}]) and the table it reads \"{}\" (op_groups[{}]) "
       "share device {}, and one of them is split (expected one group, groups on disjoint "
-      "devices, or groups that are not split: a device holds one table, whole or its vocabulary "
-      "rows, and the copies sum their gradients)",
+      "devices, or groups that are not split or laid out alike: a device holds one table, whole "
+      "or its vocabulary rows, and the copies sum their gradients)",
       m.ops[static_cast<std::size_t>(head)].name, group_of_op[static_cast<std::size_t>(head)],
       m.ops[static_cast<std::size_t>(table)].name, group_of_op[static_cast<std::size_t>(table)],
       device);
@@ -206,16 +207,14 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
       return Error{fmt::format("grad_sync[{}].method: {} has no op-level form for a stage's rules",
                                i, to_string(p.grad_sync[i].method))};
   // An op's synchronisation: the first grad_sync rule naming it (the simulator's rule), else
-  // all-reduce; and the rule's index (-1: none).
+  // all-reduce.
   auto sync_of = [&](const std::string& op) {
-    for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
-      if (op_pattern_matches(p.grad_sync[i].ops, op))
-        return std::make_pair(p.grad_sync[i].method, static_cast<int>(i));
-    return std::make_pair(SyncMethod::all_reduce, -1);
+    for (const auto& rule : p.grad_sync)
+      if (op_pattern_matches(rule.ops, op)) return rule.method;
+    return SyncMethod::all_reduce;
   };
   Plan out = same_step(p);
   out.execution_order = ExecutionOrder::heft;
-  std::optional<Error> refused;  // a rule the conversion cannot carry
   for (const Stage& st : p.stages) {
     const bool tensor = std::any_of(st.replicas.begin(), st.replicas.end(),
                                     [](const Replica& r) { return r.devices.size() > 1; });
@@ -242,8 +241,8 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
       }
     }
     // A group, and the ops of it that grad_sync synchronises otherwise as further groups laid out
-    // as the first: by sufficient factors, and by a parameter server (a replicated group's first
-    // device serving, as a stage's rule does; a split group's replicas have no servers).
+    // as the first: by sufficient factors, and by parameter servers (a replicated group's first
+    // device serving, a split group's first replica's devices, as a stage's rule does).
     auto add = [&](OpGroup g) {
       OpGroup factors = g, served = g;
       factors.sync = SyncMethod::sufficient_factor;
@@ -252,12 +251,7 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
       served.ops.clear();
       std::vector<std::string> reduced;
       for (std::string& op : g.ops) {
-        const auto [method, rule] = sync_of(op);
-        if (method == SyncMethod::parameter_server && g.mode == GroupMode::split && !refused)
-          refused = Error{fmt::format(
-              "grad_sync[{}].method: parameter_server has no op-level form for ops of a stage of "
-              "tensor-parallel replicas (\"{}\")",
-              rule, op)};
+        const SyncMethod method = sync_of(op);
         (method == SyncMethod::sufficient_factor  ? factors.ops
          : method == SyncMethod::parameter_server ? served.ops
                                                   : reduced)
@@ -336,7 +330,6 @@ Result<Plan> op_level_plan_of(const Plan& p, const model::Model& m) {
     }
     add(std::move(g));
   }
-  if (refused) return *refused;
   return out;
 }
 

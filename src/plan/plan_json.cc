@@ -11,6 +11,7 @@
 
 #include "hetplan/core/hash.h"
 #include "hetplan/core/json_util.h"
+#include "validate_op_groups.h"
 
 namespace hetplan::plan {
 namespace {
@@ -304,11 +305,7 @@ OpGroup read_op_group(const Json& j, const std::string& path) {
                          "a placed group runs on one device and synchronises nothing");
   if (g.mode == GroupMode::split)
     for (const char* key : {"algorithm", "servers"})
-      if (j.contains(key))
-        throw InputError(field_path(path, key),
-                         "a split group holds a share of each weight and takes no servers or "
-                         "algorithm (its replicas, if several, all-reduce their gradients or "
-                         "gather their sufficient factors)");
+      if (j.contains(key)) throw InputError(field_path(path, key), detail::kSplitGroupSettings);
   return g;
 }
 

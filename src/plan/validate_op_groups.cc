@@ -126,15 +126,14 @@ void check_group(const Plan& p, const OpGroup& g, const cluster::Cluster& c,
                        "a split group spans at least two devices (one device: mode place)");
     if (!g.servers.empty() || g.algorithm != cost::Algorithm::automatic)
       throw InputError(field_path(path, g.servers.empty() ? "algorithm" : "servers"),
-                       "a split group holds a share of each weight and takes no servers or "
-                       "algorithm (its replicas, if several, all-reduce their gradients or gather "
-                       "their sufficient factors)");
+                       kSplitGroupSettings);
     if (g.sync != SyncMethod::all_reduce &&
-        (g.sync != SyncMethod::sufficient_factor || replica_count(g) < 2))
+        ((g.sync != SyncMethod::sufficient_factor && g.sync != SyncMethod::parameter_server) ||
+         replica_count(g) < 2))
       throw InputError(
           field_path(path, "sync"),
-          fmt::format("expected all_reduce, or sufficient_factor for a split group of "
-                      "several replicas (got {} for {} replica{})",
+          fmt::format("expected all_reduce, or parameter_server or sufficient_factor for a split "
+                      "group of several replicas (got {} for {} replica{})",
                       to_string(g.sync), replica_count(g), replica_count(g) == 1 ? "" : "s"));
     return;
   }

@@ -10,6 +10,12 @@
 
 namespace hetplan::plan::detail {
 
+// Why a split group takes no servers or algorithm (plan files and validation say it alike).
+inline constexpr const char* kSplitGroupSettings =
+    "a split group holds a share of each weight and takes no servers or algorithm (its replicas, "
+    "if several, all-reduce their gradients, sum them on parameter servers, the first replica's "
+    "devices, or gather their sufficient factors)";
+
 // Per-device shares at `path`: none, or one per device, each > 0, summing to 1 (within 1e-6).
 void check_shares(const std::vector<double>& shares, std::size_t devices, const std::string& path);
 

@@ -214,13 +214,18 @@ Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int worl
   if (const auto device = plan::tied_groups_overlap(p, m, group))
     return Error{"plan: op_groups: " + plan::tied_overlap_message(m, group, *device)};
   if (const auto apart = plan::tied_ops_apart(m, group); apart && p.zero_stage == 1) {
-    const auto& head = p.op_groups[static_cast<std::size_t>(group[apart->first])].devices;
-    for (int d : p.op_groups[static_cast<std::size_t>(group[apart->second])].devices)
-      if (std::find(head.begin(), head.end(), d) != head.end())
-        return Error{fmt::format(
-            "plan: zero_stage: ZeRO-1 is not executed where a tied LM head's group and its "
-            "table's share a device ({}): their devices hold the table apart from the rest",
-            d)};
+    // (A rank of both groups counts the table among its table group's weights, the head group's
+    // other ranks their copies among theirs: the head group's ranks would shard unlike sets.)
+    const auto& table = p.op_groups[static_cast<std::size_t>(group[apart->second])].devices;
+    int shared = -1, apart_only = -1;
+    for (int d : p.op_groups[static_cast<std::size_t>(group[apart->first])].devices)
+      (std::find(table.begin(), table.end(), d) != table.end() ? shared : apart_only) = d;
+    if (shared >= 0 && apart_only >= 0)
+      return Error{fmt::format(
+          "plan: zero_stage: ZeRO-1 is not executed where a tied LM head's group shares some of "
+          "its devices with its table's group but not all (device {} holds the table for both, "
+          "device {} a copy)",
+          shared, apart_only)};
   }
   if (p.zero_stage > 1)
     return Error{fmt::format(
@@ -791,6 +796,15 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           out[o] = grad[o] = torch::Tensor();
           leaves[o].clear();
         }
+        // Sends that have completed give their buffers back.
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < sends.size(); ++i)
+          if (!sends[i]->isCompleted()) {
+            sends[kept] = std::move(sends[i]);
+            in_flight[kept++] = std::move(in_flight[i]);
+          }
+        sends.resize(kept);
+        in_flight.resize(kept);
       }
       sync();
       auto comm_start = Clock::now();
@@ -836,12 +850,23 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         if (at.split[g]) {
           // The others: summed over the members at each place where the replicas split alike,
           // else in the whole layout over all of them (each replica's whole weights given once,
-          // by its first member).
+          // by its first member). With parameter servers, on the first replica's member at each
+          // place, or the group's first device, which send the sums back.
           if (rest.empty()) continue;
-          if (at.aligned[g])
-            all_reduce_flat(*pg_at(my_place(g)), grads_of(rest), timeout);
-          else
-            all_reduce_whole(*pg, layouts, rest, true, tps[g].rank == 0, timeout);
+          const bool served = p.op_groups[g].sync == plan::SyncMethod::parameter_server;
+          if (at.aligned[g]) {
+            const Subgroup& place = subgroups[static_cast<std::size_t>(my_place(g))];
+            const int server = at.members[g][static_cast<std::size_t>(
+                at.by_rank[g][0][static_cast<std::size_t>(tps[g].rank)])];
+            if (served)
+              serve_flat(*place.pg, grads_of(rest), place.rank_in(server), timeout);
+            else
+              all_reduce_flat(*place.pg, grads_of(rest), timeout);
+          } else {
+            const Subgroup& all = subgroups[static_cast<std::size_t>(subgroup_of[g])];
+            all_reduce_whole(*pg, layouts, rest, true, tps[g].rank == 0, timeout,
+                             served ? all.rank_in(at.members[g][0]) : -1);
+          }
           continue;
         }
         const plan::OpGroup& og = p.op_groups[g];

@@ -50,25 +50,41 @@ void all_reduce_flat(Collectives& pg, const std::vector<torch::Tensor>& tensors,
   unflatten_into(flat[0], tensors);
 }
 
+void serve_flat(Collectives& pg, const std::vector<torch::Tensor>& tensors, int server,
+                std::chrono::milliseconds timeout) {
+  std::vector<torch::Tensor> flat{flatten(tensors)};
+  c10d::ReduceOptions ro;
+  ro.rootRank = server;
+  pg.reduce(flat, ro)->wait(timeout);
+  c10d::BroadcastOptions bo;
+  bo.rootRank = server;
+  pg.broadcast(flat, bo)->wait(timeout);
+  unflatten_into(flat[0], tensors);
+}
+
 std::vector<torch::Tensor> whole_sums(Collectives& pg, const ShardLayouts& layouts,
                                       const std::vector<torch::Tensor>& params,
                                       const std::vector<torch::Tensor>& values, bool give_split,
-                                      bool give_whole, std::chrono::milliseconds timeout) {
+                                      bool give_whole, std::chrono::milliseconds timeout,
+                                      int server) {
   std::vector<torch::Tensor> wholes;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const bool give = layouts.split(params[i]) ? give_split : give_whole;
     wholes.push_back(layouts.to_whole(
         params[i], give ? values[i].detach().clone() : torch::zeros_like(values[i])));
   }
-  all_reduce_flat(pg, wholes, timeout);
+  if (server >= 0)
+    serve_flat(pg, wholes, server, timeout);
+  else
+    all_reduce_flat(pg, wholes, timeout);
   return wholes;
 }
 
 void all_reduce_whole(Collectives& pg, const ShardLayouts& layouts,
                       const std::vector<torch::Tensor>& params, bool give_split, bool give_whole,
-                      std::chrono::milliseconds timeout) {
+                      std::chrono::milliseconds timeout, int server) {
   const auto wholes =
-      whole_sums(pg, layouts, params, grads_of(params), give_split, give_whole, timeout);
+      whole_sums(pg, layouts, params, grads_of(params), give_split, give_whole, timeout, server);
   torch::NoGradGuard no_grad;
   for (std::size_t i = 0; i < params.size(); ++i)
     params[i].mutable_grad().copy_(layouts.to_part(params[i], wholes[i]));

@@ -55,20 +55,26 @@ class ShardLayouts {
 void all_reduce_flat(Collectives& pg, const std::vector<torch::Tensor>& tensors,
                      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
+// Sums `tensors` over `pg` on its rank `server`, which sends the sums back (a parameter server:
+// one flat reduce, then a broadcast), and writes the sums back.
+void serve_flat(Collectives& pg, const std::vector<torch::Tensor>& tensors, int server,
+                std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
 // The sums over `pg` of `values` (one per parameter, shaped as it) in the whole layout: each
 // rank's slices are placed in tensors of the whole shape (zeros elsewhere) and summed in one flat
 // all-reduce. A rank gives its values of split parameters when `give_split`, and of whole ones
 // when `give_whole` (one rank per replica, as every tensor-parallel rank holds the same);
-// otherwise zeros.
+// otherwise zeros. With a `server` (its rank in pg), summed there and sent back (serve_flat).
 std::vector<torch::Tensor> whole_sums(
     Collectives& pg, const ShardLayouts& layouts, const std::vector<torch::Tensor>& params,
     const std::vector<torch::Tensor>& values, bool give_split, bool give_whole,
-    std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+    std::chrono::milliseconds timeout = std::chrono::milliseconds(0), int server = -1);
 
-// Sums the gradients of `params` over `pg` in the whole layout (whole_sums) and writes each
-// rank's slices of the sums back.
+// Sums the gradients of `params` over `pg` in the whole layout (whole_sums, on `server` if one is
+// given) and writes each rank's slices of the sums back.
 void all_reduce_whole(Collectives& pg, const ShardLayouts& layouts,
                       const std::vector<torch::Tensor>& params, bool give_split, bool give_whole,
-                      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+                      std::chrono::milliseconds timeout = std::chrono::milliseconds(0),
+                      int server = -1);
 
 }  // namespace hetplan::runtime::detail

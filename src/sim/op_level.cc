@@ -696,14 +696,20 @@ struct OpLevelLowering {
   void add_replica_sync(int gi, const std::vector<int>& ops, SyncClasses& classes) const {
     const auto& grp = p.op_groups[gi];
     const auto& at = places_of[static_cast<std::size_t>(gi)];
+    // (With parameter servers: the first device of each place, the first replica's, or of the
+    // group serves.)
+    const plan::SyncMethod method =
+        grp.sync == plan::SyncMethod::parameter_server ? grp.sync : plan::SyncMethod::all_reduce;
     if (at.empty()) {
       SyncClass k;
+      k.method = method;
       k.devices = grp.devices;
       for (int op : ops) classes[k].emplace_back(op, 1.0);
       return;
     }
     for (const auto& place : at) {
       SyncClass k;
+      k.method = method;
       for (std::size_t j : place) k.devices.push_back(grp.devices[j]);
       for (int op : ops) classes[k].emplace_back(op, weight_shard(op, place[0]));
     }
@@ -894,7 +900,9 @@ struct OpLevelLowering {
       for (int op : ops)
         for (int t : bucket_tasks[op])
           if (std::find(synced.begin(), synced.end(), t) == synced.end()) synced.push_back(t);
-      const bool ps = grp.devices.size() > 1 && grp.sync == plan::SyncMethod::parameter_server;
+      // (A split group's servers send the sums back and every device steps its slices.)
+      const bool ps = grp.devices.size() > 1 && grp.sync == plan::SyncMethod::parameter_server &&
+                      !is_split(group);
       const std::vector<int> servers =
           grp.servers.empty() ? std::vector<int>{grp.devices[0]} : grp.servers;
       // ZeRO-1: each device of a replicated group (whose devices all hold the summed gradients)

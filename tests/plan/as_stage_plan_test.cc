@@ -201,11 +201,16 @@ TEST_F(AsStagePlan, StagePlansOfOneDeviceReplicasBecomeOpLevelPlansAndBack) {
   for (const auto& op : tp_sfb->op_groups[1].ops) EXPECT_NE(op.rfind("head.", 0), 0u) << op;
   EXPECT_EQ(validate(*tp_sfb), "ok");
   EXPECT_FALSE(as_stage_plan(*tp_sfb, model_));
-  // A parameter server for tensor-parallel replicas has no op-level form.
+  // With parameter servers there, a second split group laid out as the first that serves.
   tp.grad_sync = {GradSync{"layers.1.*", SyncMethod::parameter_server}};
-  EXPECT_EQ(why_not_op_level_plan(tp, model_),
-            "grad_sync[0].method: parameter_server has no op-level form for ops of a stage of "
-            "tensor-parallel replicas (\"layers.1.norm1\")");
+  auto tp_ps = as_op_level_plan(tp, model_);
+  ASSERT_TRUE(tp_ps) << why_not_op_level_plan(tp, model_);
+  ASSERT_EQ(tp_ps->op_groups.size(), 3u);
+  EXPECT_EQ(tp_ps->op_groups[2].sync, SyncMethod::parameter_server);
+  EXPECT_EQ(tp_ps->op_groups[2].mode, GroupMode::split);
+  EXPECT_TRUE(same_split_layout(tp_ps->op_groups[1], tp_ps->op_groups[2]));
+  for (const auto& op : tp_ps->op_groups[2].ops) EXPECT_EQ(op.rfind("layers.1.", 0), 0u) << op;
+  EXPECT_EQ(validate(*tp_ps), "ok");
   // ZeRO-1 carries over (a group's devices shard Adam's states as a stage's replicas do); 2 not.
   Plan zero = *stages;
   zero.zero_stage = 1;

@@ -156,14 +156,16 @@ TEST_F(OpGroups, SplitGroupsRoundTripAndAreChecked) {
   plan_.op_groups[1].servers = {4};
   EXPECT_EQ(check(),
             "plan.json: op_groups[1].servers: a split group holds a share of each weight and "
-            "takes no servers or algorithm (its replicas, if several, all-reduce their gradients "
-            "or gather their sufficient factors)");
+            "takes no servers or algorithm (its replicas, if several, all-reduce their gradients, "
+            "sum them on parameter servers, the first replica's devices, or gather their "
+            "sufficient factors)");
   plan_.op_groups[1].servers.clear();
   // Sufficient factors need replicas to gather them from.
   plan_.op_groups[1].sync = SyncMethod::sufficient_factor;
   EXPECT_EQ(check(),
-            "plan.json: op_groups[1].sync: expected all_reduce, or sufficient_factor for a split "
-            "group of several replicas (got sufficient_factor for 1 replica)");
+            "plan.json: op_groups[1].sync: expected all_reduce, or parameter_server or "
+            "sufficient_factor for a split group of several replicas (got sufficient_factor for 1 "
+            "replica)");
   plan_.op_groups[1].sync = SyncMethod::all_reduce;
   plan_.op_groups[1].shares = {0.5, 0.25};
   EXPECT_EQ(check(), "plan.json: op_groups[1].shares: expected shares summing to 1, got 0.75");
@@ -307,8 +309,9 @@ TEST_F(OpGroups, FileErrorsNameTheField) {
                      "op_groups": [{"ops": ["a"], "devices": [0, 1], "mode": "split",
                                     "algorithm": "ring"}]})"),
             "p.json: op_groups[0].algorithm: a split group holds a share of each weight and "
-            "takes no servers or algorithm (its replicas, if several, all-reduce their gradients "
-            "or gather their sufficient factors)");
+            "takes no servers or algorithm (its replicas, if several, all-reduce their gradients, "
+            "sum them on parameter servers, the first replica's devices, or gather their "
+            "sufficient factors)");
   EXPECT_EQ(read(R"({"version": 1, "global_batch": 8, "stages": [],
                      "op_groups": [{"ops": ["a"], "devices": [0]}]})"),
             "p.json: stages: an op-level plan (with op_groups) has no stages, op_overrides or "
@@ -349,9 +352,14 @@ TEST_F(OpGroups, ATiedHeadAndItsTableShareAGroupOrNoDevice) {
   EXPECT_EQ(check(),
             "plan.json: op_groups: the tied LM head \"head.lm_head\" (op_groups[1]) and the table "
             "it reads \"embedding.word\" (op_groups[0]) share device 1, and one of them is split "
-            "(expected one group, groups on disjoint devices, or groups that are not split: a "
-            "device holds one table, whole or its vocabulary rows, and the copies sum their "
-            "gradients)");
+            "(expected one group, groups on disjoint devices, or groups that are not split or "
+            "laid out alike: a device holds one table, whole or its vocabulary rows, and the "
+            "copies sum their gradients)");
+  // Both split alike: each device holds the same rows of the table for both.
+  plan_.op_groups[0].mode = GroupMode::split;
+  plan_.op_groups[1].devices = {0, 1};
+  EXPECT_FALSE(tied_groups_overlap(plan_, model_, owner));
+  EXPECT_EQ(check(), "ok");
 }
 
 }  // namespace

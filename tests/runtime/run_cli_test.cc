@@ -494,26 +494,34 @@ TEST(RunCli, StagePlansWithSufficientFactorRulesRunOpByOp) {
   expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
 }
 
-// A GPT stage plan of three uneven replicas whose second layer and head a grad_sync rule sums on a
-// parameter server (which the stage runtime does not execute) runs op by op: those ops a
-// replicated group on the stage's devices whose first device serves (reduces each gradient and
-// sends the sum back), beside its sufficient-factor and all-reduced ops. Its losses equal one
-// process's.
+// GPT stage plans whose second layer and head a grad_sync rule sums on parameter servers (which
+// the stage runtime does not execute) run op by op: those ops a group laid out as the stage's
+// that serves, beside its sufficient-factor and all-reduced ops. Over three uneven replicas (a
+// replicated group whose first device reduces each gradient and sends the sum back), over two
+// tensor-parallel replicas of 0.75/0.25 (the first replica's device at each place serves its
+// slices) and over replicas of two devices and one (the group's first device serves, in the whole
+// layout): one process's losses.
 TEST(RunCli, StagePlansWithParameterServerRulesRunOpByOp) {
-  const auto file = plan_file({{0, 4}}, {2, 4, 6}, 2);
-  auto plan = nlohmann::json::parse(cli::testing::slurp(file));
-  plan["grad_sync"] = nlohmann::json::parse(R"([
-      {"ops": "layers.1.mlp.fc1", "method": "sufficient_factor"},
-      {"ops": "layers.1.*", "method": "parameter_server"},
-      {"ops": "head.*", "method": "parameter_server"}])");
-  std::ofstream(file) << plan.dump();
   const std::string gpt = std::string("--model ") + kGpt;
-  auto r = run_hetplan("run --json --steps 20 " + gpt + " --nprocs 3 --plan " + file);
-  std::filesystem::remove(file);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("op by op"), std::string::npos) << r.err;
-  expect_same_losses(losses(gpt + " --strategy dp=1,gbs=12"),
-                     nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+  const auto one = losses(gpt + " --strategy dp=1,gbs=12");
+  for (int form = 0; form < 3; ++form) {
+    const auto file = form == 0 ? plan_file({{0, 4}}, {2, 4, 6}, 2)
+                                : plan_file({{0, 4}}, {6, 6}, 2, "1f1b", 0, {0.75, 0.25});
+    auto plan = nlohmann::json::parse(cli::testing::slurp(file));
+    plan["grad_sync"] = nlohmann::json::parse(R"([
+        {"ops": "layers.1.mlp.fc1", "method": "sufficient_factor"},
+        {"ops": "layers.1.*", "method": "parameter_server"},
+        {"ops": "head.*", "method": "parameter_server"}])");
+    if (form == 2) plan["stages"][0]["replicas"][1] = {{"devices", {2}}, {"batch_share", 0.5}};
+    std::ofstream(file) << plan.dump();
+    const int ranks = form == 1 ? 4 : 3;
+    auto r = run_hetplan("run --json --steps 20 " + gpt + " --nprocs " + std::to_string(ranks) +
+                         " --plan " + file);
+    std::filesystem::remove(file);
+    ASSERT_EQ(r.exit_code, 0) << form << ": " << r.err;
+    EXPECT_NE(r.err.find("op by op"), std::string::npos) << r.err;
+    expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+  }
 }
 
 // Split groups of several replicas that sum their linear layers' gradients by sufficient factors
@@ -782,15 +790,16 @@ TEST(RunCli, TiedDecodersApartFromTheirTableMatchOneProcess) {
         {{"ops", {"embedding.*", "layers.*"}}, {"mode", "replicate"}, {"devices", {0, 1}}}, head};
     expect_same_losses(one, op_level_losses(bert, ranks, groups));
   }
-  // Not under ZeRO-1 when they share a device.
+  // Not under ZeRO-1 when they share some devices but not all.
   const auto file = write_plan("tied_zero", R"({"version": 1, "global_batch": 12, "zero_stage": 1,
     "op_groups": [{"ops": ["embedding.*", "layers.*"], "devices": [0, 1]},
                   {"ops": ["head.*"], "devices": [1, 2]}]})");
   auto r = run_hetplan("run --check " + bert + " --cluster cpu:3 --plan " + file);
   std::filesystem::remove(file);
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.out.find("plan: zero_stage: ZeRO-1 is not executed where a tied LM head's group and "
-                       "its table's share a device (1)"),
+  EXPECT_NE(r.out.find("plan: zero_stage: ZeRO-1 is not executed where a tied LM head's group "
+                       "shares some of its devices with its table's group but not all (device 1 "
+                       "holds the table for both, device 2 a copy)"),
             std::string::npos)
       << r.out;
 }

@@ -23,8 +23,9 @@ std::optional<std::pair<int, int>> tied_ops_apart(const model::Model& m,
                                                   const std::vector<int>& group_of_op);
 
 // Where the tied LM head and its table are in different groups of p that share a device and one of
-// them is split, which an op-level plan must not (a device holds one table: whole in a group that
-// is not split, its vocabulary rows in a split one): the first such device; nullopt otherwise.
+// them is split, unless both are laid out alike (same_split_layout), which an op-level plan must
+// not (a device holds one table: whole in a group that is not split, its vocabulary rows in a
+// split one): the first such device; nullopt otherwise.
 // (Each group's devices hold a copy of the table, one on a device of both groups, and every copy's
 // gradient is summed over both groups' devices.)
 std::optional<int> tied_groups_overlap(const Plan& p, const model::Model& m,
@@ -99,16 +100,16 @@ std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 // has one replica of one device; split when a replica has several: at the tp_shares, in replicas
 // of the stage's replica sizes and batch shares), gradients all-reduced, but the ops that grad_sync
 // synchronises by sufficient factors, which form a second group laid out as the first
-// (same_split_layout for split groups), and those it synchronises by a parameter server, which
-// form a third (a replicated group whose first device serves, as the stage's rule prices it).
+// (same_split_layout for split groups), and those it synchronises by parameter servers, which
+// form a third (whose first device serves, or for tensor-parallel replicas the first replica's
+// devices, each for its place, as the stage's rule prices it).
 // Where op overrides split a stage of tensor-parallel replicas otherwise (HAP's batch programs),
 // its ops split by batch form a replicated group of every device at its replica's batch share
 // times its tensor share, and those computed whole (`replicate`) a group of one device per replica
 // (its largest tensor share) at the replica's batch share. The same model, cluster and planner
 // strings, global_batch, num_microbatches, grad_bucket_bytes, batch_norm, recomputation
 // (recompute_segments) and ZeRO stage, execution order heft. Nullopt for an op-level plan,
-// grad_sync rules of `none`, parameter-server rules for ops of tensor-parallel replicas, weights
-// sharded by batch_sharded, sequence parallelism or ZeRO-2/3.
+// grad_sync rules of `none`, weights sharded by batch_sharded, sequence parallelism or ZeRO-2/3.
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m);
 
 // Why as_op_level_plan gives nullopt ("sequence_parallel: sequence parallelism has no op-level

@@ -1,0 +1,50 @@
+// A plan hetplan writes is a promise: every planner's plan for zoo models on preset clusters runs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "../cli/run_command.h"
+
+namespace hetplan::runtime {
+namespace {
+
+using cli::testing::run_hetplan;
+
+class PlannersRun : public ::testing::TestWithParam<const char*> {};
+
+// For each planner (but auto, which picks among theirs, and ft, which is `pareto`'s), GPT-3 125M,
+// BERT-large and VGG-16 on the cluster, a global batch of 64 and a 2 s search limit: `plan` writes
+// no plan only where none fits (or where the op-level search does not apply), and `run --check`
+// finds every plan it writes runnable at its full scale, one rank per device (as a stage plan or op
+// by op). scripts/check_presets.sh runs the same check on more models and presets at longer limits.
+TEST_P(PlannersRun, EveryPlannersPlanRuns) {
+  const std::string cluster = GetParam();
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_presets_" + std::to_string(::getpid()) + ".json");
+  int planned = 0;
+  for (const char* model : {"gpt3-125m", "bert-large", "vgg16"})
+    for (const char* algo : {"dp", "megatron", "uneven-dp", "hap", "pipeline", "tag", "heterog"}) {
+      const std::string args = std::string(" --model ") + model + " --cluster " + cluster;
+      const std::string what = std::string(algo) + " " + model + " on " + cluster;
+      auto r = run_hetplan("plan" + args + " --global-batch 64 --time-limit 2 --algo " + algo +
+                           " -o " + file.string());
+      if (r.exit_code != 0) {
+        EXPECT_TRUE(r.err.find("does not fit") != std::string::npos ||
+                    r.err.find("the op-level search covers") != std::string::npos)
+            << what << ": " << r.err;
+        continue;
+      }
+      ++planned;
+      r = run_hetplan("run --check" + args + " --plan " + file.string());
+      EXPECT_EQ(r.exit_code, 0) << what << ":\n" << r.out << r.err;
+    }
+  std::filesystem::remove(file);
+  EXPECT_GE(planned, 15);  // (most fit: the check above is not vacuous)
+}
+
+// A node of 8 A100s; hap-mixed's unlike GPUs and links; heterog-mixed's.
+INSTANTIATE_TEST_SUITE_P(Presets, PlannersRun,
+                         ::testing::Values("dgx-a100:1", "hap-mixed", "heterog-mixed"));
+
+}  // namespace
+}  // namespace hetplan::runtime
