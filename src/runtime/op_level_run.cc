@@ -796,15 +796,6 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           out[o] = grad[o] = torch::Tensor();
           leaves[o].clear();
         }
-        // Sends that have completed give their buffers back.
-        std::size_t kept = 0;
-        for (std::size_t i = 0; i < sends.size(); ++i)
-          if (!sends[i]->isCompleted()) {
-            sends[kept] = std::move(sends[i]);
-            in_flight[kept++] = std::move(in_flight[i]);
-          }
-        sends.resize(kept);
-        in_flight.resize(kept);
       }
       sync();
       auto comm_start = Clock::now();

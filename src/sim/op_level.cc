@@ -316,10 +316,11 @@ struct OpLevelLowering {
 
   // Recomputation: per segment (plan::recompute_segments), device and micro-batch, a task that
   // reruns the forward passes of the segment's ops before any of their backward passes, keeping
-  // their saved bytes from then on; in a split group, the layout conversions between its ops (and
-  // its experts' token exchanges, a vocabulary-split loss's sums) run again after it, in order,
-  // over each replica. Under full recomputation a segment keeps the activations it reads from
-  // outside it (its layer's input) from its first op's forward pass to its backward pass.
+  // their saved bytes from then on; in a split group, the layout conversions of its ops' inputs
+  // (from the segment, or from a group laid out alike; and its experts' token exchanges, a
+  // vocabulary-split loss's sums) run again after it, in order, over each replica. Under full
+  // recomputation a segment keeps the activations it reads from outside it (its layer's input) from
+  // its first op's forward pass to its backward pass.
   void add_reruns() {
     rerun.assign(segments.size(), {});
     for (std::size_t si = 0; si < segments.size(); ++si) {
@@ -342,9 +343,9 @@ struct OpLevelLowering {
           time += device_time(d, tg.forward[op], s, sh);
           kept += m.ops[op].saved_bytes * s * sh;
         }
-        for (int in : outside) {
+        for (int in : outside) {  // (a partial sum is whole on every device)
           const bool sharded = layout_id[group_of[in]] == layout_id[gi] && is_split(gi) &&
-                               layout[in].output != Layout::replicated;
+                               layout[in].output == Layout::feature;
           input += m.output_bytes(in) * s * (sharded ? shard(in, j) : 1.0);
         }
         if (p.recompute != cost::Recompute::full) input = 0;
@@ -362,8 +363,11 @@ struct OpLevelLowering {
         const double n = batch() / M();
         std::vector<std::pair<int, Layout>> converted;
         for (int op : seg) {
+          // (Inputs from the segment, and from outside it in a layout of this group's, which the
+          // rerun converts again; others entered whole and are sliced in place.)
           for (int in : m.ops[op].inputs) {
-            if (segment_of[in] != static_cast<int>(si)) continue;
+            if (segment_of[in] != static_cast<int>(si) && layout_id[group_of[in]] != layout_id[gi])
+              continue;
             const auto kind = conversion(layout[in].output, layout[op].input);
             if (!kind || std::find(converted.begin(), converted.end(),
                                    std::make_pair(in, layout[op].input)) != converted.end())
