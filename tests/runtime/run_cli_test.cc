@@ -602,10 +602,12 @@ TEST(RunCli, SufficientFactorsOfSplitGroupsMatchOneProcess) {
 // selective, its attention cores) keep nothing in the forward pass but what they read from outside
 // the segment, and run again when the backward pass reaches the segment's last op. A GPT whose
 // first layer's attention is a split group (by heads, over replicas of 0.7/0.3) and the rest a
-// replicated group: one process's losses under full and selective recomputation, and on every
-// rank a step holds less tensor memory than without. A ResNet stage of tensor-parallel replicas
-// (op by op: split groups, convolutions by output channel, batch statistics synced) under full
-// recomputation: one process's losses.
+// replicated group: one process's losses under full and selective recomputation, and the ranks'
+// steps hold less tensor memory in all with selective recomputation than without, and less with
+// full than with selective (by more than 5% each: measured about 15% each, while a rank's peak
+// varies by up to 10% from run to run with the timing of its sends). A ResNet stage of
+// tensor-parallel replicas (op by op: split groups, convolutions by output channel, batch
+// statistics synced) under full recomputation: one process's losses.
 TEST(RunCli, RecomputationRunsOpByOp) {
   const std::string gpt = std::string("--model ") + kGpt;
   const auto one = losses(gpt + " --strategy dp=1,gbs=12");
@@ -635,15 +637,15 @@ TEST(RunCli, RecomputationRunsOpByOp) {
     for (const auto& rank : j["ranks"]) out.push_back(rank["step_peak_bytes"].get<double>());
     return out;
   };
-  const auto none = peaks("none"), full = peaks("full"), selective = peaks("selective");
-  ASSERT_EQ(none.size(), 4u);
-  ASSERT_EQ(full.size(), 4u);
-  ASSERT_EQ(selective.size(), 4u);
-  for (std::size_t k = 0; k < 4; ++k) {
-    EXPECT_GT(none[k], 0) << "rank " << k;
-    EXPECT_LT(full[k], none[k]) << "rank " << k;
-    EXPECT_LT(selective[k], none[k]) << "rank " << k;
-  }
+  auto total = [](const std::vector<double>& ranks) {
+    EXPECT_EQ(ranks.size(), 4u);
+    return std::accumulate(ranks.begin(), ranks.end(), 0.0);
+  };
+  const double none = total(peaks("none")), full = total(peaks("full")),
+               selective = total(peaks("selective"));
+  EXPECT_GT(none, 0);
+  EXPECT_LT(selective, 0.95 * none);
+  EXPECT_LT(full, 0.95 * selective);
   const std::string resnet = std::string("--model ") + kResNet;
   const auto file = plan_file({{0, 10}}, {10, 6}, 2, "1f1b", 0, {0.7, 0.3}, "synced");
   auto plan = nlohmann::json::parse(cli::testing::slurp(file));
