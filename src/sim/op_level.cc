@@ -375,11 +375,7 @@ struct OpLevelLowering {
             converted.emplace_back(in, layout[op].input);
             exchanges.emplace_back(*kind, m.output_bytes(in) * n);
           }
-          const model::Op& o = m.ops[op];
-          if (o.shard == model::ShardKind::expert)
-            exchanges.emplace_back(cost::Collective::all_to_all, 2 * o.bytes_read * n);
-          else if (o.shard == model::ShardKind::vocab && o.kind == model::OpKind::cross_entropy)
-            exchanges.emplace_back(cost::Collective::all_reduce, 2 * o.bytes_written * n);
+          if (const auto x = forward_exchange(op)) exchanges.push_back(*x);
         }
       }
       for (int r = 0; r < replicas(gi); ++r)
@@ -421,28 +417,33 @@ struct OpLevelLowering {
     for (std::size_t j : replica_members(group_of[op], r)) g.add_edge(pass[j][mb], task);
   }
 
+  // The collective, and its bytes for a whole micro-batch, that op `op` of a split group runs
+  // after its forward pass: its experts' tokens by all-to-all (and back in the backward pass), a
+  // vocabulary-split loss's per-token maxima and sums by all-reduce; nullopt for other ops.
+  std::optional<std::pair<cost::Collective, double>> forward_exchange(int op) const {
+    const model::Op& o = m.ops[op];
+    const double n = batch() / M();
+    if (o.shard == model::ShardKind::expert)
+      return std::make_pair(cost::Collective::all_to_all, 2 * o.bytes_read * n);
+    if (o.shard == model::ShardKind::vocab && o.kind == model::OpKind::cross_entropy)
+      return std::make_pair(cost::Collective::all_reduce, 2 * o.bytes_written * n);
+    return std::nullopt;
+  }
+
   // The collectives an op of a split group needs beyond layout conversions (as the stage lowering
   // charges them): experts move their tokens to and from their devices by all-to-all in each
   // pass; a loss split by vocabulary all-reduces its per-token maxima and sums.
   void add_split_op_collectives(int op) {
-    const model::Op& o = m.ops[op];
+    const auto exchange = forward_exchange(op);
+    if (!exchange) return;
     const int gi = group_of[op];
-    const double n = batch() / M();
+    const bool back = m.ops[op].shard == model::ShardKind::expert;  // the tokens come back
     for (int r = 0; r < replicas(gi); ++r)
       for (int mb = 0; mb < M(); ++mb) {
         int& after_fwd = post_fwd[op][r][mb];
         int& after_bwd = post_bwd[op][r][mb];
-        if (o.shard == model::ShardKind::expert) {
-          after_fwd =
-              split_collective(gi, r, mb, cost::Collective::all_to_all, 2 * o.bytes_read * n);
-          after_bwd =
-              split_collective(gi, r, mb, cost::Collective::all_to_all, 2 * o.bytes_read * n);
-        } else if (o.shard == model::ShardKind::vocab && o.kind == model::OpKind::cross_entropy) {
-          after_fwd =
-              split_collective(gi, r, mb, cost::Collective::all_reduce, 2 * o.bytes_written * n);
-        } else {
-          continue;
-        }
+        after_fwd = split_collective(gi, r, mb, exchange->first, exchange->second);
+        if (back) after_bwd = split_collective(gi, r, mb, exchange->first, exchange->second);
         after_all(op, fwd[op], r, mb, after_fwd);
         for (std::size_t j : replica_members(gi, r)) g.add_edge(after_fwd, bwd[op][j][mb]);
         if (after_bwd >= 0) after_all(op, bwd[op], r, mb, after_bwd);

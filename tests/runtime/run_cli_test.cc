@@ -659,11 +659,11 @@ TEST(RunCli, RecomputationRunsOpByOp) {
                      nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
 }
 
-// Word embeddings split by vocabulary in a split group (each rank its rows of the table, a partial
-// sum over the replica), with their tied heads in the same group reading those rows: BERT over two
-// replicas of 0.7/0.3 and over replicas of two devices and one, GPT over one replica of 0.7/0.3:
-// one process's losses.
-TEST(RunCli, SplitGroupsRunEmbeddingsByVocabulary) {
+// BERT op by op with the ops `split` in a split group and the ops `replicated` in a replicated
+// group on the same devices, on two layouts: two replicas of two devices at 0.7/0.3 (which split
+// alike) and replicas of two devices at 0.5/0.5 and of one (which do not). One process's losses.
+void expect_bert_split_losses(const std::vector<std::string>& replicated,
+                              const std::vector<std::string>& split) {
   const std::string bert = std::string("--model ") + kBert;
   const auto one = losses(bert + " --strategy dp=1,gbs=12");
   for (const auto& [devices, sizes, shares] :
@@ -672,14 +672,22 @@ TEST(RunCli, SplitGroupsRunEmbeddingsByVocabulary) {
         std::tuple{std::vector<int>{0, 1, 2}, std::vector<int>{2, 1},
                    std::vector<double>{0.5, 0.5, 1.0}}}) {
     const nlohmann::json groups = {
-        {{"ops", {"layers.*"}}, {"mode", "replicate"}, {"devices", devices}},
-        {{"ops", {"embedding.*", "head.*"}},
+        {{"ops", replicated}, {"mode", "replicate"}, {"devices", devices}},
+        {{"ops", split},
          {"mode", "split"},
          {"devices", devices},
          {"shares", shares},
          {"replica_sizes", sizes}}};
     expect_same_losses(one, op_level_losses(bert, static_cast<int>(devices.size()), groups));
   }
+}
+
+// Word embeddings split by vocabulary in a split group (each rank its rows of the table, a partial
+// sum over the replica), with their tied heads in the same group reading those rows: BERT over two
+// replicas of 0.7/0.3 and over replicas of two devices and one, GPT over one replica of 0.7/0.3:
+// one process's losses.
+TEST(RunCli, SplitGroupsRunEmbeddingsByVocabulary) {
+  expect_bert_split_losses({"layers.*"}, {"embedding.*", "head.*"});
   const std::string gpt = std::string("--model ") + kGpt;
   const nlohmann::json groups = {
       {{"ops", {"layers.*"}}, {"mode", "replicate"}, {"devices", {0, 1}}},
@@ -747,25 +755,7 @@ TEST(RunCli, SplitGroupsOfOtherOpsAreRefusedWithTheReason) {
 // encoder layer on replicas that split alike (shares 0.7 and 0.3: 3 heads and 1 of 4, not 22 and
 // 10 of their 32 features) and unlike (2 and 2, and one device) gives one process's losses.
 TEST(RunCli, SplitGroupsRunAttentionByHeads) {
-  const std::string bert = std::string("--model ") + kBert;
-  const auto one = losses(bert + " --strategy dp=1,gbs=12");
-  for (const auto& [devices, sizes, shares] :
-       {std::tuple{std::vector<int>{0, 1, 2, 3}, std::vector<int>{2, 2},
-                   std::vector<double>{0.7, 0.3, 0.7, 0.3}},
-        std::tuple{std::vector<int>{0, 1, 2}, std::vector<int>{2, 1},
-                   std::vector<double>{0.5, 0.5, 1.0}}}) {
-    const int ranks = static_cast<int>(devices.size());
-    std::vector<int> all(static_cast<std::size_t>(ranks));
-    std::iota(all.begin(), all.end(), 0);
-    const nlohmann::json groups = {
-        {{"ops", {"embedding.*", "layers.1.*", "head.*"}}, {"mode", "replicate"}, {"devices", all}},
-        {{"ops", {"layers.0.*"}},
-         {"mode", "split"},
-         {"devices", devices},
-         {"shares", shares},
-         {"replica_sizes", sizes}}};
-    expect_same_losses(one, op_level_losses(bert, ranks, groups));
-  }
+  expect_bert_split_losses({"embedding.*", "layers.1.*", "head.*"}, {"layers.0.*"});
 }
 
 // BERT's tied MLM decoder in another group than the word table: each group's devices hold a copy
