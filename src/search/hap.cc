@@ -436,10 +436,12 @@ std::optional<Synthesis> synthesize(const Context& ctx, const plan::Plan& settin
   for (int d : devices) total += device_peak(ctx.cluster, d, ctx.model.dtype);
   for (int d : devices) shares.push_back(device_peak(ctx.cluster, d, ctx.model.dtype) / total);
   std::optional<Synthesis> best;
-  for (int round = 0; round < 4; ++round) {
+  for (int round = 0; round < 4 && !(best && ctx.deadline.expired()); ++round) {
     SpmdInstance inst = coster.instance(shares, samples, m);
     coster.add_memory(inst, shares, samples, dp);
-    const SpmdProgram prog = synthesize_program(inst);
+    SpmdSearchLimits limits;
+    limits.stop = [&] { return ctx.deadline.expired(); };
+    const SpmdProgram prog = synthesize_program(inst, limits);
     if (!prog.feasible) return best;
     auto next = coster.ratios(prog.choice, shares, samples, m, dp);
     if (!next) return best;  // no ratios fit this program's memory

@@ -80,39 +80,110 @@ SpmdInstance random_instance(std::mt19937& rng, int resources) {
   return inst;
 }
 
+// The search with its exact cost to go (the default) and with the weaker bound (nothing
+// tabulated) finds the brute-force optimum alike.
 TEST(HapSearch, AStarFindsTheBruteForceOptimum) {
-  std::mt19937 rng(11);
-  int infeasible = 0;
-  for (int trial = 0; trial < 400; ++trial) {
-    // No limit, one (the search's shortcut for a single resource) or two.
-    const SpmdInstance inst = random_instance(rng, trial % 3);
-    const double opt = brute_force(inst);
-    const SpmdProgram p = synthesize_program(inst);
-    if (std::isinf(opt)) {
-      EXPECT_FALSE(p.feasible) << "trial " << trial;
-      ++infeasible;
-      continue;
+  for (const long long tabulated : {4'000'000LL, 0LL}) {
+    SCOPED_TRACE(tabulated);
+    SpmdSearchLimits limits;
+    limits.max_tabulated_states = tabulated;
+    std::mt19937 rng(11);
+    int infeasible = 0;
+    for (int trial = 0; trial < 400; ++trial) {
+      // No limit, one (the search's shortcut for a single resource) or two.
+      const SpmdInstance inst = random_instance(rng, trial % 3);
+      const double opt = brute_force(inst);
+      const SpmdProgram p = synthesize_program(inst, limits);
+      EXPECT_EQ(p.exact_heuristic, tabulated > 0);
+      if (std::isinf(opt)) {
+        EXPECT_FALSE(p.feasible) << "trial " << trial;
+        ++infeasible;
+        continue;
+      }
+      ASSERT_TRUE(p.feasible) << "trial " << trial;
+      EXPECT_TRUE(p.complete);
+      EXPECT_NEAR(p.cost, opt, 1e-9) << "trial " << trial;
+      EXPECT_NEAR(program_cost(inst, p.choice), p.cost, 1e-9);
     }
-    ASSERT_TRUE(p.feasible) << "trial " << trial;
-    EXPECT_TRUE(p.complete);
-    EXPECT_NEAR(p.cost, opt, 1e-9) << "trial " << trial;
-    EXPECT_NEAR(program_cost(inst, p.choice), p.cost, 1e-9);
+    EXPECT_GT(infeasible, 0);  // the memory limits bite in some trials
+    EXPECT_LT(infeasible, 150);
   }
-  EXPECT_GT(infeasible, 0);  // the memory limits bite in some trials
-  EXPECT_LT(infeasible, 150);
 }
 
-TEST(HapSearch, TheHeuristicPrunes) {
-  // Ten units of three choices, a chain: the optimum is found after far fewer expansions than
-  // the 3^10 = 59,049 programs.
+// Ten units of three choices, a chain.
+SpmdInstance chain_of_ten() {
   std::mt19937 rng(5);
   std::uniform_real_distribution<double> cost(1.0, 10.0);
   SpmdInstance inst;
   for (int u = 0; u < 10; ++u) inst.unit_cost.push_back({cost(rng), cost(rng), cost(rng)});
   for (int b = 1; b < 10; ++b) inst.edges.push_back({b - 1, b, {{0, 5, 5}, {5, 0, 5}, {5, 5, 0}}});
-  const SpmdProgram p = synthesize_program(inst);
+  return inst;
+}
+
+TEST(HapSearch, TheHeuristicPrunes) {
+  // The weaker bound finds the optimum after far fewer expansions than the 3^10 = 59,049
+  // programs; the exact cost to go walks straight to it: the root and one state per unit.
+  const SpmdInstance inst = chain_of_ten();
+  SpmdSearchLimits weak;
+  weak.max_tabulated_states = 0;
+  const SpmdProgram p = synthesize_program(inst, weak);
   EXPECT_NEAR(p.cost, brute_force(inst), 1e-9);
   EXPECT_LT(p.expanded, 200);
+  const SpmdProgram exact = synthesize_program(inst);
+  EXPECT_TRUE(exact.exact_heuristic);
+  EXPECT_NEAR(exact.cost, brute_force(inst), 1e-9);
+  EXPECT_EQ(exact.expanded, 11);
+}
+
+TEST(HapSearch, TabulatesTheCostToGoOnlyWithinItsLimit) {
+  // Every unit joined to the last: after k decisions all k are live, 3^k states at level k; the
+  // 3^0 + ... + 3^10 = 88,573 states are tabulated under a limit of 100,000, not under 50,000.
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> cost(1.0, 10.0);
+  SpmdInstance inst;
+  for (int u = 0; u < 11; ++u) inst.unit_cost.push_back({cost(rng), cost(rng), cost(rng)});
+  for (int a = 0; a < 10; ++a) inst.edges.push_back({a, 10, {{0, 5, 5}, {5, 0, 5}, {5, 5, 0}}});
+  SpmdSearchLimits limits;
+  limits.max_tabulated_states = 100'000;
+  const SpmdProgram wide = synthesize_program(inst, limits);
+  EXPECT_TRUE(wide.exact_heuristic);
+  limits.max_tabulated_states = 50'000;
+  const SpmdProgram narrow = synthesize_program(inst, limits);
+  EXPECT_FALSE(narrow.exact_heuristic);
+  EXPECT_NEAR(wide.cost, brute_force(inst), 1e-9);
+  EXPECT_NEAR(narrow.cost, wide.cost, 1e-9);
+}
+
+TEST(HapSearch, StopsWhenAskedWithAGreedyCompletion) {
+  // Asked to stop at the first check (after 1,024 expansions), the weak-bound search of 200 units,
+  // each joined to the four before it, returns a whole program, marked incomplete, priced as
+  // program_cost prices it.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> cost(1.0, 10.0);
+  SpmdInstance inst;
+  for (int u = 0; u < 200; ++u) inst.unit_cost.push_back({cost(rng), cost(rng), cost(rng)});
+  for (int b = 1; b < 200; ++b)
+    for (int a = std::max(0, b - 4); a < b; ++a)
+      inst.edges.push_back({a, b, {{0, 5, 5}, {5, 0, 5}, {5, 5, 0}}});
+  SpmdSearchLimits limits;
+  limits.max_tabulated_states = 0;
+  int asked = 0;
+  limits.stop = [&] { return ++asked > 0; };
+  const SpmdProgram p = synthesize_program(inst, limits);
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(p.expanded, 1024);
+  EXPECT_FALSE(p.complete);
+  EXPECT_TRUE(p.feasible);
+  ASSERT_EQ(p.choice.size(), 200u);
+  EXPECT_NEAR(p.cost, program_cost(inst, p.choice), 1e-9);
+  // With the cost to go tabulated the same chain needs no stopping: 201 expansions.
+  limits.max_tabulated_states = 4'000'000;
+  asked = 0;
+  const SpmdProgram exact = synthesize_program(inst, limits);
+  EXPECT_EQ(asked, 0);
+  EXPECT_TRUE(exact.complete);
+  EXPECT_EQ(exact.expanded, 201);
+  EXPECT_LE(exact.cost, p.cost + 1e-9);
 }
 
 // GPT-3 1.3B on 16 V100 + 16 P100: the synthesised program mixes splits (some ops by batch, some
