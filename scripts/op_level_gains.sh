@@ -2,7 +2,7 @@
 # Prints what TAG's op-level search (`plan --algo tag`) finds against the stage-level planners,
 # on CNNs and BERT over slow links between unlike GPUs:
 #   scripts/op_level_gains.sh [build/hetplan] [global batch]
-# stage: the best of uneven-dp and pipeline (same simulator); tag: the best op-level plan the tree
+# stage: the best of uneven-dp, pipeline and hap (same simulator); tag: the best op-level plan the tree
 # search simulated; gain: stage / tag (below 1: the op-level plan is slower, and --algo tag returns
 # the stage-level one); search: tag's own search time. The last line: geometric means.
 set -euo pipefail
@@ -20,7 +20,7 @@ for c in "${clusters[@]}"; do
 import math, os, re, sys
 m, c, log = sys.argv[1], sys.argv[2], open(sys.argv[3]).read()
 best = {}
-for name in ("uneven-dp", "pipeline"):
+for name in ("uneven-dp", "pipeline", "hap"):
     x = re.search(rf"hetplan: {name}: .* best ([0-9.e+-]+) s", log)
     if x: best[name] = float(x.group(1))
 t = re.search(r"hetplan: tag: (\d+) groups.*best ([0-9.e+-]+) s", log)

@@ -3,7 +3,7 @@
 # their published sizes, and the testbed clusters in data/clusters; training draws smaller models
 # and random clusters), what each op-level planner gains over the best stage-level plan:
 #   scripts/tag_policy_table.sh [build/hetplan] [policy file] [simulations] [global batch]
-# stage: the best of uneven-dp and pipeline (the plans --algo tag starts from);
+# stage: the best of uneven-dp, pipeline and hap (the plans --algo tag starts from);
 # learned: TAG's tree search with the trained prior; uniform: the same search with a uniform prior
 # and the same number of simulations (the learned search's count includes the decoder's 16 plans it
 # starts from); heterog: the trained decoder alone (the greedy plan and 31 drawn).
@@ -34,7 +34,7 @@ def log(k): return open(f"{out}.{k}").read()
 def found(text, name):
     x = re.search(rf"hetplan: {name}: .* best ([0-9.e+-]+) s.*\(([0-9.]+) s\)", text)
     return (float(x.group(1)), float(x.group(2))) if x else None
-stage = [found(log("learned"), n) for n in ("uneven-dp", "pipeline")]
+stage = [found(log("learned"), n) for n in ("uneven-dp", "pipeline", "hap")]
 stage = [s[0] for s in stage if s]
 cname = os.path.splitext(os.path.basename(c))[0]
 cells = []
