@@ -1,10 +1,15 @@
 #include "hetplan/cli/app.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <map>
+#include <vector>
 
 #include "commands.h"
 #include "hetplan/core/error.h"
@@ -17,10 +22,33 @@ int report_error(const std::string& message) {
   return 2;
 }
 
+namespace {
+std::vector<std::string>& command_line() {
+  static std::vector<std::string> args;
+  return args;
+}
+}  // namespace
+
+std::string exec_runtime_binary() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path full = self.parent_path() / "hetplan-runtime";
+  if (ec || command_line().empty() || access(full.c_str(), X_OK) != 0)
+    return "this hetplan was built without the runtime (configure with "
+           "-DHETPLAN_WITH_RUNTIME=ON and libtorch installed)";
+  std::vector<char*> argv;
+  std::string arg0 = full.string();
+  argv.push_back(arg0.data());
+  for (std::size_t i = 1; i < command_line().size(); ++i) argv.push_back(command_line()[i].data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  execv(full.c_str(), argv.data());
+  return fmt::format("could not start {}: {}", full.string(), std::strerror(errno));
+}
+
 int report_no_runtime(const std::string& command) {
-  return report_error(command +
-                      ": this hetplan was built without the runtime (configure with "
-                      "-DHETPLAN_WITH_RUNTIME=ON and libtorch installed)");
+  return report_error(command + ": " + exec_runtime_binary());
 }
 
 bool write_output_file(const std::string& file, const std::string& text) {
@@ -34,6 +62,7 @@ bool write_output_file(const std::string& file, const std::string& text) {
 }
 
 int run_main(int argc, char** argv) {
+  command_line().assign(argv, argv + argc);
   CLI::App app{"hetplan: plan, simulate and run deep-learning training on clusters of unlike GPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "hetplan 0.1.0");

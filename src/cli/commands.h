@@ -27,7 +27,13 @@ Action add_train_policy_command(CLI::App& app);
 // Prints "hetplan: error: <message>" on stderr and returns the exit code for user errors (2).
 int report_error(const std::string& message);
 
-// Reports that `command` needs the runtime this hetplan was built without; returns the exit code.
+// For a command that needs libtorch (the runtime, the learned policy) in a hetplan built without
+// it: replaces this process by hetplan-runtime beside this executable (the same command line,
+// built with libtorch). Returns only when it could not: with why, for report_error.
+std::string exec_runtime_binary();
+
+// Reports that `command` needs the runtime: runs it in hetplan-runtime where that exists beside
+// this executable, else reports the error and returns the exit code.
 int report_no_runtime(const std::string& command);
 
 // Writes text to a file atomically, or reports why it could not (returns false).

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "commands.h"
 #include "hetplan/plan/run_form.h"
 #ifdef HETPLAN_WITH_RUNTIME
 #include "hetplan/learn/tag_policy.h"
@@ -63,12 +64,12 @@ std::string set_runnable(const SearchArgs& a, const model::Model& m, search::Sea
 #else
   (void)m;
   (void)opts;
-  return "--runnable: this hetplan was built without the runtime, which decides what runs";
+  return "--runnable: " + exec_runtime_binary() + "; the runtime decides what runs";
 #endif
 }
 
-std::string set_policy(const SearchArgs& a, bool required, search::SearchOptions& opts) {
-  if (a.policy == "none") return "";
+std::string set_policy(const SearchArgs& a, bool required, bool used, search::SearchOptions& opts) {
+  if (a.policy == "none" || !used) return "";
 #ifdef HETPLAN_WITH_RUNTIME
   const std::string file = a.policy.empty() ? learn::default_policy_file() : a.policy;
   auto guide = learn::load_tag_policy(file);
@@ -84,9 +85,11 @@ std::string set_policy(const SearchArgs& a, bool required, search::SearchOptions
   return "";
 #else
   (void)required;
-  (void)opts;
-  if (!a.policy.empty())
-    return "--policy: this hetplan was built without libtorch, which runs the trained policy";
+  const std::string why = exec_runtime_binary();
+  if (!a.policy.empty()) return "--policy: " + why + "; libtorch runs the trained policy";
+  if (opts.progress)
+    opts.progress("no trained policy (" + why +
+                  "): TAG searches with a uniform prior, HeteroG does not run");
   return "";
 #endif
 }

@@ -37,13 +37,16 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
 // With --runnable, the planners may choose only plans `hetplan run` executes (as it would run
 // them: an op-level plan that is a stage plan in disguise as that stage plan, a plan splitting
 // every op by batch as one replica per device) for model `m`, which must outlive the search.
-// Returns the message of a bad argument (no runtime built in), or "".
+// Without libtorch built in, runs the command in hetplan-runtime (exec_runtime_binary); returns
+// the message of a bad argument (no runtime to be had), or "".
 std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts);
 
 // Loads the trained network TAG's search and HeteroG's decoder read (--policy FILE; "none": TAG
 // with a uniform prior and no HeteroG; unset: the shipped weights when they are there, otherwise
 // a progress line saying the prior is uniform). `required` (--algo heterog): the shipped weights
-// must load too. Returns the message of a bad argument, or "".
-std::string set_policy(const SearchArgs& a, bool required, search::SearchOptions& opts);
+// must load too. Nothing is loaded unless `used` (the search runs TAG or HeteroG); without
+// libtorch built in, a used policy runs the command in hetplan-runtime (exec_runtime_binary).
+// Returns the message of a bad argument, or "".
+std::string set_policy(const SearchArgs& a, bool required, bool used, search::SearchOptions& opts);
 
 }  // namespace hetplan::cli

@@ -24,6 +24,10 @@ constexpr std::pair<Algo, const char*> kAlgoNames[] = {{Algo::automatic, "auto"}
                                                        {Algo::tag, "tag"},
                                                        {Algo::heterog, "heterog"}};
 
+std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024)); }
+
+}  // namespace
+
 // Op-level plans are lowered op by op on every device of a group: TAG's search runs where that
 // stays small enough to simulate hundreds of times (TAG's and HeteroG's clusters had up to 16 GPUs;
 // here up to 64 devices and 20000 (op, device) pairs).
@@ -31,10 +35,6 @@ bool tag_applies(const model::Model& m, const cluster::Cluster& c) {
   return c.num_devices() <= 64 &&
          static_cast<double>(m.ops.size()) * static_cast<double>(c.num_devices()) <= 20000;
 }
-
-std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024)); }
-
-}  // namespace
 
 const char* to_string(Algo a) {
   for (auto [v, n] : kAlgoNames)
@@ -117,13 +117,14 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   for (auto* fn : {&even_dp, &proportional_dp, &megatron_grid})
     res.baselines.push_back(run(fn, true));
   // TAG's op-level search refines what the stage-level planners find: `--algo tag` runs uneven
-  // data parallelism and the pipeline planner beside it and returns the best of the three.
+  // data parallelism, the pipeline planner and HAP beside it and returns the best of the four.
   const bool with_tag = algo == Algo::tag || (algo == Algo::automatic && tag_applies(m, c));
   if (algo == Algo::uneven_dp || algo == Algo::automatic || algo == Algo::tag)
     res.planners.push_back(run(&uneven_dp, false));
   if (algo == Algo::pipeline || algo == Algo::automatic || algo == Algo::tag)
     res.planners.push_back(run(&pipeline, false));
-  if (algo == Algo::hap || algo == Algo::automatic) res.planners.push_back(run(&hap, false));
+  if (algo == Algo::hap || algo == Algo::automatic || algo == Algo::tag)
+    res.planners.push_back(run(&hap, false));
   if (with_tag) {
     // The stage-level planners' best plan that fits is where the op-level search starts.
     // Its budget is simulated work (tasks of the plans it lowers), not seconds, so that the plan

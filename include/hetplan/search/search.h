@@ -19,6 +19,10 @@ const char* to_string(Algo a);
 std::optional<Algo> algo_from_string(std::string_view s);
 std::string algo_names();  // "auto|dp|...": for error messages
 
+// Whether TAG's op-level search (and HeteroG's decoder) applies: clusters of up to 64 devices and
+// 20000 (op, device) pairs.
+bool tag_applies(const model::Model& m, const cluster::Cluster& c);
+
 struct SearchResult {
   Evaluation best;                       // the best plan found (check best.fits)
   std::string planner;                   // which planner produced it
