@@ -243,20 +243,17 @@ struct Lowering {
         const int mb = pr.microbatch;
         if (pr.forward) {
           task.kind = TaskKind::forward;
-          std::tie(fwd[s][r][mb], fwd_last[s][r][mb]) =
-              add_pass(task, t.compute(true, 0, layers), t.comm(true, 0, layers));
+          std::tie(fwd[s][r][mb], fwd_last[s][r][mb]) = add_pass(task, t, r, true, 0, layers);
         } else if (mb != M - 1) {
           task.kind = TaskKind::backward;
-          std::tie(bwd[s][r][mb], bwd_last[s][r][mb]) =
-              add_pass(task, t.compute(false, 0, layers), t.comm(false, 0, layers));
+          std::tie(bwd[s][r][mb], bwd_last[s][r][mb]) = add_pass(task, t, r, false, 0, layers);
         } else {
           // The last backward pass, split by gradient bucket so synchronisation overlaps it.
           task.kind = TaskKind::backward;
           for (std::size_t b = 0; b < buckets[s].size(); ++b) {
             auto [off, count] = buckets[s][b];
             task.bucket = static_cast<int>(b);
-            const auto [first, last] =
-                add_pass(task, t.compute(false, off, count), t.comm(false, off, count));
+            const auto [first, last] = add_pass(task, t, r, false, off, count);
             if (b == 0) bwd[s][r][mb] = first;
             bwd_last[s][r][mb] = last;
             bwd_buckets[s][r].push_back(first);
@@ -316,23 +313,40 @@ struct Lowering {
         if (lane_quota[l] >= 0) g.tasks[t].quotas.push_back(lane_quota[l]);
   }
 
-  // A pass's compute, then on the same stream its tensor-parallel collectives as one flow (the
-  // compute stream waits for them, as Megatron-LM's synchronous collectives make it). Returns the
-  // first and the last task.
-  std::pair<int, int> add_pass(Task task, double compute_s, const detail::PassComm& comm) {
-    task.duration = compute_s;
+  // A pass's compute over layers [off, off + count) of replica r of task.stage (times `lt`), then
+  // on the same stream its tensor-parallel collectives as one flow (the compute stream waits for
+  // them, as Megatron-LM's synchronous collectives make it). Returns the first and the last task.
+  // Every micro-batch's pass is alike: its times and its links' loads (read-only in the engine)
+  // are worked out and stored once.
+  std::pair<int, int> add_pass(Task task, const detail::LayerTimes& lt, int r, bool forward,
+                               int off, int count) {
+    auto [it, fresh] = passes.try_emplace(std::make_tuple(task.stage, r, forward, off, count));
+    Pass& pass = it->second;
+    if (fresh) {
+      pass.compute = lt.compute(forward, off, count);
+      pass.comm = lt.comm(forward, off, count);
+      pass.loads_begin = static_cast<int>(g.loads.size());
+      g.loads.insert(g.loads.end(), pass.comm.loads.begin(), pass.comm.loads.end());
+      pass.loads_end = static_cast<int>(g.loads.size());
+    }
+    task.duration = pass.compute;
     const int first = g.add_task(task);
-    if (comm.empty()) return {first, first};
+    if (pass.comm.empty()) return {first, first};
     Task t = task;
     t.kind = TaskKind::tp_comm;
     t.is_transfer = true;
-    t.duration = comm.transfer;
-    t.latency = comm.latency;
-    t.loads_begin = static_cast<int>(g.loads.size());
-    g.loads.insert(g.loads.end(), comm.loads.begin(), comm.loads.end());
-    t.loads_end = static_cast<int>(g.loads.size());
+    t.duration = pass.comm.transfer;
+    t.latency = pass.comm.latency;
+    t.loads_begin = pass.loads_begin;
+    t.loads_end = pass.loads_end;
     return {first, g.add_task(t)};
   }
+  struct Pass {
+    double compute = 0;
+    detail::PassComm comm;
+    int loads_begin = 0, loads_end = 0;
+  };
+  std::map<std::tuple<int, int, bool, int, int>, Pass> passes;  // (stage, replica, fwd, layers)
 
   int add_transfer(TaskKind kind, int stream, int lane, int peer, int stage, int mb, int bucket,
                    const std::vector<cost::CollectiveCost>& parts) {
