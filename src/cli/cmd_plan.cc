@@ -113,9 +113,9 @@ int run_plan(const PlanArgs& a) {
   }
   if (auto bad = fill_search_options(a, opts); !bad.empty()) return report_error(bad);
   if (auto bad = set_runnable(a, *m, opts); !bad.empty()) return report_error(bad);
-  const bool guided = *algo == search::Algo::tag || *algo == search::Algo::heterog ||
-                      (*algo == search::Algo::automatic && search::tag_applies(*m, *c));
-  if (auto bad = set_policy(a, *algo == search::Algo::heterog, guided, opts); !bad.empty())
+  if (auto bad =
+          set_policy(a, *algo == search::Algo::heterog, search::reads_policy(*algo, *m, *c), opts);
+      !bad.empty())
     return report_error(bad);
   if (a.tag_simulations < 0) return report_error("--simulations: expected at least 0");
   opts.tag_simulations = a.tag_simulations;

@@ -89,6 +89,16 @@ struct Levels {
     return i;
   }
 
+  // The index in togo[k + 1] of next(k, choices, c), without building it.
+  std::int64_t next_index(int k, const std::vector<int>& choices, int c) const {
+    std::int64_t i = 0;
+    for (std::size_t q = 0; q < from[k + 1].size(); ++q) {
+      const int p = from[k + 1][q];
+      i += (p < 0 ? c : choices[static_cast<std::size_t>(p)]) * stride[k + 1][q];
+    }
+    return i;
+  }
+
   // The live choices after deciding unit k as c, from the live choices before.
   std::vector<int> next(int k, const std::vector<int>& choices, int c) const {
     std::vector<int> out;
@@ -117,7 +127,7 @@ struct Levels {
         for (std::size_t c = 0; c < inst.unit_cost[k].size(); ++c) {
           const int ci = static_cast<int>(c);
           const double g =
-              step_cost(inst, k, choices, ci) + togo[k + 1][index(k + 1, next(k, choices, ci))];
+              step_cost(inst, k, choices, ci) + togo[k + 1][next_index(k, choices, ci)];
           best = std::min(best, g);
         }
         togo[k][static_cast<std::size_t>(s)] = best;
@@ -184,7 +194,7 @@ SpmdProgram synthesize_program(const SpmdInstance& inst, const SpmdSearchLimits&
 
   // Decisions taken, each pointing to the one before it: a node's program is its chain.
   struct Step {
-    int parent;
+    std::int64_t parent;
     int choice;
   };
   std::vector<Step> steps;
@@ -276,7 +286,7 @@ SpmdProgram synthesize_program(const SpmdInstance& inst, const SpmdSearchLimits&
       reached.insert(std::upper_bound(reached.begin(), reached.end(), g,
                                       [](double v, const Reached& o) { return v < o.g; }),
                      Reached{g, use});
-      steps.push_back({static_cast<int>(cur.step), ci});
+      steps.push_back({cur.step, ci});
       open.push(Node{f, g, k + 1, static_cast<std::int64_t>(steps.size()) - 1, std::move(live),
                      std::move(use)});
     }

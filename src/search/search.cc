@@ -36,6 +36,17 @@ bool tag_applies(const model::Model& m, const cluster::Cluster& c) {
          static_cast<double>(m.ops.size()) * static_cast<double>(c.num_devices()) <= 20000;
 }
 
+namespace {
+// `--algo tag`, or auto where TAG applies.
+bool runs_tag(Algo algo, const model::Model& m, const cluster::Cluster& c) {
+  return algo == Algo::tag || (algo == Algo::automatic && tag_applies(m, c));
+}
+}  // namespace
+
+bool reads_policy(Algo algo, const model::Model& m, const cluster::Cluster& c) {
+  return algo == Algo::heterog || runs_tag(algo, m, c);
+}
+
 const char* to_string(Algo a) {
   for (auto [v, n] : kAlgoNames)
     if (v == a) return n;
@@ -118,7 +129,7 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
     res.baselines.push_back(run(fn, true));
   // TAG's op-level search refines what the stage-level planners find: `--algo tag` runs uneven
   // data parallelism, the pipeline planner and HAP beside it and returns the best of the four.
-  const bool with_tag = algo == Algo::tag || (algo == Algo::automatic && tag_applies(m, c));
+  const bool with_tag = runs_tag(algo, m, c);
   if (algo == Algo::uneven_dp || algo == Algo::automatic || algo == Algo::tag)
     res.planners.push_back(run(&uneven_dp, false));
   if (algo == Algo::pipeline || algo == Algo::automatic || algo == Algo::tag)

@@ -23,6 +23,10 @@ std::string algo_names();  // "auto|dp|...": for error messages
 // 20000 (op, device) pairs.
 bool tag_applies(const model::Model& m, const cluster::Cluster& c);
 
+// Whether find_plan with `algo` runs TAG's search or HeteroG's decoder, the two that read the
+// learned policy (SearchOptions::tag_guide).
+bool reads_policy(Algo algo, const model::Model& m, const cluster::Cluster& c);
+
 struct SearchResult {
   Evaluation best;                       // the best plan found (check best.fits)
   std::string planner;                   // which planner produced it
