@@ -26,6 +26,29 @@ std::vector<int> replica_class(const cluster::Cluster& c, const plan::Replica& r
   return key;
 }
 
+
+// The first of the collectives that synchronise gradients over `replicas`, as the simulator's
+// StageCoster::sync_parts runs them: k (the smallest replica's size) run together, the first over
+// each replica's first device at the largest share a replica puts in it (its ranks 0, k, 2k, ...).
+struct FirstSlot {
+  std::vector<int> group;
+  double share = 0;
+  std::size_t k = 0;
+};
+
+FirstSlot first_slot(const std::vector<const plan::Replica*>& replicas) {
+  FirstSlot f;
+  f.k = replicas.front()->devices.size();
+  for (const auto* r : replicas) f.k = std::min(f.k, r->devices.size());
+  for (const auto* r : replicas) {
+    f.group.push_back(r->devices.front());
+    double in_slot = 0;
+    for (std::size_t i = 0; i < r->devices.size(); i += f.k) in_slot += plan::tp_share(*r, i);
+    f.share = std::max(f.share, in_slot);
+  }
+  return f;
+}
+
 }  // namespace
 
 std::size_t Estimator::MemoryKeyHash::operator()(const MemoryKey& k) const {
@@ -112,15 +135,11 @@ double Estimator::sync_time(const plan::Plan& settings, int first, int count,
   double params = 0;
   for (int li = first; li < first + count; ++li)
     params += static_cast<double>(m_.layer_parameters(li));
-  const auto& r0 = replicas.front();
-  const std::size_t tp = r0.devices.size();
-  // One collective per tensor-parallel rank, in parallel; groups crossing nodes share the NICs.
-  std::vector<int> group;
-  double share = 0;
-  for (const auto& r : replicas) {
-    group.push_back(r.devices.front());
-    share = std::max(share, plan::tp_share(r, 0));
-  }
+  // One collective per tensor-parallel rank of the smallest replica, in parallel; groups crossing
+  // nodes share the NICs.
+  std::vector<const plan::Replica*> all;
+  for (const auto& r : replicas) all.push_back(&r);
+  const auto [group, share, tp] = first_slot(all);
   const double bytes = params * model::dtype_bytes(m_.dtype) * share;
   auto key = std::make_tuple(group, bytes);
   auto it = sync_.find(key);
@@ -207,21 +226,12 @@ std::pair<int, int> Estimator::tied_stages(const plan::Plan& p) const {
 }
 
 double Estimator::tied_sync_time(const plan::Plan& p, int a, int b) const {
-  // As the simulator groups them: one all-reduce per tensor-parallel rank (here the first's, times
-  // the ranks sharing a node's NICs when the group crosses nodes) when the replicas are alike,
-  // otherwise one over every device at the largest share.
-  const std::size_t tp = p.stages[a].replicas.front().devices.size();
-  bool alike = true;
+  // As the simulator groups them: one all-reduce per tensor-parallel rank of the smallest replica
+  // (here the first's, times the ranks sharing a node's NICs when the group crosses nodes).
+  std::vector<const plan::Replica*> all;
   for (int s : {a, b})
-    for (const auto& r : p.stages[s].replicas) alike = alike && r.devices.size() == tp;
-  std::vector<int> group;
-  double share = 0;
-  for (int s : {a, b})
-    for (const auto& r : p.stages[s].replicas)
-      for (std::size_t j = 0; j < (alike ? 1 : r.devices.size()); ++j) {
-        group.push_back(r.devices[j]);
-        share = std::max(share, plan::tp_share(r, j));
-      }
+    for (const auto& r : p.stages[s].replicas) all.push_back(&r);
+  const auto [group, share, tp] = first_slot(all);
   const double bytes = static_cast<double>(m_.ops[m_.tied_reader()].tied_params) *
                        model::dtype_bytes(m_.dtype) * share;
   const auto key = std::make_tuple(group, bytes);
@@ -232,7 +242,7 @@ double Estimator::tied_sync_time(const plan::Plan& p, int a, int b) const {
   req.devices = group;
   req.bytes = Bytes(bytes);
   const double t = cost::collective_cost(c_, req, opts_.sim.network).time.value;
-  return tied_.emplace(key, t * (alike ? nic_sharing(group, tp) : 1.0)).first->second;
+  return tied_.emplace(key, t * nic_sharing(group, tp)).first->second;
 }
 
 Estimate Estimator::estimate(const plan::Plan& p) const {

@@ -135,26 +135,23 @@ bool replicas_alike(const plan::Stage& st) {
 std::vector<cost::CollectiveCost> StageCoster::sync_parts(const plan::Stage& st, double grad_bytes,
                                                           cost::Collective kind,
                                                           cost::Algorithm algo) const {
+  // k slots, as many as the smallest replica has devices: slot j gathers, in each replica, its
+  // devices j, j + k, j + 2k, ..., and one collective per slot runs over one device per replica
+  // (the slot's first) with the largest share of the gradient any replica puts in the slot. Every
+  // replica's whole gradient thus crosses between replicas once per slot set, as it must: the sum
+  // is over replicas, not over devices. (A replica of more devices first reduces its slot's shards
+  // onto the slot's first device and last spreads the result back, on its own links.)
+  std::size_t k = st.replicas[0].devices.size();
+  for (const auto& r : st.replicas) k = std::min(k, r.devices.size());
   std::vector<cost::CollectiveCost> parts;
-  const std::size_t tp = st.replicas[0].devices.size();
-  if (replicas_alike(st)) {
-    for (std::size_t j = 0; j < tp; ++j) {
-      std::vector<int> group;
-      double share = 0;
-      for (const auto& r : st.replicas) {
-        group.push_back(r.devices[j]);
-        share = std::max(share, r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j]);
-      }
-      parts.push_back(collective(kind, group, grad_bytes * share, {}, algo));
-    }
-  } else {
-    // Replicas shard differently: every device takes part with the largest shard of any.
+  for (std::size_t j = 0; j < k; ++j) {
     std::vector<int> group;
     double share = 0;
     for (const auto& r : st.replicas) {
-      group.insert(group.end(), r.devices.begin(), r.devices.end());
-      for (std::size_t j = 0; j < r.devices.size(); ++j)
-        share = std::max(share, r.tp_shares.empty() ? 1.0 / r.devices.size() : r.tp_shares[j]);
+      group.push_back(r.devices[j]);
+      double in_slot = 0;
+      for (std::size_t i = j; i < r.devices.size(); i += k) in_slot += plan::tp_share(r, i);
+      share = std::max(share, in_slot);
     }
     parts.push_back(collective(kind, group, grad_bytes * share, {}, algo));
   }

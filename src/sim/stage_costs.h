@@ -63,9 +63,10 @@ class StageCoster {
   // Parameters of layers [first, first + count) whose ops the plan splits by batch: every device
   // of a replica holds them whole and their gradients are all-reduced over the replica.
   double batch_split_params(int first, int count) const;
-  // Collectives that synchronise `grad_bytes` of a stage's gradients over its replicas: one per
-  // tensor-parallel rank index, each at that rank's largest share, when the replicas have the same
-  // size; otherwise one over every device, at the largest shard.
+  // Collectives that synchronise `grad_bytes` of a stage's gradients over its replicas, run
+  // together: one per tensor-parallel rank index of the smallest replica, over that rank's device
+  // in every replica, each at the largest share of the gradient a replica holds at that rank (a
+  // larger replica's ranks j, j + k, ... together, k the smallest replica's size).
   std::vector<cost::CollectiveCost> sync_parts(const plan::Stage& st, double grad_bytes,
                                                cost::Collective kind, cost::Algorithm algo) const;
   // Sufficient factor broadcasting (sim/grad_sync.h) of the weight gradients of `ops` over a

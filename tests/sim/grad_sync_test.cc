@@ -144,9 +144,12 @@ TEST(SufficientFactor, PaysForWideLayersNotForTokenRichOnes) {
   EXPECT_EQ(gpt.second, 0);
 }
 
-// Replicas of unlike sizes (2 devices at 3:1, and 3 even) all-reduce over every device at the
-// largest shard any device holds: 3/4 of the gradient, not 1/2.
-TEST(GradSync, UnlikeReplicasSyncAtTheLargestTensorShare) {
+// Replicas of unlike sizes (2 devices at 3:1, and 3 even) sum over replicas, not devices: two
+// all-reduces run together (as many as the smaller replica has devices), over devices {0, 2} at
+// the largest share either replica puts there (3/4 against the 1/3 + 1/3 of devices 2 and 4), and
+// over {1, 3} at 1/3. (One all-reduce over all five devices at 3/4 summed five shards where two
+// whole gradients must meet: on slow links between replicas it priced a quarter of the traffic.)
+TEST(GradSync, UnlikeReplicasSumWholeGradientsOverReplicas) {
   const auto m = chain_model(1, 1e9, 0, 1'000'000);  // no activations: no tensor-parallel traffic
   const auto c = unit_cluster(1, 5);
   plan::Plan p;
@@ -156,11 +159,36 @@ TEST(GradSync, UnlikeReplicasSyncAtTheLargestTensorShare) {
       0, 1, {plan::Replica{{0, 1}, {0.75, 0.25}, 0.5}, plan::Replica{{2, 3, 4}, {}, 0.5}}});
   auto r = simulate(m, c, p, exact_options());
   ASSERT_TRUE(r) << r.error().message;
-  // bf16 gradients of 1e6 parameters.
-  EXPECT_NEAR(
-      duration_of(*r, TaskKind::grad_sync),
-      testing::collective_time(c, cost::Collective::all_reduce, {0, 1, 2, 3, 4}, 0.75 * 2e6),
-      1e-15);
+  // bf16 gradients of 1e6 parameters; the larger part is the slower.
+  const double first =
+      testing::collective_time(c, cost::Collective::all_reduce, {0, 2}, 0.75 * 2e6);
+  const double second =
+      testing::collective_time(c, cost::Collective::all_reduce, {1, 3}, 2e6 / 3);
+  EXPECT_GT(first, second);
+  EXPECT_NEAR(duration_of(*r, TaskKind::grad_sync), first, 1e-15);
+}
+
+// Three replicas on three nodes of one NIC each (4, 8 and 4 devices, as HAP's programs over
+// tag-mixed's machines), every device holding the whole gradient: however the replicas split the
+// work, each node's NIC carries at least 2 (3 - 1) / 3 of the gradient out.
+TEST(GradSync, UnlikeReplicasAcrossNodesPayTheNicBound) {
+  const auto m = chain_model(1, 1e9, 0, 30'000'000);
+  auto c = testing::unit_cluster(3, 8);
+  plan::Plan p;
+  p.global_batch = 16;
+  p.num_microbatches = 1;
+  p.stages.push_back(plan::Stage{0, 1,
+                                 {plan::Replica{{0, 1, 2, 3}, {}, 0.25},
+                                  plan::Replica{{8, 9, 10, 11, 12, 13, 14, 15}, {}, 0.5},
+                                  plan::Replica{{16, 17, 18, 19}, {}, 0.25}}});
+  p.op_overrides.push_back(plan::OpOverride{"*", plan::SplitKind::batch});
+  auto r = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(r) << r.error().message;
+  const double nic = c.groups[0].nic_bandwidth.value * c.groups[0].nic_count;
+  double sync = 0;
+  for (const auto& e : r->events)
+    if (e.kind == TaskKind::grad_sync) sync = std::max(sync, (e.end - e.start).value);
+  EXPECT_GE(sync, 2.0 * 2 / 3 * 30e6 * 2 / nic);
 }
 
 }  // namespace
