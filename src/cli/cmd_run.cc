@@ -306,7 +306,8 @@ Action add_run_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--plan,-p", args->plan_file, "A plan JSON file (e.g. from hetplan plan --out)");
   cmd->add_option("--strategy,-s", args->strategy,
-                  "Shorthand instead of --plan (default: dp=<ranks>,gbs=<8 x ranks>)");
+                  "Shorthand instead of --plan (default: dp=<ranks>,gbs=<8 x ranks>)")
+      ->check(strategy_not_blank);
   cmd->add_option("--cluster,-c", args->cluster,
                   "The cluster the plan is for (default: cpu:<ranks>, this host's CPU workers)");
   cmd->add_option("--calibration", args->calibration_file,

@@ -130,11 +130,13 @@ Action add_simulate_command(CLI::App& app) {
   cmd->add_option("--cluster,-c", args->cluster, "Cluster: preset name (dgx-a100:4) or YAML file")
       ->capture_default_str();
   cmd->add_option(
-      "--strategy,-s", args->strategy,
-      std::string("Megatron-style shorthand, e.g. dp=8,tp=8,pp=12,mbs=1,gbs=1536,recompute=full,"
-                  "zero=1,schedule=interleaved,vpp=3,sp=1; bn=synced: batch-norm statistics over "
-                  "each whole micro-batch (default: ") +
-          kDefaultStrategy + ")");
+         "--strategy,-s", args->strategy,
+         std::string(
+             "Megatron-style shorthand, e.g. dp=8,tp=8,pp=12,mbs=1,gbs=1536,recompute=full,"
+             "zero=1,schedule=interleaved,vpp=3,sp=1; bn=synced: batch-norm statistics over "
+             "each whole micro-batch (default: ") +
+             kDefaultStrategy + ")")
+      ->check(strategy_not_blank);
   cmd->add_option("--plan,-p", args->plan_file, "A plan JSON file (instead of --strategy)");
   cmd->add_option("--trace", args->trace_file,
                   "Write a Chrome trace (Perfetto) of the iteration to FILE");

@@ -28,6 +28,12 @@ Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::strin
   return p;
 }
 
+std::string strategy_not_blank(const std::string& value) {
+  if (value.find_first_not_of(" \t") != std::string::npos) return "";
+  return "expected key=value pairs separated by commas (e.g. dp=4,tp=2), got an empty value; "
+         "leave --strategy out for the default";
+}
+
 Result<std::shared_ptr<const cost::CalibrationProfile>> calibration_from_args(
     const std::string& file, cluster::Cluster& c, const cost::NetworkParams& network) {
   auto prof = cost::read_calibration_profile(file);

@@ -20,6 +20,10 @@ Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::strin
                                   const std::string& default_strategy, const model::Model& m,
                                   const cluster::Cluster& c);
 
+// A CLI11 check for --strategy: a blank value would silently mean the default strategy, so it
+// is refused ("expected key=value pairs ..."); "" for any other value.
+std::string strategy_not_blank(const std::string& value);
+
 // The calibration profile of `--calibration FILE` (simulate, plan and run share it), with the
 // workers it measured talking to each other applied to `c`'s links (cost/messaging.h), so that
 // every command prices those links alike.

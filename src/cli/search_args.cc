@@ -1,5 +1,6 @@
 #include "search_args.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -37,7 +38,9 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
 }
 
 std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts) {
-  if (a.global_batch < 1) return "--global-batch: expected a positive integer";
+  if (a.global_batch < 1 || a.global_batch > plan::kMaxGlobalBatch)
+    return fmt::format("--global-batch: expected an integer in 1..{}, got {}",
+                       plan::kMaxGlobalBatch, a.global_batch);
   if (a.time_limit_s < 0) return "--time-limit: expected seconds >= 0";
   if (a.threads < 1) return "--threads: expected at least 1";
   opts.global_batch = a.global_batch;

@@ -354,9 +354,11 @@ Plan read_plan(const Json& doc) {
   p.model = json_string_or(doc, "model", "", "");
   p.cluster = json_string_or(doc, "cluster", "", "");
   p.planner = json_string_or(doc, "planner", "", "");
-  p.global_batch = int_in(doc, "global_batch", "", 1, LLONG_MAX, "expected an integer >= 1");
-  p.num_microbatches = static_cast<int>(
-      int_in_or(doc, "num_microbatches", "", 1, INT_MAX, "expected an integer >= 1", 1));
+  p.global_batch = int_in(doc, "global_batch", "", 1, kMaxGlobalBatch,
+                          fmt::format("expected an integer in 1..{}", kMaxGlobalBatch));
+  p.num_microbatches =
+      static_cast<int>(int_in_or(doc, "num_microbatches", "", 1, kMaxMicrobatches,
+                                 fmt::format("expected an integer in 1..{}", kMaxMicrobatches), 1));
   p.schedule =
       enum_or(doc, "schedule", "", Schedule::one_f_one_b, schedule_from_string, schedule_names());
   p.recompute = enum_or(doc, "recompute", "", cost::Recompute::none, recompute_from_string,

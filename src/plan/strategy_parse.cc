@@ -25,7 +25,9 @@ std::int64_t positive_int(std::string_view item, std::string_view value, std::in
   std::int64_t x = 0;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
   if (ec != std::errc() || end != value.data() + value.size() || x < 1 || x > max)
-    throw InputError(std::string(item), "expected a positive integer");
+    throw InputError(std::string(item), max < INT_MAX
+                                            ? fmt::format("expected an integer in 1..{}", max)
+                                            : std::string("expected a positive integer"));
   return x;
 }
 
@@ -42,7 +44,7 @@ void apply(Strategy& s, std::string_view key, std::string_view value, std::strin
   else if (key == "mbs")
     s.mbs = static_cast<double>(positive_int(item, value, INT_MAX));
   else if (key == "gbs")
-    s.gbs = positive_int(item, value, LLONG_MAX);
+    s.gbs = positive_int(item, value, kMaxGlobalBatch);
   else if (key == "recompute") {
     auto r = recompute_from_string(value);
     if (!r) throw InputError(field, fmt::format("expected one of {}", recompute_names()));

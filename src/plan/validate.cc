@@ -30,8 +30,12 @@ std::string replica_path(std::size_t s, std::size_t r) {
 }
 
 void check_globals(const Plan& p) {
-  if (p.global_batch < 1) throw InputError("global_batch", "expected an integer >= 1");
-  if (p.num_microbatches < 1) throw InputError("num_microbatches", "expected an integer >= 1");
+  if (p.global_batch < 1 || p.global_batch > kMaxGlobalBatch)
+    throw InputError("global_batch", fmt::format("expected an integer in 1..{}, got {}",
+                                                 kMaxGlobalBatch, p.global_batch));
+  if (p.num_microbatches < 1 || p.num_microbatches > kMaxMicrobatches)
+    throw InputError("num_microbatches", fmt::format("expected an integer in 1..{}, got {}",
+                                                     kMaxMicrobatches, p.num_microbatches));
   if (p.num_microbatches > p.global_batch)
     throw InputError("num_microbatches",
                      fmt::format("expected at most global_batch ({}) micro-batches, got {}",

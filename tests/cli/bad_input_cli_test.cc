@@ -47,6 +47,30 @@ TEST(BadInputCli, Strategy) {
       {"simulate --model gpt3-1.3b --cluster dgx-a100:1 --strategy tp=-2", {"--strategy", "tp"}});
 }
 
+TEST(BadInputCli, BlankStrategy) {
+  // A blank --strategy would otherwise run the default strategy and exit 0.
+  expect_clean_failure({"simulate --model gpt3-1.3b --cluster dgx-a100:1 --strategy ''",
+                        {"--strategy", "empty value"}});
+  expect_clean_failure(
+      {"simulate --model gpt3-1.3b --cluster dgx-a100:1 -s ' '", {"--strategy", "empty value"}});
+  expect_clean_failure({"run --strategy ''", {"--strategy", "empty value"}});
+}
+
+// Sizes past the caps get an error at once (2^31 samples once hung simulate and plan, their
+// memory growing).
+TEST(BadInputCli, SizesPastTheCaps) {
+  expect_clean_failure({"simulate --model gpt3-1.3b --cluster dgx-a100:2 -s gbs=2147483648",
+                        {"--strategy", "gbs=2147483648", "1..1048576"}});
+  expect_clean_failure({"simulate --model gpt3-1.3b --cluster dgx-a100:1 -s dp=1,tp=8,gbs=1048576",
+                        {"--strategy", "num_microbatches", "1..65536", "1048576"}});
+  expect_clean_failure({"plan --model resnet50 --cluster tag-mixed -b 2147483648",
+                        {"--global-batch", "1..1048576"}});
+  const auto plan = write_temp("hp_huge_batch.json",
+                               R"({"version": 1, "global_batch": 2147483648, "stages": []})");
+  expect_clean_failure({"validate --model gpt3-1.3b --cluster dgx-a100:1 --plan " + plan,
+                        {"hp_huge_batch.json", "global_batch", "1..1048576"}});
+}
+
 TEST(BadInputCli, MeasuredRunFiles) {
   const std::string sim = "simulate --model gpt3-1.3b --cluster dgx-a100:1 --measured ";
   expect_clean_failure({sim + "/nonexistent/run.json", {"--measured", "cannot read"}});

@@ -77,7 +77,7 @@ TEST(StrategyParse, Errors) {
   EXPECT_EQ(error_of("tp=2.5"), "--strategy: tp=2.5: expected a positive integer");
   EXPECT_EQ(error_of("pp=0"), "--strategy: pp=0: expected a positive integer");
   EXPECT_EQ(error_of("dp=-4"), "--strategy: dp=-4: expected a positive integer");
-  EXPECT_EQ(error_of("gbs="), "--strategy: gbs=: expected a positive integer");
+  EXPECT_EQ(error_of("gbs="), "--strategy: gbs=: expected an integer in 1..1048576");
   EXPECT_EQ(error_of("tp=99999999999"), "--strategy: tp=99999999999: expected a positive integer");
   EXPECT_EQ(error_of("tp=2,tp=4"), "--strategy: tp=4: tp is given twice");
   EXPECT_EQ(error_of("tp"), "--strategy: tp: expected key=value");

@@ -226,10 +226,12 @@ TEST_F(Validate, InterleavedPartialReuse) {
 
 TEST_F(Validate, GlobalBatchAndMicrobatches) {
   plan_.global_batch = 0;
-  EXPECT_EQ(check(), "plan.json: global_batch: expected an integer >= 1");
+  EXPECT_EQ(check(), "plan.json: global_batch: expected an integer in 1..1048576, got 0");
+  plan_.global_batch = kMaxGlobalBatch + 1;
+  EXPECT_EQ(check(), "plan.json: global_batch: expected an integer in 1..1048576, got 1048577");
   plan_.global_batch = 2;
   plan_.num_microbatches = 0;
-  EXPECT_EQ(check(), "plan.json: num_microbatches: expected an integer >= 1");
+  EXPECT_EQ(check(), "plan.json: num_microbatches: expected an integer in 1..65536, got 0");
   plan_.num_microbatches = 4;
   EXPECT_EQ(check(),
             "plan.json: num_microbatches: expected at most global_batch (2) micro-batches, got 4");

@@ -171,6 +171,12 @@ struct OpGroup {
   auto operator<=>(const OpGroup&) const = default;
 };
 
+// Caps on a plan's sizes, far past any published training run (the largest batches trained are
+// about 64 Ki samples; Megatron-LM's largest runs take a few hundred micro-batches per
+// iteration), so that a mistyped value gets an error instead of hours of simulation and memory.
+inline constexpr std::int64_t kMaxGlobalBatch = std::int64_t{1} << 20;
+inline constexpr int kMaxMicrobatches = 1 << 16;
+
 struct Plan {
   std::string model;              // informative: the model spec it was made for
   std::string cluster;            // informative: the cluster it was made for
