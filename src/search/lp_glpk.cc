@@ -26,12 +26,21 @@ int bound_type(double lo, double hi) {
 
 int silence(void*, const char*) { return 1; }  // GLPK's terminal output: swallowed
 
+// Branch and cut's callback: stops the search once its tree has `*info` (int) nodes.
+void stop_at_node_limit(glp_tree* tree, void* info) {
+  int active = 0, current = 0, total = 0;
+  glp_ios_tree_size(tree, &active, &current, &total);
+  if (total >= *static_cast<const int*>(info)) glp_ios_terminate(tree);
+}
+
 }  // namespace
 
 const char* to_string(LpStatus s) {
   switch (s) {
     case LpStatus::optimal:
       return "optimal";
+    case LpStatus::limited:
+      return "stopped at the node limit";
     case LpStatus::infeasible:
       return "infeasible";
     case LpStatus::unbounded:
@@ -108,10 +117,16 @@ LpResult solve_glpk(const LpRequest& req, bool presolve) {
     glp_iocp iocp;
     glp_init_iocp(&iocp);
     iocp.msg_lev = GLP_MSG_OFF;
+    int node_limit = req.node_limit;
+    if (node_limit > 0) {
+      iocp.cb_func = stop_at_node_limit;
+      iocp.cb_info = &node_limit;
+    }
     const int mrc = glp_intopt(lp, &iocp);
     status = glp_mip_status(lp);
-    if (mrc == 0 && status == GLP_OPT) {
-      res.status = LpStatus::optimal;
+    const bool stopped = mrc == GLP_ESTOP && status == GLP_FEAS;
+    if ((mrc == 0 && status == GLP_OPT) || stopped) {
+      res.status = stopped ? LpStatus::limited : LpStatus::optimal;
       res.objective = glp_mip_obj_val(lp);
       for (int j = 0; j < n; ++j) res.values.push_back(glp_mip_col_val(lp, j + 1));
     } else if (status == GLP_NOFEAS || mrc == GLP_ENOPFS) {
@@ -132,7 +147,7 @@ LpResult solve_glpk(const LpRequest& req, bool presolve) {
 LpResult solve_lp(const LpRequest& req) { return solve_glpk(req, true); }
 
 Result<bool> check_lp_solution(const LpRequest& req, const LpResult& res, double tol) {
-  if (res.status != LpStatus::optimal)
+  if (res.status != LpStatus::optimal && res.status != LpStatus::limited)
     return Error{fmt::format("LP: {} ({})", to_string(res.status), res.message)};
   if (res.values.size() != req.variables.size())
     return Error{
@@ -168,7 +183,7 @@ Result<LpResult> solve_checked(const LpRequest& req) {
   LpResult res = solve_glpk(req, true);
   auto ok = check_lp_solution(req, res);
   if (ok) return res;
-  if (res.status != LpStatus::optimal) return ok.error();
+  if (res.status != LpStatus::optimal && res.status != LpStatus::limited) return ok.error();
   // A wrong answer from the presolver: solve again without it.
   LpResult again = solve_glpk(req, false);
   if (check_lp_solution(req, again)) return again;

@@ -14,7 +14,7 @@ plan::Plan with_sufficient_factors(const Context& ctx, const plan::Plan& p) {
   const SyncRequest req = sync_request(ctx.model, ctx.cluster, p, ctx.options.sim);
   if (req.items.empty()) return p;
   const SyncChoice choice = solve_sync_milp(req);
-  if (choice.status != SyncStatus::optimal && ctx.options.progress)
+  if (choice.status == SyncStatus::fallback && ctx.options.progress)
     ctx.options.progress(fmt::format("warning: {}; gradients stay on all-reduce", choice.warning));
   std::vector<plan::GradSync> rules;
   bool factors = false, servers = false;
@@ -23,10 +23,9 @@ plan::Plan with_sufficient_factors(const Context& ctx, const plan::Plan& p) {
     if (w == kAllReduce) continue;
     factors |= w == kSufficientFactor;
     servers |= w == kParameterServer;
-    rules.push_back(plan::GradSync{req.items[i].name, kSyncWays[w],
-                                   w == kParameterServer ? cost::Algorithm::parameter_server
-                                                         : cost::Algorithm::automatic,
-                                   0});
+    rules.push_back(plan::GradSync{
+        req.items[i].name, kSyncWays[w],
+        w == kParameterServer ? cost::Algorithm::parameter_server : cost::Algorithm::automatic, 0});
   }
   if (rules.empty()) return p;
   plan::Plan out = p;

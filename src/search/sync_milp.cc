@@ -123,7 +123,8 @@ SyncChoice solve_sync_milp(const SyncRequest& req) {
   for (const auto& l : req.fixed) fixed_bytes[l.link] += l.bytes;
   double fixed_time = 0;
   for (std::size_t l = 0; l < fixed_bytes.size(); ++l)
-    if (fixed_bytes[l] > 0) fixed_time = std::max(fixed_time, fixed_bytes[l] / req.link_capacity[l]);
+    if (fixed_bytes[l] > 0)
+      fixed_time = std::max(fixed_time, fixed_bytes[l] / req.link_capacity[l]);
   const int t_link = lp.add_variable({"T_link", fixed_time, kInf, 1.0, false});
   const int t_comp = lp.add_variable({"T_comp", 0, kInf, 1.0, false});
   std::map<int, LpRow> link_rows;  // by link, in link order
@@ -136,9 +137,9 @@ SyncChoice solve_sync_milp(const SyncRequest& req) {
     for (int w = 0; w < 3; ++w) {
       if (!keep[w]) continue;
       const SyncWay& way = item.ways[w];
-      const int x = lp.add_variable(
-          {fmt::format("x[{}][{}]", item.name, plan::to_string(kSyncWays[w])), 0, 1, way.latency_s,
-           true});
+      const int x =
+          lp.add_variable({fmt::format("x[{}][{}]", item.name, plan::to_string(kSyncWays[w])), 0, 1,
+                           way.latency_s, true});
       var[i][w] = x;
       one.terms.push_back({x, 1.0});
       for (const auto& l : way.loads) {
@@ -164,10 +165,11 @@ SyncChoice solve_sync_milp(const SyncRequest& req) {
     lp.add_row(std::move(unit_rows[u]));
   }
 
+  lp.node_limit = kSyncMilpNodeLimit;
   auto solved = solve_checked(lp);
   if (!solved) return fall_back("sync MILP: " + solved.error().message);
   SyncChoice out;
-  out.status = SyncStatus::optimal;
+  out.status = solved->status == LpStatus::limited ? SyncStatus::limited : SyncStatus::optimal;
   out.way.assign(n, kAllReduce);
   for (std::size_t i = 0; i < n; ++i)
     for (int w = 0; w < 3; ++w)
@@ -180,9 +182,9 @@ SyncChoice solve_sync_milp(const SyncRequest& req) {
     return fall_back(fmt::format("sync MILP: reported {} s but its choice evaluates to {} s",
                                  solved->objective, out.objective_s));
   if (out.objective_s > all_reduce.objective_s + tol)
-    return fall_back(fmt::format(
-        "sync MILP: its choice ({} s) is slower than all-reduce everywhere ({} s)",
-        out.objective_s, all_reduce.objective_s));
+    return fall_back(
+        fmt::format("sync MILP: its choice ({} s) is slower than all-reduce everywhere ({} s)",
+                    out.objective_s, all_reduce.objective_s));
   // Ties go to all-reduce: an item keeps another way only where going back costs something.
   for (std::size_t i = 0; i < n; ++i) {
     if (out.way[i] == kAllReduce) continue;

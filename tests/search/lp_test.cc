@@ -41,6 +41,31 @@ TEST(Lp, SolvesAKnapsackAsAMixedIntegerProgram) {
   EXPECT_EQ(res->values, (std::vector<double>{0, 1, 0, 1}));
 }
 
+// Jeroslow's program, its values a little apart so that the objective is not integral (GLPK
+// rounds an integral bound): max sum (1 + i / 1000) x_i s.t. sum 2 x_i <= 41 over 41 binary x.
+// Every relaxation along the way takes half an item more than any integer solution, so proving
+// the best one takes branch and bound exponentially many nodes. With a node limit it stops with
+// the best solution it has found, which checks.
+TEST(Lp, ANodeLimitStopsBranchAndCutWithItsBestSolution) {
+  LpRequest r;
+  r.maximize = true;
+  LpRow cap{"capacity", {}, -kInf, 41};
+  for (int i = 0; i < 41; ++i) {
+    r.add_variable({"x" + std::to_string(i), 0, 1, 1 + i / 1000.0, true});
+    cap.terms.push_back({i, 2});
+  }
+  r.add_row(cap);
+  r.node_limit = 200;
+  const LpResult res = solve_lp(r);
+  ASSERT_EQ(res.status, LpStatus::limited) << res.message;
+  EXPECT_GE(res.objective, 20);                                       // 20 items
+  EXPECT_LE(res.objective, 20 + (21 + 40) * 20 / 2 / 1000.0 + 1e-9);  // at most the best 20
+  EXPECT_TRUE(check_lp_solution(r, res));
+  auto checked = solve_checked(r);
+  ASSERT_TRUE(checked) << checked.error().message;
+  EXPECT_EQ(checked->status, LpStatus::limited);
+}
+
 TEST(Lp, ReportsInfeasibleAndUnbounded) {
   LpRequest inf;
   const int x = inf.add_variable({"x", 0, 1, 1, false});

@@ -34,6 +34,10 @@ struct LpRequest {
   bool maximize = false;
   std::vector<LpVariable> variables;
   std::vector<LpRow> rows;
+  // Branch and cut stops once it has created this many nodes of its search tree (0: no limit),
+  // keeping the best integer solution found: a bound on the work that gives the same answer on
+  // any machine, as a time limit would not.
+  int node_limit = 0;
 
   int add_variable(LpVariable v) {
     variables.push_back(std::move(v));
@@ -42,13 +46,15 @@ struct LpRequest {
   void add_row(LpRow r) { rows.push_back(std::move(r)); }
 };
 
-enum class LpStatus { optimal, infeasible, unbounded, failed };
+// limited: branch and cut reached LpRequest::node_limit; the values are the best integer solution
+// found, not proven optimal.
+enum class LpStatus { optimal, limited, infeasible, unbounded, failed };
 const char* to_string(LpStatus s);
 
 struct LpResult {
   LpStatus status = LpStatus::failed;
   double objective = 0;
-  std::vector<double> values;  // one per variable when optimal
+  std::vector<double> values;  // one per variable when optimal or limited
   std::string message;         // the solver's reason when not optimal
 };
 
@@ -56,9 +62,10 @@ struct LpResult {
 // Deterministic; safe to call from several threads (calls are serialised).
 LpResult solve_lp(const LpRequest& req);
 
-// Ok when `res` is optimal and its values satisfy every bound and row within `tol` (relative to
-// the magnitude of the row's terms), integer variables are integral, and its objective equals the
-// one recomputed from the values; otherwise the first violation, naming the variable or row.
+// Ok when `res` is optimal (or limited) and its values satisfy every bound and row within `tol`
+// (relative to the magnitude of the row's terms), integer variables are integral, and its objective
+// equals the one recomputed from the values; otherwise the first violation, naming the variable or
+// row.
 Result<bool> check_lp_solution(const LpRequest& req, const LpResult& res, double tol = 1e-6);
 
 // solve_lp followed by check_lp_solution: the values, or why there are none. An optimal answer

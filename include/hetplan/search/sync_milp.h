@@ -22,17 +22,17 @@
 namespace hetplan::search {
 
 // The ways, in the order of SyncItem::ways; a choice is an index into this.
-inline constexpr std::array<plan::SyncMethod, 3> kSyncWays = {
-    plan::SyncMethod::all_reduce, plan::SyncMethod::parameter_server,
-    plan::SyncMethod::sufficient_factor};
+inline constexpr std::array<plan::SyncMethod, 3> kSyncWays = {plan::SyncMethod::all_reduce,
+                                                              plan::SyncMethod::parameter_server,
+                                                              plan::SyncMethod::sufficient_factor};
 inline constexpr int kAllReduce = 0, kParameterServer = 1, kSufficientFactor = 2;
 
 // One way to synchronise one item's gradient.
 struct SyncWay {
   bool allowed = false;
-  std::vector<cost::LinkLoad> loads;    // bytes on each link, ascending by link, each link once
-  double latency_s = 0;                 // the collectives' latency term
-  std::vector<double> compute_s;        // seconds added per compute unit (SyncRequest::units)
+  std::vector<cost::LinkLoad> loads;  // bytes on each link, ascending by link, each link once
+  double latency_s = 0;               // the collectives' latency term
+  std::vector<double> compute_s;      // seconds added per compute unit (SyncRequest::units)
 };
 
 // One op whose gradient's way is to be chosen.
@@ -42,15 +42,19 @@ struct SyncItem {
 };
 
 struct SyncRequest {
-  std::vector<double> link_capacity;     // bytes/s per cluster link (bandwidth x efficiency)
-  std::vector<cost::LinkLoad> fixed;     // bytes every choice leaves on the links (the gradients
-                                         // that are not items), ascending by link
-  int units = 0;                         // compute units: one per replica of a stage
+  std::vector<double> link_capacity;  // bytes/s per cluster link (bandwidth x efficiency)
+  std::vector<cost::LinkLoad> fixed;  // bytes every choice leaves on the links (the gradients
+                                      // that are not items), ascending by link
+  int units = 0;                      // compute units: one per replica of a stage
   std::vector<SyncItem> items;
 };
 
+// Branch-and-cut nodes the program may take (LpRequest::node_limit): a few seconds at most.
+inline constexpr int kSyncMilpNodeLimit = 2000;
+
 enum class SyncStatus {
   optimal,   // the MILP's optimum, checked by sync_objective
+  limited,   // the best choice found within kSyncMilpNodeLimit nodes, checked by sync_objective
   fallback,  // GLPK failed or its answer did not check: all-reduce everywhere (see warning)
 };
 
@@ -67,7 +71,9 @@ struct SyncChoice {
 double sync_objective(const SyncRequest& req, const std::vector<int>& way);
 
 // The choice minimising sync_objective; on ties all-reduce before the others (an item switches
-// only when that strictly shortens the objective). Never throws: a failed solve is a fallback.
+// only when that strictly shortens the objective); where branch and cut reaches
+// kSyncMilpNodeLimit nodes, the best choice it found (limited). Never throws: a failed solve is a
+// fallback.
 SyncChoice solve_sync_milp(const SyncRequest& req);
 
 // The items of plan p: every op that sufficient factor broadcasting applies to
