@@ -1,9 +1,9 @@
 // Reading a cluster file: YAML syntax, version, device types, then the node-group or the explicit
 // form. Every error becomes one message "<file>: <field>: <what was expected>".
-#include <filesystem>
-
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
+
+#include <filesystem>
 
 #include "cluster_build.h"
 #include "hetplan/cluster/cluster_file.h"
@@ -35,16 +35,21 @@ void check_version(const YAML::Node& doc) {
 
 Cluster parse(std::string_view text, const std::string& source) {
   const YAML::Node doc = load_yaml(text);
+  check_unique_keys(doc, "");
   if (!doc.IsMap())
     throw InputError("document", "expected a mapping with 'version: 1' and 'nodes' (or 'devices')");
-  check_map(doc, "", {"version", "name", "nodes", "network", "device_types", "devices", "switches", "links"});
+  check_map(
+      doc, "",
+      {"version", "name", "nodes", "network", "device_types", "devices", "switches", "links"});
   check_version(doc);
   const TypeTable types = read_device_types(doc);
   const bool groups = has(doc, "nodes"), explicit_form = has(doc, "devices");
   if (groups && explicit_form)
-    throw InputError("document", "expected either 'nodes' (node groups) or 'devices' (explicit form), not both");
+    throw InputError(
+        "document", "expected either 'nodes' (node groups) or 'devices' (explicit form), not both");
   if (!groups && !explicit_form)
-    throw InputError("nodes", "missing (expected a list of node groups, or 'devices' for the explicit form)");
+    throw InputError(
+        "nodes", "missing (expected a list of node groups, or 'devices' for the explicit form)");
   Cluster c = groups ? build_node_groups(doc, types) : build_explicit(doc, types);
   c.name = read_string_or(doc, "name", "", std::filesystem::path(source).stem().string());
   return c;

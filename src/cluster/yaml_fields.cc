@@ -1,12 +1,14 @@
 #include "yaml_fields.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-
-#include <fmt/format.h>
+#include <set>
 
 #include "hetplan/core/error.h"
+#include "hetplan/core/nearest_name.h"
 #include "hetplan/core/quantity_parse.h"
 
 namespace hetplan::cluster::detail {
@@ -34,12 +36,29 @@ std::string child_path(std::string_view path, std::string_view key) {
   return path.empty() ? std::string(key) : fmt::format("{}.{}", path, key);
 }
 
-std::string item_path(std::string_view path, std::size_t i) { return fmt::format("{}[{}]", path, i); }
+std::string item_path(std::string_view path, std::size_t i) {
+  return fmt::format("{}[{}]", path, i);
+}
 
 bool has(const YAML::Node& map, std::string_view key) {
   if (!map.IsMap()) return false;
   const YAML::Node v = map[std::string(key)];
   return v.IsDefined() && !v.IsNull();
+}
+
+void check_unique_keys(const YAML::Node& node, std::string_view path) {
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
+      const std::string field = child_path(path, key);
+      if (!seen.insert(key).second)
+        throw InputError(field, "duplicate key (each key may appear once in a mapping)");
+      check_unique_keys(kv.second, field);
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) check_unique_keys(node[i], item_path(path, i));
+  }
 }
 
 void check_map(const YAML::Node& node, std::string_view path,
@@ -52,12 +71,15 @@ void check_map(const YAML::Node& node, std::string_view path,
     const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
     bool ok = false;
     for (std::string_view k : allowed) ok = ok || key == k;
-    if (!ok) throw InputError(where, fmt::format("unknown key '{}' (allowed: {})", key, list));
+    if (!ok)
+      throw InputError(where, fmt::format("unknown key '{}'{} (allowed: {})", key,
+                                          did_you_mean(key, allowed), list));
   }
 }
 
 void check_list(const YAML::Node& node, std::string_view path, std::string_view of_what) {
-  if (!node.IsSequence()) throw InputError(std::string(path), fmt::format("expected a list of {}", of_what));
+  if (!node.IsSequence())
+    throw InputError(std::string(path), fmt::format("expected a list of {}", of_what));
 }
 
 std::string read_string(const YAML::Node& map, std::string_view key, std::string_view path) {
@@ -76,7 +98,8 @@ long long read_positive_int(const YAML::Node& map, std::string_view key, std::st
   long long v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size() || v <= 0)
-    throw InputError(child_path(path, key), fmt::format("expected a positive integer, got {}", show(s)));
+    throw InputError(child_path(path, key),
+                     fmt::format("expected a positive integer, got {}", show(s)));
   return v;
 }
 
@@ -108,7 +131,8 @@ BytesPerSecond read_bandwidth(const YAML::Node& map, std::string_view key, std::
   const std::string s = scalar(map, key, path, kBandwidth);
   auto v = parse_bandwidth(s);
   if (!v || !(v->value > 0) || !std::isfinite(v->value))
-    throw InputError(child_path(path, key), fmt::format("expected {}, got {}", kBandwidth, show(s)));
+    throw InputError(child_path(path, key),
+                     fmt::format("expected {}, got {}", kBandwidth, show(s)));
   return *v;
 }
 
@@ -132,8 +156,8 @@ Bytes read_bytes(const YAML::Node& map, std::string_view key, std::string_view p
 
 FlopsPerSecond read_flops(const YAML::Node& map, std::string_view key, std::string_view path,
                           bool allow_zero) {
-  const char* expected = allow_zero ? "a non-negative rate such as 312TFLOPS"
-                                    : "a positive rate such as 19.5TFLOPS";
+  const char* expected =
+      allow_zero ? "a non-negative rate such as 312TFLOPS" : "a positive rate such as 19.5TFLOPS";
   const std::string s = scalar(map, key, path, expected);
   auto v = parse_flops_rate(s);
   if (!v || !std::isfinite(v->value) || (!allow_zero && !(v->value > 0)))

@@ -3,11 +3,11 @@
 // parse_cluster_yaml turns that into a Result prefixed by the file name.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <initializer_list>
 #include <string>
 #include <string_view>
-
-#include <yaml-cpp/yaml.h>
 
 #include "hetplan/core/units.h"
 
@@ -19,6 +19,10 @@ std::string item_path(std::string_view path, std::size_t i);          // "a[3]"
 // True when map has `key` with a non-null value.
 bool has(const YAML::Node& map, std::string_view key);
 // Throws unless `node` is a mapping whose keys are all in `allowed` (listed in the message).
+// Refuses a key given twice in one mapping anywhere in the document (yaml-cpp keeps both, and
+// lookups see the first, so the second would skip every check).
+void check_unique_keys(const YAML::Node& node, std::string_view path);
+
 void check_map(const YAML::Node& node, std::string_view path,
                std::initializer_list<std::string_view> allowed);
 // Throws unless `node` is a sequence ("expected a list of ...").

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "hetplan/core/error.h"
 
@@ -18,6 +20,53 @@ std::string field_path(std::string_view path, std::string_view key) {
 
 std::string index_path(std::string_view path, std::size_t i) {
   return fmt::format("{}[{}]", path, i);
+}
+
+Json parse_json_unique_keys(std::string_view text) {
+  // One frame per object or array being read: its path, and its keys so far or its next index.
+  struct Frame {
+    bool object = false;
+    std::string path;
+    std::set<std::string> keys;
+    std::string key;
+    std::size_t index = 0;
+  };
+  std::vector<Frame> open;
+  auto child_path = [&]() -> std::string {
+    if (open.empty()) return "";
+    const Frame& f = open.back();
+    return f.object ? field_path(f.path, f.key) : index_path(f.path, f.index);
+  };
+  auto element_done = [&] {
+    if (!open.empty() && !open.back().object) ++open.back().index;
+  };
+  auto on_event = [&](int, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start:
+        open.push_back(Frame{event == Json::parse_event_t::object_start, child_path(), {}, {}, 0});
+        break;
+      case Json::parse_event_t::key: {
+        Frame& f = open.back();
+        std::string key = parsed.get<std::string>();
+        if (!f.keys.insert(key).second)
+          throw InputError(field_path(f.path, key),
+                           "duplicate key (each key may appear once in an object)");
+        f.key = std::move(key);
+        break;
+      }
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        open.pop_back();
+        element_done();
+        break;
+      case Json::parse_event_t::value:
+        element_done();
+        break;
+    }
+    return true;
+  };
+  return Json::parse(text.begin(), text.end(), on_event);
 }
 
 const Json& json_require(const Json& obj, std::string_view key, std::string_view path) {

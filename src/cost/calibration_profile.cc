@@ -139,7 +139,7 @@ Result<CalibrationProfile> parse_calibration_profile(const std::string& json_tex
   return capture_errors(source, [&] {
     Json doc;
     try {
-      doc = Json::parse(json_text);
+      doc = parse_json_unique_keys(json_text);
     } catch (const Json::parse_error& e) {
       throw InputError(fmt::format("not valid JSON ({})", e.what()));
     }

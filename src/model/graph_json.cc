@@ -8,6 +8,7 @@
 
 #include "hetplan/core/graph.h"
 #include "hetplan/core/json_util.h"
+#include "hetplan/core/nearest_name.h"
 
 namespace hetplan::model {
 namespace {
@@ -147,8 +148,9 @@ OpCompute read_compute(const Json& j, const std::string& path) {
   if (!j.is_object()) throw InputError(path, "expected an object with fn and shape");
   for (const auto& [key, value] : j.items())
     if (std::find(std::begin(kComputeKeys), std::end(kComputeKeys), key) == std::end(kComputeKeys))
-      throw InputError(field_path(path, key), fmt::format("unknown field; expected one of {}",
-                                                          fmt::join(kComputeKeys, ", ")));
+      throw InputError(field_path(path, key),
+                       fmt::format("unknown field{}; expected one of {}",
+                                   did_you_mean(key, kComputeKeys), fmt::join(kComputeKeys, ", ")));
   OpCompute c;
   std::vector<std::string> fns;
   for (int f = 0; f <= static_cast<int>(kLastOpFn); ++f)
@@ -188,7 +190,8 @@ Op read_op(const Json& j, const std::string& path, int count) {
   for (const auto& [key, value] : j.items())
     if (std::find(kOpKeys.begin(), kOpKeys.end(), key) == kOpKeys.end())
       throw InputError(field_path(path, key),
-                       fmt::format("unknown field; expected one of {}", fmt::join(kOpKeys, ", ")));
+                       fmt::format("unknown field{}; expected one of {}",
+                                   did_you_mean(key, kOpKeys), fmt::join(kOpKeys, ", ")));
   Op op;
   op.name = json_string(j, "name", path);
   if (op.name.empty()) throw InputError(field_path(path, "name"), "expected a non-empty string");
@@ -365,7 +368,7 @@ Result<Model> read_model_file(const std::string& file) {
   return capture_errors(file, [&] {
     Json doc;
     try {
-      doc = Json::parse(text);
+      doc = parse_json_unique_keys(text);
     } catch (const Json::parse_error& e) {
       throw InputError(fmt::format("expected valid JSON ({})", e.what()));
     }

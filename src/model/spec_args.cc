@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "hetplan/core/error.h"
+#include "hetplan/core/nearest_name.h"
 
 namespace hetplan::model::detail {
 namespace {
@@ -108,7 +109,8 @@ void SpecArgs::finish() const {
   for (const Entry& e : entries_)
     if (std::find(known_.begin(), known_.end(), e.key) == known_.end())
       throw InputError(fmt::format("{}: {}={}", label_, e.key, e.value),
-                       fmt::format("unknown key; expected one of {}", fmt::join(known_, ", ")));
+                       fmt::format("unknown key{}; expected one of {}", did_you_mean(e.key, known_),
+                                   fmt::join(known_, ", ")));
 }
 
 }  // namespace hetplan::model::detail

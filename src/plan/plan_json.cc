@@ -11,6 +11,7 @@
 
 #include "hetplan/core/hash.h"
 #include "hetplan/core/json_util.h"
+#include "hetplan/core/nearest_name.h"
 #include "validate_op_groups.h"
 
 namespace hetplan::plan {
@@ -144,7 +145,9 @@ void reject_unknown_keys(const Json& obj, std::string_view path,
     if (known) continue;
     std::string list;
     for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-    throw InputError(field_path(path, it.key()), fmt::format("unknown key (allowed: {})", list));
+    throw InputError(
+        field_path(path, it.key()),
+        fmt::format("unknown key{} (allowed: {})", did_you_mean(it.key(), allowed), list));
   }
 }
 
@@ -444,7 +447,9 @@ Result<Plan> read_plan_file(const std::string& file) {
   }
   Json doc;
   try {
-    doc = Json::parse(text);
+    doc = parse_json_unique_keys(text);
+  } catch (const InputError& e) {
+    return make_error(file, "", e.what());
   } catch (const Json::parse_error& e) {
     return make_error(file, "", "invalid JSON: " + strip_exception_id(e.what()));
   } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <climits>
 
+#include "hetplan/core/nearest_name.h"
 #include "hetplan/plan/strategy.h"
 
 namespace hetplan::plan {
@@ -99,7 +100,8 @@ Strategy parse(std::string_view text) {
     std::string_view value = trim(item.substr(eq + 1));
     auto it = std::find(kKeys.begin(), kKeys.end(), key);
     if (it == kKeys.end())
-      throw InputError(std::string(item), fmt::format("unknown key (allowed: {})", allowed_keys()));
+      throw InputError(std::string(item), fmt::format("unknown key{} (allowed: {})",
+                                                      did_you_mean(key, kKeys), allowed_keys()));
     auto k = static_cast<std::size_t>(it - kKeys.begin());
     if (seen[k]) throw InputError(std::string(item), fmt::format("{} is given twice", key));
     seen[k] = true;

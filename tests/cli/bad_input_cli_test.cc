@@ -71,6 +71,41 @@ TEST(BadInputCli, SizesPastTheCaps) {
                         {"hp_huge_batch.json", "global_batch", "1..1048576"}});
 }
 
+// A key given twice is refused wherever it is (the first used to win, and the second skipped
+// every check: a negative bandwidth passed); a mistyped key gets the one near name suggested.
+TEST(BadInputCli, DuplicateAndMistypedKeys) {
+  const std::string group =
+      "version: 1\nnodes:\n  - group: a\n    count: 1\n    device: A100-SXM4-80GB\n"
+      "    devices_per_node: 2\n    intra_node: {bandwidth: 300GB/s, latency: 2us}\n";
+  const auto dup_yaml =
+      write_temp("hp_dup_key.yaml", group +
+                                        "    nic: {bandwidth: 25GB/s, count: 1, latency: 5us}\n"
+                                        "    nic: {bandwidth: -1GB/s, count: 1, latency: 5us}\n");
+  expect_clean_failure(
+      {"check-cluster " + dup_yaml, {"hp_dup_key.yaml", "nodes[0].nic", "duplicate key"}});
+  const auto typo_yaml = write_temp(
+      "hp_typo_key.yaml", group + "    nic: {bandwith: 25GB/s, count: 1, latency: 5us}\n");
+  expect_clean_failure(
+      {"check-cluster " + typo_yaml,
+       {"hp_typo_key.yaml", "nodes[0].nic", "'bandwith'", "did you mean 'bandwidth'"}});
+  const auto dup_plan =
+      write_temp("hp_dup_key.json",
+                 R"({"version": 1, "global_batch": 8, "stages": [{"first_layer": 0, "num_layers": 1,
+          "replicas": [{"devices": [0], "devices": [1]}]}]})");
+  expect_clean_failure({"validate --model gpt3-1.3b --cluster dgx-a100:1 --plan " + dup_plan,
+                        {"hp_dup_key.json", "stages[0].replicas[0].devices", "duplicate key"}});
+  const auto typo_plan =
+      write_temp("hp_typo_key.json", R"({"version": 1, "global_bach": 8, "stages": []})");
+  expect_clean_failure({"validate --model gpt3-1.3b --cluster dgx-a100:1 --plan " + typo_plan,
+                        {"hp_typo_key.json", "global_bach", "did you mean 'global_batch'"}});
+  const auto dup_graph =
+      write_temp("hp_dup_key_graph.json", R"({"name": "g", "name": "h", "ops": [], "layers": []})");
+  expect_clean_failure({"simulate --cluster dgx-a100:1 --model " + dup_graph,
+                        {"hp_dup_key_graph.json", "name", "duplicate key"}});
+  expect_clean_failure({"simulate --model gpt3-1.3b --cluster dgx-a100:1 -s tp=2,recompte=full",
+                        {"--strategy", "recompte=full", "did you mean 'recompute'"}});
+}
+
 TEST(BadInputCli, MeasuredRunFiles) {
   const std::string sim = "simulate --model gpt3-1.3b --cluster dgx-a100:1 --measured ";
   expect_clean_failure({sim + "/nonexistent/run.json", {"--measured", "cannot read"}});

@@ -24,6 +24,11 @@ std::string json_string_or(const Json& obj, std::string_view key, std::string_vi
                            std::string_view dflt);
 bool json_bool_or(const Json& obj, std::string_view key, std::string_view path, bool dflt);
 
+// Parses JSON text as Json::parse does, but refuses a key given twice in one object (Json::parse
+// keeps the last silently): throws InputError("<path of the key>", "duplicate key ...").
+// Syntax errors throw Json::parse_error.
+Json parse_json_unique_keys(std::string_view text);
+
 // Checks `version` equals expected, naming the path on mismatch.
 void json_require_version(const Json& doc, int expected, std::string_view path);
 
