@@ -46,19 +46,41 @@ bool has(const YAML::Node& map, std::string_view key) {
   return v.IsDefined() && !v.IsNull();
 }
 
-void check_unique_keys(const YAML::Node& node, std::string_view path) {
+namespace {
+
+// Nesting deeper than any cluster file needs is refused rather than recursed into.
+constexpr int kMostNesting = 64;
+
+// Checks one mapping or list and what it holds, each once: an alias (*a) names a node already
+// read (the same place in the text), so a node that holds itself, or a chain of aliases that
+// would expand a billionfold, is walked once.
+void check_unique_keys(const YAML::Node& node, const std::string& path, int depth,
+                       std::set<int>& seen_at) {
+  if (!node.IsMap() && !node.IsSequence()) return;
+  if (const YAML::Mark at = node.Mark(); !at.is_null() && !seen_at.insert(at.pos).second) return;
+  if (depth > kMostNesting)
+    throw InputError(path.empty() ? std::string("document") : path,
+                     fmt::format("nested more than {} levels deep", kMostNesting));
   if (node.IsMap()) {
-    std::set<std::string> seen;
+    std::set<std::string> keys;
     for (const auto& kv : node) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("?");
       const std::string field = child_path(path, key);
-      if (!seen.insert(key).second)
+      if (!keys.insert(key).second)
         throw InputError(field, "duplicate key (each key may appear once in a mapping)");
-      check_unique_keys(kv.second, field);
+      check_unique_keys(kv.second, field, depth + 1, seen_at);
     }
-  } else if (node.IsSequence()) {
-    for (std::size_t i = 0; i < node.size(); ++i) check_unique_keys(node[i], item_path(path, i));
+  } else {
+    for (std::size_t i = 0; i < node.size(); ++i)
+      check_unique_keys(node[i], item_path(path, i), depth + 1, seen_at);
   }
+}
+
+}  // namespace
+
+void check_unique_keys(const YAML::Node& node, std::string_view path) {
+  std::set<int> seen_at;
+  check_unique_keys(node, std::string(path), 0, seen_at);
 }
 
 void check_map(const YAML::Node& node, std::string_view path,

@@ -122,9 +122,11 @@ TEST(GraphJson, BadFields) {
   EXPECT_EQ(error_of(doc), "model.json: ops[0].params: expected an integer");
   doc = tiny();
   doc["ops"][0]["flop"] = 3;
-  EXPECT_EQ(
-      error_of(doc).rfind("model.json: ops[0].flop: unknown field; expected one of name, kind,", 0),
-      0u);
+  EXPECT_EQ(error_of(doc).rfind(
+                "model.json: ops[0].flop: unknown field (did you mean 'flops'?); expected one of "
+                "name, kind,",
+                0),
+            0u);
   doc = tiny();
   doc["ops"][1]["name"] = "fc";
   EXPECT_EQ(error_of(doc), "model.json: ops[1].name: expected a unique name ('fc' is also ops[0])");

@@ -227,12 +227,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"/stages/0/layers", "1",
                  "plan.json: stages[0].layers: unknown key (allowed: first_layer, num_layers, "
                  "replicas)"},
-        BadField{"/microbatches", "1",
-                 "plan.json: microbatches: unknown key (allowed: version, model, cluster, planner, "
-                 "global_batch, "
-                 "num_microbatches, schedule, recompute, zero_stage, sequence_parallel, "
-                 "uneven_collectives, batch_norm, grad_bucket_bytes, stages, "
-                 "op_overrides, grad_sync, op_groups, execution_order)"},
+        BadField{
+            "/microbatches", "1",
+            "plan.json: microbatches: unknown key (did you mean 'num_microbatches'?) (allowed: "
+            "version, model, cluster, planner, "
+            "global_batch, "
+            "num_microbatches, schedule, recompute, zero_stage, sequence_parallel, "
+            "uneven_collectives, batch_norm, grad_bucket_bytes, stages, "
+            "op_overrides, grad_sync, op_groups, execution_order)"},
         BadField{"/op_overrides/0/ops", "\"\"",
                  "plan.json: op_overrides[0].ops: expected a non-empty op name or pattern "
                  "(\"layers.3.*\")"},
