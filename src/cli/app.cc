@@ -61,6 +61,21 @@ bool write_output_file(const std::string& file, const std::string& text) {
   }
 }
 
+std::string writable_output(const std::string& file) {
+  namespace fs = std::filesystem;
+  if (file.empty()) return "";
+  const fs::path path(file);
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return fmt::format("{}: is a directory (expected a file)", file);
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    return fmt::format("{}: cannot write: no directory {}", file, dir.string());
+  // The file is written beside itself and renamed into place (write_text_file_atomic).
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return fmt::format("{}: cannot write: directory {} is not writable", file, dir.string());
+  return "";
+}
+
 int run_main(int argc, char** argv) {
   command_line().assign(argv, argv + argc);
   CLI::App app{"hetplan: plan, simulate and run deep-learning training on clusters of unlike GPUs"};

@@ -113,7 +113,8 @@ Action add_calibrate_command(CLI::App& app) {
   cmd->add_option("--device", args->device, "cpu or cuda")->capture_default_str();
   cmd->add_option("--device-type", args->device_type,
                   "Catalog name to file the points under (default for cpu: cpu)");
-  cmd->add_option("--out,-o", args->out, "The profile to write (JSON; required)");
+  cmd->add_option("--out,-o", args->out, "The profile to write (JSON; required)")
+      ->check(writable_output);
   cmd->add_option("--threads", args->threads, "Intra-op threads, as each run worker uses")
       ->capture_default_str();
   cmd->add_option("--sizes", args->sizes, "Sizes per op kind (2 to 10)")->capture_default_str();

@@ -174,7 +174,8 @@ Action add_plan_command(CLI::App& app) {
                   "planners draw no random "
                   "numbers. The same seed gives the same plan")
       ->capture_default_str();
-  cmd->add_option("--out,-o", args->out_file, "Write the plan (JSON) to FILE");
+  cmd->add_option("--out,-o", args->out_file, "Write the plan (JSON) to FILE")
+      ->check(writable_output);
   cmd->add_option("--calibration", args->calibration_file, "A measured calibration profile (JSON)");
   cmd->add_option("--policy", args->policy,
                   "TAG's and HeteroG's trained network (hetplan train-policy writes one); "

@@ -326,7 +326,8 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--measured-out", args->measured_out,
                   "Write what the run measured (step times, each rank's compute, communication "
                   "and idle time) with its model, cluster and plan as JSON, for simulate "
-                  "--measured");
+                  "--measured")
+      ->check(writable_output);
   cmd->add_option("--checkpoint-every", args->checkpoint_every,
                   "Steps between checkpoints (0: only at the end)")
       ->capture_default_str();

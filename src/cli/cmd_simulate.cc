@@ -139,7 +139,8 @@ Action add_simulate_command(CLI::App& app) {
       ->check(strategy_not_blank);
   cmd->add_option("--plan,-p", args->plan_file, "A plan JSON file (instead of --strategy)");
   cmd->add_option("--trace", args->trace_file,
-                  "Write a Chrome trace (Perfetto) of the iteration to FILE");
+                  "Write a Chrome trace (Perfetto) of the iteration to FILE")
+      ->check(writable_output);
   cmd->add_option("--calibration", args->calibration_file, "A measured calibration profile (JSON)");
   cmd->add_option("--measured", args->measured_file,
                   "A run's measurements (hetplan run --measured-out): prints the predicted "

@@ -73,7 +73,8 @@ Action add_train_policy_command(CLI::App& app) {
       "train-policy",
       "Train TAG's graph neural network (AlphaZero-style, on tree-search visit counts) and "
       "HeteroG's decoder (policy gradient) on generated models and clusters");
-  cmd->add_option("--out,-o", args->out, "The policy file to write (plan --policy reads it)");
+  cmd->add_option("--out,-o", args->out, "The policy file to write (plan --policy reads it)")
+      ->check(writable_output);
   cmd->add_option("--init", args->init, "A policy file to continue training from");
   cmd->add_option("--iterations", args->iterations, "Rounds of searching cases, then learning")
       ->capture_default_str();

@@ -39,4 +39,9 @@ int report_no_runtime(const std::string& command);
 // Writes text to a file atomically, or reports why it could not (returns false).
 bool write_output_file(const std::string& file, const std::string& text);
 
+// A CLI11 check for an output file's option, run before any work: "" when `file` can be written
+// (its directory exists and is writable, and it is not a directory), else why not, naming it. An
+// output that cannot be written is found at once, not after a long search or measurement.
+std::string writable_output(const std::string& file);
+
 }  // namespace hetplan::cli

@@ -29,7 +29,8 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
                   "Seconds; return the best found by then (0: no limit)")
       ->capture_default_str();
   cmd->add_option("--threads", a.threads, "Plans simulated in parallel")->capture_default_str();
-  cmd->add_option("--report", a.report_file, "Write an HTML report to FILE");
+  cmd->add_option("--report", a.report_file, "Write an HTML report to FILE")
+      ->check(writable_output);
   cmd->add_flag("--json", a.json, "Print one JSON object instead of the summary");
   cmd->add_flag("--verbose,-v", a.verbose, "Show search progress on stderr");
   cmd->add_flag("--runnable", a.runnable,

@@ -182,6 +182,21 @@ TEST(BadInputCli, TraceIntoAMissingDirectoryLeavesNoFile) {
        {"/nonexistent/dir/t.json"}});
 }
 
+// Output files are checked before any work: a report into a missing directory used to fail after
+// the whole search and 15 s of report; calibrate --out after the whole measurement.
+TEST(BadInputCli, OutputsThatCannotBeWrittenFailFirst) {
+  const std::string missing = "/nonexistent/dir/out.json";
+  for (const std::string args :
+       {"plan --model resnet50 --cluster tag-mixed -b 256 --algo hap -o ",
+        "plan --model resnet50 --cluster tag-mixed -b 256 --algo hap --report ",
+        "pareto --model gpt3-125m --cluster dgx-a100:1 --report ", "calibrate --out ",
+        "train-policy --iterations 1 -o ", "run --nprocs 2 --measured-out "})
+    expect_clean_failure({args + missing, {missing, "no directory /nonexistent/dir"}});
+  const auto dir = std::filesystem::temp_directory_path().string();
+  expect_clean_failure(
+      {"plan --model resnet50 --cluster tag-mixed -o " + dir, {dir, "is a directory"}});
+}
+
 TEST(BadInputCli, UnknownOption) {
   expect_clean_failure({"simulate --frobnicate", {"frobnicate"}});
 }
