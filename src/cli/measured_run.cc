@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-
+#include "hetplan/core/error.h"
+#include "hetplan/core/json_util.h"
 #include "hetplan/plan/plan_json.h"
 
 namespace hetplan::cli {
@@ -34,13 +34,19 @@ nlohmann::ordered_json measured_run_json(const MeasuredRun& r) {
 }
 
 Result<MeasuredRun> read_measured_run(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) return Error{fmt::format("--measured: {}: cannot read the file", file)};
+  std::string text;
+  try {
+    text = read_text_file(file);
+  } catch (const InputError&) {
+    return Error{fmt::format("--measured: {}: cannot read the file", file)};
+  }
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = parse_json_unique_keys(text);
   } catch (const nlohmann::json::exception& e) {
     return Error{fmt::format("--measured: {}: not JSON: {}", file, e.what())};
+  } catch (const InputError& e) {
+    return Error{fmt::format("--measured: {}: {}", file, e.what())};
   }
   try {
     auto field = [&](const char* name) -> const nlohmann::json* {

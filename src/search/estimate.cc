@@ -7,6 +7,7 @@
 
 #include "hetplan/cost/collective_cost.h"
 #include "hetplan/cost/memory_cost.h"
+#include "hetplan/plan/replica_slots.h"
 #include "hetplan/sim/schedule_order.h"
 
 namespace hetplan::search {
@@ -42,9 +43,7 @@ FirstSlot first_slot(const std::vector<const plan::Replica*>& replicas) {
   for (const auto* r : replicas) f.k = std::min(f.k, r->devices.size());
   for (const auto* r : replicas) {
     f.group.push_back(r->devices.front());
-    double in_slot = 0;
-    for (std::size_t i = 0; i < r->devices.size(); i += f.k) in_slot += plan::tp_share(*r, i);
-    f.share = std::max(f.share, in_slot);
+    f.share = std::max(f.share, plan::slot_share(*r, 0, f.k));
   }
   return f;
 }

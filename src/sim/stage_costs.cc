@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "hetplan/cost/memory_cost.h"
+#include "hetplan/plan/replica_slots.h"
 
 namespace hetplan::sim::detail {
 StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
@@ -149,9 +150,7 @@ std::vector<cost::CollectiveCost> StageCoster::sync_parts(const plan::Stage& st,
     double share = 0;
     for (const auto& r : st.replicas) {
       group.push_back(r.devices[j]);
-      double in_slot = 0;
-      for (std::size_t i = j; i < r.devices.size(); i += k) in_slot += plan::tp_share(r, i);
-      share = std::max(share, in_slot);
+      share = std::max(share, plan::slot_share(r, j, k));
     }
     parts.push_back(collective(kind, group, grad_bytes * share, {}, algo));
   }

@@ -124,6 +124,11 @@ TEST(BadInputCli, MeasuredRunFiles) {
                             "step_times_s": [1], "model": "m", "cluster": "c",
                             "ranks": [{"rank": "zero"}]})"),
        {"--measured", "hetplan_measured_ranks.json"}});
+  expect_clean_failure(
+      {sim + write_temp("hetplan_measured_twice.json",
+                        R"({"version": 1, "kind": "hetplan measured run", "mean_step_time_s": 1,
+                            "mean_step_time_s": 2})"),
+       {"--measured", "mean_step_time_s", "duplicate key"}});
 }
 
 TEST(BadInputCli, ModelSpec) {
