@@ -12,13 +12,15 @@
 #include <vector>
 
 #include "commands.h"
+#include "hetplan/core/bounded_text.h"
 #include "hetplan/core/error.h"
 #include "hetplan/core/json_util.h"
 
 namespace hetplan::cli {
 
 int report_error(const std::string& message) {
-  std::fprintf(stderr, "hetplan: error: %s\n", message.c_str());
+  // One printable line however long or odd the input it quotes.
+  std::fprintf(stderr, "hetplan: error: %s\n", bounded_message(message).c_str());
   return 2;
 }
 

@@ -16,6 +16,8 @@ namespace {
 constexpr int kVersion = 1;
 // Per op and for the whole model, so that Model::parameters() cannot overflow.
 constexpr long long kMaxParams = 1'000'000'000'000'000LL;
+// Ops in one graph: a thousand layers of a hundred ops each (the zoo's largest has about 2,000).
+constexpr std::size_t kMaxOps = 100'000;
 
 // Model fields that are plain integers, in the order they are written.
 struct IntField {
@@ -315,6 +317,9 @@ Model parse_model(const Json& doc) {
     m.*f.field = static_cast<int>(non_negative_int(doc, f.key, "", INT_MAX));
   const Json& ops = require_array(doc, "ops", "");
   if (ops.empty()) throw InputError("ops", "expected at least one op");
+  if (ops.size() > kMaxOps)
+    throw InputError("ops",
+                     fmt::format("expected at most {} ops; the graph has {}", kMaxOps, ops.size()));
   const int count = ops.size() > static_cast<std::size_t>(INT_MAX / 2)
                         ? INT_MAX / 2
                         : static_cast<int>(ops.size());

@@ -169,6 +169,38 @@ TEST(BadInputCli, GraphWithACycle) {
   expect_clean_failure({"simulate --model " + file + " --cluster dgx-a100:1", {file}});
 }
 
+// Inputs past any sensible size are refused at once and briefly: a file over 256 MiB, a graph of
+// more than 100,000 ops, a key a thousand characters long or with control characters in it (the
+// message stays one line of at most 1,000 bytes).
+TEST(BadInputCli, HugeInputsAreRefusedBriefly) {
+  const auto huge = std::filesystem::temp_directory_path() / "hp_huge_cluster.yaml";
+  { std::ofstream(huge) << "version: 1\n"; }
+  std::filesystem::resize_file(huge, (std::uintmax_t{256} << 20) + 1);  // sparse: no disk used
+  expect_clean_failure({"check-cluster " + huge.string(), {huge.string(), "at most 256 MiB"}});
+  std::filesystem::remove(huge);
+
+  std::string ops;
+  for (int i = 0; i <= 100000; ++i) ops += i ? ",{}" : "{}";
+  const auto many =
+      write_temp("hp_many_ops.json", R"({"version": 1, "name": "m", "family": "cnn", "ops": [)" +
+                                         ops + R"(], "layers": []})");
+  expect_clean_failure({"simulate --cluster dgx-a100:1 --model " + many,
+                        {"hp_many_ops.json", "ops", "at most 100000 ops"}});
+
+  // (yaml-cpp reads keys of at most 1,024 characters.)
+  const auto long_key =
+      write_temp("hp_long_key.yaml", "version: 1\n" + std::string(1000, 'k') + ": 1\n");
+  auto r = run_hetplan("check-cluster " + long_key);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LE(r.err.size(), 1100u) << r.err.substr(0, 200);
+  EXPECT_NE(r.err.find("hp_long_key.yaml"), std::string::npos) << r.err.substr(0, 200);
+  EXPECT_NE(r.err.find("bytes left out"), std::string::npos) << r.err.substr(0, 200);
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1);
+
+  const auto control = write_temp("hp_control_key.yaml", "version: 1\n\"a\\nb\\e[31m\": 1\n");
+  expect_clean_failure({"check-cluster " + control, {"hp_control_key.yaml", "a\\x0ab\\x1b[31m"}});
+}
+
 TEST(BadInputCli, PlanFiles) {
   const auto unassigned = write_temp("hp_unassigned_plan.json",
                                      R"({"version": 1, "global_batch": 8, "num_microbatches": 1,

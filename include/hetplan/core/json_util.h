@@ -25,14 +25,15 @@ std::string json_string_or(const Json& obj, std::string_view key, std::string_vi
 bool json_bool_or(const Json& obj, std::string_view key, std::string_view path, bool dflt);
 
 // Parses JSON text as Json::parse does, but refuses a key given twice in one object (Json::parse
-// keeps the last silently): throws InputError("<path of the key>", "duplicate key ...").
-// Syntax errors throw Json::parse_error.
+// keeps the last silently): throws InputError("<path of the key>", "duplicate key ..."), and
+// nesting past 64 levels. Syntax errors throw Json::parse_error. Linear in the text's length.
 Json parse_json_unique_keys(std::string_view text);
 
 // Checks `version` equals expected, naming the path on mismatch.
 void json_require_version(const Json& doc, int expected, std::string_view path);
 
-// Reads a whole file; throws InputError("<file>: cannot read ...") when it cannot.
+// Reads a whole file of at most 256 MiB; throws InputError("<file>: cannot read ...") when it
+// cannot, or when the file is larger.
 std::string read_text_file(const std::string& file);
 // Writes atomically (temporary file then rename), so a failure never leaves a half-written file.
 // Throws InputError naming the file when it cannot.
