@@ -1,7 +1,9 @@
 #include "hetplan/core/json_util.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "hetplan/core/error.h"
+#include "hetplan/core/nearest_name.h"
 
 namespace hetplan {
 
@@ -94,6 +97,15 @@ Json parse_json_unique_keys(std::string_view text) {
   UniqueKeys check;
   Json::sax_parse(text.begin(), text.end(), &check);  // false on a syntax error
   return Json::parse(text.begin(), text.end());
+}
+
+void json_refuse_unknown_keys(const Json& obj, std::string_view path,
+                              const std::vector<std::string>& keys) {
+  for (const auto& [key, value] : obj.items())
+    if (std::find(keys.begin(), keys.end(), key) == keys.end())
+      throw InputError(field_path(path, key),
+                       fmt::format("unknown field{}; expected one of {}", did_you_mean(key, keys),
+                                   fmt::join(keys, ", ")));
 }
 
 const Json& json_require(const Json& obj, std::string_view key, std::string_view path) {

@@ -55,6 +55,8 @@ CalibrationProfile parse_profile(const Json& doc) {
     throw InputError("version",
                      "expected 2 (a version 1 profile files batched GEMMs per batch of 8 "
                      "matrices; run hetplan calibrate again)");
+  json_refuse_unknown_keys(
+      doc, "", {"version", "device", "measured_on", "notes", "entries", "messaging", "optimizer"});
   json_require_version(doc, 2, "");
   CalibrationProfile prof;
   prof.device = json_string(doc, "device", "");
@@ -66,6 +68,7 @@ CalibrationProfile parse_profile(const Json& doc) {
   for_each_entry(
       entries, "entries", prof.device,
       [&](const Json& e, const std::string& path, const std::string& device) {
+        json_refuse_unknown_keys(e, path, {"device", "op_kind", "points"});
         const std::string kind_name = json_string(e, "op_kind", path);
         const auto kind = model::parse_op_kind(kind_name);
         if (!kind) {
@@ -79,6 +82,7 @@ CalibrationProfile parse_profile(const Json& doc) {
         const bool gemm = is_gemm_like(*kind);
         auto& out = prof.points[device][*kind];
         for_each_point(e, path, [&](const Json& pt, const std::string& pp) {
+          json_refuse_unknown_keys(pt, pp, {"flops", "bytes", "seconds"});
           CalibrationPoint p;
           p.flops = json_number_or(pt, "flops", pp, 0);
           p.bytes = json_number_or(pt, "bytes", pp, 0);
@@ -101,7 +105,9 @@ CalibrationProfile parse_profile(const Json& doc) {
     if (!arr.is_array()) throw InputError(section, "expected an array");
     for_each_entry(arr, section, prof.device,
                    [&](const Json& e, const std::string& path, const std::string& device) {
+                     json_refuse_unknown_keys(e, path, {"device", "points"});
                      for_each_point(e, path, [&](const Json& pt, const std::string& pp) {
+                       json_refuse_unknown_keys(pt, pp, {size_field, "seconds"});
                        const double size = json_number(pt, size_field, pp);
                        const double seconds = json_number(pt, "seconds", pp);
                        if (!(size > 0))

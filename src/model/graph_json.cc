@@ -50,8 +50,8 @@ const std::vector<std::string> kOpKeys = {
     "flops",  "bytes_read",  "bytes_written", "saved_bytes",    "output_bytes",
     "params", "tied_params", "gemm",          "attention_core", "compute"};
 
-constexpr const char* kComputeKeys[] = {"fn",    "shape", "kernel_h", "kernel_w", "stride",
-                                        "pad_h", "pad_w", "bias",     "drop",     "causal"};
+const std::vector<std::string> kComputeKeys = {"fn",    "shape", "kernel_h", "kernel_w", "stride",
+                                               "pad_h", "pad_w", "bias",     "drop",     "causal"};
 
 Json op_to_json(const Op& op) {
   Json j;
@@ -145,14 +145,12 @@ const Json& require_array(const Json& obj, std::string_view key, const std::stri
   return v;
 }
 
+const std::vector<std::string> kLayerKeys = {"name", "kind", "first_op", "num_ops"};
+
 // An op's "compute" object: what it computes (OpCompute).
 OpCompute read_compute(const Json& j, const std::string& path) {
   if (!j.is_object()) throw InputError(path, "expected an object with fn and shape");
-  for (const auto& [key, value] : j.items())
-    if (std::find(std::begin(kComputeKeys), std::end(kComputeKeys), key) == std::end(kComputeKeys))
-      throw InputError(field_path(path, key),
-                       fmt::format("unknown field{}; expected one of {}",
-                                   did_you_mean(key, kComputeKeys), fmt::join(kComputeKeys, ", ")));
+  json_refuse_unknown_keys(j, path, kComputeKeys);
   OpCompute c;
   std::vector<std::string> fns;
   for (int f = 0; f <= static_cast<int>(kLastOpFn); ++f)
@@ -189,11 +187,7 @@ OpCompute read_compute(const Json& j, const std::string& path) {
 
 Op read_op(const Json& j, const std::string& path, int count) {
   if (!j.is_object()) throw InputError(path, "expected an object");
-  for (const auto& [key, value] : j.items())
-    if (std::find(kOpKeys.begin(), kOpKeys.end(), key) == kOpKeys.end())
-      throw InputError(field_path(path, key),
-                       fmt::format("unknown field{}; expected one of {}",
-                                   did_you_mean(key, kOpKeys), fmt::join(kOpKeys, ", ")));
+  json_refuse_unknown_keys(j, path, kOpKeys);
   Op op;
   op.name = json_string(j, "name", path);
   if (op.name.empty()) throw InputError(field_path(path, "name"), "expected a non-empty string");
@@ -239,6 +233,7 @@ std::vector<Layer> read_layers(const Json& doc, std::vector<Op>& ops) {
     const std::string path = index_path("layers", i);
     const Json& j = arr[i];
     if (!j.is_object()) throw InputError(path, "expected an object");
+    json_refuse_unknown_keys(j, path, kLayerKeys);
     Layer l;
     l.name = json_string(j, "name", path);
     l.kind = read_enum<LayerKind>(j, "kind", path, parse_layer_kind, layer_kind_names(),
@@ -308,6 +303,9 @@ void check_graph(const Json& doc, const std::vector<Op>& ops) {
 
 Model parse_model(const Json& doc) {
   if (!doc.is_object()) throw InputError("document", "expected a JSON object");
+  std::vector<std::string> top = {"version", "name", "family", "dtype", "layers", "ops"};
+  for (const IntField& f : kIntFields) top.emplace_back(f.key);
+  json_refuse_unknown_keys(doc, "", top);
   json_require_version(doc, kVersion, "");
   Model m;
   m.name = json_string(doc, "name", "");

@@ -81,6 +81,12 @@ std::int64_t SpecArgs::integer(std::string_view key, std::int64_t dflt, std::int
 std::int64_t SpecArgs::required(std::string_view key, std::int64_t lo, std::int64_t hi) {
   if (!has(key)) {
     note(key);
+    // A key not asked for yet that looks like this one was likely meant for it: say so rather
+    // than that the key is missing ("gpt: hiden=64: unknown key (did you mean 'hidden'?)").
+    for (const Entry& e : entries_)
+      if (std::find(known_.begin(), known_.end(), e.key) == known_.end() && likely_typo(e.key, key))
+        throw InputError(fmt::format("{}: {}={}", label_, e.key, e.value),
+                         fmt::format("unknown key (did you mean '{}'?)", key));
     fail(key, fmt::format("missing; expected an integer from {} to {}", lo, hi));
   }
   return integer(key, 0, lo, hi);

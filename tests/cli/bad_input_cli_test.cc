@@ -136,6 +136,10 @@ TEST(BadInputCli, ModelSpec) {
       {"simulate --model gpt5-ultra --cluster dgx-a100:1", {"--model", "gpt5-ultra"}});
   expect_clean_failure(
       {"simulate --model gpt:layers=abc --cluster dgx-a100:1", {"--model", "layers"}});
+  // A mistyped required key is named as the mistake, not as the key it stands for missing.
+  expect_clean_failure({"simulate --model gpt:layers=2,hiden=64,heads=4,seq=32,vocab=128 --cluster "
+                        "dgx-a100:1",
+                        {"--model", "hiden=64", "unknown key", "did you mean 'hidden'"}});
 }
 
 TEST(BadInputCli, ClusterFiles) {

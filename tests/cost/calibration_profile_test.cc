@@ -208,6 +208,13 @@ TEST(CalibrationProfile, ErrorsNameFileAndField) {
   expect_error(
       R"({"version": 2, "device": "X", "entries": [{"op_kind": "softmax", "points": [{"bytes": "a", "seconds": 1}]}]})",
       "entries[0].points[0].bytes");
+  expect_error(R"({"version": 2, "device": "X", "entries": [], "note": "typo"})",
+               "note: unknown field (did you mean 'notes'?)");
+  expect_error(
+      R"({"version": 2, "device": "X", "entries": [{"op_kind": "matmul", "points": [{"flops": 1, "second": 1}]}]})",
+      "entries[0].points[0].second: unknown field (did you mean 'seconds'?)");
+  expect_error(R"({"version": 2, "device": "X", "entries": [{"op": "matmul", "points": []}]})",
+               "entries[0].op: unknown field");
   expect_error("{not json", "not valid JSON");
   expect_error(R"({"version": 2, "device": "X", "entries": [], "messaging": {}})", "messaging");
   expect_error(

@@ -127,6 +127,19 @@ TEST(GraphJson, BadFields) {
                 "name, kind,",
                 0),
             0u);
+  // Unknown keys are refused at every level, not only in ops.
+  doc = tiny();
+  doc["hiden"] = 64;
+  EXPECT_EQ(error_of(doc).rfind(
+                "model.json: hiden: unknown field (did you mean 'hidden'?); expected one of "
+                "version, name, family, dtype, layers, ops, seq_len,",
+                0),
+            0u);
+  doc = tiny();
+  doc["layers"][1]["num_op"] = 1;
+  EXPECT_EQ(error_of(doc),
+            "model.json: layers[1].num_op: unknown field (did you mean 'num_ops'?); expected one "
+            "of name, kind, first_op, num_ops");
   doc = tiny();
   doc["ops"][1]["name"] = "fc";
   EXPECT_EQ(error_of(doc), "model.json: ops[1].name: expected a unique name ('fc' is also ops[0])");

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hetplan {
 
@@ -28,6 +29,11 @@ bool json_bool_or(const Json& obj, std::string_view key, std::string_view path, 
 // keeps the last silently): throws InputError("<path of the key>", "duplicate key ..."), and
 // nesting past 64 levels. Syntax errors throw Json::parse_error. Linear in the text's length.
 Json parse_json_unique_keys(std::string_view text);
+
+// Throws InputError("<path>.<key>", "unknown field (did you mean '...'?); expected one of ...")
+// for the first key of object obj that is not among `keys`.
+void json_refuse_unknown_keys(const Json& obj, std::string_view path,
+                              const std::vector<std::string>& keys);
 
 // Checks `version` equals expected, naming the path on mismatch.
 void json_require_version(const Json& doc, int expected, std::string_view path);
