@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs hetplan's build and test dependencies from Debian's packages (idempotent).
+# Installs hetplan's build and test dependencies from Debian's packages (idempotent), and any
+# extra packages named as arguments.
 set -euo pipefail
 # libopenblas0-serial: libtorch's GEMMs go through libblas.so.3, which is otherwise Debian's
 # reference BLAS (about twice as slow here); the serial build keeps one thread per worker.
 pkgs=(cmake ninja-build g++ nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev libglpk-dev libmetis-dev chromium libtorch-dev
       libgloo-dev libopenblas0-serial iproute2)
+pkgs+=("$@")  # extra packages a caller needs (scripts/fuzz.sh: clang and its libFuzzer)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -23,7 +23,7 @@ std::string_view trim(std::string_view s) {
 SpecArgs::SpecArgs(std::string label, std::string_view base, std::string_view overrides)
     : label_(std::move(label)) {
   for (std::string_view text : {base, overrides}) {
-    const std::size_t first_of_text = entries_.size();
+    std::vector<std::string> keys_of_text;  // a key may override the base's once, not twice
     while (!trim(text).empty()) {
       const std::size_t comma = text.find(',');
       const std::string_view item = trim(text.substr(0, comma));
@@ -32,11 +32,12 @@ SpecArgs::SpecArgs(std::string label, std::string_view base, std::string_view ov
       if (eq == std::string_view::npos || trim(item.substr(0, eq)).empty())
         throw InputError(fmt::format("{}: '{}'", label_, item), "expected key=value");
       Entry e{std::string(trim(item.substr(0, eq))), std::string(trim(item.substr(eq + 1)))};
-      auto same = [&](const Entry& o) { return o.key == e.key; };
-      auto it = std::find_if(entries_.begin(), entries_.end(), same);
-      if (it != entries_.end() && static_cast<std::size_t>(it - entries_.begin()) >= first_of_text)
+      if (std::find(keys_of_text.begin(), keys_of_text.end(), e.key) != keys_of_text.end())
         throw InputError(fmt::format("{}: {}", label_, e.key),
                          "given twice; expected each key once");
+      keys_of_text.push_back(e.key);
+      auto same = [&](const Entry& o) { return o.key == e.key; };
+      auto it = std::find_if(entries_.begin(), entries_.end(), same);
       if (it != entries_.end())
         it->value = e.value;  // an override
       else

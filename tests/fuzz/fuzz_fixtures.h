@@ -5,15 +5,30 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "hetplan/cluster/cluster_file.h"
+#include "hetplan/core/error.h"
+#include "hetplan/core/json_util.h"
 #include "hetplan/model/zoo.h"
 
 namespace hetplan::fuzz {
 
 inline std::string text_of(const std::uint8_t* data, std::size_t size) {
   return std::string(reinterpret_cast<const char*>(data), size);
+}
+
+// The input as a JSON document, or nothing where the readers refuse it before reading it (not JSON,
+// a key given twice, nesting too deep).
+inline std::optional<Json> json_of(const std::uint8_t* data, std::size_t size) {
+  try {
+    return parse_json_unique_keys(text_of(data, size));
+  } catch (const Json::exception&) {
+    return std::nullopt;
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
 }
 
 // A library that returned an error value is fine; one that failed to build the fixtures is a bug

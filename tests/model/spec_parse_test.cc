@@ -83,6 +83,10 @@ TEST(SpecParse, ErrorsNameTheKeyAndTheExpectation) {
   EXPECT_EQ(error_of("vgg:depth=17"), "--model: vgg: depth=17: expected 11, 13, 16 or 19");
   EXPECT_EQ(error_of("gpt:layers=2,hidden=64,heads=4,layers=3"),
             "--model: gpt: layers: given twice; expected each key once");
+  // Twice among a preset's overrides, though the preset's own spec has the key (found by fuzzing:
+  // each override replaced the preset's value, and the last won).
+  EXPECT_EQ(error_of("gpt3-1.3b:layers=3-1024,layers=5201"),
+            "--model: gpt3-1.3b: layers: given twice; expected each key once");
   EXPECT_EQ(error_of("gpt:layers=2,hidden=64,heads=4,positions=8,seq=16"),
             "--model: gpt: positions=8: expected at least seq (16)");
   EXPECT_EQ(error_of("gpt:layers=2,hidden"), "--model: gpt: 'hidden': expected key=value");
