@@ -1,9 +1,10 @@
 // Routing over the link graph of a Cluster.
 //
 // The standard form (node groups) is built with per-device route tables (Cluster::routes), so a
-// route is assembled from at most eight precomputed link ids: collectives ask for O(n) routes and
-// clusters reach thousands of devices. The explicit form has no such structure and is routed by a
-// breadth-first search that stops at the target.
+// route is assembled from at most eight precomputed link ids (ten in a leaf-spine network, whose
+// leaf -> spine -> leaf hop is looked up in Cluster::leaf_spine): collectives ask for O(n) routes
+// and clusters reach thousands of devices. The explicit form has no such structure and is routed by
+// a breadth-first search that stops at the target.
 #include "hetplan/cluster/cluster.h"
 
 #include <cassert>
@@ -56,8 +57,18 @@ const char* to_string(NetworkKind k) {
       return "fat-tree";
     case NetworkKind::explicit_links:
       return "explicit";
+    case NetworkKind::leaf_spine:
+      return "leaf-spine";
   }
   return "?";
+}
+
+bool is_network_link(const Cluster& c, int l) {
+  const auto network = [&](int v) {
+    const VertexKind k = c.vertices[v].kind;
+    return k == VertexKind::nic || k == VertexKind::network_switch;
+  };
+  return network(c.links[l].from) || network(c.links[l].to);
 }
 
 std::vector<int> route_by_search(const Cluster& c, int a, int b) {
@@ -72,16 +83,32 @@ int Cluster::group_of(int device) const {
   return -1;
 }
 
-std::vector<int> Cluster::route(int a, int b) const {
+std::vector<int> Cluster::route(int a, int b) const { return equal_route(a, b, 0); }
+
+int Cluster::num_equal_routes(int a, int b) const {
+  if (a == b) return 0;
+  // Devices of the other kinds all have leaf -1, and the explicit form has no route tables.
+  if (routes.empty() || routes[a].leaf == routes[b].leaf) return 1;
+  return leaf_spine.spines;
+}
+
+std::vector<int> Cluster::equal_route(int a, int b, int k) const {
   assert(a >= 0 && a < num_devices() && b >= 0 && b < num_devices());
   if (a == b) return {};
+  assert(k >= 0 && k < num_equal_routes(a, b));
   if (routes.empty()) return route_by_search(*this, a, b);
   const DeviceRoutes& ra = routes[a];
   const DeviceRoutes& rb = routes[b];
   if (same_node(a, b)) return {ra.intra_up, rb.intra_down};
   std::vector<int> path;
-  path.reserve(ra.inter_up.size() + rb.inter_down.size());
+  path.reserve(ra.inter_up.size() + rb.inter_down.size() + 2);
   path.insert(path.end(), ra.inter_up.begin(), ra.inter_up.end());
+  if (ra.leaf != rb.leaf) {
+    // Up from a's leaf to spine k, down from spine k to b's leaf. Spine 0 is the route of fewest
+    // hops with the lowest link ids (each leaf's spine links are numbered in spine order).
+    path.push_back(leaf_spine.up[static_cast<std::size_t>(ra.leaf) * leaf_spine.spines + k]);
+    path.push_back(leaf_spine.down[static_cast<std::size_t>(rb.leaf) * leaf_spine.spines + k]);
+  }
   path.insert(path.end(), rb.inter_down.begin(), rb.inter_down.end());
   return path;
 }

@@ -2,12 +2,15 @@
 //
 //   devices:  [{name: g0, device: V100-SXM2-16GB, node: m0}, ...]   # node optional
 //   switches: [{name: s0, kind: network}]                           # kind: network | node
-//   links:    [{from: g0, to: s0, bandwidth: 10Gbps, latency: 20us, duplex: true}, ...]
+//   links:    [{from: g0, to: s0, bandwidth: 10Gbps, latency: 20us, duplex: true,
+//               background_load: 0.2}, ...]
 //
 // Devices are vertices 0..n-1 in the order listed, then the switches. Devices naming the same node
 // form one Node (in order of first appearance); a device without a node is a node of its own. A
-// duplex link (the default) is two directed links. Latency defaults to 1us. Every device must be
-// able to reach every other one.
+// duplex link (the default) is two directed links. Latency defaults to 1us, background_load (the
+// fraction of the bandwidth cross traffic takes, both directions of a duplex link) to 0. Every
+// device must be able to reach every other one. Routes are the breadth-first search's, one per
+// pair: this form does not enumerate equal paths (Cluster::num_equal_routes is 1).
 #include <deque>
 #include <map>
 
@@ -129,7 +132,7 @@ Cluster build_explicit(const YAML::Node& doc, const TypeTable& types) {
     for (std::size_t i = 0; i < links.size(); ++i) {
       const std::string path = item_path("links", i);
       const YAML::Node l = links[i];
-      check_map(l, path, {"from", "to", "bandwidth", "latency", "duplex"});
+      check_map(l, path, {"from", "to", "bandwidth", "latency", "duplex", "background_load"});
       int ends[2] = {0, 0};
       for (int e = 0; e < 2; ++e) {
         const char* key = e == 0 ? "from" : "to";
@@ -145,8 +148,10 @@ Cluster build_explicit(const YAML::Node& doc, const TypeTable& types) {
                                            c.vertices[ends[0]].name));
       const BytesPerSecond bw = read_bandwidth(l, "bandwidth", path);
       const Seconds lat = read_duration_or(l, "latency", path, 1_us);
-      add_link(c, ends[0], ends[1], bw, lat);
-      if (read_bool_or(l, "duplex", path, true)) add_link(c, ends[1], ends[0], bw, lat);
+      const double load = read_background_load(l, path);
+      c.links[add_link(c, ends[0], ends[1], bw, lat)].background_load = load;
+      if (read_bool_or(l, "duplex", path, true))
+        c.links[add_link(c, ends[1], ends[0], bw, lat)].background_load = load;
     }
   }
   index_links(c);

@@ -149,6 +149,16 @@ bool read_bool_or(const YAML::Node& map, std::string_view key, std::string_view 
   throw InputError(child_path(path, key), fmt::format("expected true or false, got {}", show(s)));
 }
 
+double read_background_load(const YAML::Node& map, std::string_view path) {
+  const double load = read_number_or(map, "background_load", path, 0.0);
+  if (!(load >= 0 && load <= kMaxBackgroundLoad))
+    throw InputError(child_path(path, "background_load"),
+                     fmt::format("expected a number in [0, {:g}] (the fraction of the bandwidth "
+                                 "that cross traffic takes)",
+                                 kMaxBackgroundLoad));
+  return load;
+}
+
 BytesPerSecond read_bandwidth(const YAML::Node& map, std::string_view key, std::string_view path) {
   const std::string s = scalar(map, key, path, kBandwidth);
   auto v = parse_bandwidth(s);

@@ -47,4 +47,11 @@ double read_number_or(const YAML::Node& map, std::string_view key, std::string_v
                       double dflt);
 bool read_bool_or(const YAML::Node& map, std::string_view key, std::string_view path, bool dflt);
 
+// map["background_load"]: the fraction of a link's bandwidth taken by cross traffic, in
+// [0, kMaxBackgroundLoad]; 0 when absent.
+double read_background_load(const YAML::Node& map, std::string_view path);
+// At most 95% of a link's bandwidth may go to other traffic: what is left stays positive, so
+// transfer times stay finite.
+inline constexpr double kMaxBackgroundLoad = 0.95;
+
 }  // namespace hetplan::cluster::detail

@@ -105,7 +105,7 @@ TEST(ClusterErrors, OtherFields) {
   EXPECT_EQ(error_of(group("A100", "{bandwidth: 200Gbps}", ", cpu_share: 1.5")),
             "c.yaml: nodes[0].cpu_share: expected a number in (0, 1]");
   EXPECT_EQ(error_of(group() + "network: {kind: torus}\n"),
-            "c.yaml: network.kind: unknown kind 'torus' (expected switch or fat-tree)");
+            "c.yaml: network.kind: unknown kind 'torus' (expected switch, fat-tree or leaf-spine)");
   EXPECT_EQ(error_of(group() + "network: {kind: fat-tree, oversubscription: 0.5}\n"),
             "c.yaml: network.oversubscription: expected a number >= 1 (1: non-blocking)");
   EXPECT_EQ(
@@ -125,6 +125,38 @@ TEST(ClusterErrors, OtherFields) {
   EXPECT_EQ(error_of("version: 1\n"),
             "c.yaml: nodes: missing (expected a list of node groups, or 'devices' for the explicit "
             "form)");
+}
+
+TEST(ClusterErrors, LeafSpine) {
+  EXPECT_EQ(error_of(group() + "network: {kind: leaf-spine, nodes_per_leaf: 2}\n"),
+            "c.yaml: network.spines: missing (expected a positive integer)");
+  EXPECT_EQ(error_of(group() + "network: {kind: leaf-spine, spines: 2}\n"),
+            "c.yaml: network.nodes_per_leaf: missing (expected a positive integer)");
+  EXPECT_EQ(error_of(group() + "network: {kind: leaf-spine, spines: 0, nodes_per_leaf: 2}\n"),
+            "c.yaml: network.spines: expected a positive integer, got '0'");
+  EXPECT_EQ(error_of(group() + "network: {kind: leaf-spine, spines: 65, nodes_per_leaf: 2}\n"),
+            "c.yaml: network.spines: expected at most 64 spines");
+  EXPECT_EQ(error_of(group() + "network: {kind: leaf-spine, spines: 2, nodes_per_leaf: 1.5}\n"),
+            "c.yaml: network.nodes_per_leaf: expected a positive integer, got '1.5'");
+  EXPECT_EQ(error_of(group() + "network: {kind: leaf-spine, spines: 2, nodes_per_leaf: 1, "
+                               "oversubscription: 0.5}\n"),
+            "c.yaml: network.oversubscription: expected a number >= 1 (1: non-blocking)");
+  // The keys of one kind are refused with another.
+  EXPECT_EQ(error_of(group() + "network: {kind: switch, spines: 2}\n"),
+            "c.yaml: network.spines: only allowed with kind: leaf-spine");
+  EXPECT_EQ(error_of(group() + "network: {kind: fat-tree, nodes_per_leaf: 2}\n"),
+            "c.yaml: network.nodes_per_leaf: only allowed with kind: leaf-spine");
+  EXPECT_EQ(error_of(group() + "network: {oversubscription: 2}\n"),
+            "c.yaml: network.oversubscription: only allowed with kind: fat-tree or leaf-spine");
+  EXPECT_EQ(error_of(group() + "network: {kind: leaf-spine, spine: 2, nodes_per_leaf: 1}\n"),
+            "c.yaml: network: unknown key 'spine' (did you mean 'spines'?) (allowed: kind, "
+            "oversubscription, spines, nodes_per_leaf, background_load)");
+  // 8192 one-device nodes one per leaf under 64 spines: 524288 leaf -> spine links.
+  EXPECT_EQ(error_of("version: 1\nnodes:\n  - {count: 8192, device: T4, devices_per_node: 1, "
+                     "intra_node: {bandwidth: 1GB/s}, nic: {bandwidth: 1Gbps}}\n"
+                     "network: {kind: leaf-spine, spines: 64, nodes_per_leaf: 1}\n"),
+            "c.yaml: network: expected at most 262144 leaf-spine links each way, got 8192 leaves x "
+            "64 spines");
 }
 
 const char* kExplicitHead =
@@ -161,6 +193,27 @@ TEST(ClusterErrors, ExplicitForm) {
             "bandwidth: 10Gbps})");
   EXPECT_EQ(error_of("version: 1\ndevices: [{name: g0, device: T4}]\n"),
             "(parsed)");  // one device needs no links
+}
+
+TEST(ClusterErrors, BackgroundLoad) {
+  const std::string range =
+      "expected a number in [0, 0.95] (the fraction of the bandwidth that cross traffic takes)";
+  EXPECT_EQ(error_of(group() + "network: {background_load: 0.96}\n"),
+            "c.yaml: network.background_load: " + range);
+  EXPECT_EQ(error_of(group() + "network: {kind: fat-tree, background_load: -0.1}\n"),
+            "c.yaml: network.background_load: " + range);
+  EXPECT_EQ(error_of(group() + "network: {kind: switch, background_load: 30%}\n"),
+            "c.yaml: network.background_load: expected a number, got '30%'");
+  EXPECT_EQ(error_of(group() + "network: {kind: switch, background_load: 0.95}\n"), "(parsed)");
+  EXPECT_EQ(error_of(std::string(kExplicitHead) +
+                     "links: [{from: g0, to: s0, bandwidth: 10Gbps, background_load: 0.2}, "
+                     "{from: g1, to: s0, bandwidth: 10Gbps, background_load: 1}]\n"),
+            "c.yaml: links[1].background_load: " + range);
+  EXPECT_EQ(
+      error_of(std::string(kExplicitHead) +
+               "links: [{from: g0, to: s0, bandwidth: 10Gbps, background: 0.2}]\n"),
+      "c.yaml: links[0]: unknown key 'background' (did you mean 'background_load'?) (allowed: "
+      "from, to, bandwidth, latency, duplex, background_load)");
 }
 
 // Each mapping and list is checked once however many aliases name it (nine levels of ten aliases

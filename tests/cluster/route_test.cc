@@ -94,13 +94,19 @@ TEST(Route, FatTreeOversubscriptionDividesTheNodeUplink) {
 }
 
 TEST(Route, PrecomputedRoutesAgreeWithTheSearch) {
-  for (const char* net : {"{kind: switch}", "{kind: fat-tree, oversubscription: 3}"}) {
+  for (const char* net :
+       {"{kind: switch}", "{kind: fat-tree, oversubscription: 3}",
+        "{kind: leaf-spine, spines: 2, nodes_per_leaf: 1}",
+        "{kind: leaf-spine, spines: 3, nodes_per_leaf: 3, oversubscription: 2}"}) {
     const Cluster c = parse(two_groups(net));
     for (int a = 0; a < c.num_devices(); ++a) {
       const auto all = c.routes_from(a);
       for (int b = 0; b < c.num_devices(); ++b) {
         EXPECT_EQ(c.route(a, b), route_by_search(c, a, b)) << net << " " << a << "->" << b;
         EXPECT_EQ(all[b], c.route(a, b));
+        if (a != b) {
+          EXPECT_EQ(c.equal_route(a, b, 0), c.route(a, b));
+        }
       }
     }
   }

@@ -51,17 +51,32 @@ struct NodeGroup {
   auto operator<=>(const NodeGroup&) const = default;
 };
 
-enum class NetworkKind { single_switch, fat_tree, explicit_links };
-const char* to_string(NetworkKind k);  // "switch", "fat-tree", "explicit"
+enum class NetworkKind { single_switch, fat_tree, explicit_links, leaf_spine };
+const char* to_string(NetworkKind k);  // "switch", "fat-tree", "explicit", "leaf-spine"
 
 // Precomputed routes of a device in the standard (node group) form, so that route() is O(1):
 // a transfer inside a node is {intra_up of a, intra_down of b}; between nodes it is
-// inter_up of a followed by inter_down of b (they meet at the network core).
+// inter_up of a followed by inter_down of b (they meet at the network core). In a leaf-spine
+// network inter_up and inter_down end at the device's leaf switch instead: two devices under one
+// leaf meet there, and devices under different leaves cross a spine in between (LeafSpine).
 struct DeviceRoutes {
   int intra_up = -1, intra_down = -1;  // device -> node switch, node switch -> device (-1: none)
-  std::vector<int> inter_up;           // device -> NIC -> ... -> network core
-  std::vector<int> inter_down;         // network core -> ... -> NIC -> device
+  std::vector<int> inter_up;           // device -> NIC -> ... -> network core (or leaf)
+  std::vector<int> inter_down;         // network core (or leaf) -> ... -> NIC -> device
+  int leaf = -1;  // leaf-spine: index of the leaf of the device's node; -1 for the other kinds
   auto operator<=>(const DeviceRoutes&) const = default;
+};
+
+// The fabric of a leaf-spine network (NetworkKind::leaf_spine): consecutive nodes, nodes_per_leaf
+// of them per leaf switch, and every leaf joined to every spine switch by one link each way.
+// Between two leaves there are `spines` paths of equal length, one through each spine.
+struct LeafSpine {
+  int spines = 0;  // 0: not a leaf-spine network
+  int nodes_per_leaf = 0;
+  std::vector<int> up;    // at leaf * spines + s: the link id of leaf -> spine s
+  std::vector<int> down;  // at leaf * spines + s: the link id of spine s -> leaf
+  int leaves() const { return spines > 0 ? static_cast<int>(up.size()) / spines : 0; }
+  auto operator<=>(const LeafSpine&) const = default;
 };
 
 enum class VertexKind { device, nic, node_switch, network_switch };
@@ -76,6 +91,10 @@ struct Link {
   int from = 0, to = 0;  // vertex ids
   BytesPerSecond bandwidth;
   Seconds latency;
+  // Fraction of the bandwidth in [0, 1) that other tenants' traffic (cross traffic) takes; the
+  // simulator and the cost model see bandwidth x (1 - background_load) of it. The cluster file
+  // sets it on the network links (network.background_load) or link by link (explicit form).
+  double background_load = 0;
   std::string name;  // "a100/0/3->nvswitch", for traces and errors
   auto operator<=>(const Link&) const = default;
 };
@@ -91,7 +110,10 @@ struct Cluster {
   std::vector<std::vector<int>> out_links;
   std::vector<NodeGroup> groups;  // empty for the explicit form
   NetworkKind network = NetworkKind::single_switch;
-  double oversubscription = 1.0;  // fat-tree only: node uplink = NIC total / oversubscription
+  // fat-tree: node uplink = NIC total / oversubscription; leaf-spine: each leaf -> spine link
+  // carries the NIC total of the leaf's nodes / (spines x oversubscription).
+  double oversubscription = 1.0;
+  LeafSpine leaf_spine;  // leaf-spine only (spines == 0 otherwise)
   // One entry per device in the standard form; empty for the explicit form (routes by search).
   std::vector<DeviceRoutes> routes;
 
@@ -104,6 +126,17 @@ struct Cluster {
   // The links a transfer from device a to device b crosses, in order (empty when a == b).
   // Deterministic: the fewest hops, ties broken by the lowest link ids.
   std::vector<int> route(int a, int b) const;
+  // Equal-cost multipath (ECMP): how many routes of fewest hops the fabric offers from a to b, and
+  // the k-th of them (0 <= k < num_equal_routes(a, b); equal_route(a, b, 0) == route(a, b); empty
+  // when a == b). Leaf-spine: one per spine (route k through spine k) between nodes under
+  // different leaves, 1 otherwise; 0 for a == b. O(1) counts and routes of at most ten link ids
+  // in the standard form. The explicit form does not enumerate equal paths yet: one route each.
+  // Only the fabric's paths count, not detours such as two devices meeting at their shared NIC.
+  int num_equal_routes(int a, int b) const;
+  std::vector<int> equal_route(int a, int b, int k) const;
+  // True when some pair of devices has more than one equal route (a leaf-spine network with at
+  // least two spines and two leaves).
+  bool multipath() const { return leaf_spine.spines >= 2 && leaf_spine.leaves() >= 2; }
   // Sum of link latencies and the smallest link bandwidth along route(a, b); for a == b the latency
   // is 0 and the bandwidth infinite.
   Seconds path_latency(int a, int b) const;
@@ -113,6 +146,10 @@ struct Cluster {
 
   auto operator<=>(const Cluster&) const = default;
 };
+
+// True when link l belongs to the network between nodes: a NIC or a network switch at one end
+// (not NVLink or PCIe inside a node). network.background_load applies to these links.
+bool is_network_link(const Cluster& c, int l);
 
 // Breadth-first route over the link graph: fewest hops; vertices are expanded in discovery order
 // and each vertex's out-links in ascending id, and a vertex keeps the first link that reached it.
