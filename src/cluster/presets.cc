@@ -180,6 +180,28 @@ network: {kind: switch}
 )";
 }
 
+std::string leaf_spine_mixed(int) {
+  return R"(# DLCP (2020)-style shared fabric: 4 nodes of 4x A100-SXM4-40GB (NVLink 3) and 4 nodes of 4x
+# V100-SXM2-32GB (NVLink 2), one 25 Gb/s NIC per node, two nodes per leaf switch and two spines
+# (two equal paths between leaves), where other tenants' traffic takes 30% of every network link.
+version: 1
+nodes:
+  - group: a100
+    count: 4
+    device: A100-SXM4-40GB
+    devices_per_node: 4
+    intra_node: {bandwidth: 300GB/s, latency: 2us}
+    nic: {bandwidth: 25Gbps, count: 1, latency: 5us}
+  - group: v100
+    count: 4
+    device: V100-SXM2-32GB
+    devices_per_node: 4
+    intra_node: {bandwidth: 150GB/s, latency: 2us}
+    nic: {bandwidth: 25Gbps, count: 1, latency: 5us}
+network: {kind: leaf-spine, spines: 2, nodes_per_leaf: 2, oversubscription: 1, background_load: 0.3}
+)";
+}
+
 std::string mixed_large(int a100_nodes, int v100_nodes) {
   return fmt::format(
       R"(# Planner scaling: {} nodes of 8x A100-SXM4-40GB (8x 200 Gb/s) and {} nodes of 8x
@@ -248,6 +270,9 @@ const std::vector<PresetDef>& defs() {
        a100_v100},
       {{"h100-a100-l4", "1 DGX H100 + 2 DGX A100 + 2 servers x 4 L4 on one switch (28 GPUs)", 0},
        h100_a100_l4},
+      {{"leaf-spine-mixed",
+        "16 A100-SXM4-40GB + 16 V100-SXM2-32GB, leaf-spine 2 spines, 30% cross traffic (DLCP)", 0},
+       leaf_spine_mixed},
       {{"cpu", "This host as N CPU worker processes on loopback TCP (cpu:N, default 2)", 2},
        cpu_host},
       {{"mixed-512", "256 A100-SXM4-40GB + 256 V100-SXM2-16GB, fat-tree 2:1 (planner scaling)", 0},

@@ -34,6 +34,43 @@ TEST(Presets, DeviceCounts) {
   EXPECT_EQ(count("a100-v100"), 32);
   EXPECT_EQ(count("h100-a100-l4"), 32);
   EXPECT_EQ(count("mixed-512"), 512);
+  EXPECT_EQ(count("leaf-spine-mixed"), 32);
+}
+
+TEST(Presets, LeafSpineMixed) {
+  auto r = load_cluster("leaf-spine-mixed");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Cluster& c = *r;
+  EXPECT_EQ(c.name, "leaf-spine-mixed");
+  ASSERT_EQ(c.groups.size(), 2u);
+  EXPECT_EQ(c.type_of(0).name, "A100-SXM4-40GB");
+  EXPECT_EQ(c.type_of(31).name, "V100-SXM2-32GB");
+  EXPECT_EQ(c.nodes.size(), 8u);
+  EXPECT_EQ(c.network, NetworkKind::leaf_spine);
+  EXPECT_EQ(c.leaf_spine.spines, 2);
+  EXPECT_EQ(c.leaf_spine.nodes_per_leaf, 2);
+  EXPECT_EQ(c.leaf_spine.leaves(), 4);
+  EXPECT_DOUBLE_EQ(c.oversubscription, 1);
+  EXPECT_TRUE(c.multipath());
+  // NVLink inside a node; 25 Gb/s between nodes, whichever spine (two 3.125 GB/s NICs per leaf
+  // over two spines).
+  EXPECT_DOUBLE_EQ(c.path_bandwidth(0, 3).value, 300e9);
+  EXPECT_DOUBLE_EQ(c.path_bandwidth(16, 19).value, 150e9);
+  EXPECT_DOUBLE_EQ(c.path_bandwidth(0, 4).value, 3.125e9);  // same leaf
+  EXPECT_DOUBLE_EQ(c.path_bandwidth(0, 16).value, 3.125e9);
+  for (int l : c.leaf_spine.up) EXPECT_DOUBLE_EQ(c.links[l].bandwidth.value, 3.125e9);
+  EXPECT_DOUBLE_EQ(c.path_latency(0, 16).value, 5e-6);
+  EXPECT_EQ(c.num_equal_routes(0, 4), 1);   // a100 nodes 0 and 1 share leaf 0
+  EXPECT_EQ(c.num_equal_routes(0, 8), 2);   // a100 node 2 is under leaf 1
+  EXPECT_EQ(c.num_equal_routes(0, 31), 2);  // v100 node 3 under leaf 3
+  EXPECT_NE(c.equal_route(0, 31, 0), c.equal_route(0, 31, 1));
+  // 30% cross traffic on the network links only.
+  for (std::size_t l = 0; l < c.links.size(); ++l)
+    EXPECT_DOUBLE_EQ(c.links[l].background_load, is_network_link(c, static_cast<int>(l)) ? 0.3 : 0)
+        << c.links[l].name;
+  EXPECT_DOUBLE_EQ(c.links[c.route(0, 3)[0]].background_load, 0);
+  EXPECT_DOUBLE_EQ(c.links[c.leaf_spine.up[0]].background_load, 0.3);
+  EXPECT_NE(preset_yaml("leaf-spine-mixed").find("background_load: 0.3"), std::string::npos);
 }
 
 TEST(Presets, DgxFigures) {
