@@ -27,6 +27,39 @@ std::string group_line(const Cluster& c, const NodeGroup& g) {
   return line + "\n";
 }
 
+// "leaf-spine: 4 leaves of up to 2 nodes, 2 spines; each leaf -> spine link 3.12 GB/s": the
+// uplinks differ from leaf to leaf when their nodes' NICs do.
+std::string leaf_spine_line(const Cluster& c) {
+  const LeafSpine& ls = c.leaf_spine;
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (int l : ls.up) {
+    lo = std::min(lo, c.links[l].bandwidth.value);
+    hi = std::max(hi, c.links[l].bandwidth.value);
+  }
+  std::string uplink = format_bandwidth(BytesPerSecond(lo));
+  if (hi > lo) uplink += " to " + format_bandwidth(BytesPerSecond(hi));
+  return fmt::format(
+      "leaf-spine: {} lea{} of up to {} node{}, {} spine{}; each leaf <-> spine link {}\n",
+      ls.leaves(), ls.leaves() == 1 ? "f" : "ves", ls.nodes_per_leaf,
+      ls.nodes_per_leaf == 1 ? "" : "s", ls.spines, ls.spines == 1 ? "" : "s", uplink);
+}
+
+// "background load (cross traffic): 0.3 on 56 of 96 directed links"; empty without any.
+std::string background_line(const Cluster& c) {
+  int loaded = 0;
+  double lo = 1, hi = 0;
+  for (const Link& l : c.links) {
+    if (l.background_load <= 0) continue;
+    ++loaded;
+    lo = std::min(lo, l.background_load);
+    hi = std::max(hi, l.background_load);
+  }
+  if (loaded == 0) return "";
+  const std::string range = hi > lo ? fmt::format("{:g} to {:g}", lo, hi) : fmt::format("{:g}", lo);
+  return fmt::format("background load (cross traffic): {} on {} of {} directed links\n", range,
+                     loaded, c.links.size());
+}
+
 // Decimal units, as the data sheets (and the catalog) state memory: "80 GB", "2.56 TB".
 std::string decimal_bytes(Bytes b) {
   if (b.value >= 1e12) return fmt::format("{:.3g} TB", b.value / 1e12);
@@ -38,8 +71,11 @@ std::string decimal_bytes(Bytes b) {
 std::string summarize(const Cluster& c) {
   std::string out = fmt::format("cluster {}: {} devices in {} nodes, network: {}", c.name,
                                 c.num_devices(), c.nodes.size(), to_string(c.network));
-  if (c.network == NetworkKind::fat_tree) out += fmt::format(" (oversubscription {:g})", c.oversubscription);
+  if (c.network == NetworkKind::fat_tree || c.network == NetworkKind::leaf_spine)
+    out += fmt::format(" (oversubscription {:g})", c.oversubscription);
   out += "\n";
+  if (c.network == NetworkKind::leaf_spine) out += leaf_spine_line(c);
+  out += background_line(c);
 
   if (!c.groups.empty()) {
     out += "node groups:\n";

@@ -8,7 +8,9 @@
 //       devices_per_node: 8
 //       intra_node: {bandwidth: 300GB/s, latency: 2us}   # per device, per direction
 //       nic: {bandwidth: 200Gbps, count: 8, latency: 5us} # per node
-//   network: {kind: switch}            # or {kind: fat-tree, oversubscription: 2}
+//   network: {kind: switch}            # or {kind: fat-tree, oversubscription: 2}, or
+//                                      # {kind: leaf-spine, spines: 2, nodes_per_leaf: 4};
+//                                      # each may add background_load: 0.3 (cross traffic)
 //   device_types: []                   # custom devices, same fields as the catalog
 //
 // or the explicit form for irregular topologies:
@@ -17,6 +19,7 @@
 //   devices: [{name: g0, device: V100-SXM2-16GB, node: m0}, ...]
 //   switches: [{name: s0}]
 //   links: [{from: g0, to: s0, bandwidth: 10Gbps, latency: 20us, duplex: true}, ...]
+//                                      # optional per link: background_load: 0.2
 #pragma once
 
 #include <string>
