@@ -25,6 +25,8 @@ struct PlanArgs : SearchArgs {
   std::uint64_t seed = 1;
   std::string out_file;
   std::string calibration_file;
+  bool dlcp = false;
+  double allow_lossy_sync = 0;
 };
 
 nlohmann::ordered_json baselines_json(const search::SearchResult& res) {
@@ -83,6 +85,11 @@ void print_summary(const model::Model& m, const cluster::Cluster& c,
              r.samples_per_s, 100 * r.mfu);
   fmt::print("memory     max peak {:.1f} GiB: {}\n", r.max_peak_memory.value / (1 << 30),
              r.fits ? "fits" : "DOES NOT FIT");
+  if (res.plain_transport.ok)
+    fmt::print(
+        "gradients  {}; {:.2f}x over the same plan without (DLCP; simulated, `hetplan run` sends "
+        "gradients as usual)\n",
+        gradient_transport_text(p, r), res.plain_transport.iteration_time_s / r.iteration_time.value);
   fmt::print("\n{:<18} {:>14} {:>8} {:>10}\n", "baseline", "iteration (s)", "fits", "speed-up");
   for (const auto& b : res.baselines) {
     if (!b.best.ok) {
@@ -120,6 +127,12 @@ int run_plan(const PlanArgs& a) {
   if (a.tag_simulations < 0) return report_error("--simulations: expected at least 0");
   opts.tag_simulations = a.tag_simulations;
   opts.seed = a.seed;
+  if (!(a.allow_lossy_sync >= 0 && a.allow_lossy_sync <= plan::kMaxLossBound))
+    return report_error(fmt::format(
+        "--allow-lossy-sync: expected a fraction in [0, {:g}] of the gradient bytes, got {:g}",
+        plan::kMaxLossBound, a.allow_lossy_sync));
+  opts.dlcp = a.dlcp;
+  opts.allow_lossy_sync = a.allow_lossy_sync;
   if (!a.calibration_file.empty()) {
     auto prof = calibration_from_args(a.calibration_file, *c, opts.sim.network);
     if (!prof) return report_error(prof.error().message);
@@ -149,6 +162,8 @@ int run_plan(const PlanArgs& a) {
     j["plans_simulated"] = res->plans_simulated;
     j["plan_fingerprint"] = res->best.fingerprint;
     j["baselines"] = baselines_json(*res);
+    if (res->plain_transport.ok)
+      j["plain_transport_iteration_time_s"] = res->plain_transport.iteration_time_s;
     j["plan"] = plan::to_json(res->best.plan);
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
   } else {
@@ -177,6 +192,13 @@ Action add_plan_command(CLI::App& app) {
   cmd->add_option("--out,-o", args->out_file, "Write the plan (JSON) to FILE")
       ->check(writable_output);
   cmd->add_option("--calibration", args->calibration_file, "A measured calibration profile (JSON)");
+  cmd->add_flag("--dlcp", args->dlcp,
+                "Also try DLCP's gradient transport on the best plan (layer priorities, spraying "
+                "over equal routes) and keep it when faster; simulated: `hetplan run` sends "
+                "gradients as usual");
+  cmd->add_option("--allow-lossy-sync", args->allow_lossy_sync,
+                  "Also try dropping up to this fraction of the gradient bytes per iteration "
+                  "when late (0..0.1; implies --dlcp; `hetplan run` refuses such plans for now)");
   cmd->add_option("--policy", args->policy,
                   "TAG's and HeteroG's trained network (hetplan train-policy writes one); "
                   "'none': a uniform prior and no HeteroG. Default: the shipped "

@@ -164,6 +164,13 @@ int run_run(const RunArgs& a) {
                    "one rank per device\n");
     else if (tell && form.plan.is_op_level())
       std::fprintf(stderr, "hetplan: the op-level plan runs op by op, one rank per device\n");
+    if (tell &&
+        (p->grad_priority != plan::GradPriority::none || p->multipath != plan::Multipath::ecmp))
+      std::fprintf(stderr,
+                   "hetplan: grad_priority=%s, multipath=%s: the runtime sends gradients in the "
+                   "usual order over the usual routes (the same training step; DLCP's transport "
+                   "is simulated, not run yet)\n",
+                   plan::to_string(p->grad_priority), plan::to_string(p->multipath));
     if (tell && form.per_device_replicas)
       std::fprintf(stderr,
                    "hetplan: the plan splits every op by batch: each replica runs as one replica "

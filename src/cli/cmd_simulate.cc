@@ -30,6 +30,7 @@ struct SimulateArgs {
   std::string trace_file;
   std::string calibration_file;
   std::string measured_file;
+  std::string grad_chunk;
   bool json = false;
 };
 
@@ -59,6 +60,8 @@ void print_summary(const model::Model& m, const cluster::Cluster& c, const plan:
              100 * r.mfu);
   fmt::print("memory     max peak {} per device: {}\n", format_bytes(r.max_peak_memory),
              r.fits ? "fits" : "DOES NOT FIT");
+  if (const std::string transport = gradient_transport_text(p, r); !transport.empty())
+    fmt::print("gradients  {}\n", transport);
   fmt::print("\n{:<28} {:>10} {:>10} {:>10} {:>12} {:>12}\n", "lane", "compute", "comm", "idle",
              "peak mem", "capacity");
   for (const auto& lane : r.lanes) {
@@ -79,6 +82,13 @@ int run_simulate(const SimulateArgs& a) {
   auto p = plan_from_args(a.plan_file, a.strategy, kDefaultStrategy, *m, *c);
   if (!p) return report_error(p.error().message);
   sim::SimOptions opts;
+  if (!a.grad_chunk.empty()) {
+    const auto chunk = parse_bytes(a.grad_chunk);
+    if (!chunk || !(chunk->value >= 4096) || !(chunk->value <= 1024.0 * 1024 * 1024))
+      return report_error(fmt::format(
+          "--grad-chunk: expected a size from 4KiB to 1GiB (e.g. 256KiB), got '{}'", a.grad_chunk));
+    opts.grad_chunk_bytes = chunk->value;
+  }
   if (!a.calibration_file.empty()) {
     auto prof = calibration_from_args(a.calibration_file, *c, opts.network);
     if (!prof) return report_error(prof.error().message);
@@ -145,6 +155,9 @@ Action add_simulate_command(CLI::App& app) {
   cmd->add_option("--measured", args->measured_file,
                   "A run's measurements (hetplan run --measured-out): prints the predicted "
                   "iteration time's error against its mean step time");
+  cmd->add_option("--grad-chunk", args->grad_chunk,
+                  "Gradient chunk size for plans with a grad_priority (DLCP), per "
+                  "tensor-parallel rank (default 256KiB)");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the summary");
   return [args] { return run_simulate(*args); };
 }

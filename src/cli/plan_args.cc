@@ -1,5 +1,7 @@
 #include "plan_args.h"
 
+#include <cstdio>
+
 #include "hetplan/cost/messaging.h"
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/plan/strategy.h"
@@ -25,7 +27,18 @@ Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::strin
   }
   if (!p) return p.error();
   if (auto valid = plan::validate_plan(*p, m, c, source); !valid) return valid.error();
+  warn_single_route_spray(*p, c, source);
   return p;
+}
+
+void warn_single_route_spray(const plan::Plan& p, const cluster::Cluster& c,
+                             const std::string& source) {
+  if (p.multipath != plan::Multipath::spray || c.multipath()) return;
+  std::fprintf(stderr,
+               "hetplan: warning: %s: multipath=spray: cluster %s has one route between every "
+               "two devices (spraying needs a leaf-spine network with two spines or more), so it "
+               "changes nothing\n",
+               source.c_str(), c.name.c_str());
 }
 
 std::string strategy_not_blank(const std::string& value) {

@@ -20,6 +20,11 @@ Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::strin
                                   const std::string& default_strategy, const model::Model& m,
                                   const cluster::Cluster& c);
 
+// multipath=spray on a cluster without equal routes changes nothing: a warning on stderr naming
+// `source` (not an error: the plan runs as with ecmp).
+void warn_single_route_spray(const plan::Plan& p, const cluster::Cluster& c,
+                             const std::string& source);
+
 // A CLI11 check for --strategy: a blank value would silently mean the default strategy, so it
 // is refused ("expected key=value pairs ..."); "" for any other value.
 std::string strategy_not_blank(const std::string& value);

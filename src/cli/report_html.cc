@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "hetplan/core/quantity_parse.h"
+#include "reports.h"
 
 namespace hetplan::cli {
 namespace {
@@ -291,6 +292,8 @@ void write_plan(std::string& o, const ReportInput& in) {
   row("ZeRO stage", fmt::format("{}", p.zero_stage));
   row("sequence parallel", p.sequence_parallel ? "yes" : "no");
   row("gradient bucket", format_bytes(Bytes(p.grad_bucket_bytes)));
+  if (const std::string transport = gradient_transport_text(p, in.result); !transport.empty())
+    row("gradient transport (DLCP)", transport);
   if (p.is_op_level()) {
     row("op groups", fmt::format("{} (execution order {})", p.op_groups.size(),
                                  plan::to_string(p.execution_order)));

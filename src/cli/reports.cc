@@ -24,6 +24,19 @@ std::string plan_label(const plan::Plan& p) {
                      p.zero_stage);
 }
 
+std::string gradient_transport_text(const plan::Plan& p, const sim::SimResult& r) {
+  if (p.grad_priority == plan::GradPriority::none && p.multipath == plan::Multipath::ecmp)
+    return "";
+  std::string out = fmt::format("priority {}, multipath {}", plan::to_string(p.grad_priority),
+                                plan::to_string(p.multipath));
+  if (p.loss_bound > 0)
+    out += fmt::format(", loss bound {:g}%: dropped {:.2f}% of the bytes ({:.3f}% of the squared "
+                       "norm)",
+                       100 * p.loss_bound, 100 * r.grad_dropped_fraction,
+                       100 * r.grad_dropped_norm_fraction);
+  return out;
+}
+
 namespace {
 
 std::vector<ReportFrontierPoint> frontier_points(const search::FrontierResult* f,

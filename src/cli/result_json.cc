@@ -14,6 +14,12 @@ nlohmann::ordered_json sim_result_json(const model::Model& m, const plan::Plan& 
   j["mfu"] = r.mfu;
   j["model_flops_per_iteration"] = r.model_flops;
   j["devices_used"] = r.devices_used;
+  if (p.grad_priority != plan::GradPriority::none || p.multipath != plan::Multipath::ecmp)
+    j["gradients"] = {{"grad_priority", plan::to_string(p.grad_priority)},
+                      {"loss_bound", p.loss_bound},
+                      {"multipath", plan::to_string(p.multipath)},
+                      {"dropped_fraction", r.grad_dropped_fraction},
+                      {"dropped_norm_fraction", r.grad_dropped_norm_fraction}};
   nlohmann::ordered_json mem;
   auto peaks = nlohmann::ordered_json::array();
   auto caps = nlohmann::ordered_json::array();

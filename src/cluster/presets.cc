@@ -183,7 +183,9 @@ network: {kind: switch}
 std::string leaf_spine_mixed(int) {
   return R"(# DLCP (2020)-style shared fabric: 4 nodes of 4x A100-SXM4-40GB (NVLink 3) and 4 nodes of 4x
 # V100-SXM2-32GB (NVLink 2), one 25 Gb/s NIC per node, two nodes per leaf switch and two spines
-# (two equal paths between leaves), where other tenants' traffic takes 30% of every network link.
+# (two equal paths between leaves) with 2:1 oversubscription, so that flows hashed onto the same
+# spine (ECMP) slow each other down, and where other tenants' traffic takes 30% of every network
+# link.
 version: 1
 nodes:
   - group: a100
@@ -198,7 +200,7 @@ nodes:
     devices_per_node: 4
     intra_node: {bandwidth: 150GB/s, latency: 2us}
     nic: {bandwidth: 25Gbps, count: 1, latency: 5us}
-network: {kind: leaf-spine, spines: 2, nodes_per_leaf: 2, oversubscription: 1, background_load: 0.3}
+network: {kind: leaf-spine, spines: 2, nodes_per_leaf: 2, oversubscription: 2, background_load: 0.3}
 )";
 }
 
@@ -271,7 +273,8 @@ const std::vector<PresetDef>& defs() {
       {{"h100-a100-l4", "1 DGX H100 + 2 DGX A100 + 2 servers x 4 L4 on one switch (28 GPUs)", 0},
        h100_a100_l4},
       {{"leaf-spine-mixed",
-        "16 A100-SXM4-40GB + 16 V100-SXM2-32GB, leaf-spine 2 spines, 30% cross traffic (DLCP)", 0},
+        "16 A100-SXM4-40GB + 16 V100-SXM2-32GB, leaf-spine 2 spines 2:1, 30% cross traffic (DLCP)",
+        0},
        leaf_spine_mixed},
       {{"cpu", "This host as N CPU worker processes on loopback TCP (cpu:N, default 2)", 2},
        cpu_host},

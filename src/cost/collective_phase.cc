@@ -1,33 +1,63 @@
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 
 #include "collective_internal.h"
 
 namespace hetplan::cost {
 
 double link_efficiency(const cluster::Cluster& c, int link, const NetworkParams& params) {
-  const cluster::Link& l = c.links[link];
-  auto network = [&](int v) {
-    const cluster::VertexKind k = c.vertices[v].kind;
-    return k == cluster::VertexKind::nic || k == cluster::VertexKind::network_switch;
-  };
-  return network(l.from) || network(l.to) ? params.inter_node_efficiency
-                                          : params.intra_node_efficiency;
+  const double efficiency = cluster::is_network_link(c, link) ? params.inter_node_efficiency
+                                                              : params.intra_node_efficiency;
+  return efficiency * (1 - c.links[link].background_load);
 }
 
 namespace detail {
+namespace {
+
+// The route an ECMP switch picks for a flow from src to dst among `paths` equal ones: a hash of
+// the flow's ends (a switch hashes the packet's addresses and ports; a flow keeps its route), so
+// two flows land on the same route with probability 1 / paths, and the choice is the same on
+// every run.
+int ecmp_route(int src, int dst, int paths) {
+  std::uint64_t x = (static_cast<std::uint64_t>(src) << 32) ^ static_cast<std::uint64_t>(dst);
+  x += 0x9e3779b97f4a7c15ULL;  // splitmix64's finaliser
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  x ^= x >> 31;
+  return static_cast<int>(x % static_cast<std::uint64_t>(paths));
+}
+
+}  // namespace
 
 Estimate phase(const cluster::Cluster& c, const NetworkParams& p, const std::vector<Hop>& hops,
                double latency_steps) {
   std::vector<LinkLoad> raw;
   raw.reserve(hops.size() * 4);
   double max_latency = 0, weighted_latency = 0;
+  const bool multipath = c.multipath();
   for (const Hop& h : hops) {
     if (h.src == h.dst) continue;
     double latency = 0;
-    for (int l : c.route(h.src, h.dst)) {
-      latency += c.links[l].latency.value;
-      raw.push_back({l, h.bytes});
+    const int paths = multipath ? c.num_equal_routes(h.src, h.dst) : 1;
+    if (paths <= 1) {
+      for (int l : c.route(h.src, h.dst)) {
+        latency += c.links[l].latency.value;
+        raw.push_back({l, h.bytes});
+      }
+    } else if (p.spray) {
+      // Every route carries an equal part of the bytes; they are equal, so their latency is the
+      // first's.
+      for (int k = 0; k < paths; ++k)
+        for (int l : c.equal_route(h.src, h.dst, k)) {
+          if (k == 0) latency += c.links[l].latency.value;
+          raw.push_back({l, h.bytes / paths});
+        }
+    } else {
+      for (int l : c.equal_route(h.src, h.dst, ecmp_route(h.src, h.dst, paths))) {
+        latency += c.links[l].latency.value;
+        raw.push_back({l, h.bytes});
+      }
     }
     max_latency = std::max(max_latency, latency);
     weighted_latency += h.latency_weight * latency;

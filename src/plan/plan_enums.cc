@@ -45,6 +45,15 @@ constexpr Table<ExecutionOrder, 2> kExecutionOrders{{
     {ExecutionOrder::fifo, "fifo"},
     {ExecutionOrder::heft, "heft"},
 }};
+constexpr Table<GradPriority, 3> kGradPriorities{{
+    {GradPriority::none, "none"},
+    {GradPriority::layer, "layer"},
+    {GradPriority::layer_magnitude, "layer+magnitude"},
+}};
+constexpr Table<Multipath, 2> kMultipaths{{
+    {Multipath::ecmp, "ecmp"},
+    {Multipath::spray, "spray"},
+}};
 constexpr Table<cost::Algorithm, 6> kAlgorithms{{
     {cost::Algorithm::automatic, "auto"},
     {cost::Algorithm::ring, "ring"},
@@ -122,6 +131,17 @@ std::optional<cost::Algorithm> algorithm_from_string(std::string_view s) {
 std::optional<cost::Recompute> recompute_from_string(std::string_view s) {
   return value_of(kRecomputes, s);
 }
+
+const char* to_string(GradPriority g) { return name_of(kGradPriorities, g); }
+const char* to_string(Multipath m) { return name_of(kMultipaths, m); }
+std::optional<GradPriority> grad_priority_from_string(std::string_view s) {
+  return value_of(kGradPriorities, s);
+}
+std::optional<Multipath> multipath_from_string(std::string_view s) {
+  return value_of(kMultipaths, s);
+}
+std::string grad_priority_names() { return names_of(kGradPriorities); }
+std::string multipath_names() { return names_of(kMultipaths); }
 
 std::string schedule_names() { return names_of(kSchedules); }
 std::string split_kind_names() { return names_of(kSplitKinds); }

@@ -75,6 +75,10 @@ OJson ordered_plan_json(const Plan& p) {
     j["uneven_collectives"] = to_string(p.uneven_collectives);
   if (p.batch_norm != BatchNormStats::local) j["batch_norm"] = to_string(p.batch_norm);
   j["grad_bucket_bytes"] = p.grad_bucket_bytes;
+  // DLCP's settings, written only when set, as the two above.
+  if (p.grad_priority != GradPriority::none) j["grad_priority"] = to_string(p.grad_priority);
+  if (p.loss_bound != 0) j["loss_bound"] = p.loss_bound;
+  if (p.multipath != Multipath::ecmp) j["multipath"] = to_string(p.multipath);
   if (p.is_op_level()) {
     j["execution_order"] = to_string(p.execution_order);
     j["op_groups"] = OJson::array();
@@ -351,7 +355,8 @@ Plan read_plan(const Json& doc) {
       doc, "",
       {"version", "model", "cluster", "planner", "global_batch", "num_microbatches", "schedule",
        "recompute", "zero_stage", "sequence_parallel", "uneven_collectives", "batch_norm",
-       "grad_bucket_bytes", "stages", "op_overrides", "grad_sync", "op_groups", "execution_order"});
+       "grad_bucket_bytes", "grad_priority", "loss_bound", "multipath", "stages", "op_overrides",
+       "grad_sync", "op_groups", "execution_order"});
   json_require_version(doc, kVersion, "");
   Plan p;
   p.model = json_string_or(doc, "model", "", "");
@@ -379,6 +384,18 @@ Plan read_plan(const Json& doc) {
       throw InputError("grad_bucket_bytes", "expected a number > 0");
     p.grad_bucket_bytes = v.get<double>();
   }
+  p.grad_priority = enum_or(doc, "grad_priority", "", GradPriority::none,
+                            grad_priority_from_string, grad_priority_names());
+  if (doc.contains("loss_bound")) {
+    const Json& v = doc.at("loss_bound");
+    if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= kMaxLossBound))
+      throw InputError("loss_bound", fmt::format("expected a number in [0, {:g}] (the fraction of "
+                                                 "gradient bytes that may be dropped)",
+                                                 kMaxLossBound));
+    p.loss_bound = v.get<double>();
+  }
+  p.multipath =
+      enum_or(doc, "multipath", "", Multipath::ecmp, multipath_from_string, multipath_names());
   if (doc.contains("op_groups")) {
     for (const char* key : {"stages", "op_overrides", "grad_sync"})
       if (doc.contains(key))

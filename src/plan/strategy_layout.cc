@@ -127,6 +127,9 @@ Result<Plan> plan_from_strategy(const Strategy& strategy, const model::Model& m,
     p.zero_stage = s.zero;
     p.sequence_parallel = s.sp;
     p.batch_norm = s.bn;
+    p.grad_priority = s.grad_priority;
+    p.loss_bound = s.loss_bound;
+    p.multipath = s.multipath;
     const auto ranges = chunk_layers(s, m);
     for (std::size_t chunk = 0; chunk < ranges.size(); ++chunk) {
       const int pp_rank = static_cast<int>(chunk % static_cast<std::size_t>(s.pp));

@@ -12,8 +12,9 @@
 namespace hetplan::plan {
 namespace {
 
-constexpr std::array<std::string_view, 11> kKeys{
-    "dp", "tp", "pp", "vpp", "mbs", "gbs", "recompute", "zero", "schedule", "sp", "bn"};
+constexpr std::array<std::string_view, 14> kKeys{
+    "dp",   "tp",       "pp", "vpp", "mbs",           "gbs",        "recompute",
+    "zero", "schedule", "sp", "bn",  "grad_priority", "loss_bound", "multipath"};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -29,6 +30,18 @@ std::int64_t positive_int(std::string_view item, std::string_view value, std::in
     throw InputError(std::string(item), max < INT_MAX
                                             ? fmt::format("expected an integer in 1..{}", max)
                                             : std::string("expected a positive integer"));
+  return x;
+}
+
+// A fraction in [0, kMaxLossBound]; the whole value must be a number.
+double loss_fraction(std::string_view item, std::string_view value) {
+  double x = -1;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), x);
+  if (ec != std::errc() || end != value.data() + value.size() || !(x >= 0 && x <= kMaxLossBound))
+    throw InputError(std::string(item),
+                     fmt::format("expected a number in [0, {:g}] (the fraction of gradient bytes "
+                                 "that may be dropped per iteration)",
+                                 kMaxLossBound));
   return x;
 }
 
@@ -70,6 +83,16 @@ void apply(Strategy& s, std::string_view key, std::string_view value, std::strin
     auto v = batch_norm_from_string(value);
     if (!v) throw InputError(field, fmt::format("expected one of {}", batch_norm_names()));
     s.bn = *v;
+  } else if (key == "grad_priority") {
+    auto v = grad_priority_from_string(value);
+    if (!v) throw InputError(field, fmt::format("expected one of {}", grad_priority_names()));
+    s.grad_priority = *v;
+  } else if (key == "loss_bound") {
+    s.loss_bound = loss_fraction(item, value);
+  } else if (key == "multipath") {
+    auto v = multipath_from_string(value);
+    if (!v) throw InputError(field, fmt::format("expected one of {}", multipath_names()));
+    s.multipath = *v;
   }
 }
 
@@ -120,6 +143,10 @@ Strategy parse(std::string_view text) {
   if (s.vpp == 1 && s.schedule == Schedule::interleaved)
     throw InputError("schedule=interleaved", "expected vpp > 1 (model chunks per pipeline rank)");
   if (s.vpp > 1) s.schedule = Schedule::interleaved;
+  if (s.loss_bound > 0 && s.grad_priority == GradPriority::none)
+    throw InputError(fmt::format("loss_bound={:g}", s.loss_bound),
+                     "expected grad_priority=layer or grad_priority=layer+magnitude (late chunks "
+                     "are dropped lowest priority first)");
   return s;
 }
 
@@ -133,6 +160,10 @@ std::string to_string(const Strategy& s) {
   out += fmt::format("recompute={},zero={},schedule={},sp={}", recompute_name(s.recompute), s.zero,
                      to_string(s.schedule), s.sp ? 1 : 0);
   if (s.bn != BatchNormStats::local) out += fmt::format(",bn={}", to_string(s.bn));
+  if (s.grad_priority != GradPriority::none)
+    out += fmt::format(",grad_priority={}", to_string(s.grad_priority));
+  if (s.loss_bound != 0) out += fmt::format(",loss_bound={:g}", s.loss_bound);
+  if (s.multipath != Multipath::ecmp) out += fmt::format(",multipath={}", to_string(s.multipath));
   return out;
 }
 

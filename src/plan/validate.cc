@@ -29,6 +29,34 @@ std::string replica_path(std::size_t s, std::size_t r) {
   return index_path(field_path(stage_path(s), "replicas"), r);
 }
 
+// DLCP's settings: what the simulator's chunked transport (sim/grad_chunks.h) models.
+void check_gradient_transport(const Plan& p) {
+  if (!(p.loss_bound >= 0 && p.loss_bound <= kMaxLossBound))
+    throw InputError("loss_bound", fmt::format("expected a number in [0, {:g}], got {:g}",
+                                               kMaxLossBound, p.loss_bound));
+  if (p.loss_bound > 0 && p.grad_priority == GradPriority::none)
+    throw InputError("loss_bound",
+                     "expected grad_priority layer or layer+magnitude with a loss_bound above 0 "
+                     "(late chunks are dropped lowest priority first)");
+  if (p.grad_priority == GradPriority::none) return;
+  const std::string what = fmt::format("grad_priority={}", to_string(p.grad_priority));
+  if (p.is_op_level())
+    throw InputError("grad_priority",
+                     fmt::format("{} applies to stage plans (expected none in an op-level plan)",
+                                 to_string(p.grad_priority)));
+  if (p.zero_stage != 0)
+    throw InputError("zero_stage",
+                     fmt::format("expected 0 with {} (chunks carry whole gradients; ZeRO's "
+                                 "sharded ones are not modelled)",
+                                 what));
+  for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
+    if (p.grad_sync[i].method == SyncMethod::sufficient_factor)
+      throw InputError(field_path(index_path("grad_sync", i), "method"),
+                       fmt::format("expected all_reduce, parameter_server or none with {} "
+                                   "(sufficient factors are not sent in chunks)",
+                                   what));
+}
+
 void check_globals(const Plan& p) {
   if (p.global_batch < 1 || p.global_batch > kMaxGlobalBatch)
     throw InputError("global_batch", fmt::format("expected an integer in 1..{}, got {}",
@@ -44,6 +72,7 @@ void check_globals(const Plan& p) {
     throw InputError("zero_stage", "expected an integer in 0..3");
   if (!(p.grad_bucket_bytes > 0) || !std::isfinite(p.grad_bucket_bytes))
     throw InputError("grad_bucket_bytes", "expected a number > 0");
+  check_gradient_transport(p);
 }
 
 // Every layer in exactly one stage, stages in model order.

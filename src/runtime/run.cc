@@ -334,6 +334,16 @@ std::optional<Error> sync_problem(const plan::Plan& p) {
   return std::nullopt;
 }
 
+// DLCP's transport (plan.h's GradPriority) is simulated; the runtime sends every gradient byte
+// in its usual order, which trains alike, so priorities and spraying run (slower than predicted
+// on a contended network) but a loss bound, which changes the training, does not.
+std::optional<Error> transport_problem(const plan::Plan& p) {
+  if (p.loss_bound <= 0) return std::nullopt;
+  return Error{fmt::format(
+      "plan: loss_bound: {:g}: the runtime does not drop gradient chunks yet (expected 0)",
+      p.loss_bound)};
+}
+
 }  // namespace
 
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size) {
@@ -357,6 +367,7 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "(start it with --nprocs {}, or as {} torchrun ranks)",
         devices.size(), world_size, devices.size(), devices.size())};
   if (auto e = zero_problem(p)) return *e;
+  if (auto e = transport_problem(p)) return *e;
   if (auto e = cnn_tensor_problem(m, p)) return *e;
   if (splits_layers(p) && p.sequence_parallel && m.family != model::Family::decoder_lm)
     return Error{fmt::format(

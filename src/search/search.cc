@@ -203,9 +203,55 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   }
   res.best = winner->best;
   res.planner = winner->name;
+  if (opts.dlcp || opts.allow_lossy_sync > 0) {
+    const auto variants = grad_transport_variants(res.best.plan, c, opts.allow_lossy_sync);
+    const Evaluation plain = res.best;
+    for (const Evaluation& e : evaluator.evaluate_all(variants))
+      if (better(e, res.best, opts.objective) && e.iteration_time_s < res.best.iteration_time_s)
+        res.best = e;
+    if (res.best.plan != plain.plan) {
+      res.plain_transport = plain;
+      say(
+          fmt::format("gradient transport: grad_priority={}, loss_bound={:g}, multipath={}: "
+                      "{:.4g} s (plain {:.4g} s)",
+                      plan::to_string(res.best.plan.grad_priority), res.best.plan.loss_bound,
+                      plan::to_string(res.best.plan.multipath), res.best.iteration_time_s,
+                      plain.iteration_time_s));
+    }
+    res.search_time_s = deadline.elapsed_s();
+    res.plans_simulated = evaluator.simulated();
+  }
   say(fmt::format("best: {} {:.4g} s in {:.2f} s of search", res.planner, res.best.iteration_time_s,
                   res.search_time_s));
   return res;
+}
+
+std::vector<plan::Plan> grad_transport_variants(const plan::Plan& p, const cluster::Cluster& c,
+                                                double loss_bound) {
+  if (p.is_op_level() || p.zero_stage > 1) return {};
+  for (const auto& rule : p.grad_sync)
+    if (rule.method == plan::SyncMethod::sufficient_factor) return {};
+  bool replicated = false;
+  for (const auto& st : p.stages) replicated = replicated || st.replicas.size() > 1;
+  if (!replicated) return {};
+  std::vector<plan::Plan> out;
+  auto add = [&](plan::GradPriority priority, double bound, plan::Multipath multipath) {
+    if (priority == plan::GradPriority::none && multipath == plan::Multipath::ecmp) return;
+    plan::Plan v = p;
+    v.zero_stage = 0;  // chunks carry whole gradients (ZeRO-1's sharded ones are not modelled)
+    v.grad_priority = priority;
+    v.loss_bound = bound;
+    v.multipath = multipath;
+    if (v != p) out.push_back(std::move(v));
+  };
+  std::vector<plan::Multipath> routes{plan::Multipath::ecmp};
+  if (c.multipath()) routes.push_back(plan::Multipath::spray);
+  for (plan::Multipath m : routes) {
+    add(plan::GradPriority::none, 0, m);
+    add(plan::GradPriority::layer, 0, m);
+    if (loss_bound > 0) add(plan::GradPriority::layer_magnitude, loss_bound, m);
+  }
+  return out;
 }
 
 Result<FrontierResult> find_frontier(const model::Model& m, const cluster::Cluster& c,

@@ -4,7 +4,8 @@
 // to the flows of the highest priority first; flows of one priority share what is left in
 // proportion to their demands; a flow goes as fast as its most loaded link allows). A compute task
 // of a stream under a CPU quota runs while its quota's budget lasts and waits for the next
-// period when it runs out (task_graph.h).
+// period when it runs out (task_graph.h). A task waiting for late gradient chunks drops them
+// within their pool's budget (task_graph.h's drop_preds).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -17,7 +18,7 @@
 namespace hetplan::sim::detail {
 namespace {
 
-enum class EvType : std::uint8_t { compute_done, latency_done, flow_done, quota_step };
+enum class EvType : std::uint8_t { compute_done, latency_done, flow_done, quota_step, drop_check };
 
 struct Event {
   double time;
@@ -81,6 +82,9 @@ class Engine {
     for (const Task& t : g.tasks) prioritised_ = prioritised_ || t.priority != 0;
     r_.start.assign(g.tasks.size(), -1);
     r_.end.assign(g.tasks.size(), -1);
+    r_.dropped.assign(g.tasks.size(), 0);
+    drop_checked_.assign(g.tasks.size(), 0);
+    budget_ = g.drop_budget;
     for (std::size_t i = 0; i < g.tasks.size(); ++i) preds_[i] = g.tasks[i].preds;
     for (std::size_t q = 0; q < quota_.size(); ++q) {
       const CpuQuota& cq = g.quotas[q];
@@ -111,6 +115,14 @@ class Engine {
           break;
         case EvType::latency_done:
           begin_flow(e.task);
+          break;
+        case EvType::drop_check:
+          // After everything else that happened at this instant (its chunks may have become
+          // ready in the same cascade of events).
+          if (r_.start[e.task] < 0 && preds_[e.task] != 0) {
+            drop_late(e.task);
+            if (preds_[e.task] == 0) try_start_stream(g_.tasks[e.task].stream);
+          }
           break;
         case EvType::flow_done:
           if (e.version != flows_[e.task].version) break;  // superseded by a speed change
@@ -145,6 +157,7 @@ class Engine {
 
   void try_start_stream(int s) {
     if (g_.stream_dynamic[s]) {
+      while (!ready_[s].empty() && r_.dropped[ready_[s].top().task]) ready_[s].pop();
       if (busy_[s] || ready_[s].empty()) return;
       const int t = ready_[s].top().task;
       ready_[s].pop();
@@ -156,8 +169,37 @@ class Engine {
     const std::size_t i = next_[s];
     if (i >= order.size()) return;
     const int t = order[i];
+    if (preds_[t] != 0 && !g_.tasks[t].drop_preds.empty() && !drop_checked_[t]) {
+      // The task is due: once everything happening now has happened, it drops what is late.
+      drop_checked_[t] = 1;
+      push(now_, t, EvType::drop_check);
+    }
     if (preds_[t] != 0 || r_.start[t] >= 0) return;
     start(t);
+  }
+
+  // Task t is due (it heads its stream) and needs chunks still queued: drops them, lowest
+  // priority first, while their pools' budgets last. Chunks that become ready later are sent.
+  void drop_late(int t) {
+    std::vector<int> queued;
+    for (int c : g_.tasks[t].drop_preds)
+      if (preds_[c] == 0 && r_.start[c] < 0) queued.push_back(c);
+    std::sort(queued.begin(), queued.end(), [&](int a, int b) {
+      const double ka = g_.tasks[a].order_key, kb = g_.tasks[b].order_key;
+      return ka != kb ? ka > kb : a > b;
+    });
+    for (int c : queued) {
+      const Task& chunk = g_.tasks[c];
+      if (chunk.drop_pool < 0 || budget_[chunk.drop_pool] < chunk.drop_bytes) continue;
+      budget_[chunk.drop_pool] -= chunk.drop_bytes;
+      r_.dropped[c] = 1;
+      r_.start[c] = r_.end[c] = now_;
+      for (int s : chunk.succs)
+        if (--preds_[s] == 0) {
+          if (g_.stream_dynamic[g_.tasks[s].stream]) make_ready(s);
+          if (s != t) try_start_stream(g_.tasks[s].stream);
+        }
+    }
   }
 
   void start(int t) {
@@ -423,6 +465,8 @@ class Engine {
   std::uint32_t stamp_ = 0;
   bool prioritised_ = false;  // some transfer has a priority: links are shared by priority
   std::vector<QuotaRun> quota_;
+  std::vector<double> budget_;      // per drop pool, bytes that may still be dropped
+  std::vector<char> drop_checked_;  // per task with drop_preds: its drop check is scheduled
   std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
   std::uint64_t seq_ = 0;
   double now_ = 0;

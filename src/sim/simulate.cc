@@ -9,6 +9,7 @@
 #include <optional>
 #include <tuple>
 
+#include "hetplan/sim/grad_chunks.h"
 #include "hetplan/sim/grad_sync.h"
 #include "hetplan/sim/gradient_buckets.h"
 #include "hetplan/sim/layer_costs.h"
@@ -17,6 +18,7 @@
 #include "op_level.h"
 #include "stage_costs.h"
 #include "task_graph.h"
+#include "unrolled_iterations.h"
 
 namespace hetplan::sim {
 
@@ -110,6 +112,13 @@ struct Lowering {
       buckets;  // [stage] -> (first layer offset, count), in backward order
   std::vector<std::vector<int>> optimizer_task;  // [stage][replica]
   std::vector<std::vector<int>> stage_syncs;     // [stage]: its gradient syncs over replicas
+  // DLCP's chunked transport (chunked()): the first micro-batch's forward compute per layer,
+  // [stage][replica][layer offset], each starting with that layer's optimizer update; the edges
+  // from this iteration's chunks to the next one's forward passes; and per task, the share of the
+  // whole model's squared gradient norm a chunk carries (0 for other tasks).
+  std::vector<std::vector<std::vector<int>>> fwd_layers;
+  std::vector<detail::NextIterationEdge> next_edges;
+  std::vector<double> chunk_norm;
 
   Lowering(const model::Model& m_, const cluster::Cluster& c_, const plan::Plan& p_,
            const SimOptions& o)
@@ -119,6 +128,8 @@ struct Lowering {
         opts(o),
         compute(o.compute, o.profile),
         coster(m_, c_, p_, compute, o.network, !uses_cpu_quota(c_, p_)) {}
+
+  bool chunked() const { return p.grad_priority != plan::GradPriority::none; }
 
   double samples(const plan::Replica& r) const {
     return r.batch_share * static_cast<double>(p.global_batch) / p.num_microbatches;
@@ -179,7 +190,9 @@ struct Lowering {
       std::vector<double> bytes;
       for (int off = 0; off < st.num_layers; ++off)
         bytes.push_back(layer_params(st.first_layer + off) * param_bytes() / tp);
-      buckets[s] = gradient_buckets(bytes, p.grad_bucket_bytes);
+      // Chunked, every layer's gradient is its own: its chunks queue as soon as its backward
+      // pass ends.
+      buckets[s] = gradient_buckets(bytes, chunked() ? 0.0 : p.grad_bucket_bytes);
     }
   }
 
@@ -216,6 +229,7 @@ struct Lowering {
     bwd_buckets.assign(S, {});
     optimizer_task.assign(S, {});
     stage_syncs.assign(S, {});
+    fwd_layers.assign(S, {});
     for (int s = 0; s < S; ++s) {
       const std::size_t R = p.stages[s].replicas.size();
       fwd[s].assign(R, std::vector<int>(M, -1));
@@ -223,6 +237,7 @@ struct Lowering {
       fwd_last[s].assign(R, std::vector<int>(M, -1));
       bwd_last[s].assign(R, std::vector<int>(M, -1));
       bwd_buckets[s].assign(R, {});
+      fwd_layers[s].assign(R, {});
     }
     // Replica index of each stage on each lane.
     std::vector<std::map<int, int>> replica_on_lane(lanes.size());
@@ -241,7 +256,21 @@ struct Lowering {
         task.stage = s;
         task.microbatch = pr.microbatch;
         const int mb = pr.microbatch;
-        if (pr.forward) {
+        if (pr.forward && chunked() && mb == 0) {
+          // Layer by layer, each applying its own update first, so that it can start as soon as
+          // the last iteration's chunks of that layer are in (unrolled_iterations.h).
+          task.kind = TaskKind::forward;
+          const double params = stage_params(s);
+          for (int off = 0; off < layers; ++off) {
+            const auto [first, last] = add_pass(task, t, r, true, off, 1);
+            if (params > 0)
+              g.tasks[first].duration +=
+                  t.optimizer * layer_params(p.stages[s].first_layer + off) / params;
+            if (off == 0) fwd[s][r][mb] = first;
+            fwd_last[s][r][mb] = last;
+            fwd_layers[s][r].push_back(first);
+          }
+        } else if (pr.forward) {
           task.kind = TaskKind::forward;
           std::tie(fwd[s][r][mb], fwd_last[s][r][mb]) = add_pass(task, t, r, true, 0, layers);
         } else if (mb != M - 1) {
@@ -511,8 +540,110 @@ struct Lowering {
     return out;
   }
 
+  // At most this many gradient chunks per iteration (each a task, four times over in the
+  // unrolled graph): a few hundred MB of task graph.
+  static constexpr double kMaxChunks = 1e6;
+  double num_chunks = 0;
+
+  // DLCP: stage s's gradients, layer by layer as the last backward pass produces them, cut into
+  // chunks that wait in one queue per stage (a dynamic stream: the smallest key goes next, whole)
+  // and cross the network one at a time, each at its share of the layer's collective; the
+  // collective's latency is paid by each layer's first chunk only (the others follow it as a
+  // pipelined stream of packets). Each layer's chunks must
+  // be in before every replica's next forward pass of that layer; with a loss bound, the ones
+  // still queued then may be dropped (task_graph.h).
+  Result<bool> add_chunked_sync(int s, double total_grad_bytes) {
+    const auto& st = p.stages[s];
+    const std::size_t R = st.replicas.size();
+    const int stream = g.add_stream(-1, true);
+    const double chunk_bytes =
+        opts.grad_chunk_bytes * static_cast<double>(st.replicas[0].devices.size());
+    const int pool = static_cast<int>(g.drop_budget.size());
+    double stage_bytes = 0;
+    for (std::size_t b = 0; b < buckets[s].size(); ++b) {
+      const auto [off, count] = buckets[s][b];
+      auto bucket = bucket_sync(s, off, count);
+      if (!bucket) return bucket.error();
+      const int layer = st.first_layer + off;
+      for (const auto& [key, params] : bucket->params) {
+        const auto [method, algo, priority] = key;
+        const cost::Collective kind = method == plan::SyncMethod::parameter_server
+                                          ? cost::Collective::ps_push_pull
+                                          : cost::Collective::all_reduce;
+        const double bytes = params * param_bytes();
+        if (bytes / chunk_bytes > kMaxChunks - num_chunks)
+          return Error{fmt::format(
+              "grad_chunk_bytes: {:g} bytes per chunk cut the gradients into more than {} "
+              "chunks per iteration (expected fewer: a larger chunk)",
+              opts.grad_chunk_bytes, kMaxChunks)};
+        const auto chunks = layer_chunks(layer, bytes, chunk_bytes, p.grad_priority);
+        num_chunks += static_cast<double>(chunks.size());
+        // The layer's collective as one transfer (its algorithm chosen for the whole layer), each
+        // chunk taking its share of the bandwidth time and of the bytes on every link (chunks of
+        // one size share their loads).
+        const int whole = add_transfer(TaskKind::grad_sync, stream, lane_of[s][0], -1, s, -1,
+                                       static_cast<int>(b),
+                                       coster.sync_parts(st, bytes, kind, algo));
+        const Task layer_sync = g.tasks[whole];
+        g.tasks.pop_back();
+        g.streams[stream].pop_back();
+        std::map<double, std::pair<int, int>> loads_of_size;
+        for (std::size_t i = 0; i < chunks.size(); ++i) {
+          Task t = layer_sync;
+          const double share = chunks[i].bytes / bytes;
+          t.duration = layer_sync.duration * share;
+          auto [it, fresh] = loads_of_size.try_emplace(chunks[i].bytes);
+          if (fresh) {
+            it->second.first = static_cast<int>(g.loads.size());
+            for (int l = layer_sync.loads_begin; l < layer_sync.loads_end; ++l)
+              g.loads.push_back({g.loads[l].link, g.loads[l].bytes * share});
+            it->second.second = static_cast<int>(g.loads.size());
+          }
+          std::tie(t.loads_begin, t.loads_end) = it->second;
+          t.priority = priority;
+          t.order_key = chunks[i].key;
+          if (i > 0) t.latency = 0;
+          if (p.loss_bound > 0) {
+            t.drop_bytes = chunks[i].bytes;
+            t.drop_pool = pool;
+          }
+          const int id = g.add_task(t);
+          chunk_norm.resize(g.tasks.size(), 0.0);
+          chunk_norm[id] = chunks[i].norm_share * bytes / total_grad_bytes;
+          for (std::size_t r = 0; r < R; ++r) {
+            g.add_edge(bwd_buckets[s][r][b], id);
+            next_edges.push_back({id, fwd_layers[s][r][off]});
+          }
+        }
+        stage_bytes += bytes;
+      }
+    }
+    g.drop_budget.push_back(p.loss_bound * stage_bytes);
+    return true;
+  }
+
+  // Bytes of gradient that cross the network per iteration in all stages with several replicas.
+  double synced_grad_bytes() const {
+    double total = 0;
+    for (std::size_t s = 0; s < p.stages.size(); ++s)
+      if (p.stages[s].replicas.size() > 1) total += stage_params(static_cast<int>(s));
+    return total * param_bytes();
+  }
+
   Result<bool> add_gradient_sync() {
     find_sync_rules();
+    if (chunked()) {
+      const double total = synced_grad_bytes();
+      for (int s = 0; s < static_cast<int>(p.stages.size()); ++s) {
+        if (p.stages[s].replicas.size() > 1) {
+          auto ok = add_chunked_sync(s, total);
+          if (!ok) return ok;
+        }
+        add_inner_sync(s);
+      }
+      add_tied_sync();
+      return true;
+    }
     const int S = static_cast<int>(p.stages.size());
     const double batch = static_cast<double>(p.global_batch);
     for (int s = 0; s < S; ++s) {
@@ -608,6 +739,24 @@ struct Lowering {
     return true;
   }
 
+  // Chunked (add_chunked_sync): the all-reduce over a replica's devices of the gradients of its
+  // ops split by batch, after its last backward pass, before its next forward pass.
+  void add_inner_sync(int s) {
+    const auto& st = p.stages[s];
+    const double batch_params = coster.batch_split_params(st.first_layer, st.num_layers);
+    if (batch_params <= 0) return;
+    for (std::size_t r = 0; r < st.replicas.size(); ++r) {
+      const auto& rep = st.replicas[r];
+      if (rep.devices.size() < 2) continue;
+      const auto part = coster.collective(cost::Collective::all_reduce, rep.devices,
+                                          batch_params * param_bytes(), rep.tp_shares);
+      const int t =
+          add_transfer(TaskKind::grad_sync, g.add_stream(), lane_of[s][r], -1, s, -1, -1, {part});
+      g.add_edge(bwd_buckets[s][r].back(), t);
+      next_edges.push_back({t, fwd_layers[s][r][0]});
+    }
+  }
+
   // A tied LM head on another stage than the word embedding whose table it reads keeps a copy of
   // the table (cost::stage_memory counts it). Once both stages have summed their gradients over
   // their replicas, the two copies' gradients are summed over both stages' replicas, one
@@ -633,6 +782,13 @@ struct Lowering {
       for (int sync : stage_syncs[s]) g.add_edge(sync, t);
       for (int opt : optimizer_task[s]) g.add_edge(t, opt);
     }
+    // Chunked, the next forward passes of the two layers wait for it instead of an optimizer step.
+    if (chunked())
+      for (int s : {a, b}) {
+        const int layer = m.layer_of(s == a ? m.tied_owner() : head);
+        for (const auto& layers_of_replica : fwd_layers[s])
+          next_edges.push_back({t, layers_of_replica[layer - p.stages[s].first_layer]});
+      }
   }
 };
 
@@ -654,16 +810,140 @@ StageMemory stage_memory_of(const model::Model& m, const plan::Plan& p, const pl
   return out;
 }
 
+// What simulate() reports besides the time and the events: per-device statistics from `busy`
+// (summed over `measured` iterations), the lanes, and memory.
+void finish_result(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
+                   const Lowering& low, const std::vector<detail::BusyTimes>& busy,
+                   long long measured, SimResult& r) {
+  const double iteration_time = r.iteration_time.value;
+  r.lanes = low.lanes;
+  // Per-device statistics.
+  r.devices.resize(c.devices.size());
+  for (std::size_t d = 0; d < c.devices.size(); ++d) {
+    r.devices[d].device = static_cast<int>(d);
+    r.devices[d].capacity = c.type_of(static_cast<int>(d)).memory;
+  }
+  for (std::size_t d = 0; d < c.devices.size(); ++d) {
+    const double n = static_cast<double>(measured);
+    r.devices[d].compute_busy = Seconds(busy[d].compute / n);
+    r.devices[d].comm_busy = Seconds(busy[d].comm / n);
+    r.devices[d].idle = Seconds(std::max(0.0, iteration_time - busy[d].either / n));
+  }
+
+  // Memory: the fixed part of every chunk a device holds plus, at the worst point of its lane's
+  // pass order, the activations of the micro-batches still waiting for their backward pass.
+  for (std::size_t l = 0; l < low.lanes.size(); ++l) {
+    const LaneInfo& lane = low.lanes[l];
+    for (std::size_t j = 0; j < lane.devices.size(); ++j) {
+      const int d = lane.devices[j];
+      cost::MemoryBreakdown fixed;
+      std::vector<double> per_mb;
+      for (int s : lane.stages) {
+        const auto& st = p.stages[s];
+        std::size_t ri = 0;
+        while (low.lane_of[s][ri] != static_cast<int>(l)) ++ri;
+        // Device d's index within this replica.
+        const auto& rep = st.replicas[ri];
+        const int jj = static_cast<int>(std::find(rep.devices.begin(), rep.devices.end(), d) -
+                                        rep.devices.begin());
+        const StageMemory sm = stage_memory_of(m, p, st, rep, jj);
+        fixed.parameters += sm.fixed.parameters;
+        fixed.gradients += sm.fixed.gradients;
+        fixed.optimizer += sm.fixed.optimizer;
+        fixed.activations += sm.fixed.activations;
+        fixed.buffers = max(fixed.buffers, sm.fixed.buffers);
+        per_mb.push_back(sm.per_microbatch);
+      }
+      double peak_act = 0, cur = 0;
+      for (const PassRef& pr : low.lane_order[l]) {
+        cur += (pr.forward ? 1 : -1) * per_mb[pr.chunk];
+        peak_act = std::max(peak_act, cur);
+      }
+      auto& ds = r.devices[d];
+      ds.lane = static_cast<int>(l);
+      ds.memory = fixed;
+      ds.memory.activations += Bytes(peak_act);
+      ds.peak_memory = ds.memory.total();
+      ds.fits = ds.peak_memory <= ds.capacity;
+    }
+  }
+  detail::summarise(m, c, p, r);
+}
+
+// DLCP's chunked transport (plan.h's GradPriority): iterations overlap, the next one's forward
+// pass of a layer starting once that layer's chunks are in, so kUnrolled iterations run back to
+// back in one graph and the iteration time is the mean time between the starts of the middle
+// ones (the first starts with an idle network; the last has no successor to drop its chunks).
+// The events are those of the second iteration, from its start.
+constexpr int kUnrolled = 4;
+
+SimResult simulate_unrolled(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
+                            const Lowering& low, const std::vector<double>& caps) {
+  const detail::TaskGraph g = detail::unroll_iterations(low.g, kUnrolled, low.next_edges);
+  const auto eng = detail::run_engine(g, caps);
+  const std::size_t n = low.g.tasks.size();
+  if (eng.deadlock) {
+    SimResult failed;
+    failed.num_events = -1;
+    return failed;
+  }
+  std::vector<double> start(kUnrolled, std::numeric_limits<double>::infinity());
+  for (std::size_t t = 0; t < g.tasks.size(); ++t) {
+    const std::size_t k = t / n;
+    if (!eng.dropped[t]) start[k] = std::min(start[k], eng.start[t]);
+  }
+  SimResult r;
+  r.iteration_time = Seconds((start[kUnrolled - 1] - start[1]) / (kUnrolled - 2));
+  r.num_tasks = static_cast<long long>(n);
+  r.num_events = eng.events;
+  // Dropped chunks of the measured iterations (1 .. kUnrolled - 2).
+  double dropped = 0, sent = 0, norm = 0;
+  for (std::size_t t = n; t < (kUnrolled - 1) * n; ++t) {
+    const double bytes = g.tasks[t].drop_bytes;
+    sent += bytes;
+    if (!eng.dropped[t]) continue;
+    dropped += bytes;
+    norm += low.chunk_norm.size() > t % n ? low.chunk_norm[t % n] : 0.0;
+  }
+  r.grad_dropped_fraction = sent > 0 ? dropped / sent : 0.0;
+  r.grad_dropped_norm_fraction = norm / (kUnrolled - 2);
+  if (low.opts.record_events)
+    for (std::size_t t = n; t < 2 * n; ++t) {
+      const Task& task = g.tasks[t];
+      r.events.push_back(TaskRecord{task.kind, task.lane, task.peer_lane, task.stage,
+                                    task.microbatch, task.bucket, Seconds(eng.start[t] - start[1]),
+                                    Seconds(eng.end[t] - start[1])});
+    }
+  std::vector<std::vector<int>> lanes_of_task(g.tasks.size());
+  for (std::size_t t = 0; t < g.tasks.size(); ++t) lanes_of_task[t] = low.transfer_lanes[t % n];
+  const auto busy = detail::busy_times(g, low.lanes, lanes_of_task, eng, c.num_devices());
+  finish_result(m, c, p, low, busy, kUnrolled, r);
+  return r;
+}
+
 }  // namespace
 
 Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
-                           const SimOptions& opts) {
+                           const SimOptions& options) {
+  SimOptions opts = options;
+  opts.network.spray = p.multipath == plan::Multipath::spray;
+  if (!(opts.grad_chunk_bytes > 0))
+    return Error{
+        fmt::format("grad_chunk_bytes: expected a number > 0, got {:g}", opts.grad_chunk_bytes)};
   if (p.is_op_level()) return detail::simulate_op_level(m, c, p, opts);
   if (p.stages.empty()) return Error{"plan: stages: expected at least one stage"};
   Lowering low(m, c, p, opts);
   auto built = low.build();
   if (!built) return built.error();
   const std::vector<double> caps = detail::link_capacities(c, opts.network);
+  if (low.chunked()) {
+    SimResult r = simulate_unrolled(m, c, p, low, caps);
+    if (r.num_events < 0)
+      return Error{
+          "plan: the schedule's pass order contradicts its dependencies (the simulation "
+          "deadlocked)"};
+    return r;
+  }
   detail::EngineCarry carry;
   detail::EngineCarry* carried = low.g.quotas.empty() ? nullptr : &carry;
   auto eng = detail::run_engine(low.g, caps, carried);
@@ -715,19 +995,6 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
   r.iteration_time = Seconds(iteration_time);
   r.num_tasks = static_cast<long long>(low.g.tasks.size());
   r.num_events = events;
-  r.lanes = low.lanes;
-  // Per-device statistics.
-  r.devices.resize(c.devices.size());
-  for (std::size_t d = 0; d < c.devices.size(); ++d) {
-    r.devices[d].device = static_cast<int>(d);
-    r.devices[d].capacity = c.type_of(static_cast<int>(d)).memory;
-  }
-  for (std::size_t d = 0; d < c.devices.size(); ++d) {
-    const double n = static_cast<double>(measured);
-    r.devices[d].compute_busy = Seconds(busy[d].compute / n);
-    r.devices[d].comm_busy = Seconds(busy[d].comm / n);
-    r.devices[d].idle = Seconds(std::max(0.0, iteration_time - busy[d].either / n));
-  }
   if (opts.record_events)
     for (std::size_t t = 0; t < low.g.tasks.size(); ++t) {
       const Task& task = low.g.tasks[t];
@@ -735,45 +1002,7 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
                                     task.microbatch, task.bucket, Seconds(eng.start[t]),
                                     Seconds(eng.end[t])});
     }
-
-  // Memory: the fixed part of every chunk a device holds plus, at the worst point of its lane's
-  // pass order, the activations of the micro-batches still waiting for their backward pass.
-  for (std::size_t l = 0; l < low.lanes.size(); ++l) {
-    const LaneInfo& lane = low.lanes[l];
-    for (std::size_t j = 0; j < lane.devices.size(); ++j) {
-      const int d = lane.devices[j];
-      cost::MemoryBreakdown fixed;
-      std::vector<double> per_mb;
-      for (int s : lane.stages) {
-        const auto& st = p.stages[s];
-        std::size_t ri = 0;
-        while (low.lane_of[s][ri] != static_cast<int>(l)) ++ri;
-        // Device d's index within this replica.
-        const auto& rep = st.replicas[ri];
-        const int jj = static_cast<int>(std::find(rep.devices.begin(), rep.devices.end(), d) -
-                                        rep.devices.begin());
-        const StageMemory sm = stage_memory_of(m, p, st, rep, jj);
-        fixed.parameters += sm.fixed.parameters;
-        fixed.gradients += sm.fixed.gradients;
-        fixed.optimizer += sm.fixed.optimizer;
-        fixed.activations += sm.fixed.activations;
-        fixed.buffers = max(fixed.buffers, sm.fixed.buffers);
-        per_mb.push_back(sm.per_microbatch);
-      }
-      double peak_act = 0, cur = 0;
-      for (const PassRef& pr : low.lane_order[l]) {
-        cur += (pr.forward ? 1 : -1) * per_mb[pr.chunk];
-        peak_act = std::max(peak_act, cur);
-      }
-      auto& ds = r.devices[d];
-      ds.lane = static_cast<int>(l);
-      ds.memory = fixed;
-      ds.memory.activations += Bytes(peak_act);
-      ds.peak_memory = ds.memory.total();
-      ds.fits = ds.peak_memory <= ds.capacity;
-    }
-  }
-  detail::summarise(m, c, p, r);
+  finish_result(m, c, p, low, busy, measured, r);
   return r;
 }
 

@@ -30,6 +30,15 @@ struct Task {
   // On a dynamic stream: among its ready tasks the one with the smallest key runs first (ties:
   // the one that became ready first).
   double order_key = 0;
+  // Bounded-loss gradient chunks (DLCP, sim/grad_chunks.h). A chunk with drop_bytes > 0 may be
+  // dropped instead of sent, its bytes charged to TaskGraph::drop_budget[drop_pool]. A task with
+  // drop_preds (chunks among its predecessors) that reaches the head of its stream (is due) while
+  // some of them are still queued (ready, not started) drops those, lowest priority (largest
+  // order_key) first, while the budget lasts, and starts once the rest have arrived; it looks
+  // once, when it becomes due.
+  double drop_bytes = 0;
+  int drop_pool = -1;
+  std::vector<int> drop_preds;
   int preds = 0;
   std::vector<int> succs;
 };
@@ -55,6 +64,7 @@ struct TaskGraph {
   std::vector<bool> stream_dynamic;
   std::vector<CpuQuota> quotas;
   std::vector<cost::LinkLoad> loads;
+  std::vector<double> drop_budget;  // bytes that may be dropped, per pool
 
   int add_stream(int quota = -1, bool dynamic = false) {
     streams.emplace_back();
@@ -80,6 +90,7 @@ struct EngineResult {
   std::vector<double> start, end;
   long long events = 0;
   bool deadlock = false;  // some task never ran (a schedule inconsistent with its dependencies)
+  std::vector<char> dropped;  // per task: a chunk dropped (start == end, when it was dropped)
 };
 
 // What one iteration hands the next when they run back to back: per quota, the budget left and

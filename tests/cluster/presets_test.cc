@@ -50,15 +50,15 @@ TEST(Presets, LeafSpineMixed) {
   EXPECT_EQ(c.leaf_spine.spines, 2);
   EXPECT_EQ(c.leaf_spine.nodes_per_leaf, 2);
   EXPECT_EQ(c.leaf_spine.leaves(), 4);
-  EXPECT_DOUBLE_EQ(c.oversubscription, 1);
+  EXPECT_DOUBLE_EQ(c.oversubscription, 2);
   EXPECT_TRUE(c.multipath());
-  // NVLink inside a node; 25 Gb/s between nodes, whichever spine (two 3.125 GB/s NICs per leaf
-  // over two spines).
+  // NVLink inside a node; 25 Gb/s between nodes of a leaf, and half of that per spine between
+  // leaves (two 3.125 GB/s NICs per leaf over two spines at 2:1).
   EXPECT_DOUBLE_EQ(c.path_bandwidth(0, 3).value, 300e9);
   EXPECT_DOUBLE_EQ(c.path_bandwidth(16, 19).value, 150e9);
   EXPECT_DOUBLE_EQ(c.path_bandwidth(0, 4).value, 3.125e9);  // same leaf
-  EXPECT_DOUBLE_EQ(c.path_bandwidth(0, 16).value, 3.125e9);
-  for (int l : c.leaf_spine.up) EXPECT_DOUBLE_EQ(c.links[l].bandwidth.value, 3.125e9);
+  EXPECT_DOUBLE_EQ(c.path_bandwidth(0, 16).value, 1.5625e9);
+  for (int l : c.leaf_spine.up) EXPECT_DOUBLE_EQ(c.links[l].bandwidth.value, 1.5625e9);
   EXPECT_DOUBLE_EQ(c.path_latency(0, 16).value, 5e-6);
   EXPECT_EQ(c.num_equal_routes(0, 4), 1);   // a100 nodes 0 and 1 share leaf 0
   EXPECT_EQ(c.num_equal_routes(0, 8), 2);   // a100 node 2 is under leaf 1

@@ -37,12 +37,12 @@ TEST(Summary, LeafSpineAndBackgroundLoad) {
   const std::string s = summarize(*r);
   EXPECT_TRUE(contains(s,
                        "cluster leaf-spine-mixed: 32 devices in 8 nodes, network: leaf-spine "
-                       "(oversubscription 1)\n"))
+                       "(oversubscription 2)\n"))
       << s;
-  // Two 25 Gb/s NICs per leaf over two spines: 3.125 GB/s per leaf -> spine link.
+  // Two 25 Gb/s NICs per leaf over two spines at 2:1: 1.5625 GB/s per leaf -> spine link.
   EXPECT_TRUE(contains(s,
                        "\nleaf-spine: 4 leaves of up to 2 nodes, 2 spines; each leaf <-> spine "
-                       "link 3.12 GB/s\n"))
+                       "link 1.56 GB/s\n"))
       << s;
   // Per node 8 links inside (to the NVSwitch) and 10 through the NIC; 16 leaf <-> spine links.
   EXPECT_TRUE(contains(s, "\nbackground load (cross traffic): 0.3 on 96 of 160 directed links\n"))

@@ -233,7 +233,8 @@ INSTANTIATE_TEST_SUITE_P(
             "version, model, cluster, planner, "
             "global_batch, "
             "num_microbatches, schedule, recompute, zero_stage, sequence_parallel, "
-            "uneven_collectives, batch_norm, grad_bucket_bytes, stages, "
+            "uneven_collectives, batch_norm, grad_bucket_bytes, grad_priority, loss_bound, "
+            "multipath, stages, "
             "op_overrides, grad_sync, op_groups, execution_order)"},
         BadField{"/op_overrides/0/ops", "\"\"",
                  "plan.json: op_overrides[0].ops: expected a non-empty op name or pattern "

@@ -71,7 +71,7 @@ TEST(StrategyParse, CanonicalTextParsesBack) {
 TEST(StrategyParse, Errors) {
   EXPECT_EQ(error_of("tp=2,foo=1"),
             "--strategy: foo=1: unknown key (allowed: dp, tp, pp, vpp, mbs, gbs, recompute, zero, "
-            "schedule, sp, bn)");
+            "schedule, sp, bn, grad_priority, loss_bound, multipath)");
   EXPECT_EQ(error_of("tp=two"), "--strategy: tp=two: expected a positive integer");
   EXPECT_EQ(error_of("bn=sync"), "--strategy: bn=sync: expected one of local|synced");
   EXPECT_EQ(error_of("tp=2.5"), "--strategy: tp=2.5: expected a positive integer");

@@ -36,8 +36,9 @@ inline model::Model chain_model(int layers, double flops, double out_bytes,
 }
 
 // `nodes` nodes of `per_node` devices of 1 TFLOP/s (fp16 and fp32), intra-node 100 GB/s,
-// one NIC of `nic` per node.
-inline cluster::Cluster unit_cluster(int nodes, int per_node, const std::string& nic = "8Gbps") {
+// one NIC of `nic` per node; latencies 2 us inside a node and 10 us through the NIC, or none.
+inline cluster::Cluster unit_cluster(int nodes, int per_node, const std::string& nic = "8Gbps",
+                                     bool latencies = true) {
   const std::string yaml =
       "version: 1\n"
       "device_types:\n"
@@ -52,9 +53,11 @@ inline cluster::Cluster unit_cluster(int nodes, int per_node, const std::string&
       "    devices_per_node: " +
       std::to_string(per_node) +
       "\n"
-      "    intra_node: {bandwidth: 100GB/s, latency: 2us}\n"
+      "    intra_node: {bandwidth: 100GB/s, latency: " +
+      (latencies ? "2us" : "0us") +
+      "}\n"
       "    nic: {bandwidth: " +
-      nic + ", count: 1, latency: 10us}\n";
+      nic + ", count: 1, latency: " + (latencies ? "10us" : "0us") + "}\n";
   auto c = cluster::parse_cluster_yaml(yaml, "unit.yaml");
   if (!c) throw std::runtime_error(c.error().message);
   return *c;

@@ -39,11 +39,17 @@ struct NetworkParams {
   double intra_node_efficiency = 0.0;  // fraction of NVLink/PCIe bandwidth collectives reach
   double inter_node_efficiency = 0.0;  // fraction of NIC bandwidth
   Seconds collective_launch;           // per collective call (software overhead)
+  // A flow between devices with several equal routes (a leaf-spine network's spines,
+  // cluster::Cluster::num_equal_routes): false hashes it onto one of them by its ends (ECMP, so
+  // flows can collide on one spine while another idles); true sprays its bytes evenly over all of
+  // them (plan::Multipath::spray).
+  bool spray = false;
   static NetworkParams defaults();
 };
 
 // The efficiency that applies to a link: intra_node_efficiency when neither end is a NIC or a
-// network switch (device <-> node switch, device <-> device), inter_node_efficiency otherwise.
+// network switch (device <-> node switch, device <-> device), inter_node_efficiency otherwise,
+// times the share of its bandwidth that other tenants' traffic leaves (1 - background_load).
 double link_efficiency(const cluster::Cluster& c, int link, const NetworkParams& params);
 
 // What `bytes` means per kind:

@@ -119,6 +119,31 @@ struct GradSync {
   auto operator<=>(const GradSync&) const = default;
 };
 
+// DLCP's gradient-aware communication (Plan::grad_priority, loss_bound, multipath).
+//   none: gradients synchronise in buckets in the order the backward pass produces them (output
+//     side first), and each replica steps its optimizer once all of them are done (PyTorch DDP);
+//   layer: gradients travel in chunks (SimOptions::grad_chunk_bytes) queued by layer, input side
+//     first, and each layer's update and its next forward pass start as soon as that layer's
+//     chunks are done, so the next iteration overlaps the synchronisation of this one's last
+//     layers;
+//   layer_magnitude: as layer, with each layer's chunks queued by their expected gradient
+//     magnitude, the smallest last (sim/grad_chunks.h's model), which are what loss_bound drops.
+// Plan files and strategies: "none", "layer", "layer+magnitude".
+enum class GradPriority { none, layer, layer_magnitude };
+// How a flow between two devices with several equal routes (a leaf-spine network's spines) uses
+// them: ecmp hashes each flow onto one route (so flows can collide on a spine); spray spreads
+// every flow's packets over all of them. Plan files and strategies: "ecmp", "spray".
+enum class Multipath { ecmp, spray };
+const char* to_string(GradPriority g);
+const char* to_string(Multipath m);
+std::optional<GradPriority> grad_priority_from_string(std::string_view s);
+std::optional<Multipath> multipath_from_string(std::string_view s);
+std::string grad_priority_names();
+std::string multipath_names();
+// The largest loss_bound a plan may carry: DLCP bounds the gradient bytes dropped per iteration
+// to keep convergence; 10% is past what its evaluation trained with.
+inline constexpr double kMaxLossBound = 0.1;
+
 // Op-level plans (HeteroG, TAG): instead of pipeline stages, the model's ops are partitioned into
 // groups, each run on its own set of devices.
 //   replicate: every device of the group runs all of the group's ops on its `shares` of each
@@ -190,6 +215,12 @@ struct Plan {
   UnevenCollectives uneven_collectives = UnevenCollectives::automatic;
   BatchNormStats batch_norm = BatchNormStats::local;
   double grad_bucket_bytes = 25e6;  // gradient all-reduce bucket size (overlap with backward)
+  // DLCP (above): the order of gradient chunks on the network, the fraction of each iteration's
+  // gradient bytes that may be dropped when late (0..kMaxLossBound; needs a grad_priority), and
+  // the use of equal routes.
+  GradPriority grad_priority = GradPriority::none;
+  double loss_bound = 0;
+  Multipath multipath = Multipath::ecmp;
   std::vector<Stage> stages;        // in model order; together they cover every layer exactly once
   std::vector<OpOverride> op_overrides;
   std::vector<GradSync> grad_sync;

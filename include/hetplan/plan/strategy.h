@@ -17,7 +17,7 @@
 // stay idle), gbs = dp * mbs * (pp == 1 ? 1 : 4 * pp) (4 micro-batches per pipeline stage keep the
 // 1F1B bubble (pp-1)/m under 25% and suit the interleaved schedule), recompute=none, zero=0,
 // schedule=1f1b (interleaved when vpp > 1), sp=0, bn=local (bn=synced: batch normalisation over
-// each whole micro-batch, Plan::batch_norm).
+// each whole micro-batch, Plan::batch_norm), grad_priority=none, loss_bound=0, multipath=ecmp.
 #pragma once
 
 #include <string>
@@ -43,11 +43,16 @@ struct Strategy {
   bool schedule_given = false;
   bool sp = false;
   BatchNormStats bn = BatchNormStats::local;
+  // DLCP (plan.h): grad_priority=none|layer|layer+magnitude, loss_bound=F, multipath=ecmp|spray.
+  GradPriority grad_priority = GradPriority::none;
+  double loss_bound = 0;
+  Multipath multipath = Multipath::ecmp;
   auto operator<=>(const Strategy&) const = default;
 };
 
 // The canonical text: every key in the order dp, tp, pp, vpp, mbs, gbs, recompute, zero, schedule,
-// sp, bn; dp and gbs left out while 0 (unresolved), bn while local. parse_strategy(to_string(s)) ==
+// sp, bn, grad_priority, loss_bound, multipath; dp and gbs left out while 0 (unresolved), the last
+// four while at their defaults. parse_strategy(to_string(s)) ==
 // s up to schedule_given.
 std::string to_string(const Strategy& s);
 

@@ -41,6 +41,12 @@ struct SearchOptions {
   // tasks for --algo tag, 3e6 in auto). Set, the search runs exactly that many (or until the
   // whole tree is evaluated), whatever their work: equal budgets for comparing priors.
   int tag_simulations = 0;
+  // DLCP's gradient transport (plan.h's GradPriority, Multipath): with `dlcp`, the best plan is
+  // also simulated with layer priorities and, on a cluster with equal routes, with spraying, and
+  // the fastest kept; with allow_lossy_sync > 0 (at most plan::kMaxLossBound; implies dlcp), also
+  // with that loss bound and the magnitude order.
+  bool dlcp = false;
+  double allow_lossy_sync = 0;
   // Called with one line of progress ("pipeline: 120 shapes, best 1.23 s"); may be empty.
   std::function<void(const std::string&)> progress;
 };

@@ -35,7 +35,19 @@ struct SearchResult {
   double search_time_s = 0;              // wall-clock, baselines included
   bool timed_out = false;                // best is the best found before the time limit
   int plans_simulated = 0;
+  // With SearchOptions::dlcp: the best plan before its gradient transport was chosen (ok == false
+  // when the transport was not tried or nothing beat the plain one).
+  Evaluation plain_transport;
 };
+
+// The variants of p's gradient transport that find_plan tries with SearchOptions::dlcp: layer
+// priority, spraying where c has equal routes, both, and with a loss bound the magnitude order
+// at that bound (with and without spraying), each with ZeRO 0 (a ZeRO-1 plan's variants hold
+// whole optimizer states, which the simulator checks against memory). None for op-level plans,
+// plans without a stage of two replicas or more, ZeRO 2 or 3, or sufficient factors (what the
+// chunked transport does not model).
+std::vector<plan::Plan> grad_transport_variants(const plan::Plan& p, const cluster::Cluster& c,
+                                                double loss_bound);
 
 // Errors: an algorithm not implemented yet, or no plan at all could be built. A best plan that
 // does not fit is returned (best.fits == false, with its shortfall) for the caller to report.

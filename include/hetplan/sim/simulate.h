@@ -7,7 +7,8 @@
 // compute and their messaging; one per lane, at the share that keeps the lane's compute-bound
 // time, so none for a lane whose work is split in proportion to its devices' unlike shares), and
 // the iteration time is then the mean of iterations run back to back over at least 30 periods
-// (or a million tasks), after a warm-up.
+// (or a million tasks), after a warm-up. With a grad_priority (DLCP), gradients travel in
+// prioritised chunks and iterations overlap (simulate.cc's simulate_unrolled).
 #pragma once
 
 #include <memory>
@@ -29,6 +30,9 @@ struct SimOptions {
   cost::NetworkParams network = cost::NetworkParams::defaults();
   std::shared_ptr<const cost::CalibrationProfile> profile;
   bool record_events = false;  // keep TaskRecords (for traces and timelines)
+  // DLCP's chunk size (plan.h's GradPriority, sim/grad_chunks.h): bytes per chunk of each
+  // tensor-parallel rank's gradient.
+  double grad_chunk_bytes = 256.0 * 1024;
 };
 
 struct DeviceStats {
@@ -58,6 +62,10 @@ struct SimResult {
   std::vector<TaskRecord> events;  // when SimOptions::record_events
   long long num_tasks = 0;
   long long num_events = 0;  // events processed by the engine
+  // With a loss_bound: the fraction of the gradient bytes dropped per iteration, and under
+  // sim/grad_chunks.h's magnitude model the fraction of the gradient's squared norm they carried.
+  double grad_dropped_fraction = 0;
+  double grad_dropped_norm_fraction = 0;
 };
 
 // The plan must have been validated (plan::validate_plan); errors here are for plans the
