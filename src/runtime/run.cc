@@ -276,7 +276,8 @@ plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int wo
     form = plan::RunForm{p};
   // Stage plans without a stage module for the model, or with a form the stage runtime does not
   // run (a ResNet under tensor parallelism), run op by op where they convert.
-  if (!form.plan.is_op_level() &&
+  // (Not a plan with a loss bound: the runtime drops no gradients either way.)
+  if (!form.plan.is_op_level() && form.plan.loss_bound <= 0 &&
       (!detail::executable_family(m) || !check_executable(m, form.plan, world_size)))
     if (auto ops = plan::as_op_level_plan(form.plan, m);
         ops && detail::check_op_level(m, *ops, world_size)) {
@@ -347,6 +348,7 @@ std::optional<Error> transport_problem(const plan::Plan& p) {
 }  // namespace
 
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size) {
+  if (auto e = transport_problem(p)) return *e;
   if (p.is_op_level()) return detail::check_op_level(m, p, world_size);
   if (auto family = detail::executable_family(m); !family) return family.error();
   std::set<int> devices;
@@ -367,7 +369,6 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "(start it with --nprocs {}, or as {} torchrun ranks)",
         devices.size(), world_size, devices.size(), devices.size())};
   if (auto e = zero_problem(p)) return *e;
-  if (auto e = transport_problem(p)) return *e;
   if (auto e = cnn_tensor_problem(m, p)) return *e;
   if (splits_layers(p) && p.sequence_parallel && m.family != model::Family::decoder_lm)
     return Error{fmt::format(

@@ -556,6 +556,7 @@ struct Lowering {
     const auto& st = p.stages[s];
     const std::size_t R = st.replicas.size();
     const int stream = g.add_stream(-1, true);
+    const int gates = g.add_stream(-1, true);
     const double chunk_bytes =
         opts.grad_chunk_bytes * static_cast<double>(st.replicas[0].devices.size());
     const int pool = static_cast<int>(g.drop_budget.size());
@@ -578,6 +579,18 @@ struct Lowering {
               opts.grad_chunk_bytes, kMaxChunks)};
         const auto chunks = layer_chunks(layer, bytes, chunk_bytes, p.grad_priority);
         num_chunks += static_cast<double>(chunks.size());
+        // Without a loss bound, gates of no duration, so that a chunk has one predecessor and one
+        // successor rather than one per replica: every replica's backward pass of the layer
+        // before its chunks, its chunks before every replica's next forward pass of it. (With
+        // one, chunks must be queued the moment a forward pass due looks for them, which a gate
+        // would put off to a later event of the same instant.)
+        const bool gated = p.loss_bound <= 0;
+        const int ready = gated ? add_gate(gates, s, static_cast<int>(b), layer) : -1;
+        const int done = gated ? add_gate(gates, s, static_cast<int>(b), layer) : -1;
+        for (std::size_t r = 0; r < R && gated; ++r) {
+          g.add_edge(bwd_buckets[s][r][b], ready);
+          next_edges.push_back({done, fwd_layers[s][r][off]});
+        }
         // The layer's collective as one transfer (its algorithm chosen for the whole layer), each
         // chunk taking its share of the bandwidth time and of the bytes on every link (chunks of
         // one size share their loads).
@@ -610,9 +623,15 @@ struct Lowering {
           const int id = g.add_task(t);
           chunk_norm.resize(g.tasks.size(), 0.0);
           chunk_norm[id] = chunks[i].norm_share * bytes / total_grad_bytes;
-          for (std::size_t r = 0; r < R; ++r) {
-            g.add_edge(bwd_buckets[s][r][b], id);
-            next_edges.push_back({id, fwd_layers[s][r][off]});
+          if (gated) {
+            g.add_edge(ready, id);
+            g.add_edge(id, done);
+          } else {
+            // Each forward pass due drops what is late itself (task_graph.h's drop_preds).
+            for (std::size_t r = 0; r < R; ++r) {
+              g.add_edge(bwd_buckets[s][r][b], id);
+              next_edges.push_back({id, fwd_layers[s][r][off]});
+            }
           }
         }
         stage_bytes += bytes;
@@ -620,6 +639,18 @@ struct Lowering {
     }
     g.drop_budget.push_back(p.loss_bound * stage_bytes);
     return true;
+  }
+
+  // A task of no duration on the dynamic stream `stream` (it runs as soon as it is ready).
+  int add_gate(int stream, int s, int bucket, int layer) {
+    Task t;
+    t.kind = TaskKind::grad_sync;
+    t.stream = stream;
+    t.lane = lane_of[s][0];
+    t.stage = s;
+    t.bucket = bucket;
+    t.order_key = layer;
+    return g.add_task(t);
   }
 
   // Bytes of gradient that cross the network per iteration in all stages with several replicas.

@@ -42,6 +42,33 @@ TEST_P(PlannersRun, EveryPlannersPlanRuns) {
   EXPECT_GE(planned, 15);  // (most fit: the check above is not vacuous)
 }
 
+// DLCP's transport: plans with priorities and spraying run (the same step, gradients sent as
+// usual); a loss bound, which changes the training, is refused, so --runnable never picks one.
+TEST(PlannersRunDlcp, TransportPlansRunAndLossyOnesAreRefused) {
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_dlcp_" + std::to_string(::getpid()) + ".json");
+  const std::string args = " --model resnet50 --cluster leaf-spine-mixed";
+  auto r = run_hetplan("plan" + args + " --global-batch 1024 --algo uneven-dp --dlcp -o " +
+                       file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(cli::testing::slurp(file.string()).find("\"grad_priority\""), std::string::npos);
+  r = run_hetplan("run --check" + args + " --plan " + file.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = run_hetplan("plan" + args +
+                  " --global-batch 1024 --algo uneven-dp --allow-lossy-sync 0.05 --runnable -o " +
+                  file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(cli::testing::slurp(file.string()).find("\"loss_bound\""), std::string::npos);
+  r = run_hetplan("run --check" + args + " --plan " + file.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = run_hetplan("run --check" + args + " --strategy dp=32,grad_priority=layer,loss_bound=0.05");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("loss_bound: 0.05: the runtime does not drop gradient chunks yet"),
+            std::string::npos)
+      << r.out << r.err;
+  std::filesystem::remove(file);
+}
+
 // A node of 8 A100s; hap-mixed's unlike GPUs and links; heterog-mixed's.
 INSTANTIATE_TEST_SUITE_P(Presets, PlannersRun,
                          ::testing::Values("dgx-a100:1", "hap-mixed", "heterog-mixed"));
