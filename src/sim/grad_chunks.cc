@@ -19,14 +19,11 @@ double normal_quantile(double p) {
 
 namespace {
 
-// Share of the squared norm held by the chunks between the q0- and q1-quantiles of squared norm.
-double norm_share_between(double q0, double q1) {
-  auto below = [](double q) {
-    if (q <= 0) return 0.0;
-    if (q >= 1) return 1.0;
-    return normal_cdf(normal_quantile(q) - kChunkNormSigma);
-  };
-  return below(q1) - below(q0);
+// Share of the squared norm held by the chunks below the q-quantile of squared norm.
+double norm_share_below(double q) {
+  if (q <= 0) return 0.0;
+  if (q >= 1) return 1.0;
+  return normal_cdf(normal_quantile(q) - kChunkNormSigma);
 }
 
 }  // namespace
@@ -38,15 +35,19 @@ std::vector<GradChunk> layer_chunks(int layer, double bytes, double chunk_bytes,
   const double count = std::ceil(bytes / chunk_bytes);
   const int n = static_cast<int>(std::max(1.0, count));
   out.reserve(static_cast<std::size_t>(n));
+  double above = 1;  // the share below chunk i's upper quantile, 1 - i / n
   for (int i = 0; i < n; ++i) {
     GradChunk c;
     c.bytes = i + 1 < n ? chunk_bytes : bytes - chunk_bytes * (n - 1);
     c.key = layer + static_cast<double>(i) / n;
-    // Listed largest first: chunk i spans the quantiles [1 - (i + 1) / n, 1 - i / n].
-    c.norm_share = priority == plan::GradPriority::layer_magnitude
-                       ? norm_share_between(1.0 - static_cast<double>(i + 1) / n,
-                                            1.0 - static_cast<double>(i) / n)
-                       : c.bytes / bytes;
+    if (priority == plan::GradPriority::layer_magnitude) {
+      // Listed largest first: chunk i spans the quantiles [1 - (i + 1) / n, 1 - i / n].
+      const double below = norm_share_below(1.0 - static_cast<double>(i + 1) / n);
+      c.norm_share = above - below;
+      above = below;
+    } else {
+      c.norm_share = c.bytes / bytes;
+    }
     out.push_back(c);
   }
   return out;

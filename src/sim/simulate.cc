@@ -377,8 +377,9 @@ struct Lowering {
   };
   std::map<std::tuple<int, int, bool, int, int>, Pass> passes;  // (stage, replica, fwd, layers)
 
-  int add_transfer(TaskKind kind, int stream, int lane, int peer, int stage, int mb, int bucket,
-                   const std::vector<cost::CollectiveCost>& parts) {
+  // A transfer of `parts` run together (its loads appended to the graph's), not yet in any stream.
+  Task make_transfer(TaskKind kind, int stream, int lane, int peer, int stage, int mb, int bucket,
+                     const std::vector<cost::CollectiveCost>& parts) {
     Task t;
     t.kind = kind;
     t.is_transfer = true;
@@ -395,7 +396,12 @@ struct Lowering {
       g.loads.insert(g.loads.end(), part.loads.begin(), part.loads.end());
     }
     t.loads_end = static_cast<int>(g.loads.size());
-    return g.add_task(t);
+    return t;
+  }
+
+  int add_transfer(TaskKind kind, int stream, int lane, int peer, int stage, int mb, int bucket,
+                   const std::vector<cost::CollectiveCost>& parts) {
+    return g.add_task(make_transfer(kind, stream, lane, peer, stage, mb, bucket, parts));
   }
 
   // Activation bytes per sample crossing the boundary after stage s: what its last op writes.
@@ -561,6 +567,12 @@ struct Lowering {
     const double chunk_bytes =
         opts.grad_chunk_bytes * static_cast<double>(st.replicas[0].devices.size());
     const int pool = static_cast<int>(g.drop_budget.size());
+    // Without a loss bound, each layer's chunks sit between two gates of no duration, so that a
+    // chunk has one predecessor and one successor rather than one per replica: every replica's
+    // backward pass of the layer before its chunks, its chunks before every replica's next
+    // forward pass of it. (With one, chunks must be queued the moment a forward pass due looks
+    // for them, which a gate would put off to a later event of the same instant.)
+    const bool gated = p.loss_bound <= 0;
     double stage_bytes = 0;
     for (std::size_t b = 0; b < buckets[s].size(); ++b) {
       const auto [off, count] = buckets[s][b];
@@ -580,12 +592,6 @@ struct Lowering {
               opts.grad_chunk_bytes, kMaxChunks)};
         const auto chunks = layer_chunks(layer, bytes, chunk_bytes, p.grad_priority);
         num_chunks += static_cast<double>(chunks.size());
-        // Without a loss bound, gates of no duration, so that a chunk has one predecessor and one
-        // successor rather than one per replica: every replica's backward pass of the layer
-        // before its chunks, its chunks before every replica's next forward pass of it. (With
-        // one, chunks must be queued the moment a forward pass due looks for them, which a gate
-        // would put off to a later event of the same instant.)
-        const bool gated = p.loss_bound <= 0;
         const int ready = gated ? add_gate(gates, s, static_cast<int>(b), layer) : -1;
         const int done = gated ? add_gate(gates, s, static_cast<int>(b), layer) : -1;
         for (std::size_t r = 0; r < R && gated; ++r) {
@@ -595,12 +601,9 @@ struct Lowering {
         // The layer's collective as one transfer (its algorithm chosen for the whole layer), each
         // chunk taking its share of the bandwidth time and of the bytes on every link (chunks of
         // one size share their loads).
-        const int whole = add_transfer(TaskKind::grad_sync, stream, lane_of[s][0], -1, s, -1,
-                                       static_cast<int>(b),
-                                       coster.sync_parts(st, bytes, kind, algo));
-        const Task layer_sync = g.tasks[whole];
-        g.tasks.pop_back();
-        g.streams[stream].pop_back();
+        const Task layer_sync =
+            make_transfer(TaskKind::grad_sync, stream, lane_of[s][0], -1, s, -1,
+                          static_cast<int>(b), coster.sync_parts(st, bytes, kind, algo));
         std::map<double, std::pair<int, int>> loads_of_size;
         for (std::size_t i = 0; i < chunks.size(); ++i) {
           Task t = layer_sync;
@@ -671,7 +674,10 @@ struct Lowering {
           auto ok = add_chunked_sync(s, total);
           if (!ok) return ok;
         }
-        add_inner_sync(s);
+        // Before the replica's next forward pass (chunked, no optimizer step waits for it).
+        for (std::size_t r = 0; r < p.stages[s].replicas.size(); ++r)
+          if (const int t = add_inner_sync(s, r); t >= 0)
+            next_edges.push_back({t, fwd_layers[s][r][0]});
       }
       add_tied_sync();
       return true;
@@ -728,16 +734,7 @@ struct Lowering {
       // Ops split by batch inside a replica: their whole gradients are all-reduced over the
       // replica's devices once its backward pass ends, before its optimizer step.
       std::vector<int> inner(R, -1);
-      const double batch_params = coster.batch_split_params(st.first_layer, st.num_layers);
-      for (std::size_t r = 0; r < R && batch_params > 0; ++r) {
-        const auto& rep = st.replicas[r];
-        if (rep.devices.size() < 2) continue;
-        const auto part = coster.collective(cost::Collective::all_reduce, rep.devices,
-                                            batch_params * param_bytes(), rep.tp_shares);
-        inner[r] =
-            add_transfer(TaskKind::grad_sync, g.add_stream(), lane_of[s][r], -1, s, -1, -1, {part});
-        g.add_edge(bwd_buckets[s][r].back(), inner[r]);
-      }
+      for (std::size_t r = 0; r < R; ++r) inner[r] = add_inner_sync(s, r);
       // Optimizer step on each replica, after its stage's gradients are synchronised.
       std::vector<int> opt;
       for (std::size_t r = 0; r < R; ++r) {
@@ -771,22 +768,19 @@ struct Lowering {
     return true;
   }
 
-  // Chunked (add_chunked_sync): the all-reduce over a replica's devices of the gradients of its
-  // ops split by batch, after its last backward pass, before its next forward pass.
-  void add_inner_sync(int s) {
+  // The all-reduce over replica r's devices of the gradients of stage s's ops split by batch
+  // inside a replica, once its last backward pass ends; -1 when there is none.
+  int add_inner_sync(int s, std::size_t r) {
     const auto& st = p.stages[s];
+    const auto& rep = st.replicas[r];
     const double batch_params = coster.batch_split_params(st.first_layer, st.num_layers);
-    if (batch_params <= 0) return;
-    for (std::size_t r = 0; r < st.replicas.size(); ++r) {
-      const auto& rep = st.replicas[r];
-      if (rep.devices.size() < 2) continue;
-      const auto part = coster.collective(cost::Collective::all_reduce, rep.devices,
-                                          batch_params * param_bytes(), rep.tp_shares);
-      const int t =
-          add_transfer(TaskKind::grad_sync, g.add_stream(), lane_of[s][r], -1, s, -1, -1, {part});
-      g.add_edge(bwd_buckets[s][r].back(), t);
-      next_edges.push_back({t, fwd_layers[s][r][0]});
-    }
+    if (batch_params <= 0 || rep.devices.size() < 2) return -1;
+    const auto part = coster.collective(cost::Collective::all_reduce, rep.devices,
+                                        batch_params * param_bytes(), rep.tp_shares);
+    const int t =
+        add_transfer(TaskKind::grad_sync, g.add_stream(), lane_of[s][r], -1, s, -1, -1, {part});
+    g.add_edge(bwd_buckets[s][r].back(), t);
+    return t;
   }
 
   // A tied LM head on another stage than the word embedding whose table it reads keeps a copy of
@@ -902,6 +896,9 @@ void finish_result(const model::Model& m, const cluster::Cluster& c, const plan:
   detail::summarise(m, c, p, r);
 }
 
+constexpr const char* kDeadlock =
+    "plan: the schedule's pass order contradicts its dependencies (the simulation deadlocked)";
+
 // DLCP's chunked transport (plan.h's GradPriority): iterations overlap, the next one's forward
 // pass of a layer starting once that layer's chunks are in, so kUnrolled iterations run back to
 // back in one graph and the iteration time is the mean time between the starts of the middle
@@ -909,16 +906,13 @@ void finish_result(const model::Model& m, const cluster::Cluster& c, const plan:
 // The events are those of the second iteration, from its start.
 constexpr int kUnrolled = 4;
 
-SimResult simulate_unrolled(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
-                            const Lowering& low, const std::vector<double>& caps) {
+Result<SimResult> simulate_unrolled(const model::Model& m, const cluster::Cluster& c,
+                                    const plan::Plan& p, const Lowering& low,
+                                    const std::vector<double>& caps) {
   const detail::TaskGraph g = detail::unroll_iterations(low.g, kUnrolled, low.next_edges);
   const auto eng = detail::run_engine(g, caps);
   const std::size_t n = low.g.tasks.size();
-  if (eng.deadlock) {
-    SimResult failed;
-    failed.num_events = -1;
-    return failed;
-  }
+  if (eng.deadlock) return Error{kDeadlock};
   std::vector<double> start(kUnrolled, std::numeric_limits<double>::infinity());
   for (std::size_t t = 0; t < g.tasks.size(); ++t) {
     const std::size_t k = t / n;
@@ -968,20 +962,11 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
   auto built = low.build();
   if (!built) return built.error();
   const std::vector<double> caps = detail::link_capacities(c, opts.network);
-  if (low.chunked()) {
-    SimResult r = simulate_unrolled(m, c, p, low, caps);
-    if (r.num_events < 0)
-      return Error{
-          "plan: the schedule's pass order contradicts its dependencies (the simulation "
-          "deadlocked)"};
-    return r;
-  }
+  if (low.chunked()) return simulate_unrolled(m, c, p, low, caps);
   detail::EngineCarry carry;
   detail::EngineCarry* carried = low.g.quotas.empty() ? nullptr : &carry;
   auto eng = detail::run_engine(low.g, caps, carried);
-  if (eng.deadlock)
-    return Error{
-        "plan: the schedule's pass order contradicts its dependencies (the simulation deadlocked)"};
+  if (eng.deadlock) return Error{kDeadlock};
   long long events = eng.events;
   double iteration_time = eng.makespan;
   std::vector<detail::BusyTimes> busy;

@@ -1,7 +1,5 @@
 #include "unrolled_iterations.h"
 
-#include <algorithm>
-
 namespace hetplan::sim::detail {
 
 namespace {

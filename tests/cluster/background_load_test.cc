@@ -2,16 +2,13 @@
 // link in the explicit form.
 #include <gtest/gtest.h>
 
+#include "cluster_text.h"
 #include "hetplan/cluster/cluster_file.h"
 
 namespace hetplan::cluster {
 namespace {
 
-Cluster parse(const std::string& text) {
-  auto r = parse_cluster_yaml(text, "t.yaml");
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-  return r.ok() ? *r : Cluster{};
-}
+using testing::parse;
 
 // Two nodes of four devices sharing one NIC each.
 std::string two_nodes(const std::string& network) {

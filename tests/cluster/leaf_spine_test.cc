@@ -3,16 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include "cluster_text.h"
 #include "hetplan/cluster/cluster_file.h"
 
 namespace hetplan::cluster {
 namespace {
 
-Cluster parse(const std::string& text) {
-  auto r = parse_cluster_yaml(text, "t.yaml");
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-  return r.ok() ? *r : Cluster{};
-}
+using testing::parse;
 
 // Five nodes of two devices: a/0, a/1, a/2 (2 x 100 Gb/s NICs, 25 GB/s per node) and b/0, b/1
 // (one 50 Gb/s NIC, 6.25 GB/s). With two nodes per leaf: leaf0 = {a/0, a/1}, leaf1 = {a/2, b/0},

@@ -2,16 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "cluster_text.h"
 #include "hetplan/cluster/cluster_file.h"
 
 namespace hetplan::cluster {
 namespace {
 
-Cluster parse(const std::string& text) {
-  auto r = parse_cluster_yaml(text, "t.yaml");
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-  return r.ok() ? *r : Cluster{};
-}
+using testing::parse;
 
 // Two groups: rails (8 NICs for 8 GPUs) and a shared NIC (1 NIC for 4 GPUs).
 std::string two_groups(const std::string& network) {
