@@ -19,6 +19,7 @@
 #include "hetplan/runtime/launch.h"
 #include "hetplan/runtime/memory_check.h"
 #include "hetplan/runtime/run.h"
+#include "run_report.h"
 #endif
 
 namespace hetplan::cli {
@@ -33,6 +34,11 @@ struct RunArgs {
   std::string checkpoint_dir;
   std::string measured_out;
   std::string calibration_file;
+  std::string grad_chunk;
+  std::string grad_drop = "deadline";
+  std::string grad_classes = "split";
+  std::string report_file;
+  std::vector<std::string> compare;
   int checkpoint_every = 0;
   int steps = 20;
   int nprocs = 0;
@@ -78,6 +84,11 @@ std::vector<std::string> worker_args(const RunArgs& a) {
   add("--checkpoint", a.checkpoint_dir);
   add("--measured-out", a.measured_out);
   add("--calibration", a.calibration_file);
+  add("--grad-chunk", a.grad_chunk);
+  add("--grad-drop", a.grad_drop);
+  add("--grad-classes", a.grad_classes);
+  add("--report", a.report_file);
+  for (const auto& f : a.compare) add("--compare", f);
   if (a.json) out.push_back("--json");
   out.push_back("--no-memory-check");  // the launcher checked the host for all its workers
   return out;
@@ -89,6 +100,7 @@ void print_result(const runtime::RunResult& r, const plan::Plan& p, bool json) {
     j["first_step"] = r.first_step;
     j["losses"] = r.losses;
     j["step_times_s"] = r.step_times_s;
+    j["sync_times_s"] = r.sync_times_s;
     j["mean_step_time_s"] = r.mean_step_time_s;
     j["world_size"] = r.ranks.size();
     j["global_batch"] = p.global_batch;
@@ -99,7 +111,9 @@ void print_result(const runtime::RunResult& r, const plan::Plan& p, bool json) {
                             {"compute_s", r.ranks[i].compute_s},
                             {"comm_s", r.ranks[i].comm_s},
                             {"idle_s", r.ranks[i].idle_s},
-                            {"step_peak_bytes", r.ranks[i].step_peak_bytes}});
+                            {"step_peak_bytes", r.ranks[i].step_peak_bytes},
+                            {"grad_dropped_fraction", r.ranks[i].grad_dropped_fraction},
+                            {"grad_dropped_norm_fraction", r.ranks[i].grad_dropped_norm_fraction}});
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
     return;
   }
@@ -117,6 +131,15 @@ void print_result(const runtime::RunResult& r, const plan::Plan& p, bool json) {
     fmt::print("{:>5} {:>12.4f} {:>12.4f} {:>12.4f} {:>14.2f}\n", i, r.ranks[i].compute_s,
                r.ranks[i].comm_s, r.ranks[i].idle_s,
                r.ranks[i].step_peak_bytes / (1024.0 * 1024.0));
+  if (p.loss_bound > 0) {
+    double bytes = 0, norm = 0;
+    for (const auto& k : r.ranks) bytes += k.grad_dropped_fraction, norm += k.grad_dropped_norm_fraction;
+    const auto n = static_cast<double>(std::max<std::size_t>(1, r.ranks.size()));
+    fmt::print(
+        "\ngradient chunks dropped (loss_bound {:g}): {:.2f}% of the gradient elements, {:.3f}% of "
+        "the squared norm (per step, mean over the ranks)\n",
+        p.loss_bound, 100 * bytes / n, 100 * norm / n);
+  }
 }
 
 int run_run(const RunArgs& a) {
@@ -164,13 +187,17 @@ int run_run(const RunArgs& a) {
                    "one rank per device\n");
     else if (tell && form.plan.is_op_level())
       std::fprintf(stderr, "hetplan: the op-level plan runs op by op, one rank per device\n");
-    if (tell &&
+    if (tell && form.plan.is_op_level() &&
         (p->grad_priority != plan::GradPriority::none || p->multipath != plan::Multipath::ecmp))
       std::fprintf(stderr,
-                   "hetplan: grad_priority=%s, multipath=%s: the runtime sends gradients in the "
-                   "usual order over the usual routes (the same training step; DLCP's transport "
-                   "is simulated, not run yet)\n",
-                   plan::to_string(p->grad_priority), plan::to_string(p->multipath));
+                   "hetplan: grad_priority=%s: the op-level runtime sends gradients in Gloo's "
+                   "order (the same training step; DLCP's transport carries stage plans only)\n",
+                   plan::to_string(p->grad_priority));
+    else if (tell && p->multipath == plan::Multipath::spray && !(a.emulate && c->multipath()))
+      std::fprintf(stderr,
+                   "hetplan: multipath=spray: this run has one path between its ranks (DLCP's "
+                   "transport sprays over several under --emulate of a cluster with equal "
+                   "routes)\n");
     if (tell && form.per_device_replicas)
       std::fprintf(stderr,
                    "hetplan: the plan splits every op by batch: each replica runs as one replica "
@@ -242,6 +269,15 @@ int run_run(const RunArgs& a) {
   if (a.emulate && a.device != "cpu")
     return report_error("--emulate: expected --device cpu (the emulation limits CPU shares)");
 
+  std::vector<ComparedRun> compared;
+  for (const auto& file : a.compare) {
+    auto run = read_compared_run(file);
+    if (!run) return report_error(run.error().message);
+    compared.push_back(std::move(*run));
+  }
+  if (!a.compare.empty() && a.report_file.empty())
+    return report_error("--compare: expected --report FILE too (the runs are compared there)");
+
   std::unique_ptr<runtime::Emulation> emulation;
   if (a.emulate) {
     if (a.nprocs < 1)
@@ -249,7 +285,8 @@ int run_run(const RunArgs& a) {
     if (a.cluster.empty())
       return report_error("--emulate: expected --cluster (its nodes' cpu_share and NICs)");
     auto e = runtime::Emulation::create(runtime::rank_limits(*c, runtime::rank_devices(*p)),
-                                        std::to_string(::getpid()));
+                                        std::to_string(::getpid()), a.seed,
+                                        c->multipath() ? c->leaf_spine.spines : 1);
     if (!e) return report_error(e.error().message);
     emulation = std::move(*e);
     for (const auto& note : emulation->notes())
@@ -271,9 +308,21 @@ int run_run(const RunArgs& a) {
   opts.threads_per_rank = a.threads;
   opts.cluster = &*c;
   opts.cuda = a.device == "cuda";
+  if (!a.grad_chunk.empty()) {
+    const auto chunk = grad_chunk_from_arg(a.grad_chunk);
+    if (!chunk) return report_error(chunk.error().message);
+    opts.grad_chunk_bytes = *chunk;
+  }
+  opts.grad_drop_all = a.grad_drop == "always";
+  opts.grad_one_class = a.grad_classes == "one";
   auto r = runtime::run_plan(*m, *p, opts, *env);
   if (!r) return report_error(fmt::format("rank {}: {}", env->rank, r.error().message));
   if (env->rank != 0) return 0;
+  if (!a.report_file.empty()) {
+    RunReportInput in{fmt::format("hetplan run: {} on {} ranks", a.model, r->ranks.size()),
+                      a.model, *p, *r, compared};
+    if (!write_output_file(a.report_file, run_report_html(in))) return 2;
+  }
   if (!a.measured_out.empty()) {
     MeasuredRun out;
     out.model = a.model;
@@ -349,6 +398,28 @@ Action add_run_command(CLI::App& app) {
                   "cpu (Gloo) or cuda (each rank on GPU LOCAL_RANK, NCCL; needs a build against a "
                   "CUDA-enabled libtorch)")
       ->capture_default_str();
+  cmd->add_option("--grad-chunk", args->grad_chunk,
+                  "Gradient chunk size of DLCP's transport (plans with a grad_priority or "
+                  "parameter servers), per tensor-parallel rank (default 256KiB)");
+  cmd->add_option("--grad-drop", args->grad_drop,
+                  "Under a loss_bound, which droppable chunks DLCP's transport skips: those not "
+                  "sent by the deadline (deadline), or all of them, the bound's worst case "
+                  "(always)")
+      ->check(CLI::IsMember({"deadline", "always"}))
+      ->capture_default_str();
+  cmd->add_option("--grad-classes", args->grad_classes,
+                  "DLCP's transport: the urgent first half of each step's gradient in a traffic "
+                  "class above the rest (split), or every chunk that must arrive in the class of "
+                  "unmarked traffic (one: what the classes give, measured)")
+      ->check(CLI::IsMember({"split", "one"}))
+      ->capture_default_str();
+  cmd->add_option("--report", args->report_file,
+                  "Write an HTML report of the run to FILE: its loss curve (beside those of "
+                  "--compare runs), each step's gradient synchronisation time, the ranks' times")
+      ->check(writable_output);
+  cmd->add_option("--compare", args->compare,
+                  "A run's JSON (from run --json) whose loss curve the report draws beside this "
+                  "one's (repeatable)");
   cmd->add_flag("--emulate", args->emulate,
                 "Run the --nprocs workers as --cluster describes them: each in its own network "
                 "namespace with its node's NIC bandwidth (tc), at its node's cpu_share of a core "

@@ -83,11 +83,9 @@ int run_simulate(const SimulateArgs& a) {
   if (!p) return report_error(p.error().message);
   sim::SimOptions opts;
   if (!a.grad_chunk.empty()) {
-    const auto chunk = parse_bytes(a.grad_chunk);
-    if (!chunk || !(chunk->value >= 4096) || !(chunk->value <= 1024.0 * 1024 * 1024))
-      return report_error(fmt::format(
-          "--grad-chunk: expected a size from 4KiB to 1GiB (e.g. 256KiB), got '{}'", a.grad_chunk));
-    opts.grad_chunk_bytes = chunk->value;
+    const auto chunk = grad_chunk_from_arg(a.grad_chunk);
+    if (!chunk) return report_error(chunk.error().message);
+    opts.grad_chunk_bytes = *chunk;
   }
   if (!a.calibration_file.empty()) {
     auto prof = calibration_from_args(a.calibration_file, *c, opts.network);

@@ -1,7 +1,10 @@
 #include "plan_args.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 
+#include "hetplan/core/quantity_parse.h"
 #include "hetplan/cost/messaging.h"
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/plan/strategy.h"
@@ -53,6 +56,14 @@ Result<std::shared_ptr<const cost::CalibrationProfile>> calibration_from_args(
   if (!prof) return prof.error();
   c = cost::with_measured_messaging(std::move(c), *prof, network);
   return std::make_shared<const cost::CalibrationProfile>(std::move(*prof));
+}
+
+Result<double> grad_chunk_from_arg(const std::string& text) {
+  const auto chunk = parse_bytes(text);
+  if (!chunk || !(chunk->value >= 4096) || !(chunk->value <= 1024.0 * 1024 * 1024))
+    return Error{
+        fmt::format("--grad-chunk: expected a size from 4KiB to 1GiB (e.g. 256KiB), got '{}'", text)};
+  return chunk->value;
 }
 
 }  // namespace hetplan::cli

@@ -25,6 +25,9 @@ Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::strin
 void warn_single_route_spray(const plan::Plan& p, const cluster::Cluster& c,
                              const std::string& source);
 
+// The gradient chunk size of `--grad-chunk TEXT` (simulate and run share it): 4 KiB to 1 GiB.
+Result<double> grad_chunk_from_arg(const std::string& text);
+
 // A CLI11 check for --strategy: a blank value would silently mean the default strategy, so it
 // is refused ("expected key=value pairs ..."); "" for any other value.
 std::string strategy_not_blank(const std::string& value);

@@ -17,56 +17,16 @@
 
 #include "hetplan/core/quantity_parse.h"
 #include "reports.h"
+#include "svg_chart.h"
 
 namespace hetplan::cli {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::string esc(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char ch : s) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
-}
-
 std::string pct(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
-
-// A 1, 2 or 5 times a power of ten, so that `range` holds about `target` steps.
-double nice_step(double range, int target) {
-  if (!(range > 0)) return 1;
-  const double raw = range / target;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  const double f = raw / mag;
-  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
-}
-
-std::string num(double v) {
-  if (std::abs(v) < 1e-12) v = 0;
-  return fmt::format("{:g}", v);
-}
 
 // Display unit of a time axis, chosen by the largest time shown.
 struct TimeUnit {
@@ -173,7 +133,7 @@ void write_summary(std::string& o, const ReportInput& in) {
   const auto& r = in.result;
   auto card = [&](const std::string& value, const char* what, bool bad = false) {
     o += fmt::format("<div class=\"card\"><b{}>{}</b><span>{}</span></div>\n",
-                     bad ? " class=\"bad\"" : "", esc(value), what);
+                     bad ? " class=\"bad\"" : "", html_escape(value), what);
   };
   o += "<div class=\"cards\">\n";
   card(format_duration(r.iteration_time), "iteration time");
@@ -193,7 +153,7 @@ void write_cluster(std::string& o, const ReportInput& in) {
   const auto& c = in.cluster;
   const auto dtype = in.model.dtype;
   o += "<h2 id=\"cluster\">Cluster</h2>\n";
-  o += fmt::format("<p>{}: {} devices in {} nodes, network {}{}.</p>\n", esc(c.name),
+  o += fmt::format("<p>{}: {} devices in {} nodes, network {}{}.</p>\n", html_escape(c.name),
                    c.num_devices(), c.nodes.size(), cluster::to_string(c.network),
                    c.network == cluster::NetworkKind::fat_tree
                        ? fmt::format(" (oversubscription {:g})", c.oversubscription)
@@ -201,7 +161,7 @@ void write_cluster(std::string& o, const ReportInput& in) {
   if (!c.groups.empty()) {
     o += "<h3>Node groups</h3>\n<table><tr><th>group</th><th>nodes</th><th>devices per node</th>"
          "<th>device</th><th>memory</th><th>peak " +
-         esc(model::to_string(dtype)) +
+         html_escape(model::to_string(dtype)) +
          "</th><th>intra-node bandwidth</th><th>NICs per node</th></tr>\n";
     for (const auto& g : c.groups) {
       const auto& t = c.device_types[g.device_type];
@@ -209,9 +169,9 @@ void write_cluster(std::string& o, const ReportInput& in) {
           "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td>"
           "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
           "<td class=\"n\">{} &times; {}</td></tr>\n",
-          esc(g.name), g.count, g.devices_per_node, esc(t.name), esc(format_bytes(t.memory)),
-          esc(format_flops_rate(t.peak(dtype))), esc(format_bandwidth(g.intra_bandwidth)),
-          g.nic_count, esc(format_bandwidth(g.nic_bandwidth)));
+          html_escape(g.name), g.count, g.devices_per_node, html_escape(t.name), html_escape(format_bytes(t.memory)),
+          html_escape(format_flops_rate(t.peak(dtype))), html_escape(format_bandwidth(g.intra_bandwidth)),
+          g.nic_count, html_escape(format_bandwidth(g.nic_bandwidth)));
     }
     o += "</table>\n";
   }
@@ -220,14 +180,14 @@ void write_cluster(std::string& o, const ReportInput& in) {
   for (const auto& d : c.devices) ++per_type[d.type];
   o += "<h3>Device types</h3>\n<table><tr><th>device</th><th>vendor</th><th>count</th>"
        "<th>memory</th><th>peak " +
-       esc(model::to_string(dtype)) + "</th><th>memory bandwidth</th></tr>\n";
+       html_escape(model::to_string(dtype)) + "</th><th>memory bandwidth</th></tr>\n";
   for (std::size_t t = 0; t < c.device_types.size(); ++t) {
     const auto& dt = c.device_types[t];
     o += fmt::format(
         "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
-        esc(dt.name), esc(dt.vendor), per_type[t], esc(format_bytes(dt.memory)),
-        esc(format_flops_rate(dt.peak(dtype))), esc(format_bandwidth(dt.memory_bandwidth)));
+        html_escape(dt.name), html_escape(dt.vendor), per_type[t], html_escape(format_bytes(dt.memory)),
+        html_escape(format_flops_rate(dt.peak(dtype))), html_escape(format_bandwidth(dt.memory_bandwidth)));
   }
   o += "</table>\n";
   // Nodes: at most kMaxNodes rows.
@@ -243,7 +203,7 @@ void write_cluster(std::string& o, const ReportInput& in) {
     std::string tnames;
     for (int t : types) tnames += (tnames.empty() ? "" : ", ") + c.device_types[t].name;
     o += fmt::format("<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", node.id,
-                     esc(node.group), esc(device_ranges(c, node.devices, 4)), esc(tnames));
+                     html_escape(node.group), html_escape(device_ranges(c, node.devices, 4)), html_escape(tnames));
   }
   o += "</table>\n";
   if (c.nodes.size() > kMaxNodes)
@@ -267,7 +227,7 @@ std::string layer_range(const model::Model& m, const plan::Stage& s) {
   } else {
     names = name(first) + " .. " + name(last);
   }
-  return fmt::format("{}&ndash;{} ({} layers): {}", first, last, s.num_layers, esc(names));
+  return fmt::format("{}&ndash;{} ({} layers): {}", first, last, s.num_layers, html_escape(names));
 }
 
 void write_plan(std::string& o, const ReportInput& in) {
@@ -275,7 +235,7 @@ void write_plan(std::string& o, const ReportInput& in) {
   const auto& c = in.cluster;
   o += "<h2 id=\"plan\">Plan</h2>\n<table>\n";
   auto row = [&](const char* key, const std::string& value) {
-    o += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", key, esc(value));
+    o += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", key, html_escape(value));
   };
   row("model", fmt::format("{} ({:.3g}B parameters, {})", in.model.name,
                            static_cast<double>(in.model.parameters()) / 1e9,
@@ -349,7 +309,7 @@ void write_plan(std::string& o, const ReportInput& in) {
       o += fmt::format(
           "<td class=\"n\">{}</td><td class=\"devs\">{}</td><td>{}</td><td class=\"n\">{}</td>"
           "</tr>\n",
-          r, esc(devs), shares, pct(rep.batch_share));
+          r, html_escape(devs), shares, pct(rep.batch_share));
     }
     if (st.replicas.size() > shown)
       o += fmt::format("<tr><td colspan=\"4\" class=\"note\">{} more replicas</td></tr>\n",
@@ -498,7 +458,7 @@ void write_timeline(std::string& o, const ReportInput& in) {
   o += fmt::format(
       "<svg class=\"tl\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"timeline of one iteration\">\n",
-      num(width), num(height));
+      number_text(width), number_text(height));
   // Time axis: grid lines and labels (top, and bottom for tall charts).
   const double step = nice_step(t_end * unit.scale, 10);
   o += "<g>";
@@ -507,22 +467,22 @@ void write_timeline(std::string& o, const ReportInput& in) {
     if (v > t_end * unit.scale * (1 + 1e-9)) break;
     const double x = kLabelW + v / unit.scale * px_per_s;
     o += fmt::format("<line class=\"grid\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>",
-                     x, num(top - 4), num(top + rows_h));
+                     x, number_text(top - 4), number_text(top + rows_h));
     o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x,
-                     num(top - 8), num(v));
+                     number_text(top - 8), number_text(v));
     if (bottom_axis)
       o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x,
-                       num(top + rows_h + 14), num(v));
+                       number_text(top + rows_h + 14), number_text(v));
   }
-  o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">time ({})</text>", num(kLabelW - 8),
-                   num(top - 8), unit.name);
+  o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">time ({})</text>", number_text(kLabelW - 8),
+                   number_text(top - 8), unit.name);
   o += "</g>\n";
   // End of the iteration.
   const double x_end = kLabelW + r.iteration_time.value * px_per_s;
   o += fmt::format(
       "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#c0392b\" "
       "stroke-dasharray=\"4 3\"/>\n",
-      x_end, num(top - 4), num(top + rows_h));
+      x_end, number_text(top - 4), number_text(top + rows_h));
 
   auto bar_title = [&](const Bar& b) {
     const auto& e = ev[b.first];
@@ -550,10 +510,10 @@ void write_timeline(std::string& o, const ReportInput& in) {
       o += fmt::format(
           "<rect class=\"{}\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\"><title>{}"
           "</title></rect>",
-          kind_class(b.kind), b.x0, num(y), w, num(h), bar_title(b));
+          kind_class(b.kind), b.x0, number_text(y), w, number_text(h), bar_title(b));
     } else {
       paths[static_cast<std::size_t>(b.kind)] +=
-          fmt::format("M{:.1f} {}h{:.1f}v{}h-{:.1f}z", b.x0, num(y), w, num(h), w);
+          fmt::format("M{:.1f} {}h{:.1f}v{}h-{:.1f}z", b.x0, number_text(y), w, number_text(h), w);
     }
   };
   for (std::size_t k = 0; k < shown.size(); ++k) {
@@ -561,10 +521,10 @@ void write_timeline(std::string& o, const ReportInput& in) {
     const double y = top + kRowH * static_cast<double>(k) + 2;
     if (k % 2 == 1)
       o += fmt::format("<rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f7f7f9\"/>",
-                       num(y - 2), num(width), num(kRowH));
+                       number_text(y - 2), number_text(width), number_text(kRowH));
     std::string label = lane_label(in, l);
-    o += fmt::format("<text x=\"{}\" y=\"{}\"><title>{}</title>{}</text>\n", num(8), num(y + 11),
-                     esc(r.lanes[l].name), esc(label));
+    o += fmt::format("<text x=\"{}\" y=\"{}\"><title>{}</title>{}</text>\n", number_text(8), number_text(y + 11),
+                     html_escape(r.lanes[l].name), html_escape(label));
     for (const auto& b : cbars[k]) draw(b, y, kComputeH);
     for (const auto& b : tbars[k]) draw(b, y + kComputeH + 1, kTransferH);
     for (std::size_t kind = 0; kind < paths.size(); ++kind) {
@@ -577,7 +537,7 @@ void write_timeline(std::string& o, const ReportInput& in) {
       const auto& e = ev[b.first];
       if (b.count != 1 || e.microbatch < 0 || b.x1 - b.x0 < 16) continue;
       o += fmt::format("<text class=\"mb\" x=\"{:.1f}\" y=\"{}\">{}</text>", (b.x0 + b.x1) / 2,
-                       num(y + 10.5), e.microbatch);
+                       number_text(y + 10.5), e.microbatch);
     }
     o += "\n";
   }
@@ -672,10 +632,10 @@ void write_memory(std::string& o, const ReportInput& in) {
     std::string svg = fmt::format(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
         "viewBox=\"0 0 {0} {1}\">",
-        num(kBarW + 4), num(kBarH + 2));
+        number_text(kBarW + 4), number_text(kBarH + 2));
     const double cap_w = s.capacity.value / scale_max * kBarW;
     svg += fmt::format("<rect x=\"0\" y=\"1\" width=\"{:.1f}\" height=\"{}\" fill=\"#f0f0f0\"/>",
-                       cap_w, num(kBarH));
+                       cap_w, number_text(kBarH));
     double x = 0;
     const std::pair<const char*, double> parts[] = {{"mp", m.parameters.value},
                                                     {"mg", m.gradients.value},
@@ -686,18 +646,18 @@ void write_memory(std::string& o, const ReportInput& in) {
       const double w = std::max(bytes, 0.0) / scale_max * kBarW;
       if (w <= 0) continue;
       svg += fmt::format("<rect class=\"{}\" x=\"{:.1f}\" y=\"1\" width=\"{:.1f}\" height=\"{}\"/>",
-                         cls, x, w, num(kBarH));
+                         cls, x, w, number_text(kBarH));
       x += w;
     }
     svg += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"0\" x2=\"{0:.1f}\" y2=\"{1}\" stroke=\"#222\" "
         "stroke-width=\"2\"/></svg>",
-        std::min(cap_w, kBarW + 3), num(kBarH + 2));
+        std::min(cap_w, kBarW + 3), number_text(kBarH + 2));
     o += fmt::format(
         "<tr{}><td class=\"mdev\">{}</td><td class=\"nw\">{}</td><td>{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
-        s.fits ? "" : " class=\"hl\"", esc(label), esc(type), svg, gib(s.peak_memory.value),
+        s.fits ? "" : " class=\"hl\"", html_escape(label), html_escape(type), svg, gib(s.peak_memory.value),
         gib(s.capacity.value), gib(m.parameters.value), gib(m.gradients.value),
         gib(m.optimizer.value), gib(m.activations.value), gib(m.buffers.value),
         s.fits ? "<span class=\"ok\">fits</span>" : "<span class=\"bad\">DOES NOT FIT</span>");
@@ -721,20 +681,20 @@ void write_baselines(std::string& o, const ReportInput& in) {
   o += fmt::format(
       "<tr class=\"hl\"><td>this plan ({})</td><td class=\"n\">{}</td><td>{}</td>"
       "<td class=\"n\">1.00&times;</td></tr>\n",
-      esc(in.planner.empty() ? in.plan.planner : in.planner), esc(format_duration(Seconds(t))),
+      html_escape(in.planner.empty() ? in.plan.planner : in.planner), html_escape(format_duration(Seconds(t))),
       in.result.fits ? "yes" : "<span class=\"bad\">no</span>");
   for (const auto& b : in.baselines) {
     if (!b.iteration_time_s) {
       o += fmt::format(
           "<tr><td>{}</td><td class=\"n\">no plan</td><td>&ndash;</td><td class=\"n\">&ndash;"
           "</td></tr>\n",
-          esc(b.name));
+          html_escape(b.name));
       continue;
     }
     const double bt = *b.iteration_time_s;
     o += fmt::format(
         "<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td></tr>\n",
-        esc(b.name), esc(format_duration(Seconds(bt))),
+        html_escape(b.name), html_escape(format_duration(Seconds(bt))),
         b.fits ? "yes" : "<span class=\"bad\">no</span>",
         t > 0 ? fmt::format("{:.2f}&times;", bt / t) : std::string("&ndash;"));
   }
@@ -782,7 +742,7 @@ void write_frontier(std::string& o, const ReportInput& in) {
   o += fmt::format(
       "<svg class=\"pf\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"Pareto frontier\">\n",
-      num(kW), num(kH));
+      number_text(kW), number_text(kH));
   // Axes with grid.
   const double xs = nice_step((x_hi - x_lo) * unit.scale, 8);
   for (double v = std::ceil(x_lo * unit.scale / xs) * xs; v <= x_hi * unit.scale * (1 + 1e-9);
@@ -791,7 +751,7 @@ void write_frontier(std::string& o, const ReportInput& in) {
     o += fmt::format(
         "<line class=\"grid\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>"
         "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-        x, num(kT), num(kH - kB), num(kH - kB + 16), num(v));
+        x, number_text(kT), number_text(kH - kB), number_text(kH - kB + 16), number_text(v));
   }
   const double ys = nice_step(y_hi, 6);
   for (double v = 0; v <= y_hi * (1 + 1e-9); v += ys) {
@@ -799,24 +759,24 @@ void write_frontier(std::string& o, const ReportInput& in) {
     o += fmt::format(
         "<line class=\"grid\" x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\"/>"
         "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
-        num(kL), y, num(kW - kR), num(kL - 6), y + 4, num(v));
+        number_text(kL), y, number_text(kW - kR), number_text(kL - 6), y + 4, number_text(v));
   }
   o += fmt::format(
       "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#444\"/>"
       "<line x1=\"{0}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" stroke=\"#444\"/>\n",
-      num(kL), num(kT), num(kH - kB), num(kW - kR));
+      number_text(kL), number_text(kT), number_text(kH - kB), number_text(kW - kR));
   o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">iteration time ({})</text>\n",
-                   num((kL + kW - kR) / 2), num(kH - 12), unit.name);
+                   number_text((kL + kW - kR) / 2), number_text(kH - 12), unit.name);
   o += fmt::format(
       "<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">max peak memory "
       "per device (GiB)</text>\n",
-      num((kT + kH - kB) / 2));
+      number_text((kT + kH - kB) / 2));
   if (show_cap)
     o += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#c0392b\" "
         "stroke-dasharray=\"5 4\"/><text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\" "
         "fill=\"#c0392b\">smallest device memory in use ({5:.1f} GiB)</text>\n",
-        num(kL), Y(cap), num(kW - kR), num(kW - kR - 4), Y(cap) - 5, cap);
+        number_text(kL), Y(cap), number_text(kW - kR), number_text(kW - kR - 4), Y(cap) - 5, cap);
   // Staircase through the points: memory holds until the next (slower) point.
   std::string path =
       fmt::format("M{:.1f} {:.1f}", X(pts[0]->iteration_time_s), Y(pts[0]->max_peak_bytes / kGiB));
@@ -830,7 +790,7 @@ void write_frontier(std::string& o, const ReportInput& in) {
     o += fmt::format(
         "<circle class=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\"><title>{}: {:.4g} {}, {:.2f} "
         "GiB</title></circle><text x=\"{:.1f}\" y=\"{:.1f}\"{}>{}{}</text>\n",
-        p.chosen ? "chosen" : "pt", x, y, p.chosen ? 7 : 4, esc(p.label),
+        p.chosen ? "chosen" : "pt", x, y, p.chosen ? 7 : 4, html_escape(p.label),
         p.iteration_time_s * unit.scale, unit.name, p.max_peak_bytes / kGiB, x + 7, y - 7,
         p.chosen ? " font-weight=\"bold\"" : "", i + 1, p.chosen ? " (chosen)" : "");
   }
@@ -841,8 +801,8 @@ void write_frontier(std::string& o, const ReportInput& in) {
     o += fmt::format(
         "<tr{}><td class=\"n\">{}</td><td>{}{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td></tr>\n",
-        p.chosen ? " class=\"hl\"" : "", i + 1, esc(p.label), p.chosen ? " <b>(chosen)</b>" : "",
-        esc(format_duration(Seconds(p.iteration_time_s))), gib(p.max_peak_bytes));
+        p.chosen ? " class=\"hl\"" : "", i + 1, html_escape(p.label), p.chosen ? " <b>(chosen)</b>" : "",
+        html_escape(format_duration(Seconds(p.iteration_time_s))), gib(p.max_peak_bytes));
   }
   o += "</table>\n";
 }
@@ -854,12 +814,12 @@ std::string report_html(const ReportInput& in) {
   o.reserve(1 << 16);
   o += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   o += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  o += "<title>" + esc(in.title) + "</title>\n<style>";
+  o += "<title>" + html_escape(in.title) + "</title>\n<style>";
   o += kStyle;
   o += "</style>\n</head>\n<body>\n";
-  o += "<h1>" + esc(in.title) + "</h1>\n";
-  o += fmt::format("<p class=\"note\">{} on {}, planner {}.</p>\n", esc(in.model.name),
-                   esc(in.cluster.name), esc(in.planner.empty() ? in.plan.planner : in.planner));
+  o += "<h1>" + html_escape(in.title) + "</h1>\n";
+  o += fmt::format("<p class=\"note\">{} on {}, planner {}.</p>\n", html_escape(in.model.name),
+                   html_escape(in.cluster.name), html_escape(in.planner.empty() ? in.plan.planner : in.planner));
   o += "<nav><a href=\"#cluster\">Cluster</a><a href=\"#plan\">Plan</a><a href=\"#timeline\">"
        "Timeline</a><a href=\"#memory\">Memory</a>";
   if (!in.baselines.empty()) o += "<a href=\"#baselines\">Baselines</a>";

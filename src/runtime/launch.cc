@@ -120,6 +120,8 @@ Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& arg
           ::_exit(126);
         }
         ::setenv("GLOO_SOCKET_IFNAME", Emulation::interface(), 1);
+        if (emulation->paths() > 1)
+          ::setenv(kPathInterfacesVariable, emulation->path_interfaces().c_str(), 1);
       }
       ::setenv("MASTER_ADDR", master.c_str(), 1);
       ::setenv("MASTER_PORT", std::to_string(*port).c_str(), 1);

@@ -915,6 +915,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       comm += seconds_since(comm_start);
       const double step_time = seconds_since(start);
       res.step_times_s.push_back(step_time);
+      res.sync_times_s.push_back(comm);
       if (step >= skip) {
         own.comm_s += comm;
         own.idle_s += idle;

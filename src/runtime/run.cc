@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -16,6 +17,7 @@
 
 #include "batch_program.h"
 #include "batches.h"
+#include "chunk_transport.h"
 #include "grad_buckets.h"
 #include "heap.h"
 #include "hetplan/plan/op_groups.h"
@@ -136,6 +138,7 @@ std::pair<std::int64_t, std::int64_t> samples_of(const plan::Plan& p, int stage,
 // layers differently (gradients then summed in the whole layout).
 struct Groups {
   PG world, tensor, stage, tied, stage_all;
+  c10::intrusive_ptr<c10d::Store> store;  // where DLCP's transport finds its peers
 };
 
 // Opens them with `backend` (throws what it cannot open).
@@ -148,6 +151,7 @@ Groups connect(const RankEnv& env, const Place& at, bool tied, bool batch_progra
     return *pg;
   };
   Groups g;
+  g.store = store;
   g.world = open(store, env.rank, env.world_size);
   auto group = [&](const std::string& name, int rank, int size) -> PG {
     return open(c10::make_intrusive<c10d::PrefixStore>(name + "/", store), rank, size);
@@ -326,29 +330,62 @@ std::optional<Error> schedule_problem(const plan::Plan& p) {
   return Error{"plan: schedule: interleaved schedules are not executed yet"};
 }
 
-std::optional<Error> sync_problem(const plan::Plan& p) {
-  for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
-    if (p.grad_sync[i].method != plan::SyncMethod::all_reduce)
+// DLCP's transport (chunk_transport.h) carries a stage plan's gradients when the plan sets a
+// grad_priority or multipath=spray, or synchronises every gradient through parameter servers; it replaces the
+// buckets' all-reduce over replicas that split their layers alike, without a batch program.
+// Elsewhere the runtime sends every gradient byte in Gloo's order, which trains alike, so a
+// priority alone runs there, but a loss bound or a parameter server does not.
+bool all_parameter_servers(const plan::Plan& p) {
+  return !p.grad_sync.empty() &&
+         std::all_of(p.grad_sync.begin(), p.grad_sync.end(), [](const plan::GradSync& g) {
+           return g.method == plan::SyncMethod::parameter_server;
+         });
+}
+
+bool uses_chunk_transport(const plan::Plan& p) {
+  return !p.is_op_level() &&
+         (p.grad_priority != plan::GradPriority::none || p.multipath == plan::Multipath::spray ||
+          all_parameter_servers(p));
+}
+
+std::optional<Error> transport_problem(const model::Model& m, const plan::Plan& p) {
+  const bool needed = p.loss_bound > 0 || all_parameter_servers(p);
+  if (!needed) return std::nullopt;
+  const std::string what = p.loss_bound > 0 ? fmt::format("loss_bound: {:g}", p.loss_bound)
+                                            : std::string("grad_sync: parameter_server");
+  if (p.is_op_level())
+    return Error{fmt::format(
+        "plan: {}: DLCP's transport carries stage plans' gradients, not an op-level plan's", what)};
+  for (std::size_t s = 0; s < p.stages.size(); ++s)
+    if (p.stages[s].replicas.size() > 1 && !alike(replicas_of(p.stages[s])))
       return Error{fmt::format(
-          "plan: grad_sync[{}].method: {} is not executed yet (the runtime all-reduces gradients)",
-          i, plan::to_string(p.grad_sync[i].method))};
+          "plan: {}: stages[{}]: replicas that split layers differently sum gradients in the whole "
+          "layout, which DLCP's transport does not carry (expected replicas with the same "
+          "tensor-parallel degree and shares)",
+          what, s)};
+  if (auto program = batch_program_of(m, p); program && *program)
+    return Error{fmt::format(
+        "plan: {}: a batch program's gradients are summed over every rank of a stage, which "
+        "DLCP's transport does not carry",
+        what)};
   return std::nullopt;
 }
 
-// DLCP's transport (plan.h's GradPriority) is simulated; the runtime sends every gradient byte
-// in its usual order, which trains alike, so priorities and spraying run (slower than predicted
-// on a contended network) but a loss bound, which changes the training, does not.
-std::optional<Error> transport_problem(const plan::Plan& p) {
-  if (p.loss_bound <= 0) return std::nullopt;
-  return Error{fmt::format(
-      "plan: loss_bound: {:g}: the runtime does not drop gradient chunks yet (expected 0)",
-      p.loss_bound)};
+std::optional<Error> sync_problem(const plan::Plan& p) {
+  if (all_parameter_servers(p)) return std::nullopt;  // DLCP's transport carries them
+  for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
+    if (p.grad_sync[i].method != plan::SyncMethod::all_reduce)
+      return Error{fmt::format(
+          "plan: grad_sync[{}].method: {} is not executed yet (the runtime all-reduces gradients, "
+          "or sends them through parameter servers when every rule says so)",
+          i, plan::to_string(p.grad_sync[i].method))};
+  return std::nullopt;
 }
 
 }  // namespace
 
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size) {
-  if (auto e = transport_problem(p)) return *e;
+  if (auto e = transport_problem(m, p)) return *e;
   if (p.is_op_level()) return detail::check_op_level(m, p, world_size);
   if (auto family = detail::executable_family(m); !family) return family.error();
   std::set<int> devices;
@@ -573,13 +610,13 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   std::unique_ptr<detail::GradBuckets> buckets;
   const std::vector<torch::Tensor> shards = mod.sharded_parameters();
   const PG bucket_group = batch_program ? groups.stage_all : groups.stage;
+  std::vector<std::vector<torch::Tensor>> layers;  // the buckets' parameters, by layer
   if (bucket_group) {
     auto is_shard = [&](const torch::Tensor& t) {
       return std::any_of(shards.begin(), shards.end(), [&](const torch::Tensor& s) {
         return s.unsafeGetTensorImpl() == t.unsafeGetTensorImpl();
       });
     };
-    std::vector<std::vector<torch::Tensor>> layers;
     std::vector<double> layer_bytes;  // as the simulator counts them
     for (int l = stage.first_layer; l < stage.first_layer + stage.num_layers; ++l) {
       std::vector<torch::Tensor> whole;
@@ -595,9 +632,44 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
                                 : static_cast<double>(m.layer_parameters(l)) *
                                       model::dtype_bytes(m.dtype) / static_cast<double>(at.T()));
     }
-    buckets = std::make_unique<detail::GradBuckets>(layers, layer_bytes, p.grad_bucket_bytes,
-                                                    bucket_group);
+    if (!uses_chunk_transport(p) || batch_program)
+      buckets = std::make_unique<detail::GradBuckets>(layers, layer_bytes, p.grad_bucket_bytes,
+                                                      bucket_group);
   }
+  // Or DLCP's transport: the same sums over the same ranks, chunk by chunk in priority order
+  // after the last backward pass (chunk_transport.h).
+  std::unique_ptr<detail::ChunkTransport> transport;
+  if (bucket_group && !buckets) {
+    auto addresses = detail::path_addresses(env.master_addr);
+    if (!addresses) return addresses.error();
+    const c10::intrusive_ptr<c10d::Store> store = groups.store;
+    const detail::Rendezvous rv{
+        [store](const std::string& k, const std::string& v) {
+          store->set(k, std::vector<std::uint8_t>(v.begin(), v.end()));
+        },
+        [store](const std::string& k) {
+          const auto v = store->get(k);
+          return std::string(v.begin(), v.end());
+        }};
+    auto made = detail::ChunkTransport::connect(rv, fmt::format("dlcp/stage{}_{}", at.s, at.j),
+                                                at.r, at.R(), *addresses, timeout);
+    if (!made) return made.error();
+    transport = std::move(*made);
+  }
+  detail::ChunkSyncOptions transport_opts;
+  transport_opts.form =
+      all_parameter_servers(p) ? detail::SyncForm::parameter_server : detail::SyncForm::ring;
+  transport_opts.timeout = timeout;
+  transport_opts.drop_all = opts.grad_drop_all;
+  transport_opts.spray = p.multipath == plan::Multipath::spray;
+  std::vector<std::int64_t> layer_numel;
+  for (const auto& l : layers) {
+    std::int64_t n = 0;
+    for (const auto& t : l) n += t.numel();
+    layer_numel.push_back(n);
+  }
+  std::vector<double> chunk_mean_square;  // the last step's sums, for the magnitude order
+  double dropped = 0, dropped_norm = 0;   // over the measured steps
   // Resuming: this rank's parameters and step count from the newest whole checkpoint, then
   // (below) its optimizer state.
   int first_step = 0;
@@ -841,6 +913,28 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       for (auto& w : sends) w->wait(timeout);
       // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
       if (buckets) buckets->finish(timeout);
+      if (transport && !layer_numel.empty() &&
+          std::accumulate(layer_numel.begin(), layer_numel.end(), std::int64_t{0}) > 0) {
+        std::vector<torch::Tensor> grads;
+        for (const auto& l : layers)
+          for (const auto& g : grads_of(l)) grads.push_back(g);
+        torch::Tensor flat = detail::flatten(grads).to(torch::kCPU, torch::kFloat).contiguous();
+        auto chunks = detail::order_chunks(
+            layer_numel, std::max<std::int64_t>(1, std::llround(opts.grad_chunk_bytes / 4 / at.T())),
+            p.grad_priority, p.loss_bound, chunk_mean_square);
+        if (opts.grad_one_class)
+          for (auto& c : chunks)
+            if (!c.droppable) c.cls = 1;
+        auto summed = transport->sum(flat.data_ptr<float>(), chunks, transport_opts);
+        if (!summed) throw std::runtime_error(summed.error().message);
+        chunk_mean_square =
+            detail::chunk_mean_squares(flat.data_ptr<float>(), chunks, summed->complete);
+        detail::unflatten_into(flat.to(grads.front().options()), grads);
+        if (step - first_step >= skip) {
+          dropped += summed->dropped_fraction;
+          dropped_norm += summed->dropped_norm_fraction;
+        }
+      }
       if (!shards.empty() && at.aligned[at.s] && groups.stage)
         detail::all_reduce_flat(*groups.stage, grads_of(shards));
       else if (!shards.empty() && !at.aligned[at.s])  // replicas sharding them differently
@@ -898,6 +992,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       sync();
       const double step_time = seconds_since(start);
       res.step_times_s.push_back(step_time);
+      res.sync_times_s.push_back(comm);
       if (step - first_step >= skip) {
         own.comm_s += comm;
         own.idle_s += idle;
@@ -908,6 +1003,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       if (!opts.checkpoint_dir.empty() &&
           (last_step || (opts.checkpoint_every > 0 && (step + 1) % opts.checkpoint_every == 0)))
         if (auto saved = save(step + 1); !saved) return saved.error();
+    }
+    if (opts.steps > skip) {
+      own.grad_dropped_fraction = dropped / (opts.steps - skip);
+      own.grad_dropped_norm_fraction = dropped_norm / (opts.steps - skip);
     }
     detail::finish_run(res, own_losses, own, opts.steps, skip, groups.world.get(), env, dev);
   } catch (const std::exception& e) {

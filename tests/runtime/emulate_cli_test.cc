@@ -30,6 +30,13 @@ network: {kind: switch}
   return file.string();
 }
 
+// No namespace of an emulation is left behind.
+void expect_torn_down() {
+  if (!std::filesystem::exists("/var/run/netns")) return;
+  for (const auto& e : std::filesystem::directory_iterator("/var/run/netns"))
+    EXPECT_NE(e.path().filename().string().rfind("hp", 0), 0u) << e.path();
+}
+
 TEST(EmulateCli, RunsInNamespacesAndMatchesOneProcess) {
   const std::string cluster = cluster_file();
   auto r = run_hetplan(std::string("run --json --steps 20 --model ") + kMlp + " --cluster " +
@@ -46,12 +53,49 @@ TEST(EmulateCli, RunsInNamespacesAndMatchesOneProcess) {
   ASSERT_EQ(emulated.size(), single.size());
   for (std::size_t i = 0; i < single.size(); ++i)
     EXPECT_NEAR(emulated[i], single[i], 1e-4 * std::abs(single[i]));
-  // Everything it set up is gone.
-  if (std::filesystem::exists("/var/run/netns")) {
-    for (const auto& e : std::filesystem::directory_iterator("/var/run/netns")) {
-      EXPECT_NE(e.path().filename().string().rfind("hp", 0), 0u) << e.path();
+  expect_torn_down();  // everything it set up is gone
+}
+
+// DLCP's transport on two emulated paths (a leaf-spine of 2 spines: each rank a link per spine at
+// half its NIC's bandwidth) with cross traffic on every rank's link 30% of the time: sprayed and
+// hashed flows train as one process does, and a loss bound drops within it.
+TEST(EmulateCli, TheTransportRunsOverTwoPathsBesideCrossTraffic) {
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_emulate_ls_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(file) << R"(version: 1
+nodes:
+  - {group: cpu, count: 2, device: cpu, devices_per_node: 1, cpu_share: 0.8,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 200Mbps, count: 1, latency: 50us}}
+network: {kind: leaf-spine, spines: 2, nodes_per_leaf: 1, background_load: 0.3}
+)";
+  const std::string base = std::string("run --json --steps 12 --model ") + kMlp + " --cluster " +
+                           file.string() + " --nprocs 2 --emulate --grad-chunk 4KiB --strategy " +
+                           "dp=2,gbs=16,grad_priority=layer";
+  auto one =
+      run_hetplan(std::string("run --json --steps 12 --model ") + kMlp + " --strategy dp=1,gbs=16");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto single = nlohmann::json::parse(one.out)["losses"].get<std::vector<double>>();
+  for (const char* extra : {",multipath=spray", ",multipath=ecmp"}) {
+    auto r = run_hetplan(base + extra);
+    if (r.exit_code != 0 && r.err.find("--emulate:") != std::string::npos) {
+      std::filesystem::remove(file);
+      GTEST_SKIP() << "this environment refuses emulation: " << r.err;
     }
+    ASSERT_EQ(r.exit_code, 0) << extra << ": " << r.err;
+    EXPECT_EQ(r.err.find("one path"), std::string::npos) << r.err;  // it sprays here
+    const auto emulated = nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>();
+    ASSERT_EQ(emulated.size(), single.size());
+    for (std::size_t i = 0; i < single.size(); ++i)
+      EXPECT_NEAR(emulated[i], single[i], 1e-4 * std::abs(single[i])) << extra << " step " << i;
   }
+  auto lossy = run_hetplan(base + "+magnitude,multipath=spray,loss_bound=0.05 --grad-drop always");
+  ASSERT_EQ(lossy.exit_code, 0) << lossy.err;
+  for (const auto& rank : nlohmann::json::parse(lossy.out)["ranks"]) {
+    EXPECT_GT(rank["grad_dropped_fraction"].get<double>(), 0.0);
+    EXPECT_LE(rank["grad_dropped_fraction"].get<double>(), 0.05 + 1e-12);
+  }
+  std::filesystem::remove(file);
+  expect_torn_down();
 }
 
 TEST(EmulateCli, NeedsWorkersAndACluster) {

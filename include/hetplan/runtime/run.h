@@ -40,6 +40,15 @@ struct RunOptions {
   // Run on this rank's GPU (cuda:LOCAL_RANK) with NCCL process groups, one rank per GPU; needs a
   // build against a CUDA-enabled libtorch. Otherwise on the CPU with Gloo.
   bool cuda = false;
+  // DLCP's transport (plans with a grad_priority): gradient chunk size per tensor-parallel rank,
+  // as the simulator's default.
+  double grad_chunk_bytes = 256.0 * 1024;
+  // Under a loss bound: skip every droppable chunk (the bound's worst case) instead of those the
+  // deadline finds unsent.
+  bool grad_drop_all = false;
+  // Every chunk that must arrive in one traffic class (the class of unmarked traffic) instead of
+  // the urgent first half in a class of its own: what the classes give, measured.
+  bool grad_one_class = false;
 };
 
 // The form of replica r's uneven all-gathers and reduce-scatters: the plan's, or (auto) the one
@@ -56,11 +65,18 @@ struct RankTimes {
   // The most tensor memory one of those steps held above what it started with (activations,
   // gradients and temporaries; on the CPU, as its allocator reports them), in bytes.
   double step_peak_bytes = 0;
+  // DLCP's transport under a loss bound (chunk_transport.h): per measured step on average, the
+  // fraction of this rank's gradient elements not summed and the share of its squared norm they
+  // held. 0 elsewhere.
+  double grad_dropped_fraction = 0;
+  double grad_dropped_norm_fraction = 0;
 };
 
 struct RunResult {
   std::vector<double> losses;        // per step, the global batch's mean loss
   std::vector<double> step_times_s;  // per step, wall time on rank 0
+  // per step, rank 0's time in gradient and parameter collectives (RankTimes::comm_s's part)
+  std::vector<double> sync_times_s;
   double mean_step_time_s = 0;       // excluding the first two steps (when there are more)
   std::vector<RankTimes> ranks;      // per rank, over the steps counted in mean_step_time_s
   std::int64_t parameters = 0;       // of the executed module

@@ -1,0 +1,103 @@
+// The run report (hetplan run --report) and the line charts it draws: exact sections and values
+// on a small hand-made run, escaping, compared runs read from run --json files, and their errors.
+#include "../../src/cli/run_report.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "../../src/cli/svg_chart.h"
+
+namespace hetplan::cli {
+namespace {
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(LineChart, OnePathAndOneLegendEntryPerSeries) {
+  LineChart c{"loss <per> step", "step", "loss", {}, false};
+  c.series.push_back({"a & b", {0, 1, 2}, {3, 2, 1}});
+  c.series.push_back({"c", {0, 1}, {2.5, std::nan("")}});  // the NaN is left out
+  const std::string svg = line_chart_svg(c);
+  EXPECT_EQ(count(svg, "<path "), 2u);
+  EXPECT_NE(svg.find("d=\"M"), std::string::npos);
+  EXPECT_NE(svg.find(">a &amp; b</text>"), std::string::npos);
+  EXPECT_NE(svg.find("aria-label=\"loss &lt;per&gt; step\""), std::string::npos);
+  EXPECT_EQ(svg.find("nan"), std::string::npos);
+  // Nothing finite: a note, no SVG.
+  LineChart empty{"nothing", "x", "y", {{"s", {0}, {std::nan("")}}}, false};
+  EXPECT_EQ(line_chart_svg(empty).rfind("<p class=\"note\">No data for nothing.</p>", 0), 0u);
+}
+
+TEST(LineChart, AxisStepsAreOneTwoOrFiveTimesAPowerOfTen) {
+  EXPECT_DOUBLE_EQ(nice_step(10, 5), 2);
+  EXPECT_DOUBLE_EQ(nice_step(0.7, 6), 0.2);
+  EXPECT_DOUBLE_EQ(nice_step(300, 8), 50);
+  EXPECT_EQ(number_text(1e-15), "0");
+  EXPECT_EQ(number_text(2.5), "2.5");
+}
+
+TEST(RunReport, SectionsFiguresAndComparedRuns) {
+  plan::Plan p;
+  p.global_batch = 16;
+  p.grad_priority = plan::GradPriority::layer_magnitude;
+  p.loss_bound = 0.05;
+  runtime::RunResult r;
+  r.losses = {2.0, 1.5, 1.25, 1.0};
+  r.step_times_s = {0.5, 0.2, 0.1, 0.3};
+  r.sync_times_s = {0.4, 0.1, 0.05, 0.2};  // after the first two: 0.05 and 0.2
+  r.ranks = {runtime::RankTimes{1, 2, 0, 1048576, 0.04, 0.01},
+             runtime::RankTimes{1, 2, 0, 1048576, 0.02, 0.03}};
+  const RunReportInput in{"hetplan run: <gpt>", "gpt:layers=2", p, r,
+                          {ComparedRun{"lossless", 0, {2.0, 1.4, 1.2, 0.9}}}};
+  const std::string html = run_report_html(in);
+  EXPECT_NE(html.find("<title>hetplan run: &lt;gpt&gt;</title>"), std::string::npos);
+  EXPECT_NE(html.find("DLCP chunks (ring all-reduce): priority layer+magnitude, loss bound 0.05, "
+                      "multipath ecmp"),
+            std::string::npos);
+  EXPECT_NE(html.find("median 50.00 ms, p99 50.00 ms per step"), std::string::npos) << html;
+  EXPECT_NE(html.find("median 100.00 ms, p99 100.00 ms (steps after"), std::string::npos);
+  // Dropped: the ranks' mean, 3% of the elements and 2% of the squared norm.
+  EXPECT_NE(html.find("3.00% of the elements, 2.000% of the squared norm"), std::string::npos);
+  EXPECT_EQ(count(html, "<svg "), 3u);  // the losses, their gap, the synchronisation times
+  EXPECT_NE(html.find(">against lossless</text>"), std::string::npos);
+  EXPECT_NE(html.find(">this run</text>"), std::string::npos);
+  EXPECT_NE(html.find(">lossless</text>"), std::string::npos);
+  // The comparison table: last loss and the mean of the last (up to) 10.
+  EXPECT_NE(html.find("<td>lossless</td><td class=\"n\">4</td><td class=\"n\">0.900000</td>"
+                      "<td class=\"n\">1.375000</td>"),
+            std::string::npos);
+}
+
+TEST(RunReport, ComparedRunsAreReadFromRunJsonOrRefusedWithTheField) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto good = dir / ("hetplan_cmp_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(good) << R"({"first_step": 3, "losses": [1.5, 1.25]})";
+  auto run = read_compared_run(good.string());
+  ASSERT_TRUE(run) << run.error().message;
+  EXPECT_EQ(run->name, good.stem().string());
+  EXPECT_EQ(run->first_step, 3);
+  EXPECT_EQ(run->losses, (std::vector<double>{1.5, 1.25}));
+  std::ofstream(good) << R"({"losses": [1.5, "x"]})";
+  auto bad = read_compared_run(good.string());
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message,
+            "--compare: " + good.string() + ": losses: expected an array of numbers");
+  std::ofstream(good) << "not json";
+  bad = read_compared_run(good.string());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("expected the JSON object"), std::string::npos);
+  std::filesystem::remove(good);
+  bad = read_compared_run(good.string());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("cannot read it"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetplan::cli
