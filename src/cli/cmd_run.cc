@@ -320,7 +320,8 @@ int run_run(const RunArgs& a) {
   if (env->rank != 0) return 0;
   if (!a.report_file.empty()) {
     RunReportInput in{fmt::format("hetplan run: {} on {} ranks", a.model, r->ranks.size()),
-                      a.model, *p, *r, compared};
+                      a.model, *p, *r, compared,
+                      runtime::every_gradient_to_parameter_servers(*p)};
     if (!write_output_file(a.report_file, run_report_html(in))) return 2;
   }
   if (!a.measured_out.empty()) {

@@ -20,11 +20,7 @@ double quantile(std::vector<double> v, double q) {
   return v[static_cast<std::size_t>(static_cast<double>(v.size() - 1) * q)];
 }
 
-std::string transport_text(const plan::Plan& p) {
-  const bool ps = !p.grad_sync.empty() &&
-                  std::all_of(p.grad_sync.begin(), p.grad_sync.end(), [](const auto& g) {
-                    return g.method == plan::SyncMethod::parameter_server;
-                  });
+std::string transport_text(const plan::Plan& p, bool ps) {
   if (p.grad_priority == plan::GradPriority::none && p.multipath == plan::Multipath::ecmp && !ps)
     return "Gloo all-reduce in buckets";
   return fmt::format("DLCP chunks ({}): priority {}, loss bound {:g}, multipath {}",
@@ -91,7 +87,7 @@ std::string run_report_html(const RunReportInput& in) {
   row("model", in.model);
   row("ranks", std::to_string(r.ranks.size()));
   row("global batch", std::to_string(in.plan.global_batch));
-  row("gradient transport", transport_text(in.plan));
+  row("gradient transport", transport_text(in.plan, in.parameter_servers));
   row("steps", fmt::format("{} (from step {})", r.losses.size(), r.first_step));
   row("step time", fmt::format("median {:.2f} ms, p99 {:.2f} ms (steps after the first two)",
                                1e3 * quantile(steps, 0.5), 1e3 * quantile(steps, 0.99)));

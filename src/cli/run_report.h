@@ -28,6 +28,7 @@ struct RunReportInput {
   const plan::Plan& plan;
   const runtime::RunResult& result;
   std::vector<ComparedRun> compared;
+  bool parameter_servers = false;  // every gradient summed by parameter servers
 };
 
 std::string run_report_html(const RunReportInput& in);

@@ -376,19 +376,22 @@ Emulation::~Emulation() {
   for (const auto& ns : namespaces_) run_quietly({"ip", "netns", "del", ns});
 }
 
+bool Emulation::enter_network(int rank) const noexcept {
+  const std::string path = "/var/run/netns/" + namespaces_[rank];
+  const int ns = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (ns < 0) return false;
+  const bool ok = ::setns(ns, CLONE_NEWNET) == 0;
+  ::close(ns);
+  return ok;
+}
+
 bool Emulation::enter(int rank) const noexcept {
   const int procs = ::open(cgroup_procs_[rank].c_str(), O_WRONLY);
   if (procs < 0) return false;
   const std::string pid = std::to_string(::getpid());
   const bool wrote = ::write(procs, pid.data(), pid.size()) == static_cast<ssize_t>(pid.size());
   ::close(procs);
-  if (!wrote) return false;
-  const std::string path = "/var/run/netns/" + namespaces_[rank];
-  const int ns = ::open(path.c_str(), O_RDONLY);
-  if (ns < 0) return false;
-  const bool ok = ::setns(ns, CLONE_NEWNET) == 0;
-  ::close(ns);
-  return ok;
+  return wrote && enter_network(rank);
 }
 
 }  // namespace hetplan::runtime

@@ -273,6 +273,15 @@ Result<std::optional<detail::BatchProgram>> batch_program_of(const model::Model&
 
 }  // namespace
 
+bool every_gradient_to_parameter_servers(const plan::Plan& p) {
+  return std::all_of(p.grad_sync.begin(), p.grad_sync.end(),
+                     [](const plan::GradSync& g) {
+                       return g.method == plan::SyncMethod::parameter_server;
+                     }) &&
+         std::any_of(p.grad_sync.begin(), p.grad_sync.end(),
+                     [](const plan::GradSync& g) { return g.ops == "*"; });
+}
+
 plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int world_size) {
   plan::RunForm form = plan::run_form(p, m);
   if (form.stages_from_op_level > 0 && !check_executable(m, form.plan, world_size) &&
@@ -335,21 +344,14 @@ std::optional<Error> schedule_problem(const plan::Plan& p) {
 // buckets' all-reduce over replicas that split their layers alike, without a batch program.
 // Elsewhere the runtime sends every gradient byte in Gloo's order, which trains alike, so a
 // priority alone runs there, but a loss bound or a parameter server does not.
-bool all_parameter_servers(const plan::Plan& p) {
-  return !p.grad_sync.empty() &&
-         std::all_of(p.grad_sync.begin(), p.grad_sync.end(), [](const plan::GradSync& g) {
-           return g.method == plan::SyncMethod::parameter_server;
-         });
-}
-
 bool uses_chunk_transport(const plan::Plan& p) {
   return !p.is_op_level() &&
          (p.grad_priority != plan::GradPriority::none || p.multipath == plan::Multipath::spray ||
-          all_parameter_servers(p));
+          every_gradient_to_parameter_servers(p));
 }
 
 std::optional<Error> transport_problem(const model::Model& m, const plan::Plan& p) {
-  const bool needed = p.loss_bound > 0 || all_parameter_servers(p);
+  const bool needed = p.loss_bound > 0 || every_gradient_to_parameter_servers(p);
   if (!needed) return std::nullopt;
   const std::string what = p.loss_bound > 0 ? fmt::format("loss_bound: {:g}", p.loss_bound)
                                             : std::string("grad_sync: parameter_server");
@@ -372,7 +374,7 @@ std::optional<Error> transport_problem(const model::Model& m, const plan::Plan& 
 }
 
 std::optional<Error> sync_problem(const plan::Plan& p) {
-  if (all_parameter_servers(p)) return std::nullopt;  // DLCP's transport carries them
+  if (every_gradient_to_parameter_servers(p)) return std::nullopt;  // DLCP's transport carries them
   for (std::size_t i = 0; i < p.grad_sync.size(); ++i)
     if (p.grad_sync[i].method != plan::SyncMethod::all_reduce)
       return Error{fmt::format(
@@ -658,7 +660,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   }
   detail::ChunkSyncOptions transport_opts;
   transport_opts.form =
-      all_parameter_servers(p) ? detail::SyncForm::parameter_server : detail::SyncForm::ring;
+      every_gradient_to_parameter_servers(p) ? detail::SyncForm::parameter_server : detail::SyncForm::ring;
   transport_opts.timeout = timeout;
   transport_opts.drop_all = opts.grad_drop_all;
   transport_opts.spray = p.multipath == plan::Multipath::spray;

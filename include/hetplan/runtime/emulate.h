@@ -74,6 +74,11 @@ class Emulation {
   // In a forked child before exec: moves the calling process into rank r's cgroup and network
   // namespace. False (errno set) when either fails.
   bool enter(int rank) const noexcept;
+  // Moves the calling thread (only) into rank r's network namespace, not its cgroup: for tests
+  // that talk between ranks from one process. False (errno set) when it fails.
+  bool enter_network(int rank) const noexcept;
+  // The name of rank r's network namespace (`ip netns exec NAME ...`).
+  const std::string& network_namespace(int rank) const { return namespaces_[rank]; }
   // What was not applied (e.g. latency without netem); empty when everything was.
   const std::vector<std::string>& notes() const { return notes_; }
 

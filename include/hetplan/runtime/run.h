@@ -112,6 +112,11 @@ std::vector<std::string> executable_problems(const model::Model& m, const plan::
 // model without tensor parallelism runs op by op as plan::as_op_level_plan's plan.
 plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int world_size);
 
+// Whether a stage plan sends every gradient through parameter servers: every grad_sync rule says
+// parameter_server and one of them matches every op ("*"; ops no rule matches are all-reduced).
+// The runtime then sums them with DLCP's transport in its parameter-server form.
+bool every_gradient_to_parameter_servers(const plan::Plan& p);
+
 // The plan's device of every rank, in rank order (stage, replica, tensor-parallel rank; for an
 // op-level plan, its devices ascending).
 std::vector<int> rank_devices(const plan::Plan& p);
