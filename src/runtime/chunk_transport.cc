@@ -256,12 +256,26 @@ Result<std::unique_ptr<ChunkTransport>> ChunkTransport::connect(
     }
     endpoints += fmt::format("{}{}:{}", endpoints.empty() ? "" : ",", address, ntohs(me->sin_port));
   }
-  rv.set(fmt::format("{}/{}", prefix, rank), endpoints);
   std::optional<Error> failed;
+  // The rendezvous throws what its store throws (a peer that never published within the store's
+  // timeout): an error naming it, the sockets closed.
+  try {
+    rv.set(fmt::format("{}/{}", prefix, rank), endpoints);
+  } catch (const std::exception& e) {
+    failed = Error{fmt::format("gradient transport: rank {} cannot publish its address: {}", rank,
+                               e.what())};
+  }
   // To the higher ranks: one connection per path and class, each opened with a hello (rank,
   // channel).
   for (int peer = rank + 1; peer < size && !failed; ++peer) {
-    const std::string theirs = rv.get(fmt::format("{}/{}", prefix, peer));
+    std::string theirs;
+    try {
+      theirs = rv.get(fmt::format("{}/{}", prefix, peer));
+    } catch (const std::exception& e) {
+      failed = Error{fmt::format("gradient transport: rank {} did not find rank {}: {}", rank,
+                                 peer, e.what())};
+      break;
+    }
     std::vector<std::string> ends;
     for (std::size_t at = 0; at <= theirs.size();) {
       const auto comma = std::min(theirs.find(',', at), theirs.size());

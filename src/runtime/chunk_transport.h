@@ -63,7 +63,8 @@ struct ChunkSyncStats {
   std::vector<char> complete;
 };
 
-// Where the ranks find each other: set publishes a key, get waits for one (the job's store).
+// Where the ranks find each other: set publishes a key, get waits for one (the job's store). Either
+// may throw (connect reports it as an error).
 struct Rendezvous {
   std::function<void(const std::string& key, const std::string& value)> set;
   std::function<std::string(const std::string& key)> get;

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 namespace hetplan::runtime::detail {
@@ -233,6 +234,17 @@ INSTANTIATE_TEST_SUITE_P(Forms, ChunkSum,
                            return std::string(p.param == SyncForm::ring ? "Ring"
                                                                            : "ParameterServer");
                          });
+
+TEST(ChunkTransportConnect, APeerThatNeverPublishesIsAnErrorNotAThrow) {
+  const Rendezvous rv{[](const std::string&, const std::string&) {},
+                      [](const std::string& k) -> std::string {
+                        throw std::runtime_error("no key " + k + " within the store's timeout");
+                      }};
+  auto t = ChunkTransport::connect(rv, "g", 0, 2, {"127.0.0.1"}, std::chrono::milliseconds(100));
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().message,
+            "gradient transport: rank 0 did not find rank 1: no key g/1 within the store's timeout");
+}
 
 TEST(ChunkTransportAddress, LoopbackReachesItself) {
   auto a = local_address_towards("127.0.0.1");
