@@ -91,6 +91,7 @@ int run_main(int argc, char** argv) {
     if (subs.size() > before) actions[subs.back()] = std::move(a);
   };
   add(add_plan_command);
+  add(add_replan_command);
   add(add_pareto_command);
   add(add_simulate_command);
   add(add_run_command);

@@ -7,8 +7,10 @@
 
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
+#include "hetplan/cluster/subcluster.h"
 #include "hetplan/model/zoo.h"
 #include "hetplan/plan/plan_json.h"
+#include "hetplan/plan/renumber.h"
 #include "hetplan/search/search.h"
 #include "hetplan/sim/simulate.h"
 #include "plan_args.h"
@@ -27,6 +29,12 @@ struct PlanArgs : SearchArgs {
   std::string calibration_file;
   bool dlcp = false;
   double allow_lossy_sync = 0;
+  // replan: the plan a run used, the devices it lost, and whether --model and --cluster were
+  // given (otherwise the plan's own).
+  bool replan = false;
+  std::string old_plan_file;
+  std::string remove;
+  bool model_given = false, cluster_given = false;
 };
 
 nlohmann::ordered_json baselines_json(const search::SearchResult& res) {
@@ -89,7 +97,8 @@ void print_summary(const model::Model& m, const cluster::Cluster& c,
     fmt::print(
         "gradients  {}; {:.2f}x over the same plan without (DLCP; simulated, `hetplan run` sends "
         "gradients as usual)\n",
-        gradient_transport_text(p, r), res.plain_transport.iteration_time_s / r.iteration_time.value);
+        gradient_transport_text(p, r),
+        res.plain_transport.iteration_time_s / r.iteration_time.value);
   fmt::print("\n{:<18} {:>14} {:>8} {:>10}\n", "baseline", "iteration (s)", "fits", "speed-up");
   for (const auto& b : res.baselines) {
     if (!b.best.ok) {
@@ -101,11 +110,48 @@ void print_summary(const model::Model& m, const cluster::Cluster& c,
   }
 }
 
-int run_plan(const PlanArgs& a) {
+int run_plan(PlanArgs a) {
+  if (a.replan) {
+    // The run's model, cluster and global batch, from the plan unless given.
+    auto old = plan::read_plan_file(a.old_plan_file);
+    if (!old) return report_error(old.error().message);
+    auto from_plan = [&](std::string& arg, const std::string& value, const char* what) {
+      if (value.empty())
+        return fmt::format("--{0}: expected the {0} ({1} names none)", what, a.old_plan_file);
+      arg = value;
+      return std::string();
+    };
+    if (!a.model_given)
+      if (auto bad = from_plan(a.model, old->model, "model"); !bad.empty())
+        return report_error(bad);
+    if (!a.cluster_given)
+      if (auto bad = from_plan(a.cluster, old->cluster, "cluster"); !bad.empty())
+        return report_error(bad);
+    a.global_batch = old->global_batch;
+    a.resumable = true;
+  }
   auto m = model::load_model(a.model, "--model");
   if (!m) return report_error(m.error().message);
-  auto c = cluster::load_cluster(a.cluster, "--cluster");
-  if (!c) return report_error(c.error().message);
+  auto whole = cluster::load_cluster(a.cluster, "--cluster");
+  if (!whole) return report_error(whole.error().message);
+  std::shared_ptr<const cost::CalibrationProfile> profile;
+  if (!a.calibration_file.empty()) {
+    auto prof =
+        calibration_from_args(a.calibration_file, *whole, search::SearchOptions().sim.network);
+    if (!prof) return report_error(prof.error().message);
+    profile = std::move(*prof);
+  }
+  // replan plans for what is left of the cluster and names the plan's devices in the whole
+  // cluster's ids (the fabric is the same, so it simulates the same there).
+  cluster::Subcluster left{*whole, {}};
+  if (a.replan && !a.remove.empty()) {
+    auto removed = cluster::parse_device_list(*whole, a.remove, "--remove");
+    if (!removed) return report_error(removed.error().message);
+    auto sub = cluster::without_devices(*whole, *removed);
+    if (!sub) return report_error("--remove: " + sub.error().message);
+    left = std::move(*sub);
+  }
+  const cluster::Cluster* c = &left.cluster;
   auto algo = search::algo_from_string(a.algo);
   if (!algo)
     return report_error("--algo: expected one of " + search::algo_names() + ", got '" + a.algo +
@@ -133,16 +179,27 @@ int run_plan(const PlanArgs& a) {
         plan::kMaxLossBound, a.allow_lossy_sync));
   opts.dlcp = a.dlcp;
   opts.allow_lossy_sync = a.allow_lossy_sync;
-  if (!a.calibration_file.empty()) {
-    auto prof = calibration_from_args(a.calibration_file, *c, opts.sim.network);
-    if (!prof) return report_error(prof.error().message);
-    opts.sim.profile = std::move(*prof);
-  }
+  opts.sim.profile = profile;
   auto res = search::find_plan(*m, *c, *algo, opts);
   if (!res) return report_error(res.error().message);
   if (!res->best.fits)
     return report_error(m->name + " on " + c->name + ": " +
                         search::shortfall_message(*c, res->best));
+  if (!left.original.empty()) {
+    res->best.plan = plan::renumber_devices(res->best.plan, left.original);
+    res->best.fingerprint = plan::plan_fingerprint(res->best.plan);
+    c = &*whole;
+    std::string names;
+    for (std::size_t d = 0, k = 0; d < whole->devices.size(); ++d) {
+      if (k < left.original.size() && left.original[k] == static_cast<int>(d)) {
+        ++k;
+        continue;
+      }
+      names += (names.empty() ? "" : ", ") + whole->devices[d].name;
+    }
+    std::fprintf(stderr, "hetplan: replanned for %s without %s (%zu of %d devices left)\n",
+                 whole->name.c_str(), names.c_str(), left.original.size(), whole->num_devices());
+  }
   sim::SimOptions sopts = opts.sim;
   sopts.record_events = !a.report_file.empty();
   auto r = sim::simulate(*m, *c, res->best.plan, sopts);
@@ -151,7 +208,7 @@ int run_plan(const PlanArgs& a) {
     return 2;
   if (!a.report_file.empty()) {
     // The report plots the time/memory frontier too; if none is found it says so.
-    auto front = search::find_frontier(*m, *c, opts);
+    auto front = search::find_frontier(*m, left.cluster, opts);
     const int rc = write_plan_report(a.report_file, *m, *c, *res, *r, front ? &*front : nullptr);
     if (rc) return rc;
   }
@@ -209,6 +266,39 @@ Action add_plan_command(CLI::App& app) {
       ->capture_default_str();
   add_search_options(cmd, *args);
   return [args] { return run_plan(*args); };
+}
+
+Action add_replan_command(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  args->replan = true;
+  auto* cmd = app.add_subcommand(
+      "replan",
+      "The best plan for what is left of a cluster after devices fail or leave, for `run "
+      "--resume` to continue a run from its checkpoint");
+  cmd->add_option("--plan,-p", args->old_plan_file, "The plan the run used (JSON)")->required();
+  cmd->add_option("--remove", args->remove,
+                  "The devices gone: ids or names of --cluster's devices, separated by commas "
+                  "(none: plan for --cluster as it is)");
+  auto* model = cmd->add_option("--model,-m", args->model,
+                                "Model: preset name, family spec or graph .json (default: the "
+                                "plan's `model`)");
+  auto* cluster = cmd->add_option("--cluster,-c", args->cluster,
+                                  "The cluster the devices are removed from: preset name or YAML "
+                                  "file (default: the plan's `cluster`)");
+  cmd->add_option("--algo", args->algo, "Planner: " + search::algo_names())->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed of the op grouping and of HeteroG's draws")
+      ->capture_default_str();
+  cmd->add_option("--out,-o", args->out_file, "Write the plan (JSON) to FILE")
+      ->check(writable_output);
+  cmd->add_option("--calibration", args->calibration_file, "A measured calibration profile (JSON)");
+  cmd->add_option("--policy", args->policy,
+                  "TAG's and HeteroG's trained network; 'none': a uniform prior and no HeteroG");
+  add_search_options(cmd, *args);
+  return [args, model, cluster] {
+    args->model_given = model->count() > 0;
+    args->cluster_given = cluster->count() > 0;
+    return run_plan(*args);
+  };
 }
 
 }  // namespace hetplan::cli

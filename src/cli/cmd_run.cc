@@ -4,14 +4,19 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
+#include "hetplan/cluster/subcluster.h"
 #include "hetplan/model/zoo.h"
+#include "hetplan/plan/plan_json.h"
 #include "measured_run.h"
 #include "plan_args.h"
+#include "replan.h"
 #ifdef HETPLAN_WITH_RUNTIME
 #include "hetplan/core/quantity_parse.h"
 #include "hetplan/plan/run_form.h"
@@ -32,6 +37,7 @@ struct RunArgs {
   std::string cluster;
   std::string data_file;
   std::string checkpoint_dir;
+  std::string resume_dir;
   std::string measured_out;
   std::string calibration_file;
   std::string grad_chunk;
@@ -51,6 +57,7 @@ struct RunArgs {
   bool emulate = false;
   bool check = false;
   bool no_memory_check = false;
+  bool elastic = false;
 };
 
 #ifdef HETPLAN_WITH_RUNTIME
@@ -82,6 +89,7 @@ std::vector<std::string> worker_args(const RunArgs& a) {
   add("--cluster", a.cluster);
   add("--data", a.data_file);
   add("--checkpoint", a.checkpoint_dir);
+  add("--resume", a.resume_dir);
   add("--measured-out", a.measured_out);
   add("--calibration", a.calibration_file);
   add("--grad-chunk", a.grad_chunk);
@@ -133,12 +141,82 @@ void print_result(const runtime::RunResult& r, const plan::Plan& p, bool json) {
                r.ranks[i].step_peak_bytes / (1024.0 * 1024.0));
   if (p.loss_bound > 0) {
     double bytes = 0, norm = 0;
-    for (const auto& k : r.ranks) bytes += k.grad_dropped_fraction, norm += k.grad_dropped_norm_fraction;
+    for (const auto& k : r.ranks)
+      bytes += k.grad_dropped_fraction, norm += k.grad_dropped_norm_fraction;
     const auto n = static_cast<double>(std::max<std::size_t>(1, r.ranks.size()));
     fmt::print(
         "\ngradient chunks dropped (loss_bound {:g}): {:.2f}% of the gradient elements, {:.3f}% of "
         "the squared norm (per step, mean over the ranks)\n",
         p.loss_bound, 100 * bytes / n, 100 * norm / n);
+  }
+}
+
+// How long --elastic searches for the plan of what is left after a worker dies.
+constexpr double kElasticReplanLimitS = 30;
+
+// --elastic: runs the job's workers; when one dies (killed by a signal: a lost device), plans
+// for the devices left (replan_without, every planner, stage plans `--resume` continues), writes
+// that plan into the checkpoint directory and starts its workers there, resuming from the newest
+// whole checkpoint, until the job's steps are done. `p` is the plan as it runs (its ranks'
+// devices).
+int run_elastic(const RunArgs& first, const model::Model& m, const cluster::Cluster& c,
+                plan::Plan p, std::unique_ptr<runtime::Emulation> emulation) {
+  auto latest = [&]() -> Result<int> {
+    std::ifstream in(std::filesystem::path(first.checkpoint_dir) / "latest");
+    int steps = 0;
+    if (in && !(in >> steps))
+      return Error{"--checkpoint: " + first.checkpoint_dir +
+                   "/latest: expected the number of steps done"};
+    return steps;
+  };
+  auto start = latest();
+  if (!start) return report_error(start.error().message);
+  const int target = *start + first.steps;
+  RunArgs a = first;
+  std::vector<int> removed;
+  for (;;) {
+    runtime::WorkerFailure failure;
+    auto code = runtime::launch_local_workers(a.nprocs, worker_args(a), emulation.get(), &failure);
+    if (!code) return report_error(code.error().message);
+    if (*code == 0 || !failure.signalled) return *code;
+    auto done = latest();
+    if (!done) return report_error(done.error().message);
+    if (*done >= target) {
+      std::fprintf(stderr,
+                   "hetplan: --elastic: rank %d died after the last step's checkpoint (step %d): "
+                   "the job's steps are done\n",
+                   failure.rank, *done);
+      return 0;
+    }
+    const std::vector<int> devices = runtime::rank_devices(p);
+    const int lost = devices.at(static_cast<std::size_t>(failure.rank));
+    removed.push_back(lost);
+    std::fprintf(stderr,
+                 "hetplan: --elastic: rank %d (device %d, %s) is gone; replanning for the %d "
+                 "devices left, to resume from step %d\n",
+                 failure.rank, lost, c.devices[lost].name.c_str(),
+                 c.num_devices() - static_cast<int>(removed.size()), *done);
+    SearchArgs search;
+    search.time_limit_s = kElasticReplanLimitS;
+    auto next = replan_without(m, c, removed, p.global_batch, search);
+    if (!next) return report_error("--elastic: " + next.error().message);
+    const std::string file = fmt::format("{}/plan-from-step-{}.json", first.checkpoint_dir, *done);
+    if (!write_output_file(file, plan::to_json_text(*next))) return 2;
+    p = runtime::executable_form(m, *next, static_cast<int>(plan::plan_devices(*next).size())).plan;
+    a.plan_file = file;
+    a.strategy.clear();
+    a.nprocs = static_cast<int>(plan::plan_devices(p).size());
+    a.steps = target - *done;
+    std::fprintf(stderr, "hetplan: --elastic: %s: %d ranks, %zu stage(s); %d steps to go\n",
+                 file.c_str(), a.nprocs, p.stages.size(), a.steps);
+    if (emulation) {
+      emulation.reset();  // its namespaces go before the new ones take their names
+      auto e = runtime::Emulation::create(runtime::rank_limits(c, runtime::rank_devices(p)),
+                                          std::to_string(::getpid()), a.seed,
+                                          c.multipath() ? c.leaf_spine.spines : 1);
+      if (!e) return report_error(e.error().message);
+      emulation = std::move(*e);
+    }
   }
 }
 
@@ -246,6 +324,14 @@ int run_run(const RunArgs& a) {
   }
   if (p->is_op_level() && !a.checkpoint_dir.empty())
     return report_error("--checkpoint: op-level plans are not checkpointed yet");
+  if (p->is_op_level() && !a.resume_dir.empty())
+    return report_error("--resume: op-level plans do not resume from checkpoints yet");
+  if (!a.resume_dir.empty() &&
+      !std::filesystem::exists(std::filesystem::path(a.resume_dir) / "latest"))
+    return report_error(fmt::format(
+        "--resume: {}: no checkpoint there (expected the directory a run's --checkpoint wrote, "
+        "with its file `latest`)",
+        a.resume_dir));
   if (memory && available) {
     // --nprocs starts every rank here; a torchrun rank shares its host with LOCAL_WORLD_SIZE.
     std::vector<runtime::RankMemory> here = *memory;
@@ -262,6 +348,14 @@ int run_run(const RunArgs& a) {
     return report_error("--checkpoint-every: expected a number of steps, 0 or more");
   if (a.checkpoint_every > 0 && a.checkpoint_dir.empty())
     return report_error("--checkpoint-every: expected --checkpoint DIR too");
+  if (a.elastic && (a.nprocs < 1 || a.checkpoint_dir.empty()))
+    return report_error(
+        "--elastic: expected --nprocs and --checkpoint DIR (the job resumes from its checkpoints "
+        "after replanning)");
+  if (a.elastic && a.nprocs != full_scale)
+    return report_error(
+        fmt::format("--elastic: expected --nprocs {} (one worker per device of the plan), got {}",
+                    full_scale, a.nprocs));
   if (!(a.timeout_s > 0) || a.timeout_s > 1e6)
     return report_error("--timeout: expected seconds, more than 0");
   if (a.device != "cpu" && a.device != "cuda")
@@ -292,6 +386,7 @@ int run_run(const RunArgs& a) {
     for (const auto& note : emulation->notes())
       std::fprintf(stderr, "hetplan: --emulate: %s\n", note.c_str());
   }
+  if (a.nprocs > 0 && a.elastic) return run_elastic(a, *m, *c, *p, std::move(emulation));
   if (a.nprocs > 0) {
     auto code = runtime::launch_local_workers(a.nprocs, worker_args(a), emulation.get());
     if (!code) return report_error(code.error().message);
@@ -302,6 +397,7 @@ int run_run(const RunArgs& a) {
   opts.seed = a.seed;
   opts.data_file = a.data_file;
   opts.checkpoint_dir = a.checkpoint_dir;
+  opts.resume_dir = a.resume_dir;
   opts.checkpoint_every = a.checkpoint_every;
   opts.timeout_s = a.timeout_s;
   opts.learning_rate = a.learning_rate;
@@ -377,9 +473,17 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--data", args->data_file,
                   "A text file to train on, tokenised at byte level (default: synthetic tokens)");
   cmd->add_option("--checkpoint", args->checkpoint_dir,
-                  "Keep each rank's parameters, optimizer state and step in DIR: resume from "
-                  "the newest whole step there, write them at the end (and every "
-                  "--checkpoint-every steps)");
+                  "Keep the parameters, Adam's moments and the step in DIR, whole tensors by "
+                  "name whatever the plan: resume from the newest whole step there, write them "
+                  "at the end (and every --checkpoint-every steps)");
+  cmd->add_flag("--elastic", args->elastic,
+                "With --nprocs and --checkpoint: when a worker dies, plan for the devices left "
+                "(written into DIR), and resume there from the newest checkpoint until the "
+                "steps are done");
+  cmd->add_option("--resume", args->resume_dir,
+                  "Resume from the newest whole step of DIR (a checkpoint another run wrote, "
+                  "under this plan or any other of the same model, global batch and seed) "
+                  "instead of --checkpoint's");
   cmd->add_option("--measured-out", args->measured_out,
                   "Write what the run measured (step times, each rank's compute, communication "
                   "and idle time) with its model, cluster and plan as JSON, for simulate "

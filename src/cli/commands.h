@@ -17,6 +17,7 @@ Action add_devices_command(CLI::App& app);
 Action add_clusters_command(CLI::App& app);
 Action add_check_cluster_command(CLI::App& app);
 Action add_plan_command(CLI::App& app);
+Action add_replan_command(CLI::App& app);
 Action add_pareto_command(CLI::App& app);
 Action add_run_command(CLI::App& app);
 Action add_calibrate_command(CLI::App& app);

@@ -55,14 +55,17 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
 }
 
 std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts) {
-  if (!a.runnable) return "";
+  if (!a.runnable && !a.resumable) return "";
 #ifdef HETPLAN_WITH_RUNTIME
-  opts.executable = [&m](const plan::Plan& p) -> std::string {
+  opts.executable = [&m, resumable = a.resumable](const plan::Plan& p) -> std::string {
     // As hetplan run sees it.
     const int world = static_cast<int>(plan::plan_devices(p).size());
     const plan::RunForm run = runtime::executable_form(m, p, world);
     auto ok = runtime::check_executable(m, run.plan, world);
-    return ok ? std::string() : ok.error().message;
+    if (!ok) return ok.error().message;
+    if (resumable && run.plan.is_op_level())
+      return "it runs op by op, and `hetplan run --resume` continues stage plans only";
+    return std::string();
   };
   return "";
 #else

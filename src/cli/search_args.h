@@ -20,6 +20,7 @@ struct SearchArgs {
   bool json = false;
   bool verbose = false;
   bool runnable = false;
+  bool resumable = false;   // replan: only plans `run --resume` continues (runnable stage plans)
   std::string policy;       // --policy: TAG's and HeteroG's network: a file, "none", "" (shipped)
   int tag_simulations = 0;  // --simulations
 };
@@ -38,7 +39,8 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
 // them: an op-level plan that is a stage plan in disguise as that stage plan, a plan splitting
 // every op by batch as one replica per device) for model `m`, which must outlive the search.
 // Without libtorch built in, runs the command in hetplan-runtime (exec_runtime_binary); returns
-// the message of a bad argument (no runtime to be had), or "".
+// the message of a bad argument (no runtime to be had), or "". With `resumable` (replan), only
+// plans that run as stage plans, which `hetplan run --resume` continues from a checkpoint.
 std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts);
 
 // Loads the trained network TAG's search and HeteroG's decoder read (--policy FILE; "none": TAG

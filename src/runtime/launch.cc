@@ -91,7 +91,7 @@ Result<RankEnv> rank_env_from_environment() {
 }
 
 Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& args,
-                                 const Emulation* emulation) {
+                                 const Emulation* emulation, WorkerFailure* failure) {
   if (nprocs < 1) return Error{"--nprocs: expected at least 1 process"};
   if (emulation && emulation->size() != nprocs)
     return Error{"--emulate: the emulation has a different number of ranks than --nprocs"};
@@ -151,6 +151,9 @@ Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& arg
     if (c != 0 && code == 0) {
       code = c;
       const auto rank = std::find(pids.begin(), pids.end(), done) - pids.begin();
+      if (failure)
+        *failure = WorkerFailure{static_cast<int>(rank), WIFSIGNALED(status) != 0,
+                                 WIFSIGNALED(status) ? WTERMSIG(status) : 0};
       if (WIFSIGNALED(status))
         std::fprintf(stderr,
                      "hetplan: error: rank %d (process %d) was killed by signal %d (%s); "

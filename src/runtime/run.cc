@@ -17,6 +17,7 @@
 
 #include "batch_program.h"
 #include "batches.h"
+#include "checkpoint.h"
 #include "chunk_transport.h"
 #include "grad_buckets.h"
 #include "heap.h"
@@ -175,38 +176,6 @@ Groups connect(const RankEnv& env, const Place& at, bool tied, bool batch_progra
   return g;
 }
 
-std::string checkpoint_prefix(const std::string& dir, int steps, int rank) {
-  return fmt::format("{}/step-{}/rank{}", dir, steps, rank);
-}
-
-// The number of steps of the checkpoint's newest whole step (its `latest` file), or 0 for none.
-Result<int> latest_checkpoint(const std::string& dir) {
-  const auto file = std::filesystem::path(dir) / "latest";
-  if (!std::filesystem::exists(file)) return 0;
-  std::ifstream in(file);
-  int steps = -1;
-  in >> steps;
-  if (!in || steps < 1)
-    return Error{fmt::format("--checkpoint: {}: expected the number of steps done", file.string())};
-  return steps;
-}
-
-// Rank 0, once every rank has written step `steps`: points `latest` at it (written next to it,
-// then moved over it) and removes the older steps.
-void publish_checkpoint(const std::string& dir, int steps) {
-  const auto root = std::filesystem::path(dir);
-  {
-    std::ofstream out(root / "latest.tmp");
-    out << steps << "\n";
-    if (!out) throw std::filesystem::filesystem_error("cannot write", root / "latest.tmp", {});
-  }
-  std::filesystem::rename(root / "latest.tmp", root / "latest");
-  for (const auto& entry : std::filesystem::directory_iterator(root))
-    if (entry.is_directory() && entry.path().filename().string().rfind("step-", 0) == 0 &&
-        entry.path().filename() != fmt::format("step-{}", steps))
-      std::filesystem::remove_all(entry.path());
-}
-
 // HAP's batch program for the plan's replicas of more than one device (batch_program.h; its
 // group left for the caller): every op split by batch or batch_sharded, the word embedding
 // possibly by vocabulary (tensor). Nullopt when every op is split by tensor (Megatron-LM's split)
@@ -340,10 +309,10 @@ std::optional<Error> schedule_problem(const plan::Plan& p) {
 }
 
 // DLCP's transport (chunk_transport.h) carries a stage plan's gradients when the plan sets a
-// grad_priority or multipath=spray, or synchronises every gradient through parameter servers; it replaces the
-// buckets' all-reduce over replicas that split their layers alike, without a batch program.
-// Elsewhere the runtime sends every gradient byte in Gloo's order, which trains alike, so a
-// priority alone runs there, but a loss bound or a parameter server does not.
+// grad_priority or multipath=spray, or synchronises every gradient through parameter servers; it
+// replaces the buckets' all-reduce over replicas that split their layers alike, without a batch
+// program. Elsewhere the runtime sends every gradient byte in Gloo's order, which trains alike, so
+// a priority alone runs there, but a loss bound or a parameter server does not.
 bool uses_chunk_transport(const plan::Plan& p) {
   return !p.is_op_level() &&
          (p.grad_priority != plan::GradPriority::none || p.multipath == plan::Multipath::spray ||
@@ -548,6 +517,11 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   auto& mod = **module;
   mod.set_recompute(p.recompute);
   mod.to_device(dev);
+  // Each parameter's name and whole shape, for checkpoints (the split below keeps the tensors).
+  std::map<const void*, std::pair<std::string, std::vector<std::int64_t>>> named;
+  for (const auto& item : mod.named_parameters(true))
+    named.emplace(item.value().unsafeGetTensorImpl(),
+                  std::make_pair(item.key(), item.value().sizes().vec()));
   auto data = detail::BatchSource::create(m, opts.seed, opts.data_file);
   if (!data) return data.error();
 
@@ -571,6 +545,63 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
                                failure_text(e))};
     }
     watch.emplace(env.master_addr, env.master_port, env.rank, env.world_size);
+  }
+  // Resuming: the whole parameters from the newest whole checkpoint, before the plan splits them
+  // (below, Adam's moments once the optimizer holds this rank's part).
+  int first_step = 0;
+  std::optional<Error> unreadable;
+  const std::string& resume_dir = opts.resume_dir.empty() ? opts.checkpoint_dir : opts.resume_dir;
+  const std::string resume_option = opts.resume_dir.empty() ? "--checkpoint" : "--resume";
+  if (!resume_dir.empty()) {
+    auto latest = detail::latest_checkpoint(resume_dir, resume_option);
+    if (latest)
+      first_step = *latest;
+    else
+      unreadable = latest.error();
+  }
+  // Every rank must go on from the same step. Rank 0 alone writes `latest`, so DIR must be one
+  // directory every rank sees; ranks that find different steps (or none) stop together.
+  if (groups.world) {
+    // One all-reduce of (step, -step) by maximum gives the highest and the lowest.
+    const double mine = unreadable ? -1.0 : static_cast<double>(first_step);
+    std::vector<torch::Tensor> range{torch::tensor({mine, -mine}, on_dev.dtype(torch::kDouble))};
+    try {
+      c10d::AllreduceOptions max;
+      max.reduceOp = c10d::ReduceOp::MAX;
+      groups.world->allreduce(range, max)->wait();
+    } catch (const std::exception& e) {
+      return Error{fmt::format("{}: the ranks could not compare their steps: {}", resume_option,
+                               failure_text(e))};
+    }
+    const double hi = range[0][0].item<double>(), lo = -range[0][1].item<double>();
+    if (!unreadable && lo != hi)
+      return Error{
+          fmt::format("{}: {}: the ranks find different steps to resume from ({} to {}; -1: "
+                      "unreadable): every rank must see the one directory rank 0 writes",
+                      resume_option, resume_dir, lo, hi)};
+  }
+  if (unreadable) return *unreadable;
+  const bool resume = first_step > 0;
+  detail::Checkpoint ck;
+  if (resume) {
+    auto read = detail::read_checkpoint(resume_dir, first_step, dev, resume_option);
+    if (!read) return read.error();
+    ck = std::move(*read);
+    if (ck.meta.global_batch != p.global_batch || ck.meta.seed != opts.seed)
+      return Error{fmt::format(
+          "{}: {}: step {} was taken with global batch {} and seed {}; this run has {} and {} "
+          "(the data position is counted in global batches of the seed's stream)",
+          resume_option, resume_dir, first_step, ck.meta.global_batch, ck.meta.seed, p.global_batch,
+          opts.seed)};
+    torch::NoGradGuard no_grad;
+    for (const auto& item : mod.named_parameters(true))
+      if (const auto it = ck.tensors.find(item.key()); it != ck.tensors.end()) {
+        if (!it->second.value.sizes().equals(item.value().sizes()))
+          return Error{fmt::format("{}: {}: {} is {} in the checkpoint but {} in {}", resume_option,
+                                   resume_dir, item.key(), fmt::join(it->second.value.sizes(), "x"),
+                                   fmt::join(item.value().sizes(), "x"), m.name)};
+        item.value().copy_(it->second.value);
+      }
   }
   detail::TensorParallel tp;
   tp.group = groups.tensor.get();
@@ -602,8 +633,6 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const auto order = sim::pass_order(p.schedule, 1, at.s, at.S, M);
 
   std::vector<torch::Tensor> params = mod.layer_parameters(stage.first_layer, stage.num_layers);
-  std::int64_t numel = 0;
-  for (const auto& t : params) numel += t.numel();
   // The stage's gradients are summed over its replicas in buckets that start while the last
   // backward pass runs (the plan's grad_bucket_bytes). Under a batch program, every rank of the
   // stage computed a part of each whole weight's gradient, and the replica's sum of each shard's:
@@ -659,8 +688,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     transport = std::move(*made);
   }
   detail::ChunkSyncOptions transport_opts;
-  transport_opts.form =
-      every_gradient_to_parameter_servers(p) ? detail::SyncForm::parameter_server : detail::SyncForm::ring;
+  transport_opts.form = every_gradient_to_parameter_servers(p) ? detail::SyncForm::parameter_server
+                                                               : detail::SyncForm::ring;
   transport_opts.timeout = timeout;
   transport_opts.drop_all = opts.grad_drop_all;
   transport_opts.spray = p.multipath == plan::Multipath::spray;
@@ -672,73 +701,6 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   }
   std::vector<double> chunk_mean_square;  // the last step's sums, for the magnitude order
   double dropped = 0, dropped_norm = 0;   // over the measured steps
-  // Resuming: this rank's parameters and step count from the newest whole checkpoint, then
-  // (below) its optimizer state.
-  int first_step = 0;
-  std::optional<Error> unreadable;
-  if (!opts.checkpoint_dir.empty()) {
-    auto latest = latest_checkpoint(opts.checkpoint_dir);
-    if (latest)
-      first_step = *latest;
-    else
-      unreadable = latest.error();
-  }
-  // Every rank must go on from the same step. Rank 0 alone writes `latest`, so DIR must be one
-  // directory every rank sees; ranks that find different steps (or none) stop together.
-  if (groups.world) {
-    // One all-reduce of (step, -step) by maximum gives the highest and the lowest.
-    const double mine = unreadable ? -1.0 : static_cast<double>(first_step);
-    std::vector<torch::Tensor> range{torch::tensor({mine, -mine}, on_dev.dtype(torch::kDouble))};
-    try {
-      c10d::AllreduceOptions max;
-      max.reduceOp = c10d::ReduceOp::MAX;
-      groups.world->allreduce(range, max)->wait();
-    } catch (const std::exception& e) {
-      return Error{fmt::format("--checkpoint: the ranks could not compare their steps: {}",
-                               failure_text(e))};
-    }
-    const double hi = range[0][0].item<double>(), lo = -range[0][1].item<double>();
-    if (!unreadable && lo != hi)
-      return Error{fmt::format(
-          "--checkpoint: {}: the ranks find different steps to resume from ({} to {}; -1: "
-          "unreadable): every rank must see the one directory rank 0 writes",
-          opts.checkpoint_dir, lo, hi)};
-  }
-  if (unreadable) return *unreadable;
-  const bool resume = first_step > 0;
-  const std::string ckpt =
-      resume ? checkpoint_prefix(opts.checkpoint_dir, first_step, env.rank) : "";
-  if (resume && !std::filesystem::exists(ckpt + ".pt"))
-    return Error{fmt::format(
-        "--checkpoint: {}/latest names step {}, but {}.pt is missing (written by a job of fewer "
-        "ranks, or a directory this rank does not share with rank 0?)",
-        opts.checkpoint_dir, first_step, ckpt)};
-  if (resume) {
-    try {
-      torch::serialize::InputArchive in;
-      in.load_from(ckpt + ".pt", dev);
-      torch::Tensor meta;
-      in.read("meta", meta);
-      if (meta[2].item<std::int64_t>() != first_step)
-        return Error{fmt::format("--checkpoint: {}.pt holds step {}, not the step {} latest names",
-                                 ckpt, meta[2].item<std::int64_t>(), first_step)};
-      if (meta[0].item<std::int64_t>() != env.world_size || meta[1].item<std::int64_t>() != numel)
-        return Error{fmt::format(
-            "--checkpoint: {}.pt was written by another plan ({} ranks, {} parameters on this "
-            "rank; now {} and {})",
-            ckpt, meta[0].item<std::int64_t>(), meta[1].item<std::int64_t>(), env.world_size,
-            numel)};
-      torch::NoGradGuard no_grad;
-      for (std::size_t i = 0; i < params.size(); ++i) {
-        torch::Tensor t;
-        in.read(fmt::format("p{}", i), t);
-        params[i].copy_(t);
-      }
-    } catch (const c10::Error& e) {
-      return Error{
-          fmt::format("--checkpoint: {}.pt: cannot read it: {}", ckpt, e.what_without_backtrace())};
-    }
-  }
   // ZeRO-1: replica r of a stage keeps Adam's states for slice r of the stage's flattened
   // parameters only (Adam is elementwise, so the sharded step equals the whole one), and the
   // updated slices are gathered. Replicas that split their layers differently flatten them in the
@@ -750,6 +712,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const int zero_k = unlike ? at.stage_rank() : at.r;
   std::vector<torch::Tensor> whole_params;  // unlike: the stage's parameters, whole
   torch::Tensor owned;
+  std::int64_t zero_numel = 0;  // of the flattened parameters the slices split
   detail::ZeroSlice slice;
   if (zero) {
     torch::NoGradGuard no_grad;
@@ -757,6 +720,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       whole_params = detail::whole_sums(*zero_group, mod.layouts(), params, params, at.r == 0,
                                         at.r == 0 && at.j == 0);
     const torch::Tensor flat = detail::flatten(unlike ? whole_params : params);
+    zero_numel = flat.numel();
     slice = detail::ZeroSlice(flat.numel(), zero_n, zero_k);
     owned = flat.slice(0, slice.begin, slice.end).clone();
   }
@@ -768,42 +732,121 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   RankTimes own;
   detail::MemoryProbe probe;  // each step's tensor memory
   const int skip = opts.steps > 2 ? 2 : 0;
+  // The name a checkpoint gives parameter t (a tied head's copy: its source's), or null.
+  const torch::Tensor head_source = tied_source, head_copy = tied_copy;
+  auto name_of = [&](const torch::Tensor& t) -> const std::string* {
+    const bool copy =
+        head_copy.defined() && t.unsafeGetTensorImpl() == head_copy.unsafeGetTensorImpl();
+    const auto it = named.find((copy ? head_source : t).unsafeGetTensorImpl());
+    return it == named.end() ? nullptr : &it->second.first;
+  };
+  // Adam's state of one tensor the optimizer steps.
+  auto state_of = [&](const torch::Tensor& t) -> torch::optim::AdamParamState& {
+    return static_cast<torch::optim::AdamParamState&>(
+        *adam.state().at(c10::guts::to_string(t.unsafeGetTensorImpl())));
+  };
+  // Under ZeRO over unlike replicas the optimizer's layout is the whole one, else this rank's.
+  const bool whole_layout = zero && unlike;
   if (resume) {
-    try {
-      torch::serialize::InputArchive in;
-      in.load_from(ckpt + ".adam.pt", dev);
-      adam.load(in);
-    } catch (const c10::Error& e) {
-      return Error{fmt::format("--checkpoint: {}.adam.pt: cannot read it: {}", ckpt,
-                               e.what_without_backtrace())};
+    // Adam's moments of this rank's part, cut from the whole ones; its step count the steps done.
+    std::vector<torch::Tensor> avg, avg_sq;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const std::string* name = name_of(params[i]);
+      const auto it = name ? ck.tensors.find(*name) : ck.tensors.end();
+      if (it == ck.tensors.end())
+        return Error{fmt::format("{}: {}: step {} lacks {} (written for another model than {}?)",
+                                 resume_option, resume_dir, first_step,
+                                 name ? *name : std::string("a parameter"), m.name)};
+      const auto whole_sizes =
+          whole_layout ? whole_params[i].sizes().vec()
+                       : mod.layouts().to_whole(params[i], params[i].detach()).sizes().vec();
+      auto cut = [&](const torch::Tensor& w) {
+        const torch::Tensor x = w.reshape(whole_sizes);
+        return (whole_layout ? x : mod.layouts().to_part(params[i], x)).contiguous().clone();
+      };
+      avg.push_back(cut(it->second.exp_avg));
+      avg_sq.push_back(cut(it->second.exp_avg_sq));
     }
+    auto set_state = [&](const torch::Tensor& t, const torch::Tensor& a, const torch::Tensor& b) {
+      auto st = std::make_unique<torch::optim::AdamParamState>();
+      st->step(first_step);
+      st->exp_avg(a);
+      st->exp_avg_sq(b);
+      adam.state()[c10::guts::to_string(t.unsafeGetTensorImpl())] = std::move(st);
+    };
+    if (zero)
+      set_state(owned, detail::flatten(avg).slice(0, slice.begin, slice.end).clone(),
+                detail::flatten(avg_sq).slice(0, slice.begin, slice.end).clone());
+    else
+      for (std::size_t i = 0; i < params.size(); ++i) set_state(params[i], avg[i], avg_sq[i]);
   }
   res.first_step = first_step;
-  // This rank's parameters and optimizer state after `steps` steps: each file written next to its
-  // final name, then moved there. Then, once every rank has, rank 0 publishes the step.
+  // The parameters and Adam's moments after `steps` steps, whole and by name: the first replica of
+  // each stage gathers them over its tensor-parallel ranks (under ZeRO every replica's slices of
+  // the moments first) and its first rank writes them (write_checkpoint_part). Then, once every
+  // stage has, rank 0 publishes the step.
   auto save = [&](int steps) -> Result<bool> {
-    const std::string prefix = checkpoint_prefix(opts.checkpoint_dir, steps, env.rank);
+    const std::string where = fmt::format("{}/step-{}", opts.checkpoint_dir, steps);
     try {
-      std::filesystem::create_directories(std::filesystem::path(prefix).parent_path());
-      torch::serialize::OutputArchive out;
-      out.write("meta", torch::tensor({static_cast<std::int64_t>(env.world_size), numel,
-                                       static_cast<std::int64_t>(steps)}));
-      for (std::size_t i = 0; i < params.size(); ++i)
-        out.write(fmt::format("p{}", i), params[i].detach());
-      out.save_to(prefix + ".pt.tmp");
-      torch::serialize::OutputArchive opt;
-      adam.save(opt);
-      opt.save_to(prefix + ".adam.pt.tmp");
-      std::filesystem::rename(prefix + ".adam.pt.tmp", prefix + ".adam.pt");
-      std::filesystem::rename(prefix + ".pt.tmp", prefix + ".pt");
+      torch::NoGradGuard no_grad;
+      std::vector<torch::Tensor> avg, avg_sq;  // in the optimizer's layout
+      if (zero) {
+        const std::vector<torch::Tensor>& shapes = whole_layout ? whole_params : params;
+        for (const bool second : {false, true}) {
+          const auto& st = state_of(owned);
+          std::vector<torch::Tensor> full{torch::zeros({zero_numel}, on_dev)};
+          full[0].slice(0, slice.begin, slice.end).copy_(second ? st.exp_avg_sq() : st.exp_avg());
+          zero_group->allreduce(full)->wait(timeout);
+          std::vector<torch::Tensor> parts;
+          for (const auto& t : shapes) parts.push_back(torch::empty_like(t));
+          detail::unflatten_into(full[0], parts);
+          (second ? avg_sq : avg) = std::move(parts);
+        }
+      } else {
+        for (const auto& t : params) {
+          avg.push_back(state_of(t).exp_avg());
+          avg_sq.push_back(state_of(t).exp_avg_sq());
+        }
+      }
+      if (at.r == 0) {
+        auto whole = [&](const std::vector<torch::Tensor>& values, bool already) {
+          if (already) return values;
+          if (!groups.tensor) {
+            std::vector<torch::Tensor> out;
+            for (std::size_t i = 0; i < params.size(); ++i)
+              out.push_back(mod.layouts().to_whole(params[i], values[i].detach()));
+            return out;
+          }
+          return detail::whole_sums(*groups.tensor, mod.layouts(), params, values, true, at.j == 0,
+                                    timeout);
+        };
+        const auto values = whole(params, false);
+        const auto m1 = whole(avg, whole_layout), m2 = whole(avg_sq, whole_layout);
+        if (at.j == 0) {
+          std::map<std::string, detail::WholeTensor> out;
+          for (std::size_t i = 0; i < params.size(); ++i) {
+            if (head_copy.defined() &&
+                params[i].unsafeGetTensorImpl() == head_copy.unsafeGetTensorImpl())
+              continue;  // the first stage writes its source
+            const auto it = named.find(params[i].unsafeGetTensorImpl());
+            if (it == named.end()) continue;
+            const auto& shape = it->second.second;
+            out[it->second.first] = detail::WholeTensor{values[i].reshape(shape),
+                                                        m1[i].reshape(shape), m2[i].reshape(shape)};
+          }
+          detail::write_checkpoint_part(opts.checkpoint_dir, fmt::format("stage{}", at.s),
+                                        detail::CheckpointMeta{steps, p.global_batch, opts.seed},
+                                        out);
+        }
+      }
     } catch (const c10::Error& e) {
-      return Error{fmt::format("--checkpoint: cannot write {}: {}", prefix, failure_text(e))};
+      return Error{fmt::format("--checkpoint: cannot write {}: {}", where, failure_text(e))};
     } catch (const std::filesystem::filesystem_error& e) {
-      return Error{fmt::format("--checkpoint: cannot write {}: {}", prefix, e.what())};
+      return Error{fmt::format("--checkpoint: cannot write {}: {}", where, e.what())};
     }
     if (groups.world) groups.world->barrier()->wait();
     if (env.rank == 0) try {
-        publish_checkpoint(opts.checkpoint_dir, steps);
+        detail::publish_checkpoint(opts.checkpoint_dir, steps);
       } catch (const std::filesystem::filesystem_error& e) {
         return Error{
             fmt::format("--checkpoint: cannot write {}/latest: {}", opts.checkpoint_dir, e.what())};
@@ -922,7 +965,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           for (const auto& g : grads_of(l)) grads.push_back(g);
         torch::Tensor flat = detail::flatten(grads).to(torch::kCPU, torch::kFloat).contiguous();
         auto chunks = detail::order_chunks(
-            layer_numel, std::max<std::int64_t>(1, std::llround(opts.grad_chunk_bytes / 4 / at.T())),
+            layer_numel,
+            std::max<std::int64_t>(1, std::llround(opts.grad_chunk_bytes / 4 / at.T())),
             p.grad_priority, p.loss_bound, chunk_mean_square);
         if (opts.grad_one_class)
           for (auto& c : chunks)

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "../cli/run_command.h"
@@ -29,14 +30,15 @@ fs::path temp(const std::string& name) {
   return fs::temp_directory_path() / ("hetplan_failure_" + name + "_" + std::to_string(::getpid()));
 }
 
-// Starts hetplan with `args` and the environment variables `env`, its stderr going to `err`.
+// Starts hetplan with `args` and the environment variables `env`, its stderr going to `err` (and
+// its stdout to `out`, if given).
 pid_t spawn(const std::string& args, const std::map<std::string, std::string>& env,
-            const fs::path& err) {
+            const fs::path& err, const fs::path& out = "/dev/null") {
   const pid_t pid = ::fork();
   if (pid == 0) {
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-    const std::string cmd =
-        "exec " + std::string(HETPLAN_BINARY) + " " + args + " >/dev/null 2>" + err.string();
+    const std::string cmd = "exec " + std::string(HETPLAN_BINARY) + " " + args + " >" +
+                            out.string() + " 2>" + err.string();
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
@@ -192,6 +194,71 @@ TEST(RunFailures, AHungRankIsNamedWithinTheTimeout) {
   fs::remove_all(dir);
   fs::remove(plan);
   for (const auto& e : errs) fs::remove(e);
+}
+
+// --elastic: a rank killed mid-run (its device lost) makes the job plan for the devices left,
+// write that plan beside the checkpoints and resume there from the newest whole step, ending with
+// the losses of an uninterrupted run. Plain local workers, then (where this environment allows
+// it) workers in an emulated cluster's namespaces.
+TEST(RunFailures, ElasticReplansForTheDevicesLeftAndResumes) {
+  constexpr const char* kGpt = "gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256";
+  const fs::path cluster = temp("cluster.yaml");
+  std::ofstream(cluster) << R"(version: 1
+nodes:
+  - {group: cpu, count: 3, device: cpu, devices_per_node: 1, cpu_share: 0.6,
+     intra_node: {bandwidth: 5GB/s}, nic: {bandwidth: 1Gbps, count: 1, latency: 50us}}
+network: {kind: switch}
+)";
+  const std::string job = std::string("--model ") + kGpt + " --cluster " + cluster.string() +
+                          " --nprocs 3 --strategy dp=3,gbs=12";
+  const auto whole = losses_of("--steps 40 " + job);
+  ASSERT_EQ(whole.size(), 40u);
+  for (const std::string emulate : {"", " --emulate"}) {
+    const fs::path dir = temp("elastic"), err = temp("elastic_err"), out = temp("elastic_out");
+    fs::remove_all(dir);
+    const pid_t launcher =
+        spawn("run --json --steps 40 --checkpoint-every 5 --elastic --checkpoint " + dir.string() +
+                  " " + job + emulate,
+              {}, err, out);
+    Reaper reaper{{launcher}};
+    if (!wait_for_checkpoint(dir)) {
+      const std::string why = slurp(err.string());
+      if (!emulate.empty() && why.find("--emulate:") != std::string::npos)
+        GTEST_SKIP() << "this environment refuses emulation: " << why;
+      FAIL() << why;
+    }
+    const auto workers = workers_of(launcher);
+    for (const auto& [rank, pid] : workers) reaper.pids.push_back(pid);
+    ASSERT_EQ(workers.size(), 3u);
+    ::kill(workers.at(1), SIGKILL);
+    const int status = wait_for(launcher, std::chrono::seconds(180));
+    ASSERT_NE(status, -1) << "the job did not end";
+    reaper.pids.clear();
+    const std::string log = slurp(err.string());
+    ASSERT_EQ(WEXITSTATUS(status), 0) << log;
+    EXPECT_NE(log.find("--elastic: rank 1 (device 1, cpu/1/0) is gone"), std::string::npos) << log;
+    const auto j = nlohmann::json::parse(slurp(out.string()));
+    const int first = j["first_step"].get<int>();
+    EXPECT_GE(first, 5);
+    EXPECT_EQ(first % 5, 0);
+    const auto resumed = j["losses"].get<std::vector<double>>();
+    ASSERT_EQ(resumed.size() + first, whole.size()) << log;
+    for (std::size_t i = 0; i < resumed.size(); ++i)
+      EXPECT_NEAR(resumed[i], whole[first + i], 1e-4 * std::abs(whole[first + i]))
+          << "step " << first + i << emulate;
+    // The plan it wrote uses the two devices left.
+    const auto plan = nlohmann::json::parse(
+        slurp((dir / ("plan-from-step-" + std::to_string(first) + ".json")).string()));
+    std::set<int> used;
+    for (const auto& s : plan["stages"])
+      for (const auto& r : s["replicas"])
+        for (int d : r["devices"]) used.insert(d);
+    EXPECT_EQ(used, (std::set<int>{0, 2})) << plan.dump();
+    fs::remove_all(dir);
+    fs::remove(err);
+    fs::remove(out);
+  }
+  fs::remove(cluster);
 }
 
 }  // namespace

@@ -26,6 +26,13 @@ Result<RankEnv> rank_env_from(const std::map<std::string, std::string>& env);
 // The same, from the process environment.
 Result<RankEnv> rank_env_from_environment();
 
+// Which worker of a local job failed first, and how.
+struct WorkerFailure {
+  int rank = -1;           // -1: none failed
+  bool signalled = false;  // killed by a signal (a lost worker) rather than exiting with an error
+  int signal = 0;
+};
+
 // A TCP port on 127.0.0.1 that the kernel considers free right now (bound to port 0, then
 // released): where a local job's rendezvous store listens.
 Result<int> free_port();
@@ -36,8 +43,10 @@ class Emulation;
 // variables of ranks 0..nprocs-1 on 127.0.0.1 and a free port, and waits for them. With an
 // emulation, each worker first enters its rank's namespace and cgroup and rank 0's address is
 // the master's. When a worker fails, the others are stopped. Returns the exit code to use: 0 when
-// all succeeded, else the first failure's code (a worker killed by a signal counts as 1).
+// all succeeded, else the first failure's code (a worker killed by a signal counts as 1), and
+// that worker in `failure` when given.
 Result<int> launch_local_workers(int nprocs, const std::vector<std::string>& args,
-                                 const Emulation* emulation = nullptr);
+                                 const Emulation* emulation = nullptr,
+                                 WorkerFailure* failure = nullptr);
 
 }  // namespace hetplan::runtime

@@ -23,14 +23,19 @@ struct RunOptions {
   std::string data_file;        // text tokenised at byte level; empty: a synthetic token stream
   double learning_rate = 1e-3;  // Adam
   int threads_per_rank = 1;     // intra-op threads of each worker
-  // Where the job keeps its parameters, optimizer states and step: step-<n>/rank<k>.pt and
-  // rank<k>.adam.pt for each rank k after step n, and `latest`, naming the newest step every rank
-  // has written (rank 0 moves it there after a barrier, so a crash at any point leaves a whole
-  // checkpoint). Read at the start when there, so the run goes on from that step; every rank must
-  // see the same directory (one file system), and ranks that find different steps stop. A rank
-  // that cannot write its files stops; the others then time out at the barrier. Empty: none.
+  // Where the job keeps its parameters, Adam's moments and step: step-<n>/stage<s>.pt for each
+  // stage s after step n (checkpoint.h: whole tensors by name, whatever the plan), and `latest`,
+  // naming the newest step every stage has written (rank 0 moves it there after a barrier, so a
+  // crash at any point leaves a whole checkpoint). Read at the start when there, so the run goes
+  // on from that step; every rank must see the same directory (one file system), and ranks that
+  // find different steps stop. A rank that cannot write its files stops; the others then time
+  // out at the barrier. Op-level plans are not checkpointed. Empty: none.
   std::string checkpoint_dir;
   int checkpoint_every = 0;  // steps between checkpoints; 0: only at the end
+  // Where to resume from instead of checkpoint_dir's newest step: the newest whole step of this
+  // directory, written by a job of any plan of the same model, global batch and seed (the
+  // checkpoints hold whole tensors by name). Empty: checkpoint_dir.
+  std::string resume_dir;
   // How long a rank waits for a collective or a neighbour stage before it gives up and names the
   // ranks that stopped answering.
   double timeout_s = 120;

@@ -1,0 +1,23 @@
+// Internal to the command line: elastic replanning, as `hetplan run --elastic` does it after a
+// worker dies (`hetplan replan` is the same search with its summary and report).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "hetplan/cluster/cluster.h"
+#include "hetplan/core/error.h"
+#include "hetplan/model/model.h"
+#include "hetplan/plan/plan.h"
+#include "search_args.h"
+
+namespace hetplan::cli {
+
+// The fastest plan that fits cluster c without the devices `removed` and that `hetplan run
+// --resume` continues (search_args' resumable), found by every planner (auto) within
+// `a.time_limit_s`, its devices named in c's ids.
+Result<plan::Plan> replan_without(const model::Model& m, const cluster::Cluster& c,
+                                  const std::vector<int>& removed, std::int64_t global_batch,
+                                  SearchArgs a);
+
+}  // namespace hetplan::cli
