@@ -276,6 +276,11 @@ int run_run(const RunArgs& a) {
                    "hetplan: multipath=spray: this run has one path between its ranks (DLCP's "
                    "transport sprays over several under --emulate of a cluster with equal "
                    "routes)\n");
+    if (tell && form.zero3_batch_program)
+      std::fprintf(stderr,
+                   "hetplan: ZeRO-3 over single-device replicas runs as a batch program: one "
+                   "replica of those devices at the replicas' batch shares, every weight sharded "
+                   "over them (gathered for each use, gradients reduce-scattered)\n");
     if (tell && form.per_device_replicas)
       std::fprintf(stderr,
                    "hetplan: the plan splits every op by batch: each replica runs as one replica "

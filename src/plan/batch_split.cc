@@ -32,4 +32,29 @@ std::optional<Plan> as_data_parallel(const model::Model& m, const Plan& p) {
   return out;
 }
 
+std::optional<Plan> zero3_as_batch_program(const model::Model& m, const Plan& p) {
+  if (p.zero_stage != 3 || p.is_op_level() || p.stages.size() != 1 || p.sequence_parallel ||
+      p.grad_priority != GradPriority::none || p.loss_bound > 0 || p.multipath != Multipath::ecmp ||
+      (m.family != model::Family::decoder_lm && m.family != model::Family::mlp))
+    return std::nullopt;
+  const Stage& st = p.stages.front();
+  if (st.replicas.size() < 2 ||
+      std::any_of(st.replicas.begin(), st.replicas.end(),
+                  [](const Replica& r) { return r.devices.size() != 1; }) ||
+      std::any_of(p.grad_sync.begin(), p.grad_sync.end(),
+                  [](const GradSync& g) { return g.method != SyncMethod::all_reduce; }))
+    return std::nullopt;
+  Plan out = p;
+  out.zero_stage = 0;
+  out.op_overrides = {OpOverride{"*", SplitKind::batch_sharded}};
+  Replica one;
+  one.batch_share = 1;
+  for (const Replica& r : st.replicas) {
+    one.devices.push_back(r.devices.front());
+    one.tp_shares.push_back(r.batch_share);
+  }
+  out.stages.front().replicas = {std::move(one)};
+  return out;
+}
+
 }  // namespace hetplan::plan

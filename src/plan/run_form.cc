@@ -18,6 +18,10 @@ RunForm run_form(const Plan& p, const model::Model& m) {
     f.per_device_replicas = true;
     f.plan = std::move(*dp);
   }
+  if (auto program = zero3_as_batch_program(m, f.plan)) {
+    f.zero3_batch_program = true;
+    f.plan = std::move(*program);
+  }
   return f;
 }
 

@@ -82,6 +82,11 @@ void publish_checkpoint(const std::string& dir, int steps) {
 Result<Checkpoint> read_checkpoint(const std::string& dir, int steps, const torch::Device& device,
                                    const std::string& option) {
   const std::string at = step_dir(dir, steps);
+  if (!fs::is_directory(at))
+    return Error{fmt::format(
+        "{}: {}/latest names step {}, but {} is missing (a directory this rank does not share "
+        "with rank 0?)",
+        option, dir, steps, at)};
   std::vector<fs::path> parts;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(at, ec))

@@ -281,11 +281,11 @@ namespace {
 // Settings of a stage plan the runtime refuses whatever else the plan holds: check_executable
 // meets them in its order, executable_problems lists each.
 std::optional<Error> zero_problem(const plan::Plan& p) {
-  if (p.zero_stage <= 1) return std::nullopt;
-  return Error{fmt::format(
-      "plan: zero_stage: ZeRO stage {} is not executed yet (stage 1, sharded optimizer states, "
-      "is)",
-      p.zero_stage)};
+  if (p.zero_stage <= 2) return std::nullopt;
+  return Error{
+      "plan: zero_stage: ZeRO-3 runs only over one stage of single-device replicas of a decoder "
+      "or an MLP (as HAP's batch program with every weight batch_sharded); stages 1 and 2 run "
+      "everywhere else"};
 }
 
 // A CNN's replica of more than one device: the stage runtime splits no convolutions (op by op,
@@ -632,6 +632,11 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const int M = std::max(1, p.num_microbatches);
   const auto order = sim::pass_order(p.schedule, 1, at.s, at.S, M);
 
+  // ZeRO-2 over replicas that split their layers alike: each replica gets only its slice of the
+  // summed gradients (a reduce per slice, to its owner) instead of the all-reduce's whole sums.
+  // (Over unlike replicas, or with a tied head's two copies to sum first, it sums as ZeRO-1.)
+  const bool reduce_to_slices =
+      p.zero_stage == 2 && at.R() > 1 && at.aligned[at.s] && !batch_program && !tied;
   std::vector<torch::Tensor> params = mod.layer_parameters(stage.first_layer, stage.num_layers);
   // The stage's gradients are summed over its replicas in buckets that start while the last
   // backward pass runs (the plan's grad_bucket_bytes). Under a batch program, every rank of the
@@ -663,14 +668,14 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
                                 : static_cast<double>(m.layer_parameters(l)) *
                                       model::dtype_bytes(m.dtype) / static_cast<double>(at.T()));
     }
-    if (!uses_chunk_transport(p) || batch_program)
+    if ((!uses_chunk_transport(p) || batch_program) && !reduce_to_slices)
       buckets = std::make_unique<detail::GradBuckets>(layers, layer_bytes, p.grad_bucket_bytes,
                                                       bucket_group);
   }
   // Or DLCP's transport: the same sums over the same ranks, chunk by chunk in priority order
   // after the last backward pass (chunk_transport.h).
   std::unique_ptr<detail::ChunkTransport> transport;
-  if (bucket_group && !buckets) {
+  if (bucket_group && !buckets && !reduce_to_slices) {
     auto addresses = detail::path_addresses(env.master_addr);
     if (!addresses) return addresses.error();
     const c10::intrusive_ptr<c10d::Store> store = groups.store;
@@ -706,7 +711,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   // updated slices are gathered. Replicas that split their layers differently flatten them in the
   // whole layout instead, and each of the stage's ranks keeps a slice of that.
   const bool unlike = !at.aligned[at.s] && !batch_program;
-  const bool zero = p.zero_stage == 1 && at.R() > 1;
+  const bool zero = (p.zero_stage == 1 || p.zero_stage == 2) && at.R() > 1;
   const PG zero_group = unlike ? groups.stage_all : groups.stage;
   const int zero_n = unlike ? at.stage_size(at.s) : at.R();
   const int zero_k = unlike ? at.stage_rank() : at.r;
@@ -958,6 +963,12 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       for (auto& w : sends) w->wait(timeout);
       // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
       if (buckets) buckets->finish(timeout);
+      torch::Tensor sliced_grads;  // ZeRO-2: this replica's slice of the sums (the rest its own)
+      if (reduce_to_slices) {
+        sliced_grads = detail::flatten(grads_of(params));
+        for (auto& t : params) t.mutable_grad() = torch::Tensor();  // the whole ones go now
+        detail::reduce_to_slices(*zero_group, zero_n, zero_k, sliced_grads, timeout);
+      }
       if (transport && !layer_numel.empty() &&
           std::accumulate(layer_numel.begin(), layer_numel.end(), std::int64_t{0}) > 0) {
         std::vector<torch::Tensor> grads;
@@ -1012,10 +1023,11 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         // once summed with the tied copy, the first replica's, which every replica then holds).
         const bool every_replica = !groups.tied;
         const torch::Tensor flat_grads =
-            !unlike ? detail::flatten(grads_of(params))
-                    : detail::flatten(detail::whole_sums(
-                          *zero_group, mod.layouts(), params, grads_of(params),
-                          every_replica || at.r == 0, at.j == 0 && (every_replica || at.r == 0)));
+            reduce_to_slices ? sliced_grads
+            : !unlike        ? detail::flatten(grads_of(params))
+                             : detail::flatten(detail::whole_sums(
+                                   *zero_group, mod.layouts(), params, grads_of(params),
+                                   every_replica || at.r == 0, at.j == 0 && (every_replica || at.r == 0)));
         owned.mutable_grad() = flat_grads.slice(0, slice.begin, slice.end).clone();
         adam.step();
         sync();

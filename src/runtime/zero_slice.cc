@@ -12,4 +12,17 @@ torch::Tensor gather_slices(Collectives& group, int n, const ZeroSlice& s,
   return torch::cat(out[0]);
 }
 
+void reduce_to_slices(Collectives& group, int n, int k, torch::Tensor& flat,
+                      std::chrono::milliseconds timeout) {
+  for (int owner = 0; owner < n; ++owner) {
+    const ZeroSlice s(flat.numel(), n, owner);
+    if (s.end <= s.begin) continue;  // (alike on every member)
+    std::vector<torch::Tensor> part{flat.slice(0, s.begin, s.end).clone()};
+    c10d::ReduceOptions ro;
+    ro.rootRank = owner;
+    group.reduce(part, ro)->wait(timeout);
+    if (owner == k) flat.slice(0, s.begin, s.end).copy_(part[0]);
+  }
+}
+
 }  // namespace hetplan::runtime::detail

@@ -142,6 +142,36 @@ TEST(RunCli, ZeroOneMatchesOneProcess) {
   expect_same_losses(one, three);
 }
 
+// ZeRO-2: each replica receives only its slice of the summed gradients (a reduce per slice to its
+// owner) and steps it; with a tied head whose copies two stages sum, it sums as ZeRO-1 does.
+// ZeRO-3 over single-device replicas (uneven shares) runs as a batch program with every weight
+// sharded. All give the one-process losses.
+TEST(RunCli, ZeroTwoAndThreeMatchOneProcess) {
+  const std::string gpt = std::string("--model ") + kGpt;
+  const auto one = losses(gpt + " --strategy dp=1,gbs=12");
+  expect_same_losses(one, losses(gpt + " --nprocs 3 --strategy dp=3,gbs=12,zero=2"));
+  expect_same_losses(one, losses(gpt + " --nprocs 4 --strategy tp=2,dp=2,gbs=12,zero=2"));
+  expect_same_losses(one, losses(gpt + " --nprocs 4 --strategy pp=2,dp=2,gbs=12,mbs=2,zero=2"));
+  const auto file = write_plan("zero3", R"({"version": 1, "global_batch": 12,
+    "num_microbatches": 2, "zero_stage": 3, "stages": [{"first_layer": 0, "num_layers": 4,
+      "replicas": [{"devices": [0], "batch_share": 0.5}, {"devices": [1], "batch_share": 0.25},
+                   {"devices": [2], "batch_share": 0.25}]}]})");
+  auto check = run_hetplan("run --check " + gpt + " --cluster cpu:3 --plan " + file);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_EQ(check.out.rfind("runnable: 3 ranks, one stage\n", 0), 0u) << check.out;
+  auto r = run_hetplan("run --json --steps 20 " + gpt + " --nprocs 3 --plan " + file);
+  std::filesystem::remove(file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("ZeRO-3 over single-device replicas runs as a batch program"),
+            std::string::npos)
+      << r.err;
+  expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
+  expect_same_losses(losses(std::string("--model ") + kMlp + " --strategy dp=1,gbs=16"),
+                     losses(std::string("--model ") + kMlp +
+                            " --nprocs 2 --strategy "
+                            "dp=2,gbs=16,zero=3"));
+}
+
 TEST(RunCli, UnevenPipelinesMatchOneProcess) {
   // Three stages of 1, 2 and 1 layers (the tied LM head apart from the embedding), 1F1B over four
   // micro-batches; then the same over two uneven data-parallel pipelines with GPipe.
@@ -910,20 +940,21 @@ TEST(RunCli, CheckSaysWhetherThePlanRunsAtItsFullScale) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("runnable: 4 ranks, op by op\nmemory: about ", 0), 0u) << r.out;
   // Tensor-parallel replicas of a CNN run op by op (a split group of replicas), but not under
-  // ZeRO-2: each reason on its own line.
+  // ZeRO-3: each reason on its own line.
   r = run_hetplan(model + " --cluster cpu:4 --strategy dp=2,tp=2,gbs=8");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("runnable: 4 ranks, op by op\n", 0), 0u) << r.out;
-  r = run_hetplan(model + " --cluster cpu:4 --strategy dp=2,tp=2,gbs=8,zero=2");
+  r = run_hetplan(model + " --cluster cpu:4 --strategy dp=2,tp=2,gbs=8,zero=3");
   EXPECT_EQ(r.exit_code, 1) << r.err;
-  EXPECT_NE(r.out.find("not runnable:\n  plan: zero_stage: ZeRO stage 2 is not executed yet"),
+  EXPECT_NE(r.out.find("not runnable:\n  plan: zero_stage: ZeRO-3 runs only over one stage of "
+                       "single-device replicas of a decoder or an MLP"),
             std::string::npos)
       << r.out;
   EXPECT_NE(
       r.out.find("\n  plan: stages[0].replicas[0].devices: a CNN's replicas of several devices"),
       std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("\n  op by op: zero_stage: ZeRO stage 2 has no op-level form"),
+  EXPECT_NE(r.out.find("\n  op by op: zero_stage: ZeRO stage 3 has no op-level form"),
             std::string::npos)
       << r.out;
   // A BERT stage plan (no stage module: op by op) under recomputation runs op by op; under
@@ -1469,9 +1500,10 @@ TEST(RunCli, RefusesWhatItCannotExecuteBeforeStarting) {
   r = run_hetplan(std::string("run --model ") + kMlp + " --nprocs 2 --strategy dp=4,gbs=8");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--strategy"), std::string::npos) << r.err;
-  r = run_hetplan(std::string("run --model ") + kGpt + " --nprocs 2 --strategy dp=2,gbs=8,zero=2");
+  r = run_hetplan(std::string("run --model ") + kGpt +
+                  " --nprocs 4 --strategy dp=2,pp=2,gbs=8,zero=3");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("ZeRO stage 2 is not executed yet"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ZeRO-3 runs only over one stage"), std::string::npos) << r.err;
   // A VGG has no stage module and the ResNet module splits no convolutions: their stage plans of
   // tensor-parallel replicas run op by op (split groups of replicas), but not under ZeRO-2.
   for (const std::string model : {"vgg:depth=11,image=32,classes=10", kResNet}) {

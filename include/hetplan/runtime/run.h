@@ -92,20 +92,22 @@ struct RunResult {
 // starts. `world_size` is the number of ranks the job will have. Executed: pipelines of stages
 // with uneven layer counts (GPipe, 1F1B), each stage any number of replicas with uneven batch
 // shares, Megatron-style tensor parallelism with uneven shares inside a replica (and sequence
-// parallelism for decoders), micro-batches, ZeRO-1, full or selective recomputation, local or
+// parallelism for decoders), micro-batches, ZeRO-1 and 2 (ZeRO-3 as plan::run_form's batch
+// program), full or selective recomputation, local or
 // synced batch normalisation; and op-level plans of models whose every op says what it computes
 // (model::OpCompute: the zoo's ResNets, VGGs and Inception-v3), op by op with each group's
 // devices, shares and gradient synchronisation (all-reduce, parameter servers, sufficient
 // factors), with ZeRO-1 and full or selective recomputation (plan::recompute_segments). Refused
 // with the reason: sequence parallelism outside decoders, per-op split overrides under tensor
-// parallelism, replicas of one stage with different tp_shares, interleaved schedules, ZeRO-2/3,
+// parallelism, replicas of one stage with different tp_shares, interleaved schedules, ZeRO-3
+// (where run_form leaves it),
 // stage-level gradient sync other than all-reduce, model families without a runtime module (CNNs
 // other than ResNets, in stage plans), CNNs under tensor parallelism, and CNN replicas left without
 // a sample of some micro-batch.
 Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int world_size);
 
 // Every reason check_executable would give one after another: its first, then each setting it
-// refuses whatever else the plan holds (ZeRO-2/3, a CNN under tensor parallelism, interleaved
+// refuses whatever else the plan holds (ZeRO-3, a CNN under tensor parallelism, interleaved
 // schedules, gradient sync other than all-reduce in stage plans), once each. Empty when the plan
 // runs.
 std::vector<std::string> executable_problems(const model::Model& m, const plan::Plan& p,
