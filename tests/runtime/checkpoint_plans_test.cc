@@ -81,7 +81,7 @@ TEST(RunCheckpoints, ADecoderResumesUnderAnyPlan) {
   const std::pair<std::string, std::string> plans[] = {
       {"one process", "--strategy dp=1,gbs=16"},
       {"tp=2 x dp=2, ZeRO-1", "--nprocs 4 --strategy tp=2,dp=2,gbs=16,zero=1"},
-      {"dp=3, ZeRO-2", "--nprocs 3 --strategy dp=3,gbs=16,zero=2"},
+      {"dp=2, ZeRO-2", "--nprocs 2 --strategy dp=2,gbs=16,zero=2"},
       {"unlike replicas", "--nprocs 4 --cluster cpu:4 --plan " + unlike},
       {"batch program", "--nprocs 3 --cluster cpu:3 --plan " + program},
   };
