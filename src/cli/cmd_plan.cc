@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
@@ -111,10 +112,12 @@ void print_summary(const model::Model& m, const cluster::Cluster& c,
 }
 
 int run_plan(PlanArgs a) {
+  std::optional<plan::Plan> old_plan;  // replan: the plan the run used
   if (a.replan) {
     // The run's model, cluster and global batch, from the plan unless given.
     auto old = plan::read_plan_file(a.old_plan_file);
     if (!old) return report_error(old.error().message);
+    old_plan = *old;
     auto from_plan = [&](std::string& arg, const std::string& value, const char* what) {
       if (value.empty())
         return fmt::format("--{0}: expected the {0} ({1} names none)", what, a.old_plan_file);
@@ -128,7 +131,7 @@ int run_plan(PlanArgs a) {
       if (auto bad = from_plan(a.cluster, old->cluster, "cluster"); !bad.empty())
         return report_error(bad);
     a.global_batch = old->global_batch;
-    a.resumable = true;
+    a.resumes = &*old_plan;
   }
   auto m = model::load_model(a.model, "--model");
   if (!m) return report_error(m.error().message);

@@ -198,7 +198,7 @@ int run_elastic(const RunArgs& first, const model::Model& m, const cluster::Clus
                  c.num_devices() - static_cast<int>(removed.size()), *done);
     SearchArgs search;
     search.time_limit_s = kElasticReplanLimitS;
-    auto next = replan_without(m, c, removed, p.global_batch, search);
+    auto next = replan_without(m, c, removed, p, search);
     if (!next) return report_error("--elastic: " + next.error().message);
     const std::string file = fmt::format("{}/plan-from-step-{}.json", first.checkpoint_dir, *done);
     if (!write_output_file(file, plan::to_json_text(*next))) return 2;
@@ -327,10 +327,6 @@ int run_run(const RunArgs& a) {
       if (more.rfind("op by op: ", 0) == 0) why += "; " + more;
     return report_error(why);
   }
-  if (p->is_op_level() && !a.checkpoint_dir.empty())
-    return report_error("--checkpoint: op-level plans are not checkpointed yet");
-  if (p->is_op_level() && !a.resume_dir.empty())
-    return report_error("--resume: op-level plans do not resume from checkpoints yet");
   if (!a.resume_dir.empty() &&
       !std::filesystem::exists(std::filesystem::path(a.resume_dir) / "latest"))
     return report_error(fmt::format(

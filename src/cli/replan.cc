@@ -7,12 +7,12 @@
 namespace hetplan::cli {
 
 Result<plan::Plan> replan_without(const model::Model& m, const cluster::Cluster& c,
-                                  const std::vector<int>& removed, std::int64_t global_batch,
+                                  const std::vector<int>& removed, const plan::Plan& before,
                                   SearchArgs a) {
   auto left = cluster::without_devices(c, removed);
   if (!left) return left.error();
-  a.global_batch = global_batch;
-  a.resumable = true;
+  a.global_batch = before.global_batch;
+  a.resumes = &before;
   search::SearchOptions opts;
   if (auto bad = fill_search_options(a, opts); !bad.empty()) return Error{bad};
   if (auto bad = set_runnable(a, m, opts); !bad.empty()) return Error{bad};

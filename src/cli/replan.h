@@ -13,11 +13,11 @@
 
 namespace hetplan::cli {
 
-// The fastest plan that fits cluster c without the devices `removed` and that `hetplan run
-// --resume` continues (search_args' resumable), found by every planner (auto) within
-// `a.time_limit_s`, its devices named in c's ids.
+// The fastest plan that fits cluster c without the devices `removed` and whose run resumes from
+// the checkpoints of a run of plan `before` (search_args' resumes), found by every planner (auto)
+// within `a.time_limit_s`, its devices named in c's ids and its global batch `before`'s.
 Result<plan::Plan> replan_without(const model::Model& m, const cluster::Cluster& c,
-                                  const std::vector<int>& removed, std::int64_t global_batch,
+                                  const std::vector<int>& removed, const plan::Plan& before,
                                   SearchArgs a);
 
 }  // namespace hetplan::cli

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "commands.h"
 #include "hetplan/plan/run_form.h"
@@ -55,16 +56,25 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
 }
 
 std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts) {
-  if (!a.runnable && !a.resumable) return "";
+  if (!a.runnable && !a.resumes) return "";
 #ifdef HETPLAN_WITH_RUNTIME
-  opts.executable = [&m, resumable = a.resumable](const plan::Plan& p) -> std::string {
-    // As hetplan run sees it.
+  // As hetplan run sees a plan: its form, op by op or not.
+  auto runs_op_by_op = [&m](const plan::Plan& p) {
+    return runtime::executable_form(m, p, static_cast<int>(plan::plan_devices(p).size()))
+        .plan.is_op_level();
+  };
+  std::optional<bool> op_by_op;  // as the run resumed ran
+  if (a.resumes) op_by_op = runs_op_by_op(*a.resumes);
+  opts.executable = [&m, op_by_op](const plan::Plan& p) -> std::string {
     const int world = static_cast<int>(plan::plan_devices(p).size());
     const plan::RunForm run = runtime::executable_form(m, p, world);
     auto ok = runtime::check_executable(m, run.plan, world);
     if (!ok) return ok.error().message;
-    if (resumable && run.plan.is_op_level())
-      return "it runs op by op, and `hetplan run --resume` continues stage plans only";
+    if (op_by_op && run.plan.is_op_level() != *op_by_op)
+      return *op_by_op ? "it runs as a stage plan, and the run it resumes ran op by op (its "
+                         "checkpoints go by the op graph's names)"
+                       : "it runs op by op, and the run it resumes ran as a stage plan (its "
+                         "checkpoints go by the stage modules' names)";
     return std::string();
   };
   return "";

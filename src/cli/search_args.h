@@ -20,7 +20,9 @@ struct SearchArgs {
   bool json = false;
   bool verbose = false;
   bool runnable = false;
-  bool resumable = false;   // replan: only plans `run --resume` continues (runnable stage plans)
+  // replan: only plans whose run resumes from this plan's checkpoints (run in the same runtime:
+  // stage modules or op by op, whose tensors go by different names). Must outlive the search.
+  const plan::Plan* resumes = nullptr;
   std::string policy;       // --policy: TAG's and HeteroG's network: a file, "none", "" (shipped)
   int tag_simulations = 0;  // --simulations
 };
@@ -39,8 +41,9 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
 // them: an op-level plan that is a stage plan in disguise as that stage plan, a plan splitting
 // every op by batch as one replica per device) for model `m`, which must outlive the search.
 // Without libtorch built in, runs the command in hetplan-runtime (exec_runtime_binary); returns
-// the message of a bad argument (no runtime to be had), or "". With `resumable` (replan), only
-// plans that run as stage plans, which `hetplan run --resume` continues from a checkpoint.
+// the message of a bad argument (no runtime to be had), or "". With `resumes` (replan), only
+// runnable plans that run as that plan runs (as a stage plan or op by op), whose run can resume
+// from its checkpoints.
 std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts);
 
 // Loads the trained network TAG's search and HeteroG's decoder read (--policy FILE; "none": TAG

@@ -1,9 +1,13 @@
 #include "checkpoint.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
+
+#include "run_support.h"
 
 namespace hetplan::runtime::detail {
 namespace {
@@ -31,6 +35,8 @@ std::string tensor_text(const torch::Tensor& t) {
 
 }  // namespace
 
+const char* to_string(Naming n) { return n == Naming::module ? "a stage run" : "an op-by-op run"; }
+
 Result<int> latest_checkpoint(const std::string& dir, const std::string& option) {
   const auto file = fs::path(dir) / "latest";
   if (!fs::exists(file)) return 0;
@@ -49,7 +55,8 @@ void write_checkpoint_part(const std::string& dir, const std::string& part,
   fs::create_directories(at);
   torch::serialize::OutputArchive out;
   out.write("meta", torch::tensor({kFormat, meta.steps, meta.global_batch,
-                                   static_cast<std::int64_t>(meta.seed)}));
+                                   static_cast<std::int64_t>(meta.seed),
+                                   static_cast<std::int64_t>(meta.naming)}));
   std::string names;
   int i = 0;
   for (const auto& [name, t] : tensors) {
@@ -105,19 +112,21 @@ Result<Checkpoint> read_checkpoint(const std::string& dir, int steps, const torc
       torch::Tensor meta;
       in.read("meta", meta);
       meta = meta.to(torch::kCPU);
-      if (meta.numel() != 4 || meta[0].item<std::int64_t>() != kFormat)
+      if (meta.numel() != 5 || meta[0].item<std::int64_t>() != kFormat)
         return Error{fmt::format(
             "{}: {}: written by an older hetplan (one file per rank of its plan); expected the "
             "plan-independent format {}",
             option, file, kFormat)};
       const CheckpointMeta got{meta[1].item<std::int64_t>(), meta[2].item<std::int64_t>(),
-                               static_cast<std::uint64_t>(meta[3].item<std::int64_t>())};
+                               static_cast<std::uint64_t>(meta[3].item<std::int64_t>()),
+                               static_cast<Naming>(meta[4].item<std::int64_t>())};
       if (got.steps != steps)
         return Error{fmt::format("{}: {} holds step {}, not the step {} latest names", option, file,
                                  got.steps, steps)};
       if (k == 0) {
         ck.meta = got;
-      } else if (got.global_batch != ck.meta.global_batch || got.seed != ck.meta.seed) {
+      } else if (got.global_batch != ck.meta.global_batch || got.seed != ck.meta.seed ||
+                 got.naming != ck.meta.naming) {
         return Error{
             fmt::format("{}: {} was written by another run than {} (global batch {}, "
                         "seed {}; there {} and {})",
@@ -144,6 +153,94 @@ Result<Checkpoint> read_checkpoint(const std::string& dir, int steps, const torc
     }
   }
   return ck;
+}
+
+Result<int> agreed_resume_step(const std::string& dir, const std::string& option,
+                               Collectives* world, const torch::Device& device) {
+  int step = 0;
+  std::optional<Error> unreadable;
+  if (!dir.empty()) {
+    auto latest = latest_checkpoint(dir, option);
+    if (latest)
+      step = *latest;
+    else
+      unreadable = latest.error();
+  }
+  // Every rank must go on from the same step. Rank 0 alone writes `latest`, so the directory must
+  // be one every rank sees; ranks that find different steps (or none) stop together.
+  if (world) {
+    // One all-reduce of (step, -step) by maximum gives the highest and the lowest.
+    const double mine = unreadable ? -1.0 : static_cast<double>(step);
+    std::vector<torch::Tensor> range{
+        torch::tensor({mine, -mine}, torch::TensorOptions().dtype(torch::kDouble).device(device))};
+    try {
+      c10d::AllreduceOptions max;
+      max.reduceOp = c10d::ReduceOp::MAX;
+      world->allreduce(range, max)->wait();
+    } catch (const std::exception& e) {
+      return Error{
+          fmt::format("{}: the ranks could not compare their steps: {}", option, failure_text(e))};
+    }
+    const double hi = range[0][0].item<double>(), lo = -range[0][1].item<double>();
+    if (!unreadable && lo != hi)
+      return Error{fmt::format(
+          "{}: {}: the ranks find different steps to resume from ({} to {}; -1: unreadable): "
+          "every rank must see the one directory rank 0 writes",
+          option, dir, lo, hi)};
+  }
+  if (unreadable) return *unreadable;
+  return step;
+}
+
+Result<Checkpoint> resume_values(const std::string& dir, int steps, const std::string& option,
+                                 const CheckpointMeta& run, torch::nn::Module& module,
+                                 const torch::Device& device, const std::string& model_name) {
+  auto read = read_checkpoint(dir, steps, device, option);
+  if (!read) return read.error();
+  const CheckpointMeta& got = read->meta;
+  if (got.global_batch != run.global_batch || got.seed != run.seed)
+    return Error{fmt::format(
+        "{}: {}: step {} was taken with global batch {} and seed {}; this run has {} and {} (the "
+        "data position is counted in global batches of the seed's stream)",
+        option, dir, steps, got.global_batch, got.seed, run.global_batch, run.seed)};
+  if (got.naming != run.naming)
+    return Error{fmt::format(
+        "{}: {}: step {} was written by {}, whose tensors go by other names than this plan's ({}: "
+        "resume it under a plan that runs as it did)",
+        option, dir, steps, to_string(got.naming), to_string(run.naming))};
+  torch::NoGradGuard no_grad;
+  for (const auto& item : module.named_parameters(true))
+    if (const auto it = read->tensors.find(item.key()); it != read->tensors.end()) {
+      if (!it->second.value.sizes().equals(item.value().sizes()))
+        return Error{fmt::format("{}: {}: {} is {} in the checkpoint but {} in {}", option, dir,
+                                 item.key(), fmt::join(it->second.value.sizes(), "x"),
+                                 fmt::join(item.value().sizes(), "x"), model_name)};
+      item.value().copy_(it->second.value);
+    }
+  return read;
+}
+
+torch::Tensor part_of_whole(const ShardLayouts& layouts, const torch::Tensor& t,
+                            const torch::Tensor& whole) {
+  const auto sizes = layouts.to_whole(t, t.detach()).sizes().vec();
+  return layouts.to_part(t, whole.reshape(sizes)).contiguous().clone();
+}
+
+void set_adam_state(torch::optim::Adam& adam, const torch::Tensor& t, std::int64_t steps,
+                    const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq) {
+  auto st = std::make_unique<torch::optim::AdamParamState>();
+  st->step(steps);
+  st->exp_avg(exp_avg);
+  st->exp_avg_sq(exp_avg_sq);
+  adam.state()[c10::guts::to_string(t.unsafeGetTensorImpl())] = std::move(st);
+}
+
+std::pair<torch::Tensor, torch::Tensor> adam_moments(torch::optim::Adam& adam,
+                                                     const torch::Tensor& t) {
+  const auto it = adam.state().find(c10::guts::to_string(t.unsafeGetTensorImpl()));
+  if (it == adam.state().end()) return {torch::zeros_like(t), torch::zeros_like(t)};
+  const auto& st = static_cast<const torch::optim::AdamParamState&>(*it->second);
+  return {st.exp_avg(), st.exp_avg_sq()};
 }
 
 }  // namespace hetplan::runtime::detail

@@ -7,20 +7,29 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "collectives.h"
 #include "hetplan/core/error.h"
+#include "shard_layouts.h"
 
 namespace hetplan::runtime::detail {
+
+// Whose names a checkpoint's tensors go by: the stage runtime's modules' parameter names
+// (torch_modules.h), or the op-by-op runtime's op graph's ("op<i>.weight", op_graph.h).
+enum class Naming : std::int64_t { module = 0, op_graph = 1 };
+const char* to_string(Naming n);  // "a stage run", "an op-by-op run"
 
 // What a run resumes from: the steps done, and the data position they stand for.
 struct CheckpointMeta {
   std::int64_t steps = 0;
   std::int64_t global_batch = 0;
   std::uint64_t seed = 0;
+  Naming naming = Naming::module;
 };
 
 // One parameter, whole: its value and Adam's first and second moments.
@@ -50,5 +59,30 @@ struct Checkpoint {
 };
 Result<Checkpoint> read_checkpoint(const std::string& dir, int steps, const torch::Device& device,
                                    const std::string& option);
+
+// The step every rank of the job resumes from: the newest whole step of dir (0: none, or dir
+// empty), compared over `world` (null: one rank); an error when it cannot be read or the ranks
+// find different steps.
+Result<int> agreed_resume_step(const std::string& dir, const std::string& option,
+                               Collectives* world, const torch::Device& device);
+
+// Reads step `steps` of dir (read_checkpoint), refuses another global batch, seed or naming than
+// the run's, and copies every tensor of it that `module` has by name into the module's parameter
+// (whole: call before the plan splits them). The checkpoint is kept for the moments.
+Result<Checkpoint> resume_values(const std::string& dir, int steps, const std::string& option,
+                                 const CheckpointMeta& run, torch::nn::Module& module,
+                                 const torch::Device& device, const std::string& model_name);
+
+// The whole tensor `whole` (a parameter's shape as the model gives it) in t's layout: reshaped to
+// t's whole shape, then cut to t's slices (layouts.to_part); a new tensor.
+torch::Tensor part_of_whole(const ShardLayouts& layouts, const torch::Tensor& t,
+                            const torch::Tensor& whole);
+
+// Adam's state of `t` (a tensor the optimizer steps): the two moments, and the step count.
+void set_adam_state(torch::optim::Adam& adam, const torch::Tensor& t, std::int64_t steps,
+                    const torch::Tensor& exp_avg, const torch::Tensor& exp_avg_sq);
+// The moments Adam keeps for t (zeros shaped as t before its first step).
+std::pair<torch::Tensor, torch::Tensor> adam_moments(torch::optim::Adam& adam,
+                                                     const torch::Tensor& t);
 
 }  // namespace hetplan::runtime::detail

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "batches.h"
+#include "checkpoint.h"
 #include "grad_buckets.h"
 #include "hetplan/plan/op_groups.h"
 #include "memory_probe.h"
@@ -285,8 +287,6 @@ Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int worl
 Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const RunOptions& opts,
                                const RankEnv& env, const c10::Device& dev) {
   if (auto ok = check_op_level(m, p, env.world_size); !ok) return ok.error();
-  if (!opts.checkpoint_dir.empty())
-    return Error{"--checkpoint: op-level plans are not checkpointed yet"};
   const Layout at(m, p);
   const int me = env.rank;
   const auto on_dev = torch::TensorOptions().device(dev);
@@ -370,6 +370,24 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
     return i < 0 ? nullptr : subgroups[static_cast<std::size_t>(i)].pg.get();
   };
   auto pg_of = [&](std::size_t g) { return pg_at(subgroup_of[g]); };
+  // Resuming: the whole weights from the newest whole checkpoint (by the op graph's names),
+  // before the split groups cut them (below, Adam's moments once the optimizer holds them).
+  std::map<const void*, std::pair<std::string, std::vector<std::int64_t>>> named;
+  for (const auto& item : graph->named_parameters(true))
+    named.emplace(item.value().unsafeGetTensorImpl(),
+                  std::make_pair(item.key(), item.value().sizes().vec()));
+  const std::string& resume_dir = opts.resume_dir.empty() ? opts.checkpoint_dir : opts.resume_dir;
+  const std::string resume_option = opts.resume_dir.empty() ? "--checkpoint" : "--resume";
+  const CheckpointMeta meta{0, p.global_batch, opts.seed, Naming::op_graph};
+  auto agreed = agreed_resume_step(resume_dir, resume_option, world.get(), dev);
+  if (!agreed) return agreed.error();
+  const int first_step = *agreed;
+  Checkpoint ck;
+  if (first_step > 0) {
+    auto read = resume_values(resume_dir, first_step, resume_option, meta, *graph, dev, m.name);
+    if (!read) return read.error();
+    ck = std::move(*read);
+  }
 
   const std::size_t N = m.ops.size();
   const double B = static_cast<double>(p.global_batch);
@@ -514,6 +532,115 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
     }
   }
   torch::optim::Adam adam(stepped, torch::optim::AdamOptions(opts.learning_rate));
+  auto zero_of = [&](std::size_t g) -> ZeroGroup* {
+    for (auto& z : zero_groups)
+      if (z.group == g) return &z;
+    return nullptr;
+  };
+  if (first_step > 0) {
+    // Adam's moments of this rank's weights, cut from the whole ones; the step count the steps
+    // done.
+    for (std::size_t g = 0; g < G; ++g) {
+      std::vector<torch::Tensor> avg, avg_sq;
+      for (const auto& t : group_params[g]) {
+        const auto n = named.find(t.unsafeGetTensorImpl());
+        const auto it = n == named.end() ? ck.tensors.end() : ck.tensors.find(n->second.first);
+        if (it == ck.tensors.end())
+          return Error{fmt::format("{}: {}: step {} lacks {} (written for another model than {}?)",
+                                   resume_option, resume_dir, first_step,
+                                   n == named.end() ? std::string("a weight") : n->second.first,
+                                   m.name)};
+        avg.push_back(part_of_whole(layouts, t, it->second.exp_avg));
+        avg_sq.push_back(part_of_whole(layouts, t, it->second.exp_avg_sq));
+      }
+      if (ZeroGroup* z = zero_of(g))
+        set_adam_state(adam, z->owned, first_step,
+                       flatten(avg).slice(0, z->slice.begin, z->slice.end).clone(),
+                       flatten(avg_sq).slice(0, z->slice.begin, z->slice.end).clone());
+      else
+        for (std::size_t i = 0; i < group_params[g].size(); ++i)
+          set_adam_state(adam, group_params[g][i], first_step, avg[i], avg_sq[i]);
+    }
+  }
+  // The weights and Adam's moments after `steps` steps, whole and by name: each group's first
+  // member writes its weights (a split group's first replica gathers them over its members, under
+  // ZeRO-1 every member's slices of the moments first), a file per writing rank. Then, once every
+  // rank has, rank 0 publishes the step.
+  auto save = [&](int steps) -> Result<bool> {
+    const std::string where = fmt::format("{}/step-{}", opts.checkpoint_dir, steps);
+    try {
+      torch::NoGradGuard no_grad;
+      std::map<std::string, WholeTensor> out;
+      for (std::size_t g = 0; g < G; ++g) {
+        const std::vector<torch::Tensor>& ts = group_params[g];
+        if (ts.empty()) continue;
+        std::vector<torch::Tensor> avg, avg_sq;  // in this rank's layout
+        if (ZeroGroup* z = zero_of(g)) {
+          const auto [first_moment, second_moment] = adam_moments(adam, z->owned);
+          const std::int64_t numel = flatten(ts).numel();
+          for (const bool second : {false, true}) {
+            std::vector<torch::Tensor> full{torch::zeros({numel}, on_dev)};
+            full[0]
+                .slice(0, z->slice.begin, z->slice.end)
+                .copy_(second ? second_moment : first_moment);
+            z->pg->allreduce(full)->wait(timeout);
+            std::vector<torch::Tensor> parts;
+            for (const auto& t : ts) parts.push_back(torch::empty_like(t));
+            unflatten_into(full[0], parts);
+            (second ? avg_sq : avg) = std::move(parts);
+          }
+        } else {
+          for (const auto& t : ts) {
+            const auto [a, b] = adam_moments(adam, t);
+            avg.push_back(a);
+            avg_sq.push_back(b);
+          }
+        }
+        bool writer = at.members[g].front() == me;
+        std::vector<torch::Tensor> values = ts, m1 = avg, m2 = avg_sq;
+        if (at.split[g]) {
+          if (my_replica[g] != 0) continue;
+          writer = tps[g].rank == 0;
+          auto whole = [&](const std::vector<torch::Tensor>& v) {
+            if (Collectives* replica = pg_at(replica_subgroup[g][0]))
+              return whole_sums(*replica, layouts, ts, v, true, tps[g].rank == 0, timeout);
+            std::vector<torch::Tensor> w;
+            for (std::size_t i = 0; i < ts.size(); ++i)
+              w.push_back(layouts.to_whole(ts[i], v[i].detach()));
+            return w;
+          };
+          values = whole(ts);
+          m1 = whole(avg);
+          m2 = whole(avg_sq);
+        }
+        if (!writer) continue;
+        for (std::size_t i = 0; i < ts.size(); ++i) {
+          const auto n = named.find(ts[i].unsafeGetTensorImpl());
+          if (n == named.end()) continue;
+          const auto& shape = n->second.second;
+          out[n->second.first] = WholeTensor{values[i].detach().reshape(shape),
+                                             m1[i].reshape(shape), m2[i].reshape(shape)};
+        }
+      }
+      if (!out.empty()) {
+        CheckpointMeta at_step = meta;
+        at_step.steps = steps;
+        write_checkpoint_part(opts.checkpoint_dir, fmt::format("rank{}", me), at_step, out);
+      }
+    } catch (const c10::Error& e) {
+      return Error{fmt::format("--checkpoint: cannot write {}: {}", where, failure_text(e))};
+    } catch (const std::filesystem::filesystem_error& e) {
+      return Error{fmt::format("--checkpoint: cannot write {}: {}", where, e.what())};
+    }
+    if (world) world->barrier()->wait();
+    if (me == 0) try {
+        publish_checkpoint(opts.checkpoint_dir, steps);
+      } catch (const std::filesystem::filesystem_error& e) {
+        return Error{
+            fmt::format("--checkpoint: cannot write {}/latest: {}", opts.checkpoint_dir, e.what())};
+      }
+    return true;
+  };
 
   RunResult res;
   res.parameters = m.parameters();
@@ -521,9 +648,10 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   MemoryProbe probe;  // each step's tensor memory
   const int skip = opts.steps > 2 ? 2 : 0;
   std::vector<double> own_losses;
-  int step = 0;
+  res.first_step = first_step;
+  int step = first_step;
   try {
-    for (; step < opts.steps; ++step) {
+    for (; step < first_step + opts.steps; ++step) {
       probe.start_step();
       const auto start = Clock::now();
       double comm = 0, idle = 0;
@@ -916,12 +1044,16 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       const double step_time = seconds_since(start);
       res.step_times_s.push_back(step_time);
       res.sync_times_s.push_back(comm);
-      if (step >= skip) {
+      if (step - first_step >= skip) {
         own.comm_s += comm;
         own.idle_s += idle;
         own.compute_s += std::max(0.0, step_time - comm - idle);
         own.step_peak_bytes = std::max(own.step_peak_bytes, static_cast<double>(probe.step_peak()));
       }
+      const bool last_step = step + 1 == first_step + opts.steps;
+      if (!opts.checkpoint_dir.empty() &&
+          (last_step || (opts.checkpoint_every > 0 && (step + 1) % opts.checkpoint_every == 0)))
+        if (auto saved = save(step + 1); !saved) return saved.error();
     }
     finish_run(res, own_losses, own, opts.steps, skip, world.get(), env, dev);
   } catch (const std::exception& e) {

@@ -548,60 +548,19 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   }
   // Resuming: the whole parameters from the newest whole checkpoint, before the plan splits them
   // (below, Adam's moments once the optimizer holds this rank's part).
-  int first_step = 0;
-  std::optional<Error> unreadable;
   const std::string& resume_dir = opts.resume_dir.empty() ? opts.checkpoint_dir : opts.resume_dir;
   const std::string resume_option = opts.resume_dir.empty() ? "--checkpoint" : "--resume";
-  if (!resume_dir.empty()) {
-    auto latest = detail::latest_checkpoint(resume_dir, resume_option);
-    if (latest)
-      first_step = *latest;
-    else
-      unreadable = latest.error();
-  }
-  // Every rank must go on from the same step. Rank 0 alone writes `latest`, so DIR must be one
-  // directory every rank sees; ranks that find different steps (or none) stop together.
-  if (groups.world) {
-    // One all-reduce of (step, -step) by maximum gives the highest and the lowest.
-    const double mine = unreadable ? -1.0 : static_cast<double>(first_step);
-    std::vector<torch::Tensor> range{torch::tensor({mine, -mine}, on_dev.dtype(torch::kDouble))};
-    try {
-      c10d::AllreduceOptions max;
-      max.reduceOp = c10d::ReduceOp::MAX;
-      groups.world->allreduce(range, max)->wait();
-    } catch (const std::exception& e) {
-      return Error{fmt::format("{}: the ranks could not compare their steps: {}", resume_option,
-                               failure_text(e))};
-    }
-    const double hi = range[0][0].item<double>(), lo = -range[0][1].item<double>();
-    if (!unreadable && lo != hi)
-      return Error{
-          fmt::format("{}: {}: the ranks find different steps to resume from ({} to {}; -1: "
-                      "unreadable): every rank must see the one directory rank 0 writes",
-                      resume_option, resume_dir, lo, hi)};
-  }
-  if (unreadable) return *unreadable;
+  const detail::CheckpointMeta meta{0, p.global_batch, opts.seed, detail::Naming::module};
+  auto agreed = detail::agreed_resume_step(resume_dir, resume_option, groups.world.get(), dev);
+  if (!agreed) return agreed.error();
+  const int first_step = *agreed;
   const bool resume = first_step > 0;
   detail::Checkpoint ck;
   if (resume) {
-    auto read = detail::read_checkpoint(resume_dir, first_step, dev, resume_option);
+    auto read =
+        detail::resume_values(resume_dir, first_step, resume_option, meta, mod, dev, m.name);
     if (!read) return read.error();
     ck = std::move(*read);
-    if (ck.meta.global_batch != p.global_batch || ck.meta.seed != opts.seed)
-      return Error{fmt::format(
-          "{}: {}: step {} was taken with global batch {} and seed {}; this run has {} and {} "
-          "(the data position is counted in global batches of the seed's stream)",
-          resume_option, resume_dir, first_step, ck.meta.global_batch, ck.meta.seed, p.global_batch,
-          opts.seed)};
-    torch::NoGradGuard no_grad;
-    for (const auto& item : mod.named_parameters(true))
-      if (const auto it = ck.tensors.find(item.key()); it != ck.tensors.end()) {
-        if (!it->second.value.sizes().equals(item.value().sizes()))
-          return Error{fmt::format("{}: {}: {} is {} in the checkpoint but {} in {}", resume_option,
-                                   resume_dir, item.key(), fmt::join(it->second.value.sizes(), "x"),
-                                   fmt::join(item.value().sizes(), "x"), m.name)};
-        item.value().copy_(it->second.value);
-      }
   }
   detail::TensorParallel tp;
   tp.group = groups.tensor.get();
@@ -745,11 +704,6 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     const auto it = named.find((copy ? head_source : t).unsafeGetTensorImpl());
     return it == named.end() ? nullptr : &it->second.first;
   };
-  // Adam's state of one tensor the optimizer steps.
-  auto state_of = [&](const torch::Tensor& t) -> torch::optim::AdamParamState& {
-    return static_cast<torch::optim::AdamParamState&>(
-        *adam.state().at(c10::guts::to_string(t.unsafeGetTensorImpl())));
-  };
   // Under ZeRO over unlike replicas the optimizer's layout is the whole one, else this rank's.
   const bool whole_layout = zero && unlike;
   if (resume) {
@@ -762,28 +716,20 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         return Error{fmt::format("{}: {}: step {} lacks {} (written for another model than {}?)",
                                  resume_option, resume_dir, first_step,
                                  name ? *name : std::string("a parameter"), m.name)};
-      const auto whole_sizes =
-          whole_layout ? whole_params[i].sizes().vec()
-                       : mod.layouts().to_whole(params[i], params[i].detach()).sizes().vec();
       auto cut = [&](const torch::Tensor& w) {
-        const torch::Tensor x = w.reshape(whole_sizes);
-        return (whole_layout ? x : mod.layouts().to_part(params[i], x)).contiguous().clone();
+        return whole_layout ? w.reshape(whole_params[i].sizes()).contiguous().clone()
+                            : detail::part_of_whole(mod.layouts(), params[i], w);
       };
       avg.push_back(cut(it->second.exp_avg));
       avg_sq.push_back(cut(it->second.exp_avg_sq));
     }
-    auto set_state = [&](const torch::Tensor& t, const torch::Tensor& a, const torch::Tensor& b) {
-      auto st = std::make_unique<torch::optim::AdamParamState>();
-      st->step(first_step);
-      st->exp_avg(a);
-      st->exp_avg_sq(b);
-      adam.state()[c10::guts::to_string(t.unsafeGetTensorImpl())] = std::move(st);
-    };
     if (zero)
-      set_state(owned, detail::flatten(avg).slice(0, slice.begin, slice.end).clone(),
-                detail::flatten(avg_sq).slice(0, slice.begin, slice.end).clone());
+      detail::set_adam_state(adam, owned, first_step,
+                             detail::flatten(avg).slice(0, slice.begin, slice.end).clone(),
+                             detail::flatten(avg_sq).slice(0, slice.begin, slice.end).clone());
     else
-      for (std::size_t i = 0; i < params.size(); ++i) set_state(params[i], avg[i], avg_sq[i]);
+      for (std::size_t i = 0; i < params.size(); ++i)
+        detail::set_adam_state(adam, params[i], first_step, avg[i], avg_sq[i]);
   }
   res.first_step = first_step;
   // The parameters and Adam's moments after `steps` steps, whole and by name: the first replica of
@@ -797,10 +743,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       std::vector<torch::Tensor> avg, avg_sq;  // in the optimizer's layout
       if (zero) {
         const std::vector<torch::Tensor>& shapes = whole_layout ? whole_params : params;
+        const auto [first_moment, second_moment] = detail::adam_moments(adam, owned);
         for (const bool second : {false, true}) {
-          const auto& st = state_of(owned);
           std::vector<torch::Tensor> full{torch::zeros({zero_numel}, on_dev)};
-          full[0].slice(0, slice.begin, slice.end).copy_(second ? st.exp_avg_sq() : st.exp_avg());
+          full[0].slice(0, slice.begin, slice.end).copy_(second ? second_moment : first_moment);
           zero_group->allreduce(full)->wait(timeout);
           std::vector<torch::Tensor> parts;
           for (const auto& t : shapes) parts.push_back(torch::empty_like(t));
@@ -809,8 +755,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         }
       } else {
         for (const auto& t : params) {
-          avg.push_back(state_of(t).exp_avg());
-          avg_sq.push_back(state_of(t).exp_avg_sq());
+          const auto [a, b] = detail::adam_moments(adam, t);
+          avg.push_back(a);
+          avg_sq.push_back(b);
         }
       }
       if (at.r == 0) {
@@ -839,8 +786,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
             out[it->second.first] = detail::WholeTensor{values[i].reshape(shape),
                                                         m1[i].reshape(shape), m2[i].reshape(shape)};
           }
-          detail::write_checkpoint_part(opts.checkpoint_dir, fmt::format("stage{}", at.s),
-                                        detail::CheckpointMeta{steps, p.global_batch, opts.seed},
+          detail::CheckpointMeta at_step = meta;
+          at_step.steps = steps;
+          detail::write_checkpoint_part(opts.checkpoint_dir, fmt::format("stage{}", at.s), at_step,
                                         out);
         }
       }

@@ -157,5 +157,52 @@ TEST(RunCheckpoints, RefusesAnotherBatchSeedOrModel) {
   fs::remove_all(dir);
 }
 
+// Op-by-op runs checkpoint by the op graph's names. A ResNet under tensor parallelism (a split
+// group: it runs op by op) writes its slices whole and reads them back; a GPT's op-level plan of a
+// replicated and a split group goes on under parameter servers and back.
+// A stage run cannot take over an op-by-op run's checkpoint (other names), and says so.
+TEST(RunCheckpoints, OpByOpRunsResumeUnderOtherPlans) {
+  auto chain = [](const std::string& model, const std::string& a, const std::string& b,
+                  const std::string& what) {
+    const auto whole = run_steps(9, model + " " + a).second;
+    ASSERT_EQ(whole.size(), 9u);
+    const fs::path one = temp("ops_a"), two = temp("ops_b");
+    fs::remove_all(one);
+    fs::remove_all(two);
+    expect_continues(std::vector<double>(whole.begin(), whole.begin() + 3), 0,
+                     run_steps(3, model + " " + a + " --checkpoint " + one.string()), what);
+    expect_continues(std::vector<double>(whole.begin(), whole.begin() + 6), 3,
+                     run_steps(3, model + " " + b + " --resume " + one.string() + " --checkpoint " +
+                                      two.string()),
+                     what + " (the other plan)");
+    expect_continues(whole, 6, run_steps(3, model + " " + a + " --resume " + two.string()),
+                     what + " (back)");
+    auto r =
+        run_hetplan("run --steps 1 " + model + " --strategy dp=1,gbs=12 --resume " + one.string());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("step 3 was written by an op-by-op run, whose tensors go by other names "
+                         "than this plan's (a stage run"),
+              std::string::npos)
+        << r.err;
+    fs::remove_all(one);
+    fs::remove_all(two);
+  };
+  chain("--model resnet:depth=18,width=8,image=32,classes=10", "--nprocs 2 --strategy tp=2,gbs=12",
+        "--nprocs 2 --strategy tp=2,gbs=12", "ResNet");
+  const auto ops = write_plan("ops", R"({"version": 1, "global_batch": 12, "op_groups": [
+    {"ops": ["embedding.*", "layers.0.*", "layers.1.norm1", "layers.1.attn.*"],
+     "mode": "replicate", "devices": [0, 1]},
+    {"ops": ["layers.1.norm2", "layers.1.mlp.*", "head.*"], "mode": "split", "devices": [2, 3]}]})");
+  const auto served = write_plan("served", R"({"version": 1, "global_batch": 12, "op_groups": [
+    {"ops": ["embedding.*", "layers.0.*"], "mode": "replicate", "devices": [0, 1],
+     "sync": "parameter_server"},
+    {"ops": ["layers.1.*", "head.*"], "mode": "replicate", "devices": [0, 1],
+     "sync": "parameter_server"}]})");
+  chain(std::string("--model ") + kGpt, "--nprocs 4 --cluster cpu:4 --plan " + ops,
+        "--nprocs 2 --cluster cpu:2 --plan " + served, "GPT");
+  fs::remove(ops);
+  fs::remove(served);
+}
+
 }  // namespace
 }  // namespace hetplan::runtime

@@ -29,12 +29,14 @@ struct RunOptions {
   // crash at any point leaves a whole checkpoint). Read at the start when there, so the run goes
   // on from that step; every rank must see the same directory (one file system), and ranks that
   // find different steps stop. A rank that cannot write its files stops; the others then time
-  // out at the barrier. Op-level plans are not checkpointed. Empty: none.
+  // out at the barrier. An op-by-op run writes step-<n>/rank<k>.pt by the op graph's names
+  // instead (a checkpoint resumes under plans that run as its own did). Empty: none.
   std::string checkpoint_dir;
   int checkpoint_every = 0;  // steps between checkpoints; 0: only at the end
   // Where to resume from instead of checkpoint_dir's newest step: the newest whole step of this
-  // directory, written by a job of any plan of the same model, global batch and seed (the
-  // checkpoints hold whole tensors by name). Empty: checkpoint_dir.
+  // directory, written by a job of any plan of the same model, global batch and seed that runs as
+  // this one (as a stage plan, or op by op); the checkpoints hold whole tensors by name. Empty:
+  // checkpoint_dir.
   std::string resume_dir;
   // How long a rank waits for a collective or a neighbour stage before it gives up and names the
   // ranks that stopped answering.
