@@ -342,11 +342,23 @@ TEST(RunCli, OpLevelPlansRunOpByOpAndMatchOneProcess) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("runs op by op"), std::string::npos) << r.err;
   expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
-  // Checkpoints are not written for op-level plans yet: refused before any worker starts.
-  r = run_hetplan("run " + model + " --nprocs 4 --checkpoint /tmp/x --plan " + file.string());
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--checkpoint: op-level plans are not checkpointed yet"), std::string::npos)
-      << r.err;
+  // Its checkpoint (split groups, parameter servers, sufficient factors): 10 steps, then 10 more
+  // from it give the second half of the one-process run.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("hetplan_op_level_checkpoint_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  for (int half = 0; half < 2; ++half) {
+    r = run_hetplan("run --json --steps 10 " + model + " --nprocs 4 --checkpoint " + dir.string() +
+                    " --plan " + file.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["first_step"].get<int>(), 10 * half);
+    const auto part = j["losses"].get<std::vector<double>>();
+    ASSERT_EQ(part.size(), 10u);
+    for (int i = 0; i < 10; ++i)
+      EXPECT_NEAR(part[i], one[10 * half + i], 1e-4 * std::abs(one[10 * half + i])) << i;
+  }
+  std::filesystem::remove_all(dir);
   std::filesystem::remove(file);
 }
 
