@@ -232,6 +232,22 @@ int run_plan(PlanArgs a) {
   return 0;
 }
 
+// --algo, --seed, --out, --calibration and --policy, which plan and replan share.
+void add_planner_options(CLI::App* cmd, PlanArgs& a) {
+  cmd->add_option("--algo", a.algo, "Planner: " + search::algo_names())->capture_default_str();
+  cmd->add_option("--seed", a.seed,
+                  "Seed of the op grouping (METIS) and of HeteroG's draws; the stage-level "
+                  "planners draw no random "
+                  "numbers. The same seed gives the same plan")
+      ->capture_default_str();
+  cmd->add_option("--out,-o", a.out_file, "Write the plan (JSON) to FILE")->check(writable_output);
+  cmd->add_option("--calibration", a.calibration_file, "A measured calibration profile (JSON)");
+  cmd->add_option("--policy", a.policy,
+                  "TAG's and HeteroG's trained network (hetplan train-policy writes one); "
+                  "'none': a uniform prior and no HeteroG. Default: the shipped "
+                  "data/policy/tag.pt");
+}
+
 }  // namespace
 
 Action add_plan_command(CLI::App& app) {
@@ -239,19 +255,11 @@ Action add_plan_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "plan", "Find the fastest plan that fits the cluster, compared with three baselines");
   add_problem_options(cmd, *args);
-  cmd->add_option("--algo", args->algo, "Planner: " + search::algo_names())->capture_default_str();
+  add_planner_options(cmd, *args);
   cmd->add_option("--objective", args->objective,
                   "time: the fastest plan that fits; memory: the least peak memory for the "
                   "capacity (the time/memory frontier joins the search), then the fastest")
       ->capture_default_str();
-  cmd->add_option("--seed", args->seed,
-                  "Seed of the op grouping (METIS) and of HeteroG's draws; the stage-level "
-                  "planners draw no random "
-                  "numbers. The same seed gives the same plan")
-      ->capture_default_str();
-  cmd->add_option("--out,-o", args->out_file, "Write the plan (JSON) to FILE")
-      ->check(writable_output);
-  cmd->add_option("--calibration", args->calibration_file, "A measured calibration profile (JSON)");
   cmd->add_flag("--dlcp", args->dlcp,
                 "Also try DLCP's gradient transport on the best plan (layer priorities, spraying "
                 "over equal routes) and keep it when faster; simulated: `hetplan run` sends "
@@ -259,10 +267,6 @@ Action add_plan_command(CLI::App& app) {
   cmd->add_option("--allow-lossy-sync", args->allow_lossy_sync,
                   "Also try dropping up to this fraction of the gradient bytes per iteration "
                   "when late (0..0.1; implies --dlcp; `hetplan run` refuses such plans for now)");
-  cmd->add_option("--policy", args->policy,
-                  "TAG's and HeteroG's trained network (hetplan train-policy writes one); "
-                  "'none': a uniform prior and no HeteroG. Default: the shipped "
-                  "data/policy/tag.pt");
   cmd->add_option("--simulations", args->tag_simulations,
                   "TAG's tree-search simulations (0: up to 1000 within a budget of simulated "
                   "work); set, exactly that many, to compare priors at equal budget")
@@ -288,14 +292,7 @@ Action add_replan_command(CLI::App& app) {
   auto* cluster = cmd->add_option("--cluster,-c", args->cluster,
                                   "The cluster the devices are removed from: preset name or YAML "
                                   "file (default: the plan's `cluster`)");
-  cmd->add_option("--algo", args->algo, "Planner: " + search::algo_names())->capture_default_str();
-  cmd->add_option("--seed", args->seed, "Seed of the op grouping and of HeteroG's draws")
-      ->capture_default_str();
-  cmd->add_option("--out,-o", args->out_file, "Write the plan (JSON) to FILE")
-      ->check(writable_output);
-  cmd->add_option("--calibration", args->calibration_file, "A measured calibration profile (JSON)");
-  cmd->add_option("--policy", args->policy,
-                  "TAG's and HeteroG's trained network; 'none': a uniform prior and no HeteroG");
+  add_planner_options(cmd, *args);
   add_search_options(cmd, *args);
   return [args, model, cluster] {
     args->model_given = model->count() > 0;

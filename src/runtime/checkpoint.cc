@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 
+#include "grad_buckets.h"
 #include "run_support.h"
 
 namespace hetplan::runtime::detail {
@@ -34,6 +35,48 @@ std::string tensor_text(const torch::Tensor& t) {
 }
 
 }  // namespace
+
+ParameterNames parameter_names(const torch::nn::Module& module) {
+  ParameterNames out;
+  for (const auto& item : module.named_parameters(true))
+    out.emplace(item.value().unsafeGetTensorImpl(),
+                std::make_pair(item.key(), item.value().sizes().vec()));
+  return out;
+}
+
+std::pair<std::string, std::string> resume_source(const std::string& resume_dir,
+                                                  const std::string& checkpoint_dir) {
+  return resume_dir.empty() ? std::make_pair(checkpoint_dir, std::string("--checkpoint"))
+                            : std::make_pair(resume_dir, std::string("--resume"));
+}
+
+std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> gathered_moments(
+    torch::optim::Adam& adam, const torch::Tensor& owned, std::int64_t numel, std::int64_t begin,
+    std::int64_t end, Collectives& group, const std::vector<torch::Tensor>& shapes,
+    std::chrono::milliseconds timeout) {
+  const auto [first, second] = adam_moments(adam, owned);
+  std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> out;
+  for (const bool is_second : {false, true}) {
+    std::vector<torch::Tensor> full{torch::zeros({numel}, owned.options())};
+    full[0].slice(0, begin, end).copy_(is_second ? second : first);
+    group.allreduce(full)->wait(timeout);
+    std::vector<torch::Tensor> parts;
+    for (const auto& t : shapes) parts.push_back(torch::empty_like(t));
+    unflatten_into(full[0], parts);
+    (is_second ? out.second : out.first) = std::move(parts);
+  }
+  return out;
+}
+
+Result<bool> publish_when_written(Collectives* world, int rank, const std::string& dir, int steps) {
+  if (world) world->barrier()->wait();
+  if (rank == 0) try {
+      publish_checkpoint(dir, steps);
+    } catch (const fs::filesystem_error& e) {
+      return Error{fmt::format("--checkpoint: cannot write {}/latest: {}", dir, e.what())};
+    }
+  return true;
+}
 
 const char* to_string(Naming n) { return n == Naming::module ? "a stage run" : "an op-by-op run"; }
 

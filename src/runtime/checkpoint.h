@@ -19,6 +19,11 @@
 
 namespace hetplan::runtime::detail {
 
+// Each parameter of `module` by its tensor: its name and whole shape (taken before a plan splits
+// the tensors in place, so that a split tensor keeps its entry).
+using ParameterNames = std::map<const void*, std::pair<std::string, std::vector<std::int64_t>>>;
+ParameterNames parameter_names(const torch::nn::Module& module);
+
 // Whose names a checkpoint's tensors go by: the stage runtime's modules' parameter names
 // (torch_modules.h), or the op-by-op runtime's op graph's ("op<i>.weight", op_graph.h).
 enum class Naming : std::int64_t { module = 0, op_graph = 1 };
@@ -77,6 +82,22 @@ Result<Checkpoint> resume_values(const std::string& dir, int steps, const std::s
 // t's whole shape, then cut to t's slices (layouts.to_part); a new tensor.
 torch::Tensor part_of_whole(const ShardLayouts& layouts, const torch::Tensor& t,
                             const torch::Tensor& whole);
+
+// The resume directory and the option that names it in errors: --resume's, else --checkpoint's.
+std::pair<std::string, std::string> resume_source(const std::string& resume_dir,
+                                                  const std::string& checkpoint_dir);
+
+// Adam's moments of the ZeRO slice `owned` ([begin, end) of `numel` flattened elements),
+// gathered over `group` (every member its slice, summed into zeros elsewhere) and unflattened into
+// tensors shaped as `shapes`: {first moments, second moments}.
+std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> gathered_moments(
+    torch::optim::Adam& adam, const torch::Tensor& owned, std::int64_t numel, std::int64_t begin,
+    std::int64_t end, Collectives& group, const std::vector<torch::Tensor>& shapes,
+    std::chrono::milliseconds timeout);
+
+// Once this rank has written its part of step `steps`: waits for every rank of `world` (null: one
+// rank), then rank 0 publishes the step (publish_checkpoint). An error names the file.
+Result<bool> publish_when_written(Collectives* world, int rank, const std::string& dir, int steps);
 
 // Adam's state of `t` (a tensor the optimizer steps): the two moments, and the step count.
 void set_adam_state(torch::optim::Adam& adam, const torch::Tensor& t, std::int64_t steps,

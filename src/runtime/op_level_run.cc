@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <tuple>
 
 #include "batches.h"
 #include "checkpoint.h"
@@ -372,12 +373,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   auto pg_of = [&](std::size_t g) { return pg_at(subgroup_of[g]); };
   // Resuming: the whole weights from the newest whole checkpoint (by the op graph's names),
   // before the split groups cut them (below, Adam's moments once the optimizer holds them).
-  std::map<const void*, std::pair<std::string, std::vector<std::int64_t>>> named;
-  for (const auto& item : graph->named_parameters(true))
-    named.emplace(item.value().unsafeGetTensorImpl(),
-                  std::make_pair(item.key(), item.value().sizes().vec()));
-  const std::string& resume_dir = opts.resume_dir.empty() ? opts.checkpoint_dir : opts.resume_dir;
-  const std::string resume_option = opts.resume_dir.empty() ? "--checkpoint" : "--resume";
+  const ParameterNames named = parameter_names(*graph);
+  const auto [resume_dir, resume_option] = resume_source(opts.resume_dir, opts.checkpoint_dir);
   const CheckpointMeta meta{0, p.global_batch, opts.seed, Naming::op_graph};
   auto agreed = agreed_resume_step(resume_dir, resume_option, world.get(), dev);
   if (!agreed) return agreed.error();
@@ -576,19 +573,9 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         if (ts.empty()) continue;
         std::vector<torch::Tensor> avg, avg_sq;  // in this rank's layout
         if (ZeroGroup* z = zero_of(g)) {
-          const auto [first_moment, second_moment] = adam_moments(adam, z->owned);
-          const std::int64_t numel = flatten(ts).numel();
-          for (const bool second : {false, true}) {
-            std::vector<torch::Tensor> full{torch::zeros({numel}, on_dev)};
-            full[0]
-                .slice(0, z->slice.begin, z->slice.end)
-                .copy_(second ? second_moment : first_moment);
-            z->pg->allreduce(full)->wait(timeout);
-            std::vector<torch::Tensor> parts;
-            for (const auto& t : ts) parts.push_back(torch::empty_like(t));
-            unflatten_into(full[0], parts);
-            (second ? avg_sq : avg) = std::move(parts);
-          }
+          std::tie(avg, avg_sq) =
+              gathered_moments(adam, z->owned, flatten(ts).numel(), z->slice.begin, z->slice.end,
+                               *z->pg, ts, timeout);
         } else {
           for (const auto& t : ts) {
             const auto [a, b] = adam_moments(adam, t);
@@ -632,14 +619,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
     } catch (const std::filesystem::filesystem_error& e) {
       return Error{fmt::format("--checkpoint: cannot write {}: {}", where, e.what())};
     }
-    if (world) world->barrier()->wait();
-    if (me == 0) try {
-        publish_checkpoint(opts.checkpoint_dir, steps);
-      } catch (const std::filesystem::filesystem_error& e) {
-        return Error{
-            fmt::format("--checkpoint: cannot write {}/latest: {}", opts.checkpoint_dir, e.what())};
-      }
-    return true;
+    return publish_when_written(world.get(), me, opts.checkpoint_dir, steps);
   };
 
   RunResult res;

@@ -518,10 +518,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   mod.set_recompute(p.recompute);
   mod.to_device(dev);
   // Each parameter's name and whole shape, for checkpoints (the split below keeps the tensors).
-  std::map<const void*, std::pair<std::string, std::vector<std::int64_t>>> named;
-  for (const auto& item : mod.named_parameters(true))
-    named.emplace(item.value().unsafeGetTensorImpl(),
-                  std::make_pair(item.key(), item.value().sizes().vec()));
+  const detail::ParameterNames named = detail::parameter_names(mod);
   auto data = detail::BatchSource::create(m, opts.seed, opts.data_file);
   if (!data) return data.error();
 
@@ -548,8 +545,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   }
   // Resuming: the whole parameters from the newest whole checkpoint, before the plan splits them
   // (below, Adam's moments once the optimizer holds this rank's part).
-  const std::string& resume_dir = opts.resume_dir.empty() ? opts.checkpoint_dir : opts.resume_dir;
-  const std::string resume_option = opts.resume_dir.empty() ? "--checkpoint" : "--resume";
+  const auto [resume_dir, resume_option] =
+      detail::resume_source(opts.resume_dir, opts.checkpoint_dir);
   const detail::CheckpointMeta meta{0, p.global_batch, opts.seed, detail::Naming::module};
   auto agreed = detail::agreed_resume_step(resume_dir, resume_option, groups.world.get(), dev);
   if (!agreed) return agreed.error();
@@ -743,16 +740,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       std::vector<torch::Tensor> avg, avg_sq;  // in the optimizer's layout
       if (zero) {
         const std::vector<torch::Tensor>& shapes = whole_layout ? whole_params : params;
-        const auto [first_moment, second_moment] = detail::adam_moments(adam, owned);
-        for (const bool second : {false, true}) {
-          std::vector<torch::Tensor> full{torch::zeros({zero_numel}, on_dev)};
-          full[0].slice(0, slice.begin, slice.end).copy_(second ? second_moment : first_moment);
-          zero_group->allreduce(full)->wait(timeout);
-          std::vector<torch::Tensor> parts;
-          for (const auto& t : shapes) parts.push_back(torch::empty_like(t));
-          detail::unflatten_into(full[0], parts);
-          (second ? avg_sq : avg) = std::move(parts);
-        }
+        std::tie(avg, avg_sq) = detail::gathered_moments(adam, owned, zero_numel, slice.begin,
+                                                         slice.end, *zero_group, shapes, timeout);
       } else {
         for (const auto& t : params) {
           const auto [a, b] = detail::adam_moments(adam, t);
@@ -797,14 +786,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     } catch (const std::filesystem::filesystem_error& e) {
       return Error{fmt::format("--checkpoint: cannot write {}: {}", where, e.what())};
     }
-    if (groups.world) groups.world->barrier()->wait();
-    if (env.rank == 0) try {
-        detail::publish_checkpoint(opts.checkpoint_dir, steps);
-      } catch (const std::filesystem::filesystem_error& e) {
-        return Error{
-            fmt::format("--checkpoint: cannot write {}/latest: {}", opts.checkpoint_dir, e.what())};
-      }
-    return true;
+    return detail::publish_when_written(groups.world.get(), env.rank, opts.checkpoint_dir, steps);
   };
   int step = first_step;
   std::vector<double> own_losses;
