@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -161,14 +160,7 @@ constexpr double kElasticReplanLimitS = 30;
 // devices).
 int run_elastic(const RunArgs& first, const model::Model& m, const cluster::Cluster& c,
                 plan::Plan p, std::unique_ptr<runtime::Emulation> emulation) {
-  auto latest = [&]() -> Result<int> {
-    std::ifstream in(std::filesystem::path(first.checkpoint_dir) / "latest");
-    int steps = 0;
-    if (in && !(in >> steps))
-      return Error{"--checkpoint: " + first.checkpoint_dir +
-                   "/latest: expected the number of steps done"};
-    return steps;
-  };
+  auto latest = [&] { return runtime::newest_checkpoint_step(first.checkpoint_dir); };
   auto start = latest();
   if (!start) return report_error(start.error().message);
   const int target = *start + first.steps;

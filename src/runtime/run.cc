@@ -269,6 +269,10 @@ plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int wo
   return form;
 }
 
+Result<int> newest_checkpoint_step(const std::string& dir) {
+  return detail::latest_checkpoint(dir, "--checkpoint");
+}
+
 std::vector<int> rank_devices(const plan::Plan& p) {
   if (p.is_op_level()) return detail::op_level_devices(p);
   std::vector<int> out;

@@ -126,6 +126,10 @@ plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int wo
 // The runtime then sums them with DLCP's transport in its parameter-server form.
 bool every_gradient_to_parameter_servers(const plan::Plan& p);
 
+// The steps of the newest whole checkpoint in dir (its `latest` file; 0 for none), as run_plan
+// resumes from it; an error naming the file when it is unreadable.
+Result<int> newest_checkpoint_step(const std::string& dir);
+
 // The plan's device of every rank, in rank order (stage, replica, tensor-parallel rank; for an
 // op-level plan, its devices ascending).
 std::vector<int> rank_devices(const plan::Plan& p);
