@@ -34,9 +34,13 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
       ->check(writable_output);
   cmd->add_flag("--json", a.json, "Print one JSON object instead of the summary");
   cmd->add_flag("--verbose,-v", a.verbose, "Show search progress on stderr");
-  cmd->add_flag("--runnable", a.runnable,
-                "Choose only plans that `hetplan run` executes (it refuses op-level plans other "
-                "than stage plans in disguise, some model families and some settings; see README)");
+  auto* runnable = cmd->add_flag(
+      "--runnable", a.runnable,
+      "Choose only plans that `hetplan run` executes (the default; the runtime's own check)");
+  cmd->add_flag("--any-form", a.any_form,
+                "Also choose plans `hetplan run` does not execute yet (some op-level plans, "
+                "interleaved schedules, ...; the simulator prices every form)")
+      ->excludes(runnable);
 }
 
 std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts) {
@@ -56,7 +60,7 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
 }
 
 std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts) {
-  if (!a.runnable && !a.resumes) return "";
+  if (a.any_form && !a.resumes) return "";
 #ifdef HETPLAN_WITH_RUNTIME
   // As hetplan run sees a plan: its form, op by op or not.
   auto runs_op_by_op = [&m](const plan::Plan& p) {
@@ -65,12 +69,9 @@ std::string set_runnable(const SearchArgs& a, const model::Model& m, search::Sea
   };
   std::optional<bool> op_by_op;  // as the run resumed ran
   if (a.resumes) op_by_op = runs_op_by_op(*a.resumes);
-  opts.executable = [&m, op_by_op](const plan::Plan& p) -> std::string {
-    const int world = static_cast<int>(plan::plan_devices(p).size());
-    const plan::RunForm run = runtime::executable_form(m, p, world);
-    auto ok = runtime::check_executable(m, run.plan, world);
-    if (!ok) return ok.error().message;
-    if (op_by_op && run.plan.is_op_level() != *op_by_op)
+  opts.executable = [&m, op_by_op, runs_op_by_op](const plan::Plan& p) -> std::string {
+    if (auto why = runtime::why_not_runnable(m, p); !why.empty()) return why;
+    if (op_by_op && runs_op_by_op(p) != *op_by_op)
       return *op_by_op ? "it runs as a stage plan, and the run it resumes ran op by op (its "
                          "checkpoints go by the op graph's names)"
                        : "it runs op by op, and the run it resumes ran as a stage plan (its "
@@ -81,7 +82,9 @@ std::string set_runnable(const SearchArgs& a, const model::Model& m, search::Sea
 #else
   (void)m;
   (void)opts;
-  return "--runnable: " + exec_runtime_binary() + "; the runtime decides what runs";
+  const std::string why = exec_runtime_binary();  // returns only when it cannot
+  if (!a.runnable && !a.resumes) return "";       // a build that runs no plan: every form is priced
+  return (a.resumes ? "replan: " : "--runnable: ") + why + "; the runtime decides what runs";
 #endif
 }
 

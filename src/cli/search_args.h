@@ -19,7 +19,8 @@ struct SearchArgs {
   std::string report_file;
   bool json = false;
   bool verbose = false;
-  bool runnable = false;
+  bool runnable = false;  // --runnable given (the default anyway, unless --any-form)
+  bool any_form = false;  // --any-form: also plans the runtime does not execute
   // replan: only plans whose run resumes from this plan's checkpoints (run in the same runtime:
   // stage modules or op by op, whose tensors go by different names). Must outlive the search.
   const plan::Plan* resumes = nullptr;
@@ -29,7 +30,7 @@ struct SearchArgs {
 
 // Registers --model, --cluster and --global-batch.
 void add_problem_options(CLI::App* cmd, SearchArgs& a);
-// Registers --time-limit, --threads, --report, --json, --verbose and --runnable.
+// Registers --time-limit, --threads, --report, --json, --verbose, --runnable and --any-form.
 void add_search_options(CLI::App* cmd, SearchArgs& a);
 
 // Checks --global-batch, --time-limit and --threads and copies them into opts, with a progress
@@ -37,13 +38,14 @@ void add_search_options(CLI::App* cmd, SearchArgs& a);
 // the first bad argument, or an empty string.
 std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts);
 
-// With --runnable, the planners may choose only plans `hetplan run` executes (as it would run
+// Unless --any-form, the planners may choose only plans `hetplan run` executes (as it would run
 // them: an op-level plan that is a stage plan in disguise as that stage plan, a plan splitting
 // every op by batch as one replica per device) for model `m`, which must outlive the search.
-// Without libtorch built in, runs the command in hetplan-runtime (exec_runtime_binary); returns
-// the message of a bad argument (no runtime to be had), or "". With `resumes` (replan), only
-// runnable plans that run as that plan runs (as a stage plan or op by op), whose run can resume
-// from its checkpoints.
+// Without libtorch built in, runs the command in hetplan-runtime (exec_runtime_binary); where
+// there is none, plans any form unless --runnable was given (then returns its message), since
+// such a build runs no plan. Returns the message of a bad argument, or "". With `resumes` (replan),
+// only runnable plans that run as that plan runs (as a stage plan or op by op), whose run can
+// resume from its checkpoints.
 std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts);
 
 // Loads the trained network TAG's search and HeteroG's decoder read (--policy FILE; "none": TAG

@@ -269,6 +269,12 @@ plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int wo
   return form;
 }
 
+std::string why_not_runnable(const model::Model& m, const plan::Plan& p) {
+  const int world = static_cast<int>(plan::plan_devices(p).size());
+  auto ok = check_executable(m, executable_form(m, p, world).plan, world);
+  return ok ? std::string() : ok.error().message;
+}
+
 Result<int> newest_checkpoint_step(const std::string& dir) {
   return detail::latest_checkpoint(dir, "--checkpoint");
 }
@@ -382,7 +388,8 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         devices.size(), world_size, devices.size(), devices.size())};
   if (auto e = zero_problem(p)) return *e;
   if (auto e = cnn_tensor_problem(m, p)) return *e;
-  if (splits_layers(p) && p.sequence_parallel && m.family != model::Family::decoder_lm)
+  const bool decoder = m.family == model::Family::decoder_lm || m.family == model::Family::moe_lm;
+  if (splits_layers(p) && p.sequence_parallel && !decoder)
     return Error{fmt::format(
         "plan: sequence_parallel: the runtime splits decoder language models by sequence; a {} "
         "model is not",
@@ -411,16 +418,18 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
   }
   // Uneven shares are rounded to whole heads, MLP columns, vocabulary rows (and sequence
   // positions): each rank needs one.
-  if (m.family == model::Family::decoder_lm && !*program)
+  if (decoder && !*program)
     for (const auto& st : p.stages)
       for (const auto& rep : st.replicas) {
         if (rep.devices.size() < 2) continue;
         detail::TensorParallel tp;
         tp.size = static_cast<int>(rep.devices.size());
         tp.shares = rep.tp_shares;
-        for (auto [n, what] : {std::pair<std::int64_t, const char*>{m.kv_heads, "key/value heads"},
-                               {m.ffn_hidden, "MLP columns"},
-                               {m.vocab, "vocabulary rows"}})
+        for (auto [n, what] :
+             {std::pair<std::int64_t, const char*>{m.kv_heads, "key/value heads"},
+              m.experts > 0 ? std::pair<std::int64_t, const char*>{m.experts, "experts"}
+                            : std::pair<std::int64_t, const char*>{m.ffn_hidden, "MLP columns"},
+              {m.vocab, "vocabulary rows"}})
           if (auto ok = detail::unit_counts(n, tp, what); !ok) return ok.error();
         if (p.sequence_parallel)
           if (auto ok = detail::unit_counts(m.seq_len, tp, "sequence positions"); !ok)
@@ -533,7 +542,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const bool first = at.s == 0, last = at.s == at.S - 1;
   // Whether a tied LM head is split from its embedding: it then gets its own copy, kept equal by
   // summing the copies' gradients (as Megatron-LM does). The copies' vocabulary rows must match.
-  const bool tied = at.S > 1 && m.family == model::Family::decoder_lm && mod.tied_head();
+  const bool tied = at.S > 1 &&
+                    (m.family == model::Family::decoder_lm || m.family == model::Family::moe_lm) &&
+                    mod.tied_head();
   const auto timeout = std::chrono::milliseconds(std::llround(opts.timeout_s * 1000));
   Groups groups;
   std::optional<detail::PeerWatch> watch;

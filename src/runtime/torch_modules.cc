@@ -107,6 +107,7 @@ struct DecoderShape {
                seq = 0;
   int layers = 0;
   bool rms_norm = false, swiglu = false, bias = true, rope = false, tied = true;
+  std::int64_t experts = 0, top_k = 0;  // a mixture of SwiGLU experts in place of the MLP (Mixtral)
 };
 
 // RMSNorm (no bias): x / sqrt(mean(x^2) + eps) * w.
@@ -167,15 +168,28 @@ class Block : public nn::Module {
         weights_(weights),
         local_heads_(d.heads),
         local_kv_(d.kv_heads),
-        local_ffn_(d.ffn) {
+        local_ffn_(d.ffn),
+        experts_{0, d.experts} {
     const std::int64_t q = d.heads * d.head_dim, kv = d.kv_heads * d.head_dim;
     norm1_ = Norm(*this, "norm1", d.rms_norm, d.hidden);
     qkv_ = register_module("qkv", nn::Linear(nn::LinearOptions(d.hidden, q + 2 * kv).bias(d.bias)));
     proj_ = register_module("proj", nn::Linear(nn::LinearOptions(q, d.hidden).bias(d.bias)));
     norm2_ = Norm(*this, "norm2", d.rms_norm, d.hidden);
-    fc1_ = register_module(
-        "fc1", nn::Linear(nn::LinearOptions(d.hidden, (d.swiglu ? 2 : 1) * d.ffn).bias(d.bias)));
-    fc2_ = register_module("fc2", nn::Linear(nn::LinearOptions(d.ffn, d.hidden).bias(d.bias)));
+    if (d.experts > 0) {
+      // Each expert's two GEMMs as one tensor over the experts, initialised as nn::Linear's.
+      router_ =
+          register_module("router", nn::Linear(nn::LinearOptions(d.hidden, d.experts).bias(false)));
+      const double a = 1.0 / std::sqrt(static_cast<double>(d.hidden)),
+                   b = 1.0 / std::sqrt(static_cast<double>(d.ffn));
+      gate_up_ = register_parameter("gate_up",
+                                    torch::empty({d.experts, 2 * d.ffn, d.hidden}).uniform_(-a, a));
+      down_ =
+          register_parameter("down", torch::empty({d.experts, d.hidden, d.ffn}).uniform_(-b, b));
+    } else {
+      fc1_ = register_module(
+          "fc1", nn::Linear(nn::LinearOptions(d.hidden, (d.swiglu ? 2 : 1) * d.ffn).bias(d.bias)));
+      fc2_ = register_module("fc2", nn::Linear(nn::LinearOptions(d.ffn, d.hidden).bias(d.bias)));
+    }
     whole_ = [this](const torch::Tensor& x) { return body(x, false); };
     core_ = [this](const torch::Tensor& qkv) { return attention_core(qkv); };
   }
@@ -188,7 +202,8 @@ class Block : public nn::Module {
   Result<bool> shard(ShardLayouts& layouts) {
     auto groups = unit_range(d_.kv_heads, *tp_, "key/value heads");
     if (!groups) return groups.error();
-    auto cols = unit_range(d_.ffn, *tp_, "MLP columns");
+    auto cols = d_.experts > 0 ? unit_range(d_.experts, *tp_, "experts")
+                               : unit_range(d_.ffn, *tp_, "MLP columns");
     if (!cols) return cols.error();
     const std::int64_t hd = d_.head_dim, per = d_.heads / d_.kv_heads;
     const auto [k0, k1] = *groups;
@@ -200,14 +215,20 @@ class Block : public nn::Module {
     layouts.keep(qkv_->weight, 0, qkv_rows);
     if (d_.bias) layouts.keep(qkv_->bias, 0, qkv_rows);
     layouts.keep(proj_->weight, 1, {{k0 * per * hd, k1 * per * hd}});
+    local_kv_ = k1 - k0;
+    local_heads_ = local_kv_ * per;
+    if (d_.experts > 0) {  // whole experts per rank; the router stays whole
+      experts_ = *cols;
+      layouts.keep(gate_up_, 0, {experts_});
+      layouts.keep(down_, 0, {experts_});
+      return true;
+    }
     const auto [f0, f1] = *cols;
     std::vector<std::pair<std::int64_t, std::int64_t>> fc1_rows = {{f0, f1}};
     if (d_.swiglu) fc1_rows.push_back({d_.ffn + f0, d_.ffn + f1});
     layouts.keep(fc1_->weight, 0, fc1_rows);
     if (d_.bias) layouts.keep(fc1_->bias, 0, fc1_rows);
     layouts.keep(fc2_->weight, 1, {{f0, f1}});
-    local_kv_ = k1 - k0;
-    local_heads_ = local_kv_ * per;
     local_ffn_ = f1 - f0;
     return true;
   }
@@ -219,6 +240,12 @@ class Block : public nn::Module {
     out.push_back({prefix + ".attn.qkv", qkv_->parameters()});
     out.push_back({prefix + ".attn.proj", proj_->parameters()});
     out.push_back({prefix + ".norm2", params_of({norm2_.module()})});
+    if (d_.experts > 0) {
+      out.push_back({prefix + ".moe.router", router_->parameters()});
+      out.push_back({prefix + ".moe.gate_up", {gate_up_}});
+      out.push_back({prefix + ".moe.down", {down_}});
+      return;
+    }
     out.push_back({prefix + (d_.swiglu ? ".mlp.gate_up" : ".mlp.fc1"), fc1_->parameters()});
     out.push_back({prefix + (d_.swiglu ? ".mlp.down" : ".mlp.fc2"), fc2_->parameters()});
   }
@@ -245,11 +272,35 @@ class Block : public nn::Module {
     auto y = x + leave(weights_->linear(ctx, proj_->weight, rows ? torch::Tensor() : proj_->bias));
     if (d_.bias && rows) y = y + whole_weight(w(proj_->bias), tp);
     const auto b = enter(norm2_(y, tp, *weights_));
+    if (d_.experts > 0) return y + leave(experts(b));
     auto h = weights_->linear(b, fc1_->weight, fc1_->bias);
     h = d_.swiglu ? torch::silu(h.slice(-1, 0, local_ffn_)) * h.slice(-1, local_ffn_)
                   : torch::gelu(h);
     auto out = y + leave(weights_->linear(h, fc2_->weight, rows ? torch::Tensor() : fc2_->bias));
     return d_.bias && rows ? out + whole_weight(w(fc2_->bias), tp) : out;
+  }
+  // Mixtral's top-k mixture of SwiGLU experts over x [n, s, hidden]: each token goes to the k
+  // experts with the largest router logits, weighted by the softmax of those k. Under tensor
+  // parallelism every rank holds the whole micro-batch's tokens and the router, computes its own
+  // experts' part of each token's sum, and the group sums the parts (leave); the router's weight
+  // is used through copy_to_group, whose backward pass sums each rank's part of its gradient.
+  torch::Tensor experts(const torch::Tensor& x) const {
+    const auto flat = x.reshape({-1, d_.hidden});
+    const auto router = copy_to_group(weights_->whole(router_->weight), *tp_);
+    const auto [top, chosen] = torch::matmul(flat, router.t()).topk(d_.top_k, -1);
+    const auto gates = torch::softmax(top, -1);
+    const auto gate_up = weights_->whole(gate_up_), down = weights_->whole(down_);
+    auto out = torch::zeros_like(flat);
+    for (std::int64_t e = experts_.first; e < experts_.second; ++e) {
+      const auto hit = chosen == e;
+      // Every expert runs, on no token too: its weights then get a (zero) gradient all the same.
+      const auto rows = hit.any(-1).nonzero().squeeze(-1);
+      const auto gate = (gates * hit).sum(-1).index_select(0, rows).unsqueeze(-1);
+      auto h = torch::matmul(flat.index_select(0, rows), gate_up[e - experts_.first].t());
+      h = torch::silu(h.slice(-1, 0, d_.ffn)) * h.slice(-1, d_.ffn);
+      out = out.index_add(0, rows, torch::matmul(h, down[e - experts_.first].t()) * gate);
+    }
+    return out.view_as(x);
   }
   // Rotary positions on [n, heads, s, hd]: pairs (i, i + hd/2) rotated by position x frequency.
   torch::Tensor rotate(const torch::Tensor& t) const {
@@ -286,8 +337,10 @@ class Block : public nn::Module {
   const TensorParallel* tp_;         // the model's tensor-parallel group
   const ShardedWeights* weights_;    // the model's sharded weights (batch programs)
   std::int64_t local_heads_, local_kv_, local_ffn_;
+  std::pair<std::int64_t, std::int64_t> experts_;  // this rank's experts [first, second)
   Norm norm1_, norm2_;
-  nn::Linear qkv_{nullptr}, proj_{nullptr}, fc1_{nullptr}, fc2_{nullptr};
+  nn::Linear qkv_{nullptr}, proj_{nullptr}, fc1_{nullptr}, fc2_{nullptr}, router_{nullptr};
+  torch::Tensor gate_up_, down_;  // [experts, 2 ffn, hidden], [experts, hidden, ffn]
   LayerFn whole_, core_;
 };
 
@@ -578,11 +631,14 @@ torch::Tensor run_layer(const LayerFn& f, const torch::Tensor& x, bool recompute
 }
 
 Result<bool> executable_family(const model::Model& m) {
-  if (m.family == model::Family::mlp || m.family == model::Family::decoder_lm) return true;
+  if (m.family == model::Family::mlp || m.family == model::Family::decoder_lm ||
+      m.family == model::Family::moe_lm)
+    return true;
   if (m.family == model::Family::cnn) return check_resnet(m);
   return Error{fmt::format(
       "--model: {}: the runtime has stage modules for MLPs, ResNets and GPT- or Llama-style "
-      "decoder language models, not for {} models, whose plans run op by op where they convert",
+      "decoder language models (with or without a mixture of experts), not for {} models, whose "
+      "plans run op by op where they convert",
       m.name, model::to_string(m.family))};
 }
 
@@ -594,7 +650,7 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
       return Error{
           fmt::format("--model: {}: expected an MLP whose first op is a linear layer", m.name)};
     mod = std::make_shared<Mlp>(first->gemm.k, m.hidden, m.num_blocks, m.num_classes);
-  } else if (m.family == model::Family::decoder_lm) {
+  } else if (m.family == model::Family::decoder_lm || m.family == model::Family::moe_lm) {
     const model::Op* head = find_op(m, "head.lm_head");
     const model::Op* qkv = find_suffix(m, ".qkv");
     if (!head || !qkv || m.hidden <= 0 || m.heads <= 0 || m.kv_heads <= 0 || m.head_dim <= 0)
@@ -613,6 +669,8 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
     if (const model::Op* pos = find_op(m, "embedding.position"))
       d.positions = pos->params / m.hidden;
     d.rope = find_suffix(m, ".rope") != nullptr;
+    d.experts = m.experts;
+    d.top_k = m.top_k;
     d.swiglu = find_suffix(m, ".gate_up") != nullptr;
     d.bias = qkv->params > qkv->gemm.k * qkv->gemm.n;
     const model::Op* norm = find_op(m, "head.norm");

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <glpk.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 
@@ -97,6 +98,9 @@ LpResult solve_glpk(const LpRequest& req, bool presolve) {
   // Bounded: a stalled simplex gives the caller "failed"; scaling keeps the new GEMM costs' wide
   // range of coefficients from stalling it (a HAP ratio LP took minutes unscaled).
   smcp.it_lim = kIterationLimit;
+  const int tm_lim =
+      req.time_limit_s > 0 ? std::max(1, static_cast<int>(std::lround(req.time_limit_s * 1e3))) : 0;
+  if (tm_lim > 0) smcp.tm_lim = tm_lim;
   glp_scale_prob(lp, GLP_SF_AUTO);
   const int rc = glp_simplex(lp, &smcp);
   int status = glp_get_status(lp);
@@ -106,6 +110,10 @@ LpResult solve_glpk(const LpRequest& req, bool presolve) {
   } else if (rc == GLP_ENODFS || status == GLP_UNBND) {
     res.status = LpStatus::unbounded;
     res.message = "the objective is unbounded";
+  } else if (rc == GLP_ETMLIM) {
+    res.status = LpStatus::failed;
+    res.message =
+        fmt::format("the simplex method ran past the time limit of {:g} s", req.time_limit_s);
   } else if (rc != 0 || status != GLP_OPT) {
     res.status = LpStatus::failed;
     res.message = fmt::format("GLPK simplex returned {} (status {})", rc, status);
@@ -122,9 +130,10 @@ LpResult solve_glpk(const LpRequest& req, bool presolve) {
       iocp.cb_func = stop_at_node_limit;
       iocp.cb_info = &node_limit;
     }
+    if (tm_lim > 0) iocp.tm_lim = tm_lim;
     const int mrc = glp_intopt(lp, &iocp);
     status = glp_mip_status(lp);
-    const bool stopped = mrc == GLP_ESTOP && status == GLP_FEAS;
+    const bool stopped = (mrc == GLP_ESTOP || mrc == GLP_ETMLIM) && status == GLP_FEAS;
     if ((mrc == 0 && status == GLP_OPT) || stopped) {
       res.status = stopped ? LpStatus::limited : LpStatus::optimal;
       res.objective = glp_mip_obj_val(lp);
@@ -132,6 +141,10 @@ LpResult solve_glpk(const LpRequest& req, bool presolve) {
     } else if (status == GLP_NOFEAS || mrc == GLP_ENOPFS) {
       res.status = LpStatus::infeasible;
       res.message = "no integer solution";
+    } else if (mrc == GLP_ETMLIM) {
+      res.status = LpStatus::failed;
+      res.message =
+          fmt::format("branch and cut found no integer solution within {:g} s", req.time_limit_s);
     } else {
       res.status = LpStatus::failed;
       res.message = fmt::format("GLPK branch and cut returned {} (status {})", mrc, status);

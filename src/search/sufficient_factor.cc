@@ -2,6 +2,8 @@
 // broadcasting), chosen for all of a plan's ops at once by the MILP of search/sync_milp.h.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "hetplan/search/planners.h"
 #include "hetplan/search/sync_milp.h"
 
@@ -11,8 +13,12 @@ plan::Plan with_sufficient_factors(const Context& ctx, const plan::Plan& p) {
   // The ops' synchronisations share the links and the rebuilds share the replicas' compute, so
   // the choice is made for all of them at once; the caller simulates the result once against p
   // before keeping it.
-  const SyncRequest req = sync_request(ctx.model, ctx.cluster, p, ctx.options.sim);
+  // Within the search's time limit: none left, no choice; some left, the MILP's best by then.
+  if (ctx.deadline.expired()) return p;
+  SyncRequest req = sync_request(ctx.model, ctx.cluster, p, ctx.options.sim);
   if (req.items.empty()) return p;
+  if (ctx.options.time_limit_s > 0)
+    req.time_limit_s = std::max(1e-3, ctx.options.time_limit_s - ctx.deadline.elapsed_s());
   const SyncChoice choice = solve_sync_milp(req);
   if (choice.status == SyncStatus::fallback && ctx.options.progress)
     ctx.options.progress(fmt::format("warning: {}; gradients stay on all-reduce", choice.warning));

@@ -166,6 +166,7 @@ SyncChoice solve_sync_milp(const SyncRequest& req) {
   }
 
   lp.node_limit = kSyncMilpNodeLimit;
+  lp.time_limit_s = req.time_limit_s;
   auto solved = solve_checked(lp);
   if (!solved) return fall_back("sync MILP: " + solved.error().message);
   SyncChoice out;

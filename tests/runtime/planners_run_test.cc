@@ -42,6 +42,29 @@ TEST_P(PlannersRun, EveryPlannersPlanRuns) {
   EXPECT_GE(planned, 15);  // (most fit: the check above is not vacuous)
 }
 
+// `plan` chooses only what `run` executes unless --any-form: HAP's program for Llama 2 7B on
+// a100-v100 splits attention by tensor and the norms and residuals by batch in one replica, which
+// the simulator prices and the runtime does not execute yet.
+TEST(PlannersRunAnyForm, OnlyAnyFormGivesAFormTheRuntimeRefuses) {
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_any_form_" + std::to_string(::getpid()) + ".json");
+  const std::string args = " --model llama2-7b --cluster a100-v100";
+  const std::string plan = "plan" + args + " --global-batch 64 --algo hap -o " + file.string();
+  auto r = run_hetplan(plan + " --any-form");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_hetplan("run --check" + args + " --plan " + file.string());
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("op_overrides"), std::string::npos) << r.out;
+  r = run_hetplan(plan);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_hetplan("run --check" + args + " --plan " + file.string());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = run_hetplan(plan + " --runnable --any-form");
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // CLI11's usage error
+  EXPECT_NE(r.err.find("--runnable excludes --any-form"), std::string::npos) << r.err;
+  std::filesystem::remove(file);
+}
+
 // DLCP's transport: plans with priorities, spraying and a loss bound run (dlcp_run_test.cc runs
 // them), so --runnable may pick a lossy one.
 TEST(PlannersRunDlcp, TransportPlansRunLossyOnesToo) {

@@ -1411,6 +1411,24 @@ TEST(RunCli, LlamaStyleDecodersMatchOneProcess) {
   EXPECT_LT(one.back(), one.front());
 }
 
+TEST(RunCli, MixturesOfExpertsMatchOneProcess) {
+  // Mixtral-style blocks (4 SwiGLU experts, top-2 routing): under tensor parallelism each rank
+  // holds whole experts (2 + 2; then 2 + 1 + 1 over 3 ranks at shares 2:1:1 in each of two
+  // pipeline stages) and the router whole, and the group sums each token's expert outputs; with
+  // full recomputation, with sequence parallelism, and in data parallelism with ZeRO-1.
+  const std::string moe =
+      "moe:layers=2,hidden=64,heads=4,kv_heads=4,seq=32,vocab=256,ffn=48,experts=4,top_k=2";
+  const auto one = losses("--model " + moe + " --strategy dp=1,gbs=12");
+  expect_same_losses(one, losses("--model " + moe +
+                                 " --nprocs 4 --strategy tp=2,pp=2,gbs=12,mbs=3,recompute=full"));
+  expect_same_losses(one, losses("--model " + moe + " --nprocs 2 --strategy tp=2,sp=1,gbs=12"));
+  expect_same_losses(one, losses("--model " + moe + " --nprocs 2 --strategy dp=2,gbs=12,zero=1"));
+  const auto plan = plan_file({{0, 2}, {2, 2}}, {12}, 2, "1f1b", 0, {0.5, 0.25, 0.25});
+  expect_same_losses(one, losses("--model " + moe + " --nprocs 6 --plan " + plan));
+  std::filesystem::remove(plan);
+  EXPECT_LT(one.back(), one.front());
+}
+
 TEST(RunCli, RecomputationMatchesOneProcess) {
   // Full recomputation reruns each block (or MLP layer) in the backward pass, selective only the
   // attention cores; either way the gradients are the same.
@@ -1537,10 +1555,19 @@ TEST(RunCli, RefusesWhatItCannotExecuteBeforeStarting) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("op by op"), std::string::npos) << r.err;
   }
-  r = run_hetplan("run --model moe:layers=1,hidden=64,heads=4,seq=16,vocab=128,experts=2");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("not for moe_lm models"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("; op by op: "), std::string::npos) << r.err;
+  {
+    // Tensor parallelism holds whole experts: 2 experts over 3 ranks leave one without any (and
+    // a mixture of experts has no op-by-op form either).
+    const auto plan = plan_file({{0, 3}}, {12}, 1, "1f1b", 0, {0.5, 0.25, 0.25});
+    r = run_hetplan(
+        "run --steps 1 --nprocs 3 --model "
+        "moe:layers=1,hidden=64,heads=4,seq=16,vocab=128,experts=2 --plan " +
+        plan);
+    std::filesystem::remove(plan);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("would hold none of the 2 experts"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("; op by op: "), std::string::npos) << r.err;
+  }
   r = run_hetplan(std::string("run --model ") + kMlp + " --checkpoint-every -1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--checkpoint-every: expected a number of steps"), std::string::npos)

@@ -37,7 +37,8 @@ TEST(TorchModules, MatchTheDescription) {
        {"mlp:layers=3,hidden=32,in=16,out=4", "gpt:layers=3,hidden=64,heads=4,seq=16,vocab=128",
         "gpt:layers=1,hidden=64,heads=4,seq=16,vocab=128,tied=false",
         "resnet:depth=18,width=8,image=32,classes=10",
-        "resnet:depth=50,width=4,image=32,classes=10"}) {
+        "resnet:depth=50,width=4,image=32,classes=10",
+        "moe:layers=2,hidden=64,heads=4,kv_heads=2,seq=16,vocab=128,experts=3,top_k=2"}) {
     const auto m = load(spec);
     auto mod = build_module(m);
     ASSERT_TRUE(mod) << mod.error().message;
@@ -46,7 +47,7 @@ TEST(TorchModules, MatchTheDescription) {
     for (const auto& t : (*mod)->layer_parameters(0, (*mod)->num_layers())) by_layer += t.numel();
     EXPECT_EQ(by_layer, m.parameters()) << spec;
   }
-  EXPECT_FALSE(build_module(load("moe:layers=1,hidden=64,heads=4,seq=16,vocab=128,experts=2")));
+  EXPECT_FALSE(build_module(load("bert:layers=1,hidden=32,heads=4,seq=16,vocab=64")));
   EXPECT_FALSE(build_module(load("vgg:depth=11,image=32,classes=10")));
   EXPECT_FALSE(build_module(load("inception-v3")));
 }

@@ -121,6 +121,11 @@ std::vector<std::string> executable_problems(const model::Model& m, const plan::
 // model without tensor parallelism runs op by op as plan::as_op_level_plan's plan.
 plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int world_size);
 
+// Why `hetplan run` would not execute plan p at its full scale (one rank per device it uses), in
+// the form executable_form gives it: check_executable's reason, or "" when it runs. What `plan`
+// (unless --any-form) asks of every plan it may choose, and what `run --check` reports first.
+std::string why_not_runnable(const model::Model& m, const plan::Plan& p);
+
 // Whether a stage plan sends every gradient through parameter servers: every grad_sync rule says
 // parameter_server and one of them matches every op ("*"; ops no rule matches are all-reduced).
 // The runtime then sums them with DLCP's transport in its parameter-server form.

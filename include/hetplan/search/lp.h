@@ -38,6 +38,10 @@ struct LpRequest {
   // keeping the best integer solution found: a bound on the work that gives the same answer on
   // any machine, as a time limit would not.
   int node_limit = 0;
+  // Seconds the solver may take (0: no limit): GLPK then stops (its tm_lim) and keeps its best
+  // integer solution (limited), or fails when it has none. A search's time limit passes its
+  // remaining time here; unlike node_limit, the answer then depends on the machine.
+  double time_limit_s = 0;
 
   int add_variable(LpVariable v) {
     variables.push_back(std::move(v));

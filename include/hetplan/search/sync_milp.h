@@ -47,6 +47,7 @@ struct SyncRequest {
                                       // that are not items), ascending by link
   int units = 0;                      // compute units: one per replica of a stage
   std::vector<SyncItem> items;
+  double time_limit_s = 0;  // the solver's (LpRequest::time_limit_s); 0: kSyncMilpNodeLimit only
 };
 
 // Branch-and-cut nodes the program may take (LpRequest::node_limit): a few seconds at most.
