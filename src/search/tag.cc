@@ -330,7 +330,10 @@ void TagProblem::place_samples(const std::vector<int>& devices, int microbatches
 }
 
 void TagProblem::keep(const Evaluation& e) {
-  if (better(e, best_, ctx_.options.objective)) best_ = e;
+  // (The first evaluation replaces the empty start even when it failed: its error then says why
+  // no plan came out.)
+  const bool first = !best_.ok && best_.error.empty();
+  if (first || better(e, best_, ctx_.options.objective)) best_ = e;
   constexpr std::size_t kTop = 8;
   for (const auto& t : top_)
     if (t.fingerprint == e.fingerprint) return;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct Case {
   std::int64_t global_batch;
   std::vector<search::Algo> algos;
 };
+
+// (What gtest prints of a case, and ctest's test names with it: the cluster.)
+void PrintTo(const Case& k, std::ostream* os) { *os << k.cluster; }
 
 std::string name_of(const ::testing::TestParamInfo<Case>& info) {
   std::string out;
