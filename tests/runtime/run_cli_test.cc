@@ -41,6 +41,23 @@ void expect_same_losses(const std::vector<double>& a, const std::vector<double>&
     EXPECT_NEAR(a[i], b[i], 1e-4 * std::abs(a[i])) << "step " << i;
 }
 
+// Two runs of 10 steps with --checkpoint dir and `args` give, the second resumed from the first's
+// checkpoint, the 20 losses of `whole` within `tolerance` relative.
+void expect_halves_resume(const std::string& args, const std::filesystem::path& dir,
+                          const std::vector<double>& whole, double tolerance) {
+  ASSERT_EQ(whole.size(), 20u);
+  for (int half = 0; half < 2; ++half) {
+    auto r = run_hetplan("run --json --steps 10 --checkpoint " + dir.string() + " " + args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["first_step"].get<int>(), 10 * half);
+    const auto part = j["losses"].get<std::vector<double>>();
+    ASSERT_EQ(part.size(), 10u);
+    for (int i = 0; i < 10; ++i)
+      EXPECT_NEAR(part[i], whole[10 * half + i], tolerance * std::abs(whole[10 * half + i])) << i;
+  }
+}
+
 // `text` in a plan file of its own, named after `name` and this process; returns its path.
 std::string write_plan(const std::string& name, const std::string& text) {
   const auto file = std::filesystem::temp_directory_path() /
@@ -347,17 +364,7 @@ TEST(RunCli, OpLevelPlansRunOpByOpAndMatchOneProcess) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("hetplan_op_level_checkpoint_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  for (int half = 0; half < 2; ++half) {
-    r = run_hetplan("run --json --steps 10 " + model + " --nprocs 4 --checkpoint " + dir.string() +
-                    " --plan " + file.string());
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const auto j = nlohmann::json::parse(r.out);
-    EXPECT_EQ(j["first_step"].get<int>(), 10 * half);
-    const auto part = j["losses"].get<std::vector<double>>();
-    ASSERT_EQ(part.size(), 10u);
-    for (int i = 0; i < 10; ++i)
-      EXPECT_NEAR(part[i], one[10 * half + i], 1e-4 * std::abs(one[10 * half + i])) << i;
-  }
+  expect_halves_resume(model + " --nprocs 4 --plan " + file.string(), dir, one, 1e-4);
   std::filesystem::remove_all(dir);
   std::filesystem::remove(file);
 }
@@ -1451,17 +1458,7 @@ TEST(RunCli, CheckpointResumesTheSameRun) {
       std::filesystem::temp_directory_path() / ("hetplan_checkpoint_" + std::to_string(::getpid()));
   const std::string args =
       std::string("--model ") + kGpt + " --nprocs 2 --strategy dp=2,gbs=12,zero=1";
-  const auto whole = losses(args);
-  for (int half = 0; half < 2; ++half) {
-    auto r = run_hetplan("run --json --steps 10 --checkpoint " + dir.string() + " " + args);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    const auto j = nlohmann::json::parse(r.out);
-    EXPECT_EQ(j["first_step"].get<int>(), 10 * half);
-    const auto part = j["losses"].get<std::vector<double>>();
-    ASSERT_EQ(part.size(), 10u);
-    for (int i = 0; i < 10; ++i)
-      EXPECT_NEAR(part[i], whole[10 * half + i], 1e-6 * std::abs(whole[10 * half + i]));
-  }
+  expect_halves_resume(args, dir, losses(args), 1e-6);
   EXPECT_TRUE(std::filesystem::exists(dir / "step-20" / "stage0.pt"));
   EXPECT_FALSE(std::filesystem::exists(dir / "step-10"));
   // Another global batch cannot go on from it: the data position is counted in its batches.
