@@ -388,7 +388,7 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         devices.size(), world_size, devices.size(), devices.size())};
   if (auto e = zero_problem(p)) return *e;
   if (auto e = cnn_tensor_problem(m, p)) return *e;
-  const bool decoder = m.family == model::Family::decoder_lm || m.family == model::Family::moe_lm;
+  const bool decoder = detail::decoder_module(m);
   if (splits_layers(p) && p.sequence_parallel && !decoder)
     return Error{fmt::format(
         "plan: sequence_parallel: the runtime splits decoder language models by sequence; a {} "
@@ -542,9 +542,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const bool first = at.s == 0, last = at.s == at.S - 1;
   // Whether a tied LM head is split from its embedding: it then gets its own copy, kept equal by
   // summing the copies' gradients (as Megatron-LM does). The copies' vocabulary rows must match.
-  const bool tied = at.S > 1 &&
-                    (m.family == model::Family::decoder_lm || m.family == model::Family::moe_lm) &&
-                    mod.tied_head();
+  const bool tied = at.S > 1 && detail::decoder_module(m) && mod.tied_head();
   const auto timeout = std::chrono::milliseconds(std::llround(opts.timeout_s * 1000));
   Groups groups;
   std::optional<detail::PeerWatch> watch;

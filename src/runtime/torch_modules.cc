@@ -630,10 +630,12 @@ torch::Tensor run_layer(const LayerFn& f, const torch::Tensor& x, bool recompute
   return Recomputed::apply(x.requires_grad() ? x : x.detach().requires_grad_(true), &f);
 }
 
+bool decoder_module(const model::Model& m) {
+  return m.family == model::Family::decoder_lm || m.family == model::Family::moe_lm;
+}
+
 Result<bool> executable_family(const model::Model& m) {
-  if (m.family == model::Family::mlp || m.family == model::Family::decoder_lm ||
-      m.family == model::Family::moe_lm)
-    return true;
+  if (m.family == model::Family::mlp || decoder_module(m)) return true;
   if (m.family == model::Family::cnn) return check_resnet(m);
   return Error{fmt::format(
       "--model: {}: the runtime has stage modules for MLPs, ResNets and GPT- or Llama-style "
@@ -650,7 +652,7 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
       return Error{
           fmt::format("--model: {}: expected an MLP whose first op is a linear layer", m.name)};
     mod = std::make_shared<Mlp>(first->gemm.k, m.hidden, m.num_blocks, m.num_classes);
-  } else if (m.family == model::Family::decoder_lm || m.family == model::Family::moe_lm) {
+  } else if (decoder_module(m)) {
     const model::Op* head = find_op(m, "head.lm_head");
     const model::Op* qkv = find_suffix(m, ".qkv");
     if (!head || !qkv || m.hidden <= 0 || m.heads <= 0 || m.kv_heads <= 0 || m.head_dim <= 0)

@@ -139,6 +139,10 @@ class ClassifierStack : public TrainModule {
   std::vector<LayerFn> layer_fns_;
 };
 
+// Whether the decoder module builds m: a decoder language model, with or without a mixture of
+// experts.
+bool decoder_module(const model::Model& m);
+
 // Whether the runtime has modules for m's family (MLPs, ResNets and decoder language models), or
 // why not.
 Result<bool> executable_family(const model::Model& m);
