@@ -42,6 +42,7 @@ struct RunArgs {
   std::string grad_chunk;
   std::string grad_drop = "deadline";
   std::string grad_classes = "split";
+  std::string precision = "fp32";
   std::string report_file;
   std::vector<std::string> compare;
   int checkpoint_every = 0;
@@ -94,6 +95,7 @@ std::vector<std::string> worker_args(const RunArgs& a) {
   add("--grad-chunk", a.grad_chunk);
   add("--grad-drop", a.grad_drop);
   add("--grad-classes", a.grad_classes);
+  add("--precision", a.precision);
   add("--report", a.report_file);
   for (const auto& f : a.compare) add("--compare", f);
   if (a.json) out.push_back("--json");
@@ -290,6 +292,10 @@ int run_run(const RunArgs& a) {
   }
   std::optional<Bytes> available;  // read only when there is an estimate to set against it
   if (memory) available = runtime::host_available_memory();
+  if (a.precision == "bf16" && p->is_op_level())
+    return report_error(
+        "--precision bf16: this plan runs op by op, which the runtime does in fp32 only (stage "
+        "plans run in bf16)");
   if (a.check) {
     if (const auto why = runtime::executable_problems(*m, *p, full_scale); !why.empty()) {
       fmt::print("not runnable:\n");
@@ -404,6 +410,7 @@ int run_run(const RunArgs& a) {
   }
   opts.grad_drop_all = a.grad_drop == "always";
   opts.grad_one_class = a.grad_classes == "one";
+  opts.precision = *model::parse_dtype(a.precision);  // one of the two the option accepts
   auto r = runtime::run_plan(*m, *p, opts, *env);
   if (!r) return report_error(fmt::format("rank {}: {}", env->rank, r.error().message));
   if (env->rank != 0) return 0;
@@ -510,6 +517,13 @@ Action add_run_command(CLI::App& app) {
                   "class above the rest (split), or every chunk that must arrive in the class of "
                   "unmarked traffic (one: what the classes give, measured)")
       ->check(CLI::IsMember({"split", "one"}))
+      ->capture_default_str();
+  cmd->add_option("--precision", args->precision,
+                  "Arithmetic of the forward and backward passes: fp32, or bf16 mixed precision "
+                  "(autocast: GEMMs, convolutions and attention in bf16; parameters, gradients, "
+                  "Adam's state and collectives in fp32). fp16 is not offered: it needs dynamic "
+                  "loss scaling")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   cmd->add_option("--report", args->report_file,
                   "Write an HTML report of the run to FILE: its loss curve (beside those of "

@@ -15,6 +15,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <tuple>
 
+#include "autocast_scope.h"
 #include "batch_program.h"
 #include "batches.h"
 #include "checkpoint.h"
@@ -516,6 +517,14 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const auto found = rank_device(opts, env);
   if (!found) return found.error();
   const torch::Device dev = *found;
+  if (opts.precision != model::DType::fp32 && opts.precision != model::DType::bf16)
+    return Error{
+        fmt::format("--precision: expected fp32 or bf16, got {} (fp16 needs dynamic loss "
+                    "scaling, which the runtime does not have)",
+                    model::to_string(opts.precision))};
+  const bool bf16 = opts.precision == model::DType::bf16;
+  if (p.is_op_level() && bf16)
+    return Error{"--precision bf16: this plan runs op by op, which the runtime does in fp32 only"};
   if (p.is_op_level()) return detail::run_op_level(m, p, opts, env, dev);
   const auto on_dev = torch::TensorOptions().device(dev);
   // CUDA runs asynchronously: the clock is read after the device has finished what was queued.
@@ -877,7 +886,15 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
             if (!mod.replica_loss()) targets = mine.targets;
             mod.set_sample_counts(std::move(counts));
           }
-          torch::Tensor out = mod.forward_layers(stage.first_layer, stage.num_layers, x, targets);
+          torch::Tensor out;
+          {
+            std::optional<detail::AutocastScope> mixed;
+            if (bf16) mixed.emplace(detail::AutocastState::bf16(dev.is_cuda()));
+            out = mod.forward_layers(stage.first_layer, stage.num_layers, x, targets);
+          }
+          // Between stages activations travel in fp32 (the receiver's buffers; Gloo has no bf16),
+          // and their gradients come back so.
+          if (!last) out = out.to(torch::kFloat);
           if (last) {
             out = out / B;
             loss_sum += out.item<double>();

@@ -13,12 +13,17 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// Gloo has no bf16 collectives: a bf16 tensor (mixed precision's activations and their
+// gradients) travels and is summed in fp32, then rounded back once.
+bool narrow(const torch::Tensor& x) { return x.scalar_type() == torch::kBFloat16; }
+
 torch::Tensor all_reduce(const torch::Tensor& x, Collectives* pg, c10d::ReduceOp op) {
-  std::vector<torch::Tensor> t{x.contiguous().clone()};
+  std::vector<torch::Tensor> t{narrow(x) ? x.to(torch::kFloat).contiguous()
+                                         : x.contiguous().clone()};
   c10d::AllreduceOptions o;
   o.reduceOp = op;
   pg->allreduce(t, o)->wait();
-  return t[0];
+  return t[0].to(x.scalar_type());
 }
 
 Collectives* group_of(AutogradContext* ctx) {
@@ -118,11 +123,19 @@ class ShardStep : public torch::autograd::Function<ShardStep<Forward, Backward>>
     ctx->saved_data["tp"] = reinterpret_cast<std::int64_t>(tp);
     ctx->saved_data["dim"] = dim;
     ctx->saved_data["counts"] = counts;
-    return Forward(x, *tp, Shards{dim, std::move(counts)});
+    return in_fp32<Forward>(x, *tp, Shards{dim, std::move(counts)});
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const Shards sh{ctx->saved_data["dim"].toInt(), ctx->saved_data["counts"].toIntVector()};
-    return {Backward(grad[0], tp_of(ctx), sh), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {in_fp32<Backward>(grad[0], tp_of(ctx), sh), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
+  }
+
+ private:
+  // F over x, a bf16 x widened for the collective (see narrow) and the result narrowed back.
+  template <ShardFn F>
+  static torch::Tensor in_fp32(const torch::Tensor& x, const TensorParallel& tp, const Shards& sh) {
+    return narrow(x) ? F(x.to(torch::kFloat), tp, sh).to(x.scalar_type()) : F(x, tp, sh);
   }
 };
 

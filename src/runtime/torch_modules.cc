@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autocast_scope.h"
 #include "resnet_module.h"
 
 namespace hetplan::runtime::detail {
@@ -35,22 +36,34 @@ std::vector<torch::Tensor> params_of(std::initializer_list<const nn::Module*> mo
 
 // Activation recomputation: `f` runs without keeping its intermediate activations, only its
 // input, and runs again in the backward pass (the reentrant form of activation checkpointing).
-// `f` must outlive the backward pass; the module members that hold the functions do.
+// `f` must outlive the backward pass; the module members that hold the functions do. The
+// recomputation runs under the forward pass's autocast state (mixed precision), so that it computes
+// the same values in the same dtypes.
 class Recomputed : public torch::autograd::Function<Recomputed> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x,
                                const LayerFn* f) {
     ctx->save_for_backward({x});
     ctx->saved_data["f"] = reinterpret_cast<std::int64_t>(f);
+    const AutocastState state = AutocastState::current();
+    ctx->saved_data["autocast_cpu"] = state.cpu;
+    ctx->saved_data["autocast_cuda"] = state.cuda;
+    ctx->saved_data["autocast_cpu_dtype"] = static_cast<std::int64_t>(state.cpu_dtype);
+    ctx->saved_data["autocast_cuda_dtype"] = static_cast<std::int64_t>(state.cuda_dtype);
     return (*f)(x);  // autograd is off here: nothing inside f is kept
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad) {
     auto x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
     const auto* f = reinterpret_cast<const LayerFn*>(ctx->saved_data["f"].toInt());
+    const AutocastState state{
+        ctx->saved_data["autocast_cpu"].toBool(), ctx->saved_data["autocast_cuda"].toBool(),
+        static_cast<at::ScalarType>(ctx->saved_data["autocast_cpu_dtype"].toInt()),
+        static_cast<at::ScalarType>(ctx->saved_data["autocast_cuda_dtype"].toInt())};
     torch::Tensor y;
     {
       torch::AutoGradMode on(true);
+      AutocastScope as_forward(state);
       y = (*f)(x);
     }
     torch::autograd::backward({y}, {grad[0]});  // parameters' gradients accumulate here
@@ -514,10 +527,12 @@ class Decoder : public TrainModule {
     return tp_.sequence_parallel() ? reduce_scatter_sequence(e, tp_) : reduce_from_group(e, tp_);
   }
   // Summed cross-entropy over rows of logits split by vocabulary: the group's maximum, the sum of
-  // exponentials and the target's logit are summed over the ranks (Megatron-LM).
-  torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& logits,
+  // exponentials and the target's logit are summed over the ranks (Megatron-LM). In fp32 whatever
+  // the logits' dtype, as Megatron-LM and autocast's own cross-entropy compute it.
+  torch::Tensor vocab_parallel_cross_entropy(const torch::Tensor& low_logits,
                                              const torch::Tensor& targets,
                                              const TensorParallel& group) {
+    const torch::Tensor logits = low_logits.to(torch::kFloat);
     const auto [v0, v1] = vocab_;
     const auto top = max_over_group(std::get<0>(logits.detach().max(1)), group);
     const auto sum_exp = reduce_from_group((logits - top.unsqueeze(1)).exp().sum(1), group);

@@ -56,6 +56,12 @@ struct RunOptions {
   // Every chunk that must arrive in one traffic class (the class of unmarked traffic) instead of
   // the urgent first half in a class of its own: what the classes give, measured.
   bool grad_one_class = false;
+  // The arithmetic of the forward and backward passes: fp32, or bf16 mixed precision (autocast:
+  // GEMMs, convolutions and attention's products in bf16; parameters, gradients, Adam's state and
+  // every collective in fp32, as the simulator's memory model keeps master weights). Stage plans
+  // only: an op-by-op run is fp32 (run_plan refuses bf16 there). fp16 is refused: it needs
+  // dynamic loss scaling, which the runtime does not have.
+  model::DType precision = model::DType::fp32;
 };
 
 // The form of replica r's uneven all-gathers and reduce-scatters: the plan's, or (auto) the one
