@@ -1,4 +1,6 @@
 // The three baselines a user would set up by hand.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -82,6 +84,7 @@ PlannerOutput megatron_grid(const Context& ctx) {
   const std::int64_t B = ctx.options.global_batch;
   const int blocks = block_count(ctx.model);
   std::vector<plan::Plan> candidates;
+  std::string refused;  // the first layout plan_from_strategy refused, and why
   for (int tp = 1; tp <= node_size && tp <= 8; tp *= 2) {
     if (node_size % tp) continue;
     for (int pp = 1; pp * tp <= N && pp <= blocks; ++pp) {
@@ -103,7 +106,11 @@ PlannerOutput megatron_grid(const Context& ctx) {
             s.recompute = rc;
             s.zero = zero;
             auto p = plan::plan_from_strategy(s, ctx.model, alike);
-            if (!p) continue;
+            if (!p) {
+              if (refused.empty())
+                refused = fmt::format("; dp={},tp={},pp={}: {}", dp, tp, pp, p.error().message);
+              continue;
+            }
             p->planner = "megatron";
             p->model = ctx.model.name;
             p->cluster = real.name;
@@ -116,9 +123,19 @@ PlannerOutput megatron_grid(const Context& ctx) {
   Evaluator alike_eval(ctx.model, alike, ctx.options);
   Estimator alike_est(ctx.model, alike, ctx.options);
   Context alike_ctx{ctx.model, alike, ctx.options, alike_eval, alike_est, ctx.deadline};
+  const bool none = candidates.empty();
   PlannerOutput chosen = select_candidates(alike_ctx, "megatron", std::move(candidates));
   PlannerOutput out;
   out.name = "megatron";
+  if (none) {
+    // Say which of Megatron-LM's rules left nothing, so that a user sees what to change.
+    out.best.error = fmt::format(
+        "no Megatron-LM layout of the {} devices: tp a power of two up to 8 dividing the smallest "
+        "node's {} devices, pp up to the model's {} blocks, dp = {}/(tp*pp), and dp*mbs (mbs 1 to "
+        "8) dividing the global batch {}{}",
+        N, node_size, blocks, N, B, refused);
+    return out;
+  }
   out.estimated = chosen.estimated;
   out.timed_out = chosen.timed_out;
   if (!chosen.best.ok) {

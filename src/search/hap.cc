@@ -541,6 +541,19 @@ PlannerOutput hap(const Context& ctx) {
       }
     }
   }
+  if (candidates.empty()) {
+    PlannerOutput out;
+    out.name = "hap";
+    out.best.error =
+        ctx.deadline.expired()
+            ? "the time limit passed before an SPMD program was synthesised"
+            : fmt::format(
+                  "no SPMD program fits in the devices' memory (one program per replica, over the "
+                  "whole cluster and per node, with each recomputation setting and 1 to {} "
+                  "micro-batches)",
+                  B);
+    return out;
+  }
   return select_candidates(ctx, "hap", std::move(candidates));
 }
 

@@ -11,6 +11,8 @@
 // stages' passes (tracked as the pair (max, sum) per state). Slow groups thus get fewer layers,
 // so stages finish together. Recompute modes are tried cheapest first (see
 // try_shape). The best plans by estimate are simulated.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -113,7 +115,18 @@ class PipelinePlanner {
       zeros_ = {2, 3};
       shapes();
     }
-    return pool_.finish();
+    PlannerOutput out = pool_.finish();
+    if (!frontier_ && out.estimated == 0 && !ctx_.deadline.expired())
+      out.best.error =
+          divisible_
+              ? "no pipeline shape's layers fit in its devices' memory (with every recomputation "
+                "setting and ZeRO stages 0 to 3)"
+              : fmt::format(
+                    "the global batch {} splits in no pipeline shape: it must be a multiple of "
+                    "u*d (u the micro-batch size, 1, 2, 4 or 8; d the most replicas of a stage) "
+                    "giving at least as many micro-batches as stages",
+                    ctx_.options.global_batch);
+    return out;
   }
 
  private:
@@ -159,6 +172,7 @@ class PipelinePlanner {
       if (B % (static_cast<std::int64_t>(u) * static_cast<std::int64_t>(dp_max))) continue;
       const int m = static_cast<int>(B / (u * static_cast<std::int64_t>(dp_max)));
       if (S > 1 && m < S) continue;
+      divisible_ = true;
       // More recomputation only adds time at a given micro-batch size, so the first mode that
       // fits is the last one worth trying. ZeRO-1 changes time both ways (it shards the
       // optimizer step but splits the all-reduce in two), so both stages are tried.
@@ -384,6 +398,7 @@ class PipelinePlanner {
   std::map<std::tuple<int, int, std::size_t, double>, std::vector<double>> comm_;
   std::map<std::tuple<SettingsKey, int>, MemoryMatrix> memory_;
   CandidatePool pool_;
+  bool divisible_ = false;  // whether some shape split the global batch into micro-batches
   FrontierPool* frontier_ = nullptr;  // set: track the time/memory frontier instead of one best
   std::vector<int> zeros_{0, 1};      // the ZeRO stages this pass tries
 };

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "hetplan/search/device_groups.h"
+#include "hetplan/search/hap.h"
 #include "hetplan/search/search.h"
 #include "search_fixtures.h"
 
@@ -73,6 +74,48 @@ TEST(Baselines, MegatronGridIsAUniformLayout) {
     }
   }
   EXPECT_EQ(devices, 8);
+}
+
+TEST(Baselines, PlannersThatFindNothingSayWhy) {
+  // Megatron-LM's grid on 7 CPU workers of a 4-block model: tp must divide the node's 7 devices
+  // (1), pp at most 4 and dividing 7 (1), so dp = 7, which 64 samples do not divide.
+  {
+    const auto m = load_model_or_die(testing::kSmallGpt);
+    const auto c = load_cluster_or_die("cpu:7");
+    SearchOptions opts;
+    opts.global_batch = 64;
+    Deadline deadline{0};
+    Evaluator ev{m, c, opts};
+    Estimator est{m, c, opts};
+    const auto out = megatron_grid(Context{m, c, opts, ev, est, deadline});
+    EXPECT_FALSE(out.best.ok);
+    EXPECT_NE(out.best.error.find("no Megatron-LM layout of the 7 devices"), std::string::npos)
+        << out.best.error;
+    EXPECT_NE(out.best.error.find("dividing the global batch 64"), std::string::npos)
+        << out.best.error;
+  }
+  // GPT-3 175B on 16 GPUs of at most 32 GiB: neither a pipeline nor an SPMD program fits; each
+  // planner says so rather than "no candidate plan".
+  {
+    const auto m = load_model_or_die("gpt3-175b");
+    const auto c = load_cluster_or_die("heterog-mixed");
+    SearchOptions opts;
+    opts.global_batch = 64;
+    Deadline deadline{0};
+    Evaluator ev{m, c, opts};
+    Estimator est{m, c, opts};
+    const Context ctx{m, c, opts, ev, est, deadline};
+    const auto piped = pipeline(ctx);
+    EXPECT_FALSE(piped.best.ok);
+    EXPECT_NE(piped.best.error.find("no pipeline shape's layers fit in its devices' memory"),
+              std::string::npos)
+        << piped.best.error;
+    const auto spmd = hap(ctx);
+    EXPECT_FALSE(spmd.best.ok);
+    EXPECT_NE(spmd.best.error.find("no SPMD program fits in the devices' memory"),
+              std::string::npos)
+        << spmd.best.error;
+  }
 }
 
 TEST(Search, AutoIsNeverWorseThanTheBestBaseline) {
