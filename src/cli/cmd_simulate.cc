@@ -12,6 +12,7 @@
 #include "hetplan/core/quantity_parse.h"
 #include "hetplan/cost/compute_cost.h"
 #include "hetplan/model/zoo.h"
+#include "hetplan/plan/plan_json.h"
 #include "hetplan/sim/chrome_trace.h"
 #include "hetplan/sim/simulate.h"
 #include "measured_run.h"
@@ -32,6 +33,7 @@ struct SimulateArgs {
   std::string measured_file;
   std::string grad_chunk;
   bool json = false;
+  bool model_given = false, cluster_given = false;  // on the command line (else the defaults)
 };
 
 constexpr const char* kDefaultStrategy = "tp=2,pp=2,mbs=2,gbs=512,recompute=selective";
@@ -73,12 +75,54 @@ void print_summary(const model::Model& m, const cluster::Cluster& c, const plan:
   }
 }
 
-int run_simulate(const SimulateArgs& a) {
+// A plan file names its model and cluster: simulate uses them where --model or --cluster is not
+// given, and refuses one that is given and names another (a plan's device ids and layer counts
+// mean nothing on another model or cluster).
+void take_from_plan(SimulateArgs& a, const plan::Plan& p) {
+  if (!a.model_given && !p.model.empty()) a.model = p.model;
+  if (!a.cluster_given && !p.cluster.empty()) a.cluster = p.cluster;
+}
+
+// The error for `option` given as `loaded` where the plan names `planned`; "" when they agree.
+std::string disagreement(const std::string& option, bool given, const std::string& loaded,
+                         const std::string& planned, const std::string& plan_file) {
+  if (!given || planned.empty() || loaded == planned) return "";
+  return fmt::format(
+      "{0}: {1} is not the plan's {2} ({3} was made for {2} \"{4}\"); leave {0} out to use the "
+      "plan's",
+      option, loaded, option == "--model" ? "model" : "cluster", plan_file, planned);
+}
+
+int run_simulate(SimulateArgs a) {
+  std::optional<plan::Plan> from_file;
+  if (!a.plan_file.empty()) {
+    if (!a.strategy.empty())
+      return report_error("--strategy and --plan: expected one of them, not both");
+    auto read = plan::read_plan_file(a.plan_file);
+    if (!read) return report_error(read.error().message);
+    from_file = std::move(*read);
+    take_from_plan(a, *from_file);
+  }
+  // Where the plan named them, a model or cluster that does not load is the plan's to explain.
+  auto planned = [&](bool given, const std::string& what, const std::string& error) {
+    if (given || !from_file) return error;
+    return fmt::format("--plan {}: its {} does not load ({}); give --{} explicitly", a.plan_file,
+                       what, error, what);
+  };
   progress("loading model and cluster");
   auto m = model::load_model(a.model, "--model");
-  if (!m) return report_error(m.error().message);
+  if (!m) return report_error(planned(a.model_given, "model", m.error().message));
   auto c = cluster::load_cluster(a.cluster, "--cluster");
-  if (!c) return report_error(c.error().message);
+  if (!c) return report_error(planned(a.cluster_given, "cluster", c.error().message));
+  if (from_file) {
+    if (auto bad = disagreement("--model", a.model_given, m->name, from_file->model, a.plan_file);
+        !bad.empty())
+      return report_error(bad);
+    if (auto bad =
+            disagreement("--cluster", a.cluster_given, c->name, from_file->cluster, a.plan_file);
+        !bad.empty())
+      return report_error(bad);
+  }
   auto p = plan_from_args(a.plan_file, a.strategy, kDefaultStrategy, *m, *c);
   if (!p) return report_error(p.error().message);
   sim::SimOptions opts;
@@ -132,11 +176,14 @@ Action add_simulate_command(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   auto* cmd =
       app.add_subcommand("simulate", "Predict iteration time, throughput and memory of a plan");
-  cmd->add_option("--model,-m", args->model,
-                  "Model: preset name, family spec (gpt:layers=..) or graph .json")
-      ->capture_default_str();
-  cmd->add_option("--cluster,-c", args->cluster, "Cluster: preset name (dgx-a100:4) or YAML file")
-      ->capture_default_str();
+  auto* model = cmd->add_option("--model,-m", args->model,
+                                "Model: preset name, family spec (gpt:layers=..) or graph .json "
+                                "(with --plan: the plan's `model`)")
+                    ->capture_default_str();
+  auto* cluster = cmd->add_option("--cluster,-c", args->cluster,
+                                  "Cluster: preset name (dgx-a100:4) or YAML file (with --plan: "
+                                  "the plan's `cluster`)")
+                      ->capture_default_str();
   cmd->add_option(
          "--strategy,-s", args->strategy,
          std::string(
@@ -157,7 +204,11 @@ Action add_simulate_command(CLI::App& app) {
                   "Gradient chunk size for plans with a grad_priority (DLCP), per "
                   "tensor-parallel rank (default 256KiB)");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the summary");
-  return [args] { return run_simulate(*args); };
+  return [args, model, cluster] {
+    args->model_given = model->count() > 0;
+    args->cluster_given = cluster->count() > 0;
+    return run_simulate(*args);
+  };
 }
 
 }  // namespace hetplan::cli

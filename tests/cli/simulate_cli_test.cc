@@ -35,6 +35,49 @@ TEST(SimulateCli, JsonHasTheDocumentedFields) {
   EXPECT_NEAR(j["tokens_per_s"].get<double>(), j["samples_per_s"].get<double>() * 2048, 1e-6);
 }
 
+TEST(SimulateCli, APlanFileBringsItsModelAndCluster) {
+  // simulate --plan without --model and --cluster uses the plan's (not the defaults, GPT-3 1.3B on
+  // dgx-a100:2, on which this plan's device 16 does not exist); the same numbers as with them
+  // given; a model or cluster given that is not the plan's is refused by name.
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string file = (dir / ("hetplan_sim_plan_" + std::to_string(::getpid()) + ".json"));
+  auto r = run_hetplan(
+      "plan --model gpt3-125m --cluster a100-v100 --global-batch 32 --algo dp "
+      "--out " +
+      file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto alone = run_hetplan("simulate --json --plan " + file);
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  auto given = run_hetplan("simulate --json --model gpt3-125m --cluster a100-v100 --plan " + file);
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_EQ(nlohmann::json::parse(alone.out)["iteration_time_s"],
+            nlohmann::json::parse(given.out)["iteration_time_s"]);
+  auto text = run_hetplan("simulate --plan " + file);
+  EXPECT_NE(text.out.find("model      gpt3-125m"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("cluster    a100-v100 (32 devices, 32 used)"), std::string::npos)
+      << text.out;
+  auto model = run_hetplan("simulate --model gpt3-350m --plan " + file);
+  EXPECT_EQ(model.exit_code, 2);
+  EXPECT_NE(model.err.find("--model: gpt3-350m is not the plan's model"), std::string::npos)
+      << model.err;
+  auto cluster = run_hetplan("simulate --cluster heterog-mixed --plan " + file);
+  EXPECT_EQ(cluster.exit_code, 2);
+  EXPECT_NE(cluster.err.find("--cluster: heterog-mixed is not the plan's cluster"),
+            std::string::npos)
+      << cluster.err;
+  // A cluster file's plan names the cluster, not the file: simulate asks for it.
+  const std::string yaml = std::string(HETPLAN_SOURCE_DIR) + "/data/clusters/tag-5g.yaml";
+  r = run_hetplan("plan --model gpt3-125m --cluster " + yaml +
+                  " --global-batch 32 --algo dp --out " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto unnamed = run_hetplan("simulate --plan " + file);
+  EXPECT_EQ(unnamed.exit_code, 2);
+  EXPECT_NE(unnamed.err.find("its cluster does not load"), std::string::npos) << unnamed.err;
+  EXPECT_NE(unnamed.err.find("give --cluster explicitly"), std::string::npos) << unnamed.err;
+  EXPECT_EQ(run_hetplan("simulate --cluster " + yaml + " --plan " + file).exit_code, 0);
+  std::filesystem::remove(file);
+}
+
 TEST(SimulateCli, WritesAChromeTrace) {
   const std::string trace =
       (std::filesystem::temp_directory_path() / "hetplan_cli_trace.json").string();
