@@ -12,15 +12,21 @@ using testing::data_file;
 using testing::load_cluster_or_die;
 using testing::load_model_or_die;
 
+// A planner's context for a model and a cluster (by default the small GPT on two-kinds-8), at a
+// global batch of 64 and no time limit.
 struct Fixture {
-  model::Model m = load_model_or_die(testing::kSmallGpt);
-  cluster::Cluster c = load_cluster_or_die(data_file("two-kinds-8.yaml"));
+  model::Model m;
+  cluster::Cluster c;
   SearchOptions opts;
   Deadline deadline{0};
   Evaluator evaluator{m, c, opts};
   Estimator estimator{m, c, opts};
   Context ctx{m, c, opts, evaluator, estimator, deadline};
-  Fixture() { opts.global_batch = 64; }
+  explicit Fixture(const std::string& model = testing::kSmallGpt,
+                   const std::string& cluster = data_file("two-kinds-8.yaml"))
+      : m(load_model_or_die(model)), c(load_cluster_or_die(cluster)) {
+    opts.global_batch = 64;
+  }
 };
 
 TEST(Baselines, EvenDataParallelGivesEveryDeviceTheSameShare) {
@@ -80,14 +86,8 @@ TEST(Baselines, PlannersThatFindNothingSayWhy) {
   // Megatron-LM's grid on 7 CPU workers of a 4-block model: tp must divide the node's 7 devices
   // (1), pp at most 4 and dividing 7 (1), so dp = 7, which 64 samples do not divide.
   {
-    const auto m = load_model_or_die(testing::kSmallGpt);
-    const auto c = load_cluster_or_die("cpu:7");
-    SearchOptions opts;
-    opts.global_batch = 64;
-    Deadline deadline{0};
-    Evaluator ev{m, c, opts};
-    Estimator est{m, c, opts};
-    const auto out = megatron_grid(Context{m, c, opts, ev, est, deadline});
+    Fixture f(testing::kSmallGpt, "cpu:7");
+    const auto out = megatron_grid(f.ctx);
     EXPECT_FALSE(out.best.ok);
     EXPECT_NE(out.best.error.find("no Megatron-LM layout of the 7 devices"), std::string::npos)
         << out.best.error;
@@ -97,20 +97,13 @@ TEST(Baselines, PlannersThatFindNothingSayWhy) {
   // GPT-3 175B on 16 GPUs of at most 32 GiB: neither a pipeline nor an SPMD program fits; each
   // planner says so rather than "no candidate plan".
   {
-    const auto m = load_model_or_die("gpt3-175b");
-    const auto c = load_cluster_or_die("heterog-mixed");
-    SearchOptions opts;
-    opts.global_batch = 64;
-    Deadline deadline{0};
-    Evaluator ev{m, c, opts};
-    Estimator est{m, c, opts};
-    const Context ctx{m, c, opts, ev, est, deadline};
-    const auto piped = pipeline(ctx);
+    Fixture f("gpt3-175b", "heterog-mixed");
+    const auto piped = pipeline(f.ctx);
     EXPECT_FALSE(piped.best.ok);
     EXPECT_NE(piped.best.error.find("no pipeline shape's layers fit in its devices' memory"),
               std::string::npos)
         << piped.best.error;
-    const auto spmd = hap(ctx);
+    const auto spmd = hap(f.ctx);
     EXPECT_FALSE(spmd.best.ok);
     EXPECT_NE(spmd.best.error.find("no SPMD program fits in the devices' memory"),
               std::string::npos)
