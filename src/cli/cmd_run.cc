@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
@@ -58,6 +61,7 @@ struct RunArgs {
   bool check = false;
   bool no_memory_check = false;
   bool elastic = false;
+  bool ranks_by_device = false;
 };
 
 #ifdef HETPLAN_WITH_RUNTIME
@@ -99,6 +103,7 @@ std::vector<std::string> worker_args(const RunArgs& a) {
   add("--report", a.report_file);
   for (const auto& f : a.compare) add("--compare", f);
   if (a.json) out.push_back("--json");
+  if (a.ranks_by_device) out.push_back("--ranks-by-device");
   out.push_back("--no-memory-check");  // the launcher checked the host for all its workers
   return out;
 }
@@ -122,7 +127,9 @@ void print_result(const runtime::RunResult& r, const plan::Plan& p, bool json) {
                             {"idle_s", r.ranks[i].idle_s},
                             {"step_peak_bytes", r.ranks[i].step_peak_bytes},
                             {"grad_dropped_fraction", r.ranks[i].grad_dropped_fraction},
-                            {"grad_dropped_norm_fraction", r.ranks[i].grad_dropped_norm_fraction}});
+                            {"grad_dropped_norm_fraction", r.ranks[i].grad_dropped_norm_fraction},
+                            {"launcher_rank", r.ranks[i].launcher_rank},
+                            {"local_rank", r.ranks[i].local_rank}});
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
     return;
   }
@@ -280,6 +287,18 @@ int run_run(const RunArgs& a) {
                    "hetplan: the plan splits every op by batch: each replica runs as one replica "
                    "per device, with batch shares in its tp_shares' ratios\n");
     *p = std::move(form.plan);
+  }
+  if (a.ranks_by_device && a.nprocs == 0 && env->world_size > 1) {
+    // RANK counts the plan's devices in ascending id order (node by node, as torchrun numbers
+    // the workers of its nodes); the runtime numbers them in the plan's stage order.
+    const std::set<int> devices = plan::plan_devices(*p);
+    if (static_cast<int>(devices.size()) != env->world_size)
+      return report_error(fmt::format(
+          "--ranks-by-device: the job has {} ranks (WORLD_SIZE) but the plan {} devices",
+          env->world_size, devices.size()));
+    const int device = *std::next(devices.begin(), env->rank);
+    const std::vector<int> order = runtime::rank_devices(*p);
+    env->rank = static_cast<int>(std::find(order.begin(), order.end(), device) - order.begin());
   }
   // What the ranks this host runs will hold, against what it has (CPU runs).
   std::optional<std::vector<runtime::RankMemory>> memory;
@@ -536,6 +555,10 @@ Action add_run_command(CLI::App& app) {
                 "Run the --nprocs workers as --cluster describes them: each in its own network "
                 "namespace with its node's NIC bandwidth (tc), at its node's cpu_share of a core "
                 "(cgroups); needs root");
+  cmd->add_flag("--ranks-by-device", args->ranks_by_device,
+                "RANK counts the plan's devices in ascending id order, node by node as torchrun "
+                "numbers its workers (hetplan export --to torchrun), instead of the plan's stage "
+                "order");
   cmd->add_flag("--json", args->json,
                 "Print one JSON object: losses, step_times_s, mean_step_time_s, ranks");
   cmd->add_flag("--no-memory-check", args->no_memory_check,

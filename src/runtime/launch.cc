@@ -64,6 +64,8 @@ Result<RankEnv> rank_env_from(const std::map<std::string, std::string>& env) {
     if (!rank) return rank.error();
     r.rank = *rank;
     r.local_rank = r.rank;
+    r.serves_store = r.rank == 0;
+    r.launcher_rank = r.rank;
   }
   if (env.count("LOCAL_RANK")) {
     auto local = int_var(env, "LOCAL_RANK", 0, r.world_size - 1);
@@ -80,12 +82,22 @@ Result<RankEnv> rank_env_from(const std::map<std::string, std::string>& env) {
     if (!port) return port.error();
     r.master_port = *port;
   }
+  if (auto agent = env.find("TORCHELASTIC_USE_AGENT_STORE");
+      agent != env.end() && agent->second == "True") {
+    auto attempt = env.count("TORCHELASTIC_RESTART_COUNT")
+                       ? int_var(env, "TORCHELASTIC_RESTART_COUNT", 0, 1 << 20)
+                       : Result<int>(0);
+    if (!attempt) return attempt.error();
+    r.serves_store = false;
+    r.store_prefix = fmt::format("/worker/attempt_{}", *attempt);
+  }
   return r;
 }
 
 Result<RankEnv> rank_env_from_environment() {
   std::map<std::string, std::string> env;
-  for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"})
+  for (const char* name : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+                           "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_RESTART_COUNT"})
     if (const char* v = std::getenv(name)) env[name] = v;
   return rank_env_from(env);
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef HETPLAN_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -14,11 +15,13 @@ c10::intrusive_ptr<c10d::Store> connect_store(const RankEnv& env,
                                               std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions so;
   so.port = static_cast<std::uint16_t>(env.master_port);
-  so.isServer = env.rank == 0;
+  so.isServer = env.serves_store;
   so.numWorkers = env.world_size;
   so.waitWorkers = true;
   so.timeout = std::max(timeout, std::chrono::milliseconds(120000));
-  return c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+  auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
+  if (env.store_prefix.empty()) return store;
+  return c10::make_intrusive<c10d::PrefixStore>(env.store_prefix, store);
 }
 
 c10::intrusive_ptr<c10d::ProcessGroupGloo::Options> gloo_options_for(

@@ -13,7 +13,8 @@
 
 namespace hetplan::runtime::detail {
 
-// The job's TCPStore: rank 0 serves it at env.master_addr:master_port. Joining waits for every
+// The job's TCPStore at env.master_addr:master_port, served by the process env.serves_store
+// names (torchrun's agent or RANK 0). Joining waits for every
 // rank to start (loading libtorch takes seconds): at least 2 minutes, whatever `timeout` says.
 c10::intrusive_ptr<c10d::Store> connect_store(const RankEnv& env,
                                               std::chrono::milliseconds timeout);

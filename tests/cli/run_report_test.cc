@@ -52,8 +52,8 @@ TEST(RunReport, SectionsFiguresAndComparedRuns) {
   r.losses = {2.0, 1.5, 1.25, 1.0};
   r.step_times_s = {0.5, 0.2, 0.1, 0.3};
   r.sync_times_s = {0.4, 0.1, 0.05, 0.2};  // after the first two: 0.05 and 0.2
-  r.ranks = {runtime::RankTimes{1, 2, 0, 1048576, 0.04, 0.01},
-             runtime::RankTimes{1, 2, 0, 1048576, 0.02, 0.03}};
+  r.ranks = {runtime::RankTimes{1, 2, 0, 1048576, 0.04, 0.01, 0, 0},
+             runtime::RankTimes{1, 2, 0, 1048576, 0.02, 0.03, 1, 1}};
   const RunReportInput in{"hetplan run: <gpt>", "gpt:layers=2", p, r,
                           {ComparedRun{"lossless", 0, {2.0, 1.4, 1.2, 0.9}}}};
   const std::string html = run_report_html(in);

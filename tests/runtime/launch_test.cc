@@ -28,6 +28,34 @@ TEST(RankEnv, ReadsTorchrunVariables) {
   EXPECT_EQ(r->local_rank, 1);
 }
 
+TEST(RankEnv, TorchrunsAgentStore) {
+  // Without torchrun's agent store, RANK 0 serves the job's store.
+  auto own = rank_env_from({{"RANK", "0"}, {"WORLD_SIZE", "2"}});
+  ASSERT_TRUE(own) << own.error().message;
+  EXPECT_TRUE(own->serves_store);
+  EXPECT_EQ(own->store_prefix, "");
+  // Static rendezvous: the agent serves it; every worker is a client under the attempt's prefix.
+  auto agent = rank_env_from({{"RANK", "0"},
+                              {"WORLD_SIZE", "2"},
+                              {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                              {"TORCHELASTIC_RESTART_COUNT", "2"}});
+  ASSERT_TRUE(agent) << agent.error().message;
+  EXPECT_FALSE(agent->serves_store);
+  EXPECT_EQ(agent->store_prefix, "/worker/attempt_2");
+  EXPECT_EQ(agent->launcher_rank, 0);
+  auto c10d = rank_env_from(
+      {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_USE_AGENT_STORE", "False"}});
+  ASSERT_TRUE(c10d) << c10d.error().message;
+  EXPECT_FALSE(c10d->serves_store);  // rank 1
+  EXPECT_EQ(c10d->store_prefix, "");
+  auto bad = rank_env_from({{"RANK", "0"},
+                            {"WORLD_SIZE", "2"},
+                            {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                            {"TORCHELASTIC_RESTART_COUNT", "x"}});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("TORCHELASTIC_RESTART_COUNT"), std::string::npos);
+}
+
 TEST(RankEnv, BadVariablesAreNamed) {
   auto expect_error = [](std::map<std::string, std::string> env, const std::string& text) {
     auto r = rank_env_from(env);

@@ -17,11 +17,20 @@ struct RankEnv {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
+  // RANK as the launcher set it; `rank` is the plan's rank, which differs under
+  // `hetplan run --ranks-by-device`.
+  int launcher_rank = 0;
+  // Whether this process serves the job's TCPStore: the worker RANK 0 names (whatever plan rank
+  // it runs), unless torchrun's agent serves it (TORCHELASTIC_USE_AGENT_STORE=True, as torchrun's
+  // static rendezvous sets it); then every worker is a client, its keys under store_prefix
+  // ("/worker/attempt_<TORCHELASTIC_RESTART_COUNT>", as torch.distributed's workers use it).
+  bool serves_store = true;
+  std::string store_prefix;
 };
 
-// Reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE and LOCAL_RANK from `env` (as torchrun sets
-// them). RANK and WORLD_SIZE come together or not at all; errors name the variable and what was
-// expected.
+// Reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, TORCHELASTIC_USE_AGENT_STORE and
+// TORCHELASTIC_RESTART_COUNT from `env` (as torchrun sets them). RANK and WORLD_SIZE come together
+// or not at all; errors name the variable and what was expected.
 Result<RankEnv> rank_env_from(const std::map<std::string, std::string>& env);
 // The same, from the process environment.
 Result<RankEnv> rank_env_from_environment();

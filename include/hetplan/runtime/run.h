@@ -83,6 +83,10 @@ struct RankTimes {
   // held. 0 elsewhere.
   double grad_dropped_fraction = 0;
   double grad_dropped_norm_fraction = 0;
+  // The worker's RANK and LOCAL_RANK as its launcher numbered it (where it ran: torchrun counts
+  // workers node by node); RANK differs from its rank in the plan under run --ranks-by-device.
+  int launcher_rank = 0;
+  int local_rank = 0;
 };
 
 struct RunResult {
