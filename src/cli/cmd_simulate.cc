@@ -12,7 +12,6 @@
 #include "hetplan/core/quantity_parse.h"
 #include "hetplan/cost/compute_cost.h"
 #include "hetplan/model/zoo.h"
-#include "hetplan/plan/plan_json.h"
 #include "hetplan/sim/chrome_trace.h"
 #include "hetplan/sim/simulate.h"
 #include "measured_run.h"
@@ -78,53 +77,28 @@ void print_summary(const model::Model& m, const cluster::Cluster& c, const plan:
 // A plan file names its model and cluster: simulate uses them where --model or --cluster is not
 // given, and refuses one that is given and names another (a plan's device ids and layer counts
 // mean nothing on another model or cluster).
-void take_from_plan(SimulateArgs& a, const plan::Plan& p) {
-  if (!a.model_given && !p.model.empty()) a.model = p.model;
-  if (!a.cluster_given && !p.cluster.empty()) a.cluster = p.cluster;
-}
-
-// The error for `option` given as `loaded` where the plan names `planned`; "" when they agree.
-std::string disagreement(const std::string& option, bool given, const std::string& loaded,
-                         const std::string& planned, const std::string& plan_file) {
-  if (!given || planned.empty() || loaded == planned) return "";
-  return fmt::format(
-      "{0}: {1} is not the plan's {2} ({3} was made for {2} \"{4}\"); leave {0} out to use the "
-      "plan's",
-      option, loaded, option == "--model" ? "model" : "cluster", plan_file, planned);
-}
-
 int run_simulate(SimulateArgs a) {
-  std::optional<plan::Plan> from_file;
+  progress("loading model and cluster");
+  std::optional<PlanWithInputs> in;
   if (!a.plan_file.empty()) {
     if (!a.strategy.empty())
       return report_error("--strategy and --plan: expected one of them, not both");
-    auto read = plan::read_plan_file(a.plan_file);
+    auto read =
+        read_plan_with_inputs(a.plan_file, {a.model, a.cluster, a.model_given, a.cluster_given});
     if (!read) return report_error(read.error().message);
-    from_file = std::move(*read);
-    take_from_plan(a, *from_file);
+    in = std::move(*read);
+  } else {
+    auto m = model::load_model(a.model, "--model");
+    if (!m) return report_error(m.error().message);
+    auto c = cluster::load_cluster(a.cluster, "--cluster");
+    if (!c) return report_error(c.error().message);
+    auto p = plan_from_args("", a.strategy, kDefaultStrategy, *m, *c);
+    if (!p) return report_error(p.error().message);
+    in = PlanWithInputs{std::move(*p), std::move(*m), std::move(*c), a.model, a.cluster};
   }
-  // Where the plan named them, a model or cluster that does not load is the plan's to explain.
-  auto planned = [&](bool given, const std::string& what, const std::string& error) {
-    if (given || !from_file) return error;
-    return fmt::format("--plan {}: its {} does not load ({}); give --{} explicitly", a.plan_file,
-                       what, error, what);
-  };
-  progress("loading model and cluster");
-  auto m = model::load_model(a.model, "--model");
-  if (!m) return report_error(planned(a.model_given, "model", m.error().message));
-  auto c = cluster::load_cluster(a.cluster, "--cluster");
-  if (!c) return report_error(planned(a.cluster_given, "cluster", c.error().message));
-  if (from_file) {
-    if (auto bad = disagreement("--model", a.model_given, m->name, from_file->model, a.plan_file);
-        !bad.empty())
-      return report_error(bad);
-    if (auto bad =
-            disagreement("--cluster", a.cluster_given, c->name, from_file->cluster, a.plan_file);
-        !bad.empty())
-      return report_error(bad);
-  }
-  auto p = plan_from_args(a.plan_file, a.strategy, kDefaultStrategy, *m, *c);
-  if (!p) return report_error(p.error().message);
+  const model::Model& m = in->model;
+  cluster::Cluster& c = in->cluster;
+  const plan::Plan& p = in->plan;
   sim::SimOptions opts;
   if (!a.grad_chunk.empty()) {
     const auto chunk = grad_chunk_from_arg(a.grad_chunk);
@@ -132,7 +106,7 @@ int run_simulate(SimulateArgs a) {
     opts.grad_chunk_bytes = *chunk;
   }
   if (!a.calibration_file.empty()) {
-    auto prof = calibration_from_args(a.calibration_file, *c, opts.network);
+    auto prof = calibration_from_args(a.calibration_file, c, opts.network);
     if (!prof) return report_error(prof.error().message);
     opts.profile = std::move(*prof);
   }
@@ -144,7 +118,7 @@ int run_simulate(SimulateArgs a) {
   }
   opts.record_events = !a.trace_file.empty();
   progress("simulating");
-  auto r = sim::simulate(*m, *c, *p, opts);
+  auto r = sim::simulate(m, c, p, opts);
   if (!r) return report_error(r.error().message);
   if (!a.trace_file.empty() && !write_output_file(a.trace_file, sim::chrome_trace_json(*r)))
     return 2;
@@ -153,14 +127,14 @@ int run_simulate(SimulateArgs a) {
   const double error =
       measured ? (predicted - measured->mean_step_time_s) / measured->mean_step_time_s : 0;
   if (a.json) {
-    auto j = sim_result_json(*m, *p, *r);
+    auto j = sim_result_json(m, p, *r);
     if (measured)
       j["measured"] = {{"file", a.measured_file},
                        {"iteration_time_s", measured->mean_step_time_s},
                        {"error", error}};
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
   } else {
-    print_summary(*m, *c, *p, *r);
+    print_summary(m, c, p, *r);
     if (measured)
       fmt::print("\nmeasured   {} per step ({}: {} on {}); predicted {}: {:+.1f}%\n",
                  format_duration(Seconds(measured->mean_step_time_s)), a.measured_file,

@@ -4,8 +4,10 @@
 
 #include <cstdio>
 
+#include "hetplan/cluster/cluster_file.h"
 #include "hetplan/core/quantity_parse.h"
 #include "hetplan/cost/messaging.h"
+#include "hetplan/model/zoo.h"
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/plan/strategy.h"
 #include "hetplan/plan/validate.h"
@@ -29,9 +31,56 @@ Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::strin
     source = "--strategy";
   }
   if (!p) return p.error();
-  if (auto valid = plan::validate_plan(*p, m, c, source); !valid) return valid.error();
-  warn_single_route_spray(*p, c, source);
+  return validated_plan(std::move(*p), m, c, source);
+}
+
+Result<plan::Plan> validated_plan(plan::Plan p, const model::Model& m, const cluster::Cluster& c,
+                                  const std::string& source) {
+  if (auto valid = plan::validate_plan(p, m, c, source); !valid) return valid.error();
+  warn_single_route_spray(p, c, source);
   return p;
+}
+
+namespace {
+
+// The error for `option` given as `loaded` where the plan names `planned`; "" when they agree.
+std::string disagreement(const std::string& option, bool given, const std::string& loaded,
+                         const std::string& planned, const std::string& plan_file) {
+  if (!given || planned.empty() || loaded == planned) return "";
+  return fmt::format(
+      "{0}: {1} is not the plan's {2} ({3} was made for {2} \"{4}\"); leave {0} out to use the "
+      "plan's",
+      option, loaded, option == "--model" ? "model" : "cluster", plan_file, planned);
+}
+
+}  // namespace
+
+Result<PlanWithInputs> read_plan_with_inputs(const std::string& plan_file,
+                                             const ModelClusterArgs& a) {
+  auto read = plan::read_plan_file(plan_file);
+  if (!read) return read.error();
+  const std::string model_spec = a.model_given || read->model.empty() ? a.model : read->model;
+  const std::string cluster_spec =
+      a.cluster_given || read->cluster.empty() ? a.cluster : read->cluster;
+  // Where the plan named them, a model or cluster that does not load is the plan's to explain.
+  auto planned = [&](bool given, const char* what, const std::string& error) {
+    if (given) return Error{error};
+    return Error{fmt::format("--plan {}: its {} does not load ({}); give --{} explicitly",
+                             plan_file, what, error, what)};
+  };
+  auto m = model::load_model(model_spec, "--model");
+  if (!m) return planned(a.model_given, "model", m.error().message);
+  auto c = cluster::load_cluster(cluster_spec, "--cluster");
+  if (!c) return planned(a.cluster_given, "cluster", c.error().message);
+  if (auto bad = disagreement("--model", a.model_given, m->name, read->model, plan_file);
+      !bad.empty())
+    return Error{bad};
+  if (auto bad = disagreement("--cluster", a.cluster_given, c->name, read->cluster, plan_file);
+      !bad.empty())
+    return Error{bad};
+  auto p = validated_plan(std::move(*read), *m, *c, plan_file);
+  if (!p) return p.error();
+  return PlanWithInputs{std::move(*p), std::move(*m), std::move(*c), model_spec, cluster_spec};
 }
 
 void warn_single_route_spray(const plan::Plan& p, const cluster::Cluster& c,

@@ -20,6 +20,29 @@ Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::strin
                                   const std::string& default_strategy, const model::Model& m,
                                   const cluster::Cluster& c);
 
+// The model and cluster a command names, and whether they were given on its command line.
+struct ModelClusterArgs {
+  std::string model, cluster;
+  bool model_given = false, cluster_given = false;
+};
+
+// A plan file with what it was made for: the model and cluster given on the command line, else
+// the plan's own `model` and `cluster`. A given one that is not the plan's is an error ("--model:
+// X is not the plan's model ..."), as is a plan's own that does not load (naming the plan file
+// and asking for the option). The plan is validated against them.
+struct PlanWithInputs {
+  plan::Plan plan;
+  model::Model model;
+  cluster::Cluster cluster;
+  std::string model_spec, cluster_spec;  // what the model and cluster were loaded from
+};
+Result<PlanWithInputs> read_plan_with_inputs(const std::string& plan_file,
+                                             const ModelClusterArgs& a);
+
+// p validated against the model and cluster (errors name `source`), with the spray warning.
+Result<plan::Plan> validated_plan(plan::Plan p, const model::Model& m, const cluster::Cluster& c,
+                                  const std::string& source);
+
 // multipath=spray on a cluster without equal routes changes nothing: a warning on stderr naming
 // `source` (not an error: the plan runs as with ecmp).
 void warn_single_route_spray(const plan::Plan& p, const cluster::Cluster& c,
