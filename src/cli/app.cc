@@ -102,6 +102,7 @@ int run_main(int argc, char** argv) {
   add(add_check_cluster_command);
   add(add_groups_command);
   add(add_validate_command);
+  add(add_export_command);
   add(add_train_policy_command);
   try {
     app.parse(argc, argv);

@@ -23,6 +23,7 @@ Action add_run_command(CLI::App& app);
 Action add_calibrate_command(CLI::App& app);
 Action add_groups_command(CLI::App& app);
 Action add_validate_command(CLI::App& app);
+Action add_export_command(CLI::App& app);
 Action add_train_policy_command(CLI::App& app);
 
 // Prints "hetplan: error: <message>" on stderr and returns the exit code for user errors (2).

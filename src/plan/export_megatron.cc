@@ -1,0 +1,193 @@
+// A stage plan as a Megatron-LM launch: pretrain_gpt.py (or _bert, _vision_classify) under
+// torchrun, one torchrun per node, with the parallel, batch, memory and model flags.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "export_parts.h"
+
+namespace hetplan::plan::detail {
+namespace {
+
+bool has_op_kind(const model::Model& m, model::OpKind kind) {
+  return std::any_of(m.ops.begin(), m.ops.end(),
+                     [&](const model::Op& op) { return op.kind == kind; });
+}
+
+// Megatron-LM's training script for the model's family; "" for none.
+const char* script_for(model::Family f) {
+  switch (f) {
+    case model::Family::decoder_lm:
+    case model::Family::moe_lm:
+      return "pretrain_gpt.py";
+    case model::Family::encoder:
+      return "pretrain_bert.py";
+    case model::Family::vision_transformer:
+      return "pretrain_vision_classify.py";
+    case model::Family::cnn:
+    case model::Family::mlp:
+      return "";
+  }
+  return "";
+}
+
+// The model's architecture as Megatron-LM's flags.
+std::vector<std::string> model_flags(const model::Model& m) {
+  std::vector<std::string> f{
+      fmt::format("--num-layers {}", m.num_blocks),
+      fmt::format("--hidden-size {}", m.hidden),
+      fmt::format("--ffn-hidden-size {}", m.ffn_hidden),
+      fmt::format("--num-attention-heads {}", m.heads),
+  };
+  if (m.head_dim > 0 && m.head_dim * m.heads != m.hidden)
+    f.push_back(fmt::format("--kv-channels {}", m.head_dim));
+  if (m.kv_heads > 0 && m.kv_heads != m.heads)
+    f.push_back(fmt::format("--group-query-attention --num-query-groups {}", m.kv_heads));
+  if (m.family == model::Family::vision_transformer) {
+    const int patches = static_cast<int>(std::lround(std::sqrt(m.seq_len - 1)));
+    f.push_back(fmt::format("--img-h {0} --img-w {0} --patch-dim {1} --num-classes {2}",
+                            m.image_size, patches > 0 ? m.image_size / patches : 0, m.num_classes));
+  } else {
+    f.push_back(fmt::format("--seq-length {0} --max-position-embeddings {0}", m.seq_len));
+  }
+  // Llama-style blocks: RMSNorm, SwiGLU, rotary positions, no biases.
+  if (has_op_kind(m, model::OpKind::rmsnorm))
+    f.push_back(
+        "--normalization RMSNorm --swiglu --position-embedding-type rope --disable-bias-linear");
+  if (m.is_language_model() && m.tied_reader() < 0)
+    f.push_back("--untie-embeddings-and-output-weights");
+  if (m.experts > 0)
+    f.push_back(fmt::format("--num-experts {} --moe-router-topk {}", m.experts, m.top_k));
+  if (m.dtype == model::DType::bf16) f.push_back("--bf16");
+  if (m.dtype == model::DType::fp16) f.push_back("--fp16");
+  return f;
+}
+
+}  // namespace
+
+Result<Exported> export_megatron(const Plan& p, const model::Model& m, const cluster::Cluster& c,
+                                 const ExportInputs& in) {
+  if (p.is_op_level())
+    return Error{
+        "--to megatron: an op-level plan (op groups on their own devices) has no Megatron-LM "
+        "form; export it --to torchrun"};
+  const std::string script = script_for(m.family);
+  if (script.empty())
+    return Error{fmt::format(
+        "--to megatron: Megatron-LM trains transformers; the model {} is a {} (export it --to "
+        "deepspeed or --to torchrun)",
+        m.name, model::to_string(m.family))};
+  Exported out;
+  auto& diff = out.differences;
+  const Grid g = plan_grid(p, m, "Megatron-LM", diff);
+
+  std::vector<std::string> parallel{fmt::format("--tensor-model-parallel-size {}", g.tp),
+                                    fmt::format("--pipeline-model-parallel-size {}", g.pp)};
+  if (p.sequence_parallel && g.tp > 1) parallel.push_back("--sequence-parallel");
+  if (m.experts > 0 && g.tp > 1)
+    // hetplan spreads each layer's experts over the tensor-parallel group.
+    parallel.push_back(
+        fmt::format("--expert-model-parallel-size {} --expert-tensor-parallel-size 1", g.tp));
+  // Blocks per stage: even, or (Megatron-core) other counts on the first and the last stage.
+  const auto& blocks = g.blocks_per_stage;
+  const bool even =
+      std::adjacent_find(blocks.begin(), blocks.end(), std::not_equal_to<>()) == blocks.end();
+  if (p.schedule == Schedule::interleaved && g.vpp > 1) {
+    parallel.push_back(
+        fmt::format("--num-layers-per-virtual-pipeline-stage {}", m.num_blocks / (g.pp * g.vpp)));
+    if (!even)
+      diff.push_back(fmt::format(
+          "the interleaved stages hold {} blocks: Megatron-LM gives every model chunk the same "
+          "number; written: {} each",
+          join(blocks), m.num_blocks / (g.pp * g.vpp)));
+    if (g.accumulation % g.pp != 0)
+      diff.push_back(fmt::format(
+          "interleaved 1F1B: Megatron-LM needs a multiple of pp={} micro-batches, the plan has {}",
+          g.pp, g.accumulation));
+  } else if (!even) {
+    const bool middle_even =
+        blocks.size() <= 3 || std::adjacent_find(blocks.begin() + 1, blocks.end() - 1,
+                                                 std::not_equal_to<>()) == blocks.end() - 1;
+    if (middle_even)
+      parallel.push_back(fmt::format(
+          "--decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
+          blocks.front(), blocks.back()));
+    else
+      diff.push_back(fmt::format(
+          "the stages hold {} blocks: Megatron-LM splits them evenly but for the first and the "
+          "last stage; written: an even split",
+          join(blocks)));
+  }
+  if (p.schedule == Schedule::gpipe && g.pp > 1)
+    diff.push_back(
+        "schedule gpipe: Megatron-LM runs 1F1B (the same step, with fewer activations held)");
+
+  std::vector<std::string> batch{fmt::format("--micro-batch-size {}", g.micro_batch),
+                                 fmt::format("--global-batch-size {}", g.global_batch)};
+  std::vector<std::string> memory;
+  if (p.recompute == cost::Recompute::selective)
+    memory.push_back("--recompute-granularity selective");
+  if (p.recompute == cost::Recompute::full)
+    memory.push_back(
+        "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
+  if (p.zero_stage >= 1) memory.push_back("--use-distributed-optimizer");
+  if (p.zero_stage >= 2)
+    diff.push_back(fmt::format(
+        "zero_stage {}: Megatron-LM's distributed optimizer shards the optimizer states only "
+        "(ZeRO-1); written: --use-distributed-optimizer",
+        p.zero_stage));
+  add_sync_differences(p, "Megatron-LM", diff);
+
+  const auto nodes = launch_nodes(g.rank_devices, c);
+  std::vector<LaunchNode> launch = nodes;
+  if (nodes.empty()) {
+    diff.push_back(
+        "the plan places a node's devices in non-consecutive Megatron-LM ranks (tp fastest, "
+        "then dp, then pp); written: ranks in the devices' node order, which moves some groups "
+        "to other devices");
+    std::vector<int> sorted = g.rank_devices;
+    std::sort(sorted.begin(), sorted.end(), [&](int a, int b) {
+      const auto &da = c.devices[static_cast<std::size_t>(a)],
+                 &db = c.devices[static_cast<std::size_t>(b)];
+      return std::pair(da.node, da.local_rank) < std::pair(db.node, db.local_rank);
+    });
+    launch = launch_nodes(sorted, c);
+  }
+
+  std::string s = launch_preamble(
+      fmt::format("Megatron-LM launch of the {} plan for {} on {} (written by hetplan export): "
+                  "tp {} x pp {} x dp {}{}",
+                  p.planner, p.model.empty() ? m.name : p.model,
+                  p.cluster.empty() ? c.name : p.cluster, g.tp, g.pp, g.dp,
+                  g.vpp > 1 ? fmt::format(", {} model chunks per stage", g.vpp) : ""),
+      diff, launch, c, in.master_port);
+  s += "# Megatron-LM's checkout, and your data and training settings:\n";
+  s += "MEGATRON=\"${MEGATRON:-.}\"\n";
+  if (m.is_language_model())
+    s += fmt::format(
+        "DATA_ARGS=\"${{DATA_ARGS:---mock-data --tokenizer-type NullTokenizer --vocab-size {}}}\"  "
+        "# NullTokenizer adds the end-of-document token\n",
+        m.vocab - 1);
+  else
+    s += "DATA_ARGS=\"${DATA_ARGS:---mock-data}\"\n";
+  s += "TRAIN_ARGS=\"${TRAIN_ARGS:---train-iters 100 --lr 1.0e-4 --eval-iters 0}\"\n";
+  auto block = [&](const char* name, const std::vector<std::string>& flags) {
+    std::string b = fmt::format("{}=(\n", name);
+    for (const auto& f : flags) b += fmt::format("  {}\n", f);
+    return b + ")\n";
+  };
+  s += block("PARALLEL_ARGS", parallel);
+  s += block("BATCH_ARGS", batch);
+  s += block("MEMORY_ARGS", memory);
+  s += block("MODEL_ARGS", model_flags(m));
+  if (p.sequence_parallel && g.tp > 1) s += "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+  s += fmt::format(
+      "exec {} \\\n  \"$MEGATRON/{}\" \"${{PARALLEL_ARGS[@]}}\" \"${{BATCH_ARGS[@]}}\" "
+      "\"${{MEMORY_ARGS[@]}}\" \\\n  \"${{MODEL_ARGS[@]}}\" $DATA_ARGS $TRAIN_ARGS \"$@\"\n",
+      torchrun_arguments(), script);
+  out.files.push_back({"megatron.sh", s, true});
+  return out;
+}
+
+}  // namespace hetplan::plan::detail

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# DeepSpeed launch of the hand: 2 uneven stages, the V100 servers take the embedding and 7 blocks, the 1080Ti and P100 servers the last 5 blocks and the head plan for gpt3-125m on heterog-mixed (written by hetplan export): pp 2 x dp 2 x tp 2
+# What the engine cannot express of the plan:
+#   - stage 1 gives its replicas uneven batch shares (0.375/0.625): DeepSpeed gives every replica the same micro-batch
+#   - recompute selective: DeepSpeed checkpoints whole layers; written for full recomputation (less memory, more time than the plan's)
+#   - tp 2: DeepSpeed's own tensor parallelism is AutoTP (DeepSpeed 0.16.4 and later); with pipeline stages, use Megatron-DeepSpeed's --tensor-model-parallel-size
+#   - the stages hold 7, 5 blocks: DeepSpeed's PipelineModule partitions uniformly or by parameters; written: uniform
+#   - the gradients of embedding.* synchronise by parameter_server: DeepSpeed all-reduces every gradient
+#   - the ops layers.*.norm* are split by replicate: DeepSpeed splits every layer's ops its own way
+# Your model is a deepspeed.pipe.PipelineModule(layers, num_stages=2, partition_method="uniform", activation_checkpoint_interval=1).
+# Run it on the first host; the launcher reaches the others over ssh.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+TRAIN_SCRIPT="${TRAIN_SCRIPT:?set TRAIN_SCRIPT to your training script}"
+MASTER_ADDR="${MASTER_ADDR:-node0}"
+MASTER_PORT="${MASTER_PORT:-29500}"
+exec deepspeed --hostfile "$HERE/hostfile" --include "node0:0,1@node1:0,1@node2:0,1@node3:0,1" \
+  --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" \
+  "$TRAIN_SCRIPT" --deepspeed --deepspeed_config "$HERE/ds_config.json" "$@"
