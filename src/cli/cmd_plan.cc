@@ -94,6 +94,8 @@ void print_summary(const model::Model& m, const cluster::Cluster& c,
              r.samples_per_s, 100 * r.mfu);
   fmt::print("memory     max peak {:.1f} GiB: {}\n", r.max_peak_memory.value / (1 << 30),
              r.fits ? "fits" : "DOES NOT FIT");
+  if (const std::string samples = samples_by_device_type_text(p, c); !samples.empty())
+    fmt::print("samples    {} (of {} per iteration)\n", samples, p.global_batch);
   if (res.plain_transport.ok)
     fmt::print(
         "gradients  {}; {:.2f}x over the same plan without (DLCP; simulated, `hetplan run` sends "
@@ -216,7 +218,7 @@ int run_plan(PlanArgs a) {
     if (rc) return rc;
   }
   if (a.json) {
-    auto j = sim_result_json(*m, res->best.plan, *r);
+    auto j = sim_result_json(*m, *c, res->best.plan, *r);
     j["search_time_s"] = res->search_time_s;
     j["timed_out"] = res->timed_out;
     j["plans_simulated"] = res->plans_simulated;

@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,6 +14,7 @@
 #include "hetplan/core/quantity_parse.h"
 #include "hetplan/cost/compute_cost.h"
 #include "hetplan/model/zoo.h"
+#include "hetplan/plan/validate.h"
 #include "hetplan/sim/chrome_trace.h"
 #include "hetplan/sim/simulate.h"
 #include "measured_run.h"
@@ -61,6 +64,8 @@ void print_summary(const model::Model& m, const cluster::Cluster& c, const plan:
              100 * r.mfu);
   fmt::print("memory     max peak {} per device: {}\n", format_bytes(r.max_peak_memory),
              r.fits ? "fits" : "DOES NOT FIT");
+  if (const std::string samples = samples_by_device_type_text(p, c); !samples.empty())
+    fmt::print("samples    {} (of {} per iteration)\n", samples, p.global_batch);
   if (const std::string transport = gradient_transport_text(p, r); !transport.empty())
     fmt::print("gradients  {}\n", transport);
   fmt::print("\n{:<28} {:>10} {:>10} {:>10} {:>12} {:>12}\n", "lane", "compute", "comm", "idle",
@@ -72,6 +77,65 @@ void print_summary(const model::Model& m, const cluster::Cluster& c, const plan:
                format_duration(d.idle), format_bytes(d.peak_memory), format_bytes(d.capacity),
                d.fits ? "" : "  OOM");
   }
+}
+
+// A plan that does not fit, changed as little as makes it fit: the largest micro-batch (most
+// micro-batch rounds of the global batch) that fits under the plan's own recomputation and ZeRO
+// stage, else the first recomputation and ZeRO setting (each step from the plan's own towards
+// full recomputation and ZeRO-3, ZeRO first) under which some micro-batch fits. Judged by the
+// simulator; the search gives up after kFitSearchSeconds.
+struct WouldFit {
+  plan::Plan plan;
+  std::string change;  // "mbs=2 (32 micro-batch rounds), recompute selective"
+  Bytes peak;
+};
+
+constexpr double kFitSearchSeconds = 20;
+
+// Whether every replica gets a whole number of samples, one or more, of a micro-batch round of
+// `samples`.
+bool whole_samples(const plan::Plan& p, std::int64_t samples) {
+  for (const auto& st : p.stages)
+    for (const auto& r : st.replicas) {
+      const double n = r.batch_share * static_cast<double>(samples);
+      if (n < 1 - 1e-9 || std::abs(n - std::round(n)) > 1e-6) return false;
+    }
+  return true;
+}
+
+std::optional<WouldFit> what_would_fit(const model::Model& m, const cluster::Cluster& c,
+                                       const plan::Plan& p, const sim::SimOptions& opts) {
+  if (p.is_op_level()) return std::nullopt;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::pair<int, int>> settings;  // (recompute, ZeRO stage), nearest first
+  const int r0 = static_cast<int>(p.recompute), z0 = p.zero_stage;
+  for (int steps = 0; steps <= (2 - r0) + (3 - z0); ++steps)
+    for (int r = r0; r <= 2; ++r)
+      if (const int z = z0 + steps - (r - r0); z >= z0 && z <= 3) settings.emplace_back(r, z);
+  for (const auto& [r, z] : settings)
+    for (std::int64_t rounds = p.num_microbatches; rounds <= p.global_batch; ++rounds) {
+      if (p.global_batch % rounds != 0 || !whole_samples(p, p.global_batch / rounds)) continue;
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+          kFitSearchSeconds)
+        return std::nullopt;
+      plan::Plan q = p;
+      q.recompute = static_cast<cost::Recompute>(r);
+      q.zero_stage = z;
+      q.num_microbatches = static_cast<int>(rounds);
+      if (!plan::validate_plan(q, m, c, "").ok()) continue;
+      auto result = sim::simulate(m, c, q, opts);
+      if (!result || !result->fits) continue;
+      // Samples per replica per micro-batch, as a strategy's mbs counts them (the first stage's
+      // replicas; uneven shares round).
+      const double mbs = static_cast<double>(p.global_batch) / static_cast<double>(rounds) /
+                         static_cast<double>(p.stages.front().replicas.size());
+      std::string change = fmt::format("mbs={:g} ({} micro-batch rounds)", mbs, rounds);
+      if (q.recompute != p.recompute)
+        change += fmt::format(", recompute {}", cost::to_string(q.recompute));
+      if (q.zero_stage != p.zero_stage) change += fmt::format(", zero {}", q.zero_stage);
+      return WouldFit{std::move(q), change, result->max_peak_memory};
+    }
+  return std::nullopt;
 }
 
 // A plan file names its model and cluster: simulate uses them where --model or --cluster is not
@@ -127,7 +191,7 @@ int run_simulate(SimulateArgs a) {
   const double error =
       measured ? (predicted - measured->mean_step_time_s) / measured->mean_step_time_s : 0;
   if (a.json) {
-    auto j = sim_result_json(m, p, *r);
+    auto j = sim_result_json(m, c, p, *r);
     if (measured)
       j["measured"] = {{"file", a.measured_file},
                        {"iteration_time_s", measured->mean_step_time_s},
@@ -141,7 +205,24 @@ int run_simulate(SimulateArgs a) {
                  measured->model, measured->cluster, format_duration(r->iteration_time),
                  100 * error);
   }
-  return 0;
+  if (r->fits) return 0;
+  // Out of memory: exit 1, saying what would fit.
+  progress("looking for a micro-batch, recomputation or ZeRO setting that fits");
+  const auto fit = what_would_fit(m, c, p, opts);
+  if (fit)
+    std::fprintf(stderr,
+                 "hetplan: the plan does not fit in its devices' memory (peak %s); it fits with "
+                 "%s (peak %s)\n",
+                 format_bytes(r->max_peak_memory).c_str(), fit->change.c_str(),
+                 format_bytes(fit->peak).c_str());
+  else
+    std::fprintf(
+        stderr, "hetplan: the plan does not fit in its devices' memory (peak %s), and %s\n",
+        format_bytes(r->max_peak_memory).c_str(),
+        p.is_op_level() ? "op-level plans get no suggestion (try hetplan plan)"
+                        : "no micro-batch fits with any recomputation and ZeRO setting (more "
+                          "devices or another layout: try hetplan plan)");
+  return 1;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "run_command.h"
 
@@ -76,6 +77,62 @@ TEST(SimulateCli, APlanFileBringsItsModelAndCluster) {
   EXPECT_NE(unnamed.err.find("give --cluster explicitly"), std::string::npos) << unnamed.err;
   EXPECT_EQ(run_hetplan("simulate --cluster " + yaml + " --plan " + file).exit_code, 0);
   std::filesystem::remove(file);
+}
+
+// An out-of-memory strategy exits 1 and names what would fit; the suggestion is checked by
+// simulating it, and "largest micro-batch" by simulating twice that micro-batch.
+TEST(SimulateCli, AnOutOfMemoryPlanSaysWhatWouldFit) {
+  auto simulate = [](const std::string& model, const std::string& strategy) {
+    return run_hetplan("simulate --model " + model + " --cluster dgx-a100:1 --strategy " +
+                       strategy);
+  };
+  auto r = simulate("gpt3-1.3b", "dp=8,mbs=16,gbs=512");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("DOES NOT FIT"), std::string::npos);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("it fits with mbs=(\\d+) \\((\\d+) micro")))
+      << r.err;
+  const int mbs = std::stoi(m[1]);
+  EXPECT_EQ(std::stoi(m[2]) * mbs * 8, 512);
+  EXPECT_EQ(r.err.find("recompute"), std::string::npos) << "own settings first: " << r.err;
+  EXPECT_EQ(simulate("gpt3-1.3b", "dp=8,gbs=512,mbs=" + std::to_string(mbs)).exit_code, 0);
+  ASSERT_LT(mbs, 16);
+  EXPECT_EQ(simulate("gpt3-1.3b", "dp=8,gbs=512,mbs=" + std::to_string(2 * mbs)).exit_code, 1);
+
+  // 13B parameters with Adam on every A100: no micro-batch fits without ZeRO.
+  r = simulate("gpt3-13b", "dp=8,mbs=1,gbs=64");
+  EXPECT_EQ(r.exit_code, 1);
+  ASSERT_TRUE(std::regex_search(r.err, m,
+                                std::regex("it fits with mbs=(\\d+) \\(\\d+ micro-batch "
+                                           "rounds\\)(, recompute (\\w+))?, zero (\\d)")))
+      << r.err;
+  std::string fixed = "dp=8,gbs=64,mbs=" + std::string(m[1]) + ",zero=" + std::string(m[4]);
+  if (m[3].matched) fixed += ",recompute=" + std::string(m[3]);
+  EXPECT_EQ(simulate("gpt3-13b", fixed).exit_code, 0) << fixed;
+}
+
+// The result says how many samples each device type processes, stage by stage.
+TEST(SimulateCli, SamplesPerDeviceType) {
+  const std::string plan = testing::source_path("data/plans/gpt3-125m-heterog-2stage.json");
+  auto r = run_hetplan("simulate --plan " + plan);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("samples    stage 0: V100-PCIE-16GB x4: 64; stage 1: GTX-1080Ti x2: 24, "
+                       "P100-PCIE-16GB x2: 40 (of 64 per iteration)"),
+            std::string::npos)
+      << r.out;
+  r = run_hetplan("simulate --json --plan " + plan);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["samples_by_device_type"].size(), 3u);
+  EXPECT_EQ(j["samples_by_device_type"][2]["device_type"], "P100-PCIE-16GB");
+  EXPECT_EQ(j["samples_by_device_type"][2]["stage"], 1);
+  EXPECT_EQ(j["samples_by_device_type"][2]["devices"], 2);
+  EXPECT_DOUBLE_EQ(j["samples_by_device_type"][2]["samples"].get<double>(), 40);
+  // Uneven data parallelism on one stage: one line, the types' shares of the batch.
+  r = run_hetplan("simulate --model gpt3-125m --cluster dgx-a100:1 --strategy dp=8,mbs=2,gbs=64");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("samples    A100-SXM4-80GB x8: 64 (of 64 per iteration)"), std::string::npos)
+      << r.out;
 }
 
 TEST(SimulateCli, WritesAChromeTrace) {
