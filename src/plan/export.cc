@@ -89,10 +89,16 @@ std::vector<LaunchNode> launch_nodes(const std::vector<int>& rank_devices,
   return out;
 }
 
+std::string one_line(std::string text) {
+  for (char& ch : text)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
+  return text;
+}
+
 std::string differences_comment(const std::vector<std::string>& differences) {
   if (differences.empty()) return "# It realises the plan as written.\n";
   std::string s = "# What the engine cannot express of the plan:\n";
-  for (const auto& d : differences) s += fmt::format("#   - {}\n", d);
+  for (const auto& d : differences) s += fmt::format("#   - {}\n", one_line(d));
   return s;
 }
 
@@ -100,7 +106,7 @@ std::string launch_preamble(const std::string& what, const std::vector<std::stri
                             const std::vector<LaunchNode>& nodes, const cluster::Cluster& c,
                             int master_port) {
   std::string s = "#!/usr/bin/env bash\n";
-  s += fmt::format("# {}\n", what);
+  s += fmt::format("# {}\n", one_line(what));
   s += differences_comment(differences);
   const int n = static_cast<int>(nodes.size());
   if (n == 1)

@@ -45,12 +45,18 @@ Result<Exported> export_deepspeed(const Plan& p, const model::Model& m, const cl
           "recompute selective: DeepSpeed checkpoints whole layers; written for full "
           "recomputation (less memory, more time than the plan's)");
   }
-  if (g.tp > 1) {
+  if (g.tp > 1 && g.pp == 1) {
     j["tensor_parallel"] = {{"autotp_size", g.tp}};
     diff.push_back(fmt::format(
-        "tp {}: DeepSpeed's own tensor parallelism is AutoTP (DeepSpeed 0.16.4 and later){}", g.tp,
-        g.pp > 1 ? "; with pipeline stages, use Megatron-DeepSpeed's --tensor-model-parallel-size"
-                 : ""));
+        "tp {}: DeepSpeed's own tensor parallelism is AutoTP (DeepSpeed 0.16.4 and later, for "
+        "the models it knows)",
+        g.tp));
+  } else if (g.tp > 1) {
+    diff.push_back(fmt::format(
+        "tp {} with pipeline stages: DeepSpeed's pipeline engine splits tensors only with "
+        "tensor-parallel layers of your own (Megatron-DeepSpeed's); written: the topology "
+        "PipeModelDataParallelTopology(num_pp={}, num_mp={}, num_dp={}) for them",
+        g.tp, g.pp, g.tp, g.dp));
   }
   if (p.sequence_parallel)
     diff.push_back(
@@ -89,7 +95,8 @@ Result<Exported> export_deepspeed(const Plan& p, const model::Model& m, const cl
     nodes = launch_nodes(sorted, c);
   }
   std::string hostfile =
-      "# One line per host the plan uses: replace nodeN by the host's name (ssh-reachable).\n";
+      "# One line per host the plan uses. nodeN must reach the host over ssh (an alias in "
+      "~/.ssh/config or /etc/hosts), or rename it here and in deepspeed.sh's --include.\n";
   std::string include;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const auto& node = c.nodes[static_cast<std::size_t>(nodes[i].node)];
@@ -100,19 +107,32 @@ Result<Exported> export_deepspeed(const Plan& p, const model::Model& m, const cl
     include += fmt::format("{}node{}:{}", i == 0 ? "" : "@", i, join(local, ","));
   }
   out.files.push_back({"hostfile", hostfile, false});
+  for (const auto& n : nodes)
+    if (n.devices.size() != nodes.front().devices.size()) {
+      diff.push_back(
+          "the hosts run different numbers of workers: DeepSpeed's launcher numbers a worker's "
+          "local rank as its global rank modulo its host's count, which can swap a host's "
+          "devices between ranks");
+      break;
+    }
 
   std::string s = "#!/usr/bin/env bash\n";
   s += fmt::format(
       "# DeepSpeed launch of the {} plan for {} on {} (written by hetplan export): pp {} x dp "
       "{}{}\n",
-      p.planner, p.model.empty() ? m.name : p.model, p.cluster.empty() ? c.name : p.cluster, g.pp,
-      g.dp, g.tp > 1 ? fmt::format(" x tp {}", g.tp) : "");
+      one_line(p.planner), one_line(p.model.empty() ? m.name : p.model),
+      one_line(p.cluster.empty() ? c.name : p.cluster), g.pp, g.dp,
+      g.tp > 1 ? fmt::format(" x tp {}", g.tp) : "");
   s += differences_comment(diff);
   if (g.pp > 1)
     s += fmt::format(
-        "# Your model is a deepspeed.pipe.PipelineModule(layers, num_stages={}, "
+        "# Your model is a deepspeed.pipe.PipelineModule(layers, {}, "
         "partition_method=\"uniform\"{}).\n",
-        g.pp, p.recompute != cost::Recompute::none ? ", activation_checkpoint_interval=1" : "");
+        g.tp > 1 ? fmt::format("topology=PipeModelDataParallelTopology(num_pp={}, num_mp={}, "
+                               "num_dp={})",
+                               g.pp, g.tp, g.dp)
+                 : fmt::format("num_stages={}", g.pp),
+        p.recompute != cost::Recompute::none ? ", activation_checkpoint_interval=1" : "");
   s += "# Run it on the first host; the launcher reaches the others over ssh.\n";
   s += "set -euo pipefail\n";
   s += "HERE=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\n";

@@ -40,6 +40,8 @@ bool uneven(const std::vector<double>& shares) {
 Grid plan_grid(const Plan& p, const model::Model& m, const std::string& engine,
                std::vector<std::string>& differences) {
   Grid g;
+  g.global_batch = p.global_batch;
+  if (p.stages.empty()) return g;  // (validation refuses a stage plan without stages)
   // Device groups in pipeline order: stages whose replicas use the same devices run on one.
   std::vector<std::set<int>> group_sets;
   std::vector<std::vector<int>> group_devices;  // replicas in order, each in tp-rank order
@@ -57,6 +59,7 @@ Grid plan_grid(const Plan& p, const model::Model& m, const std::string& engine,
     }
     g.blocks_per_stage.push_back(blocks_of(st, m));
   }
+  if (degrees.empty()) return g;  // (nor one without replicas)
   g.pp = static_cast<int>(group_devices.size());
   g.vpp = static_cast<int>(p.stages.size()) / g.pp;
 
@@ -90,15 +93,15 @@ Grid plan_grid(const Plan& p, const model::Model& m, const std::string& engine,
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
     const auto& st = p.stages[s];
     std::vector<double> batch;
+    const Replica* uneven_tp = nullptr;  // the stage's first replica with uneven tp shares
     for (const auto& r : st.replicas) {
       batch.push_back(r.batch_share);
-      if (r.tp_shares.size() > 1 && uneven(r.tp_shares)) {
-        differences.push_back(fmt::format(
-            "stage {} splits tensors unevenly ({} over devices {}): {} splits them evenly", s,
-            shares_text(r.tp_shares), join(r.devices), engine));
-        break;
-      }
+      if (!uneven_tp && r.tp_shares.size() > 1 && uneven(r.tp_shares)) uneven_tp = &r;
     }
+    if (uneven_tp)
+      differences.push_back(fmt::format(
+          "stage {} splits tensors unevenly ({} over devices {}): {} splits them evenly", s,
+          shares_text(uneven_tp->tp_shares), join(uneven_tp->devices), engine));
     if (batch.size() > 1 && uneven(batch))
       differences.push_back(fmt::format(
           "stage {} gives its replicas uneven batch shares ({}): {} gives every replica the same "

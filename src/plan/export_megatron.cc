@@ -48,9 +48,8 @@ std::vector<std::string> model_flags(const model::Model& m) {
     const int patches = static_cast<int>(std::lround(std::sqrt(m.seq_len - 1)));
     f.push_back(fmt::format("--img-h {0} --img-w {0} --patch-dim {1} --num-classes {2}",
                             m.image_size, patches > 0 ? m.image_size / patches : 0, m.num_classes));
-  } else {
-    f.push_back(fmt::format("--seq-length {0} --max-position-embeddings {0}", m.seq_len));
   }
+  f.push_back(fmt::format("--seq-length {0} --max-position-embeddings {0}", m.seq_len));
   // Llama-style blocks: RMSNorm, SwiGLU, rotary positions, no biases.
   if (has_op_kind(m, model::OpKind::rmsnorm))
     f.push_back(
@@ -85,6 +84,12 @@ Result<Exported> export_megatron(const Plan& p, const model::Model& m, const clu
   std::vector<std::string> parallel{fmt::format("--tensor-model-parallel-size {}", g.tp),
                                     fmt::format("--pipeline-model-parallel-size {}", g.pp)};
   if (p.sequence_parallel && g.tp > 1) parallel.push_back("--sequence-parallel");
+  if (!p.sequence_parallel && m.experts > 0 && g.tp > 1) {
+    parallel.push_back("--sequence-parallel");
+    diff.push_back(
+        "sequence_parallel off: Megatron-LM runs MoE layers under tensor parallelism only with "
+        "sequence parallelism; written: --sequence-parallel");
+  }
   if (m.experts > 0 && g.tp > 1)
     // hetplan spreads each layer's experts over the tensor-parallel group.
     parallel.push_back(
@@ -106,18 +111,24 @@ Result<Exported> export_megatron(const Plan& p, const model::Model& m, const clu
           "interleaved 1F1B: Megatron-LM needs a multiple of pp={} micro-batches, the plan has {}",
           g.pp, g.accumulation));
   } else if (!even) {
+    // Megatron-core gives the middle stages equal counts; the first and the last may differ,
+    // each at least one block (with two stages, the first's count fixes the last's).
+    const std::size_t n = blocks.size();
     const bool middle_even =
-        blocks.size() <= 3 || std::adjacent_find(blocks.begin() + 1, blocks.end() - 1,
-                                                 std::not_equal_to<>()) == blocks.end() - 1;
-    if (middle_even)
-      parallel.push_back(fmt::format(
-          "--decoder-first-pipeline-num-layers {} --decoder-last-pipeline-num-layers {}",
-          blocks.front(), blocks.back()));
-    else
+        n <= 3 || std::adjacent_find(blocks.begin() + 1, blocks.end() - 1, std::not_equal_to<>()) ==
+                      blocks.end() - 1;
+    const bool ends_hold_blocks = blocks.front() > 0 && blocks.back() > 0;
+    if (middle_even && ends_hold_blocks) {
+      if (n == 2 || blocks.front() != blocks[1])
+        parallel.push_back(fmt::format("--decoder-first-pipeline-num-layers {}", blocks.front()));
+      if (n > 2 && blocks.back() != blocks[n - 2])
+        parallel.push_back(fmt::format("--decoder-last-pipeline-num-layers {}", blocks.back()));
+    } else {
       diff.push_back(fmt::format(
           "the stages hold {} blocks: Megatron-LM splits them evenly but for the first and the "
-          "last stage; written: an even split",
+          "last stage, each with at least one; written: an even split",
           join(blocks)));
+    }
   }
   if (p.schedule == Schedule::gpipe && g.pp > 1)
     diff.push_back(
@@ -164,13 +175,13 @@ Result<Exported> export_megatron(const Plan& p, const model::Model& m, const clu
       diff, launch, c, in.master_port);
   s += "# Megatron-LM's checkout, and your data and training settings:\n";
   s += "MEGATRON=\"${MEGATRON:-.}\"\n";
-  if (m.is_language_model())
+  if (m.family == model::Family::decoder_lm || m.family == model::Family::moe_lm)
     s += fmt::format(
         "DATA_ARGS=\"${{DATA_ARGS:---mock-data --tokenizer-type NullTokenizer --vocab-size {}}}\"  "
         "# NullTokenizer adds the end-of-document token\n",
         m.vocab - 1);
-  else
-    s += "DATA_ARGS=\"${DATA_ARGS:---mock-data}\"\n";
+  else  // pretrain_bert.py and pretrain_vision_classify.py have no mock data
+    s += "DATA_ARGS=\"${DATA_ARGS:?set DATA_ARGS to your data's flags (--data-path ...)}\"\n";
   s += "TRAIN_ARGS=\"${TRAIN_ARGS:---train-iters 100 --lr 1.0e-4 --eval-iters 0}\"\n";
   auto block = [&](const char* name, const std::vector<std::string>& flags) {
     std::string b = fmt::format("{}=(\n", name);
@@ -181,7 +192,8 @@ Result<Exported> export_megatron(const Plan& p, const model::Model& m, const clu
   s += block("BATCH_ARGS", batch);
   s += block("MEMORY_ARGS", memory);
   s += block("MODEL_ARGS", model_flags(m));
-  if (p.sequence_parallel && g.tp > 1) s += "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+  // Megatron-LM asks for it with tensor parallelism (its overlap of communication with GEMMs).
+  s += "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
   s += fmt::format(
       "exec {} \\\n  \"$MEGATRON/{}\" \"${{PARALLEL_ARGS[@]}}\" \"${{BATCH_ARGS[@]}}\" "
       "\"${{MEMORY_ARGS[@]}}\" \\\n  \"${{MODEL_ARGS[@]}}\" $DATA_ARGS $TRAIN_ARGS \"$@\"\n",

@@ -25,6 +25,10 @@ struct LaunchNode {
 std::vector<LaunchNode> launch_nodes(const std::vector<int>& rank_devices,
                                      const cluster::Cluster& c);
 
+// `text` with control characters (a newline in a plan's free-text planner field) made spaces, for
+// a script's comment line.
+std::string one_line(std::string text);
+
 // The script comment that lists the differences ("# It realises the plan as written." for none).
 std::string differences_comment(const std::vector<std::string>& differences);
 

@@ -147,9 +147,10 @@ TEST(Export, WhatAnEngineCannotExpressIsListed) {
   const Case k = from_example("gpt3-125m-heterog-2stage.json");
   const Exported x = exported(Engine::megatron, k);
   const std::string& s = file_named(x, "megatron.sh").text;
-  EXPECT_NE(s.find("--decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 5"),
-            std::string::npos)
-      << s;
+  // Two stages: the first's count fixes the last's (Megatron-core 0.11 and 0.12 divide by zero
+  // when both are given).
+  EXPECT_NE(s.find("--decoder-first-pipeline-num-layers 7\n"), std::string::npos) << s;
+  EXPECT_EQ(s.find("--decoder-last-pipeline-num-layers"), std::string::npos) << s;
   auto listed = [&](const Exported& e, const std::string& text) {
     for (const auto& d : e.differences)
       if (d.find(text) != std::string::npos) return true;
@@ -186,6 +187,51 @@ TEST(Export, MegatronInterleavedScheduleAndUnlikeDegrees) {
   for (const auto& d : y.differences)
     said = said || d.find("tp 1 on 2 replica(s), tp 2 on 3 replica(s)") != std::string::npos;
   EXPECT_TRUE(said) << (y.differences.empty() ? "" : y.differences.front());
+}
+
+// Megatron-core's stage counts: the middle stages equal, the first and the last written only
+// where they differ, and each at least one block; tensor shares judged per replica and batch
+// shares over all of a stage's replicas.
+TEST(Export, MegatronStageCountsAndShares) {
+  auto blocks_flags = [](std::vector<Stage> stages) {
+    Case k{Plan{}, testing::tiny_gpt(4), testing::tiny_cluster(3)};
+    k.plan.global_batch = 6;
+    k.plan.num_microbatches = 3;
+    k.plan.stages = std::move(stages);
+    return exported(Engine::megatron, k);
+  };
+  auto one = [](int device) { return std::vector<Replica>{Replica{{device}, {}, 1.0}}; };
+  // Layers: embedding, layers.0 .. layers.3, head. Blocks per stage 1, 2, 1.
+  Exported x = blocks_flags({Stage{0, 2, one(0)}, Stage{2, 2, one(1)}, Stage{4, 2, one(2)}});
+  std::string s = x.files.front().text;
+  EXPECT_NE(s.find("--decoder-first-pipeline-num-layers 1\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("--decoder-last-pipeline-num-layers 1\n"), std::string::npos) << s;
+  // 2, 1, 1: only the first differs from the middle.
+  x = blocks_flags({Stage{0, 3, one(0)}, Stage{3, 1, one(1)}, Stage{4, 2, one(2)}});
+  s = x.files.front().text;
+  EXPECT_NE(s.find("--decoder-first-pipeline-num-layers 2\n"), std::string::npos) << s;
+  EXPECT_EQ(s.find("--decoder-last-pipeline-num-layers"), std::string::npos) << s;
+  // 0, 2, 2: an embedding-only stage has no Megatron-LM form.
+  x = blocks_flags({Stage{0, 1, one(0)}, Stage{1, 2, one(1)}, Stage{3, 3, one(2)}});
+  s = x.files.front().text;
+  EXPECT_EQ(s.find("pipeline-num-layers"), std::string::npos) << s;
+  ASSERT_EQ(x.differences.size(), 1u);
+  EXPECT_NE(x.differences.front().find("the stages hold 0, 2, 2 blocks"), std::string::npos);
+
+  // Four even replicas, one with uneven tensor shares: said once, and no batch difference.
+  Case k{Plan{}, testing::tiny_gpt(2), testing::tiny_cluster(8)};
+  k.plan.global_batch = 8;
+  k.plan.num_microbatches = 2;
+  k.plan.stages = {Stage{0,
+                         4,
+                         {Replica{{0, 1}, {}, 0.25}, Replica{{2, 3}, {0.7, 0.3}, 0.25},
+                          Replica{{4, 5}, {}, 0.25}, Replica{{6, 7}, {}, 0.25}}}};
+  x = exported(Engine::megatron, k);
+  ASSERT_EQ(x.differences.size(), 1u) << x.differences.back();
+  EXPECT_NE(
+      x.differences.front().find("stage 0 splits tensors unevenly (0.7/0.3 over devices 2, 3)"),
+      std::string::npos)
+      << x.differences.front();
 }
 
 TEST(Export, ForeignNodeOrderAndEngineRefusals) {

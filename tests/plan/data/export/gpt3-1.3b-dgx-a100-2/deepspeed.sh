@@ -2,9 +2,9 @@
 # DeepSpeed launch of the strategy:dp=4,tp=2,pp=2,vpp=1,mbs=2,gbs=512,recompute=selective,zero=1,schedule=1f1b,sp=1 plan for gpt3-1.3b on dgx-a100:2 (written by hetplan export): pp 2 x dp 4 x tp 2
 # What the engine cannot express of the plan:
 #   - recompute selective: DeepSpeed checkpoints whole layers; written for full recomputation (less memory, more time than the plan's)
-#   - tp 2: DeepSpeed's own tensor parallelism is AutoTP (DeepSpeed 0.16.4 and later); with pipeline stages, use Megatron-DeepSpeed's --tensor-model-parallel-size
+#   - tp 2 with pipeline stages: DeepSpeed's pipeline engine splits tensors only with tensor-parallel layers of your own (Megatron-DeepSpeed's); written: the topology PipeModelDataParallelTopology(num_pp=2, num_mp=2, num_dp=4) for them
 #   - sequence_parallel: DeepSpeed has no Megatron-style sequence parallelism (its Ulysses splits attention differently); not written
-# Your model is a deepspeed.pipe.PipelineModule(layers, num_stages=2, partition_method="uniform", activation_checkpoint_interval=1).
+# Your model is a deepspeed.pipe.PipelineModule(layers, topology=PipeModelDataParallelTopology(num_pp=2, num_mp=2, num_dp=4), partition_method="uniform", activation_checkpoint_interval=1).
 # Run it on the first host; the launcher reaches the others over ssh.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"

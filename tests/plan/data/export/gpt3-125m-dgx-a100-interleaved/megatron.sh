@@ -35,6 +35,7 @@ MODEL_ARGS=(
   --seq-length 2048 --max-position-embeddings 2048
   --bf16
 )
+export CUDA_DEVICE_MAX_CONNECTIONS=1
 exec $TORCHRUN --nnodes "$NNODES" --node_rank "$NODE_RANK" --nproc_per_node "$NPROC" \
   --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" \
   "$MEGATRON/pretrain_gpt.py" "${PARALLEL_ARGS[@]}" "${BATCH_ARGS[@]}" "${MEMORY_ARGS[@]}" \

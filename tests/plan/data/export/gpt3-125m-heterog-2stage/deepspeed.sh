@@ -3,11 +3,11 @@
 # What the engine cannot express of the plan:
 #   - stage 1 gives its replicas uneven batch shares (0.375/0.625): DeepSpeed gives every replica the same micro-batch
 #   - recompute selective: DeepSpeed checkpoints whole layers; written for full recomputation (less memory, more time than the plan's)
-#   - tp 2: DeepSpeed's own tensor parallelism is AutoTP (DeepSpeed 0.16.4 and later); with pipeline stages, use Megatron-DeepSpeed's --tensor-model-parallel-size
+#   - tp 2 with pipeline stages: DeepSpeed's pipeline engine splits tensors only with tensor-parallel layers of your own (Megatron-DeepSpeed's); written: the topology PipeModelDataParallelTopology(num_pp=2, num_mp=2, num_dp=2) for them
 #   - the stages hold 7, 5 blocks: DeepSpeed's PipelineModule partitions uniformly or by parameters; written: uniform
 #   - the gradients of embedding.* synchronise by parameter_server: DeepSpeed all-reduces every gradient
 #   - the ops layers.*.norm* are split by replicate: DeepSpeed splits every layer's ops its own way
-# Your model is a deepspeed.pipe.PipelineModule(layers, num_stages=2, partition_method="uniform", activation_checkpoint_interval=1).
+# Your model is a deepspeed.pipe.PipelineModule(layers, topology=PipeModelDataParallelTopology(num_pp=2, num_mp=2, num_dp=2), partition_method="uniform", activation_checkpoint_interval=1).
 # Run it on the first host; the launcher reaches the others over ssh.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"

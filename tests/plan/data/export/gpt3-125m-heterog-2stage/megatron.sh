@@ -25,7 +25,7 @@ TRAIN_ARGS="${TRAIN_ARGS:---train-iters 100 --lr 1.0e-4 --eval-iters 0}"
 PARALLEL_ARGS=(
   --tensor-model-parallel-size 2
   --pipeline-model-parallel-size 2
-  --decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 5
+  --decoder-first-pipeline-num-layers 7
 )
 BATCH_ARGS=(
   --micro-batch-size 4
@@ -43,6 +43,7 @@ MODEL_ARGS=(
   --seq-length 2048 --max-position-embeddings 2048
   --bf16
 )
+export CUDA_DEVICE_MAX_CONNECTIONS=1
 exec $TORCHRUN --nnodes "$NNODES" --node_rank "$NODE_RANK" --nproc_per_node "$NPROC" \
   --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" \
   "$MEGATRON/pretrain_gpt.py" "${PARALLEL_ARGS[@]}" "${BATCH_ARGS[@]}" "${MEMORY_ARGS[@]}" \
