@@ -6,10 +6,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
@@ -21,6 +19,7 @@
 #include "replan.h"
 #ifdef HETPLAN_WITH_RUNTIME
 #include "hetplan/core/quantity_parse.h"
+#include "hetplan/plan/export.h"
 #include "hetplan/plan/run_form.h"
 #include "hetplan/runtime/emulate.h"
 #include "hetplan/runtime/launch.h"
@@ -289,14 +288,15 @@ int run_run(const RunArgs& a) {
     *p = std::move(form.plan);
   }
   if (a.ranks_by_device && a.nprocs == 0 && env->world_size > 1) {
-    // RANK counts the plan's devices in ascending id order (node by node, as torchrun numbers
-    // the workers of its nodes); the runtime numbers them in the plan's stage order.
-    const std::set<int> devices = plan::plan_devices(*p);
+    // RANK counts the plan's devices node by node, as torchrun numbers the workers of one
+    // torchrun per node (and export --to torchrun launches them); the runtime numbers them in
+    // the plan's stage order.
+    const std::vector<int> devices = plan::devices_node_by_node(*p, *c);
     if (static_cast<int>(devices.size()) != env->world_size)
       return report_error(fmt::format(
           "--ranks-by-device: the job has {} ranks (WORLD_SIZE) but the plan {} devices",
           env->world_size, devices.size()));
-    const int device = *std::next(devices.begin(), env->rank);
+    const int device = devices[static_cast<std::size_t>(env->rank)];
     const std::vector<int> order = runtime::rank_devices(*p);
     env->rank = static_cast<int>(std::find(order.begin(), order.end(), device) - order.begin());
   }

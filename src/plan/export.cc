@@ -89,6 +89,29 @@ std::vector<LaunchNode> launch_nodes(const std::vector<int>& rank_devices,
   return out;
 }
 
+std::vector<LaunchNode> placed_launch_nodes(const std::vector<int>& rank_devices,
+                                            const cluster::Cluster& c, const std::string& engine,
+                                            std::vector<std::string>& differences) {
+  if (auto nodes = launch_nodes(rank_devices, c); !nodes.empty()) return nodes;
+  differences.push_back(fmt::format(
+      "the plan places a node's devices in non-consecutive {} ranks (tp fastest, then dp, then "
+      "pp); written: ranks in the devices' node order, which moves some groups to other devices",
+      engine));
+  std::vector<int> sorted = rank_devices;
+  std::sort(sorted.begin(), sorted.end(), [&](int a, int b) {
+    const auto &da = c.devices[static_cast<std::size_t>(a)],
+               &db = c.devices[static_cast<std::size_t>(b)];
+    return std::pair(da.node, da.local_rank) < std::pair(db.node, db.local_rank);
+  });
+  return launch_nodes(sorted, c);
+}
+
+std::string plan_title(const Plan& p, const model::Model& m, const cluster::Cluster& c) {
+  return one_line(fmt::format("the {} plan for {} on {}", p.planner,
+                              p.model.empty() ? m.name : p.model,
+                              p.cluster.empty() ? c.name : p.cluster));
+}
+
 std::string one_line(std::string text) {
   for (char& ch : text)
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';

@@ -84,16 +84,7 @@ Result<Exported> export_deepspeed(const Plan& p, const model::Model& m, const cl
 
   // The hosts: the deepspeed launcher numbers ranks host by host, each host's devices in the
   // order --include lists them.
-  auto nodes = launch_nodes(g.rank_devices, c);
-  if (nodes.empty()) {
-    diff.push_back(
-        "the plan places a node's devices in non-consecutive ranks (tp fastest, then dp, then "
-        "pp); written: ranks in the devices' node order, which moves some groups to other "
-        "devices");
-    std::vector<int> sorted = g.rank_devices;
-    std::sort(sorted.begin(), sorted.end());
-    nodes = launch_nodes(sorted, c);
-  }
+  const auto nodes = placed_launch_nodes(g.rank_devices, c, "DeepSpeed", diff);
   std::string hostfile =
       "# One line per host the plan uses. nodeN must reach the host over ssh (an alias in "
       "~/.ssh/config or /etc/hosts), or rename it here and in deepspeed.sh's --include.\n";
@@ -117,12 +108,8 @@ Result<Exported> export_deepspeed(const Plan& p, const model::Model& m, const cl
     }
 
   std::string s = "#!/usr/bin/env bash\n";
-  s += fmt::format(
-      "# DeepSpeed launch of the {} plan for {} on {} (written by hetplan export): pp {} x dp "
-      "{}{}\n",
-      one_line(p.planner), one_line(p.model.empty() ? m.name : p.model),
-      one_line(p.cluster.empty() ? c.name : p.cluster), g.pp, g.dp,
-      g.tp > 1 ? fmt::format(" x tp {}", g.tp) : "");
+  s += fmt::format("# DeepSpeed launch of {} (written by hetplan export): pp {} x dp {}{}\n",
+                   plan_title(p, m, c), g.pp, g.dp, g.tp > 1 ? fmt::format(" x tp {}", g.tp) : "");
   s += differences_comment(diff);
   if (g.pp > 1)
     s += fmt::format(

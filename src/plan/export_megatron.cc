@@ -150,27 +150,11 @@ Result<Exported> export_megatron(const Plan& p, const model::Model& m, const clu
         p.zero_stage));
   add_sync_differences(p, "Megatron-LM", diff);
 
-  const auto nodes = launch_nodes(g.rank_devices, c);
-  std::vector<LaunchNode> launch = nodes;
-  if (nodes.empty()) {
-    diff.push_back(
-        "the plan places a node's devices in non-consecutive Megatron-LM ranks (tp fastest, "
-        "then dp, then pp); written: ranks in the devices' node order, which moves some groups "
-        "to other devices");
-    std::vector<int> sorted = g.rank_devices;
-    std::sort(sorted.begin(), sorted.end(), [&](int a, int b) {
-      const auto &da = c.devices[static_cast<std::size_t>(a)],
-                 &db = c.devices[static_cast<std::size_t>(b)];
-      return std::pair(da.node, da.local_rank) < std::pair(db.node, db.local_rank);
-    });
-    launch = launch_nodes(sorted, c);
-  }
+  const auto launch = placed_launch_nodes(g.rank_devices, c, "Megatron-LM", diff);
 
   std::string s = launch_preamble(
-      fmt::format("Megatron-LM launch of the {} plan for {} on {} (written by hetplan export): "
-                  "tp {} x pp {} x dp {}{}",
-                  p.planner, p.model.empty() ? m.name : p.model,
-                  p.cluster.empty() ? c.name : p.cluster, g.tp, g.pp, g.dp,
+      fmt::format("Megatron-LM launch of {} (written by hetplan export): tp {} x pp {} x dp {}{}",
+                  plan_title(p, m, c), g.tp, g.pp, g.dp,
                   g.vpp > 1 ? fmt::format(", {} model chunks per stage", g.vpp) : ""),
       diff, launch, c, in.master_port);
   s += "# Megatron-LM's checkout, and your data and training settings:\n";

@@ -32,6 +32,16 @@ std::string one_line(std::string text);
 // The script comment that lists the differences ("# It realises the plan as written." for none).
 std::string differences_comment(const std::vector<std::string>& differences);
 
+// launch_nodes of rank_devices, or where a node's ranks are not consecutive, a difference saying
+// so (naming `engine`) and the launch of the same devices in node order (each node's by local
+// rank), which moves some of the plan's groups to other devices.
+std::vector<LaunchNode> placed_launch_nodes(const std::vector<int>& rank_devices,
+                                            const cluster::Cluster& c, const std::string& engine,
+                                            std::vector<std::string>& differences);
+
+// "the <planner> plan for <model> on <cluster>", on one line: what a script's first comment names.
+std::string plan_title(const Plan& p, const model::Model& m, const cluster::Cluster& c);
+
 // The start of a launch script that runs one launcher per node: the header comment (`what`, then
 // each difference as a comment), NNODES, NODE_RANK (from the environment; 0 by default on one
 // node), MASTER_ADDR, MASTER_PORT and TORCHRUN (the launcher's command), and per node NPROC and

@@ -21,10 +21,8 @@ Result<Exported> export_torchrun(const Plan& p, const model::Model& m, const clu
   }
   const auto nodes = launch_nodes(devices_node_by_node(p, c), c);
   std::string s = launch_preamble(
-      fmt::format("torchrun launch of hetplan's runtime for the {} plan for {} on {} (written by "
-                  "hetplan export)",
-                  p.planner, p.model.empty() ? m.name : p.model,
-                  p.cluster.empty() ? c.name : p.cluster),
+      fmt::format("torchrun launch of hetplan's runtime for {} (written by hetplan export)",
+                  plan_title(p, m, c)),
       out.differences, nodes, c, in.master_port);
   s += "# hetplan's executable, and where the plan's ranks run (cuda: one GPU per worker).\n";
   s += "HETPLAN=\"${HETPLAN:-hetplan}\"\n";
