@@ -15,6 +15,7 @@
 #include "hetplan/core/bounded_text.h"
 #include "hetplan/core/error.h"
 #include "hetplan/core/json_util.h"
+#include "onnx_flags.h"
 
 namespace hetplan::cli {
 
@@ -80,6 +81,16 @@ std::string writable_output(const std::string& file) {
 
 int run_main(int argc, char** argv) {
   command_line().assign(argv, argv + argc);
+  if (command_line().size() > 1) {
+    std::vector<std::string> rest(command_line().begin() + 1, command_line().end());
+    if (std::string bad = fold_onnx_flags(rest); !bad.empty()) return report_error(bad);
+    command_line().resize(1);
+    command_line().insert(command_line().end(), rest.begin(), rest.end());
+  }
+  std::vector<char*> args;
+  for (std::string& a : command_line()) args.push_back(a.data());
+  argc = static_cast<int>(args.size());
+  argv = args.data();
   CLI::App app{"hetplan: plan, simulate and run deep-learning training on clusters of unlike GPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "hetplan 0.1.0");

@@ -186,6 +186,9 @@ int run_plan(PlanArgs a) {
   opts.allow_lossy_sync = a.allow_lossy_sync;
   opts.sim.profile = profile;
   auto res = search::find_plan(*m, *c, *algo, opts);
+  if (!res && opts.executable && res.error().message.find("not executable: ") != std::string::npos)
+    return report_error(res.error().message +
+                        " (--any-form plans it for simulate and export all the same)");
   if (!res) return report_error(res.error().message);
   if (!res->best.fits)
     return report_error(m->name + " on " + c->name + ": " +

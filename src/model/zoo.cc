@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <set>
+
 #include "family_specs.h"
 #include "hetplan/model/graph_json.h"
+#include "hetplan/model/onnx_import.h"
 
 namespace hetplan::model {
 namespace {
@@ -48,6 +51,17 @@ const std::vector<std::string>& model_families() { return detail::family_names()
 Result<Model> load_model(std::string_view text, std::string_view source) {
   const std::string_view t = trim(text);
   if (t.size() >= 5 && t.substr(t.size() - 5) == ".json") return read_model_file(std::string(t));
+  if (auto onnx = parse_onnx_spec(t)) {
+    if (!*onnx) return make_error(std::string(source), "", onnx->error().message);
+    auto r = read_onnx_file((*onnx)->first, (*onnx)->second);
+    if (!r) return r.error();
+    // Once per process: a planner loads the same model more than once.
+    static std::set<std::string> warned;
+    for (const std::string& w : r->warnings)
+      if (warned.insert(w).second) fmt::print(stderr, "warning: {}\n", w);
+    r->model.name = std::string(t);
+    return std::move(r->model);
+  }
   if (t.empty())
     return make_error(std::string(source), "",
                       "expected a model: a preset name, a family spec or a .json graph file");

@@ -1,0 +1,404 @@
+#include "onnx_fold.h"
+
+#include <onnx/defs/tensor_proto_util.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace hetplan::model::detail {
+namespace {
+
+// Values larger than this are left to the runtime graph (masks, position tables).
+constexpr std::size_t kMaxElements = 4096;
+
+struct Value {
+  std::vector<std::int64_t> shape;
+  std::vector<double> v;  // row-major; integers are exact up to 2^53
+  int type = onnx::TensorProto::INT64;
+};
+
+bool is_integer(int t) {
+  return t == onnx::TensorProto::INT64 || t == onnx::TensorProto::INT32 ||
+         t == onnx::TensorProto::INT16 || t == onnx::TensorProto::INT8 ||
+         t == onnx::TensorProto::UINT8 || t == onnx::TensorProto::UINT16 ||
+         t == onnx::TensorProto::UINT32 || t == onnx::TensorProto::UINT64 ||
+         t == onnx::TensorProto::BOOL;
+}
+
+std::size_t count(const std::vector<std::int64_t>& shape) {
+  std::size_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d < 0 || (d > 0 && n > kMaxElements)) return kMaxElements + 1;
+    n *= static_cast<std::size_t>(d);
+  }
+  return n;
+}
+
+std::optional<Value> from_tensor(const onnx::TensorProto& t) {
+  Value out;
+  out.shape.assign(t.dims().begin(), t.dims().end());
+  out.type = t.data_type();
+  if (count(out.shape) > kMaxElements) return std::nullopt;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
+  try {
+    switch (t.data_type()) {
+      case onnx::TensorProto::INT64:
+        for (auto x : onnx::ParseData<std::int64_t>(&t)) out.v.push_back(static_cast<double>(x));
+        break;
+      case onnx::TensorProto::INT32:
+        for (auto x : onnx::ParseData<std::int32_t>(&t)) out.v.push_back(x);
+        break;
+      case onnx::TensorProto::FLOAT:
+        for (auto x : onnx::ParseData<float>(&t)) out.v.push_back(x);
+        break;
+      case onnx::TensorProto::DOUBLE:
+        for (auto x : onnx::ParseData<double>(&t)) out.v.push_back(x);
+        break;
+      case onnx::TensorProto::BOOL:
+        for (int32_t x : t.int32_data()) out.v.push_back(x != 0);
+        for (char c : t.raw_data()) out.v.push_back(c != 0);
+        break;
+      default:
+        return std::nullopt;
+    }
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (out.v.size() != count(out.shape)) return std::nullopt;
+  return out;
+}
+
+onnx::TensorProto to_tensor(const Value& val, const std::string& name) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(val.type);
+  for (std::int64_t d : val.shape) t.add_dims(d);
+  for (double x : val.v) {
+    switch (val.type) {
+      case onnx::TensorProto::INT64:
+        t.add_int64_data(static_cast<std::int64_t>(x));
+        break;
+      case onnx::TensorProto::FLOAT:
+        t.add_float_data(static_cast<float>(x));
+        break;
+      case onnx::TensorProto::DOUBLE:
+        t.add_double_data(x);
+        break;
+      default:  // int32, bool and the small integers live in int32_data
+        t.add_int32_data(static_cast<std::int32_t>(x));
+        break;
+    }
+  }
+  return t;
+}
+
+const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+std::int64_t attr_int(const onnx::NodeProto& n, const std::string& name, std::int64_t dflt) {
+  const auto* a = attr(n, name);
+  return a ? a->i() : dflt;
+}
+
+std::vector<std::int64_t> as_ints(const Value& v) {
+  std::vector<std::int64_t> out;
+  for (double x : v.v) out.push_back(static_cast<std::int64_t>(x));
+  return out;
+}
+
+// Elementwise with scalar broadcasting: both the same size, or one of them a single element.
+std::optional<Value> binary(const Value& a, const Value& b, int type,
+                            const std::function<double(double, double)>& f) {
+  if (a.v.size() != b.v.size() && a.v.size() != 1 && b.v.size() != 1) return std::nullopt;
+  Value out;
+  out.type = type;
+  out.shape = a.shape.size() >= b.shape.size() ? a.shape : b.shape;
+  if (a.v.size() != b.v.size()) out.shape = a.v.size() == 1 ? b.shape : a.shape;
+  const std::size_t n = std::max(a.v.size(), b.v.size());
+  for (std::size_t i = 0; i < n; ++i)
+    out.v.push_back(f(a.v[a.v.size() == 1 ? 0 : i], b.v[b.v.size() == 1 ? 0 : i]));
+  return out;
+}
+
+double integral(double x, int type) { return is_integer(type) ? std::trunc(x) : x; }
+
+// The axes of Unsqueeze/Squeeze/reductions: the second input from opset 13, else an attribute.
+std::optional<std::vector<std::int64_t>> axes_of(const onnx::NodeProto& n,
+                                                 const std::vector<const Value*>& in) {
+  if (in.size() > 1 && in[1]) return as_ints(*in[1]);
+  if (const auto* a = attr(n, "axes"))
+    return std::vector<std::int64_t>(a->ints().begin(), a->ints().end());
+  return std::nullopt;
+}
+
+std::optional<Value> evaluate(
+    const onnx::NodeProto& n, const std::vector<const Value*>& in,
+    const std::unordered_map<std::string, std::vector<std::int64_t>>& shapes) {
+  const std::string& op = n.op_type();
+  auto arg = [&](std::size_t i) -> const Value* { return i < in.size() ? in[i] : nullptr; };
+  if (op == "Shape") {
+    auto it = shapes.find(n.input(0));
+    if (it == shapes.end()) return std::nullopt;
+    const auto& s = it->second;
+    const auto rank = static_cast<std::int64_t>(s.size());
+    std::int64_t start = attr_int(n, "start", 0), end = attr_int(n, "end", rank);
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<std::int64_t>(start, 0, rank);
+    end = std::clamp<std::int64_t>(end, start, rank);
+    Value out;
+    out.shape = {end - start};
+    for (std::int64_t i = start; i < end; ++i)
+      out.v.push_back(static_cast<double>(s[static_cast<std::size_t>(i)]));
+    return out;
+  }
+  if (op == "Size") {
+    auto it = shapes.find(n.input(0));
+    if (it == shapes.end()) return std::nullopt;
+    double total = 1;
+    for (std::int64_t d : it->second) total *= static_cast<double>(d);
+    return Value{{}, {total}, onnx::TensorProto::INT64};
+  }
+  // Every other op needs all its inputs known.
+  for (int i = 0; i < n.input_size(); ++i)
+    if (!n.input(i).empty() && !arg(static_cast<std::size_t>(i))) return std::nullopt;
+  const Value* a = arg(0);
+  if (!a) return std::nullopt;
+  if (op == "Identity") return *a;
+  if (op == "Cast") {
+    Value out = *a;
+    out.type = static_cast<int>(attr_int(n, "to", a->type));
+    for (double& x : out.v)
+      x = out.type == onnx::TensorProto::BOOL ? (x != 0) : integral(x, out.type);
+    return out;
+  }
+  if (op == "Neg" || op == "Abs" || op == "Floor" || op == "Ceil" || op == "Sqrt" || op == "Not") {
+    Value out = *a;
+    for (double& x : out.v)
+      x = op == "Neg"     ? -x
+          : op == "Abs"   ? std::abs(x)
+          : op == "Floor" ? std::floor(x)
+          : op == "Ceil"  ? std::ceil(x)
+          : op == "Not"   ? (x == 0)
+                          : integral(std::sqrt(x), out.type);
+    return out;
+  }
+  if (op == "Unsqueeze" || op == "Squeeze") {
+    Value out = *a;
+    const auto axes = axes_of(n, in);
+    if (op == "Squeeze") {
+      std::vector<std::int64_t> keep;
+      const auto rank = static_cast<std::int64_t>(a->shape.size());
+      for (std::int64_t d = 0; d < rank; ++d) {
+        bool drop = axes ? std::any_of(axes->begin(), axes->end(),
+                                       [&](std::int64_t x) { return (x < 0 ? x + rank : x) == d; })
+                         : a->shape[static_cast<std::size_t>(d)] == 1;
+        if (!drop) keep.push_back(a->shape[static_cast<std::size_t>(d)]);
+      }
+      out.shape = keep;
+      return out;
+    }
+    if (!axes) return std::nullopt;
+    const auto rank = static_cast<std::int64_t>(a->shape.size() + axes->size());
+    std::vector<std::int64_t> sorted;
+    for (std::int64_t x : *axes) sorted.push_back(x < 0 ? x + rank : x);
+    std::sort(sorted.begin(), sorted.end());
+    out.shape = a->shape;
+    for (std::int64_t x : sorted) {
+      if (x < 0 || x > static_cast<std::int64_t>(out.shape.size())) return std::nullopt;
+      out.shape.insert(out.shape.begin() + x, 1);
+    }
+    return out;
+  }
+  if (op == "Concat") {
+    Value out;
+    out.type = a->type;
+    for (const Value* v : in) {
+      if (!v) continue;
+      if (v->shape.size() > 1) return std::nullopt;
+      out.v.insert(out.v.end(), v->v.begin(), v->v.end());
+    }
+    out.shape = {static_cast<std::int64_t>(out.v.size())};
+    return out;
+  }
+  if (op == "Gather") {
+    const Value* idx = arg(1);
+    if (a->shape.size() != 1 || attr_int(n, "axis", 0) != 0) return std::nullopt;
+    Value out;
+    out.type = a->type;
+    out.shape = idx->shape;
+    const auto size = static_cast<std::int64_t>(a->v.size());
+    for (std::int64_t i : as_ints(*idx)) {
+      if (i < 0) i += size;
+      if (i < 0 || i >= size) return std::nullopt;
+      out.v.push_back(a->v[static_cast<std::size_t>(i)]);
+    }
+    return out;
+  }
+  if (op == "Slice") {
+    if (a->shape.size() != 1) return std::nullopt;
+    std::int64_t start = 0, end = 0, step = 1;
+    if (arg(1)) {
+      if (arg(1)->v.size() != 1 || arg(2)->v.size() != 1) return std::nullopt;
+      if (arg(3) && (arg(3)->v.size() != 1 || arg(3)->v[0] != 0)) return std::nullopt;
+      start = static_cast<std::int64_t>(arg(1)->v[0]);
+      end = static_cast<std::int64_t>(std::clamp(arg(2)->v[0], -9e18, 9e18));
+      if (arg(4)) step = static_cast<std::int64_t>(arg(4)->v[0]);
+    } else {
+      const auto* s = attr(n, "starts");
+      const auto* e = attr(n, "ends");
+      if (!s || !e || s->ints_size() != 1 || e->ints_size() != 1) return std::nullopt;
+      start = s->ints(0);
+      end = e->ints(0);
+    }
+    if (step != 1) return std::nullopt;
+    const auto size = static_cast<std::int64_t>(a->v.size());
+    if (start < 0) start += size;
+    if (end < 0) end += size;
+    start = std::clamp<std::int64_t>(start, 0, size);
+    end = std::clamp<std::int64_t>(end, start, size);
+    Value out;
+    out.type = a->type;
+    out.v.assign(a->v.begin() + start, a->v.begin() + end);
+    out.shape = {end - start};
+    return out;
+  }
+  if (op == "Range") {
+    const double start = a->v.at(0), limit = arg(1)->v.at(0), delta = arg(2)->v.at(0);
+    if (delta == 0) return std::nullopt;
+    const double steps = std::max(0.0, std::ceil((limit - start) / delta));
+    if (steps > kMaxElements) return std::nullopt;
+    Value out;
+    out.type = a->type;
+    for (int i = 0; i < static_cast<int>(steps); ++i) out.v.push_back(start + i * delta);
+    out.shape = {static_cast<std::int64_t>(out.v.size())};
+    return out;
+  }
+  if (op == "ConstantOfShape") {
+    Value out;
+    out.shape = as_ints(*a);
+    if (count(out.shape) > kMaxElements) return std::nullopt;
+    double fill = 0;
+    out.type = onnx::TensorProto::FLOAT;
+    if (const auto* v = attr(n, "value")) {
+      auto f = from_tensor(v->t());
+      if (!f || f->v.empty()) return std::nullopt;
+      fill = f->v[0];
+      out.type = f->type;
+    }
+    out.v.assign(count(out.shape), fill);
+    return out;
+  }
+  if (op == "Reshape") {
+    Value out = *a;
+    std::vector<std::int64_t> shape = as_ints(*arg(1));
+    std::int64_t known = 1;
+    int infer = -1;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] == 0 && i < a->shape.size()) shape[i] = a->shape[i];
+      if (shape[i] == -1)
+        infer = static_cast<int>(i);
+      else
+        known *= shape[i];
+    }
+    if (infer >= 0 && known > 0)
+      shape[static_cast<std::size_t>(infer)] = static_cast<std::int64_t>(a->v.size()) / known;
+    if (count(shape) != a->v.size()) return std::nullopt;
+    out.shape = shape;
+    return out;
+  }
+  const Value* b = arg(1);
+  if (!b) return std::nullopt;
+  const int t = a->type;
+  if (op == "Add") return binary(*a, *b, t, [&](double x, double y) { return x + y; });
+  if (op == "Sub") return binary(*a, *b, t, [&](double x, double y) { return x - y; });
+  if (op == "Mul") return binary(*a, *b, t, [&](double x, double y) { return x * y; });
+  if (op == "Div")
+    return binary(*a, *b, t, [&](double x, double y) { return y == 0 ? 0 : integral(x / y, t); });
+  if (op == "Mod")
+    return binary(*a, *b, t, [&](double x, double y) { return y == 0 ? 0 : std::fmod(x, y); });
+  if (op == "Pow")
+    return binary(*a, *b, t, [&](double x, double y) { return integral(std::pow(x, y), t); });
+  if (op == "Max") return binary(*a, *b, t, [](double x, double y) { return std::max(x, y); });
+  if (op == "Min") return binary(*a, *b, t, [](double x, double y) { return std::min(x, y); });
+  const int boolean = onnx::TensorProto::BOOL;
+  if (op == "Equal") return binary(*a, *b, boolean, [](double x, double y) { return x == y; });
+  if (op == "Less") return binary(*a, *b, boolean, [](double x, double y) { return x < y; });
+  if (op == "Greater") return binary(*a, *b, boolean, [](double x, double y) { return x > y; });
+  if (op == "Where" && arg(2)) {
+    const Value& c = *arg(2);
+    if (a->v.size() != b->v.size() || b->v.size() != c.v.size()) return std::nullopt;
+    Value out = *b;
+    for (std::size_t i = 0; i < out.v.size(); ++i) out.v[i] = a->v[i] != 0 ? b->v[i] : c.v[i];
+    return out;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int fold_shape_arithmetic(onnx::ModelProto& model) {
+  auto* g = model.mutable_graph();
+  std::unordered_map<std::string, std::vector<std::int64_t>> shapes;
+  auto note = [&](const onnx::ValueInfoProto& v) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
+    std::vector<std::int64_t> s;
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      s.push_back(d.dim_value());
+    }
+    shapes[v.name()] = std::move(s);
+  };
+  for (const auto& v : g->value_info()) note(v);
+  for (const auto& v : g->input()) note(v);
+  for (const auto& v : g->output()) note(v);
+  std::unordered_map<std::string, Value> values;
+  for (const auto& t : g->initializer()) {
+    shapes[t.name()] = std::vector<std::int64_t>(t.dims().begin(), t.dims().end());
+    if (!is_integer(t.data_type())) continue;  // weights stay weights
+    if (auto v = from_tensor(t)) values[t.name()] = std::move(*v);
+  }
+  int folded = 0;
+  for (auto& n : *g->mutable_node()) {
+    if (n.op_type() == "Constant") {
+      if (const auto* a = attr(n, "value"); a && n.output_size() == 1)
+        if (auto v = from_tensor(a->t())) values[n.output(0)] = std::move(*v);
+      continue;
+    }
+    if (n.output_size() != 1 || !(n.domain().empty() || n.domain() == "ai.onnx")) continue;
+    std::vector<const Value*> in;
+    for (const auto& name : n.input()) {
+      auto it = values.find(name);
+      in.push_back(it == values.end() ? nullptr : &it->second);
+    }
+    std::optional<Value> v;
+    try {
+      v = evaluate(n, in, shapes);
+    } catch (const std::exception&) {
+      v.reset();
+    }
+    if (!v || v->v.size() != count(v->shape)) continue;
+    const std::string out = n.output(0);
+    n.clear_input();
+    n.clear_attribute();
+    n.set_op_type("Constant");
+    auto* value = n.add_attribute();
+    value->set_name("value");
+    value->set_type(onnx::AttributeProto::TENSOR);
+    *value->mutable_t() = to_tensor(*v, out);
+    values[out] = std::move(*v);
+    ++folded;
+  }
+  return folded;
+}
+
+}  // namespace hetplan::model::detail
