@@ -2,9 +2,9 @@
 # Fuzzes hetplan's input parsers with libFuzzer under AddressSanitizer and
 # UndefinedBehaviorSanitizer:
 #   scripts/fuzz.sh [runs per parser (default 1000000)] [parser ...]
-# parsers: cluster_yaml graph_json plan_json strategy model_spec (default: all). Installs clang and
-# its libFuzzer runtime (Debian: clang, libclang-rt-14-dev), builds the harnesses of tests/fuzz into
-# build-fuzz/, and runs each from its seed corpus (tests/fuzz/corpus/<parser>, copied, so that the
+# parsers: cluster_yaml graph_json plan_json strategy model_spec onnx_model (default: all).
+# Installs clang and its libFuzzer runtime (Debian: clang, libclang-rt-14-dev), builds the
+# harnesses of tests/fuzz into build-fuzz/, and runs each from its seed corpus (tests/fuzz/corpus/<parser>, copied, so that the
 # corpus in the repository does not grow) for the given number of runs, at most 10 s per input.
 # A crash, a leak, undefined behaviour or a hang stops that parser's run with a non-zero exit and
 # the input that caused it in build-fuzz/; the last lines print runs and time per parser. The
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 RUNS=${1:-1000000}
 shift || true
 parsers=("$@")
-((${#parsers[@]})) || parsers=(cluster_yaml graph_json plan_json strategy model_spec)
+((${#parsers[@]})) || parsers=(cluster_yaml graph_json plan_json strategy model_spec onnx_model)
 bash scripts/install-deps.sh clang libclang-rt-14-dev
 flags="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \

@@ -7,10 +7,14 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <climits>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <numeric>
@@ -271,8 +275,12 @@ class Importer {
  public:
   Importer(std::string file, const OnnxOptions& opt) : file_(std::move(file)), opt_(opt) {}
 
-  OnnxModel run() {
-    read();
+  // From the file, or from `bytes` read already (file names it in messages).
+  OnnxModel run(const std::string* bytes = nullptr) {
+    if (bytes)
+      parse(*bytes, false);
+    else
+      read();
     bind_inputs();
     infer();
     collect_shapes();
@@ -287,7 +295,11 @@ class Importer {
   void read() {
     std::ifstream in(file_, std::ios::binary);
     if (!in) fail("cannot open the file");
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    parse(bytes, true);
+  }
+
+  void parse(const std::string& bytes, bool from_file) {
     if (bytes.empty()) fail("expected an ONNX model; the file is empty");
     if (static_cast<std::int64_t>(bytes.size()) > kMaxFileBytes)
       fail(
@@ -309,7 +321,7 @@ class Importer {
                     });
     try {
       // With external data the checker reads the file again, to find the data beside it.
-      if (external)
+      if (external && from_file)
         onnx::checker::check_model(file_);
       else
         onnx::checker::check_model(proto_);
@@ -318,6 +330,16 @@ class Importer {
       std::replace(msg.begin(), msg.end(), '\n', ' ');
       fail(fmt::format("the ONNX checker refuses the model: {}", msg));
     }
+    // Only the weights' shapes are needed: their data goes (inference runs on a copy).
+    for (auto& t : *proto_.mutable_graph()->mutable_initializer())
+      if (is_float(t.data_type())) {
+        t.clear_raw_data();
+        t.clear_float_data();
+        t.clear_double_data();
+        t.clear_int32_data();
+        t.clear_external_data();
+        t.set_data_location(onnx::TensorProto::DEFAULT);
+      }
   }
 
   // The batch dimension of every graph input: a symbolic one is bound to 1, a fixed one divides
@@ -388,19 +410,78 @@ class Importer {
     proto_.mutable_graph()->clear_value_info();
     for (auto& o : *proto_.mutable_graph()->mutable_output())
       o.mutable_type()->mutable_tensor_type()->clear_shape();
-    try {
-      onnx::ShapeInferenceOptions options(false, 0, true);
-      // Each round folds the shape arithmetic whose inputs the last inference found; a chain of
-      // views needs a round per view. The bound is generous: a round folds every chain it can.
-      for (int round = 0; round < kMaxFoldRounds; ++round) {
-        onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(), options);
-        if (detail::fold_shape_arithmetic(proto_) == 0) break;
-      }
-    } catch (const std::exception& e) {
-      std::string msg = e.what();
-      std::replace(msg.begin(), msg.end(), '\n', ' ');
-      fail(fmt::format("ONNX shape inference failed: {}", msg));
+    if (std::string bad = infer_in_child(); !bad.empty()) fail(bad);
+  }
+
+  // Shape inference with the shape arithmetic folded, in place. Each round folds what the last
+  // inference found; a chain of views needs a round per view.
+  void infer_and_fold() {
+    onnx::ShapeInferenceOptions options(false, 0, true);
+    for (int round = 0; round < kMaxFoldRounds; ++round) {
+      onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(), options);
+      if (detail::fold_shape_arithmetic(proto_) == 0) break;
     }
+  }
+
+  // libonnx 1.12's inference reads out of bounds on some malformed graphs (a Conv whose weight's
+  // rank is not its input's), which must be an error, not a crash: it runs in a child process,
+  // which sends the inferred model back (the weights' data is gone already, so it is small).
+  // Returns an error message, or "".
+  std::string infer_in_child() {
+    int fds[2];
+    if (::pipe(fds) != 0) return "cannot run shape inference: pipe failed";
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return "cannot run shape inference: fork failed";
+    }
+    if (pid == 0) {
+      ::close(fds[0]);
+      std::string out;
+      char status = 0;
+      try {
+        infer_and_fold();
+        out = proto_.SerializeAsString();
+      } catch (const std::exception& e) {
+        status = 1;
+        out = e.what();
+      }
+      out.insert(out.begin(), status);
+      for (std::size_t done = 0; done < out.size();) {
+        const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
+        if (n <= 0) ::_exit(3);
+        done += static_cast<std::size_t>(n);
+      }
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string in;
+    char buf[1 << 16];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) break;
+      in.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(fds[0]);
+    int wstatus = 0;
+    while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0 || in.empty())
+      return "ONNX shape inference crashed on this graph (malformed: a weight whose rank does "
+             "not fit its op, or similar)";
+    if (in[0] != 0) {
+      std::string msg = in.substr(1);
+      std::replace(msg.begin(), msg.end(), '\n', ' ');
+      return fmt::format("ONNX shape inference failed: {}", msg);
+    }
+    google::protobuf::io::ArrayInputStream raw(in.data() + 1, static_cast<int>(in.size() - 1));
+    google::protobuf::io::CodedInputStream coded(&raw);
+    coded.SetTotalBytesLimit(INT_MAX);
+    if (!proto_.ParseFromCodedStream(&coded))
+      return "ONNX shape inference returned a model that does not parse";
+    return "";
   }
 
   void note_value(const onnx::ValueInfoProto& v) {
@@ -619,13 +700,16 @@ class Importer {
           op.flops = 2 * out_elems * k;
           break;
         }
+        if (!x || !w) fail(fmt::format("node '{}' (MatMul): expected two inputs", n.name()));
         matmul(n, op, *x, *w, out_shape);
         break;
       case Cost::gemm:
+        if (!x || !w) fail(fmt::format("node '{}' (Gemm): expected two inputs", n.name()));
         gemm(n, op, *x, *w);
         break;
       case Cost::conv:
-        conv(n, op, *w, out_shape);
+        if (!w) fail(fmt::format("node '{}' ({}): expected a weight", n.name(), n.op_type()));
+        conv(n, op, x, *w, out_shape);
         break;
       case Cost::pool: {
         op.kind = OpKind::pool;
@@ -729,9 +813,12 @@ class Importer {
     op.gemm = {static_cast<std::int64_t>(std::max(1.0, rows)), nn, k, 1};
   }
 
-  void conv(const onnx::NodeProto& n, Op& op, const TensorInfo& w,
+  void conv(const onnx::NodeProto& n, Op& op, const TensorInfo* x, const TensorInfo& w,
             const std::vector<std::int64_t>& out_shape) {
     const auto& ws = shape_of(n, w, n.input(1));
+    if (x && x->known && x->shape.size() != ws.size())
+      fail(fmt::format("node '{}' ({}): expected a weight of its input's rank ({}); it has rank {}",
+                       n.name(), n.op_type(), x->shape.size(), ws.size()));
     if (ws.size() < 3 || out_shape.size() < 3)
       fail(
           fmt::format("node '{}' ({}): expected a weight [out, in/groups, kernel...] and an "
@@ -854,6 +941,11 @@ bool parse_int(std::string_view s, std::int64_t& v) {
 
 Result<OnnxModel> read_onnx_file(const std::string& file, const OnnxOptions& options) {
   return capture_errors(file, [&] { return Importer(file, options).run(); });
+}
+
+Result<OnnxModel> read_onnx_bytes(const std::string& bytes, const std::string& name,
+                                  const OnnxOptions& options) {
+  return capture_errors(name, [&] { return Importer(name, options).run(&bytes); });
 }
 
 std::optional<Result<std::pair<std::string, OnnxOptions>>> parse_onnx_spec(std::string_view text) {

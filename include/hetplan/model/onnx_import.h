@@ -43,6 +43,10 @@ struct OnnxModel {
 // one, the node or tensor: an unreadable or truncated file, ops hetplan does not know (each op
 // type with its count), shapes inference could not find.
 Result<OnnxModel> read_onnx_file(const std::string& file, const OnnxOptions& options);
+// The same from the file's bytes, read already (`name` names them in errors); weights kept as
+// external data are not looked for.
+Result<OnnxModel> read_onnx_bytes(const std::string& bytes, const std::string& name,
+                                  const OnnxOptions& options);
 
 // "FILE.onnx" or "FILE.onnx:key=value,...": keys batch-dim, allow-unknown-ops (true/false),
 // dtype, and otherwise a symbolic dimension's name with its size. nullopt: not an ONNX spec.

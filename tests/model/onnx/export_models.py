@@ -117,6 +117,18 @@ def lrn_model(path):
     return 216 + 64
 
 
+def conv_weight_rank(path):
+    """A Conv whose weight has rank 3 on a rank-4 input: the checker passes it, and libonnx
+    1.12's shape inference reads out of bounds on it."""
+    w = oh.make_tensor("w", onnx.TensorProto.FLOAT, [3, 3, 3], [0.0] * 27)
+    graph = oh.make_graph(
+        [oh.make_node("Conv", ["x", "w"], ["y"], name="/conv/Conv", pads=[1, 1, 1, 1])], "bad",
+        [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 3, 16, 16])],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", 8, 14, 14])], [w])
+    onnx.save(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 14)]), path)
+    return 27
+
+
 def resnet50(path):
     m = torchvision.models.resnet50()
     export(m, (torch.zeros(2, 3, 224, 224),), path, ["images"], {"images": {0: "batch"}})
@@ -161,7 +173,8 @@ def mlp_batch4(path):
 
 MODELS = {"resnet50.onnx": resnet50, "bert-base.onnx": bert_base, "gpt-block.onnx": gpt_block,
           "gpt-block-eval.onnx": gpt_block_eval, "block-dynamic-seq.onnx": block_dynamic_seq,
-          "mlp-batch4.onnx": mlp_batch4, "lrn.onnx": lrn_model}
+          "mlp-batch4.onnx": mlp_batch4, "lrn.onnx": lrn_model,
+          "conv-weight-rank.onnx": conv_weight_rank}
 
 
 def main(out, names):
