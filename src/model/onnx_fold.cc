@@ -1,5 +1,6 @@
 #include "onnx_fold.h"
 
+#include <onnx/defs/schema.h>
 #include <onnx/defs/tensor_proto_util.h>
 
 #include <algorithm>
@@ -140,6 +141,89 @@ std::optional<std::vector<std::int64_t>> axes_of(const onnx::NodeProto& n,
   return std::nullopt;
 }
 
+// Slice along one axis, with any step (ONNX's clamping rules), of a tensor of any rank.
+std::optional<Value> slice(const onnx::NodeProto& n, const std::vector<const Value*>& in) {
+  const Value& a = *in[0];
+  auto arg = [&](std::size_t i) -> const Value* { return i < in.size() ? in[i] : nullptr; };
+  std::int64_t start = 0, end = 0, step = 1, axis = 0;
+  if (arg(1)) {
+    if (!arg(2) || arg(1)->v.size() != 1 || arg(2)->v.size() != 1) return std::nullopt;
+    if (arg(3) && arg(3)->v.size() != 1) return std::nullopt;
+    if (arg(4) && arg(4)->v.size() != 1) return std::nullopt;
+    start = static_cast<std::int64_t>(std::clamp(arg(1)->v[0], -9e18, 9e18));
+    end = static_cast<std::int64_t>(std::clamp(arg(2)->v[0], -9e18, 9e18));
+    if (arg(3)) axis = static_cast<std::int64_t>(arg(3)->v[0]);
+    if (arg(4)) step = static_cast<std::int64_t>(arg(4)->v[0]);
+  } else {
+    const auto* s = attr(n, "starts");
+    const auto* e = attr(n, "ends");
+    const auto* ax = attr(n, "axes");
+    if (!s || !e || s->ints_size() != 1 || e->ints_size() != 1) return std::nullopt;
+    if (ax && ax->ints_size() != 1) return std::nullopt;
+    start = s->ints(0);
+    end = e->ints(0);
+    if (ax) axis = ax->ints(0);
+  }
+  const auto rank = static_cast<std::int64_t>(a.shape.size());
+  if (axis < 0) axis += rank;
+  if (step == 0 || axis < 0 || axis >= rank) return std::nullopt;
+  const std::int64_t size = a.shape[static_cast<std::size_t>(axis)];
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  if (step > 0) {
+    start = std::clamp<std::int64_t>(start, 0, size);
+    end = std::clamp<std::int64_t>(end, 0, size);
+  } else {
+    start = std::clamp<std::int64_t>(start, 0, size - 1);
+    end = std::clamp<std::int64_t>(end, -1, size - 1);
+  }
+  std::vector<std::int64_t> picked;
+  for (std::int64_t i = start; step > 0 ? i < end : i > end; i += step) picked.push_back(i);
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t d = 0; d < axis; ++d) outer *= a.shape[static_cast<std::size_t>(d)];
+  for (std::int64_t d = axis + 1; d < rank; ++d) inner *= a.shape[static_cast<std::size_t>(d)];
+  Value out;
+  out.type = a.type;
+  out.shape = a.shape;
+  out.shape[static_cast<std::size_t>(axis)] = static_cast<std::int64_t>(picked.size());
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t i : picked)
+      for (std::int64_t k = 0; k < inner; ++k)
+        out.v.push_back(a.v[static_cast<std::size_t>((o * size + i) * inner + k)]);
+  return out;
+}
+
+// Transpose by `perm` (default: reversed) of a tensor of any rank.
+std::optional<Value> transpose(const onnx::NodeProto& n, const Value& a) {
+  const std::size_t rank = a.shape.size();
+  std::vector<std::int64_t> perm;
+  if (const auto* p = attr(n, "perm"))
+    perm.assign(p->ints().begin(), p->ints().end());
+  else
+    for (std::size_t d = rank; d-- > 0;) perm.push_back(static_cast<std::int64_t>(d));
+  if (perm.size() != rank) return std::nullopt;
+  std::vector<std::int64_t> stride(rank, 1);
+  for (std::size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * a.shape[d];
+  Value out;
+  out.type = a.type;
+  for (std::int64_t p : perm) {
+    if (p < 0 || p >= static_cast<std::int64_t>(rank)) return std::nullopt;
+    out.shape.push_back(a.shape[static_cast<std::size_t>(p)]);
+  }
+  std::vector<std::int64_t> index(rank, 0);
+  for (std::size_t e = 0; e < a.v.size(); ++e) {
+    std::int64_t src = 0;
+    for (std::size_t d = 0; d < rank; ++d)
+      src += index[d] * stride[static_cast<std::size_t>(perm[d])];
+    out.v.push_back(a.v[static_cast<std::size_t>(src)]);
+    for (std::size_t d = rank; d-- > 0;) {
+      if (++index[d] < out.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
 std::optional<Value> evaluate(
     const onnx::NodeProto& n, const std::vector<const Value*>& in,
     const std::unordered_map<std::string, std::vector<std::int64_t>>& shapes) {
@@ -244,34 +328,8 @@ std::optional<Value> evaluate(
     }
     return out;
   }
-  if (op == "Slice") {
-    if (a->shape.size() != 1) return std::nullopt;
-    std::int64_t start = 0, end = 0, step = 1;
-    if (arg(1)) {
-      if (arg(1)->v.size() != 1 || arg(2)->v.size() != 1) return std::nullopt;
-      if (arg(3) && (arg(3)->v.size() != 1 || arg(3)->v[0] != 0)) return std::nullopt;
-      start = static_cast<std::int64_t>(arg(1)->v[0]);
-      end = static_cast<std::int64_t>(std::clamp(arg(2)->v[0], -9e18, 9e18));
-      if (arg(4)) step = static_cast<std::int64_t>(arg(4)->v[0]);
-    } else {
-      const auto* s = attr(n, "starts");
-      const auto* e = attr(n, "ends");
-      if (!s || !e || s->ints_size() != 1 || e->ints_size() != 1) return std::nullopt;
-      start = s->ints(0);
-      end = e->ints(0);
-    }
-    if (step != 1) return std::nullopt;
-    const auto size = static_cast<std::int64_t>(a->v.size());
-    if (start < 0) start += size;
-    if (end < 0) end += size;
-    start = std::clamp<std::int64_t>(start, 0, size);
-    end = std::clamp<std::int64_t>(end, start, size);
-    Value out;
-    out.type = a->type;
-    out.v.assign(a->v.begin() + start, a->v.begin() + end);
-    out.shape = {end - start};
-    return out;
-  }
+  if (op == "Slice") return slice(n, in);
+  if (op == "Transpose") return transpose(n, *a);
   if (op == "Range") {
     const double start = a->v.at(0), limit = arg(1)->v.at(0), delta = arg(2)->v.at(0);
     if (delta == 0) return std::nullopt;
@@ -324,8 +382,14 @@ std::optional<Value> evaluate(
   if (op == "Mul") return binary(*a, *b, t, [&](double x, double y) { return x * y; });
   if (op == "Div")
     return binary(*a, *b, t, [&](double x, double y) { return y == 0 ? 0 : integral(x / y, t); });
-  if (op == "Mod")
-    return binary(*a, *b, t, [&](double x, double y) { return y == 0 ? 0 : std::fmod(x, y); });
+  if (op == "Mod") {
+    // fmod=0 (integers): the remainder takes the divisor's sign, as Python's %.
+    const bool c_style = attr_int(n, "fmod", 0) != 0;
+    return binary(*a, *b, t, [c_style](double x, double y) {
+      if (y == 0) return 0.0;
+      return c_style ? std::fmod(x, y) : x - std::floor(x / y) * y;
+    });
+  }
   if (op == "Pow")
     return binary(*a, *b, t, [&](double x, double y) { return integral(std::pow(x, y), t); });
   if (op == "Max") return binary(*a, *b, t, [](double x, double y) { return std::max(x, y); });
@@ -399,6 +463,45 @@ int fold_shape_arithmetic(onnx::ModelProto& model) {
     ++folded;
   }
   return folded;
+}
+
+int assume_unknown_op_shapes(onnx::ModelProto& model) {
+  auto* g = model.mutable_graph();
+  std::unordered_map<std::string, const onnx::ValueInfoProto*> typed;
+  auto shaped = [](const onnx::ValueInfoProto& v) {
+    return v.type().has_tensor_type() && v.type().tensor_type().has_shape();
+  };
+  for (const auto& v : g->value_info())
+    if (shaped(v)) typed[v.name()] = &v;
+  for (const auto& v : g->input())
+    if (shaped(v)) typed[v.name()] = &v;
+  std::unordered_map<std::string, int> opsets;
+  for (const auto& o : model.opset_import()) opsets[o.domain()] = static_cast<int>(o.version());
+  std::vector<onnx::ValueInfoProto> added;
+  for (const auto& n : g->node()) {
+    const auto version = opsets.find(n.domain() == "ai.onnx" ? "" : n.domain());
+    if (onnx::OpSchemaRegistry::Schema(n.op_type(), version == opsets.end() ? 1 : version->second,
+                                       n.domain()) != nullptr)
+      continue;
+    if (n.input_size() == 0 || n.output_size() == 0 || n.output(0).empty()) continue;
+    if (typed.count(n.output(0))) continue;
+    auto in = typed.find(n.input(0));
+    if (in == typed.end()) continue;
+    onnx::ValueInfoProto v = *in->second;
+    v.set_name(n.output(0));
+    added.push_back(v);
+  }
+  for (auto& v : added) {
+    // Graph outputs keep their own entry; the rest become value_info.
+    bool output = false;
+    for (auto& o : *g->mutable_output())
+      if (o.name() == v.name()) {
+        *o.mutable_type() = v.type();
+        output = true;
+      }
+    if (!output) *g->add_value_info() = v;
+  }
+  return static_cast<int>(added.size());
 }
 
 }  // namespace hetplan::model::detail

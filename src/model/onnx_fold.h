@@ -13,4 +13,9 @@ namespace hetplan::model::detail {
 // while it returns a positive count (the number of nodes folded).
 int fold_shape_arithmetic(onnx::ModelProto& model);
 
+// Gives each op that has no ONNX schema (a custom domain's op) and whose first output has no
+// inferred shape its first input's type and shape, so that inference can go on past it. Returns
+// the number of outputs given; infer again while it is positive.
+int assume_unknown_op_shapes(onnx::ModelProto& model);
+
 }  // namespace hetplan::model::detail

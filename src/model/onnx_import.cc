@@ -108,6 +108,7 @@ enum class Cost {
   dropout,
   gather,  // a table lookup when it reads an initializer, else a move
   loss,
+  recurrent,  // LSTM, GRU, RNN: `flops` gates, each a GEMM on the input and on the hidden state
 };
 
 struct OpType {
@@ -201,6 +202,16 @@ const std::unordered_map<std::string, OpType>& op_types() {
     t["Gather"] = {Cost::gather};
     t["SoftmaxCrossEntropyLoss"] = {Cost::loss};
     t["NegativeLogLikelihoodLoss"] = {Cost::loss};
+    t["LSTM"] = {Cost::recurrent, 4};
+    t["GRU"] = {Cost::recurrent, 3};
+    t["RNN"] = {Cost::recurrent, 1};
+    t["LRN"] = {Cost::pointwise, 6};  // a window sum of squares, scale, power, divide
+    t["Hardmax"] = {Cost::pointwise, 1};
+    t["MeanVarianceNormalization"] = {Cost::layernorm};
+    for (const char* s : {"QuantizeLinear", "DequantizeLinear", "Bernoulli"})
+      t[s] = {Cost::pointwise, 2};
+    for (const char* s : {"GridSample", "RoiAlign", "MaxRoiPool", "MaxUnpool", "ReverseSequence"})
+      t[s] = {Cost::move};
     return t;
   }();
   return kTypes;
@@ -419,7 +430,9 @@ class Importer {
     onnx::ShapeInferenceOptions options(false, 0, true);
     for (int round = 0; round < kMaxFoldRounds; ++round) {
       onnx::shape_inference::InferShapes(proto_, onnx::OpSchemaRegistry::Instance(), options);
-      if (detail::fold_shape_arithmetic(proto_) == 0) break;
+      int changed = detail::fold_shape_arithmetic(proto_);
+      if (opt_.allow_unknown_ops) changed += detail::assume_unknown_op_shapes(proto_);
+      if (changed == 0) break;
     }
   }
 
@@ -577,10 +590,16 @@ class Importer {
         ins.push_back(&tensor(n, name));
         dynamic = dynamic || ins.back()->dynamic;
       }
+      // An output of unknown type (an op inference does not know) counts as float when a float
+      // activation goes in.
       bool float_out = false;
+      const bool float_in = std::any_of(ins.begin(), ins.end(), [](const TensorInfo* t) {
+        return t && t->dynamic && is_float(t->elem_type);
+      });
       for (const auto& name : n.output()) {
         auto it = tensors_.find(name);
-        if (it != tensors_.end() && is_float(it->second.elem_type)) float_out = true;
+        const int type = it == tensors_.end() ? 0 : it->second.elem_type;
+        if (is_float(type) || (type == 0 && float_in && !name.empty())) float_out = true;
       }
       // Union of what the inputs carry.
       std::set<int> producers;
@@ -608,10 +627,11 @@ class Importer {
       }
       if (!known || type_it == op_types().end()) {
         ++unknown[n.domain().empty() ? n.op_type() : n.domain() + "." + n.op_type()];
-        if (!opt_.allow_unknown_ops) {
-          pass_through(producers, {});
-          continue;
-        }
+      }
+      // Once an op is refused, the rest are only scanned for more: their shapes may depend on it.
+      if (!unknown.empty() && !opt_.allow_unknown_ops) {
+        pass_through(producers, {});
+        continue;
       }
       const OpType type =
           (!known || type_it == op_types().end()) ? OpType{Cost::move} : type_it->second;
@@ -655,8 +675,11 @@ class Importer {
     Op op;
     op.name = unique_name(n);
     op.inputs.assign(producers.begin(), producers.end());
-    const TensorInfo& out = tensor(n, n.output(0));
-    const auto& out_shape = shape_of(n, out, n.output(0));
+    // The first output given (a recurrent op may give only its last state).
+    int first = 0;
+    while (first + 1 < n.output_size() && n.output(first).empty()) ++first;
+    const TensorInfo& out = tensor(n, n.output(first));
+    const auto& out_shape = shape_of(n, out, n.output(first));
     const double out_elems = per_sample(numel(out_shape));
     const double out_bytes = act_bytes(out);
     double read = 0;
@@ -762,6 +785,27 @@ class Importer {
           op.kind = OpKind::elementwise;
         }
         break;
+      case Cost::recurrent: {
+        // X [seq, batch, in] (or batch first), W [dirs, gates * h, in], R [dirs, gates * h, h]:
+        // every token of every direction takes the gates' GEMMs on its input and on the state,
+        // and about four elementwise ops per gate element.
+        if (!x || !w || ins.size() < 3 || !ins[2])
+          fail(fmt::format("node '{}' ({}): expected X, W and R", n.name(), n.op_type()));
+        const auto& xs = shape_of(n, *x, n.input(0));
+        const auto& ws = shape_of(n, *w, n.input(1));
+        const auto& rs = shape_of(n, *ins[2], n.input(2));
+        if (xs.size() != 3 || ws.size() != 3 || rs.size() != 3)
+          fail(fmt::format("node '{}' ({}): expected X, W and R of rank 3", n.name(), n.op_type()));
+        const double dirs = static_cast<double>(ws[0]), rows = static_cast<double>(ws[1]);
+        const double in = static_cast<double>(ws[2]), h = static_cast<double>(rs[2]);
+        const double tokens = per_sample(numel(xs) / static_cast<double>(xs[2]));
+        op.kind = OpKind::matmul;
+        op.flops = tokens * dirs * (2 * rows * (in + h) + 4 * rows);
+        op.gemm = {static_cast<std::int64_t>(std::max(1.0, tokens)), ws[1] * ws[0], ws[2] + rs[2],
+                   1};
+        (void)type;
+        break;
+      }
       case Cost::loss:
         op.kind = OpKind::cross_entropy;
         op.flops = detail::kCrossEntropyFlops * (x && x->known ? per_sample(numel(x->shape)) : 0);

@@ -26,7 +26,8 @@ class OnnxCli : public ::testing::Test {
     fs::remove_all(*dir_);
     fs::create_directories(*dir_);
     const std::string cmd = "/usr/bin/python3 " + source_path("tests/model/onnx/export_models.py") +
-                            " " + dir_->string() + " mlp-batch4.onnx,lrn.onnx,gpt-block.onnx >" +
+                            " " + dir_->string() +
+                            " mlp-batch4.onnx,custom-op.onnx,gpt-block.onnx >" +
                             (*dir_ / "export.log").string() + " 2>&1";
     status_ = std::system(cmd.c_str());
   }
@@ -87,11 +88,11 @@ TEST_F(OnnxCli, APlanRecordsTheModelWithItsFlagsAndSimulatesFromIt) {
 }
 
 TEST_F(OnnxCli, UnknownOpsAreRefusedUnlessAllowed) {
-  auto refused = run_hetplan("models " + file("lrn.onnx"));
+  auto refused = run_hetplan("models " + file("custom-op.onnx"));
   EXPECT_EQ(refused.exit_code, 2);
-  EXPECT_NE(refused.err.find("LRN x1"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("com.example.Foo x1"), std::string::npos) << refused.err;
   EXPECT_EQ(refused.err.find('\n'), refused.err.size() - 1) << refused.err;  // one line
-  auto allowed = run_hetplan("models " + file("lrn.onnx") + " --allow-unknown-ops --json");
+  auto allowed = run_hetplan("models " + file("custom-op.onnx") + " --allow-unknown-ops --json");
   ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
   EXPECT_NE(allowed.err.find("warning: "), std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(allowed.out)["parameters"].get<std::int64_t>(), 280);

@@ -166,6 +166,36 @@ TEST_F(OnnxImport, AFixedBatchIsDividedOut) {
   EXPECT_DOUBLE_EQ(bf16.ops[1].bytes_written, 64 * 2);
 }
 
+TEST_F(OnnxImport, RecurrentOpsAreCostedPerTokenAndDirection) {
+  const Model m = load_or_fail(file("recurrent.onnx"));
+  EXPECT_EQ(m.parameters(), expected("recurrent.onnx", "torch_parameters"));
+  // Per token and direction: 2 * gates*h * (in + h) for the GEMMs, 4 * gates*h elementwise.
+  // 10 tokens; LSTM (4 gates, h 64, both directions) on 32 then 128 features; GRU (3 gates,
+  // h 16) on 128; the classifier on the last token.
+  const double lstm1 = 10 * 2 * (2 * 256 * (32 + 64) + 4 * 256);
+  const double lstm2 = 10 * 2 * (2 * 256 * (128 + 64) + 4 * 256);
+  const double gru = 10 * (2 * 48 * (128 + 16) + 4 * 48);
+  const double head = 2 * 16 * 5 + 5;
+  double recurrent = 0;
+  for (const Op& op : m.ops)
+    if (op.kind == OpKind::matmul && op.name.find("Gemm") == std::string::npos)
+      recurrent += op.flops;
+  EXPECT_DOUBLE_EQ(recurrent, lstm1 + lstm2 + gru);
+  EXPECT_NEAR(m.forward_flops_per_sample(), lstm1 + lstm2 + gru + head, 0.001 * head);
+}
+
+TEST_F(OnnxImport, ShapesComputedFromShapesAreFolded) {
+  // 10 x 10 padded to 14 x 14 by pads made from the input's shape, then 196 tokens of 8
+  // features into Linear(8, 4): shape inference alone cannot size the Pad and the Reshape.
+  const Model m = load_or_fail(file("padded-windows.onnx"));
+  ASSERT_GE(m.ops.size(), 2u);
+  const Op& fc = m.ops[m.ops.size() - 2];  // the MatMul, then its bias's Add
+  EXPECT_EQ(fc.kind, OpKind::matmul);
+  EXPECT_EQ(fc.gemm, (GemmShape{196, 4, 8, 1}));
+  EXPECT_DOUBLE_EQ(fc.flops, 2.0 * 196 * 8 * 4);
+  EXPECT_DOUBLE_EQ(m.forward_flops_per_sample(), 2.0 * 196 * 8 * 4 + 196 * 4);
+}
+
 TEST_F(OnnxImport, SymbolicDimensionsAreGivenSizesOrTakenAs512) {
   auto guessed = read_onnx_file(file("block-dynamic-seq.onnx"), {});
   ASSERT_TRUE(guessed.ok()) << guessed.error().message;
@@ -185,13 +215,14 @@ TEST_F(OnnxImport, SymbolicDimensionsAreGivenSizesOrTakenAs512) {
 }
 
 TEST_F(OnnxImport, UnknownOpsAreListedOrCostedAsMemoryBound) {
-  auto refused = load_model(file("lrn.onnx"));
+  auto refused = load_model(file("custom-op.onnx"));
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message.find("ops hetplan cannot cost: LRN x1"), std::string::npos)
+  EXPECT_NE(refused.error().message.find("ops hetplan cannot cost: com.example.Foo x1"),
+            std::string::npos)
       << refused.error().message;
   OnnxOptions allow;
   allow.allow_unknown_ops = true;
-  auto m = read_onnx_file(file("lrn.onnx"), allow);
+  auto m = read_onnx_file(file("custom-op.onnx"), allow);
   ASSERT_TRUE(m.ok()) << m.error().message;
   ASSERT_EQ(m->model.ops.size(), 3u);
   EXPECT_EQ(m->model.ops[1].kind, OpKind::elementwise);
@@ -199,7 +230,9 @@ TEST_F(OnnxImport, UnknownOpsAreListedOrCostedAsMemoryBound) {
   EXPECT_DOUBLE_EQ(m->model.ops[1].bytes_read, 8 * 16 * 16 * 4);
   EXPECT_EQ(m->model.parameters(), 280);
   ASSERT_EQ(m->warnings.size(), 1u);
-  EXPECT_NE(m->warnings[0].find("LRN x1"), std::string::npos);
+  EXPECT_NE(m->warnings[0].find("com.example.Foo x1"), std::string::npos);
+  // Inference went on past it with its input's shape: the second convolution is costed.
+  EXPECT_DOUBLE_EQ(m->model.ops[2].flops, 2.0 * 8 * 16 * 16 * 8);
 }
 
 TEST_F(OnnxImport, UnreadableFilesGiveOneErrorNamingTheFile) {
@@ -232,7 +265,7 @@ TEST_F(OnnxImport, UnreadableFilesGiveOneErrorNamingTheFile) {
 }
 
 TEST_F(OnnxImport, GraphsAreTopologicalWithContiguousUniqueLayers) {
-  for (const char* name : {"resnet50.onnx", "bert-base.onnx", "gpt-block.onnx"}) {
+  for (const char* name : {"resnet50.onnx", "bert-base.onnx", "gpt-block.onnx", "recurrent.onnx"}) {
     SCOPED_TRACE(name);
     const Model m = load_or_fail(file(name));
     std::set<std::string> op_names, layer_names;

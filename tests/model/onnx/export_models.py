@@ -96,6 +96,37 @@ class Mlp(nn.Module):
         return self.fc2(F.relu(self.fc1(x)))
 
 
+class Recurrent(nn.Module):
+    """Embedding, a two-layer bidirectional LSTM, a GRU and a classifier on the last token."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(100, 32)
+        self.lstm = nn.LSTM(32, 64, num_layers=2, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(128, 16, batch_first=True)
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, ids):
+        y, _ = self.lstm(self.embed(ids))
+        z, _ = self.gru(y)
+        return self.head(z[:, -1])
+
+
+class PaddedWindows(nn.Module):
+    """Swin's padding to a multiple of the window (7), computed from the input's shape: pads that
+    exporters build with Mod, Concat, a reversing Slice and a Transpose."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):  # [batch, h, w, c]
+        pad_r = (7 - x.shape[2] % 7) % 7
+        pad_b = (7 - x.shape[1] % 7) % 7
+        x = F.pad(x, (0, 0, 0, pad_r, 0, pad_b))
+        return self.fc(x.reshape(x.shape[0], -1, x.shape[3]))
+
+
 def export(model, args, path, names, axes=None, train=True):
     model.train(train)
     torch.onnx.export(model, args, path, input_names=names, dynamic_axes=axes or {},
@@ -103,18 +134,32 @@ def export(model, args, path, names, axes=None, train=True):
                       do_constant_folding=not train, opset_version=14)
 
 
-def lrn_model(path):
-    """An op hetplan does not cost (LRN) between two convolutions, built with onnx.helper."""
+def custom_op_model(path):
+    """An op hetplan does not cost (a custom domain's Foo, which ONNX has no schema for either)
+    between two convolutions, built with onnx.helper."""
     w1 = oh.make_tensor("w1", onnx.TensorProto.FLOAT, [8, 3, 3, 3], [0.0] * 216)
     w2 = oh.make_tensor("w2", onnx.TensorProto.FLOAT, [8, 8, 1, 1], [0.0] * 64)
     graph = oh.make_graph(
         [oh.make_node("Conv", ["x", "w1"], ["a"], name="/conv1/Conv", pads=[1, 1, 1, 1]),
-         oh.make_node("LRN", ["a"], ["b"], name="/lrn/LRN", size=3),
+         oh.make_node("Foo", ["a"], ["b"], name="/foo/Foo", domain="com.example"),
          oh.make_node("Conv", ["b", "w2"], ["y"], name="/conv2/Conv")],
-        "lrn", [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 3, 16, 16])],
-        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", 8, 16, 16])], [w1, w2])
-    onnx.save(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 14)]), path)
+        "custom", [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 3, 16, 16])],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", "C", "H", "W"])], [w1, w2])
+    onnx.save(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 14),
+                                                  oh.make_opsetid("com.example", 1)]), path)
     return 216 + 64
+
+
+def recurrent(path):
+    m = Recurrent()
+    export(m, (torch.zeros(3, 10, dtype=torch.long),), path, ["ids"], {"ids": {0: "batch"}})
+    return m
+
+
+def padded_windows(path):
+    m = PaddedWindows()
+    export(m, (torch.zeros(2, 10, 10, 8),), path, ["x"], {"x": {0: "batch"}})
+    return m
 
 
 def conv_weight_rank(path):
@@ -173,8 +218,9 @@ def mlp_batch4(path):
 
 MODELS = {"resnet50.onnx": resnet50, "bert-base.onnx": bert_base, "gpt-block.onnx": gpt_block,
           "gpt-block-eval.onnx": gpt_block_eval, "block-dynamic-seq.onnx": block_dynamic_seq,
-          "mlp-batch4.onnx": mlp_batch4, "lrn.onnx": lrn_model,
-          "conv-weight-rank.onnx": conv_weight_rank}
+          "mlp-batch4.onnx": mlp_batch4, "custom-op.onnx": custom_op_model,
+          "conv-weight-rank.onnx": conv_weight_rank, "recurrent.onnx": recurrent,
+          "padded-windows.onnx": padded_windows}
 
 
 def main(out, names):
