@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "export_parts.h"
+#include "hetplan/model/onnx_import.h"
 
 namespace hetplan::plan::detail {
 namespace {
@@ -71,6 +72,12 @@ Result<Exported> export_megatron(const Plan& p, const model::Model& m, const clu
     return Error{
         "--to megatron: an op-level plan (op groups on their own devices) has no Megatron-LM "
         "form; export it --to torchrun"};
+  if (model::parse_onnx_spec(m.name).has_value())
+    return Error{fmt::format(
+        "--to megatron: Megatron-LM trains its own GPT, BERT and ViT; the model {} is imported "
+        "from ONNX, whose architecture Megatron-LM's flags cannot give (export it --to deepspeed, "
+        "which runs your own training script)",
+        m.name)};
   const std::string script = script_for(m.family);
   if (script.empty())
     return Error{fmt::format(

@@ -77,7 +77,7 @@ TEST_F(OnnxCli, APlanRecordsTheModelWithItsFlagsAndSimulatesFromIt) {
   EXPECT_FALSE(fs::exists(plan));
   auto r =
       run_hetplan("plan --model " + file("mlp-batch4.onnx") +
-                  " --batch-dim 0 --any-form --cluster dgx-a100:1 --time-limit 5 --out " + plan);
+                  " --batch-dim 0 --any-form --cluster dgx-a100:1 --algo megatron --out " + plan);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream in(plan);
   const auto j = nlohmann::json::parse(in);
@@ -85,6 +85,14 @@ TEST_F(OnnxCli, APlanRecordsTheModelWithItsFlagsAndSimulatesFromIt) {
   auto sim = run_hetplan("simulate --plan " + plan);
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
   EXPECT_NE(sim.out.find("iteration"), std::string::npos);
+  // Megatron-LM builds its own architectures: not an imported one. DeepSpeed runs the user's.
+  auto megatron = run_hetplan("export --to megatron --plan " + plan + " --out " + file("mg"));
+  EXPECT_EQ(megatron.exit_code, 2);
+  EXPECT_NE(megatron.err.find("imported from ONNX"), std::string::npos) << megatron.err;
+  EXPECT_FALSE(fs::exists(file("mg")));
+  auto deepspeed = run_hetplan("export --to deepspeed --plan " + plan + " --out " + file("ds"));
+  EXPECT_EQ(deepspeed.exit_code, 0) << deepspeed.err;
+  EXPECT_TRUE(fs::exists(file("ds") + "/ds_config.json"));
 }
 
 TEST_F(OnnxCli, UnknownOpsAreRefusedUnlessAllowed) {
