@@ -695,7 +695,9 @@ class Importer {
         const TensorInfo& o = tensor(n, n.output(i));
         if (o.known) op.bytes_written += act_bytes(o);
       }
-    op.saved_bytes = out_bytes;  // autograd keeps each activation once, on the op that made it
+    // Saved activations: what autograd keeps for this op's backward pass, set below (a dropout's
+    // mask, a loss's logits) and by keep_for_backward (tensors, counted once on their producer).
+    op.saved_bytes = 0;
     // Parameters: the trainable initializers it reads, each counted by its first reader only.
     for (const std::string& w : weights)
       if (counted_.insert(w).second) op.params += weight_elements_.at(w);
@@ -814,7 +816,77 @@ class Importer {
     }
     out_.model.ops.push_back(std::move(op));
     keys_.push_back(layer_key(n.name()));
-    return static_cast<int>(out_.model.ops.size()) - 1;
+    output_saved_.push_back(false);
+    const int index = static_cast<int>(out_.model.ops.size()) - 1;
+    keep_for_backward(n, type, ins, index);
+    return index;
+  }
+
+  // What autograd keeps of an op's tensors for its backward pass: a GEMM or a norm its inputs,
+  // a softmax or a ReLU its output, an add nothing, a product the factors the other's gradient
+  // needs. A kept tensor counts once, on the op that made it (views share its storage); one that
+  // no op made (a graph input) counts on this op.
+  void keep_for_backward(const onnx::NodeProto& n, const OpType& type,
+                         const std::vector<const TensorInfo*>& ins, int index) {
+    static const std::unordered_set<std::string> kNothing = {"Add",
+                                                             "Sub",
+                                                             "Neg",
+                                                             "Sum",
+                                                             "Mean",
+                                                             "Sign",
+                                                             "Floor",
+                                                             "Ceil",
+                                                             "Round",
+                                                             "Mod",
+                                                             "BitShift",
+                                                             "Where",
+                                                             "ReduceMean",
+                                                             "ReduceSum",
+                                                             "CumSum",
+                                                             "AveragePool",
+                                                             "GlobalAveragePool"};
+    static const std::unordered_set<std::string> kOutput = {
+        "Relu", "Sigmoid",  "Tanh",        "Exp",        "Sqrt",    "Elu",       "Selu",
+        "Celu", "Softplus", "HardSigmoid", "Reciprocal", "Softmax", "LogSoftmax"};
+    auto activation = [&](std::size_t i) {
+      return i < ins.size() && ins[i] && ins[i]->dynamic && is_float(ins[i]->elem_type);
+    };
+    std::vector<std::size_t> kept;
+    bool output = false;
+    const std::string& t = n.op_type();
+    switch (type.cost) {
+      case Cost::free:
+      case Cost::move:
+      case Cost::gather:
+      case Cost::dropout:  // its mask, set with its costs
+      case Cost::loss:     // its logits, likewise
+        return;
+      default:
+        break;
+    }
+    if (kNothing.count(t)) return;
+    if (kOutput.count(t)) {
+      output = true;
+    } else if (t == "Mul") {  // each factor's gradient needs the other
+      if (activation(0) && activation(1)) kept = {0, 1};
+    } else if (t == "Div") {  // a / b: both when b is an activation, else only the constant
+      if (activation(1)) kept = {0, 1};
+    } else if (type.cost == Cost::reduce || type.cost == Cost::pool) {
+      kept = {0};  // max-like reductions and pools: where the maximum was
+    } else {
+      for (std::size_t i = 0; i < ins.size(); ++i) kept.push_back(i);
+    }
+    if (type.cost == Cost::recurrent) output = true;
+    Op& op = out_.model.ops[static_cast<std::size_t>(index)];
+    if (output) output_saved_[static_cast<std::size_t>(index)] = true;
+    for (std::size_t i : kept) {
+      if (!activation(i)) continue;
+      const TensorInfo& in = *ins[i];
+      if (in.producers.size() == 1 && in.producers[0] != index)
+        output_saved_[static_cast<std::size_t>(in.producers[0])] = true;
+      else
+        op.saved_bytes += act_bytes(in);
+    }
   }
 
   const std::vector<Op>& ops() const { return out_.model.ops; }
@@ -889,6 +961,8 @@ class Importer {
   // Layers from scope names; unscoped graphs get a layer per weighted op.
   void finish() {
     Model& m = out_.model;
+    for (std::size_t i = 0; i < m.ops.size(); ++i)
+      if (output_saved_[i]) m.ops[i].saved_bytes += m.output_bytes(static_cast<int>(i));
     for (const auto& w : weight_order_)
       if (counted_.insert(w).second) m.ops.front().params += weight_elements_.at(w);
     const bool scoped =
@@ -973,6 +1047,7 @@ class Importer {
   std::optional<DType> file_dtype_;
   std::map<std::string, int> names_;
   std::vector<std::string> keys_;
+  std::vector<bool> output_saved_;  // per op: autograd keeps its output for the backward pass
   OnnxModel out_;
 };
 
