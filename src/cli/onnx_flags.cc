@@ -6,8 +6,9 @@ namespace hetplan::cli {
 namespace {
 
 bool names_onnx(const std::string& s) {
-  const std::size_t at = s.find(".onnx");
-  return at != std::string::npos && (at + 5 == s.size() || s[at + 5] == ':');
+  for (std::size_t at = s.find(".onnx"); at != std::string::npos; at = s.find(".onnx", at + 1))
+    if (at + 5 == s.size() || s[at + 5] == ':') return true;
+  return false;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <onnx/defs/tensor_proto_util.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -32,13 +33,24 @@ bool is_integer(int t) {
          t == onnx::TensorProto::BOOL;
 }
 
+// Elements of a shape; kMaxElements + 1 for any shape with a negative dimension or a dimension
+// over kMaxElements (even beside a zero one), so that nothing derived from it is folded.
 std::size_t count(const std::vector<std::int64_t>& shape) {
   std::size_t n = 1;
   for (std::int64_t d : shape) {
-    if (d < 0 || (d > 0 && n > kMaxElements)) return kMaxElements + 1;
+    if (d < 0 || d > static_cast<std::int64_t>(kMaxElements)) return kMaxElements + 1;
     n *= static_cast<std::size_t>(d);
+    if (n > kMaxElements) return kMaxElements + 1;
   }
   return n;
+}
+
+// A double as int64, saturated: values are doubles, in which INT64_MAX (the exporters' "to the
+// end" for Slice) rounds up to 2^63, out of int64's range.
+std::int64_t to_i64(double x) {
+  if (!(x > -9.2e18)) return x != x ? 0 : INT64_MIN;
+  if (x >= 9.2e18) return INT64_MAX;
+  return static_cast<std::int64_t>(x);
 }
 
 std::optional<Value> from_tensor(const onnx::TensorProto& t) {
@@ -83,7 +95,7 @@ onnx::TensorProto to_tensor(const Value& val, const std::string& name) {
   for (double x : val.v) {
     switch (val.type) {
       case onnx::TensorProto::INT64:
-        t.add_int64_data(static_cast<std::int64_t>(x));
+        t.add_int64_data(to_i64(x));
         break;
       case onnx::TensorProto::FLOAT:
         t.add_float_data(static_cast<float>(x));
@@ -91,8 +103,9 @@ onnx::TensorProto to_tensor(const Value& val, const std::string& name) {
       case onnx::TensorProto::DOUBLE:
         t.add_double_data(x);
         break;
-      default:  // int32, bool and the small integers live in int32_data
-        t.add_int32_data(static_cast<std::int32_t>(x));
+      default:  // int32 and bool (Cast folds to no other type) live in int32_data
+        t.add_int32_data(
+            static_cast<std::int32_t>(std::clamp<std::int64_t>(to_i64(x), INT32_MIN, INT32_MAX)));
         break;
     }
   }
@@ -112,21 +125,42 @@ std::int64_t attr_int(const onnx::NodeProto& n, const std::string& name, std::in
 
 std::vector<std::int64_t> as_ints(const Value& v) {
   std::vector<std::int64_t> out;
-  for (double x : v.v) out.push_back(static_cast<std::int64_t>(x));
+  for (double x : v.v) out.push_back(to_i64(x));
   return out;
 }
 
-// Elementwise with scalar broadcasting: both the same size, or one of them a single element.
+// The multidirectional broadcast of two shapes (numpy's rule); nullopt where they do not fit.
+std::optional<std::vector<std::int64_t>> broadcast(const std::vector<std::int64_t>& a,
+                                                   const std::vector<std::int64_t>& b) {
+  const std::size_t rank = std::max(a.size(), b.size());
+  std::vector<std::int64_t> out(rank, 1);
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const std::int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// Elementwise, each operand either the result's whole shape or a single element (the shapes the
+// exporters' shape arithmetic makes); other broadcasts are not folded.
 std::optional<Value> binary(const Value& a, const Value& b, int type,
-                            const std::function<double(double, double)>& f) {
-  if (a.v.size() != b.v.size() && a.v.size() != 1 && b.v.size() != 1) return std::nullopt;
+                            const std::function<std::optional<double>(double, double)>& f) {
+  const auto shape = broadcast(a.shape, b.shape);
+  if (!shape) return std::nullopt;
   Value out;
   out.type = type;
-  out.shape = a.shape.size() >= b.shape.size() ? a.shape : b.shape;
-  if (a.v.size() != b.v.size()) out.shape = a.v.size() == 1 ? b.shape : a.shape;
-  const std::size_t n = std::max(a.v.size(), b.v.size());
-  for (std::size_t i = 0; i < n; ++i)
-    out.v.push_back(f(a.v[a.v.size() == 1 ? 0 : i], b.v[b.v.size() == 1 ? 0 : i]));
+  out.shape = *shape;
+  const std::size_t n = count(out.shape);
+  if (n > kMaxElements) return std::nullopt;
+  for (const Value* v : {&a, &b})
+    if (v->v.size() != 1 && v->shape != out.shape) return std::nullopt;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto r = f(a.v[a.v.size() == 1 ? 0 : i], b.v[b.v.size() == 1 ? 0 : i]);
+    if (!r) return std::nullopt;
+    out.v.push_back(*r);
+  }
   return out;
 }
 
@@ -150,10 +184,10 @@ std::optional<Value> slice(const onnx::NodeProto& n, const std::vector<const Val
     if (!arg(2) || arg(1)->v.size() != 1 || arg(2)->v.size() != 1) return std::nullopt;
     if (arg(3) && arg(3)->v.size() != 1) return std::nullopt;
     if (arg(4) && arg(4)->v.size() != 1) return std::nullopt;
-    start = static_cast<std::int64_t>(std::clamp(arg(1)->v[0], -9e18, 9e18));
-    end = static_cast<std::int64_t>(std::clamp(arg(2)->v[0], -9e18, 9e18));
-    if (arg(3)) axis = static_cast<std::int64_t>(arg(3)->v[0]);
-    if (arg(4)) step = static_cast<std::int64_t>(arg(4)->v[0]);
+    start = to_i64(arg(1)->v[0]);
+    end = to_i64(arg(2)->v[0]);
+    if (arg(3)) axis = to_i64(arg(3)->v[0]);
+    if (arg(4)) step = to_i64(arg(4)->v[0]);
   } else {
     const auto* s = attr(n, "starts");
     const auto* e = attr(n, "ends");
@@ -167,6 +201,11 @@ std::optional<Value> slice(const onnx::NodeProto& n, const std::vector<const Val
   const auto rank = static_cast<std::int64_t>(a.shape.size());
   if (axis < 0) axis += rank;
   if (step == 0 || axis < 0 || axis >= rank) return std::nullopt;
+  // Kept within +-2^62 so that the arithmetic below cannot overflow.
+  constexpr std::int64_t kBound = std::int64_t{1} << 62;
+  start = std::clamp(start, -kBound, kBound);
+  end = std::clamp(end, -kBound, kBound);
+  step = std::clamp(step, -kBound, kBound);
   const std::int64_t size = a.shape[static_cast<std::size_t>(axis)];
   if (start < 0) start += size;
   if (end < 0) end += size;
@@ -177,8 +216,11 @@ std::optional<Value> slice(const onnx::NodeProto& n, const std::vector<const Val
     start = std::clamp<std::int64_t>(start, 0, size - 1);
     end = std::clamp<std::int64_t>(end, -1, size - 1);
   }
+  const std::int64_t span = step > 0 ? end - start : start - end;
+  const std::int64_t picks = span <= 0 ? 0 : (span + std::abs(step) - 1) / std::abs(step);
+  if (picks > static_cast<std::int64_t>(kMaxElements)) return std::nullopt;
   std::vector<std::int64_t> picked;
-  for (std::int64_t i = start; step > 0 ? i < end : i > end; i += step) picked.push_back(i);
+  for (std::int64_t k = 0; k < picks; ++k) picked.push_back(start + k * step);
   std::int64_t outer = 1, inner = 1;
   for (std::int64_t d = 0; d < axis; ++d) outer *= a.shape[static_cast<std::size_t>(d)];
   for (std::int64_t d = axis + 1; d < rank; ++d) inner *= a.shape[static_cast<std::size_t>(d)];
@@ -202,6 +244,12 @@ std::optional<Value> transpose(const onnx::NodeProto& n, const Value& a) {
   else
     for (std::size_t d = rank; d-- > 0;) perm.push_back(static_cast<std::int64_t>(d));
   if (perm.size() != rank) return std::nullopt;
+  std::vector<bool> seen(rank, false);  // a permutation: each axis once
+  for (std::int64_t p : perm) {
+    if (p < 0 || p >= static_cast<std::int64_t>(rank) || seen[static_cast<std::size_t>(p)])
+      return std::nullopt;
+    seen[static_cast<std::size_t>(p)] = true;
+  }
   std::vector<std::int64_t> stride(rank, 1);
   for (std::size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * a.shape[d];
   Value out;
@@ -261,6 +309,14 @@ std::optional<Value> evaluate(
   if (op == "Cast") {
     Value out = *a;
     out.type = static_cast<int>(attr_int(n, "to", a->type));
+    // Only to the types to_tensor writes exactly; int32 within its range.
+    if (out.type != onnx::TensorProto::INT64 && out.type != onnx::TensorProto::INT32 &&
+        out.type != onnx::TensorProto::FLOAT && out.type != onnx::TensorProto::DOUBLE &&
+        out.type != onnx::TensorProto::BOOL)
+      return std::nullopt;
+    if (out.type == onnx::TensorProto::INT32)
+      for (double x : out.v)
+        if (!(x >= INT32_MIN && x <= INT32_MAX)) return std::nullopt;
     for (double& x : out.v)
       x = out.type == onnx::TensorProto::BOOL ? (x != 0) : integral(x, out.type);
     return out;
@@ -357,8 +413,11 @@ std::optional<Value> evaluate(
     return out;
   }
   if (op == "Reshape") {
+    if (!arg(1)) return std::nullopt;  // opset 1-4: the shape is an attribute
     Value out = *a;
     std::vector<std::int64_t> shape = as_ints(*arg(1));
+    for (std::int64_t d : shape)
+      if (d < -1 || d > static_cast<std::int64_t>(kMaxElements)) return std::nullopt;
     std::int64_t known = 1;
     int infer = -1;
     for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -380,27 +439,33 @@ std::optional<Value> evaluate(
   if (op == "Add") return binary(*a, *b, t, [&](double x, double y) { return x + y; });
   if (op == "Sub") return binary(*a, *b, t, [&](double x, double y) { return x - y; });
   if (op == "Mul") return binary(*a, *b, t, [&](double x, double y) { return x * y; });
-  if (op == "Div")
-    return binary(*a, *b, t, [&](double x, double y) { return y == 0 ? 0 : integral(x / y, t); });
+  if (op == "Div")  // not by zero: a float's infinity, an integer's error
+    return binary(*a, *b, t, [&](double x, double y) -> std::optional<double> {
+      if (y == 0) return std::nullopt;
+      return integral(x / y, t);
+    });
   if (op == "Mod") {
     // fmod=0 (integers): the remainder takes the divisor's sign, as Python's %.
     const bool c_style = attr_int(n, "fmod", 0) != 0;
-    return binary(*a, *b, t, [c_style](double x, double y) {
-      if (y == 0) return 0.0;
+    return binary(*a, *b, t, [c_style](double x, double y) -> std::optional<double> {
+      if (y == 0) return std::nullopt;
       return c_style ? std::fmod(x, y) : x - std::floor(x / y) * y;
     });
   }
   if (op == "Pow")
     return binary(*a, *b, t, [&](double x, double y) { return integral(std::pow(x, y), t); });
-  if (op == "Max") return binary(*a, *b, t, [](double x, double y) { return std::max(x, y); });
-  if (op == "Min") return binary(*a, *b, t, [](double x, double y) { return std::min(x, y); });
+  // Max and Min take any number of inputs: folded with two.
+  if (op == "Max" && n.input_size() == 2)
+    return binary(*a, *b, t, [](double x, double y) { return std::max(x, y); });
+  if (op == "Min" && n.input_size() == 2)
+    return binary(*a, *b, t, [](double x, double y) { return std::min(x, y); });
   const int boolean = onnx::TensorProto::BOOL;
   if (op == "Equal") return binary(*a, *b, boolean, [](double x, double y) { return x == y; });
   if (op == "Less") return binary(*a, *b, boolean, [](double x, double y) { return x < y; });
   if (op == "Greater") return binary(*a, *b, boolean, [](double x, double y) { return x > y; });
   if (op == "Where" && arg(2)) {
     const Value& c = *arg(2);
-    if (a->v.size() != b->v.size() || b->v.size() != c.v.size()) return std::nullopt;
+    if (a->shape != b->shape || b->shape != c.shape) return std::nullopt;
     Value out = *b;
     for (std::size_t i = 0; i < out.v.size(); ++i) out.v[i] = a->v[i] != 0 ? b->v[i] : c.v[i];
     return out;
@@ -474,6 +539,8 @@ int assume_unknown_op_shapes(onnx::ModelProto& model) {
   for (const auto& v : g->value_info())
     if (shaped(v)) typed[v.name()] = &v;
   for (const auto& v : g->input())
+    if (shaped(v)) typed[v.name()] = &v;
+  for (const auto& v : g->output())
     if (shaped(v)) typed[v.name()] = &v;
   std::unordered_map<std::string, int> opsets;
   for (const auto& o : model.opset_import()) opsets[o.domain()] = static_cast<int>(o.version());

@@ -1,5 +1,6 @@
 #include "hetplan/model/onnx_import.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <google/protobuf/io/coded_stream.h>
@@ -39,6 +40,9 @@ using detail::kSoftmaxFlops;
 constexpr std::int64_t kMaxFileBytes = std::int64_t{2} * 1024 * 1024 * 1024 - 1;
 
 constexpr int kMaxFoldRounds = 64;
+// Bounds on shapes: a dimension, and a tensor's elements (exact in a double).
+constexpr std::int64_t kMaxDimension = std::int64_t{1} << 40;
+constexpr double kMaxElements = 9.0e15;
 // A symbolic dimension other than the batch that the user gave no size for (a sequence length,
 // most often) is taken as this, with a warning: BERT's and many encoders' longest sequence.
 constexpr std::int64_t kDefaultDimension = 512;
@@ -304,8 +308,14 @@ class Importer {
   [[noreturn]] void fail(const std::string& what) const { throw InputError(what); }
 
   void read() {
-    std::ifstream in(file_, std::ios::binary);
+    std::ifstream in(file_, std::ios::binary | std::ios::ate);
     if (!in) fail("cannot open the file");
+    const std::streamoff size = in.tellg();
+    if (size > kMaxFileBytes)
+      fail(
+          "expected an ONNX file under 2 GiB (larger models keep their weights as external "
+          "data)");
+    in.seekg(0);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     parse(bytes, true);
   }
@@ -362,7 +372,9 @@ class Importer {
     std::vector<std::string> unbound;
     std::string unbound_name;  // the first, for the example in the warning
     for (auto& in : *g->mutable_input()) {
-      if (inits.count(in.name()) || !in.type().has_tensor_type()) continue;
+      if (inits.count(in.name()) || !in.type().has_tensor_type() ||
+          !in.type().tensor_type().has_shape())
+        continue;  // no shape at all: left to inference
       auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
       for (int d = 0; d < shape->dim_size(); ++d) {
         auto* dim = shape->mutable_dim(d);
@@ -413,7 +425,8 @@ class Importer {
                       "it)",
                       opt_.batch_dim));
     for (const auto& [name, size] : opt_.dims)
-      if (size < 1) fail(fmt::format("{}={}: expected a positive size", name, size));
+      if (size < 1 || size > kMaxDimension)
+        fail(fmt::format("{}={}: expected a size from 1 to {}", name, size, kMaxDimension));
   }
 
   void infer() {
@@ -442,7 +455,7 @@ class Importer {
   // Returns an error message, or "".
   std::string infer_in_child() {
     int fds[2];
-    if (::pipe(fds) != 0) return "cannot run shape inference: pipe failed";
+    if (::pipe2(fds, O_CLOEXEC) != 0) return "cannot run shape inference: pipe failed";
     std::fflush(nullptr);
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -456,7 +469,12 @@ class Importer {
       char status = 0;
       try {
         infer_and_fold();
-        out = proto_.SerializeAsString();
+        if (proto_.ByteSizeLong() >= static_cast<std::size_t>(INT_MAX)) {
+          status = 1;
+          out = "the inferred graph is over 2 GiB";
+        } else {
+          out = proto_.SerializeAsString();
+        }
       } catch (const std::exception& e) {
         status = 1;
         out = e.what();
@@ -506,8 +524,14 @@ class Importer {
     std::vector<std::int64_t> shape;
     for (const auto& dim : tt.shape().dim()) {
       if (!dim.has_dim_value() || dim.dim_value() < 0) return;
+      if (dim.dim_value() > kMaxDimension)
+        fail(fmt::format("tensor '{}': expected dimensions of at most {}; inference gives {}",
+                         v.name(), kMaxDimension, dim.dim_value()));
       shape.push_back(dim.dim_value());
     }
+    if (numel(shape) > kMaxElements)
+      fail(fmt::format("tensor '{}': expected at most {} elements; inference gives {:.3g}",
+                       v.name(), kMaxElements, numel(shape)));
     t.shape = std::move(shape);
     t.known = true;
   }
@@ -528,6 +552,13 @@ class Importer {
       t.elem_type = init.data_type();
       t.dynamic = false;
       t.producers.clear();
+      for (std::int64_t d : t.shape)
+        if (d < 0 || d > kMaxDimension)
+          fail(fmt::format("initializer '{}': expected dimensions from 0 to {}; it has {}",
+                           init.name(), kMaxDimension, d));
+      if (numel(t.shape) > kMaxElements)
+        fail(fmt::format("initializer '{}': expected at most {} elements; it has {:.3g}",
+                         init.name(), kMaxElements, numel(t.shape)));
       const std::int64_t n = static_cast<std::int64_t>(numel(t.shape));
       if (!is_float(init.data_type())) continue;
       if (!file_dtype_) file_dtype_ = dtype_of(init.data_type());
@@ -800,7 +831,7 @@ class Importer {
           fail(fmt::format("node '{}' ({}): expected X, W and R of rank 3", n.name(), n.op_type()));
         const double dirs = static_cast<double>(ws[0]), rows = static_cast<double>(ws[1]);
         const double in = static_cast<double>(ws[2]), h = static_cast<double>(rs[2]);
-        const double tokens = per_sample(numel(xs) / static_cast<double>(xs[2]));
+        const double tokens = xs[2] > 0 ? per_sample(numel(xs) / static_cast<double>(xs[2])) : 0;
         op.kind = OpKind::matmul;
         op.flops = tokens * dirs * (2 * rows * (in + h) + 4 * rows);
         op.gemm = {static_cast<std::int64_t>(std::max(1.0, tokens)), ws[1] * ws[0], ws[2] + rs[2],
@@ -899,17 +930,18 @@ class Importer {
       fail(fmt::format("node '{}' (MatMul): expected inputs of rank 1 or more", n.name()));
     const std::int64_t k = as.back();
     const std::int64_t nn = bs.size() == 1 ? 1 : bs.back();
-    const double rows = numel(out_shape) / static_cast<double>(nn);  // every output row
+    // Every output row (none when the output is empty).
+    const double rows = nn > 0 ? numel(out_shape) / static_cast<double>(nn) : 0;
     const double per_sample_rows = per_sample(rows);
     op.flops = 2 * per_sample_rows * static_cast<double>(nn) * static_cast<double>(k);
-    if (!b.dynamic) {  // activation x weight: a linear layer
+    if (!b.dynamic || !a.dynamic) {  // activation x weight (either way round): a linear layer
       op.kind = OpKind::matmul;
       op.gemm = {static_cast<std::int64_t>(std::max(1.0, per_sample_rows)), nn, k, 1};
     } else {
       op.kind = OpKind::batched_matmul;
       op.attention_core = true;
       const std::int64_t m = as.size() == 1 ? 1 : as[as.size() - 2];
-      const double batches = per_sample(rows / static_cast<double>(m));
+      const double batches = m > 0 ? per_sample(rows / static_cast<double>(m)) : 0;
       op.gemm = {m, nn, k, static_cast<std::int64_t>(std::max(1.0, batches))};
     }
   }
@@ -944,18 +976,33 @@ class Importer {
     const std::int64_t groups = std::max<std::int64_t>(1, attr_int(n, "group", 1));
     double kernel = 1;
     for (std::size_t i = 2; i < ws.size(); ++i) kernel *= static_cast<double>(ws[i]);
-    // Conv: weight [out, in/g, k...]; ConvTranspose: [in, out/g, k...]. Each output element of
-    // a Conv takes (in/g)*k multiply-adds; a ConvTranspose spreads each input element likewise.
-    const std::int64_t out_ch = out_shape[1];
-    const double reduce = transposed ? static_cast<double>(ws[0]) / groups * kernel
-                                     : static_cast<double>(ws[1]) * kernel;
-    double spatial = 1;
-    for (std::size_t i = 2; i < out_shape.size(); ++i) spatial *= static_cast<double>(out_shape[i]);
     const double out_elems = per_sample(numel(out_shape));
+    auto spatial_of = [](const std::vector<std::int64_t>& shape) {
+      double sp = 1;
+      for (std::size_t i = 2; i < shape.size(); ++i) sp *= static_cast<double>(shape[i]);
+      return sp;
+    };
     op.kind = OpKind::conv2d;
-    op.flops = 2 * out_elems * reduce;
+    if (!transposed) {
+      // Weight [out, in/g, k...]: each output element takes (in/g)*k multiply-adds; per group a
+      // GEMM of [output pixels x (in/g)*k] by [(in/g)*k x out/g].
+      const double reduce = static_cast<double>(ws[1]) * kernel;
+      op.flops = 2 * out_elems * reduce;
+      op.gemm = {static_cast<std::int64_t>(spatial_of(out_shape)), out_shape[1] / groups,
+                 static_cast<std::int64_t>(reduce), groups};
+    } else {
+      // Weight [in, out/g, k...]: each input element spreads over (out/g)*k outputs.
+      if (!x || !x->known)
+        fail(
+            fmt::format("node '{}' (ConvTranspose): the shape of its input could not be "
+                        "inferred",
+                        n.name()));
+      const double spread = static_cast<double>(ws[1]) * kernel;
+      op.flops = 2 * per_sample(numel(x->shape)) * spread;
+      op.gemm = {static_cast<std::int64_t>(spatial_of(x->shape)), static_cast<std::int64_t>(spread),
+                 ws[0] / groups, groups};
+    }
     if (n.input_size() > 2 && !n.input(2).empty()) op.flops += out_elems;
-    op.gemm = {static_cast<std::int64_t>(spatial), out_ch, static_cast<std::int64_t>(reduce), 1};
   }
 
   // Layers from scope names; unscoped graphs get a layer per weighted op.
@@ -1068,10 +1115,15 @@ Result<OnnxModel> read_onnx_bytes(const std::string& bytes, const std::string& n
 }
 
 std::optional<Result<std::pair<std::string, OnnxOptions>>> parse_onnx_spec(std::string_view text) {
-  const std::size_t at = text.find(".onnx");
-  if (at == std::string_view::npos) return std::nullopt;
-  const std::size_t end = at + 5;
-  if (end != text.size() && text[end] != ':') return std::nullopt;
+  // The first ".onnx" that ends the path: at the end, or before the options' colon.
+  std::size_t end = std::string_view::npos;
+  for (std::size_t at = text.find(".onnx"); at != std::string_view::npos;
+       at = text.find(".onnx", at + 1))
+    if (at + 5 == text.size() || text[at + 5] == ':') {
+      end = at + 5;
+      break;
+    }
+  if (end == std::string_view::npos) return std::nullopt;
   std::pair<std::string, OnnxOptions> out{std::string(text.substr(0, end)), {}};
   OnnxOptions& o = out.second;
   std::string_view rest = end == text.size() ? std::string_view{} : text.substr(end + 1);

@@ -204,6 +204,18 @@ TEST_F(OnnxImport, RecurrentOpsAreCostedPerTokenAndDirection) {
   EXPECT_NEAR(m.forward_flops_per_sample(), lstm1 + lstm2 + gru + head, 0.001 * head);
 }
 
+TEST_F(OnnxImport, TransposedConvolutionsSpreadEachInputElement) {
+  // ConvTranspose2d(4, 2, 4, stride 2, groups 2) on [4, 8, 8]: weight [4, 1, 4, 4]; each of the
+  // 256 input elements spreads over 1 * 16 outputs (2 FLOPs each), plus the bias on the
+  // [2, 18, 18] output.
+  const Model m = load_or_fail(file("conv-transpose.onnx"));
+  ASSERT_EQ(m.ops.size(), 1u);
+  EXPECT_EQ(m.ops[0].kind, OpKind::conv2d);
+  EXPECT_DOUBLE_EQ(m.ops[0].flops, 2.0 * 256 * 16 + 2 * 18 * 18);
+  EXPECT_EQ(m.ops[0].gemm, (GemmShape{64, 16, 2, 2}));
+  EXPECT_EQ(m.parameters(), 4 * 1 * 16 + 2);
+}
+
 TEST_F(OnnxImport, ShapesComputedFromShapesAreFolded) {
   // 10 x 10 padded to 14 x 14 by pads made from the input's shape, then 196 tokens of 8
   // features into Linear(8, 4): shape inference alone cannot size the Pad and the Reshape.

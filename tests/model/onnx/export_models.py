@@ -162,6 +162,13 @@ def padded_windows(path):
     return m
 
 
+def conv_transpose(path):
+    """A grouped, strided transposed convolution: [1, 4, 8, 8] to [1, 2, 18, 18]."""
+    m = nn.ConvTranspose2d(4, 2, 4, stride=2, groups=2)
+    export(m, (torch.zeros(1, 4, 8, 8),), path, ["x"], train=False)
+    return m
+
+
 def conv_weight_rank(path):
     """A Conv whose weight has rank 3 on a rank-4 input: the checker passes it, and libonnx
     1.12's shape inference reads out of bounds on it."""
@@ -220,7 +227,7 @@ MODELS = {"resnet50.onnx": resnet50, "bert-base.onnx": bert_base, "gpt-block.onn
           "gpt-block-eval.onnx": gpt_block_eval, "block-dynamic-seq.onnx": block_dynamic_seq,
           "mlp-batch4.onnx": mlp_batch4, "custom-op.onnx": custom_op_model,
           "conv-weight-rank.onnx": conv_weight_rank, "recurrent.onnx": recurrent,
-          "padded-windows.onnx": padded_windows}
+          "padded-windows.onnx": padded_windows, "conv-transpose.onnx": conv_transpose}
 
 
 def main(out, names):
