@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../../src/cli/onnx_flags.h"
+#include "../model/onnx/exported_models.h"
 #include "run_command.h"
 
 namespace hetplan::cli {
@@ -21,32 +22,35 @@ using testing::source_path;
 class OnnxCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new fs::path(fs::temp_directory_path() /
-                        ("hetplan_onnx_cli_" + std::to_string(::getpid())));
-    fs::remove_all(*dir_);
-    fs::create_directories(*dir_);
-    const std::string cmd = "/usr/bin/python3 " + source_path("tests/model/onnx/export_models.py") +
-                            " " + dir_->string() +
-                            " mlp-batch4.onnx,custom-op.onnx,gpt-block.onnx >" +
-                            (*dir_ / "export.log").string() + " 2>&1";
-    status_ = std::system(cmd.c_str());
+    models_ = new hetplan::testing::ExportedModels(hetplan::testing::exported_onnx_models());
+    dir_ = new fs::path(models_->dir);
+    scratch_ = new fs::path(fs::temp_directory_path() /
+                            ("hetplan_onnx_cli_" + std::to_string(::getpid())));
+    fs::remove_all(*scratch_);
+    fs::create_directories(*scratch_);
   }
   static void TearDownTestSuite() {
-    fs::remove_all(*dir_);
+    fs::remove_all(*scratch_);
+    delete scratch_;
     delete dir_;
+    delete models_;
   }
-  void SetUp() override { ASSERT_EQ(status_, 0) << slurp((*dir_ / "export.log").string()); }
+  void SetUp() override { ASSERT_TRUE(models_->ok) << models_->log; }
+  // An exported file (shared: read only), and a path for what a test writes.
+  static std::string scratch(const std::string& name) { return (*scratch_ / name).string(); }
   static std::string file(const std::string& name) { return (*dir_ / name).string(); }
   static std::int64_t expected_parameters(const std::string& name) {
     std::ifstream in(*dir_ / "expected.json");
     return nlohmann::json::parse(in)[name]["trainable_initializer_elements"].get<std::int64_t>();
   }
 
+  static hetplan::testing::ExportedModels* models_;
   static fs::path* dir_;
-  static int status_;
+  static fs::path* scratch_;
 };
+hetplan::testing::ExportedModels* OnnxCli::models_ = nullptr;
 fs::path* OnnxCli::dir_ = nullptr;
-int OnnxCli::status_ = -1;
+fs::path* OnnxCli::scratch_ = nullptr;
 
 TEST_F(OnnxCli, ModelsJsonCountsTheTrainableInitializers) {
   for (const char* name : {"mlp-batch4.onnx", "gpt-block.onnx"}) {
@@ -67,7 +71,7 @@ TEST_F(OnnxCli, SimulateGivesATime) {
 }
 
 TEST_F(OnnxCli, APlanRecordsTheModelWithItsFlagsAndSimulatesFromIt) {
-  const std::string plan = file("plan.json");
+  const std::string plan = scratch("plan.json");
   // The runtime executes none of an ONNX model's plans: plan says so, and --any-form plans it
   // for simulate and export.
   auto refused = run_hetplan("plan --model " + file("mlp-batch4.onnx") +
@@ -86,13 +90,13 @@ TEST_F(OnnxCli, APlanRecordsTheModelWithItsFlagsAndSimulatesFromIt) {
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
   EXPECT_NE(sim.out.find("iteration"), std::string::npos);
   // Megatron-LM builds its own architectures: not an imported one. DeepSpeed runs the user's.
-  auto megatron = run_hetplan("export --to megatron --plan " + plan + " --out " + file("mg"));
+  auto megatron = run_hetplan("export --to megatron --plan " + plan + " --out " + scratch("mg"));
   EXPECT_EQ(megatron.exit_code, 2);
   EXPECT_NE(megatron.err.find("imported from ONNX"), std::string::npos) << megatron.err;
-  EXPECT_FALSE(fs::exists(file("mg")));
-  auto deepspeed = run_hetplan("export --to deepspeed --plan " + plan + " --out " + file("ds"));
+  EXPECT_FALSE(fs::exists(scratch("mg")));
+  auto deepspeed = run_hetplan("export --to deepspeed --plan " + plan + " --out " + scratch("ds"));
   EXPECT_EQ(deepspeed.exit_code, 0) << deepspeed.err;
-  EXPECT_TRUE(fs::exists(file("ds") + "/ds_config.json"));
+  EXPECT_TRUE(fs::exists(scratch("ds") + "/ds_config.json"));
 }
 
 TEST_F(OnnxCli, UnknownOpsAreRefusedUnlessAllowed) {
@@ -107,7 +111,7 @@ TEST_F(OnnxCli, UnknownOpsAreRefusedUnlessAllowed) {
 }
 
 TEST_F(OnnxCli, ACorruptFileIsOneErrorNamingIt) {
-  const std::string bad = file("corrupt.onnx");
+  const std::string bad = scratch("corrupt.onnx");
   const std::string bytes = slurp(file("gpt-block.onnx"));
   std::ofstream(bad, std::ios::binary) << bytes.substr(0, bytes.size() / 3);
   for (const std::string& cmd :

@@ -15,6 +15,7 @@
 
 #include "hetplan/model/zoo.h"
 #include "load_for_test.h"
+#include "onnx/exported_models.h"
 
 namespace hetplan::model {
 namespace {
@@ -25,25 +26,25 @@ using testing::load_or_fail;
 class OnnxImport : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new fs::path(fs::temp_directory_path() / ("hetplan_onnx_" + std::to_string(::getpid())));
-    fs::remove_all(*dir_);
-    fs::create_directories(*dir_);
-    const std::string cmd = std::string("/usr/bin/python3 ") + HETPLAN_SOURCE_DIR +
-                            "/tests/model/onnx/export_models.py " + dir_->string() + " >" +
-                            (*dir_ / "export.log").string() + " 2>&1";
-    export_status_ = std::system(cmd.c_str());
+    models_ = new hetplan::testing::ExportedModels(hetplan::testing::exported_onnx_models());
+    dir_ = new fs::path(models_->dir);
+    scratch_ =
+        new fs::path(fs::temp_directory_path() / ("hetplan_onnx_" + std::to_string(::getpid())));
+    fs::remove_all(*scratch_);
+    fs::create_directories(*scratch_);
     std::ifstream in(*dir_ / "expected.json");
-    if (in) expected_ = new nlohmann::json(nlohmann::json::parse(in));
+    if (models_->ok && in) expected_ = new nlohmann::json(nlohmann::json::parse(in));
   }
   static void TearDownTestSuite() {
-    fs::remove_all(*dir_);
+    fs::remove_all(*scratch_);
+    delete scratch_;
     delete dir_;
+    delete models_;
     delete expected_;
   }
   void SetUp() override {
     // Debian's python3-torch, python3-torchvision and python3-onnx (scripts/install-deps.sh).
-    ASSERT_EQ(export_status_, 0) << "exporting the test models failed; see the log:\n"
-                                 << slurp(*dir_ / "export.log");
+    ASSERT_TRUE(models_->ok) << "exporting the test models failed:\n" << models_->log;
     ASSERT_NE(expected_, nullptr);
   }
   static std::string slurp(const fs::path& p) {
@@ -61,13 +62,15 @@ class OnnxImport : public ::testing::Test {
     return f;
   }
 
-  static fs::path* dir_;
+  static hetplan::testing::ExportedModels* models_;
+  static fs::path* dir_;      // the exported files, shared: read only
+  static fs::path* scratch_;  // what a test writes
   static nlohmann::json* expected_;
-  static int export_status_;
 };
+hetplan::testing::ExportedModels* OnnxImport::models_ = nullptr;
 fs::path* OnnxImport::dir_ = nullptr;
+fs::path* OnnxImport::scratch_ = nullptr;
 nlohmann::json* OnnxImport::expected_ = nullptr;
-int OnnxImport::export_status_ = -1;
 
 TEST_F(OnnxImport, ParametersAreTheFilesTrainableInitializers) {
   for (const char* name : {"resnet50.onnx", "bert-base.onnx", "gpt-block.onnx",
@@ -271,14 +274,15 @@ TEST_F(OnnxImport, UnreadableFilesGiveOneErrorNamingTheFile) {
   const std::string good = file("mlp-batch4.onnx");
   const std::string bytes = slurp(good);
   auto write = [&](const std::string& name, const std::string& content) {
-    std::ofstream(file(name), std::ios::binary) << content;
-    return file(name);
+    const std::string path = (*scratch_ / name).string();
+    std::ofstream(path, std::ios::binary) << content;
+    return path;
   };
   const std::vector<std::pair<std::string, std::string>> cases = {
       {write("truncated.onnx", bytes.substr(0, bytes.size() / 2)), "truncated or corrupt"},
       {write("text.onnx", "this is not a protobuf\n"), "not one, or is truncated"},
       {write("empty.onnx", ""), "the file is empty"},
-      {file("missing.onnx"), "cannot open"},
+      {(*scratch_ / "missing.onnx").string(), "cannot open"},
       // Inference on it may crash in libonnx (it runs in a child process) or give a shape.
       {file("conv-weight-rank.onnx"), "rank"},
   };
