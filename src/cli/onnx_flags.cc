@@ -2,14 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "hetplan/model/onnx_import.h"
+
 namespace hetplan::cli {
 namespace {
 
-bool names_onnx(const std::string& s) {
-  for (std::size_t at = s.find(".onnx"); at != std::string::npos; at = s.find(".onnx", at + 1))
-    if (at + 5 == s.size() || s[at + 5] == ':') return true;
-  return false;
-}
+bool names_onnx(const std::string& s) { return model::parse_onnx_spec(s).has_value(); }
 
 }  // namespace
 

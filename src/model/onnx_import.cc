@@ -105,10 +105,7 @@ enum class Cost {
   conv,
   pool,
   global_pool,
-  batchnorm,
-  layernorm,
-  rmsnorm,
-  softmax,
+  normalize,  // a norm or a softmax: its own op kind, `flops` per output element
   dropout,
   gather,  // a table lookup when it reads an initializer, else a move
   loss,
@@ -118,6 +115,7 @@ enum class Cost {
 struct OpType {
   Cost cost;
   double flops = 0;
+  OpKind kind = OpKind::elementwise;  // Cost::normalize: which norm (or softmax)
 };
 
 const std::unordered_map<std::string, OpType>& op_types() {
@@ -193,15 +191,15 @@ const std::unordered_map<std::string, OpType>& op_types() {
     for (const char* s : {"MaxPool", "AveragePool", "LpPool"}) t[s] = {Cost::pool};
     for (const char* s : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"})
       t[s] = {Cost::global_pool};
-    t["BatchNormalization"] = {Cost::batchnorm};
-    t["InstanceNormalization"] = {Cost::batchnorm};
-    t["GroupNormalization"] = {Cost::batchnorm};
-    t["LayerNormalization"] = {Cost::layernorm};
-    t["SimplifiedLayerNormalization"] = {Cost::rmsnorm};
-    t["RMSNormalization"] = {Cost::rmsnorm};
-    t["LpNormalization"] = {Cost::layernorm};
-    t["Softmax"] = {Cost::softmax};
-    t["LogSoftmax"] = {Cost::softmax};
+    t["BatchNormalization"] = {Cost::normalize, kBatchNormFlops, OpKind::batchnorm};
+    t["InstanceNormalization"] = {Cost::normalize, kBatchNormFlops, OpKind::batchnorm};
+    t["GroupNormalization"] = {Cost::normalize, kBatchNormFlops, OpKind::batchnorm};
+    t["LayerNormalization"] = {Cost::normalize, kLayerNormFlops, OpKind::layernorm};
+    t["SimplifiedLayerNormalization"] = {Cost::normalize, kRmsNormFlops, OpKind::rmsnorm};
+    t["RMSNormalization"] = {Cost::normalize, kRmsNormFlops, OpKind::rmsnorm};
+    t["LpNormalization"] = {Cost::normalize, kLayerNormFlops, OpKind::layernorm};
+    t["Softmax"] = {Cost::normalize, kSoftmaxFlops, OpKind::softmax};
+    t["LogSoftmax"] = {Cost::normalize, kSoftmaxFlops, OpKind::softmax};
     t["Dropout"] = {Cost::dropout};
     t["Gather"] = {Cost::gather};
     t["SoftmaxCrossEntropyLoss"] = {Cost::loss};
@@ -211,7 +209,7 @@ const std::unordered_map<std::string, OpType>& op_types() {
     t["RNN"] = {Cost::recurrent, 1};
     t["LRN"] = {Cost::pointwise, 6};  // a window sum of squares, scale, power, divide
     t["Hardmax"] = {Cost::pointwise, 1};
-    t["MeanVarianceNormalization"] = {Cost::layernorm};
+    t["MeanVarianceNormalization"] = {Cost::normalize, kLayerNormFlops, OpKind::layernorm};
     for (const char* s : {"QuantizeLinear", "DequantizeLinear", "Bernoulli"})
       t[s] = {Cost::pointwise, 2};
     for (const char* s : {"GridSample", "RoiAlign", "MaxRoiPool", "MaxUnpool", "ReverseSequence"})
@@ -777,22 +775,10 @@ class Importer {
         op.kind = OpKind::pool;
         op.flops = x && x->known ? per_sample(numel(x->shape)) : out_elems;
         break;
-      case Cost::batchnorm:
-        op.kind = OpKind::batchnorm;
-        op.flops = kBatchNormFlops * out_elems;
-        break;
-      case Cost::layernorm:
-        op.kind = OpKind::layernorm;
-        op.flops = kLayerNormFlops * out_elems;
-        break;
-      case Cost::rmsnorm:
-        op.kind = OpKind::rmsnorm;
-        op.flops = kRmsNormFlops * out_elems;
-        break;
-      case Cost::softmax:
-        op.kind = OpKind::softmax;
-        op.flops = kSoftmaxFlops * out_elems;
-        op.attention_core = true;
+      case Cost::normalize:
+        op.kind = type.kind;
+        op.flops = type.flops * out_elems;
+        op.attention_core = type.kind == OpKind::softmax;
         break;
       case Cost::dropout: {
         op.kind = OpKind::elementwise;
