@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <set>
-
 #include "family_specs.h"
 #include "hetplan/model/graph_json.h"
 #include "hetplan/model/onnx_import.h"
@@ -55,10 +53,7 @@ Result<Model> load_model(std::string_view text, std::string_view source) {
     if (!*onnx) return make_error(std::string(source), "", onnx->error().message);
     auto r = read_onnx_file((*onnx)->first, (*onnx)->second);
     if (!r) return r.error();
-    // Once per process: a planner loads the same model more than once.
-    static std::set<std::string> warned;
-    for (const std::string& w : r->warnings)
-      if (warned.insert(w).second) fmt::print(stderr, "warning: {}\n", w);
+    for (const std::string& w : r->warnings) fmt::print(stderr, "warning: {}\n", w);
     r->model.name = std::string(t);
     return std::move(r->model);
   }
