@@ -24,10 +24,7 @@ class OnnxCli : public ::testing::Test {
   static void SetUpTestSuite() {
     models_ = new hetplan::testing::ExportedModels(hetplan::testing::exported_onnx_models());
     dir_ = new fs::path(models_->dir);
-    scratch_ = new fs::path(fs::temp_directory_path() /
-                            ("hetplan_onnx_cli_" + std::to_string(::getpid())));
-    fs::remove_all(*scratch_);
-    fs::create_directories(*scratch_);
+    scratch_ = new fs::path(hetplan::testing::fresh_scratch_dir("hetplan_onnx_cli_"));
   }
   static void TearDownTestSuite() {
     fs::remove_all(*scratch_);

@@ -28,10 +28,7 @@ class OnnxImport : public ::testing::Test {
   static void SetUpTestSuite() {
     models_ = new hetplan::testing::ExportedModels(hetplan::testing::exported_onnx_models());
     dir_ = new fs::path(models_->dir);
-    scratch_ =
-        new fs::path(fs::temp_directory_path() / ("hetplan_onnx_" + std::to_string(::getpid())));
-    fs::remove_all(*scratch_);
-    fs::create_directories(*scratch_);
+    scratch_ = new fs::path(hetplan::testing::fresh_scratch_dir("hetplan_onnx_"));
     std::ifstream in(*dir_ / "expected.json");
     if (models_->ok && in) expected_ = new nlohmann::json(nlohmann::json::parse(in));
   }

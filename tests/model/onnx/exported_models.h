@@ -56,4 +56,14 @@ inline ExportedModels exported_onnx_models() {
   return out;
 }
 
+// An empty directory of this process's own for the files a test writes (the exported ones are
+// shared, and read only).
+inline std::filesystem::path fresh_scratch_dir(const std::string& prefix) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / (prefix + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
 }  // namespace hetplan::testing
