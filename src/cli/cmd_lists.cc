@@ -95,16 +95,22 @@ Action add_devices_command(CLI::App& app) {
                        {"peak_fp32_flops", d.peak_fp32.value},
                        {"memory_bytes", d.memory.value},
                        {"memory_bandwidth_bytes_per_s", d.memory_bandwidth.value},
-                       {"source", d.source}});
+                       {"source", d.source},
+                       {"price_per_hour_usd", d.price_per_hour.value > 0
+                                                  ? nlohmann::ordered_json(d.price_per_hour.value)
+                                                  : nlohmann::ordered_json(nullptr)},
+                       {"price_source", d.price_source}});
       print_json(arr);
       return 0;
     }
-    fmt::print("{:<18} {:>14} {:>14} {:>12} {:>12}\n", "device", "fp16/bf16", "fp32", "memory",
-               "mem bw");
+    fmt::print("{:<18} {:>14} {:>14} {:>12} {:>12} {:>10}\n", "device", "fp16/bf16", "fp32",
+               "memory", "mem bw", "$/GPU-h");
     for (const auto& d : cluster::device_catalog())
-      fmt::print("{:<18} {:>14} {:>14} {:>12} {:>12}\n", d.name, format_flops_rate(d.peak_fp16),
-                 format_flops_rate(d.peak_fp32), format_bytes(d.memory),
-                 format_bandwidth(d.memory_bandwidth));
+      fmt::print("{:<18} {:>14} {:>14} {:>12} {:>12} {:>10}\n", d.name,
+                 format_flops_rate(d.peak_fp16), format_flops_rate(d.peak_fp32),
+                 format_bytes(d.memory), format_bandwidth(d.memory_bandwidth),
+                 d.price_per_hour.value > 0 ? fmt::format("{:.3g}", d.price_per_hour.value)
+                                            : std::string("-"));
     return 0;
   };
 }

@@ -1,6 +1,7 @@
 // hetplan plan: search for the fastest plan that fits, next to the three baselines.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "hetplan/model/zoo.h"
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/plan/renumber.h"
+#include "hetplan/search/rent.h"
 #include "hetplan/search/search.h"
 #include "hetplan/sim/simulate.h"
 #include "plan_args.h"
@@ -30,6 +32,9 @@ struct PlanArgs : SearchArgs {
   std::string calibration_file;
   bool dlcp = false;
   double allow_lossy_sync = 0;
+  // Renting (search/rent.h): a budget in USD per hour and a limit on the iteration time (0: none).
+  double budget_per_hour = 0;
+  double max_iteration_time = 0;
   // replan: the plan a run used, the devices it lost, and whether --model and --cluster were
   // given (otherwise the plan's own).
   bool replan = false;
@@ -61,6 +66,8 @@ void print_summary(const model::Model& m, const cluster::Cluster& c,
   fmt::print("model      {} ({:.3g}B parameters), global batch {}\n", m.name,
              static_cast<double>(m.parameters()) / 1e9, p.global_batch);
   fmt::print("cluster    {} ({} devices, {} used)\n", c.name, c.num_devices(), r.devices_used);
+  for (const auto& alias : c.type_aliases)
+    fmt::print("           '{}' is taken to be {}\n", alias.written, alias.canonical);
   fmt::print("planner    {} ({} plans simulated in {:.2f} s{})\n", res.planner, res.plans_simulated,
              res.search_time_s,
              res.timed_out ? ", stopped by the time limit: best found so far" : "");
@@ -96,6 +103,7 @@ void print_summary(const model::Model& m, const cluster::Cluster& c,
              r.fits ? "fits" : "DOES NOT FIT");
   if (const std::string samples = samples_by_device_type_text(p, c); !samples.empty())
     fmt::print("samples    {} (of {} per iteration)\n", samples, p.global_batch);
+  fmt::print("price      {}\n", price_text(c, r));
   if (res.plain_transport.ok)
     fmt::print(
         "gradients  {}; {:.2f}x over the same plan without (DLCP; simulated, `hetplan run` sends "
@@ -111,6 +119,92 @@ void print_summary(const model::Model& m, const cluster::Cluster& c,
     fmt::print("{:<18} {:>14.4g} {:>8} {:>9.2f}x\n", b.name, b.best.iteration_time_s,
                b.best.fits ? "yes" : "no", b.best.iteration_time_s / r.iteration_time.value);
   }
+}
+
+// What --objective cost (or a budget) chose, against the fastest plan, and every subset searched.
+void print_rent(const cluster::Cluster& c, const search::RentResult& rent, const PlanArgs& a,
+                std::int64_t global_batch) {
+  const auto& chosen = rent.subsets[rent.chosen];
+  const auto& fastest = rent.subsets[rent.fastest];
+  const double per_iter = chosen.per_iteration.value;
+  fmt::print(
+      "\nobjective  {}: {} on {} devices at ${:.2f} per hour: ${:.4g} per iteration, {:.4g} "
+      "samples per dollar\n",
+      a.objective, chosen.label, chosen.used.size(), chosen.price.value, per_iter,
+      per_iter > 0 ? static_cast<double>(global_batch) / per_iter : 0.0);
+  fmt::print(
+      "fastest    {:.4g} s per iteration, ${:.4g} per iteration, on {} ({} devices, ${:.2f} "
+      "per hour){}\n",
+      fastest.iteration_time_s, fastest.per_iteration.value, fastest.label, fastest.used.size(),
+      fastest.price.value, rent.fastest == rent.chosen ? ": the plan above" : "");
+  std::vector<int> unused;
+  for (int d = 0, k = 0; d < c.num_devices(); ++d) {
+    if (k < static_cast<int>(chosen.used.size()) && chosen.used[k] == d) {
+      ++k;
+      continue;
+    }
+    unused.push_back(d);
+  }
+  if (!unused.empty()) {
+    std::string why;
+    if (rent.chosen != rent.fastest && a.objective != "time")
+      why = fmt::format(
+          "{:.1f}% fewer dollars per iteration than the fastest plan, {:.2f}x its "
+          "iteration time",
+          100 * (1 - per_iter / fastest.per_iteration.value),
+          chosen.iteration_time_s / fastest.iteration_time_s);
+    else if (rent.chosen != rent.fastest)
+      why =
+          fmt::format("the fastest plan within the budget of ${:.2f} per hour", a.budget_per_hour);
+    else
+      why = "the fastest plan does not use them";
+    fmt::print("unused     {}: {}\n", search::subset_label(c, unused), why);
+  }
+  fmt::print("\n{:<48} {:>13} {:>9} {:>12}\n", "devices searched", "iteration (s)", "$/hour",
+             "$/iteration");
+  for (int i = 0; i < static_cast<int>(rent.subsets.size()); ++i) {
+    const auto& p = rent.subsets[i];
+    if (!p.fits) {
+      fmt::print("{:<48} {:>13} {:>9} {:>12}  {}\n", p.label, "-", "-", "-", p.note);
+      continue;
+    }
+    std::string mark = i == rent.chosen ? "chosen" : "";
+    if (i == rent.fastest) mark += mark.empty() ? "fastest" : ", fastest";
+    if (!p.note.empty()) mark += (mark.empty() ? "" : ", ") + p.note;
+    fmt::print("{:<48} {:>13.4g} {:>9.2f} {:>12.4g}  {}\n", p.label, p.iteration_time_s,
+               p.price.value, p.per_iteration.value, mark);
+  }
+}
+
+nlohmann::ordered_json rent_json(const search::RentResult& rent, const PlanArgs& a) {
+  nlohmann::ordered_json j;
+  j["objective"] = a.objective;
+  j["budget_per_hour_usd"] = a.budget_per_hour > 0 ? nlohmann::ordered_json(a.budget_per_hour)
+                                                   : nlohmann::ordered_json(nullptr);
+  j["max_iteration_time_s"] = a.max_iteration_time > 0
+                                  ? nlohmann::ordered_json(a.max_iteration_time)
+                                  : nlohmann::ordered_json(nullptr);
+  j["chosen"] = rent.chosen;
+  j["fastest"] = rent.fastest;
+  j["cheapest"] = rent.cheapest;
+  auto subsets = nlohmann::ordered_json::array();
+  for (const auto& p : rent.subsets) {
+    nlohmann::ordered_json s;
+    s["devices"] = p.label;
+    s["device_ids"] = p.devices;
+    s["searched"] = p.searched;
+    s["fits"] = p.fits;
+    if (p.fits) {
+      s["iteration_time_s"] = p.iteration_time_s;
+      s["used_device_ids"] = p.used;
+      s["usd_per_hour"] = p.price.value;
+      s["usd_per_iteration"] = p.per_iteration.value;
+    }
+    s["note"] = p.note;
+    subsets.push_back(s);
+  }
+  j["subsets"] = subsets;
+  return j;
 }
 
 int run_plan(PlanArgs a) {
@@ -162,13 +256,28 @@ int run_plan(PlanArgs a) {
     return report_error("--algo: expected one of " + search::algo_names() + ", got '" + a.algo +
                         "'");
   search::SearchOptions opts;
-  if (a.objective == "time") {
+  const bool by_price = a.objective == "cost" || a.objective == "throughput-per-dollar";
+  if (a.objective == "time" || by_price) {
     opts.objective = search::Objective::time;
   } else if (a.objective == "memory") {
     opts.objective = search::Objective::memory;
   } else {
-    return report_error("--objective: expected time|memory, got '" + a.objective + "'");
+    return report_error("--objective: expected time|memory|cost|throughput-per-dollar, got '" +
+                        a.objective + "'");
   }
+  if (!(a.budget_per_hour >= 0 && std::isfinite(a.budget_per_hour)))
+    return report_error(
+        fmt::format("--budget-per-hour: expected US dollars per hour, a number above 0, got {:g}",
+                    a.budget_per_hour));
+  if (!(a.max_iteration_time >= 0 && std::isfinite(a.max_iteration_time)))
+    return report_error(
+        fmt::format("--max-iteration-time: expected seconds, a number above 0, got {:g}",
+                    a.max_iteration_time));
+  const bool renting = by_price || a.budget_per_hour > 0 || a.max_iteration_time > 0;
+  if (renting && a.objective == "memory")
+    return report_error(
+        "--objective memory: --budget-per-hour and --max-iteration-time go with --objective "
+        "time, cost or throughput-per-dollar");
   if (auto bad = fill_search_options(a, opts); !bad.empty()) return report_error(bad);
   if (auto bad = set_runnable(a, *m, opts); !bad.empty()) return report_error(bad);
   if (auto bad =
@@ -185,7 +294,20 @@ int run_plan(PlanArgs a) {
   opts.dlcp = a.dlcp;
   opts.allow_lossy_sync = a.allow_lossy_sync;
   opts.sim.profile = profile;
-  auto res = search::find_plan(*m, *c, *algo, opts);
+  std::optional<search::RentResult> rent;
+  Result<search::SearchResult> res = Error{"no search ran"};
+  if (renting) {
+    search::RentOptions ro;
+    ro.objective = by_price ? search::RentObjective::cost : search::RentObjective::time;
+    ro.budget_per_hour = UsdPerHour(a.budget_per_hour);
+    ro.max_iteration_time = Seconds(a.max_iteration_time);
+    auto found = search::find_plan_to_rent(*m, *c, *algo, opts, ro);
+    if (!found) return report_error(found.error().message);
+    rent = std::move(*found);
+    res = rent->best;
+  } else {
+    res = search::find_plan(*m, *c, *algo, opts);
+  }
   if (!res && opts.executable && res.error().message.find("not executable: ") != std::string::npos)
     return report_error(res.error().message +
                         " (--any-form plans it for simulate and export all the same)");
@@ -217,7 +339,8 @@ int run_plan(PlanArgs a) {
   if (!a.report_file.empty()) {
     // The report plots the time/memory frontier too; if none is found it says so.
     auto front = search::find_frontier(*m, left.cluster, opts);
-    const int rc = write_plan_report(a.report_file, *m, *c, *res, *r, front ? &*front : nullptr);
+    const int rc = write_plan_report(a.report_file, *m, *c, *res, *r, front ? &*front : nullptr,
+                                     rent ? &*rent : nullptr);
     if (rc) return rc;
   }
   if (a.json) {
@@ -229,10 +352,12 @@ int run_plan(PlanArgs a) {
     j["baselines"] = baselines_json(*res);
     if (res->plain_transport.ok)
       j["plain_transport_iteration_time_s"] = res->plain_transport.iteration_time_s;
+    if (rent) j["rent"] = rent_json(*rent, a);
     j["plan"] = plan::to_json(res->best.plan);
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
   } else {
     print_summary(*m, *c, *res, *r);
+    if (rent) print_rent(*c, *rent, a, res->best.plan.global_batch);
   }
   return 0;
 }
@@ -263,8 +388,17 @@ Action add_plan_command(CLI::App& app) {
   add_planner_options(cmd, *args);
   cmd->add_option("--objective", args->objective,
                   "time: the fastest plan that fits; memory: the least peak memory for the "
-                  "capacity (the time/memory frontier joins the search), then the fastest")
+                  "capacity (the time/memory frontier joins the search), then the fastest; "
+                  "cost: the fewest US dollars per iteration, searching subsets of the devices "
+                  "(it may leave GPUs unrented); throughput-per-dollar: the most samples per "
+                  "dollar, the same plan as cost for a fixed global batch")
       ->capture_default_str();
+  cmd->add_option("--budget-per-hour", args->budget_per_hour,
+                  "US dollars per hour at most for the devices the plan uses (searches subsets "
+                  "of the devices; with --objective time, the fastest plan within it)");
+  cmd->add_option("--max-iteration-time", args->max_iteration_time,
+                  "Seconds per iteration at most (searches subsets of the devices; with "
+                  "--objective cost, the cheapest plan this fast)");
   cmd->add_flag("--dlcp", args->dlcp,
                 "Also try DLCP's gradient transport on the best plan (layer priorities, spraying "
                 "over equal routes) and keep it when faster; simulated: `hetplan run` sends "

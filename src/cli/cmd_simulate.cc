@@ -49,6 +49,8 @@ void print_summary(const model::Model& m, const cluster::Cluster& c, const plan:
   fmt::print("model      {} ({:.3g}B parameters)\n", m.name,
              static_cast<double>(m.parameters()) / 1e9);
   fmt::print("cluster    {} ({} devices, {} used)\n", c.name, c.num_devices(), r.devices_used);
+  for (const auto& alias : c.type_aliases)
+    fmt::print("           '{}' is taken to be {}\n", alias.written, alias.canonical);
   if (p.is_op_level())
     fmt::print("plan       {} | {}, global batch {}\n", p.planner, plan_label(p), p.global_batch);
   else
@@ -66,6 +68,7 @@ void print_summary(const model::Model& m, const cluster::Cluster& c, const plan:
              r.fits ? "fits" : "DOES NOT FIT");
   if (const std::string samples = samples_by_device_type_text(p, c); !samples.empty())
     fmt::print("samples    {} (of {} per iteration)\n", samples, p.global_batch);
+  fmt::print("price      {}\n", price_text(c, r));
   if (const std::string transport = gradient_transport_text(p, r); !transport.empty())
     fmt::print("gradients  {}\n", transport);
   fmt::print("\n{:<28} {:>10} {:>10} {:>10} {:>12} {:>12}\n", "lane", "compute", "comm", "idle",

@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <map>
 #include <string_view>
 #include <tuple>
@@ -807,6 +808,69 @@ void write_frontier(std::string& o, const ReportInput& in) {
   o += "</table>\n";
 }
 
+// ---- Time against money -----------------------------------------------------------------------
+
+void write_rent(std::string& o, const ReportInput& in) {
+  if (in.rent.empty()) return;
+  o += "<h2 id=\"rent\">Time against money</h2>\n";
+  o += "<p class=\"note\">The planner run on subsets of the cluster's devices. Each plan is priced "
+       "by the devices it uses: dollars per hour, times the iteration time, give dollars per "
+       "iteration.</p>\n";
+  LineChart chart;
+  chart.label = "iteration time against dollars per iteration";
+  chart.x_label = "iteration time (s)";
+  chart.y_label = "US dollars per iteration";
+  chart.y_from_zero = true;
+  ChartSeries all{"every subset that fits", {}, {}, false, true};
+  ChartSeries front{"frontier: no other is both faster and cheaper", {}, {}, true, false};
+  ChartSeries fastest{"fastest", {}, {}, false, true};
+  ChartSeries chosen{"chosen", {}, {}, false, true};
+  std::vector<const ReportRentPoint*> fit;
+  for (const auto& p : in.rent)
+    if (p.fits) fit.push_back(&p);
+  std::stable_sort(fit.begin(), fit.end(), [](const auto* a, const auto* b) {
+    return std::tie(a->iteration_time_s, a->usd_per_iteration) <
+           std::tie(b->iteration_time_s, b->usd_per_iteration);
+  });
+  double cheapest_so_far = std::numeric_limits<double>::infinity();
+  for (const auto* p : fit) {
+    all.x.push_back(p->iteration_time_s);
+    all.y.push_back(p->usd_per_iteration);
+    if (p->usd_per_iteration < cheapest_so_far) {
+      cheapest_so_far = p->usd_per_iteration;
+      front.x.push_back(p->iteration_time_s);
+      front.y.push_back(p->usd_per_iteration);
+    }
+    for (auto* s : {p->fastest ? &fastest : nullptr, p->chosen ? &chosen : nullptr})
+      if (s) {
+        s->x.push_back(p->iteration_time_s);
+        s->y.push_back(p->usd_per_iteration);
+      }
+  }
+  chart.series = {all, front, fastest, chosen};
+  o += line_chart_svg(chart);
+  o += "<table><tr><th>devices</th><th>iteration time</th><th>$ per hour</th><th>$ per "
+       "iteration</th><th></th></tr>\n";
+  for (const auto& p : in.rent) {
+    const std::string mark = p.chosen && p.fastest ? "chosen, fastest"
+                             : p.chosen            ? "chosen"
+                             : p.fastest           ? "fastest"
+                                                   : p.note;
+    if (!p.fits) {
+      o += fmt::format("<tr><td>{}</td><td colspan=\"3\"></td><td>{}</td></tr>\n",
+                       html_escape(p.label), html_escape(p.note));
+      continue;
+    }
+    o += fmt::format(
+        "<tr{}><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{:.2f}</td><td "
+        "class=\"n\">{:.4g}</td><td>{}</td></tr>\n",
+        p.chosen ? " class=\"hl\"" : "", html_escape(p.label),
+        html_escape(format_duration(Seconds(p.iteration_time_s))), p.usd_per_hour,
+        p.usd_per_iteration, html_escape(mark));
+  }
+  o += "</table>\n";
+}
+
 }  // namespace
 
 std::string report_html(const ReportInput& in) {
@@ -823,7 +887,9 @@ std::string report_html(const ReportInput& in) {
   o += "<nav><a href=\"#cluster\">Cluster</a><a href=\"#plan\">Plan</a><a href=\"#timeline\">"
        "Timeline</a><a href=\"#memory\">Memory</a>";
   if (!in.baselines.empty()) o += "<a href=\"#baselines\">Baselines</a>";
-  o += "<a href=\"#frontier\">Pareto frontier</a></nav>\n";
+  o += "<a href=\"#frontier\">Pareto frontier</a>";
+  if (!in.rent.empty()) o += "<a href=\"#rent\">Time against money</a>";
+  o += "</nav>\n";
   write_summary(o, in);
   write_cluster(o, in);
   write_plan(o, in);
@@ -831,6 +897,7 @@ std::string report_html(const ReportInput& in) {
   write_memory(o, in);
   write_baselines(o, in);
   write_frontier(o, in);
+  write_rent(o, in);
   o += "</body>\n</html>\n";
   return o;
 }

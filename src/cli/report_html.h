@@ -28,6 +28,17 @@ struct ReportFrontierPoint {
   bool chosen = false;  // the plan the report is about
 };
 
+// A subset of the cluster's devices priced by `plan --objective cost` (search/rent.h).
+struct ReportRentPoint {
+  std::string label;  // "8 x H100-SXM5-80GB + 4 x L4"
+  bool fits = false;  // a plan that fits was found (then the figures below are set)
+  double iteration_time_s = 0;
+  double usd_per_hour = 0;  // of the devices the plan uses
+  double usd_per_iteration = 0;
+  std::string note;  // why skipped or not fitting, or the limit it misses
+  bool chosen = false, fastest = false;
+};
+
 struct ReportInput {
   const model::Model& model;
   const cluster::Cluster& cluster;
@@ -39,6 +50,7 @@ struct ReportInput {
   bool timed_out = false;
   std::vector<ReportBaseline> baselines;      // may be empty (pareto reports)
   std::vector<ReportFrontierPoint> frontier;  // may be empty (then no plot, a note instead)
+  std::vector<ReportRentPoint> rent;          // empty: the plan was not chosen by price
 };
 
 // The whole HTML document.

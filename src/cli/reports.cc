@@ -53,8 +53,8 @@ std::vector<ReportFrontierPoint> frontier_points(const search::FrontierResult* f
 
 int write_plan_report(const std::string& file, const model::Model& m, const cluster::Cluster& c,
                       const search::SearchResult& res, const sim::SimResult& result,
-                      const search::FrontierResult* frontier) {
-  ReportInput in{m, c, res.best.plan, result, {}, {}, 0, false, {}, {}};
+                      const search::FrontierResult* frontier, const search::RentResult* rent) {
+  ReportInput in{m, c, res.best.plan, result, {}, {}, 0, false, {}, {}, {}};
   in.title = fmt::format("hetplan plan: {} on {}", m.name, c.name);
   in.planner = res.planner;
   in.search_time_s = res.search_time_s;
@@ -67,6 +67,12 @@ int write_plan_report(const std::string& file, const model::Model& m, const clus
     in.baselines.push_back(rb);
   }
   in.frontier = frontier_points(frontier, res.best.fingerprint);
+  if (rent)
+    for (int i = 0; i < static_cast<int>(rent->subsets.size()); ++i) {
+      const auto& p = rent->subsets[i];
+      in.rent.push_back({p.label, p.fits, p.iteration_time_s, p.price.value, p.per_iteration.value,
+                         p.note, i == rent->chosen, i == rent->fastest});
+    }
   return write_output_file(file, report_html(in)) ? 0 : 2;
 }
 
@@ -77,7 +83,7 @@ int write_pareto_report(const std::string& file, const model::Model& m, const cl
   opts.record_events = true;
   auto r = sim::simulate(m, c, best.plan, opts);
   if (!r) return report_error(r.error().message);
-  ReportInput in{m, c, best.plan, *r, {}, {}, 0, false, {}, {}};
+  ReportInput in{m, c, best.plan, *r, {}, {}, 0, false, {}, {}, {}};
   in.title = fmt::format("hetplan pareto: {} on {}", m.name, c.name);
   in.planner = "ft";
   in.search_time_s = res.search_time_s;

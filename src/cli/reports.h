@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "hetplan/search/rent.h"
 #include "hetplan/search/search.h"
 #include "hetplan/sim/simulate.h"
 
@@ -21,7 +22,8 @@ std::string gradient_transport_text(const plan::Plan& p, const sim::SimResult& r
 // `result` must have been simulated with events recorded.
 int write_plan_report(const std::string& file, const model::Model& m, const cluster::Cluster& c,
                       const search::SearchResult& res, const sim::SimResult& result,
-                      const search::FrontierResult* frontier);
+                      const search::FrontierResult* frontier,
+                      const search::RentResult* rent = nullptr);
 // The report of the frontier's fastest plan, with the whole frontier plotted.
 int write_pareto_report(const std::string& file, const model::Model& m, const cluster::Cluster& c,
                         const search::FrontierResult& res);

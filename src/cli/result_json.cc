@@ -5,6 +5,43 @@
 #include <algorithm>
 
 namespace hetplan::cli {
+namespace {
+
+// The hourly price of the devices a simulated plan uses, and the names of their types that have
+// none (then the sum is incomplete).
+struct PlanPrice {
+  UsdPerHour per_hour;
+  int devices = 0;
+  std::vector<std::string> unpriced;
+};
+
+PlanPrice plan_price(const cluster::Cluster& c, const sim::SimResult& r) {
+  PlanPrice out;
+  for (const auto& d : r.devices) {
+    if (d.lane < 0) continue;
+    const auto& t = c.type_of(d.device);
+    ++out.devices;
+    out.per_hour += t.price_per_hour;
+    if (t.price_source.empty() &&
+        std::find(out.unpriced.begin(), out.unpriced.end(), t.name) == out.unpriced.end())
+      out.unpriced.push_back(t.name);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string price_text(const cluster::Cluster& c, const sim::SimResult& r) {
+  const PlanPrice p = plan_price(c, r);
+  if (!p.unpriced.empty()) {
+    std::string names;
+    for (const auto& n : p.unpriced) names += (names.empty() ? "" : ", ") + n;
+    return fmt::format("unknown: no price for {} (the cluster file's `prices` can give one)",
+                       names);
+  }
+  return fmt::format("${:.4g} per iteration (${:.2f} per hour for {} devices)",
+                     (p.per_hour * r.iteration_time).value, p.per_hour.value, p.devices);
+}
 
 std::vector<TypeSamples> samples_by_device_type(const plan::Plan& p, const cluster::Cluster& c) {
   std::vector<TypeSamples> out;
@@ -55,6 +92,22 @@ nlohmann::ordered_json sim_result_json(const model::Model& m, const cluster::Clu
   j["mfu"] = r.mfu;
   j["model_flops_per_iteration"] = r.model_flops;
   j["devices_used"] = r.devices_used;
+  if (!c.type_aliases.empty()) {
+    auto aliases = nlohmann::ordered_json::object();
+    for (const auto& a : c.type_aliases) aliases[a.written] = a.canonical;
+    j["device_type_aliases"] = aliases;
+  }
+  {
+    const PlanPrice price = plan_price(c, r);
+    nlohmann::ordered_json pj;
+    pj["usd_per_hour"] = price.unpriced.empty() ? nlohmann::ordered_json(price.per_hour.value)
+                                                : nlohmann::ordered_json(nullptr);
+    pj["usd_per_iteration"] =
+        price.unpriced.empty() ? nlohmann::ordered_json((price.per_hour * r.iteration_time).value)
+                               : nlohmann::ordered_json(nullptr);
+    pj["unpriced_device_types"] = price.unpriced;
+    j["price"] = pj;
+  }
   if (!p.is_op_level()) {
     auto per_type = nlohmann::ordered_json::array();
     for (const auto& t : samples_by_device_type(p, c))

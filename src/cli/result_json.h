@@ -15,6 +15,10 @@ namespace hetplan::cli {
 nlohmann::ordered_json sim_result_json(const model::Model& m, const cluster::Cluster& c,
                                        const plan::Plan& p, const sim::SimResult& r);
 
+// What the devices a simulated plan uses cost to rent: "$0.0123 per iteration ($20.60 per hour for
+// 12 devices)", or which of their types have no price.
+std::string price_text(const cluster::Cluster& c, const sim::SimResult& r);
+
 // The samples of each global batch that one device type's devices in one stage process: each
 // replica's samples, shared among its devices' types by their tensor-parallel shares (so that a
 // stage's entries sum to the global batch). Stages in order, types in first-use order; empty for

@@ -102,7 +102,7 @@ std::string run_report_html(const RunReportInput& in) {
   o += "</table>\n<h2>Loss</h2>\n";
   LineChart losses{"loss per step", "step", "loss", {}, false};
   auto curve = [](const std::string& name, int first, const std::vector<double>& v) {
-    ChartSeries s{name, {}, v};
+    ChartSeries s{name, {}, v, true, false};
     for (std::size_t i = 0; i < v.size(); ++i) s.x.push_back(first + static_cast<double>(i));
     return s;
   };
@@ -121,7 +121,7 @@ std::string run_report_html(const RunReportInput& in) {
       return sum / static_cast<double>(i + 1 - lo);
     };
     for (const auto& c : in.compared) {
-      ChartSeries g{"against " + c.name, {}, {}};
+      ChartSeries g{"against " + c.name, {}, {}, true, false};
       for (std::size_t i = 0; i < r.losses.size(); ++i) {
         const long long k = static_cast<long long>(r.first_step) + static_cast<long long>(i) -
                             c.first_step;  // the other run's index of the same step

@@ -105,9 +105,14 @@ std::string line_chart_svg(const LineChart& chart) {
     for (std::size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
       if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
         path += fmt::format("{}{:.1f} {:.1f}", path.empty() ? "M" : "L", X(s.x[i]), Y(s.y[i]));
-    if (!path.empty())
+    if (!path.empty() && s.line)
       o += fmt::format("<path fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" d=\"{}\"/>\n",
                        colour, path);
+    if (s.markers)
+      for (std::size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
+        if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
+          o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", X(s.x[i]),
+                           Y(s.y[i]), colour);
     const double ly = kH + kLegend * static_cast<double>(k) + 6;
     o += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" "

@@ -20,6 +20,8 @@ std::string number_text(double v);
 struct ChartSeries {
   std::string name;
   std::vector<double> x, y;  // as many of each; non-finite points are left out
+  bool line = true;          // joined by a line (in the order given)
+  bool markers = false;      // a dot at each point
 };
 
 struct LineChart {

@@ -35,6 +35,49 @@ DeviceType make(std::string name, std::vector<std::string> aliases, std::string 
   return t;
 }
 
+// On-demand USD per GPU-hour, as gathered in docs/research/gpu-prices.md (which gives the URL,
+// date and derivation of each). Types with no sourced price (GTX-1080Ti, A100-PCIE-40GB, A30, the
+// emulation CPU) have none: price_per_hour stays 0 and a cost objective asks for one.
+struct Price {
+  const char* type;
+  double usd_per_hour;
+  const char* source;
+};
+constexpr Price kPrices[] = {
+    {"P100-PCIE-16GB", 2.07, "Azure NC6s v2 list price (1x P100), undated"},
+    {"V100-SXM2-16GB", 3.06, "AWS p3.16xlarge on-demand us-east-1, $24.48/h / 8"},
+    {"V100-SXM2-32GB", 3.90, "AWS p3dn.24xlarge on-demand us-east-1, $31.218/h / 8"},
+    {"V100-PCIE-16GB", 3.06, "Azure NC6s v3 list price (1x V100 PCIe)"},
+    {"A100-SXM4-40GB", 2.74,
+     "AWS p4d.24xlarge on-demand us-east-1, $21.96/h / 8, retrieved 2026-11-09"},
+    {"A100-SXM4-80GB", 3.43,
+     "AWS p4de.24xlarge on-demand us-east-1, $27.45/h / 8, retrieved 2026-11-09"},
+    {"A100-PCIE-80GB", 3.67,
+     "Azure NC24ads A100 v4 eastus (1x A100 PCIe 80GB), retrieved 2026-11-09"},
+    {"H100-SXM5-80GB", 6.88,
+     "AWS p5.48xlarge on-demand us-east-1, $55.04/h / 8, retrieved 2026-11-09"},
+    {"H100-PCIE-80GB", 3.29, "Lambda 1x H100 PCIe, read 2026-09-20"},
+    {"H200-SXM-141GB", 7.91, "AWS p5en.48xlarge on-demand us-east-1, $63.30/h / 8, Aug 2026"},
+    {"GH200", 2.29, "Lambda 1x GH200 96GB, read 2026-09-20"},
+    {"A10", 1.29, "Lambda 1x A10, read 2026-09-20"},
+    {"T4", 0.526, "AWS g4dn.xlarge on-demand (1x T4), 2025"},
+    {"L4", 0.805, "AWS g6.xlarge on-demand us-east-1 (1x L4), 2026"},
+    {"L40S", 1.861, "AWS g6e.xlarge on-demand us-east-1 (1x L40S), 2026"},
+    {"RTX-3090", 0.16, "Akash Network GPU price list, starting price, read 2026-09-20"},
+    {"RTX-4090", 0.34, "RunPod Community Cloud, checked 2026-09-25"},
+    {"MI250X", 1.35, "Runcrate on-demand via gpu.blog (low confidence), undated"},
+    {"MI300X", 2.59, "DigitalOcean gpu-mi300x1-192gb list price, collected 2026-10-07"},
+};
+
+void set_prices(std::vector<DeviceType>& catalog) {
+  for (const Price& p : kPrices)
+    for (DeviceType& t : catalog)
+      if (t.name == p.type) {
+        t.price_per_hour = UsdPerHour(p.usd_per_hour);
+        t.price_source = p.source;
+      }
+}
+
 std::vector<DeviceType> build_catalog() {
   const std::string ref = "shared/reference/hardware.md; ";
   return {
@@ -103,7 +146,11 @@ std::vector<DeviceType> build_catalog() {
 }  // namespace
 
 const std::vector<DeviceType>& device_catalog() {
-  static const std::vector<DeviceType> catalog = build_catalog();
+  static const std::vector<DeviceType> catalog = [] {
+    auto types = build_catalog();
+    set_prices(types);
+    return types;
+  }();
   return catalog;
 }
 

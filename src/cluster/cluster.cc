@@ -83,6 +83,12 @@ int Cluster::group_of(int device) const {
   return -1;
 }
 
+UsdPerHour Cluster::price_per_hour() const {
+  UsdPerHour sum;
+  for (const Device& d : devices) sum += device_types[d.type].price_per_hour;
+  return sum;
+}
+
 std::vector<int> Cluster::route(int a, int b) const { return equal_route(a, b, 0); }
 
 int Cluster::num_equal_routes(int a, int b) const {

@@ -12,16 +12,20 @@ namespace hetplan::cluster::detail {
 
 // Device types a file may name: its own `device_types` (which take precedence, so a file can
 // correct a catalog figure) and then the catalog.
+// The file's `prices` (USD per GPU-hour by type name) override both.
 struct TypeTable {
   std::vector<DeviceType> custom;
+  std::vector<std::pair<std::string, UsdPerHour>> prices;  // canonical name, price
   // Throws InputError at `field` when `name` is neither custom nor in the catalog.
   DeviceType resolve(const std::string& name, const std::string& field) const;
 };
 
-TypeTable read_device_types(const YAML::Node& doc);  // reads doc["device_types"]
+// Reads doc["device_types"], then doc["prices"].
+TypeTable read_device_types(const YAML::Node& doc);
 
-// Index of `t` in c.device_types, appending it on first use.
-int intern_type(Cluster& c, const DeviceType& t);
+// Index of `t` in c.device_types, appending it on first use; `written` is the name the file gave
+// it, recorded in c.type_aliases when it is an alias.
+int intern_type(Cluster& c, const DeviceType& t, const std::string& written);
 int add_vertex(Cluster& c, VertexKind kind, std::string name);
 int add_link(Cluster& c, int from, int to, BytesPerSecond bandwidth, Seconds latency);
 // Fills c.out_links from c.links (ascending link ids per vertex).

@@ -38,9 +38,9 @@ Cluster parse(std::string_view text, const std::string& source) {
   check_unique_keys(doc, "");
   if (!doc.IsMap())
     throw InputError("document", "expected a mapping with 'version: 1' and 'nodes' (or 'devices')");
-  check_map(
-      doc, "",
-      {"version", "name", "nodes", "network", "device_types", "devices", "switches", "links"});
+  check_map(doc, "",
+            {"version", "name", "nodes", "network", "device_types", "prices", "devices", "switches",
+             "links"});
   check_version(doc);
   const TypeTable types = read_device_types(doc);
   const bool groups = has(doc, "nodes"), explicit_form = has(doc, "devices");

@@ -88,7 +88,8 @@ Cluster build_explicit(const YAML::Node& doc, const TypeTable& types) {
     dev.name = read_string(d, "name", path);
     if (vertex_of.count(dev.name))
       throw InputError(child_path(path, "name"), fmt::format("duplicate name '{}' (expected unique names)", dev.name));
-    dev.type = intern_type(c, types.resolve(read_string(d, "device", path), child_path(path, "device")));
+    const std::string written = read_string(d, "device", path);
+    dev.type = intern_type(c, types.resolve(written, child_path(path, "device")), written);
     const std::string node_name = read_string_or(d, "node", path, dev.name);
     auto [it, added] = node_of.try_emplace(node_name, static_cast<int>(c.nodes.size()));
     if (added) {

@@ -55,6 +55,7 @@ using namespace hetplan::literals;
 struct GroupSpec {
   NodeGroup group;
   DeviceType type;
+  std::string written;  // the type's name as the file gave it
 };
 
 // The `network` mapping, validated.
@@ -78,6 +79,7 @@ GroupSpec read_group(const YAML::Node& n, const std::string& path, const TypeTab
   NodeGroup& g = spec.group;
   const std::string device = read_string(n, "device", path);
   spec.type = types.resolve(device, child_path(path, "device"));
+  spec.written = device;
   std::string dflt;
   for (char ch : spec.type.name) dflt += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   g.name = read_string_or(n, "group", path, dflt);
@@ -284,7 +286,7 @@ Cluster build_node_groups(const YAML::Node& doc, const TypeTable& types) {
   c.vertices.reserve(n + 1);
   for (const GroupSpec& s : specs) {
     NodeGroup g = s.group;
-    g.device_type = intern_type(c, s.type);
+    g.device_type = intern_type(c, s.type, s.written);
     for (int j = 0; j < g.count; ++j) {
       Node node;
       node.id = static_cast<int>(c.nodes.size());

@@ -149,6 +149,14 @@ bool read_bool_or(const YAML::Node& map, std::string_view key, std::string_view 
   throw InputError(child_path(path, key), fmt::format("expected true or false, got {}", show(s)));
 }
 
+UsdPerHour read_price(const YAML::Node& map, std::string_view key, std::string_view path) {
+  const double v = read_number_or(map, key, path, -1);
+  if (!(v >= 0 && v <= 1000))
+    throw InputError(child_path(path, key),
+                     "expected US dollars per GPU-hour, a number in [0, 1000] (e.g. 1.99)");
+  return UsdPerHour(v);
+}
+
 double read_background_load(const YAML::Node& map, std::string_view path) {
   const double load = read_number_or(map, "background_load", path, 0.0);
   if (!(load >= 0 && load <= kMaxBackgroundLoad))

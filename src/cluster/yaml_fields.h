@@ -47,6 +47,9 @@ double read_number_or(const YAML::Node& map, std::string_view key, std::string_v
                       double dflt);
 bool read_bool_or(const YAML::Node& map, std::string_view key, std::string_view path, bool dflt);
 
+// map[key]: a price in US dollars per GPU-hour, a number in [0, 1000] ("1.99"; 0 for free).
+UsdPerHour read_price(const YAML::Node& map, std::string_view key, std::string_view path);
+
 // map["background_load"]: the fraction of a link's bandwidth taken by cross traffic, in
 // [0, kMaxBackgroundLoad]; 0 when absent.
 double read_background_load(const YAML::Node& map, std::string_view path);

@@ -67,7 +67,8 @@ class ReportHtml : public ::testing::Test {
          {"megatron", std::nullopt, false}},
         {{0.8 * t, 1.4 * mem, "pp=1 tp=2 recompute=none zero=0", false},
          {t, mem, "pp=2 tp=2 recompute=none zero=0", true},
-         {1.3 * t, 0.7 * mem, "pp=2 tp=2 recompute=full <script>alert(1)</script>", false}}};
+         {1.3 * t, 0.7 * mem, "pp=2 tp=2 recompute=full <script>alert(1)</script>", false}},
+        {}};
   }
 
   static inline std::unique_ptr<model::Model> model_;
@@ -157,8 +158,8 @@ TEST_F(ReportHtml, CapsTheTimelineOfLargePlans) {
     }
   }
   auto in = input();
-  ReportInput big{in.model,         in.cluster,   in.plan,      r,          in.title, in.planner,
-                  in.search_time_s, in.timed_out, in.baselines, in.frontier};
+  ReportInput big{in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
+                  in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
   const std::string html = report_html(big);
   EXPECT_TRUE(contains(html, "Showing 64 of 200 lanes"));
   EXPECT_EQ(count(html, "<title>synthetic lane "), 64);
@@ -193,8 +194,8 @@ TEST_F(ReportHtml, FlagsDevicesThatDoNotFit) {
   r.devices[r.lanes.front().devices.front()].fits = false;
   r.fits = false;
   auto in = input();
-  ReportInput bad{in.model,         in.cluster,   in.plan,      r,          in.title, in.planner,
-                  in.search_time_s, in.timed_out, in.baselines, in.frontier};
+  ReportInput bad{in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
+                  in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
   const std::string html = report_html(bad);
   EXPECT_TRUE(contains(html, "DOES NOT FIT"));
   EXPECT_FALSE(contains(report_html(in), "DOES NOT FIT"));
@@ -204,9 +205,9 @@ TEST_F(ReportHtml, NotesMissingEvents) {
   sim::SimResult r = *result_;
   r.events.clear();
   auto in = input();
-  ReportInput no_events{in.model,     in.cluster, in.plan,          r,
-                        in.title,     in.planner, in.search_time_s, in.timed_out,
-                        in.baselines, in.frontier};
+  ReportInput no_events{
+      in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
+      in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
   const std::string html = report_html(no_events);
   EXPECT_TRUE(contains(html, "No task records"));
   EXPECT_FALSE(contains(html, "<svg class=\"tl\""));

@@ -22,8 +22,8 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 TEST(LineChart, OnePathAndOneLegendEntryPerSeries) {
   LineChart c{"loss <per> step", "step", "loss", {}, false};
-  c.series.push_back({"a & b", {0, 1, 2}, {3, 2, 1}});
-  c.series.push_back({"c", {0, 1}, {2.5, std::nan("")}});  // the NaN is left out
+  c.series.push_back({"a & b", {0, 1, 2}, {3, 2, 1}, true, false});
+  c.series.push_back({"c", {0, 1}, {2.5, std::nan("")}, true, false});  // the NaN is left out
   const std::string svg = line_chart_svg(c);
   EXPECT_EQ(count(svg, "<path "), 2u);
   EXPECT_NE(svg.find("d=\"M"), std::string::npos);
@@ -31,8 +31,16 @@ TEST(LineChart, OnePathAndOneLegendEntryPerSeries) {
   EXPECT_NE(svg.find("aria-label=\"loss &lt;per&gt; step\""), std::string::npos);
   EXPECT_EQ(svg.find("nan"), std::string::npos);
   // Nothing finite: a note, no SVG.
-  LineChart empty{"nothing", "x", "y", {{"s", {0}, {std::nan("")}}}, false};
+  LineChart empty{"nothing", "x", "y", {{"s", {0}, {std::nan("")}, true, false}}, false};
   EXPECT_EQ(line_chart_svg(empty).rfind("<p class=\"note\">No data for nothing.</p>", 0), 0u);
+}
+
+TEST(LineChart, MarkersWithoutALine) {
+  LineChart c{"points", "x", "y", {}, false};
+  c.series.push_back({"dots", {0, 1, 2}, {3, std::nan(""), 1}, false, true});
+  const std::string svg = line_chart_svg(c);
+  EXPECT_EQ(count(svg, "<path "), 0u);
+  EXPECT_EQ(count(svg, "<circle "), 2u);  // the NaN is left out
 }
 
 TEST(LineChart, AxisStepsAreOneTwoOrFiveTimesAPowerOfTen) {

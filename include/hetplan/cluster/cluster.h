@@ -99,9 +99,18 @@ struct Link {
   auto operator<=>(const Link&) const = default;
 };
 
+// A device type the cluster file named by an alias ("a100" for A100-SXM4-80GB), so that output
+// can say which part the name was taken to mean.
+struct TypeAlias {
+  std::string written;    // as the file wrote it
+  std::string canonical;  // the catalog (or device_types) name it resolved to
+  auto operator<=>(const TypeAlias&) const = default;
+};
+
 struct Cluster {
   std::string name;
   std::vector<DeviceType> device_types;  // only the types in use, in first-use order
+  std::vector<TypeAlias> type_aliases;   // each alias the file used, once, in first-use order
   std::vector<Device> devices;
   std::vector<Node> nodes;
   std::vector<Vertex> vertices;  // devices first (vertex i == device i), then the rest
@@ -119,6 +128,8 @@ struct Cluster {
 
   int num_devices() const { return static_cast<int>(devices.size()); }
   const DeviceType& type_of(int device) const { return device_types[devices[device].type]; }
+  // What the devices cost to rent per hour: the sum of their types' prices (0 for unknown ones).
+  UsdPerHour price_per_hour() const;
   bool same_node(int a, int b) const { return devices[a].node == devices[b].node; }
   // Index into groups of the node group device d's node belongs to; -1 in the explicit form.
   int group_of(int device) const;

@@ -22,6 +22,10 @@ struct DeviceType {
   Bytes memory;                      // usable device memory
   BytesPerSecond memory_bandwidth;
   std::string source;                // where the figures come from
+  // On-demand rental price per GPU-hour; 0 where none is known. The catalog's figures and their
+  // sources are in docs/research/gpu-prices.md; a cluster file's `prices` overrides them.
+  UsdPerHour price_per_hour;
+  std::string price_source;  // where the price comes from ("" when unknown)
 
   // Peak for a compute dtype: bf16/fp16 -> peak_fp16 (falling back to fp32 when 0), fp32 -> fp32.
   FlopsPerSecond peak(model::DType t) const;

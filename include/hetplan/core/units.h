@@ -43,12 +43,17 @@ struct BytesTag {};
 struct FlopsTag {};
 struct BytesPerSecondTag {};
 struct FlopsPerSecondTag {};
+struct UsdTag {};
+struct UsdPerHourTag {};
 
 using Seconds = Quantity<SecondsTag>;
 using Bytes = Quantity<BytesTag>;
 using Flops = Quantity<FlopsTag>;
 using BytesPerSecond = Quantity<BytesPerSecondTag>;
 using FlopsPerSecond = Quantity<FlopsPerSecondTag>;
+// Money, for rental prices: US dollars, and US dollars per hour of use.
+using Usd = Quantity<UsdTag>;
+using UsdPerHour = Quantity<UsdPerHourTag>;
 
 constexpr Seconds operator/(Bytes b, BytesPerSecond r) { return Seconds(b.value / r.value); }
 constexpr Seconds operator/(Flops f, FlopsPerSecond r) { return Seconds(f.value / r.value); }
@@ -56,6 +61,7 @@ constexpr Bytes operator*(BytesPerSecond r, Seconds t) { return Bytes(r.value * 
 constexpr Flops operator*(FlopsPerSecond r, Seconds t) { return Flops(r.value * t.value); }
 constexpr FlopsPerSecond operator/(Flops f, Seconds t) { return FlopsPerSecond(f.value / t.value); }
 constexpr BytesPerSecond operator/(Bytes b, Seconds t) { return BytesPerSecond(b.value / t.value); }
+constexpr Usd operator*(UsdPerHour p, Seconds t) { return Usd(p.value * t.value / 3600.0); }
 
 template <class Tag>
 constexpr Quantity<Tag> max(Quantity<Tag> a, Quantity<Tag> b) {
