@@ -34,6 +34,9 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
       ->check(writable_output);
   cmd->add_flag("--json", a.json, "Print one JSON object instead of the summary");
   cmd->add_flag("--verbose,-v", a.verbose, "Show search progress on stderr");
+  cmd->add_flag("--one-type-per-stage", a.one_type_per_stage,
+                "Pipeline stages of one device group each (the planner otherwise also tries "
+                "stages that span device types, batch shares by speed)");
   auto* runnable = cmd->add_flag(
       "--runnable", a.runnable,
       "Choose only plans that `hetplan run` executes (the default; the runtime's own check)");
@@ -52,6 +55,7 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
   opts.global_batch = a.global_batch;
   opts.time_limit_s = a.time_limit_s;
   opts.threads = a.threads;
+  opts.mixed_stages = !a.one_type_per_stage;
   if (a.verbose || isatty(fileno(stderr)))
     opts.progress = [](const std::string& line) {
       std::fprintf(stderr, "hetplan: %s\n", line.c_str());

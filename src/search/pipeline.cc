@@ -11,10 +11,16 @@
 // stages' passes (tracked as the pair (max, sum) per state). Slow groups thus get fewer layers,
 // so stages finish together. Recompute modes are tried cheapest first (see
 // try_shape). The best plans by estimate are simulated.
+//
+// Mixed shapes (SearchOptions::mixed_stages) turn this sideways, as Sailor does: each chosen group
+// is cut into the same S parts and stage s holds part s of every group, its replicas' batch shares
+// proportional to their peak FLOP/s (whole samples per micro-batch). The same DP places the layers,
+// a stage's time per layer being its slowest kind of replica's and its memory limit every kind's.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -34,9 +40,14 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t kFrontierCells = 12;  // per DP state, the most (time, memory) points kept
 
 struct StageResources {
-  int group = 0;
+  // Stages of one kind cost alike and share cost tables: a group's index, or for a stage that
+  // spans groups, an id of its composition (groups, stages per group, tp) above the groups'.
+  int kind = 0;
   int tp = 1;
-  std::vector<plan::Replica> replicas;  // even batch shares
+  std::vector<plan::Replica> replicas;  // with their batch shares
+  // A stage spanning groups: the first replica of each group in it (one of each kind of
+  // replica); empty for a stage of one group, whose replicas are all alike with even shares.
+  std::vector<std::size_t> representatives;
 };
 
 struct GroupCut {
@@ -103,6 +114,7 @@ class PipelinePlanner {
         L_(static_cast<int>(ctx.model.layers.size())),
         no_comm_(L_, 0.0),
         pool_(ctx, "pipeline"),
+        mixed_pool_(ctx, "pipeline"),
         frontier_(frontier) {}
 
   // ZeRO stages 0 and 1 first; 2 and 3 (gradients, then parameters sharded too) in a second pass
@@ -115,7 +127,7 @@ class PipelinePlanner {
       zeros_ = {2, 3};
       shapes();
     }
-    PlannerOutput out = pool_.finish();
+    PlannerOutput out = finish();
     if (!frontier_ && out.estimated == 0 && !ctx_.deadline.expired())
       out.best.error =
           divisible_
@@ -130,6 +142,24 @@ class PipelinePlanner {
   }
 
  private:
+  // Each pool's best simulated; plans spanning types are ranked apart from the others, so that
+  // estimates of theirs cannot push a one-type plan out: the planner with mixed stages is never
+  // slower than without (barring the deadline).
+  PlannerOutput finish() {
+    PlannerOutput out = pool_.finish();
+    PlannerOutput mixed = mixed_pool_.finish();
+    out.estimated += mixed.estimated;
+    out.timed_out = out.timed_out || mixed.timed_out;
+    if (mixed.best.ok && (!out.best.ok || better(mixed.best, out.best, ctx_.options.objective)))
+      out.best = mixed.best;
+    out.simulated.insert(out.simulated.end(), mixed.simulated.begin(), mixed.simulated.end());
+    std::stable_sort(out.simulated.begin(), out.simulated.end(),
+                     [&](const Evaluation& a, const Evaluation& b) {
+                       return better(a, b, ctx_.options.objective);
+                     });
+    return out;
+  }
+
   void shapes() {
     const int max_stages = std::min({L_, block_count(ctx_.model) + 2, 32});
     for (const auto& order : group_orders(ctx_.cluster, groups_, ctx_.model.dtype)) {
@@ -147,6 +177,102 @@ class PipelinePlanner {
       };
       if (!rec(0, 0)) break;
     }
+    if (ctx_.options.mixed_stages) mixed_shapes(max_stages);
+  }
+
+  // Shapes whose stages span device groups (as Sailor allows): each chosen group cut into S equal
+  // parts, stage s made of part s of every group, its replicas' batch shares proportional to
+  // their peak FLOP/s. Every set of two or more groups (all groups when there are more than
+  // four), one tensor-parallel degree for the whole stage.
+  void mixed_shapes(int max_stages) {
+    const int k = static_cast<int>(groups_.size());
+    if (k < 2) return;
+    std::vector<std::vector<int>> sets;
+    if (k <= 4) {
+      for (int mask = 1; mask < (1 << k); ++mask) {
+        if (std::popcount(static_cast<unsigned>(mask)) < 2) continue;
+        std::vector<int> set;
+        for (int g = 0; g < k; ++g)
+          if (mask & (1 << g)) set.push_back(g);
+        sets.push_back(std::move(set));
+      }
+    } else {
+      sets.emplace_back(k);
+      std::iota(sets.back().begin(), sets.back().end(), 0);
+    }
+    for (const auto& set : sets)
+      for (int S = 1; S <= max_stages; ++S)
+        for (int tp : {1, 2, 4, 8}) {
+          bool ok = true;
+          for (int g : set) {
+            const auto cuts = group_cuts(groups_[g], max_stages);
+            ok = ok && std::any_of(cuts.begin(), cuts.end(),
+                                   [&](const GroupCut& c) { return c.stages == S && c.tp == tp; });
+          }
+          if (ok && !try_mixed_shape(set, S, tp)) return;
+        }
+  }
+
+  // False once the deadline has passed.
+  bool try_mixed_shape(const std::vector<int>& set, int S, int tp) {
+    if (S > L_) return true;
+    const std::vector<int> composition = [&] {
+      std::vector<int> key{S, tp};
+      key.insert(key.end(), set.begin(), set.end());
+      return key;
+    }();
+    auto [kind_it, added] = mixed_kinds_.try_emplace(
+        composition, static_cast<int>(groups_.size() + mixed_kinds_.size()));
+    std::vector<StageResources> stages(S);
+    for (int s = 0; s < S; ++s) {
+      stages[s].kind = kind_it->second;
+      stages[s].tp = tp;
+    }
+    for (int g : set) {
+      const auto devices = groups_[g].devices();
+      const std::size_t chunk = devices.size() / S;
+      for (int s = 0; s < S; ++s) {
+        std::vector<int> part(devices.begin() + s * chunk, devices.begin() + (s + 1) * chunk);
+        auto replicas = tp_replicas(ctx_.cluster, part, tp);
+        if (replicas.empty()) return true;
+        stages[s].representatives.push_back(stages[s].replicas.size());
+        stages[s].replicas.insert(stages[s].replicas.end(), replicas.begin(), replicas.end());
+      }
+    }
+    const std::size_t dp = stages.front().replicas.size();
+    std::vector<double> weights;
+    for (const auto& r : stages.front().replicas) {
+      double peak = 0;
+      for (int d : r.devices) peak += device_peak(ctx_.cluster, d, ctx_.model.dtype);
+      weights.push_back(peak);
+    }
+    const std::int64_t B = ctx_.options.global_batch;
+    std::vector<int> tried;
+    for (int u : {1, 2, 4, 8}) {
+      // The most micro-batches that give each a whole number of samples, about u per replica.
+      int m = static_cast<int>(B / (static_cast<std::int64_t>(u) * static_cast<std::int64_t>(dp)));
+      while (m > 0 && B % m) --m;
+      if (m < 1 || (S > 1 && m < S)) continue;
+      if (std::find(tried.begin(), tried.end(), m) != tried.end()) continue;
+      tried.push_back(m);
+      divisible_ = true;
+      // Every replica keeps at least one sample per micro-batch: each kind must be represented.
+      const auto samples = proportional_split(weights, B / m);
+      if (std::find(samples.begin(), samples.end(), 0) != samples.end()) continue;
+      for (auto& st : stages)
+        for (std::size_t r = 0; r < dp; ++r)
+          st.replicas[r].batch_share = static_cast<double>(samples[r]) / static_cast<double>(B / m);
+      for (auto rc : recompute_modes(ctx_.model)) {
+        bool placed = false;
+        for (int zero : zeros_) {
+          if (ctx_.deadline.expired()) return false;
+          if (zero >= 1 && dp == 1) continue;
+          placed = place_layers(stages, m, Settings{rc, zero}) || placed;
+        }
+        if (placed && !frontier_) break;
+      }
+    }
+    return true;
   }
 
   // False once the deadline has passed.
@@ -157,7 +283,7 @@ class PipelinePlanner {
       const std::size_t chunk = devices.size() / cuts[i].stages;
       for (int s = 0; s < cuts[i].stages; ++s) {
         std::vector<int> part(devices.begin() + s * chunk, devices.begin() + (s + 1) * chunk);
-        StageResources st{order[i], cuts[i].tp, tp_replicas(ctx_.cluster, part, cuts[i].tp)};
+        StageResources st{order[i], cuts[i].tp, tp_replicas(ctx_.cluster, part, cuts[i].tp), {}};
         if (st.replicas.empty()) return true;
         for (auto& r : st.replicas) r.batch_share = 1.0 / static_cast<double>(st.replicas.size());
         stages.push_back(std::move(st));
@@ -204,15 +330,14 @@ class PipelinePlanner {
     std::vector<MemoryMatrix*> memory(S);
     for (int s = 0; s < S; ++s) {
       const auto& st = stages[s];
-      const int dp = static_cast<int>(st.replicas.size());
-      const double samples = B / m / dp;
-      prefix[s] = &prefix_table(settings, st, samples);
-      comm[s] = s + 1 < S ? &comm_table(st, stages[s + 1], samples) : &no_comm_;
+      prefix[s] = &prefix_table(settings, st, B / m);
+      comm[s] = s + 1 < S ? &comm_table(st, stages[s + 1], B / m) : &no_comm_;
     }
     // A lower bound: every layer runs at least as fast as on its fastest stage, the stages share
     // the work at best evenly, so max_s T_s >= W / S and sum_s T_s >= W. Shapes that cannot beat
     // the candidates kept so far are skipped (more recomputation only raises the bound, so the
     // caller may stop here too).
+    CandidatePool& pool = stages.front().representatives.empty() ? pool_ : mixed_pool_;
     if (!frontier_) {
       double W = 0;
       for (int l = 0; l < L_; ++l) {
@@ -221,11 +346,10 @@ class PipelinePlanner {
           fastest = std::min(fastest, (*prefix[s])[l + 1] - (*prefix[s])[l]);
         W += fastest;
       }
-      if ((m - 1) * W / S + W > pool_.threshold_s()) return true;
+      if ((m - 1) * W / S + W > pool.threshold_s()) return true;
     }
     for (int s = 0; s < S; ++s) {
-      const int dp = static_cast<int>(stages[s].replicas.size());
-      memory[s] = &memory_matrix(settings, stages[s], B / m / dp, std::min(m, S - s));
+      memory[s] = &memory_matrix(settings, stages[s], B / m, std::min(m, S - s));
       reach[s] = &memory[s]->reach;
     }
     auto stage_mem = [&](int s, int a, int b) { return memory[s]->at(a, b); };
@@ -280,7 +404,7 @@ class PipelinePlanner {
     const auto& ends = best[S - 1][L_];
     if (ends.empty()) return false;
     for (std::size_t k0 = 0; k0 < ends.size(); ++k0) {
-      if (!pareto && score(ends[k0]) > pool_.threshold_s()) continue;  // fits, but cannot win
+      if (!pareto && score(ends[k0]) > pool.threshold_s()) continue;  // fits, but cannot win
       std::vector<int> cut(S + 1, 0);
       cut[S] = L_;
       int i = L_, k = static_cast<int>(k0);
@@ -301,13 +425,14 @@ class PipelinePlanner {
       if (pareto)
         frontier_->offer(std::move(p));
       else
-        pool_.offer(std::move(p));
+        pool.offer(std::move(p));
     }
     return true;
   }
 
-  // Peak memory of a device of one kind of stage holding layers [a, b), computed as asked, and
-  // reach[a]: the largest b with [a, b) fitting the device (a when not even one layer fits).
+  // Peak memory of a device of one kind of stage holding layers [a, b), computed as asked (for a
+  // stage spanning groups, the largest of its kinds of replica), and reach[a]: the largest b with
+  // [a, b) fitting every device (a when not even one layer fits).
   struct MemoryMatrix {
     std::function<double(int, int)> compute;
     int layers = 0;
@@ -320,36 +445,58 @@ class PipelinePlanner {
       return v;
     }
   };
-  // (group, tp, dp, samples per micro-batch, recompute, ZeRO stage).
+  // (stage kind, tp, dp, samples per micro-batch over the stage, recompute, ZeRO stage).
   using SettingsKey = std::tuple<int, int, int, double, int, int>;
 
   SettingsKey settings_key(const plan::Plan& settings, const StageResources& st,
-                           double samples) const {
-    return {st.group,
+                           double per_microbatch) const {
+    return {st.kind,
             st.tp,
             static_cast<int>(st.replicas.size()),
-            samples,
+            per_microbatch,
             static_cast<int>(settings.recompute),
             settings.zero_stage};
   }
 
+  // One replica of each kind in the stage, with its samples per micro-batch.
+  std::vector<std::pair<const plan::Replica*, double>> kinds_of(const StageResources& st,
+                                                                double per_microbatch) const {
+    std::vector<std::pair<const plan::Replica*, double>> out;
+    if (st.representatives.empty()) {
+      out.emplace_back(&st.replicas.front(),
+                       per_microbatch / static_cast<double>(st.replicas.size()));
+      return out;
+    }
+    for (std::size_t r : st.representatives)
+      out.emplace_back(&st.replicas[r], st.replicas[r].batch_share * per_microbatch);
+    return out;
+  }
+
+  // Prefix sums over layers of a stage's forward and backward time per micro-batch: per layer,
+  // its slowest kind of replica's.
   const std::vector<double>& prefix_table(const plan::Plan& settings, const StageResources& st,
-                                          double samples) {
-    auto [it, fresh] = prefix_.try_emplace(settings_key(settings, st, samples));
+                                          double per_microbatch) {
+    auto [it, fresh] = prefix_.try_emplace(settings_key(settings, st, per_microbatch));
     if (fresh) {
       const int dp = static_cast<int>(st.replicas.size());
-      const auto& t = ctx_.estimator.layer_costs(settings, st.replicas.front(), samples, dp);
+      std::vector<double> layer(L_, 0);
+      for (const auto& [r, samples] : kinds_of(st, per_microbatch)) {
+        const auto& t = ctx_.estimator.layer_costs(settings, *r, samples, dp);
+        for (int l = 0; l < L_; ++l) layer[l] = std::max(layer[l], t.forward[l] + t.backward[l]);
+      }
       it->second.assign(L_ + 1, 0);
-      for (int l = 0; l < L_; ++l) it->second[l + 1] = it->second[l] + t.forward[l] + t.backward[l];
+      for (int l = 0; l < L_; ++l) it->second[l + 1] = it->second[l] + layer[l];
     }
     return it->second;
   }
 
-  // Both directions' transfer of one micro-batch after each layer, from stage st to stage next.
+  // Both directions' transfer of one micro-batch after each layer, from stage st to stage next
+  // (between their first replicas, at st's mean samples per replica).
   const std::vector<double>& comm_table(const StageResources& st, const StageResources& next,
-                                        double samples) {
+                                        double per_microbatch) {
     const auto& from = st.replicas.front();
     const auto& to = next.replicas.front();
+    const double samples = per_microbatch / static_cast<double>(st.replicas.size());
     auto [it, fresh] = comm_.try_emplace(
         std::make_tuple(from.devices.front(), to.devices.front(),
                         std::min(from.devices.size(), to.devices.size()), samples));
@@ -361,26 +508,37 @@ class PipelinePlanner {
     return it->second;
   }
 
-  MemoryMatrix& memory_matrix(const plan::Plan& settings, const StageResources& st, double samples,
-                              int inflight) {
+  MemoryMatrix& memory_matrix(const plan::Plan& settings, const StageResources& st,
+                              double per_microbatch, int inflight) {
     auto [it, fresh] =
-        memory_.try_emplace(std::make_tuple(settings_key(settings, st, samples), inflight));
+        memory_.try_emplace(std::make_tuple(settings_key(settings, st, per_microbatch), inflight));
     MemoryMatrix& mm = it->second;
     if (!fresh) return mm;
     const int dp = static_cast<int>(st.replicas.size());
-    const plan::Replica& r = st.replicas.front();
+    std::vector<std::pair<plan::Replica, double>> kinds;
+    for (const auto& [r, samples] : kinds_of(st, per_microbatch)) kinds.emplace_back(*r, samples);
     mm.layers = L_;
-    mm.compute = [this, settings, r, dp, samples, inflight](int a, int b) {
-      return ctx_.estimator.device_memory(settings, a, b - a, r, 0, dp, samples, inflight);
+    mm.compute = [this, settings, kinds, dp, inflight](int a, int b) {
+      double peak = 0;
+      for (const auto& [r, samples] : kinds)
+        peak = std::max(
+            peak, ctx_.estimator.device_memory(settings, a, b - a, r, 0, dp, samples, inflight));
+      return peak;
     };
-    const double cap = ctx_.cluster.type_of(r.devices.front()).memory.value;
+    auto fits = [&](int a, int b) {
+      for (const auto& [r, samples] : kinds)
+        if (ctx_.estimator.device_memory(settings, a, b - a, r, 0, dp, samples, inflight) >
+            ctx_.cluster.type_of(r.devices.front()).memory.value)
+          return false;
+      return true;
+    };
     mm.reach.assign(L_, 0);
     for (int a = 0; a < L_; ++a) {
       // [a, reach[a - 1]) is inside [a - 1, reach[a - 1]), so it fits too.
       int lo = a > 0 ? std::max(a, mm.reach[a - 1]) : a, hi = L_;
       while (lo < hi) {
         const int mid = (lo + hi + 1) / 2;
-        if (mm.compute(a, mid) <= cap)
+        if (fits(a, mid))
           lo = mid;
         else
           hi = mid - 1;
@@ -397,7 +555,9 @@ class PipelinePlanner {
   std::map<SettingsKey, std::vector<double>> prefix_;
   std::map<std::tuple<int, int, std::size_t, double>, std::vector<double>> comm_;
   std::map<std::tuple<SettingsKey, int>, MemoryMatrix> memory_;
-  CandidatePool pool_;
+  std::map<std::vector<int>, int> mixed_kinds_;  // composition of a stage spanning groups -> kind
+  CandidatePool pool_;                           // plans whose stages are of one group each
+  CandidatePool mixed_pool_;                     // plans with a stage spanning groups
   bool divisible_ = false;  // whether some shape split the global batch into micro-batches
   FrontierPool* frontier_ = nullptr;  // set: track the time/memory frontier instead of one best
   std::vector<int> zeros_{0, 1};      // the ZeRO stages this pass tries

@@ -47,6 +47,9 @@ struct SearchOptions {
   // with that loss bound and the magnitude order.
   bool dlcp = false;
   double allow_lossy_sync = 0;
+  // The pipeline planner also tries stages that span device types (each stage a part of every
+  // chosen group, batch shares by speed), as Sailor does; false: one device group per stage.
+  bool mixed_stages = true;
   // Called with one line of progress ("pipeline: 120 shapes, best 1.23 s"); may be empty.
   std::function<void(const std::string&)> progress;
 };
