@@ -128,14 +128,14 @@ void print_rent(const cluster::Cluster& c, const search::RentResult& rent, const
   const auto& fastest = rent.subsets[rent.fastest];
   const double per_iter = chosen.per_iteration.value;
   fmt::print(
-      "\nobjective  {}: {} on {} devices at ${:.2f} per hour: ${:.4g} per iteration, {:.4g} "
-      "samples per dollar\n",
-      a.objective, chosen.label, chosen.used.size(), chosen.price.value, per_iter,
+      "\nobjective  {}: {} at ${:.2f} per hour: ${:.4g} per iteration, {:.4g} samples per "
+      "dollar\n",
+      a.objective, search::subset_label(c, chosen.used), chosen.price.value, per_iter,
       per_iter > 0 ? static_cast<double>(global_batch) / per_iter : 0.0);
   fmt::print(
-      "fastest    {:.4g} s per iteration, ${:.4g} per iteration, on {} ({} devices, ${:.2f} "
-      "per hour){}\n",
-      fastest.iteration_time_s, fastest.per_iteration.value, fastest.label, fastest.used.size(),
+      "fastest    {:.4g} s per iteration, ${:.4g} per iteration, on {} (${:.2f} per "
+      "hour){}\n",
+      fastest.iteration_time_s, fastest.per_iteration.value, search::subset_label(c, fastest.used),
       fastest.price.value, rent.fastest == rent.chosen ? ": the plan above" : "");
   std::vector<int> unused;
   for (int d = 0, k = 0; d < c.num_devices(); ++d) {
@@ -160,17 +160,18 @@ void print_rent(const cluster::Cluster& c, const search::RentResult& rent, const
       why = "the fastest plan does not use them";
     fmt::print("unused     {}: {}\n", search::subset_label(c, unused), why);
   }
-  fmt::print("\n{:<48} {:>13} {:>9} {:>12}\n", "devices searched", "iteration (s)", "$/hour",
-             "$/iteration");
+  fmt::print("\n{:<48} {:>13} {:>9} {:>12}  {}\n", "devices offered", "iteration (s)", "$/hour",
+             "$/iteration", "planner (GPUs used)");
   for (int i = 0; i < static_cast<int>(rent.subsets.size()); ++i) {
     const auto& p = rent.subsets[i];
     if (!p.fits) {
       fmt::print("{:<48} {:>13} {:>9} {:>12}  {}\n", p.label, "-", "-", "-", p.note);
       continue;
     }
-    std::string mark = i == rent.chosen ? "chosen" : "";
-    if (i == rent.fastest) mark += mark.empty() ? "fastest" : ", fastest";
-    if (!p.note.empty()) mark += (mark.empty() ? "" : ", ") + p.note;
+    std::string mark = fmt::format("{} ({})", p.planner, p.used.size());
+    if (i == rent.chosen) mark += ", chosen";
+    if (i == rent.fastest) mark += ", fastest";
+    if (!p.note.empty()) mark += ", " + p.note;
     fmt::print("{:<48} {:>13.4g} {:>9.2f} {:>12.4g}  {}\n", p.label, p.iteration_time_s,
                p.price.value, p.per_iteration.value, mark);
   }
@@ -195,6 +196,7 @@ nlohmann::ordered_json rent_json(const search::RentResult& rent, const PlanArgs&
     s["searched"] = p.searched;
     s["fits"] = p.fits;
     if (p.fits) {
+      s["planner"] = p.planner;
       s["iteration_time_s"] = p.iteration_time_s;
       s["used_device_ids"] = p.used;
       s["usd_per_hour"] = p.price.value;

@@ -178,12 +178,20 @@ Result<RentResult> find_plan_to_rent(const model::Model& m, const cluster::Clust
                              ro.max_iteration_time.value, all.note)};
   }
 
+  // Screening: every subset with `algo`, or, where that is the costly search (auto, TAG,
+  // HeteroG), with the pipeline planner and the baselines; then `algo` on the best few.
+  const bool costly = algo == Algo::automatic || algo == Algo::tag || algo == Algo::heterog;
+  const Algo screen = costly ? Algo::pipeline : algo;
+  const auto refined = static_cast<std::size_t>(costly ? std::max(0, ro.refine) : 0);
   SearchOptions o = opts;
-  if (opts.time_limit_s > 0) o.time_limit_s = opts.time_limit_s / static_cast<double>(searched);
+  if (opts.time_limit_s > 0)
+    o.time_limit_s =
+        opts.time_limit_s / static_cast<double>(static_cast<std::size_t>(searched) +
+                                                std::min<std::size_t>(refined, searched));
   std::vector<std::optional<SearchResult>> results(out.subsets.size());
-  for (std::size_t i = 0; i < out.subsets.size(); ++i) {
+  // Searches subset i with planner a; keeps the result when it fits and beats what i has.
+  auto search = [&](std::size_t i, Algo a) -> Result<bool> {
     SubsetPoint& p = out.subsets[i];
-    if (!p.searched) continue;
     std::vector<int> removed;
     for (int d = 0, k = 0; d < c.num_devices(); ++d) {
       if (k < static_cast<int>(p.devices.size()) && p.devices[k] == d) {
@@ -194,27 +202,52 @@ Result<RentResult> find_plan_to_rent(const model::Model& m, const cluster::Clust
     }
     auto sub = cluster::without_devices(c, removed);
     if (!sub) return sub.error();
-    if (opts.progress) opts.progress(fmt::format("rent: searching {}", p.label));
-    auto res = find_plan(m, sub->cluster, algo, o);
-    if (!res) {
-      p.note = res.error().message;
-      continue;
+    if (opts.progress) opts.progress(fmt::format("rent: {} on {}", to_string(a), p.label));
+    auto res = find_plan(m, sub->cluster, a, o);
+    if (!res || !res->best.fits) {
+      if (!p.fits) p.note = res ? shortfall_message(sub->cluster, res->best) : res.error().message;
+      return false;
     }
-    if (!res->best.fits) {
-      p.note = shortfall_message(sub->cluster, res->best);
-      continue;
+    const auto used_set = plan::plan_devices(res->best.plan);
+    std::vector<int> used;
+    for (int d : used_set) used.push_back(sub->original[d]);
+    const UsdPerHour price = price_of(c, used);
+    const double t = res->best.iteration_time_s;
+    if (p.fits) {
+      const bool by_time = ro.objective == RentObjective::time;
+      const double before = by_time ? p.iteration_time_s : p.per_iteration.value;
+      if (!((by_time ? t : (price * Seconds(t)).value) < before)) return false;
     }
     res->best.plan = plan::renumber_devices(res->best.plan, sub->original);
     res->best.fingerprint = plan::plan_fingerprint(res->best.plan);
     p.fits = true;
-    p.iteration_time_s = res->best.iteration_time_s;
-    const auto used = plan::plan_devices(res->best.plan);
-    p.used.assign(used.begin(), used.end());
-    p.price = price_of(c, p.used);
-    p.per_iteration = p.price * Seconds(p.iteration_time_s);
-    if (ro.max_iteration_time.value > 0 && p.iteration_time_s > ro.max_iteration_time.value)
-      p.note = fmt::format("slower than {:.3g} s", ro.max_iteration_time.value);
+    p.planner = res->planner;
+    p.iteration_time_s = t;
+    p.used = std::move(used);
+    p.price = price;
+    p.per_iteration = price * Seconds(t);
+    p.note = ro.max_iteration_time.value > 0 && t > ro.max_iteration_time.value
+                 ? fmt::format("slower than {:.3g} s", ro.max_iteration_time.value)
+                 : std::string();
     results[i] = std::move(*res);
+    return true;
+  };
+  for (std::size_t i = 0; i < out.subsets.size(); ++i)
+    if (out.subsets[i].searched)
+      if (auto r = search(i, screen); !r) return r.error();
+  if (refined > 0) {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < out.subsets.size(); ++i)
+      if (out.subsets[i].fits && out.subsets[i].note.empty()) order.push_back(i);
+    auto key = [&](std::size_t i) {
+      return ro.objective == RentObjective::time ? out.subsets[i].iteration_time_s
+                                                 : out.subsets[i].per_iteration.value;
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+    if (order.size() > refined) order.resize(refined);
+    for (std::size_t i : order)
+      if (auto r = search(i, algo); !r) return r.error();
   }
 
   // Ties go to the other measure, then to the earlier subset (more devices first).
@@ -228,14 +261,26 @@ Result<RentResult> find_plan_to_rent(const model::Model& m, const cluster::Clust
     if (x.per_iteration != y.per_iteration) return x.per_iteration < y.per_iteration;
     return x.iteration_time_s < y.iteration_time_s;
   };
+  // The best by the objective among the plans within the limits; then, among those within
+  // kRentTolerance of it, the best by the other measure.
+  const bool by_time = ro.objective == RentObjective::time;
+  int best = -1;
   for (int i = 0; i < static_cast<int>(out.subsets.size()); ++i) {
     const SubsetPoint& p = out.subsets[i];
     if (!p.fits) continue;
     if (out.fastest < 0 || faster(i, out.fastest)) out.fastest = i;
     if (out.cheapest < 0 || cheaper(i, out.cheapest)) out.cheapest = i;
     if (!p.note.empty()) continue;  // misses the iteration-time limit
-    const bool by_time = ro.objective == RentObjective::time;
-    if (out.chosen < 0 || (by_time ? faster(i, out.chosen) : cheaper(i, out.chosen)))
+    if (best < 0 || (by_time ? faster(i, best) : cheaper(i, best))) best = i;
+  }
+  for (int i = 0; best >= 0 && i < static_cast<int>(out.subsets.size()); ++i) {
+    const SubsetPoint& p = out.subsets[i];
+    if (!p.fits || !p.note.empty()) continue;
+    const bool near =
+        by_time
+            ? p.iteration_time_s <= out.subsets[best].iteration_time_s * (1 + kRentTolerance)
+            : p.per_iteration.value <= out.subsets[best].per_iteration.value * (1 + kRentTolerance);
+    if (near && (out.chosen < 0 || (by_time ? cheaper(i, out.chosen) : faster(i, out.chosen))))
       out.chosen = i;
   }
   if (out.chosen < 0) {

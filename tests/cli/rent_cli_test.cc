@@ -57,7 +57,7 @@ TEST(RentCli, CostUsesFewerDearGpusThanTimeAndSaysWhy) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   for (const char* want : {"objective  cost: ", "samples per dollar", "fastest    ", "unused     ",
                            "fewer dollars per iteration than the fastest plan", "chosen",
-                           "devices searched", "price      $"})
+                           "devices offered", "price      $"})
     EXPECT_NE(text.out.find(want), std::string::npos) << want << "\n" << text.out;
 }
 

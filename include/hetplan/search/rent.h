@@ -20,11 +20,18 @@ namespace hetplan::search {
 // (samples/s per $/h), so `plan --objective throughput-per-dollar` asks the same question.
 enum class RentObjective { time, cost };
 
+// Plans within this fraction of the best by the objective count as equal to it, and the best of
+// them by the other measure is chosen: a plan 0.1% dearer but four times faster is the better buy.
+inline constexpr double kRentTolerance = 0.005;
+
 struct RentOptions {
   RentObjective objective = RentObjective::cost;
   UsdPerHour budget_per_hour;  // 0: no budget
   Seconds max_iteration_time;  // 0: no limit
-  int max_subsets = 24;        // subsets searched at most (the whole cluster always among them)
+  int max_subsets = 64;        // subsets searched at most (the whole cluster always among them)
+  // With a costly planner (auto, TAG, HeteroG), every subset is first searched by the pipeline
+  // planner and the baselines, then this many of the best by the objective by the planner asked.
+  int refine = 4;
 };
 
 // One subset of the cluster's devices and what the planner made of it.
@@ -33,6 +40,7 @@ struct SubsetPoint {
   std::string label;         // "8 x H100-SXM5-80GB + 4 x L4"
   bool searched = false;     // false: skipped, for the reason in `note`
   bool fits = false;         // the search found a plan that fits
+  std::string planner;       // the planner whose plan it is
   double iteration_time_s = 0;
   std::vector<int> used;  // the devices the plan uses (it may leave some of the subset idle)
   UsdPerHour price;       // of the devices the plan uses
@@ -42,7 +50,7 @@ struct SubsetPoint {
 
 struct RentResult {
   std::vector<SubsetPoint> subsets;  // in the order enumerated; the whole cluster first
-  int chosen = -1;                   // index of the subset whose plan is returned
+  int chosen = -1;    // index of the subset whose plan is returned (see kRentTolerance)
   int fastest = -1;   // index of the fastest fitting plan (what --objective time picks)
   int cheapest = -1;  // index of the fitting plan of fewest $ per iteration
   SearchResult best;  // the chosen subset's search; plan devices in c's ids
@@ -57,9 +65,9 @@ std::vector<std::vector<int>> device_subsets(const cluster::Cluster& c, int max_
 // "8 x H100-SXM5-80GB + 4 x L4" for devices of c.
 std::string subset_label(const cluster::Cluster& c, const std::vector<int>& devices);
 
-// Runs find_plan (algo, opts) on each subset, each with opts.time_limit_s split evenly among the
-// subsets searched. Errors: a device type without a price, no subset within the budget, or no
-// fitting plan within the limits (the message says the closest).
+// Runs find_plan (algo, opts) on each subset (or screens them first, see RentOptions::refine),
+// each search with an even share of opts.time_limit_s. Errors: a device type without a price, no
+// subset within the budget, or no fitting plan within the limits (the message says the closest).
 Result<RentResult> find_plan_to_rent(const model::Model& m, const cluster::Cluster& c, Algo algo,
                                      const SearchOptions& opts, const RentOptions& ro);
 
