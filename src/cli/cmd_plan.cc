@@ -153,9 +153,12 @@ void print_rent(const cluster::Cluster& c, const search::RentResult& rent, const
           "iteration time",
           100 * (1 - per_iter / fastest.per_iteration.value),
           chosen.iteration_time_s / fastest.iteration_time_s);
+    else if (a.budget_per_hour > 0 && c.price_per_hour().value > a.budget_per_hour)
+      why = fmt::format("every device together costs ${:.2f} per hour, over the budget of ${:.2f}",
+                        c.price_per_hour().value, a.budget_per_hour);
     else if (rent.chosen != rent.fastest)
-      why =
-          fmt::format("the fastest plan within the budget of ${:.2f} per hour", a.budget_per_hour);
+      why = fmt::format("within {:g}% of the fastest plan's time and cheaper",
+                        100 * search::kRentTolerance);
     else
       why = "the fastest plan does not use them";
     fmt::print("unused     {}: {}\n", search::subset_label(c, unused), why);

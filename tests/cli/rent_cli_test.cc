@@ -69,6 +69,11 @@ TEST(RentCli, BudgetKeepsThePriceAndTheReportShowsBothPoints) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_LE(j["price"]["usd_per_hour"].get<double>(), 13.0);
+  auto text = run_hetplan("plan " + kRent + " --budget-per-hour 13");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("every device together costs $48.80 per hour, over the budget of $13.00"),
+            std::string::npos)
+      << text.out;
   EXPECT_EQ(j["rent"]["objective"], "time");
   EXPECT_EQ(j["rent"]["budget_per_hour_usd"], 13.0);
   const std::string html = slurp(report.string());

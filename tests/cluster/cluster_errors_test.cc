@@ -80,8 +80,7 @@ TEST(ClusterErrors, UnknownKeys) {
       "intra_node, nic, cpu_share)");
   EXPECT_EQ(error_of("version: 1\nnode: []\n"),
             "c.yaml: document: unknown key 'node' (did you mean 'nodes'?) (allowed: version, name, "
-            "nodes, network, device_types, "
-            "devices, switches, links)");
+            "nodes, network, device_types, prices, devices, switches, links)");
   EXPECT_EQ(error_of(group("A100", "{bandwidth: 200Gbps, speed: 3}")),
             "c.yaml: nodes[0].nic: unknown key 'speed' (allowed: bandwidth, count, latency)");
 }
