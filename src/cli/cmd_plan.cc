@@ -137,14 +137,7 @@ void print_rent(const cluster::Cluster& c, const search::RentResult& rent, const
       "hour){}\n",
       fastest.iteration_time_s, fastest.per_iteration.value, search::subset_label(c, fastest.used),
       fastest.price.value, rent.fastest == rent.chosen ? ": the plan above" : "");
-  std::vector<int> unused;
-  for (int d = 0, k = 0; d < c.num_devices(); ++d) {
-    if (k < static_cast<int>(chosen.used.size()) && chosen.used[k] == d) {
-      ++k;
-      continue;
-    }
-    unused.push_back(d);
-  }
+  const std::vector<int> unused = cluster::other_devices(c, chosen.used);
   if (!unused.empty()) {
     std::string why;
     if (rent.chosen != rent.fastest && a.objective != "time")
@@ -325,13 +318,8 @@ int run_plan(PlanArgs a) {
     res->best.fingerprint = plan::plan_fingerprint(res->best.plan);
     c = &*whole;
     std::string names;
-    for (std::size_t d = 0, k = 0; d < whole->devices.size(); ++d) {
-      if (k < left.original.size() && left.original[k] == static_cast<int>(d)) {
-        ++k;
-        continue;
-      }
+    for (int d : cluster::other_devices(*whole, left.original))
       names += (names.empty() ? "" : ", ") + whole->devices[d].name;
-    }
     std::fprintf(stderr, "hetplan: replanned for %s without %s (%zu of %d devices left)\n",
                  whole->name.c_str(), names.c_str(), left.original.size(), whole->num_devices());
   }

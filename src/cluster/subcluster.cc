@@ -28,6 +28,18 @@ void rename_link(int& id, const std::vector<int>& link_to) {
 
 }  // namespace
 
+std::vector<int> other_devices(const Cluster& c, const std::vector<int>& kept) {
+  std::vector<int> out;
+  for (int d = 0, k = 0; d < c.num_devices(); ++d) {
+    if (k < static_cast<int>(kept.size()) && kept[k] == d) {
+      ++k;
+      continue;
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
 Result<Subcluster> without_devices(const Cluster& c, const std::vector<int>& removed) {
   const int n = c.num_devices();
   std::vector<char> gone(n, 0);

@@ -262,15 +262,7 @@ class PipelinePlanner {
       for (auto& st : stages)
         for (std::size_t r = 0; r < dp; ++r)
           st.replicas[r].batch_share = static_cast<double>(samples[r]) / static_cast<double>(B / m);
-      for (auto rc : recompute_modes(ctx_.model)) {
-        bool placed = false;
-        for (int zero : zeros_) {
-          if (ctx_.deadline.expired()) return false;
-          if (zero >= 1 && dp == 1) continue;
-          placed = place_layers(stages, m, Settings{rc, zero}) || placed;
-        }
-        if (placed && !frontier_) break;
-      }
+      if (!try_settings(stages, m, dp)) return false;
     }
     return true;
   }
@@ -299,18 +291,25 @@ class PipelinePlanner {
       const int m = static_cast<int>(B / (u * static_cast<std::int64_t>(dp_max)));
       if (S > 1 && m < S) continue;
       divisible_ = true;
-      // More recomputation only adds time at a given micro-batch size, so the first mode that
-      // fits is the last one worth trying. ZeRO-1 changes time both ways (it shards the
-      // optimizer step but splits the all-reduce in two), so both stages are tried.
-      for (auto rc : recompute_modes(ctx_.model)) {
-        bool placed = false;
-        for (int zero : zeros_) {
-          if (ctx_.deadline.expired()) return false;
-          if (zero >= 1 && dp_max == 1) continue;
-          placed = place_layers(stages, m, Settings{rc, zero}) || placed;
-        }
-        if (placed && !frontier_) break;  // the frontier wants the costlier, smaller ones too
+      if (!try_settings(stages, m, dp_max)) return false;
+    }
+    return true;
+  }
+
+  // The layer DP for one shape and micro-batch count under each recompute mode and ZeRO stage
+  // (ZeRO only with a stage of two replicas or more). More recomputation only adds time at a
+  // given micro-batch size, so the first mode that fits is the last one worth trying. ZeRO-1
+  // changes time both ways (it shards the optimizer step but splits the all-reduce in two), so
+  // both stages are tried. False once the deadline has passed.
+  bool try_settings(const std::vector<StageResources>& stages, int m, std::size_t dp_max) {
+    for (auto rc : recompute_modes(ctx_.model)) {
+      bool placed = false;
+      for (int zero : zeros_) {
+        if (ctx_.deadline.expired()) return false;
+        if (zero >= 1 && dp_max == 1) continue;
+        placed = place_layers(stages, m, Settings{rc, zero}) || placed;
       }
+      if (placed && !frontier_) break;  // the frontier wants the costlier, smaller ones too
     }
     return true;
   }

@@ -192,15 +192,7 @@ Result<RentResult> find_plan_to_rent(const model::Model& m, const cluster::Clust
   // Searches subset i with planner a; keeps the result when it fits and beats what i has.
   auto search = [&](std::size_t i, Algo a) -> Result<bool> {
     SubsetPoint& p = out.subsets[i];
-    std::vector<int> removed;
-    for (int d = 0, k = 0; d < c.num_devices(); ++d) {
-      if (k < static_cast<int>(p.devices.size()) && p.devices[k] == d) {
-        ++k;
-        continue;
-      }
-      removed.push_back(d);
-    }
-    auto sub = cluster::without_devices(c, removed);
+    auto sub = cluster::without_devices(c, cluster::other_devices(c, p.devices));
     if (!sub) return sub.error();
     if (opts.progress) opts.progress(fmt::format("rent: {} on {}", to_string(a), p.label));
     auto res = find_plan(m, sub->cluster, a, o);

@@ -48,6 +48,9 @@ TEST(Subcluster, KeepsTheFabricAndTheRoutesOfTheDevicesLeft) {
   ASSERT_EQ(sub->original.size(), 23u);
   EXPECT_EQ(sub->original[2], 2);
   EXPECT_EQ(sub->original[3], 4);
+  // The devices left out are exactly the ones removed, ascending.
+  EXPECT_EQ(other_devices(*whole, sub->original), removed);
+  EXPECT_EQ(other_devices(*whole, {}).size(), 32u);
   EXPECT_EQ(sub->original[22], 23);
   EXPECT_EQ(s.devices[3].name, "v100/0/4");
   EXPECT_EQ(s.devices[3].local_rank, 3);

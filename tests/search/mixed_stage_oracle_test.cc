@@ -18,6 +18,7 @@
 namespace hetplan::search {
 namespace {
 
+using testing::compositions;
 using testing::data_file;
 using testing::load_cluster_or_die;
 using testing::load_model_or_die;
@@ -65,21 +66,6 @@ std::vector<MixedShape> mixed_shapes(const cluster::Cluster& c, model::DType dt)
       }
   }
   return out;
-}
-
-void compositions(int total, int parts, std::vector<int>& acc,
-                  const std::function<void(const std::vector<int>&)>& f) {
-  if (parts == 1) {
-    acc.push_back(total);
-    f(acc);
-    acc.pop_back();
-    return;
-  }
-  for (int first = 1; first <= total - parts + 1; ++first) {
-    acc.push_back(first);
-    compositions(total - first, parts - 1, acc, f);
-    acc.pop_back();
-  }
 }
 
 struct Best {

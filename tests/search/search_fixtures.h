@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/model/zoo.h"
@@ -24,6 +26,23 @@ inline cluster::Cluster load_cluster_or_die(const std::string& spec) {
 
 inline std::string data_file(const std::string& name) {
   return std::string(HETPLAN_SOURCE_DIR) + "/tests/search/data/" + name;
+}
+
+// Calls f with every composition of `total` into `parts` positive parts (the layer counts of
+// `parts` stages), in lexicographic order; `acc` holds the parts chosen so far.
+inline void compositions(int total, int parts, std::vector<int>& acc,
+                         const std::function<void(const std::vector<int>&)>& f) {
+  if (parts == 1) {
+    acc.push_back(total);
+    f(acc);
+    acc.pop_back();
+    return;
+  }
+  for (int first = 1; first <= total - parts + 1; ++first) {
+    acc.push_back(first);
+    compositions(total - first, parts - 1, acc, f);
+    acc.pop_back();
+  }
 }
 
 // Six layers: embedding, four transformer blocks, head.

@@ -22,6 +22,10 @@ struct Subcluster {
 // nothing would remain or an id is not c's.
 Result<Subcluster> without_devices(const Cluster& c, const std::vector<int>& removed);
 
+// The ids of c's devices not in `kept` (ids of c, ascending), ascending: what without_devices
+// removes to leave `kept`, or what a subcluster's `original` left out.
+std::vector<int> other_devices(const Cluster& c, const std::vector<int>& kept);
+
 // Device ids from a comma-separated list of ids or names ("3,a100/0/2"), in the order given.
 // `source` names the argument in errors ("--remove").
 Result<std::vector<int>> parse_device_list(const Cluster& c, std::string_view text,
