@@ -91,6 +91,8 @@ Action add_devices_command(CLI::App& app) {
         arr.push_back({{"name", d.name},
                        {"aliases", d.aliases},
                        {"vendor", d.vendor},
+                       {"architecture", cluster::architecture_name(d.architecture)},
+                       {"bf16", d.has_bf16()},
                        {"peak_fp16_flops", d.peak_fp16.value},
                        {"peak_fp32_flops", d.peak_fp32.value},
                        {"memory_bytes", d.memory.value},
@@ -103,12 +105,13 @@ Action add_devices_command(CLI::App& app) {
       print_json(arr);
       return 0;
     }
-    fmt::print("{:<18} {:>14} {:>14} {:>12} {:>12} {:>10}\n", "device", "fp16/bf16", "fp32",
-               "memory", "mem bw", "$/GPU-h");
+    fmt::print("{:<18} {:<8} {:>14} {:>14} {:>12} {:>12} {:>10}\n", "device", "arch", "fp16/bf16",
+               "fp32", "memory", "mem bw", "$/GPU-h");
     for (const auto& d : cluster::device_catalog())
-      fmt::print("{:<18} {:>14} {:>14} {:>12} {:>12} {:>10}\n", d.name,
-                 format_flops_rate(d.peak_fp16), format_flops_rate(d.peak_fp32),
-                 format_bytes(d.memory), format_bandwidth(d.memory_bandwidth),
+      fmt::print("{:<18} {:<8} {:>14} {:>14} {:>12} {:>12} {:>10}\n", d.name,
+                 cluster::architecture_name(d.architecture), format_flops_rate(d.peak_fp16),
+                 format_flops_rate(d.peak_fp32), format_bytes(d.memory),
+                 format_bandwidth(d.memory_bandwidth),
                  d.price_per_hour.value > 0 ? fmt::format("{:.3g}", d.price_per_hour.value)
                                             : std::string("-"));
     return 0;

@@ -20,12 +20,13 @@ namespace hetplan::cluster {
 namespace {
 
 DeviceType make(std::string name, std::vector<std::string> aliases, std::string vendor,
-                double fp16_tflops, double fp32_tflops, double fp8_tflops, double memory_gb,
-                double bandwidth_gbps, std::string source) {
+                Architecture arch, double fp16_tflops, double fp32_tflops, double fp8_tflops,
+                double memory_gb, double bandwidth_gbps, std::string source) {
   DeviceType t;
   t.name = std::move(name);
   t.aliases = std::move(aliases);
   t.vendor = std::move(vendor);
+  t.architecture = arch;
   t.peak_fp16 = FlopsPerSecond(fp16_tflops * 1e12);
   t.peak_fp32 = FlopsPerSecond(fp32_tflops * 1e12);
   t.peak_fp8 = FlopsPerSecond(fp8_tflops * 1e12);
@@ -82,63 +83,68 @@ std::vector<DeviceType> build_catalog() {
   const std::string ref = "shared/reference/hardware.md; ";
   return {
       // NVIDIA Tesla P100 PCIe data sheet (2016): 18.7 FP16 (no tensor cores), 9.3 FP32, 732 GB/s.
-      make("P100-PCIE-16GB", {"p100", "p100-16gb", "p100-pcie"}, "NVIDIA", 18.7, 9.3, 0, 16, 732,
-           ref + "NVIDIA Tesla P100 PCIe data sheet"),
+      make("P100-PCIE-16GB", {"p100", "p100-16gb", "p100-pcie"}, "NVIDIA", Architecture::pascal,
+           18.7, 9.3, 0, 16, 732, ref + "NVIDIA Tesla P100 PCIe data sheet"),
       // NVIDIA GeForce GTX 1080 Ti specifications: 11.3 FP32, 11 GB GDDR5X, 484 GB/s; FP16 runs at
       // 1/64 rate on GP102, unusable for training.
-      make("GTX-1080Ti", {"1080ti", "gtx1080ti", "gtx-1080-ti"}, "NVIDIA", 0, 11.3, 0, 11, 484,
-           ref + "NVIDIA GeForce GTX 1080 Ti specifications"),
+      make("GTX-1080Ti", {"1080ti", "gtx1080ti", "gtx-1080-ti"}, "NVIDIA", Architecture::pascal, 0,
+           11.3, 0, 11, 484, ref + "NVIDIA GeForce GTX 1080 Ti specifications"),
       // NVIDIA Tesla V100 data sheet (SXM2): 125 tensor, 15.7 FP32, 900 GB/s, NVLink 2 150 GB/s.
-      make("V100-SXM2-16GB", {"v100", "v100-16gb", "v100-sxm2"}, "NVIDIA", 125, 15.7, 0, 16, 900,
-           ref + "NVIDIA Tesla V100 data sheet (SXM2)"),
-      make("V100-SXM2-32GB", {"v100-32gb"}, "NVIDIA", 125, 15.7, 0, 32, 900,
+      make("V100-SXM2-16GB", {"v100", "v100-16gb", "v100-sxm2"}, "NVIDIA", Architecture::volta, 125,
+           15.7, 0, 16, 900, ref + "NVIDIA Tesla V100 data sheet (SXM2)"),
+      make("V100-SXM2-32GB", {"v100-32gb"}, "NVIDIA", Architecture::volta, 125, 15.7, 0, 32, 900,
            ref + "NVIDIA Tesla V100 data sheet (SXM2)"),
       // NVIDIA Tesla V100 data sheet (PCIe): 112 tensor, 14 FP32.
-      make("V100-PCIE-16GB", {"v100-pcie"}, "NVIDIA", 112, 14, 0, 16, 900,
+      make("V100-PCIE-16GB", {"v100-pcie"}, "NVIDIA", Architecture::volta, 112, 14, 0, 16, 900,
            ref + "NVIDIA Tesla V100 data sheet (PCIe)"),
       // NVIDIA A100 data sheet: 312 BF16 tensor, 19.5 FP32; 40GB 1,555 GB/s, 80GB SXM 2,039 GB/s,
       // 80GB PCIe 1,935 GB/s.
-      make("A100-SXM4-40GB", {"a100-40gb"}, "NVIDIA", 312, 19.5, 0, 40, 1555,
+      make("A100-SXM4-40GB", {"a100-40gb"}, "NVIDIA", Architecture::ampere, 312, 19.5, 0, 40, 1555,
            ref + "NVIDIA A100 Tensor Core GPU data sheet"),
-      make("A100-SXM4-80GB", {"a100", "a100-80gb", "a100-sxm"}, "NVIDIA", 312, 19.5, 0, 80, 2039,
-           ref + "NVIDIA A100 Tensor Core GPU data sheet"),
-      make("A100-PCIE-40GB", {"a100-pcie", "a100-40gb-pcie"}, "NVIDIA", 312, 19.5, 0, 40, 1555,
-           ref + "NVIDIA A100 Tensor Core GPU data sheet"),
-      make("A100-PCIE-80GB", {"a100-80gb-pcie"}, "NVIDIA", 312, 19.5, 0, 80, 1935,
-           ref + "NVIDIA A100 Tensor Core GPU data sheet"),
+      make("A100-SXM4-80GB", {"a100", "a100-80gb", "a100-sxm"}, "NVIDIA", Architecture::ampere, 312,
+           19.5, 0, 80, 2039, ref + "NVIDIA A100 Tensor Core GPU data sheet"),
+      make("A100-PCIE-40GB", {"a100-pcie", "a100-40gb-pcie"}, "NVIDIA", Architecture::ampere, 312,
+           19.5, 0, 40, 1555, ref + "NVIDIA A100 Tensor Core GPU data sheet"),
+      make("A100-PCIE-80GB", {"a100-80gb-pcie"}, "NVIDIA", Architecture::ampere, 312, 19.5, 0, 80,
+           1935, ref + "NVIDIA A100 Tensor Core GPU data sheet"),
       // NVIDIA H100 data sheet: SXM5 989 BF16 / 67 FP32 / 1,979 FP8, 3.35 TB/s; PCIe 756 / 51 /
       // 1,513, 2 TB/s.
-      make("H100-SXM5-80GB", {"h100", "h100-sxm", "h100-80gb"}, "NVIDIA", 989, 67, 1979, 80, 3350,
-           ref + "NVIDIA H100 Tensor Core GPU data sheet (SXM5)"),
-      make("H100-PCIE-80GB", {"h100-pcie"}, "NVIDIA", 756, 51, 1513, 80, 2000,
+      make("H100-SXM5-80GB", {"h100", "h100-sxm", "h100-80gb"}, "NVIDIA", Architecture::hopper, 989,
+           67, 1979, 80, 3350, ref + "NVIDIA H100 Tensor Core GPU data sheet (SXM5)"),
+      make("H100-PCIE-80GB", {"h100-pcie"}, "NVIDIA", Architecture::hopper, 756, 51, 1513, 80, 2000,
            ref + "NVIDIA H100 Tensor Core GPU data sheet (PCIe)"),
       // NVIDIA H200 data sheet: same compute as H100 SXM, 141 GB HBM3e at 4.8 TB/s.
-      make("H200-SXM-141GB", {"h200", "h200-sxm"}, "NVIDIA", 989, 67, 1979, 141, 4800,
-           ref + "NVIDIA H200 Tensor Core GPU data sheet"),
+      make("H200-SXM-141GB", {"h200", "h200-sxm"}, "NVIDIA", Architecture::hopper, 989, 67, 1979,
+           141, 4800, ref + "NVIDIA H200 Tensor Core GPU data sheet"),
       // NVIDIA GH200 Grace Hopper Superchip data sheet (96 GB HBM3 variant), GPU figures only.
-      make("GH200", {"gh200-96gb", "grace-hopper"}, "NVIDIA", 989, 67, 1979, 96, 4000,
-           ref + "NVIDIA GH200 Grace Hopper Superchip data sheet (96 GB HBM3)"),
+      make("GH200", {"gh200-96gb", "grace-hopper"}, "NVIDIA", Architecture::hopper, 989, 67, 1979,
+           96, 4000, ref + "NVIDIA GH200 Grace Hopper Superchip data sheet (96 GB HBM3)"),
       // NVIDIA A10, A30, T4, L4, L40S data sheets.
-      make("A10", {"a10-24gb"}, "NVIDIA", 125, 31.2, 0, 24, 600, ref + "NVIDIA A10 data sheet"),
-      make("A30", {"a30-24gb"}, "NVIDIA", 165, 10.3, 0, 24, 933, ref + "NVIDIA A30 data sheet"),
-      make("T4", {"t4-16gb", "tesla-t4"}, "NVIDIA", 65, 8.1, 0, 16, 320, ref + "NVIDIA T4 data sheet"),
-      make("L4", {"l4-24gb"}, "NVIDIA", 121, 30.3, 242.5, 24, 300, ref + "NVIDIA L4 data sheet"),
-      make("L40S", {"l40s-48gb"}, "NVIDIA", 362, 91.6, 733, 48, 864, ref + "NVIDIA L40S data sheet"),
+      make("A10", {"a10-24gb"}, "NVIDIA", Architecture::ampere, 125, 31.2, 0, 24, 600,
+           ref + "NVIDIA A10 data sheet"),
+      make("A30", {"a30-24gb"}, "NVIDIA", Architecture::ampere, 165, 10.3, 0, 24, 933,
+           ref + "NVIDIA A30 data sheet"),
+      make("T4", {"t4-16gb", "tesla-t4"}, "NVIDIA", Architecture::turing, 65, 8.1, 0, 16, 320,
+           ref + "NVIDIA T4 data sheet"),
+      make("L4", {"l4-24gb"}, "NVIDIA", Architecture::ada, 121, 30.3, 242.5, 24, 300,
+           ref + "NVIDIA L4 data sheet"),
+      make("L40S", {"l40s-48gb"}, "NVIDIA", Architecture::ada, 362, 91.6, 733, 48, 864,
+           ref + "NVIDIA L40S data sheet"),
       // GeForce RTX 3090 / 4090: FP16 tensor with FP32 accumulate (Ampere GA102 and Ada AD102
       // architecture whitepapers).
-      make("RTX-3090", {"3090", "rtx3090"}, "NVIDIA", 71, 35.6, 0, 24, 936,
+      make("RTX-3090", {"3090", "rtx3090"}, "NVIDIA", Architecture::ampere, 71, 35.6, 0, 24, 936,
            ref + "NVIDIA Ampere GA102 GPU architecture whitepaper"),
-      make("RTX-4090", {"4090", "rtx4090"}, "NVIDIA", 165, 82.6, 0, 24, 1008,
+      make("RTX-4090", {"4090", "rtx4090"}, "NVIDIA", Architecture::ada, 165, 82.6, 0, 24, 1008,
            ref + "NVIDIA Ada GPU architecture whitepaper"),
       // AMD Instinct MI250X data sheet (both dies): 383 FP16/BF16 matrix, 47.9 FP32 vector.
-      make("MI250X", {"instinct-mi250x"}, "AMD", 383, 47.9, 0, 128, 3277,
+      make("MI250X", {"instinct-mi250x"}, "AMD", Architecture::cdna2, 383, 47.9, 0, 128, 3277,
            ref + "AMD Instinct MI250X data sheet"),
       // AMD Instinct MI300X data sheet: 1,307 BF16 dense, 163.4 FP32, 2,615 FP8 dense.
-      make("MI300X", {"instinct-mi300x"}, "AMD", 1307, 163.4, 2615, 192, 5300,
+      make("MI300X", {"instinct-mi300x"}, "AMD", Architecture::cdna3, 1307, 163.4, 2615, 192, 5300,
            ref + "AMD Instinct MI300X data sheet"),
       // A generic CPU worker for running plans on CPUs (emulation): a few cores of a server, not a
       // data-sheet part. FP16 falls back to FP32.
-      make("cpu", {"host"}, "generic", 0, 0.1, 0, 16, 50,
+      make("cpu", {"host"}, "generic", Architecture::cpu, 0, 0.1, 0, 16, 50,
            "generic CPU worker for emulation (no data sheet): 16 GB, 50 GB/s, 100 GFLOP/s FP32"),
   };
 }

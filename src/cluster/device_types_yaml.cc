@@ -2,7 +2,7 @@
 //
 //   device_types:
 //     - {name: MyGPU, peak_fp16: 100TFLOPS, peak_fp32: 20TFLOPS, memory: 24GB,
-//        memory_bandwidth: 900GB/s, price_per_hour: 1.20}
+//        memory_bandwidth: 900GB/s, price_per_hour: 1.20, architecture: Ampere}
 //   prices: {A100-SXM4-80GB: 1.99, v100: 0.79}   # USD per GPU-hour, overriding the catalog
 #include <fmt/format.h>
 
@@ -27,7 +27,7 @@ bool same_name(const std::string& a, const std::string& b) {
 DeviceType read_one(const YAML::Node& n, const std::string& path) {
   check_map(n, path,
             {"name", "aliases", "vendor", "peak_fp16", "peak_fp32", "peak_fp8", "memory",
-             "memory_bandwidth", "source", "price_per_hour"});
+             "memory_bandwidth", "source", "price_per_hour", "architecture"});
   DeviceType t;
   t.name = read_string(n, "name", path);
   if (has(n, "aliases")) {
@@ -46,6 +46,15 @@ DeviceType read_one(const YAML::Node& n, const std::string& path) {
   t.memory = read_bytes(n, "memory", path);
   t.memory_bandwidth = read_bandwidth(n, "memory_bandwidth", path);
   t.source = read_string_or(n, "source", path, "cluster file");
+  if (has(n, "architecture")) {
+    const std::string written = read_string(n, "architecture", path);
+    const auto arch = parse_architecture(written);
+    if (!arch)
+      throw InputError(child_path(path, "architecture"),
+                       fmt::format("unknown architecture '{}' (expected one of {})", written,
+                                   architecture_names()));
+    t.architecture = *arch;
+  }
   if (has(n, "price_per_hour")) {
     t.price_per_hour = read_price(n, "price_per_hour", path);
     t.price_source = "cluster file";

@@ -103,16 +103,22 @@ std::string summarize(const Cluster& c) {
   for (std::size_t t = 0; t < c.device_types.size(); ++t) {
     const DeviceType& dt = c.device_types[t];
     const FlopsPerSecond bf16 = dt.peak(model::DType::bf16);
-    out += fmt::format(
-        "  {} x {}: {} memory, {} bf16, {} memory bandwidth, {}\n", count[t], dt.name,
-        decimal_bytes(dt.memory), format_flops_rate(bf16), format_bandwidth(dt.memory_bandwidth),
-        dt.price_per_hour.value > 0 ? fmt::format("${:.3g}/h", dt.price_per_hour.value)
-                                    : std::string("no price"));
+    // The rate 16-bit mixed precision runs at: bf16, or fp16 where the tensor cores lack bf16,
+    // or the fp32 rate where the type has no usable 16-bit rate.
+    const char* precision = dt.peak_fp16.value <= 0 ? "fp32 (no 16-bit rate)"
+                            : dt.has_bf16()         ? "bf16"
+                                                    : "fp16 (no bf16)";
+    out +=
+        fmt::format("  {} x {} ({}): {} memory, {} {}, {} memory bandwidth, {}\n", count[t],
+                    dt.name, architecture_name(dt.architecture), decimal_bytes(dt.memory),
+                    format_flops_rate(bf16), precision, format_bandwidth(dt.memory_bandwidth),
+                    dt.price_per_hour.value > 0 ? fmt::format("${:.3g}/h", dt.price_per_hour.value)
+                                                : std::string("no price"));
     memory += dt.memory * static_cast<double>(count[t]);
     peak += bf16 * static_cast<double>(count[t]);
   }
   out += fmt::format("total memory: {}\n", decimal_bytes(memory));
-  out += fmt::format("total peak bf16: {:.1f} PFLOP/s\n", peak.value / 1e15);
+  out += fmt::format("total peak 16-bit: {:.1f} PFLOP/s\n", peak.value / 1e15);
   out += fmt::format("price: ${:.2f} per hour\n", c.price_per_hour().value);
   for (const TypeAlias& a : c.type_aliases)
     out += fmt::format("'{}' is taken to be {}\n", a.written, a.canonical);

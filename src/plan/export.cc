@@ -74,6 +74,31 @@ bool has_gpus(const cluster::Cluster& c) {
                      [](const cluster::DeviceType& t) { return t.vendor != "generic"; });
 }
 
+std::vector<std::string> types_without_bf16(const Plan& p, const cluster::Cluster& c) {
+  std::set<int> types;
+  for (int d : plan_devices(p)) types.insert(c.devices[static_cast<std::size_t>(d)].type);
+  std::vector<std::string> out;
+  for (int t : types) {
+    const cluster::DeviceType& type = c.device_types[static_cast<std::size_t>(t)];
+    if (!type.has_bf16())
+      out.push_back(
+          fmt::format("{} ({})", type.name, cluster::architecture_name(type.architecture)));
+  }
+  return out;
+}
+
+model::DType engine_dtype(const Plan& p, const model::Model& m, const cluster::Cluster& c,
+                          const std::string& engine, std::vector<std::string>& differences) {
+  if (m.dtype != model::DType::bf16) return m.dtype;
+  const auto lacking = types_without_bf16(p, c);
+  if (lacking.empty()) return m.dtype;
+  differences.push_back(fmt::format(
+      "bf16: {} {} no BF16 arithmetic; {} is written for fp16 mixed precision with dynamic loss "
+      "scaling (hetplan prices either 16-bit type at the same rate)",
+      fmt::join(lacking, ", "), lacking.size() == 1 ? "has" : "have", engine));
+  return model::DType::fp16;
+}
+
 std::vector<LaunchNode> launch_nodes(const std::vector<int>& rank_devices,
                                      const cluster::Cluster& c) {
   std::vector<LaunchNode> out;

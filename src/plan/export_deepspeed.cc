@@ -32,8 +32,9 @@ Result<Exported> export_deepspeed(const Plan& p, const model::Model& m, const cl
     zero = 1;
   }
   j["zero_optimization"] = {{"stage", zero}};
-  if (m.dtype == model::DType::bf16) j["bf16"] = {{"enabled", true}};
-  if (m.dtype == model::DType::fp16) j["fp16"] = {{"enabled", true}, {"loss_scale", 0}};
+  const model::DType dtype = engine_dtype(p, m, c, "DeepSpeed", diff);
+  if (dtype == model::DType::bf16) j["bf16"] = {{"enabled", true}};
+  if (dtype == model::DType::fp16) j["fp16"] = {{"enabled", true}, {"loss_scale", 0}};
   if (p.recompute != cost::Recompute::none) {
     // The model's code checkpoints (deepspeed.checkpointing.checkpoint, or PipelineModule's
     // activation_checkpoint_interval); these settings shape how.

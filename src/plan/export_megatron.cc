@@ -34,7 +34,7 @@ const char* script_for(model::Family f) {
 }
 
 // The model's architecture as Megatron-LM's flags.
-std::vector<std::string> model_flags(const model::Model& m) {
+std::vector<std::string> model_flags(const model::Model& m, model::DType dtype) {
   std::vector<std::string> f{
       fmt::format("--num-layers {}", m.num_blocks),
       fmt::format("--hidden-size {}", m.hidden),
@@ -59,8 +59,8 @@ std::vector<std::string> model_flags(const model::Model& m) {
     f.push_back("--untie-embeddings-and-output-weights");
   if (m.experts > 0)
     f.push_back(fmt::format("--num-experts {} --moe-router-topk {}", m.experts, m.top_k));
-  if (m.dtype == model::DType::bf16) f.push_back("--bf16");
-  if (m.dtype == model::DType::fp16) f.push_back("--fp16");
+  if (dtype == model::DType::bf16) f.push_back("--bf16");
+  if (dtype == model::DType::fp16) f.push_back("--fp16");
   return f;
 }
 
@@ -156,6 +156,7 @@ Result<Exported> export_megatron(const Plan& p, const model::Model& m, const clu
         "(ZeRO-1); written: --use-distributed-optimizer",
         p.zero_stage));
   add_sync_differences(p, "Megatron-LM", diff);
+  const model::DType dtype = engine_dtype(p, m, c, "Megatron-LM", diff);
 
   const auto launch = placed_launch_nodes(g.rank_devices, c, "Megatron-LM", diff);
 
@@ -182,7 +183,7 @@ Result<Exported> export_megatron(const Plan& p, const model::Model& m, const clu
   s += block("PARALLEL_ARGS", parallel);
   s += block("BATCH_ARGS", batch);
   s += block("MEMORY_ARGS", memory);
-  s += block("MODEL_ARGS", model_flags(m));
+  s += block("MODEL_ARGS", model_flags(m, dtype));
   // Megatron-LM asks for it with tensor parallelism (its overlap of communication with GEMMs).
   s += "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
   s += fmt::format(

@@ -80,6 +80,14 @@ Grid plan_grid(const Plan& p, const model::Model& m, const std::string& engine,
 void add_sync_differences(const Plan& p, const std::string& engine,
                           std::vector<std::string>& differences);
 
+// The device types the plan uses that lack BF16 ("V100-SXM2-32GB (Volta)"), by type index.
+std::vector<std::string> types_without_bf16(const Plan& p, const cluster::Cluster& c);
+
+// The 16-bit type `engine` is written to compute in: the model's, except bf16 on a plan that uses
+// a type without BF16 (Pascal, Volta, Turing), which becomes fp16 with a difference saying so.
+model::DType engine_dtype(const Plan& p, const model::Model& m, const cluster::Cluster& c,
+                          const std::string& engine, std::vector<std::string>& differences);
+
 // `text` as one word of a POSIX shell command: in single quotes, each ' written '\''.
 std::string shell_quote(const std::string& text);
 

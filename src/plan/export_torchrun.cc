@@ -13,9 +13,15 @@ Result<Exported> export_torchrun(const Plan& p, const model::Model& m, const clu
   const bool gpus = has_gpus(c);
   std::string precision;
   if (m.dtype == model::DType::bf16 && gpus) {
+    const auto lacking = types_without_bf16(p, c);
     if (p.is_op_level())
       out.differences.push_back(
           "the model computes in bf16: hetplan's runtime runs op-level plans in fp32");
+    else if (!lacking.empty())
+      out.differences.push_back(fmt::format(
+          "the model computes in bf16: {} {} no BF16 arithmetic and hetplan's runtime has no fp16 "
+          "mode; written: fp32",
+          fmt::join(lacking, ", "), lacking.size() == 1 ? "has" : "have"));
     else
       precision = " --precision bf16";
   }

@@ -91,5 +91,36 @@ TEST(Catalog, NamesAndAliasesAreUnique) {
   }
 }
 
+TEST(Catalog, EveryTypeHasItsArchitecture) {
+  auto arch = [](const char* name) { return find_device_type(name)->architecture; };
+  EXPECT_EQ(arch("P100-PCIE-16GB"), Architecture::pascal);
+  EXPECT_EQ(arch("V100-SXM2-32GB"), Architecture::volta);
+  EXPECT_EQ(arch("T4"), Architecture::turing);
+  EXPECT_EQ(arch("A10"), Architecture::ampere);
+  EXPECT_EQ(arch("RTX-4090"), Architecture::ada);
+  EXPECT_EQ(arch("GH200"), Architecture::hopper);
+  EXPECT_EQ(arch("MI250X"), Architecture::cdna2);
+  EXPECT_EQ(arch("MI300X"), Architecture::cdna3);
+  for (const DeviceType& t : device_catalog())
+    EXPECT_NE(t.architecture, Architecture::unknown) << t.name;
+}
+
+TEST(Catalog, Bf16OnlyFromAmpereAndCdna2On) {
+  for (const char* name : {"P100-PCIE-16GB", "GTX-1080Ti", "V100-PCIE-16GB", "T4"})
+    EXPECT_FALSE(find_device_type(name)->has_bf16()) << name;
+  for (const char* name : {"A100-SXM4-80GB", "L4", "H100-SXM5-80GB", "MI250X", "MI300X"})
+    EXPECT_TRUE(find_device_type(name)->has_bf16()) << name;
+  // A type of unknown architecture is taken to have it.
+  EXPECT_TRUE(DeviceType{}.has_bf16());
+}
+
+TEST(Catalog, ArchitectureNamesReadBack) {
+  for (const DeviceType& t : device_catalog())
+    EXPECT_EQ(parse_architecture(architecture_name(t.architecture)), t.architecture) << t.name;
+  EXPECT_EQ(parse_architecture("hopper"), Architecture::hopper);
+  EXPECT_EQ(parse_architecture("Blackwell"), std::nullopt);
+  EXPECT_EQ(architecture_names(), "Pascal, Volta, Turing, Ampere, Ada, Hopper, CDNA2, CDNA3, CPU");
+}
+
 }  // namespace
 }  // namespace hetplan::cluster

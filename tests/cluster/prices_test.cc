@@ -114,5 +114,25 @@ links:
   EXPECT_EQ(e.type_aliases[1].canonical, "A100-SXM4-80GB");
 }
 
+TEST(DeviceTypes, CustomTypeNamesItsArchitecture) {
+  const char* custom =
+      "device_types:\n  - {name: MyGPU, peak_fp16: 65TFLOPS, peak_fp32: 8TFLOPS, memory: 16GB, "
+      "memory_bandwidth: 320GB/s%s}\n";
+  char buf[512];
+  std::snprintf(buf, sizeof buf, custom, ", architecture: turing");
+  const Cluster c = parse(two_groups("MyGPU", buf));
+  EXPECT_EQ(c.device_types[0].architecture, Architecture::turing);
+  EXPECT_FALSE(c.device_types[0].has_bf16());
+  std::snprintf(buf, sizeof buf, custom, "");
+  EXPECT_EQ(parse(two_groups("MyGPU", buf)).device_types[0].architecture, Architecture::unknown);
+  std::snprintf(buf, sizeof buf, custom, ", architecture: Kepler");
+  const auto bad = parse_cluster_yaml(two_groups("MyGPU", buf), "t.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("device_types[0].architecture: unknown architecture "
+                                     "'Kepler' (expected one of Pascal, Volta,"),
+            std::string::npos)
+      << bad.error().message;
+}
+
 }  // namespace
 }  // namespace hetplan::cluster

@@ -13,9 +13,12 @@ TEST(Summary, NodeGroups) {
   const std::string s = summarize(*r);
   EXPECT_TRUE(contains(s, "cluster a100-v100: 32 devices in 4 nodes, network: switch")) << s;
   EXPECT_TRUE(contains(s, "a100: 2 nodes x 8 A100-SXM4-40GB; intra-node 300 GB/s")) << s;
-  EXPECT_TRUE(contains(s, "16 x V100-SXM2-32GB")) << s;
-  EXPECT_TRUE(contains(s, "total peak bf16: 7.0 PFLOP/s")) << s;  // 16*312 + 16*125 TFLOP/s
-  EXPECT_TRUE(contains(s, "16 x A100-SXM4-40GB: 40 GB memory, 312.0 TFLOP/s bf16")) << s;
+  EXPECT_TRUE(contains(s, "total peak 16-bit: 7.0 PFLOP/s")) << s;  // 16*312 + 16*125 TFLOP/s
+  EXPECT_TRUE(contains(s, "16 x A100-SXM4-40GB (Ampere): 40 GB memory, 312.0 TFLOP/s bf16,")) << s;
+  // Volta's tensor cores compute fp16, not bf16.
+  EXPECT_TRUE(
+      contains(s, "16 x V100-SXM2-32GB (Volta): 32 GB memory, 125.0 TFLOP/s fp16 (no bf16),"))
+      << s;
   EXPECT_TRUE(contains(s, "total memory: 1.15 TB")) << s;  // 16 * 40 GB + 16 * 32 GB
 }
 

@@ -159,11 +159,26 @@ TEST(Export, WhatAnEngineCannotExpressIsListed) {
   EXPECT_TRUE(listed(x, "stage 1 gives its replicas uneven batch shares (0.375/0.625)"));
   EXPECT_TRUE(listed(x, "the gradients of embedding.* synchronise by parameter_server"));
   EXPECT_TRUE(listed(x, "the ops layers.*.norm* are split by replicate"));
-  EXPECT_EQ(x.differences.size(), 3u);
+  // The V100s, the 1080 Tis and the P100s have no BF16: Megatron-LM is written for fp16.
+  EXPECT_TRUE(listed(x,
+                     "bf16: V100-PCIE-16GB (Volta), GTX-1080Ti (Pascal), P100-PCIE-16GB "
+                     "(Pascal) have no BF16 arithmetic; Megatron-LM is written for fp16"));
+  EXPECT_NE(s.find("  --fp16\n"), std::string::npos) << s;
+  EXPECT_EQ(s.find("--bf16"), std::string::npos) << s;
+  EXPECT_EQ(x.differences.size(), 4u);
   expect_golden(x, "gpt3-125m-heterog-2stage");
   const Exported ds = exported(Engine::deepspeed, k);
   EXPECT_TRUE(listed(ds, "the stages hold 7, 5 blocks"));
   EXPECT_TRUE(listed(ds, "recompute selective"));
+  const auto ds_config = nlohmann::json::parse(file_named(ds, "ds_config.json").text);
+  EXPECT_EQ(ds_config["fp16"]["enabled"], true);
+  EXPECT_FALSE(ds_config.contains("bf16"));
+  // hetplan's own runtime has no fp16: torchrun runs these GPUs in fp32.
+  const Exported tr = exported(Engine::torchrun, k);
+  EXPECT_TRUE(listed(tr,
+                     "the model computes in bf16: V100-PCIE-16GB (Volta), GTX-1080Ti "
+                     "(Pascal), P100-PCIE-16GB (Pascal) have no BF16 arithmetic"));
+  EXPECT_EQ(file_named(tr, "torchrun.sh").text.find("--precision"), std::string::npos);
   expect_golden(ds, "gpt3-125m-heterog-2stage");
 }
 

@@ -70,6 +70,7 @@ inline model::Model tiny_cnn(int count) {
 inline cluster::Cluster tiny_cluster(int devices, int per_node = 8) {
   cluster::Cluster c;
   c.name = "tiny-cluster";
+  c.device_types.push_back(*cluster::find_device_type("cpu"));  // every device's type 0
   for (int d = 0; d < devices; ++d) {
     if (d % per_node == 0) {
       cluster::Node n;

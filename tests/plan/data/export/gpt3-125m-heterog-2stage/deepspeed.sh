@@ -2,6 +2,7 @@
 # DeepSpeed launch of the hand: 2 uneven stages, the V100 servers take the embedding and 7 blocks, the 1080Ti and P100 servers the last 5 blocks and the head plan for gpt3-125m on heterog-mixed (written by hetplan export): pp 2 x dp 2 x tp 2
 # What the engine cannot express of the plan:
 #   - stage 1 gives its replicas uneven batch shares (0.375/0.625): DeepSpeed gives every replica the same micro-batch
+#   - bf16: V100-PCIE-16GB (Volta), GTX-1080Ti (Pascal), P100-PCIE-16GB (Pascal) have no BF16 arithmetic; DeepSpeed is written for fp16 mixed precision with dynamic loss scaling (hetplan prices either 16-bit type at the same rate)
 #   - recompute selective: DeepSpeed checkpoints whole layers; written for full recomputation (less memory, more time than the plan's)
 #   - tp 2 with pipeline stages: DeepSpeed's pipeline engine splits tensors only with tensor-parallel layers of your own (Megatron-DeepSpeed's); written: the topology PipeModelDataParallelTopology(num_pp=2, num_mp=2, num_dp=2) for them
 #   - the stages hold 7, 5 blocks: DeepSpeed's PipelineModule partitions uniformly or by parameters; written: uniform

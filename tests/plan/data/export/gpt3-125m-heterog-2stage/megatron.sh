@@ -4,6 +4,7 @@
 #   - stage 1 gives its replicas uneven batch shares (0.375/0.625): Megatron-LM gives every replica the same micro-batch
 #   - the gradients of embedding.* synchronise by parameter_server: Megatron-LM all-reduces every gradient
 #   - the ops layers.*.norm* are split by replicate: Megatron-LM splits every layer's ops its own way
+#   - bf16: V100-PCIE-16GB (Volta), GTX-1080Ti (Pascal), P100-PCIE-16GB (Pascal) have no BF16 arithmetic; Megatron-LM is written for fp16 mixed precision with dynamic loss scaling (hetplan prices either 16-bit type at the same rate)
 # Run it on each of the 4 nodes: NODE_RANK=<0..3> MASTER_ADDR=<node 0's address> bash THIS_SCRIPT
 set -euo pipefail
 NNODES=4
@@ -41,7 +42,7 @@ MODEL_ARGS=(
   --ffn-hidden-size 3072
   --num-attention-heads 12
   --seq-length 2048 --max-position-embeddings 2048
-  --bf16
+  --fp16
 )
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 exec $TORCHRUN --nnodes "$NNODES" --node_rank "$NODE_RANK" --nproc_per_node "$NPROC" \
