@@ -37,6 +37,13 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
   cmd->add_flag("--one-type-per-stage", a.one_type_per_stage,
                 "Pipeline stages of one device group each (the planner otherwise also tries "
                 "stages that span device types, batch shares by speed)");
+  cmd->add_option(
+         "--attention", a.attention,
+         "How stage plans compute attention: plain (QK^T, softmax and scores x V op by "
+         "op, the scores kept for the backward pass) or flash (one fused kernel that keeps "
+         "none; FlashAttention, PyTorch's scaled_dot_product_attention)")
+      ->check(CLI::IsMember({"plain", "flash"}))
+      ->capture_default_str();
   auto* runnable = cmd->add_flag(
       "--runnable", a.runnable,
       "Choose only plans that `hetplan run` executes (the default; the runtime's own check)");
@@ -56,6 +63,7 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
   opts.time_limit_s = a.time_limit_s;
   opts.threads = a.threads;
   opts.mixed_stages = !a.one_type_per_stage;
+  opts.attention = *plan::attention_from_string(a.attention);  // CLI11 checked the name
   if (a.verbose || isatty(fileno(stderr)))
     opts.progress = [](const std::string& line) {
       std::fprintf(stderr, "hetplan: %s\n", line.c_str());

@@ -27,15 +27,17 @@ struct SearchArgs {
   std::string policy;       // --policy: TAG's and HeteroG's network: a file, "none", "" (shipped)
   int tag_simulations = 0;  // --simulations
   bool one_type_per_stage = false;  // --one-type-per-stage: no pipeline stage spans device types
+  std::string attention = "plain";  // --attention plain|flash (SearchOptions::attention)
 };
 
 // Registers --model, --cluster and --global-batch.
 void add_problem_options(CLI::App* cmd, SearchArgs& a);
-// Registers --time-limit, --threads, --report, --json, --verbose, --runnable, --any-form and
-// --one-type-per-stage.
+// Registers --time-limit, --threads, --report, --json, --verbose, --runnable, --any-form,
+// --one-type-per-stage and --attention.
 void add_search_options(CLI::App* cmd, SearchArgs& a);
 
-// Checks --global-batch, --time-limit and --threads and copies them (and --one-type-per-stage)
+// Checks --global-batch, --time-limit and --threads and copies them (and --one-type-per-stage and
+// --attention)
 // into opts, with a progress
 // line printer on stderr when --verbose is given or stderr is a terminal. Returns the message of
 // the first bad argument, or an empty string.

@@ -114,7 +114,8 @@ Seconds ComputeCostModel::op_time(const cluster::DeviceType& dev, const model::T
     if (gemm) {
       const double peak = dev.peak(dtype).value;
       const double half = params_.gemm_half_size_time.value * peak;
-      rate = peak * params_.gemm_peak_efficiency * flops / (flops + half);
+      rate = peak * params_.gemm_peak_efficiency * gemm_architecture_scale(dev.architecture) *
+             flops / (flops + half);
     } else {
       rate = dev.peak_fp32.value > 0 ? dev.peak_fp32.value : dev.peak(dtype).value;
     }
@@ -124,6 +125,77 @@ Seconds ComputeCostModel::op_time(const cluster::DeviceType& dev, const model::T
   const double memory_s =
       bytes > 0 ? bytes / (dev.memory_bandwidth.value * params_.memory_efficiency) : 0.0;
   return Seconds(std::max(compute_s, memory_s)) + params_.kernel_launch;
+}
+
+// GEMM efficiency by architecture, relative to Ampere's (where gemm_peak_efficiency was fitted), as
+// the best measured BF16 matmuls of each reach of their data-sheet peak (shared/reference/
+// hardware.md, "Achieved rates"): A100 SXM 271 of 312 TFLOP/s (87%), H100 SXM 795 of 989 (80%),
+// MI300X 668 of 1,307 (51%). Hopper 0.80 / 0.87, CDNA3 0.51 / 0.87. No such figure was found for
+// the other architectures: Ampere's (1) stands in.
+double gemm_architecture_scale(cluster::Architecture a) {
+  switch (a) {
+    case cluster::Architecture::hopper:
+      return 0.80 / 0.87;
+    case cluster::Architecture::cdna3:
+      return 0.51 / 0.87;
+    case cluster::Architecture::pascal:
+    case cluster::Architecture::volta:
+    case cluster::Architecture::turing:
+    case cluster::Architecture::ampere:
+    case cluster::Architecture::ada:
+    case cluster::Architecture::cdna2:
+    case cluster::Architecture::cpu:
+    case cluster::Architecture::unknown:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+// Fused attention (FlashAttention) efficiency, as a fraction of the dense 16-bit tensor peak over a
+// forward and a backward pass, from the kernels' published benchmarks:
+// - Ampere 0.50: FlashAttention-2 (Dao 2023, arXiv:2307.08691) reaches 50-73% of the A100's peak;
+//   the low end, as training's sequences (0.5-4k tokens) and the backward pass (5/7 of the work)
+//   sit there.
+// - Hopper 0.34: the same FlashAttention-2 kernels, which PyTorch's scaled_dot_product_attention
+//   runs, reach up to 335 TFLOP/s on an H100 SXM5 (same paper), 34% of its 989. FlashAttention-3
+//   (Shah et al. 2024, arXiv:2407.08608) reaches 75% but is a separate library, not what this
+//   figure describes.
+// - Volta, Turing, Pascal 0.25: no FlashAttention-2 kernels; PyTorch runs its memory-efficient
+//   kernel there. No published figure for it on these parts: the first FlashAttention's 25-40%
+//   of the A100's peak (the FlashAttention-2 paper's account of it), at its low end, stands in.
+// - Ada, CDNA2, CDNA3 and unknown: no published figure found; Ampere's (the nearest kernels:
+//   FlashAttention-2 builds for sm_89, and ROCm's port of it) stands in.
+double fused_attention_efficiency(cluster::Architecture a) {
+  switch (a) {
+    case cluster::Architecture::hopper:
+      return 0.34;
+    case cluster::Architecture::pascal:
+    case cluster::Architecture::volta:
+    case cluster::Architecture::turing:
+      return 0.25;
+    case cluster::Architecture::ampere:
+    case cluster::Architecture::ada:
+    case cluster::Architecture::cdna2:
+    case cluster::Architecture::cdna3:
+    case cluster::Architecture::cpu:
+    case cluster::Architecture::unknown:
+      return 0.50;
+  }
+  return 0.50;
+}
+
+Seconds ComputeCostModel::fused_attention_time(const cluster::DeviceType& dev,
+                                               const model::TrainOp& op, double samples,
+                                               double shard, model::DType dtype,
+                                               bool causal) const {
+  assert(shard >= 0 && samples >= 0);
+  if (op.kind != model::OpKind::batched_matmul || samples <= 0 || op.flops <= 0) return Seconds(0);
+  const bool forward = op.phase == model::Phase::forward;
+  // A plain backward pass of a batched GEMM has 2x its forward's FLOPs; the fused one 2.5x.
+  const double flops = op.flops * samples * shard * (forward ? 1.0 : 1.25) * (causal ? 0.5 : 1.0);
+  const double rate = dev.peak(dtype).value * fused_attention_efficiency(dev.architecture);
+  assert(rate > 0);
+  return Seconds(flops / rate) + params_.kernel_launch * 0.5;
 }
 
 }  // namespace hetplan::cost

@@ -26,6 +26,8 @@ const char* to_string(Recompute r) {
   return "?";
 }
 
+const char* to_string(Attention a) { return a == Attention::flash ? "flash" : "plain"; }
+
 // Mixed precision (16-bit weights and gradients; fp32 master weights, Adam m and v: 12 bytes) gives
 // the standard 16 bytes per parameter; pure fp32 keeps 4 + 4 and two 4-byte moments.
 StateBytes state_bytes(model::DType t) {
@@ -46,6 +48,9 @@ ActivationBytes stage_activation_bytes(const model::Model& m, const MemoryConfig
       const bool whole = cfg.whole_activations.empty()
                              ? op.shard == model::ShardKind::replicated && !cfg.sequence_parallel
                              : cfg.whole_activations[oi];
+      // A fused attention kernel keeps no scores, neither for the backward pass nor while a
+      // recomputed layer runs again.
+      if (cfg.attention == Attention::flash && op.attention_core) continue;
       const double bytes = op.saved_bytes * (whole ? 1.0 : cfg.activation_shard);
       all += bytes;
       if (!(cfg.recompute == Recompute::selective && op.attention_core)) kept += bytes;

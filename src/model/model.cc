@@ -55,6 +55,10 @@ double Model::forward_flops_per_sample() const {
   return f;
 }
 
+bool Model::causal_attention() const {
+  return family == Family::decoder_lm || family == Family::moe_lm;
+}
+
 bool Model::is_language_model() const {
   return family == Family::decoder_lm || family == Family::encoder || family == Family::moe_lm;
 }

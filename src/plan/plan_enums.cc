@@ -62,6 +62,10 @@ constexpr Table<cost::Algorithm, 6> kAlgorithms{{
     {cost::Algorithm::direct, "direct"},
     {cost::Algorithm::parameter_server, "parameter_server"},
 }};
+constexpr Table<cost::Attention, 2> kAttentions{{
+    {cost::Attention::plain, "plain"},
+    {cost::Attention::flash, "flash"},
+}};
 constexpr Table<cost::Recompute, 3> kRecomputes{{
     {cost::Recompute::none, "none"},
     {cost::Recompute::selective, "selective"},
@@ -111,6 +115,7 @@ const char* to_string(UnevenCollectives u) { return name_of(kUnevenCollectives, 
 const char* to_string(BatchNormStats b) { return name_of(kBatchNorms, b); }
 const char* algorithm_name(cost::Algorithm a) { return name_of(kAlgorithms, a); }
 const char* recompute_name(cost::Recompute r) { return name_of(kRecomputes, r); }
+const char* attention_name(cost::Attention a) { return name_of(kAttentions, a); }
 
 std::optional<Schedule> schedule_from_string(std::string_view s) { return value_of(kSchedules, s); }
 std::optional<SplitKind> split_kind_from_string(std::string_view s) {
@@ -131,6 +136,9 @@ std::optional<cost::Algorithm> algorithm_from_string(std::string_view s) {
 std::optional<cost::Recompute> recompute_from_string(std::string_view s) {
   return value_of(kRecomputes, s);
 }
+std::optional<cost::Attention> attention_from_string(std::string_view s) {
+  return value_of(kAttentions, s);
+}
 
 const char* to_string(GradPriority g) { return name_of(kGradPriorities, g); }
 const char* to_string(Multipath m) { return name_of(kMultipaths, m); }
@@ -150,6 +158,7 @@ std::string uneven_collectives_names() { return names_of(kUnevenCollectives); }
 std::string batch_norm_names() { return names_of(kBatchNorms); }
 std::string algorithm_names() { return names_of(kAlgorithms); }
 std::string recompute_names() { return names_of(kRecomputes); }
+std::string attention_names() { return names_of(kAttentions); }
 
 // Greedy glob with one-star backtracking: O(|pattern| * |name|) at worst, no recursion.
 bool op_pattern_matches(std::string_view pattern, std::string_view op_name) {

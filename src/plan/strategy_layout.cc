@@ -124,6 +124,7 @@ Result<Plan> plan_from_strategy(const Strategy& strategy, const model::Model& m,
         static_cast<int>(s.gbs / product({s.dp, static_cast<std::int64_t>(s.mbs)}));
     p.schedule = s.schedule;
     p.recompute = s.recompute;
+    p.attention = s.attention;
     p.zero_stage = s.zero;
     p.sequence_parallel = s.sp;
     p.batch_norm = s.bn;

@@ -12,8 +12,8 @@
 namespace hetplan::plan {
 namespace {
 
-constexpr std::array<std::string_view, 14> kKeys{
-    "dp",   "tp",       "pp", "vpp", "mbs",           "gbs",        "recompute",
+constexpr std::array<std::string_view, 15> kKeys{
+    "dp",   "tp",       "pp", "vpp", "mbs",           "gbs",        "recompute", "attention",
     "zero", "schedule", "sp", "bn",  "grad_priority", "loss_bound", "multipath"};
 
 std::string_view trim(std::string_view s) {
@@ -63,6 +63,10 @@ void apply(Strategy& s, std::string_view key, std::string_view value, std::strin
     auto r = recompute_from_string(value);
     if (!r) throw InputError(field, fmt::format("expected one of {}", recompute_names()));
     s.recompute = *r;
+  } else if (key == "attention") {
+    auto a = attention_from_string(value);
+    if (!a) throw InputError(field, fmt::format("expected one of {}", attention_names()));
+    s.attention = *a;
   } else if (key == "zero") {
     if (value.size() != 1 || value[0] < '0' || value[0] > '3')
       throw InputError(field, "expected 0, 1, 2 or 3");
@@ -159,6 +163,8 @@ std::string to_string(const Strategy& s) {
   if (s.gbs > 0) out += fmt::format("gbs={},", s.gbs);
   out += fmt::format("recompute={},zero={},schedule={},sp={}", recompute_name(s.recompute), s.zero,
                      to_string(s.schedule), s.sp ? 1 : 0);
+  if (s.attention != cost::Attention::plain)
+    out += fmt::format(",attention={}", attention_name(s.attention));
   if (s.bn != BatchNormStats::local) out += fmt::format(",bn={}", to_string(s.bn));
   if (s.grad_priority != GradPriority::none)
     out += fmt::format(",grad_priority={}", to_string(s.grad_priority));

@@ -70,6 +70,10 @@ void check_globals(const Plan& p) {
                                  p.global_batch, p.num_microbatches));
   if (p.zero_stage < 0 || p.zero_stage > 3)
     throw InputError("zero_stage", "expected an integer in 0..3");
+  if (p.attention == cost::Attention::flash && p.is_op_level())
+    throw InputError("attention",
+                     "expected plain in an op-level plan (its groups place the attention core's "
+                     "ops one by one; flash fuses them into one kernel of a stage)");
   if (!(p.grad_bucket_bytes > 0) || !std::isfinite(p.grad_bucket_bytes))
     throw InputError("grad_bucket_bytes", "expected a number > 0");
   check_gradient_transport(p);

@@ -538,6 +538,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   if (!module) return module.error();
   auto& mod = **module;
   mod.set_recompute(p.recompute);
+  mod.set_attention(p.attention);
   mod.to_device(dev);
   // Each parameter's name and whole shape, for checkpoints (the split below keeps the tensors).
   const detail::ParameterNames named = detail::parameter_names(mod);

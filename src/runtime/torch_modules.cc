@@ -1,6 +1,7 @@
 #include "torch_modules.h"
 
 #include <fmt/format.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,9 @@ namespace hetplan::runtime::detail {
 namespace {
 
 namespace nn = torch::nn;
+
+// Whether this libtorch fuses the attention core (scaled_dot_product_attention, 2.0 and later).
+constexpr bool kFusedAttentionKernel = TORCH_VERSION_MAJOR >= 2;
 
 const model::Op* find_op(const model::Model& m, std::string_view name) {
   for (const auto& op : m.ops)
@@ -207,9 +211,11 @@ class Block : public nn::Module {
     core_ = [this](const torch::Tensor& qkv) { return attention_core(qkv); };
   }
 
-  torch::Tensor forward(const torch::Tensor& x, cost::Recompute recompute) {
+  torch::Tensor forward(const torch::Tensor& x, cost::Recompute recompute,
+                        cost::Attention attention) {
+    fused_ = attention == cost::Attention::flash;
     if (recompute == cost::Recompute::full) return run_layer(whole_, x, true);
-    return body(x, recompute == cost::Recompute::selective);
+    return body(x, recompute == cost::Recompute::selective || (fused_ && !kFusedAttentionKernel));
   }
 
   Result<bool> shard(ShardLayouts& layouts) {
@@ -339,6 +345,12 @@ class Block : public nn::Module {
       k = k.repeat_interleave(H / K, 1);
       v = v.repeat_interleave(H / K, 1);
     }
+#if TORCH_VERSION_MAJOR >= 2
+    if (fused_)  // one kernel (flash or memory-efficient, as the device allows) keeps no scores
+      return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true)
+          .transpose(1, 2)
+          .reshape({n, s, H * hd});
+#endif
     auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));
     scores = scores.masked_fill(*causal_, -std::numeric_limits<float>::infinity());
     return torch::matmul(torch::softmax(scores, -1), v).transpose(1, 2).reshape({n, s, H * hd});
@@ -355,6 +367,7 @@ class Block : public nn::Module {
   nn::Linear qkv_{nullptr}, proj_{nullptr}, fc1_{nullptr}, fc2_{nullptr}, router_{nullptr};
   torch::Tensor gate_up_, down_;  // [experts, 2 ffn, hidden], [experts, hidden, ffn]
   LayerFn whole_, core_;
+  bool fused_ = false;  // the pass runs the core as one kernel (set by forward)
 };
 
 // Layers "embedding" (words, and learned positions for GPT), "layers.i" (blocks) and "head"
@@ -402,7 +415,7 @@ class Decoder : public TrainModule {
                       torch::arange(p0, p1, torch::TensorOptions(torch::kLong).device(y.device())));
         }
       } else if (l + 1 < num_layers_) {
-        y = blocks_[l - 1]->forward(y, recompute_);
+        y = blocks_[l - 1]->forward(y, recompute_, attention_);
       } else {
         y = norm_(y, tp_, weights_);
         if (batch_.vocab_head) {

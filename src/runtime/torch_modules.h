@@ -88,6 +88,11 @@ class TrainModule : public torch::nn::Module {
   // Activation recomputation (Korthikanti et al. 2022): full recomputes every transformer block
   // or MLP layer from its input in the backward pass; selective only the attention cores.
   void set_recompute(cost::Recompute r) { recompute_ = r; }
+  // The attention core op by op, or fused (FlashAttention): libtorch's
+  // scaled_dot_product_attention where it has one (2.0 and later), else the core recomputed in
+  // the backward pass, which keeps as little of it (the decoders' blocks; other modules have no
+  // attention).
+  void set_attention(cost::Attention a) { attention_ = a; }
   // Moves the parameters and every constant the layers read (masks, position tables) to `device`.
   // Call before shard() or split_batch(): the shards are cut where the weights are.
   virtual void to_device(const torch::Device& device) { to(device); }
@@ -106,6 +111,7 @@ class TrainModule : public torch::nn::Module {
   }
   int num_layers_ = 0;
   cost::Recompute recompute_ = cost::Recompute::none;
+  cost::Attention attention_ = cost::Attention::plain;
   BatchProgram batch_;                     // inactive group: no batch program
   ShardedWeights weights_{&batch_.group};  // weights_.whole(w): the weight w to compute with
   std::vector<std::int64_t> samples_;      // per rank of batch_.group, of the current pass

@@ -104,6 +104,7 @@ PlannerOutput megatron_grid(const Context& ctx) {
             s.mbs = mbs;
             s.gbs = B;
             s.recompute = rc;
+            s.attention = ctx.options.attention;
             s.zero = zero;
             auto p = plan::plan_from_strategy(s, ctx.model, alike);
             if (!p) {

@@ -60,7 +60,7 @@ std::size_t Estimator::MemoryKeyHash::operator()(const MemoryKey& k) const {
     v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
     h = v ^ (v >> 31);
   };
-  for (int v : {k.recompute, k.zero, k.first, k.count, k.tp, k.dp, k.sp ? 1 : 0})
+  for (int v : {k.recompute, k.attention, k.zero, k.first, k.count, k.tp, k.dp, k.sp ? 1 : 0})
     mix(std::hash<int>{}(v));
   for (double v : {k.share, k.samples, k.inflight}) mix(std::hash<double>{}(v));
   return h;
@@ -75,8 +75,9 @@ const sim::LayerCostTable& Estimator::layer_costs(const plan::Plan& settings,
                                                   const plan::Replica& r, double samples,
                                                   int dp) const {
   const int zero_split = settings.zero_stage >= 1 ? dp : 1;
-  SettingsKey skey{static_cast<int>(settings.recompute), settings.sequence_parallel,
-                   settings.zero_stage, settings.uneven_collectives, settings.op_overrides};
+  SettingsKey skey{static_cast<int>(settings.recompute), static_cast<int>(settings.attention),
+                   settings.sequence_parallel,           settings.zero_stage,
+                   settings.uneven_collectives,          settings.op_overrides};
   auto tkey = std::make_tuple(skey, replica_class(c_, r), r.tp_shares, samples, zero_split);
   auto it = tables_.find(tkey);
   if (it != tables_.end()) return it->second;
@@ -95,6 +96,7 @@ double Estimator::device_memory(const plan::Plan& settings, int first, int count
   const double share = plan::tp_share(r, static_cast<std::size_t>(j));
   const int tp = static_cast<int>(r.devices.size());
   const MemoryKey key{static_cast<int>(settings.recompute),
+                      static_cast<int>(settings.attention),
                       settings.zero_stage,
                       first,
                       count,

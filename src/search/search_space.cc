@@ -8,6 +8,7 @@ plan::Plan base_plan(const Context& ctx, const std::string& planner) {
   p.cluster = ctx.cluster.name;
   p.planner = planner;
   p.global_batch = ctx.options.global_batch;
+  p.attention = ctx.options.attention;
   return p;
 }
 

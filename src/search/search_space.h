@@ -8,7 +8,8 @@
 
 namespace hetplan::search {
 
-// A plan with the problem's model, cluster, global batch and planner name, no stages yet.
+// A plan with the problem's model, cluster, global batch, attention and planner name, no stages
+// yet.
 plan::Plan base_plan(const Context& ctx, const std::string& planner);
 
 // Transformer blocks (or, for models without them, all layers): how far a pipeline may be cut.

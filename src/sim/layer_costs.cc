@@ -57,6 +57,7 @@ cost::MemoryConfig memory_config(const model::Model& m, const plan::Plan& settin
   cfg.zero_stage = settings.zero_stage;
   cfg.zero_group = dp_replicas;
   cfg.recompute = settings.recompute;
+  cfg.attention = settings.attention;
   cfg.sequence_parallel = settings.sequence_parallel;
   cfg.tensor_parallel = tp;
   cfg.micro_batch = samples;

@@ -54,6 +54,37 @@ TEST(PlanCli, AWrittenPlanSimulatesToTheSameNumbers) {
   std::filesystem::remove(out);
 }
 
+TEST(PlanCli, FlashAttentionPlansKeepNoScores) {
+  // The same search with a fused attention core: the plan says so, simulates to the same numbers,
+  // and keeps less than the plain plan at the same settings.
+  const auto out =
+      (std::filesystem::temp_directory_path() / "hetplan_plan_cli_flash.json").string();
+  auto r = run_hetplan("plan " + kSmall + " --algo pipeline --attention flash --json --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto planned = nlohmann::json::parse(r.out);
+  EXPECT_EQ(planned["plan"]["attention"], "flash");
+  const std::string inputs =
+      "--model gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=32000 --cluster " +
+      source_path("tests/search/data/two-kinds-8.yaml");
+  auto s = run_hetplan("simulate " + inputs + " --plan " + out + " --json");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(planned["memory"], nlohmann::json::parse(s.out)["memory"]);
+  // The same plan with plain attention keeps the scores.
+  auto text = testing::slurp(out);
+  text.replace(text.find("\"attention\": \"flash\""), 20, "\"attention\": \"plain\"");
+  std::ofstream(out) << text;
+  auto plain = run_hetplan("simulate " + inputs + " --plan " + out + " --json");
+  ASSERT_TRUE(plain.exit_code == 0 || plain.exit_code == 2) << plain.err;
+  if (plain.exit_code == 0) {
+    EXPECT_GT(nlohmann::json::parse(plain.out)["memory"]["max_peak_bytes"].get<double>(),
+              planned["memory"]["max_peak_bytes"].get<double>());
+  }
+  std::filesystem::remove(out);
+  auto bad = run_hetplan("plan " + kSmall + " --attention fast");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--attention"), std::string::npos) << bad.err;
+}
+
 TEST(PlanCli, TheSameInputsGiveTheSameFingerprint) {
   auto a = run_hetplan("plan " + kSmall + " --json");
   auto b = run_hetplan("plan " + kSmall + " --json --threads 2");

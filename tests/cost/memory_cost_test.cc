@@ -105,6 +105,26 @@ TEST(MemoryCost, FullRecomputeKeepsLayerInputsPlusOneLayerWorkingSet) {
   EXPECT_DOUBLE_EQ(stage_activation_bytes(m, cfg).stored_per_sample, 2 * s * h * L / 8);
 }
 
+// A fused attention core keeps none of the scores: Korthikanti et al.'s 5as/h term goes, as under
+// selective recomputation, and the recomputed layer's working set loses it too.
+TEST(MemoryCost, FlashAttentionKeepsNoScores) {
+  const auto m = gpt_like(4, kSeq, kHidden, kHeads);
+  const double b = 2, t = 4, L = 4;
+  MemoryConfig cfg = layers(4);
+  cfg.attention = Attention::flash;
+  cfg.micro_batch = b;
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).activations.value, L * s * b * h * 34);
+  cfg.activation_shard = 1 / t;
+  cfg.tensor_parallel = 4;
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).activations.value, L * s * b * h * (10 + 24 / t));
+  cfg.recompute = Recompute::full;
+  cfg.activation_shard = 1;
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).activations.value, 2 * s * b * h * L + s * b * h * 34);
+  // Selective recomputation drops nothing more.
+  cfg.recompute = Recompute::selective;
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).activations.value, L * s * b * h * 34);
+}
+
 TEST(MemoryCost, InflightMicrobatchesMultiplyActivations) {
   const auto m = gpt_like(2, kSeq, kHidden, kHeads);
   MemoryConfig one = layers(2);

@@ -141,6 +141,21 @@ TEST(Export, DeepSpeedAndTorchrunOfAHomogeneousPlan) {
   expect_golden(tr, "gpt3-1.3b-dgx-a100-2", "plan.json");
 }
 
+TEST(Export, FlashAttention) {
+  const Case k =
+      from_strategy("gpt3-1.3b", "dgx-a100:2", "tp=2,pp=2,mbs=2,gbs=512,attention=flash");
+  const Exported x = exported(Engine::megatron, k);
+  EXPECT_TRUE(x.differences.empty()) << x.differences.front();
+  EXPECT_NE(file_named(x, "megatron.sh").text.find("  --use-flash-attn\n"), std::string::npos);
+  const Exported ds = exported(Engine::deepspeed, k);
+  ASSERT_FALSE(ds.differences.empty());
+  EXPECT_EQ(ds.differences.front().rfind("attention flash: DeepSpeed's config has no attention "
+                                         "setting",
+                                         0),
+            0u)
+      << ds.differences.front();
+}
+
 TEST(Export, WhatAnEngineCannotExpressIsListed) {
   // The hand-written heterogeneous plan: 7 and 5 blocks per stage, uneven batch shares in stage
   // 1, the embedding's gradients through a parameter server, norms replicated by override.

@@ -101,7 +101,7 @@ TEST(GradTransport, StrategyKeys) {
             "grad_priority=layer+magnitude (late chunks are dropped lowest priority first)");
   EXPECT_EQ(strategy_error("grad_priorty=layer"),
             "--strategy: grad_priorty=layer: unknown key (did you mean 'grad_priority'?) "
-            "(allowed: dp, tp, pp, vpp, mbs, gbs, recompute, zero, schedule, sp, bn, "
+            "(allowed: dp, tp, pp, vpp, mbs, gbs, recompute, attention, zero, schedule, sp, bn, "
             "grad_priority, loss_bound, multipath)");
 }
 

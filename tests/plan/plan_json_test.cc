@@ -47,6 +47,14 @@ TEST(PlanJson, RoundTripIsExact) {
   ASSERT_TRUE(text_back.ok()) << text_back.error().message;
   EXPECT_EQ(*text_back, p);
   EXPECT_EQ(to_json_text(*text_back), to_json_text(p));
+  // A fused attention core is written and read back; plain (the default) is not written.
+  Plan flash = p;
+  flash.attention = cost::Attention::flash;
+  EXPECT_NE(to_json_text(flash).find("\"attention\": \"flash\""), std::string::npos);
+  EXPECT_EQ(to_json_text(p).find("\"attention\""), std::string::npos);
+  auto flash_back = plan_from_json(to_json(flash), "mem");
+  ASSERT_TRUE(flash_back.ok()) << flash_back.error().message;
+  EXPECT_EQ(*flash_back, flash);
 }
 
 TEST(PlanJson, EveryEnumValueRoundTrips) {
@@ -64,6 +72,9 @@ TEST(PlanJson, EveryEnumValueRoundTrips) {
   for (cost::Recompute r :
        {cost::Recompute::none, cost::Recompute::selective, cost::Recompute::full})
     EXPECT_EQ(recompute_from_string(recompute_name(r)), r);
+  for (cost::Attention a : {cost::Attention::plain, cost::Attention::flash})
+    EXPECT_EQ(attention_from_string(attention_name(a)), a);
+  EXPECT_EQ(attention_names(), "plain|flash");
   EXPECT_FALSE(schedule_from_string("1F1B").has_value());
   EXPECT_EQ(schedule_names(), "gpipe|1f1b|interleaved");
 }
@@ -168,6 +179,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"/version", "2", "plan.json: version: expected 1"},
         BadField{"-/version", "", "plan.json: version: missing (required)"},
         BadField{"/model", "3", "plan.json: model: expected a string"},
+        BadField{"/attention", "\"fast\"",
+                 "plan.json: attention: expected one of plain|flash (got \"fast\")"},
         BadField{"/global_batch", "0",
                  "plan.json: global_batch: expected an integer in 1..1048576"},
         BadField{"/global_batch", "2.5",
@@ -232,7 +245,7 @@ INSTANTIATE_TEST_SUITE_P(
             "plan.json: microbatches: unknown key (did you mean 'num_microbatches'?) (allowed: "
             "version, model, cluster, planner, "
             "global_batch, "
-            "num_microbatches, schedule, recompute, zero_stage, sequence_parallel, "
+            "num_microbatches, schedule, recompute, attention, zero_stage, sequence_parallel, "
             "uneven_collectives, batch_norm, grad_bucket_bytes, grad_priority, loss_bound, "
             "multipath, stages, "
             "op_overrides, grad_sync, op_groups, execution_order)"},

@@ -59,19 +59,24 @@ TEST(StrategyParse, VppImpliesInterleaved) {
 }
 
 TEST(StrategyParse, CanonicalTextParsesBack) {
-  auto s = parse_strategy("gbs=64,dp=4,tp=2,pp=2,vpp=2,zero=3,recompute=selective,mbs=2,bn=synced");
+  auto s = parse_strategy(
+      "gbs=64,dp=4,tp=2,pp=2,vpp=2,zero=3,recompute=selective,mbs=2,bn=synced,attention=flash");
   ASSERT_TRUE(s.ok()) << s.error().message;
   auto again = parse_strategy(to_string(*s));
   ASSERT_TRUE(again.ok()) << again.error().message;
   Strategy expected = *s;
   expected.schedule_given = true;
   EXPECT_EQ(*again, expected);
+  EXPECT_EQ(again->attention, cost::Attention::flash);
+  // Plain attention, the default, is left out of the text.
+  EXPECT_EQ(to_string(*parse_strategy("tp=2")).find("attention"), std::string::npos);
 }
 
 TEST(StrategyParse, Errors) {
   EXPECT_EQ(error_of("tp=2,foo=1"),
-            "--strategy: foo=1: unknown key (allowed: dp, tp, pp, vpp, mbs, gbs, recompute, zero, "
-            "schedule, sp, bn, grad_priority, loss_bound, multipath)");
+            "--strategy: foo=1: unknown key (allowed: dp, tp, pp, vpp, mbs, gbs, recompute, "
+            "attention, zero, schedule, sp, bn, grad_priority, loss_bound, multipath)");
+  EXPECT_EQ(error_of("attention=fast"), "--strategy: attention=fast: expected one of plain|flash");
   EXPECT_EQ(error_of("tp=two"), "--strategy: tp=two: expected a positive integer");
   EXPECT_EQ(error_of("bn=sync"), "--strategy: bn=sync: expected one of local|synced");
   EXPECT_EQ(error_of("tp=2.5"), "--strategy: tp=2.5: expected a positive integer");

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hetplan/plan/op_groups.h"
 #include "plan_fixtures.h"
 
 namespace hetplan::plan {
@@ -240,6 +241,22 @@ TEST_F(Validate, GlobalBatchAndMicrobatches) {
 TEST_F(Validate, ZeroStageRange) {
   plan_.zero_stage = 5;
   EXPECT_EQ(check(), "plan.json: zero_stage: expected an integer in 0..3");
+}
+
+// A fused attention core is a stage's kernel: a stage plan may have it, an op-level plan may not.
+// Converted op by op, a flash stage plan recomputes its attention cores instead (as little kept).
+TEST_F(Validate, FlashAttentionOnlyInStagePlans) {
+  plan_.attention = cost::Attention::flash;
+  EXPECT_EQ(check(), "ok");
+  auto ops = as_op_level_plan(plan_, model_);
+  ASSERT_TRUE(ops.has_value());
+  EXPECT_EQ(ops->attention, cost::Attention::plain);
+  EXPECT_EQ(ops->recompute, cost::Recompute::selective);
+  EXPECT_EQ(error_of(*ops, model_, cluster_), "ok");
+  ops->attention = cost::Attention::flash;
+  EXPECT_EQ(error_of(*ops, model_, cluster_),
+            "plan.json: attention: expected plain in an op-level plan (its groups place the "
+            "attention core's ops one by one; flash fuses them into one kernel of a stage)");
 }
 
 TEST_F(Validate, OpOverridePatternMustMatch) {

@@ -1492,6 +1492,10 @@ TEST(RunCli, RecomputationMatchesOneProcess) {
   const auto selective =
       losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=12,recompute=selective");
   expect_same_losses(one, selective);
+  // A fused attention core computes the same attention.
+  const auto flash =
+      losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=12,attention=flash");
+  expect_same_losses(one, flash);
 }
 
 TEST(RunCli, CheckpointResumesTheSameRun) {

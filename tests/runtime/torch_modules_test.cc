@@ -3,6 +3,7 @@
 #include "../../src/runtime/torch_modules.h"
 
 #include <gtest/gtest.h>
+#include <torch/version.h>
 
 #include <functional>
 #include <set>
@@ -107,6 +108,11 @@ TEST(TorchModules, RecomputationIsInTheBackwardGraph) {
   EXPECT_EQ(count_nodes(mod->loss_sum(b), "Recomputed"), 3);  // one per block
   mod->set_recompute(cost::Recompute::selective);
   EXPECT_EQ(count_nodes(mod->loss_sum(b), "Recomputed"), 3);  // one attention core per block
+  // A fused attention core: libtorch's kernel where it has one, else the core recomputed (which
+  // keeps as little of it).
+  mod->set_recompute(cost::Recompute::none);
+  mod->set_attention(cost::Attention::flash);
+  EXPECT_EQ(count_nodes(mod->loss_sum(b), "Recomputed"), TORCH_VERSION_MAJOR >= 2 ? 0 : 3);
 
   auto mlp = *build_module(load("mlp:layers=2,hidden=16,in=8,out=3"));
   const Batch x{torch::randn({4, 8}), torch::randint(0, 3, {4}, torch::kLong)};

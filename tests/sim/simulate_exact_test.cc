@@ -35,6 +35,24 @@ TEST(SimulateExact, SingleDeviceGPipe) {
   EXPECT_DOUBLE_EQ(r->samples_per_s, 2.0 / 12.0);
 }
 
+TEST(SimulateExact, FusedAttentionCoreAtTheKernelsEfficiency) {
+  // Layer 1 is an attention core's batched GEMM of 1 TFLOP per sample. Plain: forward 1 s,
+  // backward 2 s, as layer 0's. Fused (flash) on a device of unknown architecture (efficiency
+  // 0.5, the chain is not causal): forward 1 / 0.5 = 2 s, backward 2.5 / 0.5 = 5 s.
+  auto m = chain_model(2, 1e12, 0);
+  m.ops[1].kind = model::OpKind::batched_matmul;
+  m.ops[1].attention_core = true;
+  const auto c = unit_cluster(1, 1);
+  auto p = one_stage_plan(2, {plan::Replica{{0}, {}, 1.0}}, 1, 1);
+  auto plain = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_DOUBLE_EQ(plain->iteration_time.value, 6.0);
+  p.attention = cost::Attention::flash;
+  auto flash = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(flash) << flash.error().message;
+  EXPECT_DOUBLE_EQ(flash->iteration_time.value, 1 + 2 + 2 + 5);
+}
+
 TEST(SimulateExact, CpuShareSlowsItsNodesCompute) {
   // The same device at half its node's CPU, always busy: half of each 0.1 s period computes, so
   // the iteration takes twice as long (12 s -> 24 s, to rounding over 240 periods).

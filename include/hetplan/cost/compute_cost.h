@@ -75,7 +75,9 @@ Seconds interpolate_calibrated_time(const std::vector<CalibrationPoint>& points,
 // The global parameters of the roofline; one set serves every device and every run (no per-case
 // fitting). Defaults documented in compute_cost.cc with their sources.
 struct ComputeParams {
-  double gemm_peak_efficiency = 0.0;  // fraction of tensor peak reached by large GEMMs
+  // Fraction of tensor peak reached by large GEMMs on Ampere (times gemm_architecture_scale on
+  // other architectures).
+  double gemm_peak_efficiency = 0.0;
   // A GEMM reaches half its peak efficiency at the size the device's peak (of the GEMM's dtype)
   // computes in this time: a device of more compute units needs a larger GEMM to fill them.
   Seconds gemm_half_size_time;
@@ -83,6 +85,16 @@ struct ComputeParams {
   Seconds kernel_launch;           // fixed overhead per kernel
   static ComputeParams defaults();
 };
+
+// What a GEMM on this architecture reaches of its peak, relative to the Ampere GPUs
+// ComputeParams::gemm_peak_efficiency was fitted on (sources in compute_cost.cc): 1 for Ampere and
+// for architectures without a published figure.
+double gemm_architecture_scale(cluster::Architecture a);
+
+// The fraction of its dtype's dense tensor peak a fused attention kernel (FlashAttention) reaches
+// on a device of this architecture, over its forward and backward passes (sources in
+// compute_cost.cc).
+double fused_attention_efficiency(cluster::Architecture a);
 
 // Narrow interface: the simulator asks only this.
 class ComputeCostModel {
@@ -97,6 +109,15 @@ class ComputeCostModel {
   // weight_bytes with shard only (read once per micro-batch). No samples: no time.
   Seconds op_time(const cluster::DeviceType& dev, const model::TrainOp& op, double samples,
                   double shard, model::DType dtype) const;
+
+  // Time of `op`, a pass of an attention-core op (Op::attention_core), when the core runs as one
+  // fused kernel per pass (cost::Attention::flash). The kernel's time is carried by the core's two
+  // batched GEMMs (QK^T and scores x V; each its share of the FLOPs), at fused_attention_efficiency
+  // of the dtype's peak, and a kernel launch shared between them; the backward kernel recomputes
+  // the scores (2.5x the forward's FLOPs, where the plain backward pass has 2x). The softmax and
+  // dropout run inside it: no time of their own. `causal`: the kernel skips the masked half.
+  Seconds fused_attention_time(const cluster::DeviceType& dev, const model::TrainOp& op,
+                               double samples, double shard, model::DType dtype, bool causal) const;
 
   const ComputeParams& params() const { return params_; }
 

@@ -27,6 +27,13 @@ inline bool recomputes(Recompute r, const model::Model& m, const model::Op& o) {
          recomputes_whole_layer(m.layers[static_cast<std::size_t>(o.layer)].kind);
 }
 
+// How the attention core (QK^T, softmax, its dropout, scores x V) runs: op by op, keeping the
+// softmax output (and dropout mask) of every head for the backward pass (plain), or as one fused
+// kernel per pass that keeps none of them and recomputes the scores in its backward pass
+// (FlashAttention, Dao et al. 2022; PyTorch's scaled_dot_product_attention).
+enum class Attention { plain, flash };
+const char* to_string(Attention a);
+
 struct MemoryConfig {
   int first_layer = 0;  // the stage's layers [first_layer, first_layer + num_layers)
   int num_layers = 0;
@@ -35,6 +42,7 @@ struct MemoryConfig {
   int zero_stage = 0;             // 0..3
   int zero_group = 1;             // devices the ZeRO states are split over (data-parallel size)
   Recompute recompute = Recompute::none;
+  Attention attention = Attention::plain;
   bool sequence_parallel = false;  // layernorm/dropout activations split across the TP group too
   int tensor_parallel = 1;         // TP degree (for the replicated-op activations without SP)
   // Per model op, when the plan splits ops other than by their ShardKind (else empty): whether the
@@ -69,7 +77,9 @@ struct MemoryBreakdown {
 
 // Peak memory of one device of a pipeline stage. Per op, saved_bytes (per sample) are split by
 // activation_shard, except for ops of ShardKind::replicated without sequence parallelism, which
-// every TP rank keeps whole. Recompute::selective drops the ops with attention_core; full keeps,
+// every TP rank keeps whole. Recompute::selective and Attention::flash drop the ops with
+// attention_core (flash keeps only each row's softmax statistics, 4 bytes per head and token: under
+// 0.1% of a GPT layer's activations at hidden 1024 or more, not counted); full keeps,
 // for transformer and conv blocks, only each layer's input (its first op's bytes_read, split only
 // under sequence parallelism) plus the largest such layer's activations for one micro-batch (the
 // recomputation's working set); embedding, head and other layers always keep everything (so the

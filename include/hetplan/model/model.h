@@ -191,6 +191,7 @@ struct Model {
   double layer_output_bytes(int layer) const;
   double forward_flops_per_sample() const;  // sum of Op::flops
   bool is_language_model() const;           // tokens per sample are meaningful for throughput
+  bool causal_attention() const;  // each token attends to the tokens before it (decoder LMs)
   auto operator<=>(const Model&) const = default;
 };
 

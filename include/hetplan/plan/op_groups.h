@@ -108,8 +108,10 @@ std::optional<Plan> as_stage_plan(const Plan& p, const model::Model& m);
 // times its tensor share, and those computed whole (`replicate`) a group of one device per replica
 // (its largest tensor share) at the replica's batch share. The same model, cluster and planner
 // strings, global_batch, num_microbatches, grad_bucket_bytes, batch_norm, recomputation
-// (recompute_segments) and ZeRO stage, execution order heft. Nullopt for an op-level plan,
-// grad_sync rules of `none`, weights sharded by batch_sharded, sequence parallelism or ZeRO-2/3.
+// (recompute_segments; a fused attention core without recomputation becomes selective: its ops
+// one by one keep no more than the fused kernel) and ZeRO stage, execution order heft. Nullopt for
+// an op-level plan, grad_sync rules of `none`, weights sharded by batch_sharded, sequence
+// parallelism or ZeRO-2/3.
 std::optional<Plan> as_op_level_plan(const Plan& p, const model::Model& m);
 
 // Why as_op_level_plan gives nullopt ("sequence_parallel: sequence parallelism has no op-level

@@ -60,9 +60,10 @@ const char* to_string(BatchNormStats b);     // "local", "synced"
 // The names used in plan files and the strategy shorthand, and their inverses (nullopt for an
 // unknown name). The cost enums get their own tables here so the plan layer does not depend on the
 // cost library: Algorithm "auto", "ring", "tree", "hierarchical", "direct", "parameter_server";
-// Recompute "none", "selective", "full".
+// Recompute "none", "selective", "full"; Attention "plain", "flash".
 const char* algorithm_name(cost::Algorithm a);
 const char* recompute_name(cost::Recompute r);
+const char* attention_name(cost::Attention a);
 std::optional<Schedule> schedule_from_string(std::string_view s);
 std::optional<SplitKind> split_kind_from_string(std::string_view s);
 std::optional<SyncMethod> sync_method_from_string(std::string_view s);
@@ -70,6 +71,7 @@ std::optional<UnevenCollectives> uneven_collectives_from_string(std::string_view
 std::optional<BatchNormStats> batch_norm_from_string(std::string_view s);
 std::optional<cost::Algorithm> algorithm_from_string(std::string_view s);
 std::optional<cost::Recompute> recompute_from_string(std::string_view s);
+std::optional<cost::Attention> attention_from_string(std::string_view s);
 // "a|b|c": the accepted names, for error messages.
 std::string schedule_names();
 std::string split_kind_names();
@@ -78,6 +80,7 @@ std::string uneven_collectives_names();
 std::string batch_norm_names();
 std::string algorithm_names();
 std::string recompute_names();
+std::string attention_names();
 
 // Op name patterns of op_overrides and grad_sync: '*' matches any run of characters (dots
 // included), everything else matches itself. "layers.3.*", "layers.*.ln*", "*", or a full name.
@@ -210,6 +213,9 @@ struct Plan {
   int num_microbatches = 1;       // micro-batch rounds per iteration (per pipeline)
   Schedule schedule = Schedule::one_f_one_b;
   cost::Recompute recompute = cost::Recompute::none;
+  // The attention core op by op, or as one fused kernel (FlashAttention; stage plans only: an
+  // op-level plan places the core's ops one by one).
+  cost::Attention attention = cost::Attention::plain;
   int zero_stage = 0;  // 0..3, over each stage's replicas
   bool sequence_parallel = false;
   UnevenCollectives uneven_collectives = UnevenCollectives::automatic;

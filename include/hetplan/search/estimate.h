@@ -68,15 +68,15 @@ class Estimator {
   const model::Model& m_;
   const cluster::Cluster& c_;
   SearchOptions opts_;
-  // By (recompute, sequence parallelism, ZeRO stage, op overrides).
+  // By (recompute, attention, sequence parallelism, ZeRO stage, op overrides).
   using SettingsKey =
-      std::tuple<int, bool, int, plan::UnevenCollectives, std::vector<plan::OpOverride>>;
+      std::tuple<int, int, bool, int, plan::UnevenCollectives, std::vector<plan::OpOverride>>;
   mutable std::map<SettingsKey, std::unique_ptr<sim::LayerCosts>> costers_;
   mutable std::map<std::tuple<SettingsKey, std::vector<int>, std::vector<double>, double, int>,
                    sim::LayerCostTable>
       tables_;
   struct MemoryKey {
-    int recompute, zero, first, count, tp, dp;
+    int recompute, attention, zero, first, count, tp, dp;
     bool sp;
     double share, samples, inflight;
     bool operator==(const MemoryKey&) const = default;

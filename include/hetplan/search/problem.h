@@ -50,6 +50,9 @@ struct SearchOptions {
   // The pipeline planner also tries stages that span device types (each stage a part of every
   // chosen group, batch shares by speed), as Sailor does; false: one device group per stage.
   bool mixed_stages = true;
+  // How the stage planners' plans compute attention (plan::Plan::attention); TAG's and HeteroG's
+  // op-level plans place the core's ops one by one (plain) whatever this says.
+  cost::Attention attention = cost::Attention::plain;
   // Called with one line of progress ("pipeline: 120 shapes, best 1.23 s"); may be empty.
   std::function<void(const std::string&)> progress;
 };
