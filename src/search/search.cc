@@ -193,6 +193,9 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
     if (!p->best.ok) continue;
     if (!winner || better(p->best, winner->best, opts.objective)) winner = p;
   }
+  // A planner the deadline cut short before it had a plan to offer may not say so: a search that
+  // ends past its deadline was stopped by it.
+  res.timed_out = res.timed_out || deadline.expired();
   res.search_time_s = deadline.elapsed_s();
   res.plans_simulated = evaluator.simulated();
   if (!winner) {
