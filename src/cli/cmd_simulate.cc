@@ -44,6 +44,14 @@ void progress(const char* what) {
   if (isatty(fileno(stderr))) std::fprintf(stderr, "hetplan: %s...\n", what);
 }
 
+// The used device with the largest peak memory (the first of equals), or null.
+const sim::DeviceStats* fullest_device(const sim::SimResult& r) {
+  const sim::DeviceStats* best = nullptr;
+  for (const auto& d : r.devices)
+    if (d.lane >= 0 && (!best || d.peak_memory > best->peak_memory)) best = &d;
+  return best;
+}
+
 void print_summary(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
                    const sim::SimResult& r) {
   fmt::print("model      {} ({:.3g}B parameters)\n", m.name,
@@ -66,6 +74,15 @@ void print_summary(const model::Model& m, const cluster::Cluster& c, const plan:
              100 * r.mfu);
   fmt::print("memory     max peak {} per device: {}\n", format_bytes(r.max_peak_memory),
              r.fits ? "fits" : "DOES NOT FIT");
+  if (const sim::DeviceStats* peak = fullest_device(r)) {
+    const cost::MemoryBreakdown& b = peak->memory;
+    fmt::print(
+        "           device {}: parameters {}, gradients {}, optimizer {}, activations {}, buffers "
+        "{}, reserve {}, fragmentation {}\n",
+        peak->device, format_bytes(b.parameters), format_bytes(b.gradients),
+        format_bytes(b.optimizer), format_bytes(b.activations), format_bytes(b.buffers),
+        format_bytes(b.reserve), format_bytes(b.fragmentation));
+  }
   if (const std::string samples = samples_by_device_type_text(p, c); !samples.empty())
     fmt::print("samples    {} (of {} per iteration)\n", samples, p.global_batch);
   fmt::print("price      {}\n", price_text(c, r));

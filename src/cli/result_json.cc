@@ -148,6 +148,8 @@ nlohmann::ordered_json sim_result_json(const model::Model& m, const cluster::Clu
                     {"optimizer_bytes", d.memory.optimizer.value},
                     {"activations_bytes", d.memory.activations.value},
                     {"buffers_bytes", d.memory.buffers.value},
+                    {"reserve_bytes", d.memory.reserve.value},
+                    {"fragmentation_bytes", d.memory.fragmentation.value},
                     {"fits", d.fits}});
   }
   j["devices"] = devs;

@@ -2,11 +2,27 @@
 // per parameter of mixed-precision Adam; Korthikanti et al. 2022 for activations with tensor and
 // sequence parallelism and selective or full recomputation).
 //
-// Buffers (MemoryConfig::workspace and gradient_buckets, explicit and overridable):
-// - workspace 512 MiB: cuBLAS workspaces (32 MiB on Hopper), NCCL channel buffers (a few MiB per
-//   channel and peer) and caching-allocator slack;
+// Memory outside the model's tensors (MemoryConfig, explicit and overridable; one set for every
+// device and run, set from these sources, not fitted):
+// - context 512 MiB, the reserve a CUDA process holds before it allocates a tensor: PyTorch's
+//   context measured 274 MiB with CUDA's lazy module loading (its default since PyTorch 1.13) and
+//   636 MiB without (pytorch/pytorch#86509); Hugging Face's "Model training anatomy" measured
+//   1,343 MB of NVML-used memory on a V100 after moving one element to it. A step loads the kernels
+//   of cuBLAS, cuDNN, NCCL and its attention on first use: between the first two figures, taken as
+//   512 MiB until `calibrate --device cuda` measures it per device;
+// - workspace 160 MiB: cuBLAS workspaces (PyTorch's default :4096:8, 32 MiB on Hopper, less
+//   before it) and NCCL's channel buffers (NCCL_BUFFSIZE 4 MiB per channel and protocol, about
+//   16 channels on NVLink: 128 MiB);
 // - gradient_buckets 50 MiB: two PyTorch DDP buckets (bucket_cap_mb = 25) being reduced while the
-//   next fills.
+//   next fills;
+// - fragmentation, a share of the bytes allocated and freed during a step (static states are
+//   allocated once and not counted), 0 by default. GMLake (Guo et al., ASPLOS 2024) removed 15%
+//   fragmentation on average (up to 33%) from PyTorch's caching allocator over eight LLMs trained
+//   with recomputation, ZeRO and offloading on A100 80GB; but at that share 8 of the 26 llm-foundry
+//   runs in data/measured/ (FSDP, micro-batches chosen to fill 40 or 80 GB) would not fit under
+//   this file's activation count, and mpt-1b on 64 H100 leaves room for 2.4% at most. The
+//   activation count (Korthikanti et al.'s, with dropout masks those runs do not keep) is the
+//   likelier excess; until that is settled, the line is there and its share is 0.
 #include "hetplan/cost/memory_cost.h"
 
 #include <algorithm>
@@ -97,8 +113,14 @@ MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg) {
   const ActivationBytes act = stage_activation_bytes(m, cfg);
   b.activations = Bytes(act.stored_per_sample * cfg.micro_batch * cfg.inflight_microbatches +
                         act.working_set_per_sample * cfg.micro_batch);
-  b.buffers = cfg.workspace + cfg.gradient_buckets + cfg.gathered_weights;
+  b.buffers = cfg.gradient_buckets + cfg.gathered_weights;
+  b.reserve = cfg.context + cfg.workspace;
+  b.fragmentation = allocator_fragmentation(b, cfg.fragmentation);
   return b;
+}
+
+Bytes allocator_fragmentation(const MemoryBreakdown& b, double share) {
+  return Bytes(share * (b.activations + b.buffers).value);
 }
 
 }  // namespace hetplan::cost

@@ -789,9 +789,12 @@ struct OpLevelLowering {
     const cost::StateBytes sb = cost::state_bytes(m.dtype);
     fixed_memory.assign(c.devices.size(), cost::MemoryBreakdown{});
     const cost::MemoryConfig defaults;
-    const Bytes base_buffers = defaults.workspace + defaults.gradient_buckets;
+    const Bytes base_buffers = defaults.gradient_buckets;
     for (std::size_t d = 0; d < c.devices.size(); ++d)
-      if (lane_of_device[d] >= 0) fixed_memory[d].buffers = base_buffers;
+      if (lane_of_device[d] >= 0) {
+        fixed_memory[d].buffers = base_buffers;
+        fixed_memory[d].reserve = defaults.context + defaults.workspace;
+      }
     std::vector<std::vector<int>> param_ops(p.op_groups.size());
     for (std::size_t op = 0; op < m.ops.size(); ++op)
       if (own_params(static_cast<int>(op)) > 0)
@@ -1039,6 +1042,8 @@ Result<SimResult> simulate_op_level(const model::Model& m, const cluster::Cluste
     auto& ds = r.devices[d];
     ds.memory = low.fixed_memory[d];
     ds.memory.activations = Bytes(peak);
+    ds.memory.fragmentation =
+        cost::allocator_fragmentation(ds.memory, cost::MemoryConfig{}.fragmentation);
     ds.peak_memory = ds.memory.total();
     ds.fits = ds.peak_memory <= ds.capacity;
   }

@@ -822,6 +822,7 @@ struct Lowering {
 struct StageMemory {
   cost::MemoryBreakdown fixed;  // inflight = 0
   double per_microbatch = 0;    // activation bytes added by one more live micro-batch
+  double fragmentation_share = 0;  // the allocator's (MemoryConfig::fragmentation)
 };
 
 StageMemory stage_memory_of(const model::Model& m, const plan::Plan& p, const plan::Stage& st,
@@ -831,6 +832,7 @@ StageMemory stage_memory_of(const model::Model& m, const plan::Plan& p, const pl
                     r.batch_share * static_cast<double>(p.global_batch) / p.num_microbatches, 0);
   StageMemory out;
   out.fixed = cost::stage_memory(m, cfg);
+  out.fragmentation_share = cfg.fragmentation;
   cfg.inflight_microbatches = 1;
   out.per_microbatch = (cost::stage_memory(m, cfg).activations - out.fixed.activations).value;
   return out;
@@ -863,6 +865,7 @@ void finish_result(const model::Model& m, const cluster::Cluster& c, const plan:
     for (std::size_t j = 0; j < lane.devices.size(); ++j) {
       const int d = lane.devices[j];
       cost::MemoryBreakdown fixed;
+      double share = 0;
       std::vector<double> per_mb;
       for (int s : lane.stages) {
         const auto& st = p.stages[s];
@@ -878,6 +881,8 @@ void finish_result(const model::Model& m, const cluster::Cluster& c, const plan:
         fixed.optimizer += sm.fixed.optimizer;
         fixed.activations += sm.fixed.activations;
         fixed.buffers = max(fixed.buffers, sm.fixed.buffers);
+        fixed.reserve = max(fixed.reserve, sm.fixed.reserve);
+        share = sm.fragmentation_share;
         per_mb.push_back(sm.per_microbatch);
       }
       double peak_act = 0, cur = 0;
@@ -889,6 +894,7 @@ void finish_result(const model::Model& m, const cluster::Cluster& c, const plan:
       ds.lane = static_cast<int>(l);
       ds.memory = fixed;
       ds.memory.activations += Bytes(peak_act);
+      ds.memory.fragmentation = cost::allocator_fragmentation(ds.memory, share);
       ds.peak_memory = ds.memory.total();
       ds.fits = ds.peak_memory <= ds.capacity;
     }

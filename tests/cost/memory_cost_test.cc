@@ -181,16 +181,37 @@ TEST(MemoryCost, NonTransformerLayersKeepEverythingUnderFullRecompute) {
                    2 * s * h + 4 * s * 50000 * 0.5);
 }
 
-TEST(MemoryCost, BuffersAreTheConfiguredWorkspaceAndBuckets) {
+TEST(MemoryCost, BuffersReserveAndFragmentationAreTheirOwnLines) {
   const auto m = gpt_like(1, kSeq, kHidden, kHeads);
   MemoryConfig cfg = layers(1);
-  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).buffers.value, (512.0 + 50.0) * 1024 * 1024);
+  constexpr double MiB = 1024.0 * 1024;
+  // Defaults: two 25 MiB buckets; a 512 MiB context and 160 MiB of cuBLAS and NCCL workspaces;
+  // no fragmentation.
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).fragmentation.value, 0);
+  // 15% of the activations and buffers that the allocator cannot reuse.
+  cfg.fragmentation = 0.15;
+  const auto mem = stage_memory(m, cfg);
+  EXPECT_GT(mem.activations.value, 0);
+  EXPECT_DOUBLE_EQ(mem.buffers.value, 50 * MiB);
+  EXPECT_DOUBLE_EQ(mem.reserve.value, (512 + 160) * MiB);
+  EXPECT_DOUBLE_EQ(mem.fragmentation.value, 0.15 * (mem.activations.value + 50 * MiB));
+  EXPECT_DOUBLE_EQ(mem.total().value,
+                   (mem.parameters + mem.gradients + mem.optimizer + mem.activations).value +
+                       (50 + 512 + 160) * MiB + mem.fragmentation.value);
+
+  // Each term is the configured one: the model's states do not fragment.
+  cfg.context = Bytes(3e6);
   cfg.workspace = Bytes(0);
   cfg.gradient_buckets = Bytes(1e6);
-  const auto mem = stage_memory(m, cfg);
-  EXPECT_DOUBLE_EQ(mem.buffers.value, 1e6);
-  EXPECT_DOUBLE_EQ(mem.total().value,
-                   (mem.parameters + mem.gradients + mem.optimizer + mem.activations).value + 1e6);
+  cfg.fragmentation = 0.5;
+  cfg.micro_batch = 0;
+  const auto small = stage_memory(m, cfg);
+  EXPECT_DOUBLE_EQ(small.activations.value, 0);
+  EXPECT_DOUBLE_EQ(small.buffers.value, 1e6);
+  EXPECT_DOUBLE_EQ(small.reserve.value, 3e6);
+  EXPECT_DOUBLE_EQ(small.fragmentation.value, 0.5e6);
+  EXPECT_DOUBLE_EQ(small.total().value,
+                   (small.parameters + small.gradients + small.optimizer).value + 4.5e6);
 }
 
 }  // namespace

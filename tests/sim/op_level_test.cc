@@ -219,8 +219,12 @@ TEST(OpLevel, ActivationsPeakWhenTheLastForwardEnds) {
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_DOUBLE_EQ(r->devices[0].memory.activations.value, 6e9);
   const cost::MemoryConfig defaults;
-  EXPECT_DOUBLE_EQ(r->devices[0].memory.buffers.value,
-                   (defaults.workspace + defaults.gradient_buckets).value);
+  EXPECT_DOUBLE_EQ(r->devices[0].memory.buffers.value, defaults.gradient_buckets.value);
+  EXPECT_DOUBLE_EQ(r->devices[0].memory.reserve.value,
+                   (defaults.context + defaults.workspace).value);
+  // The allocator's share of the step's activations and buffers.
+  EXPECT_DOUBLE_EQ(r->devices[0].memory.fragmentation.value,
+                   defaults.fragmentation * (6e9 + defaults.gradient_buckets.value));
 }
 
 plan::OpGroup split(std::vector<std::string> ops, std::vector<int> devices,
@@ -362,8 +366,7 @@ TEST(OpLevel, SplitGroupOfReplicasGathersSufficientFactorsPerPlace) {
   EXPECT_EQ(count(*r, TaskKind::grad_sync), 2);
   EXPECT_EQ(count(*r, TaskKind::grad_rebuild), 4);
   const cost::MemoryConfig defaults;
-  EXPECT_DOUBLE_EQ(r->devices[2].memory.buffers.value,
-                   (defaults.workspace + defaults.gradient_buckets).value + factors);
+  EXPECT_DOUBLE_EQ(r->devices[2].memory.buffers.value, defaults.gradient_buckets.value + factors);
   // Replicas that split unlike (the second evenly): one gather over all four devices, each giving
   // its slice's factors for its replica's two samples.
   g.shares = {0.75, 0.25, 0.5, 0.5};
@@ -585,8 +588,9 @@ TEST(OpLevel, ATiedHeadApartFromItsTableSumsItsCopysGradient) {
 // A stage of one tensor-parallel replica under recomputation is, op by op, a split group whose
 // segments rerun (each transformer layer's ops, or its attention cores) with their layout
 // conversions: GPT-3 125M on two A100s of a DGX node (tp=2, a micro-batch of 8) takes the stage
-// plan's time. Under selective recomputation its memory is the stage plan's within 0.5% (6.64 GB
-// against 6.62); under full, 3.62 GB against 4.89: the stage estimate adds the rerun of its largest
+// plan's time. Under selective recomputation its memory is the stage plan's within 0.5%; under
+// full, 3.78 GB against 5.06 (each with the 0.70 GB reserve): the stage estimate adds
+// the rerun of its largest
 // layer to everything the stage keeps, the head's activations (the logits) included, which the
 // op-level lowering frees before the first rerun, as the runtime does.
 TEST(OpLevel, RecomputationOfATensorParallelStageMatchesTheStagePlan) {
@@ -604,7 +608,7 @@ TEST(OpLevel, RecomputationOfATensorParallelStageMatchesTheStagePlan) {
     if (std::string(recompute) == "selective")
       EXPECT_NEAR(mine, theirs, 5e-3 * theirs);
     else
-      EXPECT_NEAR(mine, 3.6157e9, 1e-3 * 3.6157e9) << theirs;
+      EXPECT_NEAR(mine, 3.7835e9, 1e-3 * 3.7835e9) << theirs;
     EXPECT_GT(count(ops, TaskKind::recompute), 0) << recompute;
   }
 }

@@ -51,9 +51,14 @@ struct MemoryConfig {
   std::vector<bool> whole_params, whole_activations;
   double micro_batch = 1;            // samples per micro-batch on this device
   double inflight_microbatches = 1;  // activations of this many micro-batches live at the peak
-  // Working buffers, counted whole on every device (see memory_cost.cc for the sources):
-  Bytes workspace = Bytes(512.0 * 1024 * 1024);        // cuBLAS/NCCL workspaces, allocator slack
+  // Outside the model's tensors, counted whole on every device (sources in memory_cost.cc):
+  Bytes context = Bytes(512.0 * 1024 * 1024);    // CUDA context and the kernels loaded into it
+  Bytes workspace = Bytes(160.0 * 1024 * 1024);  // cuBLAS workspaces, NCCL channel buffers
   Bytes gradient_buckets = Bytes(50.0 * 1024 * 1024);  // two 25 MiB communication buckets in flight
+  // The caching allocator's share of cached but unusable bytes, of what it allocates and frees
+  // during a step (activations and buffers; see allocator_fragmentation). 0 by default: see
+  // memory_cost.cc for why.
+  double fragmentation = 0.0;
   // Ops whose sharded weights are gathered whole for each pass (split batch_sharded): the rest of
   // the largest one's weights and gradient, held while it runs (counted with the buffers).
   Bytes gathered_weights;
@@ -71,9 +76,18 @@ struct MemoryBreakdown {
   Bytes gradients;
   Bytes optimizer;  // fp32 master weights and Adam moments
   Bytes activations;
-  Bytes buffers;  // communication buckets, workspace, framework reserve
-  Bytes total() const { return parameters + gradients + optimizer + activations + buffers; }
+  Bytes buffers;        // communication buckets, gathered weights
+  Bytes reserve;        // CUDA context, library workspaces: outside the allocator
+  Bytes fragmentation;  // held by the caching allocator, not usable by the step's tensors
+  Bytes total() const {
+    return parameters + gradients + optimizer + activations + buffers + reserve + fragmentation;
+  }
 };
+
+// The bytes a caching allocator (PyTorch's) holds beyond the live tensors at the peak: `share` of
+// what it allocates and frees during a step, the activations and buffers of `b`. The model's
+// states are allocated once at start-up, in large blocks that do not fragment.
+Bytes allocator_fragmentation(const MemoryBreakdown& b, double share);
 
 // Peak memory of one device of a pipeline stage. Per op, saved_bytes (per sample) are split by
 // activation_shard, except for ops of ShardKind::replicated without sequence parallelism, which
