@@ -128,6 +128,15 @@ Grid plan_grid(const Plan& p, const model::Model& m, const std::string& engine,
   return g;
 }
 
+void add_overlap_difference(const Plan& p, const std::string& engine,
+                            std::vector<std::string>& differences) {
+  if (p.overlap == Overlap::none) return;
+  differences.push_back(fmt::format(
+      "overlap {}: {} runs these collectives without overlapping them with computation, so "
+      "steps take longer than the plan's predicted time",
+      to_string(p.overlap), engine));
+}
+
 void add_sync_differences(const Plan& p, const std::string& engine,
                           std::vector<std::string>& differences) {
   for (const auto& rule : p.grad_sync)

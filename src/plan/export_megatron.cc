@@ -156,6 +156,17 @@ Result<Exported> export_megatron(const Plan& p, const model::Model& m, const clu
         "zero_stage {}: Megatron-LM's distributed optimizer shards the optimizer states only "
         "(ZeRO-1); written: --use-distributed-optimizer",
         p.zero_stage));
+  if (overlaps_tp(p.overlap)) {
+    if (p.sequence_parallel && g.tp > 1)
+      parallel.push_back("--tp-comm-overlap");
+    else
+      diff.push_back(
+          "overlap tp: Megatron-LM overlaps tensor-parallel collectives with GEMMs only under "
+          "sequence parallelism (--tp-comm-overlap needs --sequence-parallel and tp > 1); not "
+          "written");
+  }
+  if (overlaps_param_gather(p.overlap))
+    parallel.push_back("--overlap-grad-reduce --overlap-param-gather");
   add_sync_differences(p, "Megatron-LM", diff);
   const model::DType dtype = engine_dtype(p, m, c, "Megatron-LM", diff);
 

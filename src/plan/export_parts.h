@@ -80,6 +80,11 @@ Grid plan_grid(const Plan& p, const model::Model& m, const std::string& engine,
 void add_sync_differences(const Plan& p, const std::string& engine,
                           std::vector<std::string>& differences);
 
+// The plan's overlap of collectives with computation (Plan::overlap), which `engine` does not
+// do: the plan's predicted time counts those collectives as hidden.
+void add_overlap_difference(const Plan& p, const std::string& engine,
+                            std::vector<std::string>& differences);
+
 // The device types the plan uses that lack BF16 ("V100-SXM2-32GB (Volta)"), by type index.
 std::vector<std::string> types_without_bf16(const Plan& p, const cluster::Cluster& c);
 

@@ -25,6 +25,7 @@ Result<Exported> export_torchrun(const Plan& p, const model::Model& m, const clu
     else
       precision = " --precision bf16";
   }
+  add_overlap_difference(p, "hetplan's runtime", out.differences);
   const auto nodes = launch_nodes(devices_node_by_node(p, c), c);
   std::string s = launch_preamble(
       fmt::format("torchrun launch of hetplan's runtime for {} (written by hetplan export)",

@@ -50,6 +50,12 @@ constexpr Table<GradPriority, 3> kGradPriorities{{
     {GradPriority::layer, "layer"},
     {GradPriority::layer_magnitude, "layer+magnitude"},
 }};
+constexpr Table<Overlap, 4> kOverlaps{{
+    {Overlap::none, "none"},
+    {Overlap::tp, "tp"},
+    {Overlap::param, "param"},
+    {Overlap::tp_param, "tp+param"},
+}};
 constexpr Table<Multipath, 2> kMultipaths{{
     {Multipath::ecmp, "ecmp"},
     {Multipath::spray, "spray"},
@@ -149,6 +155,9 @@ std::optional<Multipath> multipath_from_string(std::string_view s) {
   return value_of(kMultipaths, s);
 }
 std::string grad_priority_names() { return names_of(kGradPriorities); }
+const char* to_string(Overlap o) { return name_of(kOverlaps, o); }
+std::optional<Overlap> overlap_from_string(std::string_view s) { return value_of(kOverlaps, s); }
+std::string overlap_names() { return names_of(kOverlaps); }
 std::string multipath_names() { return names_of(kMultipaths); }
 
 std::string schedule_names() { return names_of(kSchedules); }

@@ -12,9 +12,9 @@
 namespace hetplan::plan {
 namespace {
 
-constexpr std::array<std::string_view, 15> kKeys{
+constexpr std::array<std::string_view, 16> kKeys{
     "dp",   "tp",       "pp", "vpp", "mbs",           "gbs",        "recompute", "attention",
-    "zero", "schedule", "sp", "bn",  "grad_priority", "loss_bound", "multipath"};
+    "zero", "schedule", "sp", "bn",  "grad_priority", "loss_bound", "multipath", "overlap"};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -67,6 +67,10 @@ void apply(Strategy& s, std::string_view key, std::string_view value, std::strin
     auto a = attention_from_string(value);
     if (!a) throw InputError(field, fmt::format("expected one of {}", attention_names()));
     s.attention = *a;
+  } else if (key == "overlap") {
+    auto o = overlap_from_string(value);
+    if (!o) throw InputError(field, fmt::format("expected one of {}", overlap_names()));
+    s.overlap = *o;
   } else if (key == "zero") {
     if (value.size() != 1 || value[0] < '0' || value[0] > '3')
       throw InputError(field, "expected 0, 1, 2 or 3");
@@ -165,6 +169,7 @@ std::string to_string(const Strategy& s) {
                      to_string(s.schedule), s.sp ? 1 : 0);
   if (s.attention != cost::Attention::plain)
     out += fmt::format(",attention={}", attention_name(s.attention));
+  if (s.overlap != Overlap::none) out += fmt::format(",overlap={}", to_string(s.overlap));
   if (s.bn != BatchNormStats::local) out += fmt::format(",bn={}", to_string(s.bn));
   if (s.grad_priority != GradPriority::none)
     out += fmt::format(",grad_priority={}", to_string(s.grad_priority));

@@ -74,6 +74,15 @@ void check_globals(const Plan& p) {
     throw InputError("attention",
                      "expected plain in an op-level plan (its groups place the attention core's "
                      "ops one by one; flash fuses them into one kernel of a stage)");
+  if (p.overlap != Overlap::none && p.is_op_level())
+    throw InputError("overlap",
+                     "expected none in an op-level plan (its collectives are placed "
+                     "op by op)");
+  if (overlaps_param_gather(p.overlap) && p.zero_stage != 1 && p.zero_stage != 2)
+    throw InputError("overlap",
+                     fmt::format("expected zero_stage 1 or 2 for '{}' (it hides the all-gather "
+                                 "of the updated parameter shards), got {}",
+                                 to_string(p.overlap), p.zero_stage));
   if (!(p.grad_bucket_bytes > 0) || !std::isfinite(p.grad_bucket_bytes))
     throw InputError("grad_bucket_bytes", "expected a number > 0");
   check_gradient_transport(p);

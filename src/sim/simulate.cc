@@ -344,9 +344,12 @@ struct Lowering {
 
   // A pass's compute over layers [off, off + count) of replica r of task.stage (times `lt`), then
   // on the same stream its tensor-parallel collectives as one flow (the compute stream waits for
-  // them, as Megatron-LM's synchronous collectives make it). Returns the first and the last task.
-  // Every micro-batch's pass is alike: its times and its links' loads (read-only in the engine)
-  // are worked out and stored once.
+  // them, as Megatron-LM's synchronous collectives make it). Under Plan::overlap tp the flow runs
+  // on the lane's own stream from the pass's start, beside its compute, and the pass ends when
+  // both have (Megatron-LM's --tp-comm-overlap pipelines each collective with the GEMM next to
+  // it; taken as hiding a pass's collectives up to its compute time). Returns the first and the
+  // last task. Every micro-batch's pass is alike: its times and its links' loads (read-only in
+  // the engine) are worked out and stored once.
   std::pair<int, int> add_pass(Task task, const detail::LayerTimes& lt, int r, bool forward,
                                int off, int count) {
     auto [it, fresh] = passes.try_emplace(std::make_tuple(task.stage, r, forward, off, count));
@@ -358,9 +361,6 @@ struct Lowering {
       g.loads.insert(g.loads.end(), pass.comm.loads.begin(), pass.comm.loads.end());
       pass.loads_end = static_cast<int>(g.loads.size());
     }
-    task.duration = pass.compute;
-    const int first = g.add_task(task);
-    if (pass.comm.empty()) return {first, first};
     Task t = task;
     t.kind = TaskKind::tp_comm;
     t.is_transfer = true;
@@ -368,8 +368,29 @@ struct Lowering {
     t.latency = pass.comm.latency;
     t.loads_begin = pass.loads_begin;
     t.loads_end = pass.loads_end;
+    if (!pass.comm.empty() && plan::overlaps_tp(p.overlap)) {
+      // start (no time) -> compute, and start -> the flow on the lane's collective stream; the
+      // pass's end (no time) waits for both.
+      Task mark = task;
+      mark.duration = 0;
+      const int start = g.add_task(mark);
+      task.duration = pass.compute;
+      g.add_task(task);
+      auto [it_stream, fresh_stream] = tp_stream.try_emplace(task.lane, 0);
+      if (fresh_stream) it_stream->second = g.add_stream();
+      t.stream = it_stream->second;
+      const int flow = g.add_task(t);
+      g.add_edge(start, flow);
+      const int end = g.add_task(mark);
+      g.add_edge(flow, end);
+      return {start, end};
+    }
+    task.duration = pass.compute;
+    const int first = g.add_task(task);
+    if (pass.comm.empty()) return {first, first};
     return {first, g.add_task(t)};
   }
+  std::map<int, int> tp_stream;  // lane -> the stream of its overlapped collectives
   struct Pass {
     double compute = 0;
     detail::PassComm comm;
@@ -754,14 +775,26 @@ struct Lowering {
       optimizer_task[s] = opt;
       stage_syncs[s] = sync_tasks;
       // ZeRO 1 and 2: the updated parameter shards are gathered back (ZeRO-3 gathers them before
-      // every pass instead).
+      // every pass instead). Under Plan::overlap param the gather runs beside the next
+      // iteration's first forward pass instead (Megatron-LM's --overlap-param-gather, each
+      // layer's bucket before that layer's forward): here the previous iteration's, from the
+      // start, which every pass after the first micro-batch's forward waits for (and, iterations
+      // run back to back, this iteration's optimizer steps come before the next one's).
       if (synced && (p.zero_stage == 1 || p.zero_stage == 2)) {
         const auto parts =
             coster.sync_parts(st, stage_params(s) * param_bytes(), cost::Collective::all_gather,
                               cost::Algorithm::automatic);
         const int t = add_transfer(TaskKind::param_gather, g.add_stream(), lane_of[s][0], -1, s, -1,
                                    -1, parts);
-        for (int id : opt) g.add_edge(id, t);
+        if (plan::overlaps_param_gather(p.overlap)) {
+          for (std::size_t r = 0; r < R; ++r) {
+            g.add_edge(t, bwd[s][r][0]);
+            if (p.num_microbatches > 1) g.add_edge(t, fwd[s][r][1]);
+          }
+          for (int id : opt) next_edges.push_back({id, t});
+        } else {
+          for (int id : opt) g.add_edge(id, t);
+        }
       }
     }
     add_tied_sync();

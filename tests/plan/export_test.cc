@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -154,6 +155,31 @@ TEST(Export, FlashAttention) {
                                          0),
             0u)
       << ds.differences.front();
+}
+
+TEST(Export, OverlappedCollectives) {
+  // Megatron-LM overlaps both when asked (tensor-parallel collectives only under sequence
+  // parallelism); DeepSpeed and hetplan's runtime run them synchronously and say so.
+  const Case k = from_strategy("gpt3-1.3b", "dgx-a100:2",
+                               "tp=2,pp=2,mbs=2,gbs=512,sp=1,zero=1,overlap=tp+param");
+  const Exported x = exported(Engine::megatron, k);
+  EXPECT_TRUE(x.differences.empty()) << x.differences.front();
+  const std::string& s = file_named(x, "megatron.sh").text;
+  EXPECT_NE(s.find("  --tp-comm-overlap\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("  --overlap-grad-reduce --overlap-param-gather\n"), std::string::npos) << s;
+  for (Engine e : {Engine::deepspeed, Engine::torchrun}) {
+    const Exported other = exported(e, k);
+    EXPECT_EQ(
+        std::count_if(other.differences.begin(), other.differences.end(),
+                      [](const std::string& d) { return d.rfind("overlap tp+param: ", 0) == 0; }),
+        1);
+  }
+  const Case no_sp = from_strategy("gpt3-1.3b", "dgx-a100:2", "tp=2,pp=2,mbs=2,gbs=512,overlap=tp");
+  const Exported y = exported(Engine::megatron, no_sp);
+  EXPECT_EQ(file_named(y, "megatron.sh").text.find("  --tp-comm-overlap\n"), std::string::npos);
+  ASSERT_EQ(y.differences.size(), 1u);
+  EXPECT_EQ(y.differences.front().rfind("overlap tp: Megatron-LM overlaps tensor-parallel", 0), 0u)
+      << y.differences.front();
 }
 
 TEST(Export, WhatAnEngineCannotExpressIsListed) {

@@ -55,6 +55,14 @@ TEST(PlanJson, RoundTripIsExact) {
   auto flash_back = plan_from_json(to_json(flash), "mem");
   ASSERT_TRUE(flash_back.ok()) << flash_back.error().message;
   EXPECT_EQ(*flash_back, flash);
+  // Likewise an overlap of collectives: written when set, read back.
+  Plan overlapped = p;
+  overlapped.overlap = Overlap::tp_param;
+  EXPECT_NE(to_json_text(overlapped).find("\"overlap\": \"tp+param\""), std::string::npos);
+  EXPECT_EQ(to_json_text(p).find("\"overlap\""), std::string::npos);
+  auto overlapped_back = plan_from_json(to_json(overlapped), "mem");
+  ASSERT_TRUE(overlapped_back.ok()) << overlapped_back.error().message;
+  EXPECT_EQ(*overlapped_back, overlapped);
 }
 
 TEST(PlanJson, EveryEnumValueRoundTrips) {
@@ -75,6 +83,13 @@ TEST(PlanJson, EveryEnumValueRoundTrips) {
   for (cost::Attention a : {cost::Attention::plain, cost::Attention::flash})
     EXPECT_EQ(attention_from_string(attention_name(a)), a);
   EXPECT_EQ(attention_names(), "plain|flash");
+  for (Overlap o : {Overlap::none, Overlap::tp, Overlap::param, Overlap::tp_param})
+    EXPECT_EQ(overlap_from_string(to_string(o)), o);
+  EXPECT_EQ(overlap_names(), "none|tp|param|tp+param");
+  EXPECT_TRUE(overlaps_tp(Overlap::tp) && overlaps_tp(Overlap::tp_param));
+  EXPECT_FALSE(overlaps_tp(Overlap::param) || overlaps_tp(Overlap::none));
+  EXPECT_TRUE(overlaps_param_gather(Overlap::param) && overlaps_param_gather(Overlap::tp_param));
+  EXPECT_FALSE(overlaps_param_gather(Overlap::tp) || overlaps_param_gather(Overlap::none));
   EXPECT_FALSE(schedule_from_string("1F1B").has_value());
   EXPECT_EQ(schedule_names(), "gpipe|1f1b|interleaved");
 }
@@ -245,7 +260,8 @@ INSTANTIATE_TEST_SUITE_P(
             "plan.json: microbatches: unknown key (did you mean 'num_microbatches'?) (allowed: "
             "version, model, cluster, planner, "
             "global_batch, "
-            "num_microbatches, schedule, recompute, attention, zero_stage, sequence_parallel, "
+            "num_microbatches, schedule, recompute, attention, overlap, zero_stage, "
+            "sequence_parallel, "
             "uneven_collectives, batch_norm, grad_bucket_bytes, grad_priority, loss_bound, "
             "multipath, stages, "
             "op_overrides, grad_sync, op_groups, execution_order)"},

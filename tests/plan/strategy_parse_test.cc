@@ -70,12 +70,25 @@ TEST(StrategyParse, CanonicalTextParsesBack) {
   EXPECT_EQ(again->attention, cost::Attention::flash);
   // Plain attention, the default, is left out of the text.
   EXPECT_EQ(to_string(*parse_strategy("tp=2")).find("attention"), std::string::npos);
+  // So is overlap=none; any other overlap is written and read back.
+  EXPECT_EQ(to_string(*parse_strategy("tp=2")).find("overlap"), std::string::npos);
+  for (const char* o : {"tp", "param", "tp+param"}) {
+    auto with = parse_strategy(std::string("tp=2,zero=1,overlap=") + o);
+    ASSERT_TRUE(with.ok()) << with.error().message;
+    EXPECT_EQ(to_string(with->overlap), std::string(o));
+    EXPECT_NE(to_string(*with).find(std::string(",overlap=") + o), std::string::npos);
+    auto back = parse_strategy(to_string(*with));
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(back->overlap, with->overlap);
+  }
 }
 
 TEST(StrategyParse, Errors) {
   EXPECT_EQ(error_of("tp=2,foo=1"),
             "--strategy: foo=1: unknown key (allowed: dp, tp, pp, vpp, mbs, gbs, recompute, "
-            "attention, zero, schedule, sp, bn, grad_priority, loss_bound, multipath)");
+            "attention, zero, schedule, sp, bn, grad_priority, loss_bound, multipath, overlap)");
+  EXPECT_EQ(error_of("overlap=all"),
+            "--strategy: overlap=all: expected one of none|tp|param|tp+param");
   EXPECT_EQ(error_of("attention=fast"), "--strategy: attention=fast: expected one of plain|flash");
   EXPECT_EQ(error_of("tp=two"), "--strategy: tp=two: expected a positive integer");
   EXPECT_EQ(error_of("bn=sync"), "--strategy: bn=sync: expected one of local|synced");

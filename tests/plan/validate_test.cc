@@ -259,6 +259,29 @@ TEST_F(Validate, FlashAttentionOnlyInStagePlans) {
             "attention core's ops one by one; flash fuses them into one kernel of a stage)");
 }
 
+TEST_F(Validate, OverlapOnlyInStagePlansAndParamGatherOnlyUnderZeroOneOrTwo) {
+  plan_.overlap = Overlap::tp;
+  EXPECT_EQ(check(), "ok");
+  auto ops = as_op_level_plan(plan_, model_);
+  ASSERT_TRUE(ops.has_value());
+  EXPECT_EQ(ops->overlap, Overlap::none);
+  ops->overlap = Overlap::tp;
+  EXPECT_EQ(error_of(*ops, model_, cluster_),
+            "plan.json: overlap: expected none in an op-level plan (its collectives are placed op "
+            "by op)");
+  plan_.overlap = Overlap::tp_param;
+  plan_.zero_stage = 0;
+  EXPECT_EQ(check(),
+            "plan.json: overlap: expected zero_stage 1 or 2 for 'tp+param' (it hides the "
+            "all-gather of the updated parameter shards), got 0");
+  plan_.zero_stage = 3;
+  EXPECT_NE(check(), "ok");
+  for (int zero : {1, 2}) {
+    plan_.zero_stage = zero;
+    EXPECT_EQ(check(), "ok") << zero;
+  }
+}
+
 TEST_F(Validate, OpOverridePatternMustMatch) {
   plan_.op_overrides = {OpOverride{"layers.*.norm*", SplitKind::replicate},
                         OpOverride{"layers.*.ln", SplitKind::replicate}};

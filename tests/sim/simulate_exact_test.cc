@@ -187,6 +187,70 @@ TEST(SimulateExact, TransfersSharingALinkShareItsBandwidth) {
   EXPECT_NEAR(first_transfer(*two) - L, 1.0, 1e-12);
 }
 
+// Summed durations of the events of `kind`.
+double total(const SimResult& r, TaskKind kind) {
+  double s = 0;
+  for (const auto& e : r.events)
+    if (e.kind == kind) s += (e.end - e.start).value;
+  return s;
+}
+
+TEST(SimulateExact, OverlappedTensorParallelCollectivesHideBehindCompute) {
+  // One stage of 2 column-parallel layers over a tensor-parallel pair, one micro-batch. Without
+  // overlap each pass computes, then runs its collectives: C_f + K_f + C_b + K_b + step. With
+  // overlap tp the collectives run beside the compute: max(C_f, K_f) + max(C_b, K_b) + step.
+  const auto m = chain_model(2, 1e12, 4e9);
+  const auto c = unit_cluster(1, 2);
+  auto p = one_stage_plan(2, {plan::Replica{{0, 1}, {}, 1.0}}, 1, 1);
+  auto opts = exact_options();
+  opts.record_events = true;
+  auto plain = simulate(m, c, p, opts);
+  ASSERT_TRUE(plain) << plain.error().message;
+  std::vector<double> compute, comm;  // forward then backward
+  for (const auto& e : plain->events) {
+    if (e.kind == TaskKind::forward || e.kind == TaskKind::backward)
+      compute.push_back((e.end - e.start).value);
+    if (e.kind == TaskKind::tp_comm) comm.push_back((e.end - e.start).value);
+  }
+  ASSERT_EQ(compute.size(), 2u);
+  ASSERT_EQ(comm.size(), 2u);
+  const double step = total(*plain, TaskKind::optimizer);
+  EXPECT_NEAR(plain->iteration_time.value, compute[0] + comm[0] + compute[1] + comm[1] + step,
+              1e-12);
+  p.overlap = plan::Overlap::tp;
+  auto overlapped = simulate(m, c, p, opts);
+  ASSERT_TRUE(overlapped) << overlapped.error().message;
+  EXPECT_NEAR(overlapped->iteration_time.value,
+              std::max(compute[0], comm[0]) + std::max(compute[1], comm[1]) + step, 1e-12);
+  EXPECT_LT(overlapped->iteration_time.value, plain->iteration_time.value);
+  // The same collectives, only hidden.
+  EXPECT_NEAR(total(*overlapped, TaskKind::tp_comm), comm[0] + comm[1], 1e-12);
+}
+
+TEST(SimulateExact, OverlappedParameterGatherHidesBehindTheFirstForwardPass) {
+  // Two replicas under ZeRO-1, one micro-batch each, one layer of 1e9 parameters (2 GB in bf16).
+  // Without overlap: forward 1 s, backward 2 s, the reduce-scatter, the step, then the gather of
+  // the updated shards (AG). With overlap param the previous iteration's gather runs beside the
+  // forward pass, and the backward pass waits for it: max(1, AG) + 2 + RS + step.
+  const auto m = testing::chain_model(1, 1e12, 0, 1'000'000'000);
+  const auto c = testing::unit_cluster(2, 1);
+  auto p = one_stage_plan(1, {plan::Replica{{0}, {}, 0.5}, plan::Replica{{1}, {}, 0.5}}, 2, 1);
+  p.zero_stage = 1;
+  auto opts = exact_options();
+  opts.record_events = true;
+  const double AG = collective_time(c, cost::Collective::all_gather, {0, 1}, 2e9);
+  const double RS = collective_time(c, cost::Collective::reduce_scatter, {0, 1}, 2e9);
+  ASSERT_GT(AG, 1.0);  // longer than the forward pass: partly exposed
+  auto plain = simulate(m, c, p, opts);
+  ASSERT_TRUE(plain) << plain.error().message;
+  const double step = total(*plain, TaskKind::optimizer) / 2;  // one per replica, in parallel
+  EXPECT_NEAR(plain->iteration_time.value, 1 + 2 + RS + step + AG, 1e-9);
+  p.overlap = plan::Overlap::param;
+  auto overlapped = simulate(m, c, p, opts);
+  ASSERT_TRUE(overlapped) << overlapped.error().message;
+  EXPECT_NEAR(overlapped->iteration_time.value, std::max(1.0, AG) + 2 + RS + step, 1e-9);
+}
+
 }  // namespace
 }  // namespace hetplan::sim
 

@@ -133,6 +133,20 @@ struct GradSync {
 //     magnitude, the smallest last (sim/grad_chunks.h's model), which are what loss_bound drops.
 // Plan files and strategies: "none", "layer", "layer+magnitude".
 enum class GradPriority { none, layer, layer_magnitude };
+// Communication the engine overlaps with computation besides the gradient buckets, as Megatron-LM
+// does when asked: tensor-parallel collectives with the GEMMs next to them (tp:
+// --tp-comm-overlap), and the ZeRO-1/2 all-gather of the updated parameters with the next
+// iteration's first forward pass (param: --overlap-param-gather). hetplan's runtime runs both
+// synchronously; the simulator prices what the plan says. Plan files and strategies: "none",
+// "tp", "param", "tp+param".
+enum class Overlap { none, tp, param, tp_param };
+inline bool overlaps_tp(Overlap o) { return o == Overlap::tp || o == Overlap::tp_param; }
+inline bool overlaps_param_gather(Overlap o) {
+  return o == Overlap::param || o == Overlap::tp_param;
+}
+const char* to_string(Overlap o);
+std::optional<Overlap> overlap_from_string(std::string_view s);
+std::string overlap_names();
 // How a flow between two devices with several equal routes (a leaf-spine network's spines) uses
 // them: ecmp hashes each flow onto one route (so flows can collide on a spine); spray spreads
 // every flow's packets over all of them. Plan files and strategies: "ecmp", "spray".
@@ -216,7 +230,8 @@ struct Plan {
   // The attention core op by op, or as one fused kernel (FlashAttention; stage plans only: an
   // op-level plan places the core's ops one by one).
   cost::Attention attention = cost::Attention::plain;
-  int zero_stage = 0;  // 0..3, over each stage's replicas
+  Overlap overlap = Overlap::none;  // stage plans only
+  int zero_stage = 0;               // 0..3, over each stage's replicas
   bool sequence_parallel = false;
   UnevenCollectives uneven_collectives = UnevenCollectives::automatic;
   BatchNormStats batch_norm = BatchNormStats::local;

@@ -16,7 +16,8 @@
 // Omitted keys: tp=1, pp=1, vpp=1, mbs=1, dp = floor(devices / (tp * pp)) (the remaining devices
 // stay idle), gbs = dp * mbs * (pp == 1 ? 1 : 4 * pp) (4 micro-batches per pipeline stage keep the
 // 1F1B bubble (pp-1)/m under 25% and suit the interleaved schedule), recompute=none,
-// attention=plain (flash: the attention core as one fused kernel, cost::Attention), zero=0,
+// attention=plain (flash: the attention core as one fused kernel, cost::Attention), overlap=none
+// (tp, param or tp+param: the collectives the engine overlaps, Plan::overlap), zero=0,
 // schedule=1f1b (interleaved when vpp > 1), sp=0, bn=local (bn=synced: batch normalisation over
 // each whole micro-batch, Plan::batch_norm), grad_priority=none, loss_bound=0, multipath=ecmp.
 #pragma once
@@ -40,6 +41,7 @@ struct Strategy {
   std::int64_t gbs = 0;  // 0 = default
   cost::Recompute recompute = cost::Recompute::none;
   cost::Attention attention = cost::Attention::plain;  // attention=plain|flash
+  Overlap overlap = Overlap::none;                     // overlap=none|tp|param|tp+param
   int zero = 0;
   Schedule schedule = Schedule::one_f_one_b;
   bool schedule_given = false;
@@ -53,8 +55,8 @@ struct Strategy {
 };
 
 // The canonical text: every key in the order dp, tp, pp, vpp, mbs, gbs, recompute, zero, schedule,
-// sp, attention, bn, grad_priority, loss_bound, multipath; dp and gbs left out while 0
-// (unresolved), the last five while at their defaults. parse_strategy(to_string(s)) ==
+// sp, attention, overlap, bn, grad_priority, loss_bound, multipath; dp and gbs left out while 0
+// (unresolved), the last six while at their defaults. parse_strategy(to_string(s)) ==
 // s up to schedule_given.
 std::string to_string(const Strategy& s);
 
