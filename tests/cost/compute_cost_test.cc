@@ -109,15 +109,16 @@ TEST(ComputeCost, NoWorkTakesNoTime) {
       0);
 }
 
-// Hopper's and CDNA3's GEMMs reach less of their peak than Ampere's, by the best measured matmuls
-// (80% and 51% against 87%); the other architectures take Ampere's.
+// Hopper's and CDNA3's GEMMs reach less of their peak than Ampere's (70%, fitted on Megatron-Core's
+// H100 runs, and 51%, the best measured matmul, against 87%); the other architectures take
+// Ampere's.
 TEST(ComputeCost, GemmEfficiencyScalesByArchitecture) {
   const ComputeCostModel m(simple_params());
   const auto op = train_op(model::OpKind::matmul, 1e9, 1e6);
   cluster::DeviceType dev = fake_device();
   const double ampere = m.op_time(dev, op, 2, 0.5, model::DType::bf16).value - 1e-6;
   dev.architecture = cluster::Architecture::hopper;
-  EXPECT_NEAR(m.op_time(dev, op, 2, 0.5, model::DType::bf16).value - 1e-6, ampere * 0.87 / 0.80,
+  EXPECT_NEAR(m.op_time(dev, op, 2, 0.5, model::DType::bf16).value - 1e-6, ampere * 0.87 / 0.70,
               1e-12 * ampere);
   dev.architecture = cluster::Architecture::cdna3;
   EXPECT_NEAR(m.op_time(dev, op, 2, 0.5, model::DType::bf16).value - 1e-6, ampere * 0.87 / 0.51,
