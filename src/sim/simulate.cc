@@ -361,6 +361,11 @@ struct Lowering {
       g.loads.insert(g.loads.end(), pass.comm.loads.begin(), pass.comm.loads.end());
       pass.loads_end = static_cast<int>(g.loads.size());
     }
+    task.duration = pass.compute;
+    if (pass.comm.empty()) {
+      const int only = g.add_task(task);
+      return {only, only};
+    }
     Task t = task;
     t.kind = TaskKind::tp_comm;
     t.is_transfer = true;
@@ -368,13 +373,12 @@ struct Lowering {
     t.latency = pass.comm.latency;
     t.loads_begin = pass.loads_begin;
     t.loads_end = pass.loads_end;
-    if (!pass.comm.empty() && plan::overlaps_tp(p.overlap)) {
+    if (plan::overlaps_tp(p.overlap)) {
       // start (no time) -> compute, and start -> the flow on the lane's collective stream; the
       // pass's end (no time) waits for both.
       Task mark = task;
       mark.duration = 0;
       const int start = g.add_task(mark);
-      task.duration = pass.compute;
       g.add_task(task);
       auto [it_stream, fresh_stream] = tp_stream.try_emplace(task.lane, 0);
       if (fresh_stream) it_stream->second = g.add_stream();
@@ -385,9 +389,7 @@ struct Lowering {
       g.add_edge(flow, end);
       return {start, end};
     }
-    task.duration = pass.compute;
     const int first = g.add_task(task);
-    if (pass.comm.empty()) return {first, first};
     return {first, g.add_task(t)};
   }
   std::map<int, int> tp_stream;  // lane -> the stream of its overlapped collectives
