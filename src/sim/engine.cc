@@ -5,7 +5,7 @@
 // proportion to their demands; a flow goes as fast as its most loaded link allows). A compute task
 // of a stream under a CPU quota runs while its quota's budget lasts and waits for the next
 // period when it runs out (task_graph.h). A task waiting for late gradient chunks drops them
-// within their pool's budget (task_graph.h's drop_preds).
+// within their pool's budget (task_graph.h's drop_preds_of).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -68,6 +68,7 @@ class Engine {
  public:
   Engine(const TaskGraph& g, const std::vector<double>& cap, EngineCarry* carry)
       : g_(g),
+        succs_(g.successors()),
         cap_(cap),
         carry_(carry),
         preds_(g.tasks.size()),
@@ -86,6 +87,7 @@ class Engine {
     drop_checked_.assign(g.tasks.size(), 0);
     budget_ = g.drop_budget;
     for (std::size_t i = 0; i < g.tasks.size(); ++i) preds_[i] = g.tasks[i].preds;
+    find_solo_flows();
     for (std::size_t q = 0; q < quota_.size(); ++q) {
       const CpuQuota& cq = g.quotas[q];
       const bool carried = carry_ && carry_->budget.size() == quota_.size();
@@ -126,7 +128,7 @@ class Engine {
           break;
         case EvType::flow_done:
           if (e.version != flows_[e.task].version) break;  // superseded by a speed change
-          end_flow(e.task);
+          if (solo_load_[e.task] == 0) end_flow(e.task);
           finish(e.task);
           break;
       }
@@ -169,7 +171,7 @@ class Engine {
     const std::size_t i = next_[s];
     if (i >= order.size()) return;
     const int t = order[i];
-    if (preds_[t] != 0 && !g_.tasks[t].drop_preds.empty() && !drop_checked_[t]) {
+    if (preds_[t] != 0 && !g_.drop_preds_of(t).empty() && !drop_checked_[t]) {
       // The task is due: once everything happening now has happened, it drops what is late.
       drop_checked_[t] = 1;
       push(now_, t, EvType::drop_check);
@@ -182,7 +184,7 @@ class Engine {
   // priority first, while their pools' budgets last. Chunks that become ready later are sent.
   void drop_late(int t) {
     std::vector<int> queued;
-    for (int c : g_.tasks[t].drop_preds)
+    for (int c : g_.drop_preds_of(t))
       if (preds_[c] == 0 && r_.start[c] < 0) queued.push_back(c);
     std::sort(queued.begin(), queued.end(), [&](int a, int b) {
       const double ka = g_.tasks[a].order_key, kb = g_.tasks[b].order_key;
@@ -194,7 +196,7 @@ class Engine {
       budget_[chunk.drop_pool] -= chunk.drop_bytes;
       r_.dropped[c] = 1;
       r_.start[c] = r_.end[c] = now_;
-      for (int s : chunk.succs)
+      for (int s : succs_.of(c))
         if (--preds_[s] == 0) {
           if (g_.stream_dynamic[g_.tasks[s].stream]) make_ready(s);
           if (s != t) try_start_stream(g_.tasks[s].stream);
@@ -206,7 +208,7 @@ class Engine {
     const Task& task = g_.tasks[t];
     r_.start[t] = now_;
     if (task.is_transfer) {
-      set_messaging(task, +1);
+      set_messaging(t, +1);
       push(now_ + task.latency, t, EvType::latency_done);
       return;
     }
@@ -227,11 +229,11 @@ class Engine {
     r_.end[t] = now_;
     r_.makespan = std::max(r_.makespan, now_);
     const Task& task = g_.tasks[t];
-    if (task.is_transfer) set_messaging(task, -1);
+    if (task.is_transfer) set_messaging(t, -1);
     if (!g_.stream_dynamic[task.stream]) {
       ++next_[task.stream];
       try_start_stream(task.stream);
-      for (int s : task.succs)
+      for (int s : succs_.of(t))
         if (--preds_[s] == 0) {
           if (g_.stream_dynamic[g_.tasks[s].stream]) make_ready(s);
           try_start_stream(g_.tasks[s].stream);
@@ -240,10 +242,10 @@ class Engine {
     }
     // A dynamic stream chooses among every task ready now, its own successors included.
     busy_[task.stream] = 0;
-    for (int s : task.succs)
+    for (int s : succs_.of(t))
       if (--preds_[s] == 0 && g_.stream_dynamic[g_.tasks[s].stream]) make_ready(s);
     try_start_stream(task.stream);
-    for (int s : task.succs)
+    for (int s : succs_.of(t))
       if (preds_[s] == 0) try_start_stream(g_.tasks[s].stream);
   }
 
@@ -289,8 +291,8 @@ class Engine {
   }
 
   // A transfer starts (+1) or ends (-1) on its quotas' devices.
-  void set_messaging(const Task& task, int change) {
-    for (int q : task.quotas) {
+  void set_messaging(int t, int change) {
+    for (int q : g_.quotas_of(t)) {
       advance(q, now_);
       quota_[q].messaging += change;
       if (quota_[q].task >= 0) schedule_quota(q);
@@ -313,10 +315,49 @@ class Engine {
     return task.duration > 0 ? l.bytes / task.duration : 0.0;
   }
 
+  // A transfer whose links no task of another stream uses (a lane's own tensor-parallel
+  // collectives) never shares them: tasks of one stream run one at a time. Its load is fixed,
+  // worked out here as begin_flow and reschedule would (solo_load_[t]; 0 for the others), and
+  // its flow skips the links' bookkeeping.
+  void find_solo_flows() {
+    constexpr int kUnused = -1, kShared = -2;
+    std::vector<int> owner(cap_.size(), kUnused);  // the stream using each link
+    for (const Task& t : g_.tasks)
+      if (t.is_transfer)
+        for (int i = t.loads_begin; i < t.loads_end; ++i) {
+          int& o = owner[g_.loads[i].link];
+          o = o == kUnused || o == t.stream ? t.stream : kShared;
+        }
+    solo_load_.assign(g_.tasks.size(), 0.0);
+    std::vector<double> demand_on(cap_.size(), 0.0);
+    for (std::size_t t = 0; t < g_.tasks.size(); ++t) {
+      const Task& task = g_.tasks[t];
+      if (!task.is_transfer || task.duration <= 0) continue;
+      bool solo = true;
+      for (int i = task.loads_begin; i < task.loads_end && solo; ++i)
+        solo = owner[g_.loads[i].link] >= 0;
+      if (!solo) continue;
+      for (int i = task.loads_begin; i < task.loads_end; ++i)
+        demand_on[g_.loads[i].link] += demand(task, g_.loads[i]);
+      double load = 1.0;
+      for (int i = task.loads_begin; i < task.loads_end; ++i) {
+        const int link = g_.loads[i].link;
+        if (cap_[link] > 0) load = std::max(load, demand_on[link] / cap_[link]);
+      }
+      for (int i = task.loads_begin; i < task.loads_end; ++i) demand_on[g_.loads[i].link] = 0;
+      solo_load_[t] = load;
+    }
+  }
+
   void begin_flow(int t) {
     const Task& task = g_.tasks[t];
     if (task.duration <= 0 || task.loads_begin == task.loads_end) {
       finish(t);
+      return;
+    }
+    if (solo_load_[t] > 0) {
+      const double speed = 1.0 / solo_load_[t];
+      push(now_ + task.duration / speed, t, EvType::flow_done, flows_[t].version);
       return;
     }
     Flow& f = flows_[t];
@@ -444,6 +485,7 @@ class Engine {
   }
 
   const TaskGraph& g_;
+  const Successors succs_;
   const std::vector<double>& cap_;
   EngineCarry* carry_;
   std::vector<int> preds_;
@@ -452,6 +494,7 @@ class Engine {
   std::vector<std::priority_queue<Ready, std::vector<Ready>, std::greater<>>> ready_;
   std::vector<char> busy_;
   std::vector<Flow> flows_;
+  std::vector<double> solo_load_;  // per task: a solo flow's fixed load, or 0
   std::vector<double> link_demand_;
   std::vector<std::vector<int>> link_flows_;
   // Per link, (priority, summed demand of its active flows), for the priority path.
@@ -466,7 +509,7 @@ class Engine {
   bool prioritised_ = false;  // some transfer has a priority: links are shared by priority
   std::vector<QuotaRun> quota_;
   std::vector<double> budget_;      // per drop pool, bytes that may still be dropped
-  std::vector<char> drop_checked_;  // per task with drop_preds: its drop check is scheduled
+  std::vector<char> drop_checked_;  // per task with drop preds: its drop check is scheduled
   std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
   std::uint64_t seq_ = 0;
   double now_ = 0;

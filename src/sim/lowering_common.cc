@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <unordered_map>
 
 namespace hetplan::sim::detail {
 
@@ -22,16 +25,23 @@ std::string lane_name(int lane, const std::vector<int>& devices) {
   return fmt::format("lane {} ({} devices from {})", lane, devices.size(), devices.front());
 }
 
-std::vector<std::vector<int>> transfer_lanes(const TaskGraph& g, const cluster::Cluster& c,
-                                             const std::vector<LaneInfo>& lanes) {
+TransferLanes transfer_lanes(const TaskGraph& g, const cluster::Cluster& c,
+                             const std::vector<LaneInfo>& lanes) {
   std::vector<int> lane_of_device(c.devices.size(), -1);
   for (std::size_t l = 0; l < lanes.size(); ++l)
     for (int d : lanes[l].devices) lane_of_device[d] = static_cast<int>(l);
-  std::vector<std::vector<int>> out(g.tasks.size());
+  TransferLanes out;
+  out.list_of.assign(g.tasks.size(), -1);
+  std::unordered_map<std::int64_t, int> list_of_loads;  // (loads_begin, loads_end) -> list
   for (std::size_t t = 0; t < g.tasks.size(); ++t) {
     const Task& task = g.tasks[t];
     if (!task.is_transfer) continue;
-    auto& ends = out[t];
+    auto [it, fresh] = list_of_loads.try_emplace(
+        (static_cast<std::int64_t>(task.loads_begin) << 32) | task.loads_end,
+        static_cast<int>(out.lists.size()));
+    out.list_of[t] = it->second;
+    if (!fresh) continue;
+    auto& ends = out.lists.emplace_back();
     for (int i = task.loads_begin; i < task.loads_end; ++i) {
       const cluster::Link& link = c.links[g.loads[i].link];
       for (int v : {link.from, link.to})
@@ -45,9 +55,15 @@ std::vector<std::vector<int>> transfer_lanes(const TaskGraph& g, const cluster::
 
 namespace {
 
-// The length of the union of the intervals.
-double covered(std::vector<std::pair<double, double>> iv) {
-  std::sort(iv.begin(), iv.end());
+using Span = std::pair<double, double>;
+
+// Sorts spans by start (a stream's tasks come in their order, so mostly they are sorted already).
+void sort_spans(std::vector<Span>& iv) {
+  if (!std::is_sorted(iv.begin(), iv.end())) std::sort(iv.begin(), iv.end());
+}
+
+// The length of the union of the intervals, sorted.
+double covered(const std::vector<Span>& iv) {
   double total = 0, cur_s = 0, cur_e = -1;
   for (auto [s, e] : iv) {
     if (s > cur_e) {
@@ -64,18 +80,19 @@ double covered(std::vector<std::pair<double, double>> iv) {
 }  // namespace
 
 std::vector<BusyTimes> busy_times(const TaskGraph& g, const std::vector<LaneInfo>& lanes,
-                                  const std::vector<std::vector<int>>& transfer_lanes,
-                                  const EngineResult& eng, int num_devices) {
-  std::vector<std::vector<std::pair<double, double>>> compute(lanes.size()), comm(lanes.size());
+                                  const TransferLanes& transfer_lanes, const EngineResult& eng,
+                                  int num_devices) {
+  std::vector<std::vector<Span>> compute(lanes.size()), comm(lanes.size());
   std::vector<int> ends;
   for (std::size_t t = 0; t < g.tasks.size(); ++t) {
     const Task& task = g.tasks[t];
-    const std::pair<double, double> span{eng.start[t], eng.end[t]};
+    const Span span{eng.start[t], eng.end[t]};
     if (!task.is_transfer) {
       compute[task.lane].push_back(span);
       continue;
     }
-    ends = transfer_lanes[t];
+    const auto listed = transfer_lanes[t];
+    ends.assign(listed.begin(), listed.end());
     ends.push_back(task.lane);
     if (task.peer_lane >= 0) ends.push_back(task.peer_lane);
     std::sort(ends.begin(), ends.end());
@@ -83,12 +100,17 @@ std::vector<BusyTimes> busy_times(const TaskGraph& g, const std::vector<LaneInfo
     for (int l : ends) comm[l].push_back(span);
   }
   std::vector<BusyTimes> out(static_cast<std::size_t>(num_devices));
+  std::vector<Span> either;
   for (std::size_t l = 0; l < lanes.size(); ++l) {
+    sort_spans(compute[l]);
+    sort_spans(comm[l]);
     BusyTimes b;
     b.compute = covered(compute[l]);
     b.comm = covered(comm[l]);
-    compute[l].insert(compute[l].end(), comm[l].begin(), comm[l].end());
-    b.either = covered(std::move(compute[l]));
+    either.clear();
+    std::merge(compute[l].begin(), compute[l].end(), comm[l].begin(), comm[l].end(),
+               std::back_inserter(either));
+    b.either = covered(either);
     for (int d : lanes[l].devices) out[d] = b;
   }
   return out;

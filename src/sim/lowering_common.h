@@ -2,6 +2,7 @@
 // capacities, lane names, and the per-device statistics read off an engine run.
 #pragma once
 
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,9 +24,17 @@ std::vector<double> link_capacities(const cluster::Cluster& c, const cost::Netwo
 std::string lane_name(int lane, const std::vector<int>& devices);
 
 // Per transfer task, the lanes of the devices at its links' ends (ascending, distinct); empty for
-// compute tasks.
-std::vector<std::vector<int>> transfer_lanes(const TaskGraph& g, const cluster::Cluster& c,
-                                             const std::vector<LaneInfo>& lanes);
+// compute tasks. Transfers that share their loads (a pass repeated per micro-batch) share a list.
+struct TransferLanes {
+  std::vector<int> list_of;  // per task: index into lists, or -1
+  std::vector<std::vector<int>> lists;
+  std::span<const int> operator[](std::size_t t) const {
+    if (list_of[t] < 0) return {};
+    return lists[list_of[t]];
+  }
+};
+TransferLanes transfer_lanes(const TaskGraph& g, const cluster::Cluster& c,
+                             const std::vector<LaneInfo>& lanes);
 
 // Per device, in one iteration the engine ran: the seconds its lane computed, the seconds with at
 // least one transfer of its devices in flight, and the seconds it did either.
@@ -34,8 +43,8 @@ struct BusyTimes {
 };
 // A transfer is its lane's, its peer's, and that of every device at its links' ends.
 std::vector<BusyTimes> busy_times(const TaskGraph& g, const std::vector<LaneInfo>& lanes,
-                                  const std::vector<std::vector<int>>& transfer_lanes,
-                                  const EngineResult& eng, int num_devices);
+                                  const TransferLanes& transfer_lanes, const EngineResult& eng,
+                                  int num_devices);
 
 // Fills r's throughput, model FLOPs (Megatron-LM's count, recomputed forward passes included), the
 // devices used, the largest peak memory, whether all fit, TFLOP/s per device and MFU, from its

@@ -964,10 +964,9 @@ struct OpLevelLowering {
     if (p.execution_order != plan::ExecutionOrder::heft) return;
     std::vector<std::vector<int>> succs(g.tasks.size());
     std::vector<double> cost(g.tasks.size());
-    for (std::size_t t = 0; t < g.tasks.size(); ++t) {
-      succs[t] = g.tasks[t].succs;
+    for (const detail::Edge& e : g.edges) succs[e.from].push_back(e.to);
+    for (std::size_t t = 0; t < g.tasks.size(); ++t)
       cost[t] = g.tasks[t].duration + g.tasks[t].latency;
-    }
     const std::vector<double> rank = upward_ranks(succs, cost);
     // Earlier micro-batches first (a device finishes one's backward pass before it starts the
     // next one's forward, as 1F1B does, so that it holds one micro-batch's activations rather than

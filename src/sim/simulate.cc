@@ -98,7 +98,7 @@ struct Lowering {
   std::vector<int> lane_quota;  // index into g.quotas, or -1
   // Per task: for a transfer, the lanes of the devices at its links' ends (ascending), whose
   // quotas it spends and whose communication it is; empty for compute.
-  std::vector<std::vector<int>> transfer_lanes;
+  detail::TransferLanes transfer_lanes;
   // Under CPU quotas, the costs with every device slowed by its cpu_share (for lane_share).
   std::optional<detail::StageCoster> slowed_coster;
   std::vector<std::vector<PassRef>> lane_order;
@@ -222,6 +222,12 @@ struct Lowering {
       lane_quota.push_back(quota);
       lane_compute_stream.push_back(g.add_stream(quota));
     }
+    // Room for each pass's tasks (up to 4 under overlapped collectives) and the transfers
+    // between them, so that the graph is not moved as it grows.
+    std::size_t num_passes = 0;
+    for (const auto& order : lane_order) num_passes += order.size();
+    g.tasks.reserve(num_passes * (plan::overlaps_tp(p.overlap) ? 6 : 4));
+    g.edges.reserve(num_passes * (plan::overlaps_tp(p.overlap) ? 8 : 5));
     fwd.assign(S, {});
     bwd.assign(S, {});
     fwd_last.assign(S, {});
@@ -339,7 +345,7 @@ struct Lowering {
     if (g.quotas.empty()) return;
     for (std::size_t t = 0; t < g.tasks.size(); ++t)
       for (int l : transfer_lanes[t])
-        if (lane_quota[l] >= 0) g.tasks[t].quotas.push_back(lane_quota[l]);
+        if (lane_quota[l] >= 0) g.add_quota(static_cast<int>(t), lane_quota[l]);
   }
 
   // A pass's compute over layers [off, off + count) of replica r of task.stage (times `lt`), then
@@ -463,15 +469,23 @@ struct Lowering {
             continue;
           }
           const double bytes = per_sample * overlap[a][b] * static_cast<double>(p.global_batch) / M;
-          const auto parts = p2p_parts(p.stages[s].replicas[a], p.stages[s + 1].replicas[b], bytes);
-          const int fstream = g.add_stream(), bstream = g.add_stream();
+          // Every micro-batch's transfers are alike: their loads are appended once and shared.
+          // The gradients going back are charged to the activations' links (from a to b).
+          Task tf =
+              make_transfer(TaskKind::p2p, g.add_stream(), la, lb, s, -1, -1,
+                            p2p_parts(p.stages[s].replicas[a], p.stages[s + 1].replicas[b], bytes));
+          Task tb = tf;
+          tb.stream = g.add_stream();
+          std::swap(tb.lane, tb.peer_lane);
+          tb.stage = s + 1;
           for (int mb = 0; mb < M; ++mb) {
-            const int tf = add_transfer(TaskKind::p2p, fstream, la, lb, s, mb, -1, parts);
-            g.add_edge(fwd_last[s][a][mb], tf);
-            g.add_edge(tf, fwd[s + 1][b][mb]);
-            const int tb = add_transfer(TaskKind::p2p, bstream, lb, la, s + 1, mb, -1, parts);
-            g.add_edge(bwd_end(s + 1, b, mb), tb);
-            g.add_edge(tb, bwd[s][a][mb]);
+            tf.microbatch = tb.microbatch = mb;
+            const int f = g.add_task(tf);
+            g.add_edge(fwd_last[s][a][mb], f);
+            g.add_edge(f, fwd[s + 1][b][mb]);
+            const int bk = g.add_task(tb);
+            g.add_edge(bwd_end(s + 1, b, mb), bk);
+            g.add_edge(bk, bwd[s][a][mb]);
           }
         }
     }
@@ -499,11 +513,13 @@ struct Lowering {
       const auto parts =
           coster.sync_parts(st, stage_params(static_cast<int>(s)) * param_bytes(),
                             cost::Collective::all_gather, cost::Algorithm::automatic);
-      const int stream = g.add_stream();
+      // One gather per pass, alike: their loads are appended once and shared.
+      Task gather = make_transfer(TaskKind::param_gather, g.add_stream(), lane0, -1,
+                                  static_cast<int>(s), -1, -1, parts);
       for (const PassRef& pr : lane_order[lane0]) {
         if (pr.chunk != chunk) continue;
-        const int t = add_transfer(TaskKind::param_gather, stream, lane0, -1, static_cast<int>(s),
-                                   pr.microbatch, -1, parts);
+        gather.microbatch = pr.microbatch;
+        const int t = g.add_task(gather);
         for (std::size_t r = 0; r < st.replicas.size(); ++r)
           g.add_edge(t, pr.forward ? fwd[s][r][pr.microbatch] : bwd[s][r][pr.microbatch]);
       }
@@ -654,7 +670,7 @@ struct Lowering {
             g.add_edge(ready, id);
             g.add_edge(id, done);
           } else {
-            // Each forward pass due drops what is late itself (task_graph.h's drop_preds).
+            // Each forward pass due drops what is late itself (task_graph.h's drop_preds_of).
             for (std::size_t r = 0; r < R; ++r) {
               g.add_edge(bwd_buckets[s][r][b], id);
               next_edges.push_back({id, fwd_layers[s][r][off]});
@@ -981,8 +997,9 @@ Result<SimResult> simulate_unrolled(const model::Model& m, const cluster::Cluste
                                     task.microbatch, task.bucket, Seconds(eng.start[t] - start[1]),
                                     Seconds(eng.end[t] - start[1])});
     }
-  std::vector<std::vector<int>> lanes_of_task(g.tasks.size());
-  for (std::size_t t = 0; t < g.tasks.size(); ++t) lanes_of_task[t] = low.transfer_lanes[t % n];
+  detail::TransferLanes lanes_of_task{std::vector<int>(g.tasks.size()), low.transfer_lanes.lists};
+  for (std::size_t t = 0; t < g.tasks.size(); ++t)
+    lanes_of_task.list_of[t] = low.transfer_lanes.list_of[t % n];
   const auto busy = detail::busy_times(g, low.lanes, lanes_of_task, eng, c.num_devices());
   finish_result(m, c, p, low, busy, kUnrolled, r);
   return r;

@@ -112,6 +112,13 @@ double StageCoster::device_time(int device, const model::TrainOp& op, double sam
   return compute_.op_time(c_.type_of(device), op, samples, shard, m_.dtype).value / cpu_share;
 }
 
+bool StageCoster::same_speed(int a, int b) const {
+  const auto& da = c_.devices[a];
+  const auto& db = c_.devices[b];
+  return da.type == db.type &&
+         (!cpu_share_slows_ || c_.nodes[da.node].cpu_share == c_.nodes[db.node].cpu_share);
+}
+
 double StageCoster::op_share(int op, const plan::Replica& r, int j) const {
   const int tp = static_cast<int>(r.devices.size());
   if (tp == 1 || whole_work_[op]) return 1.0;
@@ -293,6 +300,9 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
       PassComm op_fwd_comm;
       for (int j = 0; j < tp; ++j) {
         const double share = op_share(op, r, j);
+        // A device like the one before it, with the same share, takes the same time.
+        if (j > 0 && share == op_share(op, r, j - 1) && same_speed(r.devices[j], r.devices[j - 1]))
+          continue;
         tf = std::max(tf, device_time(r.devices[j], tg_.forward[op], samples, share));
         if (backward_index_[op] >= 0)
           tb = std::max(

@@ -90,6 +90,8 @@ class StageCoster {
   // Seconds of one pass of `op` on `device` (its type's cost, slowed by its node's cpu_share when
   // cpu_share_slows_).
   double device_time(int device, const model::TrainOp& op, double samples, double shard) const;
+  // Whether devices a and b compute at the same speed (one type, one CPU share).
+  bool same_speed(int a, int b) const;
   // Bytes per sample of the factors device j of replica r holds for its shard of matmul `op`.
   double factor_bytes(int op, const plan::Replica& r, int j) const;
 

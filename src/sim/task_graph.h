@@ -1,6 +1,7 @@
 // Internal to the simulator: the lowered task graph and the engine that runs it.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "hetplan/cost/collective_cost.h"
@@ -24,23 +25,34 @@ struct Task {
   // Transfer only: on a shared link, flows of a higher priority take the capacity first (strict
   // priority, DLCP-style); equal priorities share it by demand.
   int priority = 0;
-  // Transfer only: the CPU quotas of the devices at its links' ends, whose messaging software it
-  // keeps busy while in flight.
-  std::vector<int> quotas;
   // On a dynamic stream: among its ready tasks the one with the smallest key runs first (ties:
   // the one that became ready first).
   double order_key = 0;
   // Bounded-loss gradient chunks (DLCP, sim/grad_chunks.h). A chunk with drop_bytes > 0 may be
   // dropped instead of sent, its bytes charged to TaskGraph::drop_budget[drop_pool]. A task with
-  // drop_preds (chunks among its predecessors) that reaches the head of its stream (is due) while
-  // some of them are still queued (ready, not started) drops those, lowest priority (largest
-  // order_key) first, while the budget lasts, and starts once the rest have arrived; it looks
-  // once, when it becomes due.
+  // drop preds (TaskGraph::drop_preds_of: chunks among its predecessors) that reaches the head of
+  // its stream (is due) while some of them are still queued (ready, not started) drops those,
+  // lowest priority (largest order_key) first, while the budget lasts, and starts once the rest
+  // have arrived; it looks once, when it becomes due.
   double drop_bytes = 0;
   int drop_pool = -1;
-  std::vector<int> drop_preds;
-  int preds = 0;
-  std::vector<int> succs;
+  int preds = 0;  // edges into the task (TaskGraph::edges)
+};
+
+// A dependency: `to` starts after `from` ends.
+struct Edge {
+  int from = 0;
+  int to = 0;
+};
+
+// Every task's successors, compressed: those of t are to[begin[t], begin[t + 1]), in the order
+// their edges were added (the engine visits them in that order, so ties resolve as added).
+struct Successors {
+  std::vector<int> begin;
+  std::vector<int> to;
+  std::span<const int> of(int t) const {
+    return {to.data() + begin[t], static_cast<std::size_t>(begin[t + 1] - begin[t])};
+  }
 };
 
 // A CPU budget (cluster.h's cpu_share): `share` x `period` seconds of CPU time per period, the
@@ -65,6 +77,13 @@ struct TaskGraph {
   std::vector<CpuQuota> quotas;
   std::vector<cost::LinkLoad> loads;
   std::vector<double> drop_budget;  // bytes that may be dropped, per pool
+  std::vector<Edge> edges;          // in the order added
+  // Per task, transfers only: the CPU quotas of the devices at its links' ends, whose messaging
+  // software it keeps busy while in flight. Empty when no task has any.
+  std::vector<std::vector<int>> task_quotas;
+  // Per task: the bounded-loss chunks among its predecessors it drops when late (Task::drop_bytes).
+  // Empty when no task has any.
+  std::vector<std::vector<int>> drop_preds;
 
   int add_stream(int quota = -1, bool dynamic = false) {
     streams.emplace_back();
@@ -80,8 +99,24 @@ struct TaskGraph {
     return id;
   }
   void add_edge(int from, int to) {
-    tasks[from].succs.push_back(to);
+    edges.push_back({from, to});
     ++tasks[to].preds;
+  }
+  Successors successors() const;
+  void add_quota(int task, int quota) { grown(task_quotas)[task].push_back(quota); }
+  void add_drop_pred(int task, int chunk) { grown(drop_preds)[task].push_back(chunk); }
+  std::span<const int> quotas_of(int task) const { return listed(task_quotas, task); }
+  std::span<const int> drop_preds_of(int task) const { return listed(drop_preds, task); }
+
+ private:
+  std::vector<std::vector<int>>& grown(std::vector<std::vector<int>>& per_task) const {
+    // Sized to the tasks when the first is added.
+    if (per_task.size() < tasks.size()) per_task.resize(tasks.size());
+    return per_task;
+  }
+  static std::span<const int> listed(const std::vector<std::vector<int>>& per_task, int task) {
+    if (static_cast<std::size_t>(task) >= per_task.size()) return {};
+    return per_task[static_cast<std::size_t>(task)];
   }
 };
 

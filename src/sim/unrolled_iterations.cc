@@ -23,8 +23,6 @@ TaskGraph unroll_iterations(const TaskGraph& g, int iterations,
     const int shift = k * n;
     for (const Task& t : g.tasks) {
       Task c = t;
-      for (int& s : c.succs) s += shift;
-      for (int& d : c.drop_preds) d += shift;
       if (c.drop_pool >= 0) c.drop_pool += k * pools;
       if (g.stream_dynamic[c.stream]) c.order_key += k * kIterationKey;
       out.tasks.push_back(std::move(c));
@@ -32,12 +30,17 @@ TaskGraph unroll_iterations(const TaskGraph& g, int iterations,
     for (std::size_t s = 0; s < g.streams.size(); ++s)
       for (int t : g.streams[s]) out.streams[s].push_back(t + shift);
     out.drop_budget.insert(out.drop_budget.end(), g.drop_budget.begin(), g.drop_budget.end());
+    for (const Edge& e : g.edges) out.edges.push_back({e.from + shift, e.to + shift});
+    for (int t = 0; t < n; ++t) {
+      for (int q : g.quotas_of(t)) out.add_quota(t + shift, q);
+      for (int d : g.drop_preds_of(t)) out.add_drop_pred(t + shift, d + shift);
+    }
   }
   for (int k = 0; k + 1 < iterations; ++k)
     for (const NextIterationEdge& e : next) {
       const int from = k * n + e.from, to = (k + 1) * n + e.to;
       out.add_edge(from, to);
-      if (g.tasks[e.from].drop_bytes > 0) out.tasks[to].drop_preds.push_back(from);
+      if (g.tasks[e.from].drop_bytes > 0) out.add_drop_pred(to, from);
     }
   return out;
 }

@@ -18,7 +18,7 @@ struct NextIterationEdge {
 // `iterations` copies of one iteration's graph `g`, copy k's task t at k * g.tasks.size() + t.
 // Each stream runs its copies in order (a dynamic stream prefers the earlier iteration's ready
 // tasks); copies share g's link loads; `next` links each copy to the one after it (a chunk among
-// a task's drop_preds stays droppable across the edge). Drop pools: pool p of copy k is
+// a task's drop preds stays droppable across the edge). Drop pools: pool p of copy k is
 // k * g.drop_budget.size() + p, with the same budget.
 TaskGraph unroll_iterations(const TaskGraph& g, int iterations,
                             const std::vector<NextIterationEdge>& next);

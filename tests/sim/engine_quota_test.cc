@@ -31,8 +31,9 @@ int add_messaging(detail::TaskGraph& g, double seconds) {
   t.is_transfer = true;
   t.stream = g.add_stream();
   t.latency = seconds;
-  t.quotas = {0};
-  return g.add_task(t);
+  const int id = g.add_task(t);
+  g.add_quota(id, 0);
+  return id;
 }
 
 TEST(EngineQuota, ComputeRunsWhileTheBudgetLastsThenWaitsForTheNextPeriod) {
