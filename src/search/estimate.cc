@@ -60,7 +60,8 @@ std::size_t Estimator::MemoryKeyHash::operator()(const MemoryKey& k) const {
     v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
     h = v ^ (v >> 31);
   };
-  for (int v : {k.recompute, k.attention, k.zero, k.first, k.count, k.tp, k.dp, k.sp ? 1 : 0})
+  for (int v :
+       {k.recompute, k.attention, k.zero, k.first, k.count, k.tp, k.dp, k.overrides, k.sp ? 1 : 0})
     mix(std::hash<int>{}(v));
   for (double v : {k.share, k.samples, k.inflight}) mix(std::hash<double>{}(v));
   return h;
@@ -95,6 +96,11 @@ double Estimator::device_memory(const plan::Plan& settings, int first, int count
                                 double inflight) const {
   const double share = plan::tp_share(r, static_cast<std::size_t>(j));
   const int tp = static_cast<int>(r.devices.size());
+  int overrides = 0;
+  if (!settings.op_overrides.empty())
+    overrides =
+        override_ids_.try_emplace(settings.op_overrides, static_cast<int>(override_ids_.size()) + 1)
+            .first->second;
   const MemoryKey key{static_cast<int>(settings.recompute),
                       static_cast<int>(settings.attention),
                       settings.zero_stage,
@@ -102,22 +108,18 @@ double Estimator::device_memory(const plan::Plan& settings, int first, int count
                       count,
                       tp,
                       dp,
+                      overrides,
                       settings.sequence_parallel,
                       share,
                       samples,
                       inflight};
-  // Plans with op overrides are rare among the candidates and not in the key: not cached.
-  const bool cached = settings.op_overrides.empty();
-  MemorySlot* slot = nullptr;
-  if (cached) {
-    if (memory_.empty()) memory_.resize(kMemorySlots);
-    slot = &memory_[MemoryKeyHash{}(key) & (kMemorySlots - 1)];
-    if (slot->bytes >= 0 && slot->key == key) return slot->bytes;
-  }
+  if (memory_.empty()) memory_.resize(kMemorySlots);
+  MemorySlot* slot = &memory_[MemoryKeyHash{}(key) & (kMemorySlots - 1)];
+  if (slot->bytes >= 0 && slot->key == key) return slot->bytes;
   const cost::MemoryConfig cfg =
       sim::memory_config(m_, settings, first, count, r, j, dp, samples, inflight);
   const double bytes = cost::stage_memory(m_, cfg).total().value;
-  if (slot) *slot = MemorySlot{key, bytes};
+  *slot = MemorySlot{key, bytes};
   return bytes;
 }
 

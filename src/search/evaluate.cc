@@ -68,20 +68,35 @@ Evaluation Evaluator::evaluate(const plan::Plan& p) const {
   return e;
 }
 
-std::vector<Evaluation> Evaluator::evaluate_all(const std::vector<plan::Plan>& plans) const {
+std::vector<Evaluation> Evaluator::evaluate_all(const std::vector<plan::Plan>& plans,
+                                                const Deadline* deadline) const {
   std::vector<Evaluation> out(plans.size());
-  const int threads = std::max(1, std::min<int>(opts_.threads, static_cast<int>(plans.size())));
-  if (threads == 1) {
-    for (std::size_t i = 0; i < plans.size(); ++i) out[i] = evaluate(plans[i]);
-    return out;
-  }
   std::atomic<std::size_t> next{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (std::size_t i = next++; i < plans.size(); i = next++) out[i] = evaluate(plans[i]);
-    });
-  for (auto& th : pool) th.join();
+  std::atomic<bool> succeeded{false};
+  auto take = [&]() -> std::size_t {
+    if (deadline && succeeded && deadline->expired()) return plans.size();
+    return next++;
+  };
+  const int threads = std::max(1, std::min<int>(opts_.threads, static_cast<int>(plans.size())));
+  std::vector<char> done(plans.size(), 0);
+  auto work = [&] {
+    for (std::size_t i = take(); i < plans.size(); i = take()) {
+      out[i] = evaluate(plans[i]);
+      done[i] = 1;
+      if (out[i].ok) succeeded = true;
+    }
+  };
+  if (threads == 1) {
+    work();
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(work);
+    for (auto& th : pool) th.join();
+  }
+  // Taken in order, so what was done is a prefix.
+  const auto evaluated =
+      static_cast<std::size_t>(std::find(done.begin(), done.end(), 0) - done.begin());
+  out.resize(evaluated);
   return out;
 }
 

@@ -47,11 +47,9 @@ PlannerOutput CandidatePool::finish() {
   std::vector<plan::Plan> top;
   for (auto& k : kept_) top.push_back(std::move(k.plan));
   kept_.clear();
-  if (!top.empty() && ctx_.deadline.expired()) {
-    top.resize(1);
-    timed_out_ = true;
-  }
-  out.simulated = ctx_.evaluator.evaluate_all(top);
+  // Best first: past the deadline the rest are left unsimulated.
+  out.simulated = ctx_.evaluator.evaluate_all(top, &ctx_.deadline);
+  if (out.simulated.size() < top.size()) timed_out_ = true;
   std::stable_sort(out.simulated.begin(), out.simulated.end(),
                    [&](const Evaluation& a, const Evaluation& b) {
                      return better(a, b, ctx_.options.objective);
@@ -109,7 +107,9 @@ FrontierOutput FrontierPool::finish() {
   std::vector<plan::Plan> plans;
   for (auto& k : kept_) plans.push_back(std::move(k.plan));
   kept_.clear();
-  auto evals = ctx_.evaluator.evaluate_all(plans);
+  // Fastest first: past the deadline the rest are left unsimulated.
+  auto evals = ctx_.evaluator.evaluate_all(plans, &ctx_.deadline);
+  if (evals.size() < plans.size()) timed_out_ = true;
   out.simulated = static_cast<int>(evals.size());
   for (auto& e : included_) evals.push_back(std::move(e));
   included_.clear();

@@ -151,18 +151,28 @@ SyncChoice solve_sync_milp(const SyncRequest& req) {
     }
     lp.add_row(std::move(one));
   }
+  // Rows with the same terms (the links of a ring alike, replicas alike: hundreds on a large
+  // cluster) bound T_link or T_comp alike, so only the one with the largest lower bound counts:
+  // one row each, the first of its kind by link or unit.
+  std::map<std::vector<std::pair<int, double>>, std::size_t> row_of_terms;
+  auto add_bounding_row = [&](LpRow row, int t, double lower) {
+    auto [it, fresh] = row_of_terms.try_emplace(row.terms, lp.rows.size());
+    if (!fresh) {
+      lp.rows[it->second].lower = std::max(lp.rows[it->second].lower, lower);
+      return;
+    }
+    row.terms.push_back({t, 1.0});
+    row.lower = lower;
+    lp.add_row(std::move(row));
+  };
   for (auto& [link, row] : link_rows) {
     row.name = fmt::format("link {}", link);
-    row.terms.push_back({t_link, 1.0});
-    row.lower = fixed_bytes[link] / req.link_capacity[link];
-    lp.add_row(std::move(row));
+    add_bounding_row(std::move(row), t_link, fixed_bytes[link] / req.link_capacity[link]);
   }
   for (std::size_t u = 0; u < unit_rows.size(); ++u) {
     if (unit_rows[u].terms.empty()) continue;
     unit_rows[u].name = fmt::format("unit {}", u);
-    unit_rows[u].terms.push_back({t_comp, 1.0});
-    unit_rows[u].lower = 0;
-    lp.add_row(std::move(unit_rows[u]));
+    add_bounding_row(std::move(unit_rows[u]), t_comp, 0);
   }
 
   lp.node_limit = kSyncMilpNodeLimit;

@@ -202,9 +202,23 @@ struct Lowering {
     const int S = static_cast<int>(p.stages.size());
     const int M = p.num_microbatches;
     times.resize(S);
+    // A single-device replica's times depend on its device's speed and its samples alone (its one
+    // collective, synced batch normalisation's, is its stage's): replicas alike in both share them.
+    std::map<std::tuple<int, int, double, double>, std::size_t> alike;  // (s, type, cpu, samples)
     for (int s = 0; s < S; ++s)
-      for (const auto& r : p.stages[s].replicas)
+      for (const auto& r : p.stages[s].replicas) {
+        if (r.devices.size() == 1) {
+          const auto& device = c.devices[r.devices[0]];
+          auto [it, fresh] = alike.try_emplace(
+              std::make_tuple(s, device.type, c.nodes[device.node].cpu_share, samples(r)),
+              times[s].size());
+          if (!fresh) {
+            times[s].push_back(times[s][it->second]);
+            continue;
+          }
+        }
         times[s].push_back(coster.replica_times(p.stages[s], r, samples(r)));
+      }
     build_buckets();
     // Compute streams and pass orders.
     lane_order.resize(lanes.size());
@@ -910,7 +924,10 @@ void finish_result(const model::Model& m, const cluster::Cluster& c, const plan:
   }
 
   // Memory: the fixed part of every chunk a device holds plus, at the worst point of its lane's
-  // pass order, the activations of the micro-batches still waiting for their backward pass.
+  // pass order, the activations of the micro-batches still waiting for their backward pass. A
+  // stage's replicas differ in memory only by their tensor-parallel degree, the device's share and
+  // their batch share: worked out once per (stage, degree, share, batch share).
+  std::map<std::tuple<int, std::size_t, double, double>, StageMemory> stage_memory;
   for (std::size_t l = 0; l < low.lanes.size(); ++l) {
     const LaneInfo& lane = low.lanes[l];
     for (std::size_t j = 0; j < lane.devices.size(); ++j) {
@@ -926,7 +943,13 @@ void finish_result(const model::Model& m, const cluster::Cluster& c, const plan:
         const auto& rep = st.replicas[ri];
         const int jj = static_cast<int>(std::find(rep.devices.begin(), rep.devices.end(), d) -
                                         rep.devices.begin());
-        const StageMemory sm = stage_memory_of(m, p, st, rep, jj);
+        const auto key =
+            std::make_tuple(s, rep.devices.size(),
+                            plan::tp_share(rep, static_cast<std::size_t>(jj)), rep.batch_share);
+        auto it = stage_memory.find(key);
+        if (it == stage_memory.end())
+          it = stage_memory.emplace(key, stage_memory_of(m, p, st, rep, jj)).first;
+        const StageMemory& sm = it->second;
         fixed.parameters += sm.fixed.parameters;
         fixed.gradients += sm.fixed.gradients;
         fixed.optimizer += sm.fixed.optimizer;

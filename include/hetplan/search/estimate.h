@@ -77,6 +77,7 @@ class Estimator {
       tables_;
   struct MemoryKey {
     int recompute, attention, zero, first, count, tp, dp;
+    int overrides;  // the plan's op_overrides: 0 for none, else override_ids_'s
     bool sp;
     double share, samples, inflight;
     bool operator==(const MemoryKey&) const = default;
@@ -92,6 +93,8 @@ class Estimator {
   };
   static constexpr std::size_t kMemorySlots = std::size_t{1} << 16;
   mutable std::vector<MemorySlot> memory_;
+  // Each distinct list of op overrides seen (HAP's programs repeat a few), numbered from 1.
+  mutable std::map<std::vector<plan::OpOverride>, int> override_ids_;
   mutable std::map<std::tuple<std::vector<int>, double>, double> sync_;
   mutable std::map<std::tuple<int, int, double>, cost::CollectiveCost> p2p_;
   mutable std::map<std::tuple<std::vector<int>, double>, double> tied_;

@@ -36,8 +36,11 @@ class Evaluator {
 
   // Validates and simulates (cached by plan fingerprint).
   Evaluation evaluate(const plan::Plan& p) const;
-  // The same for many plans, on SearchOptions::threads threads; results in input order.
-  std::vector<Evaluation> evaluate_all(const std::vector<plan::Plan>& plans) const;
+  // The same for many plans, on SearchOptions::threads threads; results in input order. With a
+  // deadline, no evaluation starts once it has passed and one has succeeded (Evaluation::ok): the
+  // results are then those of a prefix of `plans`, plans best first making it the best ones.
+  std::vector<Evaluation> evaluate_all(const std::vector<plan::Plan>& plans,
+                                       const Deadline* deadline = nullptr) const;
 
   int simulated() const;  // distinct plans simulated so far
   const SearchOptions& options() const { return opts_; }
