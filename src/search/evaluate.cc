@@ -44,7 +44,7 @@ Evaluation Evaluator::evaluate(const plan::Plan& p) const {
     e.error = valid.error().message;
   } else if (!refused.empty()) {
     e.error = "not executable: " + refused;
-  } else if (auto r = sim::simulate(m_, c_, p, opts_.sim); !r) {
+  } else if (auto r = timed_simulate(p); !r) {
     e.error = r.error().message;
   } else {
     e.ok = true;
@@ -98,6 +98,20 @@ std::vector<Evaluation> Evaluator::evaluate_all(const std::vector<plan::Plan>& p
       static_cast<std::size_t>(std::find(done.begin(), done.end(), 0) - done.begin());
   out.resize(evaluated);
   return out;
+}
+
+Result<sim::SimResult> Evaluator::timed_simulate(const plan::Plan& p) const {
+  const Deadline clock(0);
+  auto r = sim::simulate(m_, c_, p, opts_.sim);
+  const double seconds = clock.elapsed_s();
+  std::lock_guard<std::mutex> lock(mu_);
+  longest_simulation_s_ = std::max(longest_simulation_s_, seconds);
+  return r;
+}
+
+double Evaluator::longest_simulation_s() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return longest_simulation_s_;
 }
 
 int Evaluator::simulated() const {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <functional>
 
 #include "hetplan/search/estimate.h"
@@ -94,18 +95,51 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   Deadline deadline(opts.time_limit_s);
   Evaluator evaluator(m, c, opts);
   Estimator estimator(m, c, opts);
-  Context ctx{m, c, opts, evaluator, estimator, deadline};
   auto say = [&](const std::string& line) {
     if (opts.progress) opts.progress(line);
   };
-  // Runs one planner, timing it and reporting what it found. Heterogeneity-aware planners' best
-  // plans also try sufficient factor broadcasting where it is cheaper (baselines stay as a user
-  // would set them up).
-  auto run = [&](const std::function<PlannerOutput(const Context&)>& planner, bool baseline) {
+  // Under a time limit each planner gets a slice of what is left: its weight's share of the
+  // weights still to run (a baseline 1, a planner 3), so that a slow one early leaves the later
+  // ones their part, and one that ends early hands its time on. The slices end with the limit.
+  const bool with_tag = runs_tag(algo, m, c);
+  const bool runs_stage_planner[3] = {
+      algo == Algo::uneven_dp || algo == Algo::automatic || algo == Algo::tag,
+      algo == Algo::pipeline || algo == Algo::automatic || algo == Algo::tag,
+      algo == Algo::hap || algo == Algo::automatic || algo == Algo::tag};
+  const bool with_heterog =
+      algo == Algo::heterog || (with_tag && algo == Algo::automatic && opts.tag_guide);
+  const bool with_frontier =
+      opts.objective == Objective::memory && (algo == Algo::automatic || algo == Algo::pipeline);
+  constexpr double kBaselineWeight = 1, kPlannerWeight = 3;
+  // Baselines: even and speed-proportional data parallelism, the Megatron-LM grid; those that are
+  // the algorithm's answer weigh as planners.
+  const std::array<double, 3> baseline_weight = {
+      algo == Algo::dp ? kPlannerWeight : kBaselineWeight,
+      algo == Algo::dp ? kPlannerWeight : kBaselineWeight,
+      algo == Algo::megatron ? kPlannerWeight : kBaselineWeight};
+  double weight_left = 0;
+  for (double w : baseline_weight) weight_left += w;
+  for (bool runs : runs_stage_planner) weight_left += runs ? kPlannerWeight : 0;
+  for (bool runs : {with_tag, with_heterog, with_frontier})
+    weight_left += runs ? kPlannerWeight : 0;
+  auto slice = [&](double weight) {
+    const double share = weight_left > 0 ? weight / weight_left : 1.0;
+    weight_left -= weight;
+    if (opts.time_limit_s <= 0) return Deadline(0);
+    // A limit that has passed expires at once (a zero limit never would).
+    return Deadline(std::max(1e-9, deadline.remaining_s() * std::min(1.0, share)));
+  };
+  // Runs one planner in its slice, timing it and reporting what it found. Heterogeneity-aware
+  // planners' best plans also try sufficient factor broadcasting where it is cheaper (baselines
+  // stay as a user would set them up).
+  auto run = [&](const std::function<PlannerOutput(const Context&)>& planner, bool baseline,
+                 double weight) {
     const double start = deadline.elapsed_s();
-    PlannerOutput o = planner(ctx);
+    const Deadline own = slice(weight);
+    const Context sub{m, c, opts, evaluator, estimator, own};
+    PlannerOutput o = planner(sub);
     if (!baseline && o.best.ok) {
-      const plan::Plan sfb = with_sufficient_factors(ctx, o.best.plan);
+      const plan::Plan sfb = with_sufficient_factors(sub, o.best.plan);
       if (sfb != o.best.plan) {
         Evaluation e = evaluator.evaluate(sfb);
         // Strictly faster only: a tie keeps the plan a user would set up.
@@ -125,17 +159,15 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   };
 
   SearchResult res;
-  for (auto* fn : {&even_dp, &proportional_dp, &megatron_grid})
-    res.baselines.push_back(run(fn, true));
+  const std::array<PlannerOutput (*)(const Context&), 3> baselines = {&even_dp, &proportional_dp,
+                                                                      &megatron_grid};
+  for (std::size_t b = 0; b < baselines.size(); ++b)
+    res.baselines.push_back(run(baselines[b], true, baseline_weight[b]));
   // TAG's op-level search refines what the stage-level planners find: `--algo tag` runs uneven
   // data parallelism, the pipeline planner and HAP beside it and returns the best of the four.
-  const bool with_tag = runs_tag(algo, m, c);
-  if (algo == Algo::uneven_dp || algo == Algo::automatic || algo == Algo::tag)
-    res.planners.push_back(run(&uneven_dp, false));
-  if (algo == Algo::pipeline || algo == Algo::automatic || algo == Algo::tag)
-    res.planners.push_back(run(&pipeline, false));
-  if (algo == Algo::hap || algo == Algo::automatic || algo == Algo::tag)
-    res.planners.push_back(run(&hap, false));
+  if (runs_stage_planner[0]) res.planners.push_back(run(&uneven_dp, false, kPlannerWeight));
+  if (runs_stage_planner[1]) res.planners.push_back(run(&pipeline, false, kPlannerWeight));
+  if (runs_stage_planner[2]) res.planners.push_back(run(&hap, false, kPlannerWeight));
   if (with_tag) {
     // The stage-level planners' best plan that fits is where the op-level search starts.
     // Its budget is simulated work (tasks of the plans it lowers), not seconds, so that the plan
@@ -154,17 +186,18 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
       if (o.best.ok && o.best.fits && (!start || better(o.best, *start, opts.objective)))
         start = &o.best;
     if (start) to.hint = start->plan;
-    res.planners.push_back(run([&](const Context& x) { return tag(x, to); }, true));
+    res.planners.push_back(run([&](const Context& x) { return tag(x, to); }, true, kPlannerWeight));
   }
   // HeteroG's decoder: on its own, and in auto beside TAG when a trained policy is loaded.
-  if (algo == Algo::heterog || (with_tag && algo == Algo::automatic && opts.tag_guide))
+  if (with_heterog)
     res.planners.push_back(
-        run([&](const Context& x) { return heterog(x, *opts.tag_guide); }, true));
+        run([&](const Context& x) { return heterog(x, *opts.tag_guide); }, true, kPlannerWeight));
   // Each planner above minimises time; for the memory objective the time/memory frontier joins
   // them, with its point of least memory for the capacity.
-  if (opts.objective == Objective::memory && (algo == Algo::automatic || algo == Algo::pipeline)) {
+  if (with_frontier) {
     const double start = deadline.elapsed_s();
-    FrontierOutput f = frontier(ctx, 0.03);
+    const Deadline own = slice(kPlannerWeight);
+    FrontierOutput f = frontier(Context{m, c, opts, evaluator, estimator, own}, 0.03);
     PlannerOutput o;
     o.name = "ft";
     o.estimated = f.estimated;
@@ -206,10 +239,11 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   }
   res.best = winner->best;
   res.planner = winner->name;
-  if (opts.dlcp || opts.allow_lossy_sync > 0) {
+  // The refinements below are skipped past the deadline (the search is then timed out).
+  if ((opts.dlcp || opts.allow_lossy_sync > 0) && !deadline.expired()) {
     const auto variants = grad_transport_variants(res.best.plan, c, opts.allow_lossy_sync);
     const Evaluation plain = res.best;
-    for (const Evaluation& e : evaluator.evaluate_all(variants))
+    for (const Evaluation& e : evaluator.evaluate_all(variants, &deadline))
       if (better(e, res.best, opts.objective) && e.iteration_time_s < res.best.iteration_time_s)
         res.best = e;
     if (res.best.plan != plain.plan) {
@@ -230,14 +264,14 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   // durations in another order may differ in its last bits), so that no plan on the time/memory
   // frontier beats it on both.
   if (opts.objective == Objective::time && res.best.fits && !res.best.plan.is_op_level() &&
-      res.best.plan.grad_priority == plan::GradPriority::none) {
+      res.best.plan.grad_priority == plan::GradPriority::none && !deadline.expired()) {
     std::vector<plan::Plan> sharded;
     for (int z = res.best.plan.zero_stage + 1; z <= 3; ++z) {
       plan::Plan v = res.best.plan;
       v.zero_stage = z;
       sharded.push_back(std::move(v));
     }
-    for (const Evaluation& e : evaluator.evaluate_all(sharded))
+    for (const Evaluation& e : evaluator.evaluate_all(sharded, &deadline))
       if (e.ok && e.fits && e.iteration_time_s <= res.best.iteration_time_s * (1 + 1e-12) &&
           e.max_peak_bytes < res.best.max_peak_bytes) {
         say(fmt::format("zero {}: as fast ({:.4g} s), {:.3g} GiB instead of {:.3g}",
@@ -248,6 +282,7 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
     res.search_time_s = deadline.elapsed_s();
     res.plans_simulated = evaluator.simulated();
   }
+  res.timed_out = res.timed_out || deadline.expired();
   say(fmt::format("best: {} {:.4g} s in {:.2f} s of search", res.planner, res.best.iteration_time_s,
                   res.search_time_s));
   return res;

@@ -20,7 +20,8 @@ bool CandidatePool::ahead(const Kept& a, const Kept& b) const {
 }
 
 bool CandidatePool::offer(plan::Plan p) {
-  if (ctx_.deadline.expired() && !kept_.empty()) {
+  // Under a time limit, the time one simulation takes is kept for the best one's.
+  if (!kept_.empty() && ctx_.deadline.remaining_s() <= ctx_.evaluator.longest_simulation_s()) {
     timed_out_ = true;
     return false;
   }
@@ -76,7 +77,7 @@ constexpr double kEstimateSlack = 0.10;
 }  // namespace
 
 bool FrontierPool::offer(plan::Plan p) {
-  if (ctx_.deadline.expired() && !kept_.empty()) {
+  if (!kept_.empty() && ctx_.deadline.remaining_s() <= ctx_.evaluator.longest_simulation_s()) {
     timed_out_ = true;
     return false;
   }

@@ -17,8 +17,7 @@ plan::Plan with_sufficient_factors(const Context& ctx, const plan::Plan& p) {
   if (ctx.deadline.expired()) return p;
   SyncRequest req = sync_request(ctx.model, ctx.cluster, p, ctx.options.sim);
   if (req.items.empty()) return p;
-  if (ctx.options.time_limit_s > 0)
-    req.time_limit_s = std::max(1e-3, ctx.options.time_limit_s - ctx.deadline.elapsed_s());
+  if (ctx.options.time_limit_s > 0) req.time_limit_s = std::max(1e-3, ctx.deadline.remaining_s());
   const SyncChoice choice = solve_sync_milp(req);
   if (choice.status == SyncStatus::fallback && ctx.options.progress)
     ctx.options.progress(fmt::format("warning: {}; gradients stay on all-reduce", choice.warning));

@@ -71,7 +71,8 @@ PlannerOutput uneven_dp(const Context& ctx) {
         for (int zero : zeros) {
           if (zero && R == 1) continue;
           for (int m = 1; m <= B; m *= 2) {
-            if (ctx.deadline.expired()) break;
+            // Past the deadline: the best so far, at least one.
+            if (ctx.deadline.expired() && !candidates.empty()) break;
             plan::Plan p = base_plan(ctx, "uneven-dp");
             p.recompute = rc;
             p.zero_stage = zero;

@@ -43,6 +43,9 @@ class Evaluator {
                                        const Deadline* deadline = nullptr) const;
 
   int simulated() const;  // distinct plans simulated so far
+  // The wall-clock seconds of the longest simulation so far (0 before the first): what a planner
+  // under a time limit keeps in hand for the one it must still run.
+  double longest_simulation_s() const;
   const SearchOptions& options() const { return opts_; }
   const model::Model& model() const { return m_; }
   const cluster::Cluster& cluster() const { return c_; }
@@ -51,8 +54,10 @@ class Evaluator {
   const model::Model& m_;
   const cluster::Cluster& c_;
   SearchOptions opts_;
+  Result<sim::SimResult> timed_simulate(const plan::Plan& p) const;
   mutable std::mutex mu_;
   mutable std::map<std::string, Evaluation> cache_;
+  mutable double longest_simulation_s_ = 0;
 };
 
 }  // namespace hetplan::search

@@ -1,9 +1,11 @@
 // What every planner is asked: a model, a cluster, a global batch, and how to search.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -68,6 +70,11 @@ class Deadline {
  public:
   explicit Deadline(double limit_s) : limit_s_(limit_s), start_(std::chrono::steady_clock::now()) {}
   bool expired() const { return limit_s_ > 0 && elapsed_s() >= limit_s_; }
+  // Seconds left before it expires (0 once it has; infinite without a limit).
+  double remaining_s() const {
+    return limit_s_ > 0 ? std::max(0.0, limit_s_ - elapsed_s())
+                        : std::numeric_limits<double>::infinity();
+  }
   double elapsed_s() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
