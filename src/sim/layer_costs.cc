@@ -35,13 +35,7 @@ LayerCostTable LayerCosts::replica(const plan::Replica& r, double samples, int d
   LayerCostTable out;
   out.forward = all.forward;
   out.backward = all.backward;
-  out.optimizer.resize(out.forward.size());
-  for (int li = 0; li < st.num_layers; ++li) {
-    plan::Stage one = st;
-    one.first_layer = li;
-    one.num_layers = 1;
-    out.optimizer[li] = impl_->coster.replica_times(one, r, samples, false).optimizer;
-  }
+  out.optimizer = all.layer_optimizer;
   return out;
 }
 

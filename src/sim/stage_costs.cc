@@ -393,6 +393,7 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
   const double zero_split = p_.zero_stage >= 1 ? static_cast<double>(s.replicas.size()) : 1.0;
   for (int li = s.first_layer; li < s.first_layer + s.num_layers; ++li) {
     const model::Layer& layer = m_.layers[li];
+    double in_layer = 0;
     for (int op = layer.first_op; op < layer.first_op + layer.num_ops; ++op) {
       if (optimizer_index_[op] < 0) continue;
       double t = 0;
@@ -403,7 +404,9 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
                                     share / zero_split));
       }
       out.optimizer += t;
+      in_layer += t;
     }
+    out.layer_optimizer.push_back(in_layer);
   }
   return out;
 }

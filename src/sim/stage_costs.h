@@ -40,6 +40,7 @@ struct LayerTimes {
   // The tensor-parallel collectives inside forward[k] and backward[k].
   std::vector<PassComm> forward_comm, backward_comm;
   double optimizer = 0;  // the optimizer step for this replica's parameter shard
+  std::vector<double> layer_optimizer;  // its part for each layer, in order (summing to it)
   double forward_total = 0, backward_total = 0;
   // Layers [first, first + count): compute seconds, and their collectives.
   double compute(bool forward_pass, int first, int count) const;
