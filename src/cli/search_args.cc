@@ -8,9 +8,9 @@
 
 #include "commands.h"
 #include "hetplan/plan/run_form.h"
+#include "hetplan/runtime/runnable.h"
 #ifdef HETPLAN_WITH_RUNTIME
 #include "hetplan/learn/tag_policy.h"
-#include "hetplan/runtime/run.h"
 #endif
 
 namespace hetplan::cli {
@@ -29,7 +29,9 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
   cmd->add_option("--time-limit", a.time_limit_s,
                   "Seconds; return the best found by then (0: no limit)")
       ->capture_default_str();
-  cmd->add_option("--threads", a.threads, "Plans simulated in parallel")->capture_default_str();
+  cmd->add_option("--threads", a.threads,
+                  "Plans simulated in parallel (default: this machine's cores)")
+      ->capture_default_str();
   cmd->add_option("--report", a.report_file, "Write an HTML report to FILE")
       ->check(writable_output);
   cmd->add_flag("--json", a.json, "Print one JSON object instead of the summary");
@@ -73,7 +75,6 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
 
 std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts) {
   if (a.any_form && !a.resumes) return "";
-#ifdef HETPLAN_WITH_RUNTIME
   // As hetplan run sees a plan: its form, op by op or not.
   auto runs_op_by_op = [&m](const plan::Plan& p) {
     return runtime::executable_form(m, p, static_cast<int>(plan::plan_devices(p).size()))
@@ -91,13 +92,6 @@ std::string set_runnable(const SearchArgs& a, const model::Model& m, search::Sea
     return std::string();
   };
   return "";
-#else
-  (void)m;
-  (void)opts;
-  const std::string why = exec_runtime_binary();  // returns only when it cannot
-  if (!a.runnable && !a.resumes) return "";       // a build that runs no plan: every form is priced
-  return (a.resumes ? "replan: " : "--runnable: ") + why + "; the runtime decides what runs";
-#endif
 }
 
 std::string set_policy(const SearchArgs& a, bool required, bool used, search::SearchOptions& opts) {

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <thread>
 
 #include "hetplan/search/problem.h"
 
@@ -15,7 +17,7 @@ struct SearchArgs {
   std::string cluster = "hap-mixed";
   std::int64_t global_batch = 512;
   double time_limit_s = 0;
-  int threads = 1;
+  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));  // cores
   std::string report_file;
   bool json = false;
   bool verbose = false;
@@ -46,9 +48,8 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
 // Unless --any-form, the planners may choose only plans `hetplan run` executes (as it would run
 // them: an op-level plan that is a stage plan in disguise as that stage plan, a plan splitting
 // every op by batch as one replica per device) for model `m`, which must outlive the search.
-// Without libtorch built in, runs the command in hetplan-runtime (exec_runtime_binary); where
-// there is none, plans any form unless --runnable was given (then returns its message), since
-// such a build runs no plan. Returns the message of a bad argument, or "". With `resumes` (replan),
+// The check is the runtime's own (runtime/runnable.h), which needs no libtorch: builds with and
+// without it choose alike. Returns the message of a bad argument, or "". With `resumes` (replan),
 // only runnable plans that run as that plan runs (as a stage plan or op by op), whose run can
 // resume from its checkpoints.
 std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts);

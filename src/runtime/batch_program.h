@@ -14,24 +14,16 @@
 #include <string>
 #include <vector>
 
+#include "check/stage_plan.h"
 #include "shard_layouts.h"
 #include "tensor_parallel.h"
 
 namespace hetplan::runtime::detail {
 
-// What a module needs to run a batch program: the replica's group (active), the ops whose weights
-// it shards, whether the word embedding is split by vocabulary rows, and whether the LM head and
-// its loss are (the head then reads the replica's samples, gathered, and the vocabulary-parallel
-// loss is the replica's).
-struct BatchProgram {
+// What a module needs to run a batch program: the splits (stage_plan.h) and the replica's group
+// (active).
+struct BatchProgram : BatchSplits {
   TensorParallel group;
-  std::vector<std::string> sharded_ops;
-  bool vocab_embedding = false;
-  bool vocab_head = false;
-  // The word embedding replicated: every rank looks up the replica's samples with the whole
-  // table and keeps its own; the output's gradient is all-gathered, so every rank forms the
-  // replica's table gradient, which its first rank alone contributes to the stage's sum.
-  bool replicate_embedding = false;
 };
 
 // Weights sharded over a group, each kept as this rank's slice of the flattened weight (in the

@@ -7,26 +7,12 @@
 
 #include <vector>
 
+#include "check/op_graph_check.h"
 #include "collectives.h"
 #include "hetplan/core/error.h"
 #include "hetplan/model/model.h"
 
 namespace hetplan::runtime::detail {
-
-// Whether every op of m says what it computes, with shapes that fit together, or the first op
-// that does not and why.
-Result<bool> check_op_graph(const model::Model& m);
-
-// Whether m's batches are images (CNNs, vision transformers).
-inline bool reads_images(const model::Model& m) {
-  return m.family == model::Family::cnn || m.family == model::Family::vision_transformer;
-}
-
-// Rows of a linear layer's input per sample: one per token when its output is {tokens, out}, else
-// one (its input flattened, or its first token).
-inline std::int64_t linear_rows_per_sample(const model::OpCompute& c) {
-  return c.shape.size() == 2 ? c.shape[0] : 1;
-}
 
 // The targets a cross-entropy op's rows of logits ([n, C] or [n, t, C]) are scored against, one
 // per row of logits.reshape({-1, C}): a class per sample (the last column of a 2-D target: BERT's

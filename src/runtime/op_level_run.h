@@ -15,18 +15,13 @@
 
 #include <c10/core/Device.h>
 
+#include "check/op_level_layout.h"
 #include "hetplan/core/error.h"
 #include "hetplan/model/model.h"
 #include "hetplan/plan/plan.h"
 #include "hetplan/runtime/run.h"
 
 namespace hetplan::runtime::detail {
-
-// Whether run_op_level executes op-level plan p of m on world_size ranks, or why not.
-Result<bool> check_op_level(const model::Model& m, const plan::Plan& p, int world_size);
-
-// The plan's devices, ascending: rank k runs the k-th.
-std::vector<int> op_level_devices(const plan::Plan& p);
 
 Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const RunOptions& opts,
                                const RankEnv& env, const c10::Device& dev);

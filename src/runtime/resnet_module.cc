@@ -10,12 +10,6 @@ namespace {
 
 namespace nn = torch::nn;
 
-// One block as the description lays it out.
-struct BlockShape {
-  std::int64_t in = 0, width = 0, out = 0, stride = 1;
-  bool bottleneck = false, project = false;
-};
-
 nn::Conv2d conv(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t stride,
                 std::int64_t pad) {
   return nn::Conv2d(nn::Conv2dOptions(in, out, k).stride(stride).padding(pad).bias(false));
@@ -140,57 +134,7 @@ class ResNet : public ClassifierStack {
   Collectives* group_ = nullptr;
 };
 
-// The conv op named `name` among layer l's ops.
-const model::Op* conv_in(const model::Model& m, const model::Layer& l, const std::string& name) {
-  for (int i = l.first_op; i < l.first_op + l.num_ops; ++i)
-    if (m.ops[static_cast<std::size_t>(i)].name == name &&
-        m.ops[static_cast<std::size_t>(i)].kind == model::OpKind::conv2d)
-      return &m.ops[static_cast<std::size_t>(i)];
-  return nullptr;
-}
-
-// The description's blocks, and the stem's width.
-Result<std::pair<std::int64_t, std::vector<BlockShape>>> resnet_shape(const model::Model& m) {
-  const Error not_resnet{fmt::format(
-      "--model: {}: the runtime has a stage module for ResNets among CNNs; this model's layers "
-      "are not a ResNet's (stem, blocks layer<s>.<i>, head), so its plans run op by op where "
-      "they convert",
-      m.name)};
-  if (m.layers.size() < 3 || m.layers.front().name != "stem" || m.layers.back().name != "head")
-    return not_resnet;
-  const model::Op* stem = conv_in(m, m.layers.front(), "stem.conv");
-  if (!stem) return not_resnet;
-  const std::int64_t width0 = stem->gemm.n;
-  std::vector<BlockShape> blocks;
-  std::int64_t channels = width0;
-  for (std::size_t l = 1; l + 1 < m.layers.size(); ++l) {
-    const std::string& name = m.layers[l].name;
-    int stage = 0, index = 0;
-    if (std::sscanf(name.c_str(), "layer%d.%d", &stage, &index) != 2 || stage < 1)
-      return not_resnet;
-    const model::Op* c1 = conv_in(m, m.layers[l], name + ".1.conv");
-    const model::Op* c2 = conv_in(m, m.layers[l], name + ".2.conv");
-    const model::Op* c3 = conv_in(m, m.layers[l], name + ".3.conv");
-    if (!c1 || !c2) return not_resnet;
-    BlockShape b;
-    b.in = channels;
-    b.width = c1->gemm.n;
-    b.bottleneck = c3 != nullptr;
-    b.out = (b.bottleneck ? c3 : c2)->gemm.n;
-    b.stride = index == 0 && stage > 1 ? 2 : 1;
-    b.project = conv_in(m, m.layers[l], name + ".downsample.conv") != nullptr;
-    blocks.push_back(b);
-    channels = b.out;
-  }
-  return std::make_pair(width0, blocks);
-}
-
 }  // namespace
-
-Result<bool> check_resnet(const model::Model& m) {
-  if (auto shape = resnet_shape(m); !shape) return shape.error();
-  return true;
-}
 
 Result<std::shared_ptr<TrainModule>> build_resnet_module(const model::Model& m) {
   auto shape = resnet_shape(m);

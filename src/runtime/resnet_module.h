@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "check/resnet_shape.h"
 #include "hetplan/core/error.h"
 #include "hetplan/model/model.h"
 #include "torch_modules.h"
@@ -14,7 +15,5 @@ namespace hetplan::runtime::detail {
 // The module for a CNN whose layers are "stem", blocks "layer<s>.<i>" and "head", with basic or
 // bottleneck blocks as the description's convolutions say; refused with the reason otherwise.
 Result<std::shared_ptr<TrainModule>> build_resnet_module(const model::Model& m);
-// Whether build_resnet_module reads m as a ResNet, or why not (without building it).
-Result<bool> check_resnet(const model::Model& m);
 
 }  // namespace hetplan::runtime::detail

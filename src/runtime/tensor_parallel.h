@@ -8,17 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "check/shares.h"
 #include "collectives.h"
 #include "hetplan/core/error.h"
 
 namespace hetplan::runtime::detail {
 
 // This rank's place in its replica's tensor-parallel group; inactive without a group of 2 or more.
-struct TensorParallel {
+// (rank, size and shares: SharePlace's.)
+struct TensorParallel : SharePlace {
   Collectives* group = nullptr;
-  int rank = 0;
-  int size = 1;
-  std::vector<double> shares;  // per rank, sum 1; empty: even
   // Sequence parallelism: each rank's number of sequence positions (by the shares), empty when
   // off; and how shards of unlike sizes move: grouped (a broadcast or a reduce per rank, each
   // moving that rank's shard) or padded (every shard padded to the largest, one collective).
@@ -79,16 +78,5 @@ constexpr double kBatchNormEps = 1e-5;
 torch::Tensor batch_norm_over_group(const torch::Tensor& x, const torch::Tensor& weight,
                                     const torch::Tensor& bias, Collectives* group,
                                     double eps = kBatchNormEps, bool count = true);
-
-// How many of the `n` units each rank of the group holds: counts by the shares, rounded by largest
-// remainder (ties to the lower rank); a rank may get none.
-std::vector<std::int64_t> share_counts(std::int64_t n, const TensorParallel& tp);
-// share_counts of the `n` units (heads, columns, vocabulary rows, sequence positions, samples)
-// where every rank must get at least one; `what` names the units in the error.
-Result<std::vector<std::int64_t>> unit_counts(std::int64_t n, const TensorParallel& tp,
-                                              const std::string& what);
-// [begin, end) of those that rank `tp.rank` holds.
-Result<std::pair<std::int64_t, std::int64_t>> unit_range(std::int64_t n, const TensorParallel& tp,
-                                                         const std::string& what);
 
 }  // namespace hetplan::runtime::detail

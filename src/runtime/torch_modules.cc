@@ -658,20 +658,6 @@ torch::Tensor run_layer(const LayerFn& f, const torch::Tensor& x, bool recompute
   return Recomputed::apply(x.requires_grad() ? x : x.detach().requires_grad_(true), &f);
 }
 
-bool decoder_module(const model::Model& m) {
-  return m.family == model::Family::decoder_lm || m.family == model::Family::moe_lm;
-}
-
-Result<bool> executable_family(const model::Model& m) {
-  if (m.family == model::Family::mlp || decoder_module(m)) return true;
-  if (m.family == model::Family::cnn) return check_resnet(m);
-  return Error{fmt::format(
-      "--model: {}: the runtime has stage modules for MLPs, ResNets and GPT- or Llama-style "
-      "decoder language models (with or without a mixture of experts), not for {} models, whose "
-      "plans run op by op where they convert",
-      m.name, model::to_string(m.family))};
-}
-
 Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
   std::shared_ptr<TrainModule> mod;
   if (m.family == model::Family::mlp) {

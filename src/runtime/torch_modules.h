@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "batch_program.h"
+#include "check/stage_plan.h"
 #include "hetplan/core/error.h"
 #include "hetplan/cost/memory_cost.h"
 #include "hetplan/model/model.h"
@@ -144,14 +145,6 @@ class ClassifierStack : public TrainModule {
   virtual torch::Tensor logits(const torch::Tensor& x) = 0;
   std::vector<LayerFn> layer_fns_;
 };
-
-// Whether the decoder module builds m: a decoder language model, with or without a mixture of
-// experts.
-bool decoder_module(const model::Model& m);
-
-// Whether the runtime has modules for m's family (MLPs, ResNets and decoder language models), or
-// why not.
-Result<bool> executable_family(const model::Model& m);
 
 // The module for `m`, initialised from the current torch seed. Supported: Family::mlp, ResNets
 // (resnet_module.h) and pre-norm

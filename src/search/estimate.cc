@@ -9,6 +9,7 @@
 #include "hetplan/cost/memory_cost.h"
 #include "hetplan/plan/replica_slots.h"
 #include "hetplan/sim/schedule_order.h"
+#include "search_space.h"
 
 namespace hetplan::search {
 namespace {
@@ -26,7 +27,6 @@ std::vector<int> replica_class(const cluster::Cluster& c, const plan::Replica& r
   key.push_back(one_node ? 1 : 0);
   return key;
 }
-
 
 // The first of the collectives that synchronise gradients over `replicas`, as the simulator's
 // StageCoster::sync_parts runs them: k (the smallest replica's size) run together, the first over
@@ -259,7 +259,11 @@ Estimate Estimator::estimate(const plan::Plan& p) const {
     const auto& st = p.stages[s];
     const int dp = static_cast<int>(st.replicas.size());
     double fwd = 0, bwd = 0, opt = 0;
+    const plan::Replica* last = nullptr;  // the last replica costed
     for (const auto& r : st.replicas) {
+      // A replica like the last one costed takes its times and memory: nothing changes.
+      if (last && r.batch_share == last->batch_share && same_replica_class(c_, r, *last)) continue;
+      last = &r;
       const double samples = r.batch_share * mb_samples;
       const auto& t = layer_costs(p, r, samples, dp);
       double f = 0, b = 0, o = 0;

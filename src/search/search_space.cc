@@ -39,4 +39,17 @@ bool even_tp_splits(const model::Model& m, int tp) {
   return true;
 }
 
+bool same_replica_class(const cluster::Cluster& c, const plan::Replica& a, const plan::Replica& b) {
+  if (a.tp_shares != b.tp_shares || a.devices.size() != b.devices.size() || a.devices.empty() ||
+      c.group_of(a.devices.front()) != c.group_of(b.devices.front()))
+    return false;
+  bool a_one_node = true, b_one_node = true;
+  for (std::size_t j = 0; j < a.devices.size(); ++j) {
+    if (c.devices[a.devices[j]].type != c.devices[b.devices[j]].type) return false;
+    a_one_node = a_one_node && c.same_node(a.devices[j], a.devices.front());
+    b_one_node = b_one_node && c.same_node(b.devices[j], b.devices.front());
+  }
+  return a_one_node == b_one_node;
+}
+
 }  // namespace hetplan::search

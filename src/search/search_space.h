@@ -15,6 +15,10 @@ plan::Plan base_plan(const Context& ctx, const std::string& planner);
 // Transformer blocks (or, for models without them, all layers): how far a pipeline may be cut.
 int block_count(const model::Model& m);
 
+// Whether replicas a and b cost alike at the same batch share: their devices' types in order, the
+// node group of their first devices, whether each lies in one node, and their tensor shares.
+bool same_replica_class(const cluster::Cluster& c, const plan::Replica& a, const plan::Replica& b);
+
 // Recomputation modes worth trying on this model (selective only where attention exists).
 std::vector<cost::Recompute> recompute_modes(const model::Model& m);
 

@@ -79,7 +79,13 @@ PlannerOutput uneven_dp(const Context& ctx) {
             p.num_microbatches = m;
             ShareProblem prob;
             prob.total = B;
-            for (const auto& r : reps) prob.max_samples.push_back(memory_bound(ctx, p, r, R, m));
+            // (A replica like the one before it holds as many samples and takes as long.)
+            auto like_last = [&](int r) {
+              return r > 0 && same_replica_class(ctx.cluster, reps[r], reps[r - 1]);
+            };
+            for (int r = 0; r < R; ++r)
+              prob.max_samples.push_back(like_last(r) ? prob.max_samples.back()
+                                                      : memory_bound(ctx, p, reps[r], R, m));
             // Start from shares proportional to peak FLOP/s, then refine at the resulting sizes.
             std::vector<double> guess;
             for (const auto& r : reps) {
@@ -92,6 +98,10 @@ PlannerOutput uneven_dp(const Context& ctx) {
             for (int round = 0; round < 3 && ok; ++round) {
               prob.per_sample_time.clear();
               for (int r = 0; r < R; ++r) {
+                if (like_last(r) && samples[r] == samples[r - 1]) {
+                  prob.per_sample_time.push_back(prob.per_sample_time.back());
+                  continue;
+                }
                 const double s = std::max(1.0, static_cast<double>(samples[r]) / m);
                 const auto& t = ctx.estimator.layer_costs(p, reps[r], s, R);
                 double sum = 0;

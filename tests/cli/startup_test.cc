@@ -1,4 +1,5 @@
-// hetplan starts without libtorch, and runs what needs it in hetplan-runtime beside it.
+// hetplan starts without libtorch, and runs what needs it in hetplan-runtime beside it; plan checks
+// what the runtime executes without it.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -58,12 +59,21 @@ TEST(Startup, SaysWhatNeedsLibtorchWhereNoHetplanRuntimeIsBeside) {
   EXPECT_NE(check_err.find("hetplan: error: run: this hetplan was built without the runtime"),
             std::string::npos)
       << check_err;
-  const auto [runnable_code, runnable_err] =
-      run_alone("plan --model resnet50 --cluster heterog-mixed --algo dp --runnable");
-  EXPECT_EQ(runnable_code, 2);
-  EXPECT_NE(runnable_err.find("--runnable: this hetplan was built without the runtime"),
-            std::string::npos)
-      << runnable_err;
+  // plan checks what the runtime executes without libtorch (runtime/runnable.h): alone, it still
+  // refuses HAP's program for Llama 2 13B on a100-v100 that mixes tensor and batch splits (which
+  // --any-form takes; PlannersRunAnyForm runs both) and chooses what the build's hetplan chooses.
+  const std::string plan =
+      "plan --model llama2-13b --cluster a100-v100 --global-batch 64 --algo hap -o ";
+  const auto any_form = dir / "any_form.json", runnable = dir / "runnable.json",
+             beside = dir / "beside.json";
+  const auto [any_code, any_err] = run_alone(plan + any_form.string() + " --any-form");
+  ASSERT_EQ(any_code, 0) << any_err;
+  const auto [runnable_code, runnable_err] = run_alone(plan + runnable.string() + " --runnable");
+  ASSERT_EQ(runnable_code, 0) << runnable_err;
+  const auto r = run_hetplan(plan + beside.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(slurp(any_form.string()), slurp(runnable.string()));
+  EXPECT_EQ(slurp(runnable.string()), slurp(beside.string()));
   // What needs no libtorch still runs.
   const auto [devices_code, devices_err] = run_alone("devices");
   EXPECT_EQ(devices_code, 0) << devices_err;

@@ -1,0 +1,124 @@
+#include "stage_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "hetplan/plan/op_groups.h"
+#include "hetplan/runtime/runnable.h"
+#include "resnet_shape.h"
+
+namespace hetplan::runtime::detail {
+
+bool alike(const std::vector<const plan::Replica*>& replicas) {
+  for (const plan::Replica* rep : replicas)
+    if (rep->devices.size() != replicas[0]->devices.size() ||
+        rep->tp_shares != replicas[0]->tp_shares)
+      return false;
+  return true;
+}
+bool splits_layers(const plan::Plan& p) {
+  for (const auto& st : p.stages)
+    for (const auto& rep : st.replicas)
+      if (rep.devices.size() > 1) return true;
+  return false;
+}
+std::vector<const plan::Replica*> replicas_of(const plan::Stage& st) {
+  std::vector<const plan::Replica*> out;
+  for (const auto& rep : st.replicas) out.push_back(&rep);
+  return out;
+}
+
+std::pair<std::int64_t, std::int64_t> samples_of(const plan::Plan& p, int stage, int r, int k) {
+  const std::int64_t B = p.global_batch, M = std::max(1, p.num_microbatches);
+  const std::int64_t lo = B * k / M, hi = B * (k + 1) / M;
+  const auto& reps = p.stages[stage].replicas;
+  double before = 0;
+  for (int q = 0; q < r; ++q) before += reps[q].batch_share;
+  const double after = r + 1 == static_cast<int>(reps.size()) ? 1.0 : before + reps[r].batch_share;
+  const auto at = [&](double share) {
+    return lo + std::llround(share * static_cast<double>(hi - lo));
+  };
+  return {at(before), at(after)};
+}
+
+Result<std::optional<BatchSplits>> batch_program_of(const model::Model& m, const plan::Plan& p) {
+  if (p.op_overrides.empty() || !splits_layers(p)) return std::optional<BatchSplits>{};
+  BatchSplits prog;
+  const model::Op* tensor_op = nullptr;
+  std::vector<std::pair<const model::Op*, bool>> heads;  // the LM head and its loss: by tensor?
+  bool by_batch = false;
+  for (const model::Op& op : m.ops) {
+    const plan::SplitKind split = plan::split_of(p, op.name);
+    const bool vocab = op.shard == model::ShardKind::vocab;
+    if (split == plan::SplitKind::replicate) {
+      if (!vocab || op.kind != model::OpKind::embedding)
+        return Error{fmt::format(
+            "plan: op_overrides: op \"{}\" is split \"replicate\"; the runtime replicates the "
+            "word embedding of a batch program, no other op yet",
+            op.name)};
+      prog.replicate_embedding = true;
+      continue;
+    }
+    const bool head =
+        vocab && (op.kind == model::OpKind::matmul || op.kind == model::OpKind::cross_entropy);
+    if (head) heads.push_back({&op, split == plan::SplitKind::tensor});
+    if (split == plan::SplitKind::tensor) {
+      if (vocab && op.kind == model::OpKind::embedding)
+        prog.vocab_embedding = true;
+      else if (head)
+        prog.vocab_head = true;
+      else if (!tensor_op)
+        tensor_op = &op;
+      continue;
+    }
+    by_batch = true;
+    if (split == plan::SplitKind::batch_sharded && op.params > 0)
+      prog.sharded_ops.push_back(op.name);
+  }
+  if (!by_batch && prog.replicate_embedding)
+    return Error{
+        "plan: op_overrides: the word embedding is split \"replicate\" in a replica whose other "
+        "ops are split by tensor; the runtime replicates it only in batch programs"};
+  if (!by_batch) return std::optional<BatchSplits>{};
+  if (tensor_op)
+    return Error{fmt::format(
+        "plan: op_overrides: op \"{}\" is split by tensor and others by batch; the runtime "
+        "executes a replica's ops all split by tensor (Megatron-LM's split) or all by batch "
+        "(HAP's batch programs, where the word embedding may be split by vocabulary)",
+        tensor_op->name)};
+  for (const auto& [op, by_tensor] : heads)
+    if (by_tensor != prog.vocab_head)
+      return Error{fmt::format(
+          "plan: op_overrides: op \"{}\" is {} by tensor but the LM head's other op is{}; the "
+          "runtime splits the LM head and its loss by vocabulary together",
+          op->name, by_tensor ? "split" : "not split", by_tensor ? " not" : "")};
+  if (m.family == model::Family::cnn)
+    return Error{
+        "plan: op_overrides: a CNN's batch programs are executed only when every op is split "
+        "\"batch\" (as data parallelism)"};
+  return std::optional<BatchSplits>{std::move(prog)};
+}
+
+bool uses_chunk_transport(const plan::Plan& p) {
+  return !p.is_op_level() &&
+         (p.grad_priority != plan::GradPriority::none || p.multipath == plan::Multipath::spray ||
+          every_gradient_to_parameter_servers(p));
+}
+
+bool decoder_module(const model::Model& m) {
+  return m.family == model::Family::decoder_lm || m.family == model::Family::moe_lm;
+}
+
+Result<bool> executable_family(const model::Model& m) {
+  if (m.family == model::Family::mlp || decoder_module(m)) return true;
+  if (m.family == model::Family::cnn) return check_resnet(m);
+  return Error{fmt::format(
+      "--model: {}: the runtime has stage modules for MLPs, ResNets and GPT- or Llama-style "
+      "decoder language models (with or without a mixture of experts), not for {} models, whose "
+      "plans run op by op where they convert",
+      m.name, model::to_string(m.family))};
+}
+
+}  // namespace hetplan::runtime::detail

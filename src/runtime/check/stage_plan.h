@@ -1,0 +1,75 @@
+// Internal to the runtime, free of libtorch: a stage plan as the runtime reads it (its rank order,
+// how replicas split layers and samples, a replica's batch program) and which model families have
+// a stage module.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hetplan/core/error.h"
+#include "hetplan/model/model.h"
+#include "hetplan/plan/plan.h"
+
+namespace hetplan::runtime::detail {
+
+// The one rank order of the runtime: stage by stage, replica by replica, then the devices of a
+// replica (its tensor-parallel ranks j). Calls f(rank, stage, replica, j, device).
+template <class F>
+void for_each_rank(const plan::Plan& p, F&& f) {
+  int rank = 0;
+  for (int s = 0; s < static_cast<int>(p.stages.size()); ++s)
+    for (int r = 0; r < static_cast<int>(p.stages[s].replicas.size()); ++r)
+      for (int j = 0; j < static_cast<int>(p.stages[s].replicas[r].devices.size()); ++j)
+        f(rank++, s, r, j, p.stages[s].replicas[r].devices[j]);
+}
+
+// Whether every replica of `st` splits its layers alike (as many devices, the same tp_shares):
+// the same tensor-parallel rank of each then holds the same slices, and their gradients are summed
+// slice by slice. Otherwise they are summed in the whole layout (ShardLayouts).
+bool alike(const std::vector<const plan::Replica*>& replicas);
+// Whether some replica splits its layers over more than one device.
+bool splits_layers(const plan::Plan& p);
+std::vector<const plan::Replica*> replicas_of(const plan::Stage& st);
+
+// Samples [begin, end) of the global batch that replica r of `stage` takes of micro-batch k: the
+// micro-batch is samples [B k / M, B (k + 1) / M), split by the replicas' cumulative batch shares.
+std::pair<std::int64_t, std::int64_t> samples_of(const plan::Plan& p, int stage, int r, int k);
+
+// How a batch program splits a replica's ops (batch_program.h's BatchProgram adds the group): the
+// ops whose weights it shards, whether the word embedding is split by vocabulary rows, and
+// whether the LM head and its loss are (the head then reads the replica's samples, gathered, and
+// the vocabulary-parallel loss is the replica's).
+struct BatchSplits {
+  std::vector<std::string> sharded_ops;
+  bool vocab_embedding = false;
+  bool vocab_head = false;
+  // The word embedding replicated: every rank looks up the replica's samples with the whole
+  // table and keeps its own; the output's gradient is all-gathered, so every rank forms the
+  // replica's table gradient, which its first rank alone contributes to the stage's sum.
+  bool replicate_embedding = false;
+};
+
+// HAP's batch program for the plan's replicas of more than one device: every op split by batch or
+// batch_sharded, the word embedding possibly by vocabulary (tensor). Nullopt when every op is
+// split by tensor (Megatron-LM's split) or the replicas have one device each (the splits then
+// change nothing), or an error naming the op that is neither.
+Result<std::optional<BatchSplits>> batch_program_of(const model::Model& m, const plan::Plan& p);
+
+// DLCP's transport (chunk_transport.h) carries a stage plan's gradients when the plan sets a
+// grad_priority or multipath=spray, or synchronises every gradient through parameter servers; it
+// replaces the buckets' all-reduce over replicas that split their layers alike, without a batch
+// program. Elsewhere the runtime sends every gradient byte in Gloo's order, which trains alike, so
+// a priority alone runs there, but a loss bound or a parameter server does not.
+bool uses_chunk_transport(const plan::Plan& p);
+
+// Whether the decoder module builds m: a decoder language model, with or without a mixture of
+// experts.
+bool decoder_module(const model::Model& m);
+// Whether the runtime has modules for m's family (MLPs, ResNets and decoder language models), or
+// why not.
+Result<bool> executable_family(const model::Model& m);
+
+}  // namespace hetplan::runtime::detail
