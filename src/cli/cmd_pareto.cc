@@ -33,6 +33,8 @@ int run_pareto(const ParetoArgs& a) {
   auto res = search::find_frontier(*m, *c, opts, a.epsilon);
   if (!res) return report_error(res.error().message);
   if (!a.report_file.empty()) {
+    if (opts.progress)
+      opts.progress("report: simulating the fastest plan; writing " + a.report_file);
     const int rc = write_pareto_report(a.report_file, *m, *c, *res);
     if (rc) return rc;
   }

@@ -331,7 +331,9 @@ int run_plan(PlanArgs a) {
     return 2;
   if (!a.report_file.empty()) {
     // The report plots the time/memory frontier too; if none is found it says so.
+    if (opts.progress) opts.progress("report: tracing the time/memory frontier");
     auto front = search::find_frontier(*m, left.cluster, opts);
+    if (opts.progress) opts.progress("report: writing " + a.report_file);
     const int rc = write_plan_report(a.report_file, *m, *c, *res, *r, front ? &*front : nullptr,
                                      rent ? &*rent : nullptr);
     if (rc) return rc;

@@ -122,8 +122,7 @@ svg text{font-family:inherit}
 .mp{fill:#4e79a7;background:#4e79a7}.mg{fill:#f28e2b;background:#f28e2b}
 .mo{fill:#59a14f;background:#59a14f}.ma{fill:#edc948;background:#edc948}
 .mf{fill:#bab0ac;background:#bab0ac}.mr{fill:#79706e;background:#79706e}.mx{fill:#d7b5a6;background:#d7b5a6}.cap{border:1px solid #999;border-right:3px solid #222}
-.pf text{font-size:12px;fill:#333}.pf .grid{stroke:#eee}.pf .step{fill:none;stroke:#4e79a7;
-stroke-width:1.5}.pf .pt{fill:#4e79a7}.pf .chosen{fill:#e15759;stroke:#222;stroke-width:1.5}
+.pf text{font-size:12px;fill:#333}
 .legend{display:flex;flex-wrap:wrap;gap:14px;font-size:12px;margin:4px 0}
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px}
 )";
@@ -396,59 +395,44 @@ std::string lane_label(const ReportInput& in, int l) {
   return out;
 }
 
-void write_timeline(std::string& o, const ReportInput& in) {
+// A window of the timeline: the tasks of the lanes in `shown` between t0 and t1 (seconds), clipped
+// to it.
+std::string timeline_svg(const ReportInput& in, const std::vector<int>& shown, double t0, double t1,
+                         const std::string& what) {
   const auto& r = in.result;
   const auto& ev = r.events;
-  o += "<h2 id=\"timeline\">Timeline</h2>\n";
-  if (r.lanes.empty() || ev.empty()) {
-    o += "<p class=\"note\">No task records: the plan was simulated without recording events."
-         "</p>\n";
-    return;
-  }
-  constexpr int kMaxLanes = 64;
   constexpr double kLabelW = 250, kChartW = 1080, kRight = 20;
   constexpr double kRowH = 26, kComputeH = 14, kTransferH = 6;
   constexpr std::size_t kMaxTitles = 8000;  // hover titles only while the file stays small
-
   const int n_lanes = static_cast<int>(r.lanes.size());
-  std::vector<int> shown;  // lane ids drawn, evenly spread when there are too many
-  if (n_lanes <= kMaxLanes) {
-    for (int l = 0; l < n_lanes; ++l) shown.push_back(l);
-  } else {
-    for (int i = 0; i < kMaxLanes; ++i)
-      shown.push_back(static_cast<int>(std::lround(i * (n_lanes - 1.0) / (kMaxLanes - 1))));
-  }
   std::vector<int> row_of(n_lanes, -1);
   for (std::size_t i = 0; i < shown.size(); ++i) row_of[shown[i]] = static_cast<int>(i);
-
-  double t_end = r.iteration_time.value;
-  for (const auto& e : ev) t_end = std::max(t_end, e.end.value);
-  if (!(t_end > 0)) t_end = 1e-6;
-  const double px_per_s = kChartW / t_end;
-  const TimeUnit unit = time_unit(t_end);
+  if (!(t1 > t0)) t1 = t0 + 1e-6;
+  const double px_per_s = kChartW / (t1 - t0);
+  const double x_of_zero = kLabelW - t0 * px_per_s;
+  const TimeUnit unit = time_unit(t1);
 
   std::vector<std::vector<int>> compute(shown.size()), transfer(shown.size());
   for (std::size_t i = 0; i < ev.size(); ++i) {
     const int l = ev[i].lane;
     if (l < 0 || l >= n_lanes || row_of[l] < 0) continue;
+    if (ev[i].end.value < t0 || ev[i].start.value > t1) continue;
     (is_transfer(ev[i].kind) ? transfer : compute)[row_of[l]].push_back(static_cast<int>(i));
   }
+  const double x_lo = kLabelW, x_hi = kLabelW + kChartW;
   std::vector<std::vector<Bar>> cbars(shown.size()), tbars(shown.size());
   std::size_t total_bars = 0;
   for (std::size_t k = 0; k < shown.size(); ++k) {
-    cbars[k] = merge_bars(ev, compute[k], kLabelW, px_per_s);
-    tbars[k] = merge_bars(ev, transfer[k], kLabelW, px_per_s);
+    cbars[k] = merge_bars(ev, compute[k], x_of_zero, px_per_s);
+    tbars[k] = merge_bars(ev, transfer[k], x_of_zero, px_per_s);
+    for (auto* bars : {&cbars[k], &tbars[k]})
+      for (auto& b : *bars) {  // clipped to the window
+        b.x0 = std::clamp(b.x0, x_lo, x_hi);
+        b.x1 = std::clamp(b.x1, x_lo, x_hi);
+      }
     total_bars += cbars[k].size() + tbars[k].size();
   }
   const bool titles = total_bars <= kMaxTitles;
-
-  if (n_lanes > kMaxLanes)
-    o += fmt::format("<p class=\"note\">Showing {} of {} lanes, evenly spread.</p>\n", kMaxLanes,
-                     n_lanes);
-  o += "<div class=\"legend\">";
-  for (auto k : kAllKinds)
-    o += fmt::format("<span><i class=\"{}\"></i>{}</span>", kind_class(k), sim::to_string(k));
-  o += "</div>\n";
 
   const double axis_h = 22;
   const double top = axis_h;
@@ -456,17 +440,16 @@ void write_timeline(std::string& o, const ReportInput& in) {
   const bool bottom_axis = shown.size() > 12;
   const double height = top + rows_h + (bottom_axis ? axis_h : 6);
   const double width = kLabelW + kChartW + kRight;
-  o += fmt::format(
+  std::string o = fmt::format(
       "<svg class=\"tl\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"timeline of one iteration\">\n",
-      number_text(width), number_text(height));
+      "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"{2}\">\n",
+      number_text(width), number_text(height), html_escape(what));
   // Time axis: grid lines and labels (top, and bottom for tall charts).
-  const double step = nice_step(t_end * unit.scale, 10);
+  const double step = nice_step((t1 - t0) * unit.scale, 10);
   o += "<g>";
-  for (int i = 0;; ++i) {
-    const double v = i * step;
-    if (v > t_end * unit.scale * (1 + 1e-9)) break;
-    const double x = kLabelW + v / unit.scale * px_per_s;
+  for (double v = std::ceil(t0 * unit.scale / step - 1e-9) * step;
+       v <= t1 * unit.scale * (1 + 1e-9); v += step) {
+    const double x = x_of_zero + v / unit.scale * px_per_s;
     o += fmt::format("<line class=\"grid\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>",
                      x, number_text(top - 4), number_text(top + rows_h));
     o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x,
@@ -475,33 +458,34 @@ void write_timeline(std::string& o, const ReportInput& in) {
       o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x,
                        number_text(top + rows_h + 14), number_text(v));
   }
-  o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">time ({})</text>", number_text(kLabelW - 8),
-                   number_text(top - 8), unit.name);
+  o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">time ({})</text>",
+                   number_text(kLabelW - 8), number_text(top - 8), unit.name);
   o += "</g>\n";
   // End of the iteration.
-  const double x_end = kLabelW + r.iteration_time.value * px_per_s;
-  o += fmt::format(
-      "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#c0392b\" "
-      "stroke-dasharray=\"4 3\"/>\n",
-      x_end, number_text(top - 4), number_text(top + rows_h));
+  if (r.iteration_time.value >= t0 && r.iteration_time.value <= t1)
+    o += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#c0392b\" "
+        "stroke-dasharray=\"4 3\"/>\n",
+        x_of_zero + r.iteration_time.value * px_per_s, number_text(top - 4),
+        number_text(top + rows_h));
 
   auto bar_title = [&](const Bar& b) {
     const auto& e = ev[b.first];
-    const double t0 = (b.x0 - kLabelW) / px_per_s * unit.scale;
-    const double t1 = (b.x1 - kLabelW) / px_per_s * unit.scale;
+    const double b0 = (b.x0 - x_of_zero) / px_per_s * unit.scale;
+    const double b1 = (b.x1 - x_of_zero) / px_per_s * unit.scale;
     if (b.count > 1) {
       std::string kinds;
       for (std::size_t k = 0; k < b.time.size(); ++k)
         if (b.time[k] > 0)
           kinds += (kinds.empty() ? "" : ", ") + std::string(sim::to_string(kAllKinds[k]));
-      return fmt::format("{} tasks ({}), {:.4g}&ndash;{:.4g} {}", b.count, kinds, t0, t1,
+      return fmt::format("{} tasks ({}), {:.4g}&ndash;{:.4g} {}", b.count, kinds, b0, b1,
                          unit.name);
     }
-    std::string what = fmt::format("{} stage {}", sim::to_string(e.kind), e.stage);
-    if (e.microbatch >= 0) what += fmt::format(" micro-batch {}", e.microbatch);
-    if (e.bucket >= 0) what += fmt::format(" bucket {}", e.bucket);
-    if (e.peer_lane >= 0) what += fmt::format(" to lane {}", e.peer_lane);
-    return fmt::format("{}, {:.4g}&ndash;{:.4g} {}", what, t0, t1, unit.name);
+    std::string task = fmt::format("{} stage {}", sim::to_string(e.kind), e.stage);
+    if (e.microbatch >= 0) task += fmt::format(" micro-batch {}", e.microbatch);
+    if (e.bucket >= 0) task += fmt::format(" bucket {}", e.bucket);
+    if (e.peer_lane >= 0) task += fmt::format(" to lane {}", e.peer_lane);
+    return fmt::format("{}, {:.4g}&ndash;{:.4g} {}", task, b0, b1, unit.name);
   };
   // With hover titles, one <rect> per bar; without, one <path> per kind and row (half the bytes).
   std::array<std::string, std::size(kAllKinds)> paths;
@@ -523,9 +507,9 @@ void write_timeline(std::string& o, const ReportInput& in) {
     if (k % 2 == 1)
       o += fmt::format("<rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f7f7f9\"/>",
                        number_text(y - 2), number_text(width), number_text(kRowH));
-    std::string label = lane_label(in, l);
-    o += fmt::format("<text x=\"{}\" y=\"{}\"><title>{}</title>{}</text>\n", number_text(8), number_text(y + 11),
-                     html_escape(r.lanes[l].name), html_escape(label));
+    o += fmt::format("<text x=\"{}\" y=\"{}\"><title>{}</title>{}</text>\n", number_text(8),
+                     number_text(y + 11), html_escape(r.lanes[l].name),
+                     html_escape(lane_label(in, l)));
     for (const auto& b : cbars[k]) draw(b, y, kComputeH);
     for (const auto& b : tbars[k]) draw(b, y + kComputeH + 1, kTransferH);
     for (std::size_t kind = 0; kind < paths.size(); ++kind) {
@@ -543,10 +527,71 @@ void write_timeline(std::string& o, const ReportInput& in) {
     o += "\n";
   }
   o += "</svg>\n";
+  return o;
+}
+
+void write_timeline(std::string& o, const ReportInput& in) {
+  const auto& r = in.result;
+  const auto& ev = r.events;
+  o += "<h2 id=\"timeline\">Timeline</h2>\n";
+  if (r.lanes.empty() || ev.empty()) {
+    o += "<p class=\"note\">No task records: the plan was simulated without recording events."
+         "</p>\n";
+    return;
+  }
+  constexpr int kMaxLanes = 64;
+  const int n_lanes = static_cast<int>(r.lanes.size());
+  std::vector<int> shown;  // lane ids drawn, evenly spread when there are too many
+  if (n_lanes <= kMaxLanes) {
+    for (int l = 0; l < n_lanes; ++l) shown.push_back(l);
+  } else {
+    for (int i = 0; i < kMaxLanes; ++i)
+      shown.push_back(static_cast<int>(std::lround(i * (n_lanes - 1.0) / (kMaxLanes - 1))));
+  }
+  double t_end = r.iteration_time.value;
+  int microbatches = 0, stages = 0;
+  for (const auto& e : ev) {
+    t_end = std::max(t_end, e.end.value);
+    microbatches = std::max(microbatches, e.microbatch + 1);
+    stages = std::max(stages, e.stage + 1);
+  }
+  if (!(t_end > 0)) t_end = 1e-6;
+
+  if (n_lanes > kMaxLanes)
+    o += fmt::format("<p class=\"note\">Showing {} of {} lanes, evenly spread.</p>\n", kMaxLanes,
+                     n_lanes);
+  o += "<div class=\"legend\">";
+  for (auto k : kAllKinds)
+    o += fmt::format("<span><i class=\"{}\"></i>{}</span>", kind_class(k), sim::to_string(k));
+  o += "</div>\n";
+  o += timeline_svg(in, shown, 0, t_end, "timeline of one iteration");
   o +=
       "<p class=\"note\">One row per lane (a tensor-parallel replica): compute above, its "
       "outgoing transfers in the thin row below. Numbers are micro-batches; the dashed line is the "
       "end of the iteration. Tasks narrower than a pixel are merged.</p>\n";
+  // With many micro-batches the whole iteration is a band of merged tasks: the first and the
+  // last micro-batches (the pipeline filling, and draining into the gradient synchronisation and
+  // the optimizer step) are drawn again at a scale where each task is its own bar.
+  const int zoom = 2 * std::max(1, stages) + 4;
+  if (microbatches <= 2 * zoom) return;
+  double first_end = 0, last_start = t_end;
+  for (const auto& e : ev) {
+    if (e.microbatch < 0 || is_transfer(e.kind)) continue;
+    if (e.microbatch < zoom && e.kind == sim::TaskKind::forward)
+      first_end = std::max(first_end, e.end.value);
+    if (e.microbatch >= microbatches - zoom && e.kind == sim::TaskKind::backward)
+      last_start = std::min(last_start, e.start.value);
+  }
+  if (first_end > 0) {
+    o += fmt::format("<h3>The first {} of {} micro-batches</h3>\n", zoom, microbatches);
+    o += timeline_svg(in, shown, 0, first_end,
+                      fmt::format("timeline of the first {} micro-batches", zoom));
+  }
+  if (last_start < t_end) {
+    o += fmt::format("<h3>The last {} micro-batches, to the end of the iteration</h3>\n", zoom);
+    o += timeline_svg(in, shown, last_start, t_end,
+                      fmt::format("timeline of the last {} micro-batches", zoom));
+  }
 }
 
 // ---- Memory -----------------------------------------------------------------------------------
@@ -725,8 +770,6 @@ void write_frontier(std::string& o, const ReportInput& in) {
     return std::tie(a->iteration_time_s, a->max_peak_bytes) <
            std::tie(b->iteration_time_s, b->max_peak_bytes);
   });
-  constexpr double kW = 900, kH = 400, kL = 70, kR = 30, kT = 20, kB = 50;
-  double x_lo = pts.front()->iteration_time_s, x_hi = pts.back()->iteration_time_s;
   double y_hi = 0;
   for (const auto* p : pts) y_hi = std::max(y_hi, p->max_peak_bytes / kGiB);
   // The smallest memory among the devices in use, when it is near the points.
@@ -735,73 +778,43 @@ void write_frontier(std::string& o, const ReportInput& in) {
     if (d.lane >= 0 && d.capacity.value > 0)
       cap = cap == 0 ? d.capacity.value : std::min(cap, d.capacity.value);
   cap /= kGiB;
-  const bool show_cap = cap > 0 && cap <= 1.5 * std::max(y_hi, 1e-9);
-  if (show_cap) y_hi = std::max(y_hi, cap);
-  y_hi = y_hi > 0 ? y_hi * 1.1 : 1;
-  double pad = (x_hi - x_lo) * 0.08;
-  if (!(pad > 0)) pad = std::max(std::abs(x_lo) * 0.1, 1e-6);
-  x_lo = std::max(0.0, x_lo - pad);
-  x_hi += pad;
-  const TimeUnit unit = time_unit(x_hi);
-  auto X = [&](double s) { return kL + (s - x_lo) / (x_hi - x_lo) * (kW - kL - kR); };
-  auto Y = [&](double g) { return kT + (1 - g / y_hi) * (kH - kT - kB); };
-
-  o += fmt::format(
-      "<svg class=\"pf\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"Pareto frontier\">\n",
-      number_text(kW), number_text(kH));
-  // Axes with grid.
-  const double xs = nice_step((x_hi - x_lo) * unit.scale, 8);
-  for (double v = std::ceil(x_lo * unit.scale / xs) * xs; v <= x_hi * unit.scale * (1 + 1e-9);
-       v += xs) {
-    const double x = X(v / unit.scale);
-    o += fmt::format(
-        "<line class=\"grid\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>"
-        "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-        x, number_text(kT), number_text(kH - kB), number_text(kH - kB + 16), number_text(v));
-  }
-  const double ys = nice_step(y_hi, 6);
-  for (double v = 0; v <= y_hi * (1 + 1e-9); v += ys) {
-    const double y = Y(v);
-    o += fmt::format(
-        "<line class=\"grid\" x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\"/>"
-        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
-        number_text(kL), y, number_text(kW - kR), number_text(kL - 6), y + 4, number_text(v));
-  }
-  o += fmt::format(
-      "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#444\"/>"
-      "<line x1=\"{0}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" stroke=\"#444\"/>\n",
-      number_text(kL), number_text(kT), number_text(kH - kB), number_text(kW - kR));
-  o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">iteration time ({})</text>\n",
-                   number_text((kL + kW - kR) / 2), number_text(kH - 12), unit.name);
-  o += fmt::format(
-      "<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">max peak memory "
-      "per device (GiB)</text>\n",
-      number_text((kT + kH - kB) / 2));
-  if (show_cap)
-    o += fmt::format(
-        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#c0392b\" "
-        "stroke-dasharray=\"5 4\"/><text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\" "
-        "fill=\"#c0392b\">smallest device memory in use ({5:.1f} GiB)</text>\n",
-        number_text(kL), Y(cap), number_text(kW - kR), number_text(kW - kR - 4), Y(cap) - 5, cap);
-  // Staircase through the points: memory holds until the next (slower) point.
-  std::string path =
-      fmt::format("M{:.1f} {:.1f}", X(pts[0]->iteration_time_s), Y(pts[0]->max_peak_bytes / kGiB));
-  for (std::size_t i = 1; i < pts.size(); ++i)
-    path += fmt::format("H{:.1f}V{:.1f}", X(pts[i]->iteration_time_s),
-                        Y(pts[i]->max_peak_bytes / kGiB));
-  o += "<path class=\"step\" d=\"" + path + "\"/>\n";
+  const TimeUnit unit = time_unit(pts.back()->iteration_time_s);
+  LineChart chart;
+  chart.label = "Pareto frontier";
+  chart.css_class = "pf";
+  chart.x_label = fmt::format("iteration time ({})", unit.name);
+  chart.y_label = "max peak memory per device (GiB)";
+  chart.y_from_zero = true;
+  chart.x_margin = 0.08;
+  if (cap > 0 && cap <= 1.5 * std::max(y_hi, 1e-9))
+    chart.rules.push_back({cap, fmt::format("smallest device memory in use ({:.1f} GiB)", cap)});
+  // The chosen plan's label first, so that no other takes its place; then the frontier's points,
+  // numbered as the table below, each label left out where it would overlap another.
+  ChartSeries chosen{"chosen plan", {}, {}, false, true};
+  chosen.marker_radius = 7;
+  chosen.colour = "#e15759";
+  chosen.bold_labels = true;
+  ChartSeries front{"frontier: no other plan is both faster and leaner", {}, {}, true, true};
+  front.steps = true;
+  front.colour = "#4e79a7";
   for (std::size_t i = 0; i < pts.size(); ++i) {
     const auto& p = *pts[i];
-    const double x = X(p.iteration_time_s), y = Y(p.max_peak_bytes / kGiB);
-    o += fmt::format(
-        "<circle class=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\"><title>{}: {:.4g} {}, {:.2f} "
-        "GiB</title></circle><text x=\"{:.1f}\" y=\"{:.1f}\"{}>{}{}</text>\n",
-        p.chosen ? "chosen" : "pt", x, y, p.chosen ? 7 : 4, html_escape(p.label),
-        p.iteration_time_s * unit.scale, unit.name, p.max_peak_bytes / kGiB, x + 7, y - 7,
-        p.chosen ? " font-weight=\"bold\"" : "", i + 1, p.chosen ? " (chosen)" : "");
+    const double x = p.iteration_time_s * unit.scale, y = p.max_peak_bytes / kGiB;
+    const std::string title = fmt::format("{}: {:.4g} {}, {:.2f} GiB", p.label, x, unit.name, y);
+    front.x.push_back(x);
+    front.y.push_back(y);
+    front.titles.push_back(title);
+    front.labels.push_back(p.chosen ? "" : std::to_string(i + 1));
+    if (p.chosen) {
+      chosen.x.push_back(x);
+      chosen.y.push_back(y);
+      chosen.titles.push_back(title);
+      chosen.labels.push_back(fmt::format("{} (chosen)", i + 1));
+    }
   }
-  o += "</svg>\n";
+  if (!chosen.x.empty()) chart.series.push_back(std::move(chosen));
+  chart.series.push_back(std::move(front));
+  o += line_chart_svg(chart);
   o += "<table><tr><th>#</th><th>plan</th><th>iteration time</th><th>max peak memory</th></tr>\n";
   for (std::size_t i = 0; i < pts.size(); ++i) {
     const auto& p = *pts[i];

@@ -48,14 +48,44 @@ std::string number_text(double v) {
   return fmt::format("{:g}", v);
 }
 
+std::vector<std::optional<Box>> place_labels(const std::vector<LabelSpot>& spots, const Box& area) {
+  constexpr double kCharW = 7, kTextH = 14, kGap = 6;
+  std::vector<std::optional<Box>> out;
+  std::vector<Box> placed;
+  for (const auto& s : spots) {
+    const double w = kCharW * static_cast<double>(s.text.size()) + 2;
+    const Box tries[] = {{s.x + kGap, s.y - kGap - kTextH, w, kTextH},
+                         {s.x + kGap, s.y + kGap, w, kTextH},
+                         {s.x - kGap - w, s.y - kGap - kTextH, w, kTextH},
+                         {s.x - kGap - w, s.y + kGap, w, kTextH}};
+    std::optional<Box> at;
+    for (const Box& b : tries) {
+      const bool inside = b.x >= area.x && b.y >= area.y && b.x + b.w <= area.x + area.w &&
+                          b.y + b.h <= area.y + area.h;
+      if (inside &&
+          std::none_of(placed.begin(), placed.end(), [&](const Box& p) { return p.overlaps(b); })) {
+        at = b;
+        break;
+      }
+    }
+    if (at) placed.push_back(*at);
+    out.push_back(at);
+  }
+  return out;
+}
+
 std::string line_chart_svg(const LineChart& chart) {
   constexpr double kW = 900, kH = 360, kL = 70, kR = 30, kT = 20, kB = 50, kLegend = 22;
   constexpr const char* kColours[] = {"#2c7fb8", "#d95f0e", "#31a354", "#756bb1", "#e7298a",
                                       "#636363"};
+  auto finite = [](const ChartSeries& s, std::size_t i) {
+    return std::isfinite(s.x[i]) && std::isfinite(s.y[i]);
+  };
+  auto points = [](const ChartSeries& s) { return std::min(s.x.size(), s.y.size()); };
   double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo, y_lo = x_lo, y_hi = -x_lo;
   for (const auto& s : chart.series)
-    for (std::size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
-      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i])) {
+    for (std::size_t i = 0; i < points(s); ++i)
+      if (finite(s, i)) {
         x_lo = std::min(x_lo, s.x[i]);
         x_hi = std::max(x_hi, s.x[i]);
         y_lo = std::min(y_lo, s.y[i]);
@@ -63,20 +93,27 @@ std::string line_chart_svg(const LineChart& chart) {
       }
   if (!(x_lo <= x_hi))
     return fmt::format("<p class=\"note\">No data for {}.</p>\n", html_escape(chart.label));
+  for (const auto& r : chart.rules) {
+    y_lo = std::min(y_lo, r.y);
+    y_hi = std::max(y_hi, r.y);
+  }
   if (chart.y_from_zero) y_lo = std::min(0.0, y_lo);
   const double y_pad = (y_hi - y_lo) * 0.05;
   y_lo -= chart.y_from_zero && y_lo == 0 ? 0 : (y_pad > 0 ? y_pad : std::abs(y_lo) * 0.05 + 1e-9);
   y_hi += y_pad > 0 ? y_pad : std::abs(y_hi) * 0.05 + 1e-9;
+  const double x_pad = (x_hi - x_lo) * chart.x_margin;
+  x_lo -= x_pad;
+  x_hi += x_pad;
   if (x_hi == x_lo) x_hi = x_lo + 1;
-  const double legend_h = kLegend * static_cast<double>(chart.series.size());
+  const double legend_h = chart.legend ? kLegend * static_cast<double>(chart.series.size()) : 0;
   const double H = kH + legend_h;
   auto X = [&](double v) { return kL + (v - x_lo) / (x_hi - x_lo) * (kW - kL - kR); };
   auto Y = [&](double v) { return kT + (1 - (v - y_lo) / (y_hi - y_lo)) * (kH - kT - kB); };
   std::string o = fmt::format(
-      "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "<svg class=\"{3}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"{2}\" font-size=\"12\" "
       "font-family=\"sans-serif\">\n",
-      number_text(kW), number_text(H), html_escape(chart.label));
+      number_text(kW), number_text(H), html_escape(chart.label), html_escape(chart.css_class));
   const double xs = nice_step(x_hi - x_lo, 8);
   for (double v = std::ceil(x_lo / xs) * xs; v <= x_hi * (1 + 1e-12) + 1e-12; v += xs)
     o += fmt::format(
@@ -98,27 +135,74 @@ std::string line_chart_svg(const LineChart& chart) {
       number_text(kL), number_text(kT), number_text(kH - kB), number_text(kW - kR),
       number_text((kL + kW - kR) / 2), number_text(kH - 12), html_escape(chart.x_label),
       number_text((kT + kH - kB) / 2), html_escape(chart.y_label));
-  for (std::size_t k = 0; k < chart.series.size(); ++k) {
-    const auto& s = chart.series[k];
-    const char* colour = kColours[k % std::size(kColours)];
-    std::string path;
-    for (std::size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
-      if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
-        path += fmt::format("{}{:.1f} {:.1f}", path.empty() ? "M" : "L", X(s.x[i]), Y(s.y[i]));
-    if (!path.empty() && s.line)
-      o += fmt::format("<path fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" d=\"{}\"/>\n",
-                       colour, path);
-    if (s.markers)
-      for (std::size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
-        if (std::isfinite(s.x[i]) && std::isfinite(s.y[i]))
-          o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", X(s.x[i]),
-                           Y(s.y[i]), colour);
-    const double ly = kH + kLegend * static_cast<double>(k) + 6;
+  for (const auto& r : chart.rules)
     o += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
-        "stroke-width=\"3\"/><text x=\"{4}\" y=\"{5:.1f}\">{6}</text>\n",
-        number_text(kL), ly, number_text(kL + 30), colour, number_text(kL + 38), ly + 4,
-        html_escape(s.name));
+        "stroke-dasharray=\"5 4\"/><text x=\"{4}\" y=\"{5:.1f}\" text-anchor=\"end\" "
+        "fill=\"{3}\">{6}</text>\n",
+        number_text(kL), Y(r.y), number_text(kW - kR), html_escape(r.colour),
+        number_text(kW - kR - 4), Y(r.y) - 5, html_escape(r.text));
+  auto colour_of = [&](std::size_t k) {
+    const auto& s = chart.series[k];
+    return s.colour.empty() ? std::string(kColours[k % std::size(kColours)]) : s.colour;
+  };
+  // Lines, then dots over them, then labels over both.
+  for (std::size_t k = 0; k < chart.series.size(); ++k) {
+    const auto& s = chart.series[k];
+    std::string path;
+    for (std::size_t i = 0; i < points(s); ++i)
+      if (finite(s, i)) {
+        if (path.empty())
+          path = fmt::format("M{:.1f} {:.1f}", X(s.x[i]), Y(s.y[i]));
+        else if (s.steps)
+          path += fmt::format("H{:.1f}V{:.1f}", X(s.x[i]), Y(s.y[i]));
+        else
+          path += fmt::format("L{:.1f} {:.1f}", X(s.x[i]), Y(s.y[i]));
+      }
+    if (!path.empty() && s.line)
+      o += fmt::format("<path fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" d=\"{}\"/>\n",
+                       colour_of(k), path);
+  }
+  std::vector<LabelSpot> spots;
+  std::vector<const ChartSeries*> spot_series;
+  for (std::size_t k = 0; k < chart.series.size(); ++k) {
+    const auto& s = chart.series[k];
+    for (std::size_t i = 0; i < points(s); ++i) {
+      if (!finite(s, i)) continue;
+      if (s.markers) {
+        const std::string title =
+            i < s.titles.size() ? "<title>" + html_escape(s.titles[i]) + "</title>" : "";
+        o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"{}>{}</circle>\n",
+                         X(s.x[i]), Y(s.y[i]), number_text(s.marker_radius), colour_of(k),
+                         s.marker_radius > 5 ? " stroke=\"#222\" stroke-width=\"1.5\"" : "", title);
+      }
+      if (i < s.labels.size() && !s.labels[i].empty()) {
+        spots.push_back({X(s.x[i]), Y(s.y[i]), s.labels[i]});
+        spot_series.push_back(&s);
+      }
+    }
+  }
+  const auto boxes = place_labels(spots, Box{kL, kT, kW - kL - kR, kH - kT - kB});
+  for (std::size_t i = 0; i < spots.size(); ++i)
+    if (boxes[i])
+      o += fmt::format("<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\"{}>{}</text>\n",
+                       boxes[i]->x + 1, boxes[i]->y + boxes[i]->h - 3,
+                       spot_series[i]->bold_labels ? " font-weight=\"bold\"" : "",
+                       html_escape(spots[i].text));
+  for (std::size_t k = 0; k < chart.series.size() && chart.legend; ++k) {
+    const double ly = kH + kLegend * static_cast<double>(k) + 6;
+    const auto& s = chart.series[k];
+    if (s.line || !s.markers)
+      o += fmt::format(
+          "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
+          "stroke-width=\"3\"/>",
+          number_text(kL), ly, number_text(kL + 30), colour_of(k));
+    if (s.markers)
+      o += fmt::format("<circle cx=\"{}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"/>",
+                       number_text(kL + 15), ly, number_text(std::min(s.marker_radius, 5.0)),
+                       colour_of(k));
+    o += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", number_text(kL + 38), ly + 4,
+                     html_escape(s.name));
   }
   o += "</svg>\n";
   return o;

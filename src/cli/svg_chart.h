@@ -2,6 +2,7 @@
 // steps and numbers, and a line chart of several series as inline SVG.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,20 @@ struct ChartSeries {
   std::vector<double> x, y;  // as many of each; non-finite points are left out
   bool line = true;          // joined by a line (in the order given)
   bool markers = false;      // a dot at each point
+  bool steps = false;        // the line as a staircase: level to the next point's x, then to it
+  double marker_radius = 4;
+  std::string colour{};  // empty: the chart's palette, by the series' place
+  std::vector<std::string>
+      labels{};  // per point, written beside it (empty: none; see place_labels)
+  std::vector<std::string> titles{};  // per point, shown on hover (empty: none)
+  bool bold_labels = false;
+};
+
+// A dashed horizontal line across the plot at `y`, with `text` at its right end.
+struct ChartRule {
+  double y = 0;
+  std::string text;
+  std::string colour = "#c0392b";
 };
 
 struct LineChart {
@@ -29,10 +44,35 @@ struct LineChart {
   std::string x_label, y_label;
   std::vector<ChartSeries> series;
   bool y_from_zero = false;  // else the axis spans the data (with a margin)
+  std::vector<ChartRule> rules{};
+  double x_margin = 0;  // share of the x range left free on each side
+  bool legend = true;   // a line naming each series below the plot
+  std::string css_class = "chart";
 };
 
-// The chart as an <svg> element: axes with grid lines and numbers, one coloured line per series
-// and a legend naming each. A chart without finite points is a note saying so.
+// A rectangle in the chart's pixels: left, top, width, height.
+struct Box {
+  double x = 0, y = 0, w = 0, h = 0;
+  bool overlaps(const Box& o) const {
+    return x < o.x + o.w && o.x < x + w && y < o.y + o.h && o.y < y + h;
+  }
+};
+
+// A point's label to place: the point's pixel position and the text.
+struct LabelSpot {
+  double x = 0, y = 0;
+  std::string text;
+};
+
+// Where each label goes, in the order given: the first of beside its point to the upper right,
+// lower right, upper left and lower left whose box (12 px text, about 7 px a character) lies inside
+// `area` and clear of the labels placed before it; none where no spot is clear (the point then
+// says what it is only on hover). Earlier labels win: give the ones that matter most first.
+std::vector<std::optional<Box>> place_labels(const std::vector<LabelSpot>& spots, const Box& area);
+
+// The chart as an <svg> element: axes with grid lines and numbers, one coloured line (or staircase,
+// or dots) per series, labels beside points that do not overlap (place_labels, series by series),
+// rules, and a legend naming each series. A chart without finite points is a note saying so.
 std::string line_chart_svg(const LineChart& chart);
 
 }  // namespace hetplan::cli

@@ -162,7 +162,13 @@ TEST_F(ReportHtml, CapsTheTimelineOfLargePlans) {
                   in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
   const std::string html = report_html(big);
   EXPECT_TRUE(contains(html, "Showing 64 of 200 lanes"));
-  EXPECT_EQ(count(html, "<title>synthetic lane "), 64);
+  // The whole iteration, then the first and the last micro-batches again, zoomed in far enough
+  // that each task is its own bar with its micro-batch's number (the whole is a band of merged
+  // bars, with none).
+  EXPECT_EQ(count(html, "<title>synthetic lane "), 3 * 64);
+  EXPECT_TRUE(contains(html, "The first 6 of 5000 micro-batches"));
+  EXPECT_TRUE(contains(html, "The last 6 micro-batches"));
+  EXPECT_GT(count(html, "<text class=\"mb\""), 64);
   EXPECT_LT(html.size(), 1u << 20) << "the report of a million tasks should stay under 1 MiB";
 }
 

@@ -40,7 +40,57 @@ TEST(LineChart, MarkersWithoutALine) {
   c.series.push_back({"dots", {0, 1, 2}, {3, std::nan(""), 1}, false, true});
   const std::string svg = line_chart_svg(c);
   EXPECT_EQ(count(svg, "<path "), 0u);
-  EXPECT_EQ(count(svg, "<circle "), 2u);  // the NaN is left out
+  EXPECT_EQ(count(svg, "<circle "), 3u);  // the NaN is left out; one in the legend
+}
+
+TEST(LineChart, StaircaseRulesAndLabelsThatDoNotOverlap) {
+  LineChart c{"frontier", "time", "memory", {}, true};
+  ChartSeries s{"front", {}, {}, true, true};
+  s.steps = true;
+  for (int i = 0; i < 40; ++i) {  // points closer together than their labels are wide
+    s.x.push_back(1 + 0.001 * i);
+    s.y.push_back(10 - 0.01 * i);
+    s.labels.push_back(std::to_string(i + 1));
+    s.titles.push_back("plan " + std::to_string(i + 1));
+  }
+  s.x.push_back(3);  // far away: the others crowd into a 20th of the width
+  s.y.push_back(1);
+  s.labels.push_back("41");
+  s.titles.push_back("plan 41");
+  c.series.push_back(s);
+  c.rules.push_back({12, "capacity"});
+  const std::string svg = line_chart_svg(c);
+  const std::size_t d = svg.find("d=\"M");
+  ASSERT_NE(d, std::string::npos);
+  const std::string path = svg.substr(d + 3, svg.find('"', d + 3) - (d + 3));
+  EXPECT_EQ(count(path, "H"), 40u) << path;  // level to each next point, then down to it
+  EXPECT_EQ(count(path, "L"), 0u) << path;
+  EXPECT_EQ(count(svg, "<circle "), 42u);      // and one in the legend
+  EXPECT_EQ(count(svg, "<title>plan "), 41u);  // every point says what it is on hover
+  EXPECT_NE(svg.find(">capacity</text>"), std::string::npos);
+  const std::size_t labels = count(svg, "class=\"label\"");
+  EXPECT_GE(labels, 2u);
+  EXPECT_LT(labels, 20u);
+}
+
+TEST(LineChart, LabelsArePlacedClearOfEachOtherEarlierFirst) {
+  const Box area{0, 0, 200, 100};
+  // Two points at one spot: the second label goes below the first; a third and fourth to the
+  // left; a fifth finds no clear spot. A point at the right edge puts its label on its left.
+  std::vector<LabelSpot> spots(5, LabelSpot{100, 50, "12"});
+  spots.push_back({199, 50, "edge"});
+  const auto boxes = place_labels(spots, area);
+  ASSERT_EQ(boxes.size(), 6u);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(boxes[i]) << i;
+  for (int i = 0; i < 4; ++i)
+    for (int j = i + 1; j < 4; ++j) EXPECT_FALSE(boxes[i]->overlaps(*boxes[j])) << i << " " << j;
+  EXPECT_GT(boxes[0]->x, 100);
+  EXPECT_LT(boxes[0]->y, 50);
+  EXPECT_GT(boxes[1]->y, 50);
+  EXPECT_LT(boxes[2]->x + boxes[2]->w, 100);
+  EXPECT_FALSE(boxes[4]);
+  ASSERT_TRUE(boxes[5]);
+  EXPECT_LE(boxes[5]->x + boxes[5]->w, 199);
 }
 
 TEST(LineChart, AxisStepsAreOneTwoOrFiveTimesAPowerOfTen) {
