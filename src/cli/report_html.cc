@@ -416,7 +416,9 @@ std::string timeline_svg(const ReportInput& in, const std::vector<int>& shown, d
   for (std::size_t i = 0; i < ev.size(); ++i) {
     const int l = ev[i].lane;
     if (l < 0 || l >= n_lanes || row_of[l] < 0) continue;
-    if (ev[i].end.value < t0 || ev[i].start.value > t1) continue;
+    // In the window: overlapping it, or an instant inside it.
+    const double a = ev[i].start.value, b = ev[i].end.value;
+    if (b > a ? (b <= t0 || a >= t1) : (a < t0 || a > t1)) continue;
     (is_transfer(ev[i].kind) ? transfer : compute)[row_of[l]].push_back(static_cast<int>(i));
   }
   const double x_lo = kLabelW, x_hi = kLabelW + kChartW;
@@ -425,11 +427,6 @@ std::string timeline_svg(const ReportInput& in, const std::vector<int>& shown, d
   for (std::size_t k = 0; k < shown.size(); ++k) {
     cbars[k] = merge_bars(ev, compute[k], x_of_zero, px_per_s);
     tbars[k] = merge_bars(ev, transfer[k], x_of_zero, px_per_s);
-    for (auto* bars : {&cbars[k], &tbars[k]})
-      for (auto& b : *bars) {  // clipped to the window
-        b.x0 = std::clamp(b.x0, x_lo, x_hi);
-        b.x1 = std::clamp(b.x1, x_lo, x_hi);
-      }
     total_bars += cbars[k].size() + tbars[k].size();
   }
   const bool titles = total_bars <= kMaxTitles;
@@ -489,16 +486,18 @@ std::string timeline_svg(const ReportInput& in, const std::vector<int>& shown, d
   };
   // With hover titles, one <rect> per bar; without, one <path> per kind and row (half the bytes).
   std::array<std::string, std::size(kAllKinds)> paths;
+  // (Bars are clipped to the window; their titles keep their tasks' own times.)
   auto draw = [&](const Bar& b, double y, double h) {
-    const double w = std::max(b.x1 - b.x0, 1.0);
+    const double x0 = std::clamp(b.x0, x_lo, x_hi), x1 = std::clamp(b.x1, x_lo, x_hi);
+    const double w = std::max(x1 - x0, 1.0);
     if (titles) {
       o += fmt::format(
           "<rect class=\"{}\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\"><title>{}"
           "</title></rect>",
-          kind_class(b.kind), b.x0, number_text(y), w, number_text(h), bar_title(b));
+          kind_class(b.kind), x0, number_text(y), w, number_text(h), bar_title(b));
     } else {
       paths[static_cast<std::size_t>(b.kind)] +=
-          fmt::format("M{:.1f} {}h{:.1f}v{}h-{:.1f}z", b.x0, number_text(y), w, number_text(h), w);
+          fmt::format("M{:.1f} {}h{:.1f}v{}h-{:.1f}z", x0, number_text(y), w, number_text(h), w);
     }
   };
   for (std::size_t k = 0; k < shown.size(); ++k) {
@@ -520,8 +519,9 @@ std::string timeline_svg(const ReportInput& in, const std::vector<int>& shown, d
     // Micro-batch numbers inside wide enough forward and backward bars.
     for (const auto& b : cbars[k]) {
       const auto& e = ev[b.first];
-      if (b.count != 1 || e.microbatch < 0 || b.x1 - b.x0 < 16) continue;
-      o += fmt::format("<text class=\"mb\" x=\"{:.1f}\" y=\"{}\">{}</text>", (b.x0 + b.x1) / 2,
+      const double x0 = std::clamp(b.x0, x_lo, x_hi), x1 = std::clamp(b.x1, x_lo, x_hi);
+      if (b.count != 1 || e.microbatch < 0 || x1 - x0 < 16) continue;
+      o += fmt::format("<text class=\"mb\" x=\"{:.1f}\" y=\"{}\">{}</text>", (x0 + x1) / 2,
                        number_text(y + 10.5), e.microbatch);
     }
     o += "\n";
@@ -788,8 +788,8 @@ void write_frontier(std::string& o, const ReportInput& in) {
   chart.x_margin = 0.08;
   if (cap > 0 && cap <= 1.5 * std::max(y_hi, 1e-9))
     chart.rules.push_back({cap, fmt::format("smallest device memory in use ({:.1f} GiB)", cap)});
-  // The chosen plan's label first, so that no other takes its place; then the frontier's points,
-  // numbered as the table below, each label left out where it would overlap another.
+  // The frontier's points, numbered as the table below, each label left out where it would
+  // overlap another; the chosen plan's label is placed first, so that no other takes its place.
   ChartSeries chosen{"chosen plan", {}, {}, false, true};
   chosen.marker_radius = 7;
   chosen.colour = "#e15759";
@@ -812,8 +812,9 @@ void write_frontier(std::string& o, const ReportInput& in) {
       chosen.labels.push_back(fmt::format("{} (chosen)", i + 1));
     }
   }
-  if (!chosen.x.empty()) chart.series.push_back(std::move(chosen));
+  chosen.labels_first = true;
   chart.series.push_back(std::move(front));
+  if (!chosen.x.empty()) chart.series.push_back(std::move(chosen));  // drawn over the frontier
   o += line_chart_svg(chart);
   o += "<table><tr><th>#</th><th>plan</th><th>iteration time</th><th>max peak memory</th></tr>\n";
   for (std::size_t i = 0; i < pts.size(); ++i) {

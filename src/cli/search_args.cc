@@ -1,10 +1,13 @@
 #include "search_args.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <thread>
 
 #include "commands.h"
 #include "hetplan/plan/run_form.h"
@@ -14,6 +17,17 @@
 #endif
 
 namespace hetplan::cli {
+
+int default_threads() {
+  // More threads than that hold more simulations in memory at once for little gain.
+  constexpr int kMost = 8;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int cpus = sched_getaffinity(0, sizeof(set), &set) == 0
+                       ? CPU_COUNT(&set)
+                       : static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(cpus, 1, kMost);
+}
 
 void add_problem_options(CLI::App* cmd, SearchArgs& a) {
   cmd->add_option("--model,-m", a.model,
@@ -30,7 +44,7 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
                   "Seconds; return the best found by then (0: no limit)")
       ->capture_default_str();
   cmd->add_option("--threads", a.threads,
-                  "Plans simulated in parallel (default: this machine's cores)")
+                  "Plans simulated in parallel (default: the CPUs this process may use, at most 8)")
       ->capture_default_str();
   cmd->add_option("--report", a.report_file, "Write an HTML report to FILE")
       ->check(writable_output);

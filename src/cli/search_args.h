@@ -3,21 +3,22 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cstdint>
 #include <string>
-#include <thread>
 
 #include "hetplan/search/problem.h"
 
 namespace hetplan::cli {
+
+// The CPUs this process may run on (its affinity), at most 8: --threads' default.
+int default_threads();
 
 struct SearchArgs {
   std::string model = "gpt3-1.3b";
   std::string cluster = "hap-mixed";
   std::int64_t global_batch = 512;
   double time_limit_s = 0;
-  int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));  // cores
+  int threads = default_threads();
   std::string report_file;
   bool json = false;
   bool verbose = false;

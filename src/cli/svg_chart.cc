@@ -48,10 +48,11 @@ std::string number_text(double v) {
   return fmt::format("{:g}", v);
 }
 
-std::vector<std::optional<Box>> place_labels(const std::vector<LabelSpot>& spots, const Box& area) {
+std::vector<std::optional<Box>> place_labels(const std::vector<LabelSpot>& spots, const Box& area,
+                                             const std::vector<Box>& taken) {
   constexpr double kCharW = 7, kTextH = 14, kGap = 6;
   std::vector<std::optional<Box>> out;
-  std::vector<Box> placed;
+  std::vector<Box> placed = taken;
   for (const auto& s : spots) {
     const double w = kCharW * static_cast<double>(s.text.size()) + 2;
     const Box tries[] = {{s.x + kGap, s.y - kGap - kTextH, w, kTextH},
@@ -101,7 +102,9 @@ std::string line_chart_svg(const LineChart& chart) {
   const double y_pad = (y_hi - y_lo) * 0.05;
   y_lo -= chart.y_from_zero && y_lo == 0 ? 0 : (y_pad > 0 ? y_pad : std::abs(y_lo) * 0.05 + 1e-9);
   y_hi += y_pad > 0 ? y_pad : std::abs(y_hi) * 0.05 + 1e-9;
-  const double x_pad = (x_hi - x_lo) * chart.x_margin;
+  // (A single x value: a margin of its own size's share.)
+  const double x_pad =
+      (x_hi > x_lo ? x_hi - x_lo : std::max(std::abs(x_lo), 1e-9)) * chart.x_margin;
   x_lo -= x_pad;
   x_hi += x_pad;
   if (x_hi == x_lo) x_hi = x_lo + 1;
@@ -135,13 +138,17 @@ std::string line_chart_svg(const LineChart& chart) {
       number_text(kL), number_text(kT), number_text(kH - kB), number_text(kW - kR),
       number_text((kL + kW - kR) / 2), number_text(kH - 12), html_escape(chart.x_label),
       number_text((kT + kH - kB) / 2), html_escape(chart.y_label));
-  for (const auto& r : chart.rules)
+  std::vector<Box> rule_texts;  // where the rules' texts lie, for the labels to keep clear of
+  for (const auto& r : chart.rules) {
+    const double w = 7 * static_cast<double>(r.text.size()) + 2;
+    rule_texts.push_back({kW - kR - 4 - w, Y(r.y) - 5 - 12, w, 14});
     o += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
         "stroke-dasharray=\"5 4\"/><text x=\"{4}\" y=\"{5:.1f}\" text-anchor=\"end\" "
         "fill=\"{3}\">{6}</text>\n",
         number_text(kL), Y(r.y), number_text(kW - kR), html_escape(r.colour),
         number_text(kW - kR - 4), Y(r.y) - 5, html_escape(r.text));
+  }
   auto colour_of = [&](std::size_t k) {
     const auto& s = chart.series[k];
     return s.colour.empty() ? std::string(kColours[k % std::size(kColours)]) : s.colour;
@@ -163,26 +170,33 @@ std::string line_chart_svg(const LineChart& chart) {
       o += fmt::format("<path fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" d=\"{}\"/>\n",
                        colour_of(k), path);
   }
-  std::vector<LabelSpot> spots;
-  std::vector<const ChartSeries*> spot_series;
   for (std::size_t k = 0; k < chart.series.size(); ++k) {
     const auto& s = chart.series[k];
-    for (std::size_t i = 0; i < points(s); ++i) {
+    for (std::size_t i = 0; i < points(s) && s.markers; ++i) {
       if (!finite(s, i)) continue;
-      if (s.markers) {
-        const std::string title =
-            i < s.titles.size() ? "<title>" + html_escape(s.titles[i]) + "</title>" : "";
-        o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"{}>{}</circle>\n",
-                         X(s.x[i]), Y(s.y[i]), number_text(s.marker_radius), colour_of(k),
-                         s.marker_radius > 5 ? " stroke=\"#222\" stroke-width=\"1.5\"" : "", title);
-      }
-      if (i < s.labels.size() && !s.labels[i].empty()) {
+      const std::string title =
+          i < s.titles.size() ? "<title>" + html_escape(s.titles[i]) + "</title>" : "";
+      o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\"{}>{}</circle>\n",
+                       X(s.x[i]), Y(s.y[i]), number_text(s.marker_radius), colour_of(k),
+                       s.marker_radius > 5 ? " stroke=\"#222\" stroke-width=\"1.5\"" : "", title);
+    }
+  }
+  // Labels, series marked labels_first first.
+  std::vector<std::size_t> order(chart.series.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_partition(order.begin(), order.end(),
+                        [&](std::size_t k) { return chart.series[k].labels_first; });
+  std::vector<LabelSpot> spots;
+  std::vector<const ChartSeries*> spot_series;
+  for (std::size_t k : order) {
+    const auto& s = chart.series[k];
+    for (std::size_t i = 0; i < std::min(points(s), s.labels.size()); ++i)
+      if (finite(s, i) && !s.labels[i].empty()) {
         spots.push_back({X(s.x[i]), Y(s.y[i]), s.labels[i]});
         spot_series.push_back(&s);
       }
-    }
   }
-  const auto boxes = place_labels(spots, Box{kL, kT, kW - kL - kR, kH - kT - kB});
+  const auto boxes = place_labels(spots, Box{kL, kT, kW - kL - kR, kH - kT - kB}, rule_texts);
   for (std::size_t i = 0; i < spots.size(); ++i)
     if (boxes[i])
       o += fmt::format("<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\"{}>{}</text>\n",

@@ -30,6 +30,7 @@ struct ChartSeries {
       labels{};  // per point, written beside it (empty: none; see place_labels)
   std::vector<std::string> titles{};  // per point, shown on hover (empty: none)
   bool bold_labels = false;
+  bool labels_first = false;  // its labels are placed before other series' (drawn in order)
 };
 
 // A dashed horizontal line across the plot at `y`, with `text` at its right end.
@@ -66,13 +67,16 @@ struct LabelSpot {
 
 // Where each label goes, in the order given: the first of beside its point to the upper right,
 // lower right, upper left and lower left whose box (12 px text, about 7 px a character) lies inside
-// `area` and clear of the labels placed before it; none where no spot is clear (the point then
-// says what it is only on hover). Earlier labels win: give the ones that matter most first.
-std::vector<std::optional<Box>> place_labels(const std::vector<LabelSpot>& spots, const Box& area);
+// `area` and clear of `taken` and of the labels placed before it; none where no spot is clear (the
+// point then says what it is only on hover). Earlier labels win: give the ones that matter most
+// first.
+std::vector<std::optional<Box>> place_labels(const std::vector<LabelSpot>& spots, const Box& area,
+                                             const std::vector<Box>& taken = {});
 
 // The chart as an <svg> element: axes with grid lines and numbers, one coloured line (or staircase,
 // or dots) per series, labels beside points that do not overlap (place_labels, series by series),
-// rules, and a legend naming each series. A chart without finite points is a note saying so.
+// rules, and a legend naming each series. Labels of series marked labels_first are placed first. A
+// chart without finite points is a note saying so.
 std::string line_chart_svg(const LineChart& chart);
 
 }  // namespace hetplan::cli

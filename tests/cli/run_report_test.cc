@@ -93,6 +93,20 @@ TEST(LineChart, LabelsArePlacedClearOfEachOtherEarlierFirst) {
   EXPECT_LE(boxes[5]->x + boxes[5]->w, 199);
 }
 
+TEST(LineChart, TakenPlacesAndASinglePoint) {
+  // A label keeps clear of what is taken (a rule's text): here its upper-right spot.
+  const auto boxes = place_labels({{100, 50, "7"}}, Box{0, 0, 200, 100}, {Box{100, 20, 50, 25}});
+  ASSERT_TRUE(boxes[0]);
+  EXPECT_GT(boxes[0]->y, 50);
+  // One point: the x axis still has a margin around it, so it is not drawn on the y axis (x 70).
+  LineChart c{"one", "x", "y", {{"p", {5}, {1}, false, true}}, false};
+  c.x_margin = 0.08;
+  const std::string svg = line_chart_svg(c);
+  const std::size_t at = svg.find("<circle cx=\"");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GT(std::stod(svg.substr(at + 12)), 100);
+}
+
 TEST(LineChart, AxisStepsAreOneTwoOrFiveTimesAPowerOfTen) {
   EXPECT_DOUBLE_EQ(nice_step(10, 5), 2);
   EXPECT_DOUBLE_EQ(nice_step(0.7, 6), 0.2);
