@@ -67,6 +67,10 @@ PlannerOutput uneven_dp(const Context& ctx) {
       }
       const int R = static_cast<int>(reps.size());
       if (R == 0 || B < 1) continue;
+      // A replica like the one before it holds as many samples and takes as long.
+      std::vector<char> like_last(static_cast<std::size_t>(R), 0);
+      for (int r = 1; r < R; ++r)
+        like_last[r] = same_replica_class(ctx.cluster, reps[r], reps[r - 1]);
       for (auto rc : recompute_modes(ctx.model))
         for (int zero : zeros) {
           if (zero && R == 1) continue;
@@ -79,12 +83,8 @@ PlannerOutput uneven_dp(const Context& ctx) {
             p.num_microbatches = m;
             ShareProblem prob;
             prob.total = B;
-            // (A replica like the one before it holds as many samples and takes as long.)
-            auto like_last = [&](int r) {
-              return r > 0 && same_replica_class(ctx.cluster, reps[r], reps[r - 1]);
-            };
             for (int r = 0; r < R; ++r)
-              prob.max_samples.push_back(like_last(r) ? prob.max_samples.back()
+              prob.max_samples.push_back(like_last[r] ? prob.max_samples.back()
                                                       : memory_bound(ctx, p, reps[r], R, m));
             // Start from shares proportional to peak FLOP/s, then refine at the resulting sizes.
             std::vector<double> guess;
@@ -98,7 +98,7 @@ PlannerOutput uneven_dp(const Context& ctx) {
             for (int round = 0; round < 3 && ok; ++round) {
               prob.per_sample_time.clear();
               for (int r = 0; r < R; ++r) {
-                if (like_last(r) && samples[r] == samples[r - 1]) {
+                if (like_last[r] && samples[r] == samples[r - 1]) {
                   prob.per_sample_time.push_back(prob.per_sample_time.back());
                   continue;
                 }
