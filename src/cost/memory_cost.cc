@@ -51,66 +51,89 @@ StateBytes state_bytes(model::DType t) {
   return {2, 2, 12};
 }
 
+LayerMemory layer_memory(const model::Model& m, const MemoryConfig& cfg, int li) {
+  assert(li >= 0 && li < static_cast<int>(m.layers.size()));
+  const model::Layer& layer = m.layers[li];
+  LayerMemory out;
+  double kept = 0, all = 0;
+  for (int oi = layer.first_op; oi < layer.first_op + layer.num_ops; ++oi) {
+    const model::Op& op = m.ops[oi];
+    const double param_share =
+        !cfg.whole_params.empty() && cfg.whole_params[oi] ? 1.0 : cfg.param_shard;
+    out.params += static_cast<double>(op.params) * param_share;
+    out.tied_copy += static_cast<double>(op.tied_params) * param_share;
+    const bool whole = cfg.whole_activations.empty()
+                           ? op.shard == model::ShardKind::replicated && !cfg.sequence_parallel
+                           : cfg.whole_activations[oi];
+    // A fused attention kernel keeps no scores, neither for the backward pass nor while a
+    // recomputed layer runs again.
+    if (cfg.attention == Attention::flash && op.attention_core) continue;
+    const double bytes = op.saved_bytes * (whole ? 1.0 : cfg.activation_shard);
+    all += bytes;
+    if (!(cfg.recompute == Recompute::selective && op.attention_core)) kept += bytes;
+  }
+  if (layer.num_ops > 0 && cfg.recompute == Recompute::full && recomputes_whole_layer(layer.kind)) {
+    // The checkpointed layer input, sequence-split across the TP group under SP.
+    const double input = m.ops[layer.first_op].bytes_read;
+    out.stored_per_sample = input * (cfg.sequence_parallel ? cfg.activation_shard : 1.0);
+    out.working_per_sample = all;
+  } else {
+    out.stored_per_sample = kept;
+  }
+  return out;
+}
+
 ActivationBytes stage_activation_bytes(const model::Model& m, const MemoryConfig& cfg) {
   assert(cfg.first_layer >= 0 && cfg.num_layers >= 0);
   assert(cfg.first_layer + cfg.num_layers <= static_cast<int>(m.layers.size()));
   ActivationBytes out;
   for (int li = cfg.first_layer; li < cfg.first_layer + cfg.num_layers; ++li) {
-    const model::Layer& layer = m.layers[li];
-    if (layer.num_ops == 0) continue;
-    double kept = 0, all = 0;
-    for (int oi = layer.first_op; oi < layer.first_op + layer.num_ops; ++oi) {
-      const model::Op& op = m.ops[oi];
-      const bool whole = cfg.whole_activations.empty()
-                             ? op.shard == model::ShardKind::replicated && !cfg.sequence_parallel
-                             : cfg.whole_activations[oi];
-      // A fused attention kernel keeps no scores, neither for the backward pass nor while a
-      // recomputed layer runs again.
-      if (cfg.attention == Attention::flash && op.attention_core) continue;
-      const double bytes = op.saved_bytes * (whole ? 1.0 : cfg.activation_shard);
-      all += bytes;
-      if (!(cfg.recompute == Recompute::selective && op.attention_core)) kept += bytes;
-    }
-    if (cfg.recompute == Recompute::full && recomputes_whole_layer(layer.kind)) {
-      // The checkpointed layer input, sequence-split across the TP group under SP.
-      const double input = m.ops[layer.first_op].bytes_read;
-      out.stored_per_sample += input * (cfg.sequence_parallel ? cfg.activation_shard : 1.0);
-      out.working_set_per_sample = std::max(out.working_set_per_sample, all);
-    } else {
-      out.stored_per_sample += kept;
-    }
+    const LayerMemory l = layer_memory(m, cfg, li);
+    out.stored_per_sample += l.stored_per_sample;
+    out.working_set_per_sample = std::max(out.working_set_per_sample, l.working_per_sample);
   }
   return out;
 }
 
+bool holds_tied_table(const model::Model& m, int first, int count) {
+  const int owner = m.tied_owner();
+  if (owner < 0) return false;
+  const int layer = m.layer_of(owner);
+  return layer >= first && layer < first + count;
+}
+
 MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg) {
-  assert(cfg.zero_stage >= 0 && cfg.zero_stage <= 3 && cfg.zero_group >= 1);
-  double local = 0;
-  // Whether the stage holds the table a tied head reads (asked only where a stage has such a head).
-  auto holds_table = [&] {
-    const int layer = m.layer_of(m.tied_owner());
-    return layer >= cfg.first_layer && layer < cfg.first_layer + cfg.num_layers;
-  };
+  assert(cfg.first_layer >= 0 && cfg.num_layers >= 0);
+  assert(cfg.first_layer + cfg.num_layers <= static_cast<int>(m.layers.size()));
+  StageMemoryParts parts;
   for (int li = cfg.first_layer; li < cfg.first_layer + cfg.num_layers; ++li) {
-    const model::Layer& layer = m.layers[li];
-    for (int oi = layer.first_op; oi < layer.first_op + layer.num_ops; ++oi) {
-      const bool whole = !cfg.whole_params.empty() && cfg.whole_params[oi];
-      // A tied head on a stage without the table it reads holds a copy of it, with its own
-      // gradient and optimizer state (Megatron-LM's; the runtime's untie_head), split as the head.
-      const bool copy = m.ops[oi].tied_params > 0 && !holds_table();
-      local += static_cast<double>(m.ops[oi].params + (copy ? m.ops[oi].tied_params : 0)) *
-               (whole ? 1.0 : cfg.param_shard);
-    }
+    const LayerMemory l = layer_memory(m, cfg, li);
+    parts.params += l.params;
+    parts.tied_copy += l.tied_copy;
+    parts.activations.stored_per_sample += l.stored_per_sample;
+    parts.activations.working_set_per_sample =
+        std::max(parts.activations.working_set_per_sample, l.working_per_sample);
   }
+  // A tied head on a stage without the table it reads holds a copy of it, with its own gradient
+  // and optimizer state (Megatron-LM's; the runtime's untie_head), split as the head.
+  if (parts.tied_copy > 0 && holds_tied_table(m, cfg.first_layer, cfg.num_layers))
+    parts.tied_copy = 0;
+  return stage_memory(m.dtype, cfg, parts);
+}
+
+MemoryBreakdown stage_memory(model::DType dtype, const MemoryConfig& cfg,
+                             const StageMemoryParts& parts) {
+  assert(cfg.zero_stage >= 0 && cfg.zero_stage <= 3 && cfg.zero_group >= 1);
+  const double local = parts.params + parts.tied_copy;
   const double g = cfg.zero_group;
-  const StateBytes sb = state_bytes(m.dtype);
+  const StateBytes sb = state_bytes(dtype);
 
   MemoryBreakdown b;
   b.parameters = Bytes(sb.weight * local / (cfg.zero_stage >= 3 ? g : 1.0));
   b.gradients = Bytes(sb.gradient * local / (cfg.zero_stage >= 2 ? g : 1.0));
   b.optimizer = Bytes(sb.optimizer * local / (cfg.zero_stage >= 1 ? g : 1.0));
 
-  const ActivationBytes act = stage_activation_bytes(m, cfg);
+  const ActivationBytes& act = parts.activations;
   b.activations = Bytes(act.stored_per_sample * cfg.micro_batch * cfg.inflight_microbatches +
                         act.working_set_per_sample * cfg.micro_batch);
   b.buffers = cfg.gradient_buckets + cfg.gathered_weights;

@@ -123,6 +123,12 @@ double Estimator::device_memory(const plan::Plan& settings, int first, int count
   return bytes;
 }
 
+cost::StageMemoryTable Estimator::memory_table(const plan::Plan& settings, const plan::Replica& r,
+                                               int j, int dp, double samples,
+                                               double inflight) const {
+  return sim::memory_table(m_, settings, r, j, dp, samples, inflight);
+}
+
 double Estimator::nic_sharing(const std::vector<int>& group, std::size_t tp) const {
   bool crosses = false;
   for (int d : group) crosses = crosses || !c_.same_node(d, group[0]);

@@ -355,10 +355,6 @@ class PipelinePlanner {
     // DP over (stage s, layers placed i): per state the placements' (max, sum) of stage times and
     // peak memory, keeping one (the best score) or, for the frontier, an epsilon-Pareto set of
     // (score, memory).
-    struct Cell {
-      double mx, sum, mem;
-      int from_a, from_k;  // predecessor state (s - 1, from_a), its from_k-th cell
-    };
     auto score = [&](const Cell& c) { return (m - 1) * c.mx + c.sum; };
     const bool pareto = frontier_ != nullptr;
     const double eps = pareto ? frontier_->epsilon : 0;
@@ -377,17 +373,23 @@ class PipelinePlanner {
         cells.resize(kFrontierCells);
       }
     };
-    std::vector<std::vector<std::vector<Cell>>> best(S, std::vector<std::vector<Cell>>(L_ + 1));
+    // Cells of (s, i) at s * (L + 1) + i, kept across calls so that their storage is reused.
+    if (cells_.size() < static_cast<std::size_t>(S) * (L_ + 1))
+      cells_.resize(static_cast<std::size_t>(S) * (L_ + 1));
+    for (std::size_t k = 0; k < static_cast<std::size_t>(S) * (L_ + 1); ++k) cells_[k].clear();
+    auto best = [&](int s, int i) -> std::vector<Cell>& {
+      return cells_[static_cast<std::size_t>(s) * (L_ + 1) + i];
+    };
     // A stage's passes and its boundary's transfers overlap: the pipeline's pace is the slower of
     // a stage's compute and a boundary's transfer one way (each direction has its own), and the
     // first micro-batch's way down and the last one's way back pay both.
     for (int i = 1; i <= L_ && i <= (*reach[0])[0]; ++i) {
       const double t = (*prefix[0])[i], c = (*comm[0])[i - 1];
-      insert(best[0][i], Cell{std::max(t, c / 2), t + c, pareto ? stage_mem(0, 0, i) : 0, 0, 0});
+      insert(best(0, i), Cell{std::max(t, c / 2), t + c, pareto ? stage_mem(0, 0, i) : 0, 0, 0});
     }
     for (int s = 1; s < S; ++s)
       for (int a = s; a < L_; ++a) {
-        const auto& prev = best[s - 1][a];
+        const auto& prev = best(s - 1, a);
         if (prev.empty()) continue;
         const int last_i = s + 1 == S ? L_ : L_ - (S - 1 - s);
         for (int i = a + 1; i <= std::min((*reach[s])[a], last_i); ++i) {
@@ -395,12 +397,12 @@ class PipelinePlanner {
           const double mem = pareto ? stage_mem(s, a, i) : 0;
           for (std::size_t k = 0; k < prev.size(); ++k) {
             const Cell& pc = prev[k];
-            insert(best[s][i], Cell{std::max({pc.mx, t, c / 2}), pc.sum + t + c,
+            insert(best(s, i), Cell{std::max({pc.mx, t, c / 2}), pc.sum + t + c,
                                     std::max(pc.mem, mem), a, static_cast<int>(k)});
           }
         }
       }
-    const auto& ends = best[S - 1][L_];
+    const auto& ends = best(S - 1, L_);
     if (ends.empty()) return false;
     for (std::size_t k0 = 0; k0 < ends.size(); ++k0) {
       if (!pareto && score(ends[k0]) > pool.threshold_s()) continue;  // fits, but cannot win
@@ -408,7 +410,7 @@ class PipelinePlanner {
       cut[S] = L_;
       int i = L_, k = static_cast<int>(k0);
       for (int s = S - 1; s >= 1; --s) {
-        const Cell& c = best[s][i][k];
+        const Cell& c = best(s, i)[k];
         i = c.from_a;
         k = c.from_k;
         cut[s] = i;
@@ -429,19 +431,29 @@ class PipelinePlanner {
     return true;
   }
 
-  // Peak memory of a device of one kind of stage holding layers [a, b), computed as asked (for a
-  // stage spanning groups, the largest of its kinds of replica), and reach[a]: the largest b with
-  // [a, b) fitting every device (a when not even one layer fits).
+  // A state of the layer DP (stage s, layers placed i): the placements' (max, sum) of stage times
+  // and peak memory, and the predecessor state (s - 1, from_a), its from_k-th cell.
+  struct Cell {
+    double mx, sum, mem;
+    int from_a, from_k;
+  };
+
+  // Peak memory of a device of one kind of stage holding layers [a, b) (for a stage spanning
+  // groups, the largest of its kinds of replica), and reach[a]: the largest b with [a, b) fitting
+  // every device (a when not even one layer fits).
   struct MemoryMatrix {
-    std::function<double(int, int)> compute;
-    int layers = 0;
+    std::vector<cost::StageMemoryTable> kinds;  // one per kind of replica
+    std::vector<double> capacity;               // its first device's memory
     std::vector<int> reach;
-    std::vector<double> cells;  // (a, b) at a * (layers + 1) + b; NaN until asked
-    double at(int a, int b) {
-      if (cells.empty()) cells.assign(static_cast<std::size_t>(layers) * (layers + 1), kNaN);
-      double& v = cells[static_cast<std::size_t>(a) * (layers + 1) + b];
-      if (std::isnan(v)) v = compute(a, b);
-      return v;
+    double at(int a, int b) const {
+      double peak = 0;
+      for (const auto& t : kinds) peak = std::max(peak, t.at(a, b - a).total().value);
+      return peak;
+    }
+    bool fits(int a, int b) const {
+      for (std::size_t k = 0; k < kinds.size(); ++k)
+        if (kinds[k].at(a, b - a).total().value > capacity[k]) return false;
+      return true;
     }
   };
   // (stage kind, tp, dp, samples per micro-batch over the stage, recompute, ZeRO stage).
@@ -514,30 +526,17 @@ class PipelinePlanner {
     MemoryMatrix& mm = it->second;
     if (!fresh) return mm;
     const int dp = static_cast<int>(st.replicas.size());
-    std::vector<std::pair<plan::Replica, double>> kinds;
-    for (const auto& [r, samples] : kinds_of(st, per_microbatch)) kinds.emplace_back(*r, samples);
-    mm.layers = L_;
-    mm.compute = [this, settings, kinds, dp, inflight](int a, int b) {
-      double peak = 0;
-      for (const auto& [r, samples] : kinds)
-        peak = std::max(
-            peak, ctx_.estimator.device_memory(settings, a, b - a, r, 0, dp, samples, inflight));
-      return peak;
-    };
-    auto fits = [&](int a, int b) {
-      for (const auto& [r, samples] : kinds)
-        if (ctx_.estimator.device_memory(settings, a, b - a, r, 0, dp, samples, inflight) >
-            ctx_.cluster.type_of(r.devices.front()).memory.value)
-          return false;
-      return true;
-    };
+    for (const auto& [r, samples] : kinds_of(st, per_microbatch)) {
+      mm.kinds.push_back(ctx_.estimator.memory_table(settings, *r, 0, dp, samples, inflight));
+      mm.capacity.push_back(ctx_.cluster.type_of(r->devices.front()).memory.value);
+    }
     mm.reach.assign(L_, 0);
     for (int a = 0; a < L_; ++a) {
       // [a, reach[a - 1]) is inside [a - 1, reach[a - 1]), so it fits too.
       int lo = a > 0 ? std::max(a, mm.reach[a - 1]) : a, hi = L_;
       while (lo < hi) {
         const int mid = (lo + hi + 1) / 2;
-        if (fits(a, mid))
+        if (mm.fits(a, mid))
           lo = mid;
         else
           hi = mid - 1;
@@ -560,6 +559,7 @@ class PipelinePlanner {
   bool divisible_ = false;  // whether some shape split the global batch into micro-batches
   FrontierPool* frontier_ = nullptr;  // set: track the time/memory frontier instead of one best
   std::vector<int> zeros_{0, 1};      // the ZeRO stages this pass tries
+  std::vector<std::vector<Cell>> cells_;  // place_layers' DP states
 };
 
 }  // namespace

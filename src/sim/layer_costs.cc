@@ -39,6 +39,18 @@ LayerCostTable LayerCosts::replica(const plan::Replica& r, double samples, int d
   return out;
 }
 
+namespace {
+
+// The rest of op's weights and gradient a device holding `shard` of them gathers for a pass when
+// the plan splits it batch_sharded; nothing otherwise.
+Bytes gathered_bytes(const model::Model& m, const model::Op& op, plan::SplitKind split,
+                     double shard) {
+  if (split != plan::SplitKind::batch_sharded) return Bytes(0);
+  return Bytes(static_cast<double>(op.params) * (1 - shard) * 2 * model::dtype_bytes(m.dtype));
+}
+
+}  // namespace
+
 cost::MemoryConfig memory_config(const model::Model& m, const plan::Plan& settings, int first,
                                  int count, const plan::Replica& r, int j, int dp_replicas,
                                  double samples, double inflight) {
@@ -64,13 +76,30 @@ cost::MemoryConfig memory_config(const model::Model& m, const plan::Plan& settin
       cfg.whole_params[i] = holds_whole_weights(m.ops[i], split);
       cfg.whole_activations[i] = computes_whole(m.ops[i], split, settings.sequence_parallel);
       const int layer = m.ops[i].layer;
-      if (split == plan::SplitKind::batch_sharded && layer >= first && layer < first + count)
-        cfg.gathered_weights = max(cfg.gathered_weights,
-                                   Bytes(static_cast<double>(m.ops[i].params) *
-                                         (1 - cfg.param_shard) * 2 * model::dtype_bytes(m.dtype)));
+      if (layer >= first && layer < first + count)
+        cfg.gathered_weights =
+            max(cfg.gathered_weights, gathered_bytes(m, m.ops[i], split, cfg.param_shard));
     }
   }
   return cfg;
+}
+
+cost::StageMemoryTable memory_table(const model::Model& m, const plan::Plan& settings,
+                                    const plan::Replica& r, int j, int dp_replicas, double samples,
+                                    double inflight) {
+  const int L = static_cast<int>(m.layers.size());
+  const cost::MemoryConfig cfg =
+      memory_config(m, settings, 0, L, r, j, dp_replicas, samples, inflight);
+  std::vector<Bytes> gathered;
+  if (!cfg.whole_params.empty()) {
+    gathered.assign(static_cast<std::size_t>(L), Bytes(0));
+    for (const model::Op& op : m.ops)
+      if (op.layer >= 0 && op.layer < L)
+        gathered[op.layer] =
+            max(gathered[op.layer],
+                gathered_bytes(m, op, plan::split_of(settings, op.name), cfg.param_shard));
+  }
+  return cost::StageMemoryTable(m, cfg, gathered);
 }
 
 }  // namespace hetplan::sim

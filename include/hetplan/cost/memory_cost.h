@@ -110,4 +110,28 @@ struct ActivationBytes {
 };
 ActivationBytes stage_activation_bytes(const model::Model& m, const MemoryConfig& cfg);
 
+// One layer's part of a stage's memory on a device set up as cfg (its layer range unused): the
+// parameters it holds (times the device's share), those of a tied head's table copy, the
+// activation bytes it keeps per sample, and under full recomputation its rebuilt activations.
+struct LayerMemory {
+  double params = 0;
+  double tied_copy = 0;
+  double stored_per_sample = 0;
+  double working_per_sample = 0;
+};
+LayerMemory layer_memory(const model::Model& m, const MemoryConfig& cfg, int layer);
+
+// Whether layers [first, first + count) hold the table a tied head reads (false without one).
+bool holds_tied_table(const model::Model& m, int first, int count);
+
+// What a stage's layers add up to: parameters held, a tied table's copy (0 where the stage holds
+// the table), activations. stage_memory(dtype, cfg, parts) turns them into a breakdown.
+struct StageMemoryParts {
+  double params = 0;
+  double tied_copy = 0;
+  ActivationBytes activations;
+};
+MemoryBreakdown stage_memory(model::DType dtype, const MemoryConfig& cfg,
+                             const StageMemoryParts& parts);
+
 }  // namespace hetplan::cost

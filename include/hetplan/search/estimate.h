@@ -53,6 +53,9 @@ class Estimator {
   // micro-batches alive, under the plan's settings.
   double device_memory(const plan::Plan& settings, int first, int count, const plan::Replica& r,
                        int j, int dp, double samples, double inflight) const;
+  // device_memory over every layer range [first, first + count) at once (memory_table's at).
+  cost::StageMemoryTable memory_table(const plan::Plan& settings, const plan::Replica& r, int j,
+                                      int dp, double samples, double inflight) const;
   // Seconds to synchronise the gradients of layers [first, first + count) over a stage's replicas.
   double sync_time(const plan::Plan& settings, int first, int count,
                    const std::vector<plan::Replica>& replicas) const;

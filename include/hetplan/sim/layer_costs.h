@@ -8,6 +8,7 @@
 
 #include "hetplan/cluster/cluster.h"
 #include "hetplan/cost/memory_cost.h"
+#include "hetplan/cost/memory_table.h"
 #include "hetplan/model/model.h"
 #include "hetplan/plan/plan.h"
 #include "hetplan/sim/simulate.h"
@@ -46,5 +47,10 @@ class LayerCosts {
 cost::MemoryConfig memory_config(const model::Model& m, const plan::Plan& settings, int first,
                                  int count, const plan::Replica& r, int j, int dp_replicas,
                                  double samples, double inflight);
+// The same device's memory over every layer range: at(first, count) is stage_memory of
+// memory_config(m, settings, first, count, ...) up to rounding.
+cost::StageMemoryTable memory_table(const model::Model& m, const plan::Plan& settings,
+                                    const plan::Replica& r, int j, int dp_replicas, double samples,
+                                    double inflight);
 
 }  // namespace hetplan::sim
