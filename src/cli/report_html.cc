@@ -395,10 +395,45 @@ std::string lane_label(const ReportInput& in, int l) {
   return out;
 }
 
-// A window of the timeline: the tasks of the lanes in `shown` between t0 and t1 (seconds), clipped
-// to it.
-std::string timeline_svg(const ReportInput& in, const std::vector<int>& shown, double t0, double t1,
-                         const std::string& what) {
+// The lanes whose tasks are the same, to the nanosecond (kind, stage, micro-batch, bucket, start
+// and end): the replicas of a data-parallel stage on alike devices. Each group is one row of the
+// timeline, in the order of its first lane.
+std::vector<std::vector<int>> alike_lanes(const sim::SimResult& r) {
+  using Task = std::tuple<int, int, int, int, long long, long long>;
+  const int n_lanes = static_cast<int>(r.lanes.size());
+  std::vector<std::vector<Task>> tasks(static_cast<std::size_t>(n_lanes));
+  for (const auto& e : r.events)
+    if (e.lane >= 0 && e.lane < n_lanes)
+      tasks[e.lane].emplace_back(static_cast<int>(e.kind), e.stage, e.microbatch, e.bucket,
+                                 std::llround(e.start.value * 1e9),
+                                 std::llround(e.end.value * 1e9));
+  std::map<std::vector<Task>, std::size_t> row_of;
+  std::vector<std::vector<int>> rows;
+  for (int l = 0; l < n_lanes; ++l) {
+    auto [it, fresh] = row_of.try_emplace(std::move(tasks[l]), rows.size());
+    if (fresh) rows.emplace_back();
+    rows[it->second].push_back(l);
+  }
+  return rows;
+}
+
+// A row's label (its first lane's, and how many more it stands for) and hover title (every
+// lane's name, the first 50 of a larger group).
+std::pair<std::string, std::string> row_label(const ReportInput& in, const std::vector<int>& row) {
+  std::string label = lane_label(in, row.front());
+  if (row.size() > 1) label += fmt::format(" and {} alike", row.size() - 1);
+  constexpr std::size_t kMaxNames = 50;
+  std::string names;
+  for (std::size_t k = 0; k < row.size() && k < kMaxNames; ++k)
+    names += (k > 0 ? "\n" : "") + in.result.lanes[row[k]].name;
+  if (row.size() > kMaxNames) names += fmt::format("\n... {} more", row.size() - kMaxNames);
+  return {label, names};
+}
+
+// A window of the timeline: the tasks of each row's first lane between t0 and t1 (seconds),
+// clipped to it.
+std::string timeline_svg(const ReportInput& in, const std::vector<std::vector<int>>& shown,
+                         double t0, double t1, const std::string& what) {
   const auto& r = in.result;
   const auto& ev = r.events;
   constexpr double kLabelW = 250, kChartW = 1080, kRight = 20;
@@ -406,7 +441,7 @@ std::string timeline_svg(const ReportInput& in, const std::vector<int>& shown, d
   constexpr std::size_t kMaxTitles = 8000;  // hover titles only while the file stays small
   const int n_lanes = static_cast<int>(r.lanes.size());
   std::vector<int> row_of(n_lanes, -1);
-  for (std::size_t i = 0; i < shown.size(); ++i) row_of[shown[i]] = static_cast<int>(i);
+  for (std::size_t i = 0; i < shown.size(); ++i) row_of[shown[i].front()] = static_cast<int>(i);
   if (!(t1 > t0)) t1 = t0 + 1e-6;
   const double px_per_s = kChartW / (t1 - t0);
   const double x_of_zero = kLabelW - t0 * px_per_s;
@@ -501,14 +536,13 @@ std::string timeline_svg(const ReportInput& in, const std::vector<int>& shown, d
     }
   };
   for (std::size_t k = 0; k < shown.size(); ++k) {
-    const int l = shown[k];
     const double y = top + kRowH * static_cast<double>(k) + 2;
     if (k % 2 == 1)
       o += fmt::format("<rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f7f7f9\"/>",
                        number_text(y - 2), number_text(width), number_text(kRowH));
+    const auto [label, names] = row_label(in, shown[k]);
     o += fmt::format("<text x=\"{}\" y=\"{}\"><title>{}</title>{}</text>\n", number_text(8),
-                     number_text(y + 11), html_escape(r.lanes[l].name),
-                     html_escape(lane_label(in, l)));
+                     number_text(y + 11), html_escape(names), html_escape(label));
     for (const auto& b : cbars[k]) draw(b, y, kComputeH);
     for (const auto& b : tbars[k]) draw(b, y + kComputeH + 1, kTransferH);
     for (std::size_t kind = 0; kind < paths.size(); ++kind) {
@@ -539,14 +573,17 @@ void write_timeline(std::string& o, const ReportInput& in) {
          "</p>\n";
     return;
   }
-  constexpr int kMaxLanes = 64;
-  const int n_lanes = static_cast<int>(r.lanes.size());
-  std::vector<int> shown;  // lane ids drawn, evenly spread when there are too many
-  if (n_lanes <= kMaxLanes) {
-    for (int l = 0; l < n_lanes; ++l) shown.push_back(l);
+  // Every lane has a row, alike lanes one together; rows evenly spread when there are too many.
+  constexpr std::size_t kMaxRows = 64;
+  const std::vector<std::vector<int>> rows = alike_lanes(r);
+  std::vector<std::vector<int>> shown;
+  if (rows.size() <= kMaxRows) {
+    shown = rows;
   } else {
-    for (int i = 0; i < kMaxLanes; ++i)
-      shown.push_back(static_cast<int>(std::lround(i * (n_lanes - 1.0) / (kMaxLanes - 1))));
+    for (std::size_t i = 0; i < kMaxRows; ++i)
+      shown.push_back(rows[static_cast<std::size_t>(
+          std::lround(static_cast<double>(i) * static_cast<double>(rows.size() - 1) /
+                      static_cast<double>(kMaxRows - 1)))]);
   }
   double t_end = r.iteration_time.value;
   int microbatches = 0, stages = 0;
@@ -557,16 +594,20 @@ void write_timeline(std::string& o, const ReportInput& in) {
   }
   if (!(t_end > 0)) t_end = 1e-6;
 
-  if (n_lanes > kMaxLanes)
-    o += fmt::format("<p class=\"note\">Showing {} of {} lanes, evenly spread.</p>\n", kMaxLanes,
-                     n_lanes);
+  if (rows.size() > kMaxRows)
+    o += fmt::format(
+        "<p class=\"note\">Showing {} of {} rows of lanes, evenly spread ({} lanes; lanes whose "
+        "tasks are the same share a row).</p>\n",
+        kMaxRows, rows.size(), r.lanes.size());
   o += "<div class=\"legend\">";
   for (auto k : kAllKinds)
     o += fmt::format("<span><i class=\"{}\"></i>{}</span>", kind_class(k), sim::to_string(k));
   o += "</div>\n";
   o += timeline_svg(in, shown, 0, t_end, "timeline of one iteration");
   o +=
-      "<p class=\"note\">One row per lane (a tensor-parallel replica): compute above, its "
+      "<p class=\"note\">One row per lane (a tensor-parallel replica), or per group of lanes "
+      "whose tasks are the same (&ldquo;and N alike&rdquo;; hover for their names): compute above, "
+      "its "
       "outgoing transfers in the thin row below. Numbers are micro-batches; the dashed line is the "
       "end of the iteration. Tasks narrower than a pixel are merged.</p>\n";
   // With many micro-batches the whole iteration is a band of merged tasks: the first and the

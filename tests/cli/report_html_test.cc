@@ -101,9 +101,11 @@ TEST_F(ReportHtml, HasEverySectionAndFigure) {
   EXPECT_TRUE(contains(html, "<rect class=\"b\""));
   for (const char* k : {"forward", "backward", "optimizer", "p2p", "grad_sync", "param_gather"})
     EXPECT_TRUE(contains(html, std::string("</i>") + k + "</span>")) << k;
-  // One timeline row per lane.
+  // Every lane is in the timeline: its name in the hover title of its row.
   for (std::size_t l = 0; l < result_->lanes.size(); ++l)
-    EXPECT_TRUE(contains(html, "<title>" + result_->lanes[l].name + "</title>")) << l;
+    EXPECT_TRUE(contains(html, result_->lanes[l].name + "</title>") ||
+                contains(html, result_->lanes[l].name + "\n"))
+        << l;
 }
 
 TEST_F(ReportHtml, NamesDevicesTypesLayersAndBaselines) {
@@ -132,36 +134,43 @@ TEST_F(ReportHtml, GroupsDevicesWithIdenticalMemory) {
   EXPECT_GE(count(html, " devices)</td>"), 1);
 }
 
-// 200 lanes of 5,000 tasks each, alternating forward and backward every 0.02 pixels: the
-// timeline draws 64 lanes and merges the sub-pixel tasks, so the document stays small.
-TEST_F(ReportHtml, CapsTheTimelineOfLargePlans) {
-  sim::SimResult r = *result_;
+// `lanes` lanes of 5,000 tasks each, alternating forward and backward every 0.02 pixels; lane l's
+// tasks start l * offset seconds later.
+sim::SimResult many_tasks(const sim::SimResult& base, int lanes, double offset) {
+  sim::SimResult r = base;
   const double t = r.iteration_time.value;
-  r.lanes.resize(200, r.lanes.front());
+  r.lanes.resize(static_cast<std::size_t>(lanes), r.lanes.front());
   r.events.clear();
   constexpr int kTasks = 5000;
-  for (int l = 0; l < 200; ++l) {
+  for (int l = 0; l < lanes; ++l) {
     r.lanes[l].name = "synthetic lane " + std::to_string(l);
     for (int i = 0; i < kTasks; ++i) {
       sim::TaskRecord e;
       e.kind = i % 2 == 0 ? sim::TaskKind::forward : sim::TaskKind::backward;
       e.lane = l;
       e.microbatch = i;
-      e.start = Seconds(t * i / kTasks);
-      e.end = Seconds(t * (i + 1) / kTasks);
+      e.start = Seconds(t * i / kTasks + l * offset);
+      e.end = Seconds(t * (i + 1) / kTasks + l * offset);
       r.events.push_back(e);
       if (i % 50 == 0) {
         e.kind = sim::TaskKind::p2p;
-        e.end = Seconds(t * (i + 40) / kTasks);
+        e.end = Seconds(t * (i + 40) / kTasks + l * offset);
         r.events.push_back(e);
       }
     }
   }
+  return r;
+}
+
+// 200 lanes of unlike timings: the timeline draws 64 of them and merges the sub-pixel tasks, so
+// the document stays small.
+TEST_F(ReportHtml, CapsTheTimelineOfLargePlans) {
+  const sim::SimResult r = many_tasks(*result_, 200, 1e-6);
   auto in = input();
   ReportInput big{in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
                   in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
   const std::string html = report_html(big);
-  EXPECT_TRUE(contains(html, "Showing 64 of 200 lanes"));
+  EXPECT_TRUE(contains(html, "Showing 64 of 200 rows of lanes"));
   // The whole iteration, then the first and the last micro-batches again, zoomed in far enough
   // that each task is its own bar with its micro-batch's number (the whole is a band of merged
   // bars, with none).
@@ -170,6 +179,21 @@ TEST_F(ReportHtml, CapsTheTimelineOfLargePlans) {
   EXPECT_TRUE(contains(html, "The last 6 micro-batches"));
   EXPECT_GT(count(html, "<text class=\"mb\""), 64);
   EXPECT_LT(html.size(), 1u << 20) << "the report of a million tasks should stay under 1 MiB";
+}
+
+// 200 lanes whose tasks are the same (a data-parallel stage on alike devices): one row stands for
+// them all, named by each, and nothing is left out.
+TEST_F(ReportHtml, DrawsAlikeLanesAsOneRow) {
+  const sim::SimResult r = many_tasks(*result_, 200, 0);
+  auto in = input();
+  ReportInput big{in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
+                  in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
+  const std::string html = report_html(big);
+  EXPECT_FALSE(contains(html, "Showing"));
+  EXPECT_EQ(count(html, "and 199 alike</text>"), 3);  // the whole iteration and two zooms
+  for (int l = 0; l < 50; ++l)
+    EXPECT_EQ(count(html, "synthetic lane " + std::to_string(l) + "\n"), 3) << l;
+  EXPECT_TRUE(contains(html, "... 150 more</title>"));
 }
 
 TEST_F(ReportHtml, EscapesText) {
