@@ -39,7 +39,7 @@ struct SearchOptions {
   // The learned guidance of TAG's tree search and HeteroG's decoder (tag_features.h); null: TAG
   // searches with a uniform prior and HeteroG does not run.
   std::shared_ptr<TagGuide> tag_guide;
-  // TAG's tree-search simulations; 0: up to 1000, within a budget of simulated work (2.5e7 compute
+  // TAG's tree-search simulations; 0: up to 1000, within a budget of simulated work (5e6 compute
   // tasks for --algo tag, 3e6 in auto). Set, the search runs exactly that many (or until the
   // whole tree is evaluated), whatever their work: equal budgets for comparing priors.
   int tag_simulations = 0;
