@@ -173,6 +173,28 @@ TEST_F(OpGroups, SplitGroupsRoundTripAndAreChecked) {
 
 // A split group of several replicas: each replica holds its batch share of every micro-batch and
 // its devices their tensor shares of it.
+// replica_members against a scan of replica_of over every place, for groups whose replicas count
+// every place, fewer places than there are (the rest is replica 0's), none, and groups not split.
+TEST(ReplicaMembers, AreThePlacesReplicaOfGives) {
+  for (GroupMode mode : {GroupMode::split, GroupMode::replicate})
+    for (const std::vector<int>& sizes :
+         std::vector<std::vector<int>>{{}, {4}, {1, 3}, {2, 1, 1}, {1, 1}, {3, 3}})
+      for (std::size_t n : {0u, 1u, 4u, 5u}) {
+        OpGroup g;
+        g.mode = mode;
+        g.replica_sizes = sizes;
+        for (std::size_t j = 0; j < n; ++j) g.devices.push_back(static_cast<int>(10 + j));
+        for (int r = -1; r <= static_cast<int>(sizes.size()) + 1; ++r) {
+          std::vector<std::size_t> want;
+          for (std::size_t j = 0; j < n; ++j)
+            if (replica_of(g, j) == r) want.push_back(j);
+          EXPECT_EQ(replica_members(g, r), want)
+              << "mode " << static_cast<int>(mode) << ", " << sizes.size() << " sizes, " << n
+              << " places, replica " << r;
+        }
+      }
+}
+
 TEST_F(OpGroups, SplitGroupsOfReplicasRoundTripAndAreChecked) {
   OpGroup& g = plan_.op_groups[1];
   g.mode = GroupMode::split;
