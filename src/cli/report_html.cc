@@ -607,9 +607,8 @@ void write_timeline(std::string& o, const ReportInput& in) {
   o +=
       "<p class=\"note\">One row per lane (a tensor-parallel replica), or per group of lanes "
       "whose tasks are the same (&ldquo;and N alike&rdquo;; hover for their names): compute above, "
-      "its "
-      "outgoing transfers in the thin row below. Numbers are micro-batches; the dashed line is the "
-      "end of the iteration. Tasks narrower than a pixel are merged.</p>\n";
+      "its outgoing transfers in the thin row below. Numbers are micro-batches; the dashed line is "
+      "the end of the iteration. Tasks narrower than a pixel are merged.</p>\n";
   // With many micro-batches the whole iteration is a band of merged tasks: the first and the
   // last micro-batches (the pipeline filling, and draining into the gradient synchronisation and
   // the optimizer step) are drawn again at a scale where each task is its own bar.

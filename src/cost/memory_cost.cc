@@ -83,30 +83,17 @@ LayerMemory layer_memory(const model::Model& m, const MemoryConfig& cfg, int li)
   return out;
 }
 
-ActivationBytes stage_activation_bytes(const model::Model& m, const MemoryConfig& cfg) {
-  assert(cfg.first_layer >= 0 && cfg.num_layers >= 0);
-  assert(cfg.first_layer + cfg.num_layers <= static_cast<int>(m.layers.size()));
-  ActivationBytes out;
-  for (int li = cfg.first_layer; li < cfg.first_layer + cfg.num_layers; ++li) {
-    const LayerMemory l = layer_memory(m, cfg, li);
-    out.stored_per_sample += l.stored_per_sample;
-    out.working_set_per_sample = std::max(out.working_set_per_sample, l.working_per_sample);
-  }
-  return out;
-}
-
-bool holds_tied_table(const model::Model& m, int first, int count) {
+int tied_table_layer(const model::Model& m) {
   const int owner = m.tied_owner();
-  if (owner < 0) return false;
-  const int layer = m.layer_of(owner);
-  return layer >= first && layer < first + count;
+  return owner < 0 ? -1 : m.layer_of(owner);
 }
 
-MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg) {
+StageMemoryParts stage_memory_parts(const model::Model& m, const MemoryConfig& cfg) {
   assert(cfg.first_layer >= 0 && cfg.num_layers >= 0);
   assert(cfg.first_layer + cfg.num_layers <= static_cast<int>(m.layers.size()));
   StageMemoryParts parts;
-  for (int li = cfg.first_layer; li < cfg.first_layer + cfg.num_layers; ++li) {
+  const int end = cfg.first_layer + cfg.num_layers;
+  for (int li = cfg.first_layer; li < end; ++li) {
     const LayerMemory l = layer_memory(m, cfg, li);
     parts.params += l.params;
     parts.tied_copy += l.tied_copy;
@@ -116,9 +103,19 @@ MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg) {
   }
   // A tied head on a stage without the table it reads holds a copy of it, with its own gradient
   // and optimizer state (Megatron-LM's; the runtime's untie_head), split as the head.
-  if (parts.tied_copy > 0 && holds_tied_table(m, cfg.first_layer, cfg.num_layers))
-    parts.tied_copy = 0;
-  return stage_memory(m.dtype, cfg, parts);
+  if (parts.tied_copy > 0) {
+    const int table = tied_table_layer(m);
+    if (table >= cfg.first_layer && table < end) parts.tied_copy = 0;
+  }
+  return parts;
+}
+
+ActivationBytes stage_activation_bytes(const model::Model& m, const MemoryConfig& cfg) {
+  return stage_memory_parts(m, cfg).activations;
+}
+
+MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg) {
+  return stage_memory(m.dtype, cfg, stage_memory_parts(m, cfg));
 }
 
 MemoryBreakdown stage_memory(model::DType dtype, const MemoryConfig& cfg,

@@ -28,8 +28,7 @@ double RangeMax::of(int a, int b) const {
 
 StageMemoryTable::StageMemoryTable(const model::Model& m, const MemoryConfig& cfg,
                                    const std::vector<Bytes>& gathered_by_layer)
-    : m_(&m), cfg_(cfg) {
-  if (const int owner = m.tied_owner(); owner >= 0) table_layer_ = m.layer_of(owner);
+    : m_(&m), cfg_(cfg), table_layer_(tied_table_layer(m)) {
   const int L = static_cast<int>(m.layers.size());
   assert(gathered_by_layer.empty() || static_cast<int>(gathered_by_layer.size()) == L);
   params_.assign(L + 1, 0);

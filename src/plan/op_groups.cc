@@ -119,20 +119,17 @@ std::size_t replica_begin(const OpGroup& g, int r) {
 std::vector<std::size_t> replica_members(const OpGroup& g, int r) {
   // Replica r holds the places [begin, end) its size gives after those before it; places past
   // every replica's count to replica 0, as replica_of says.
-  const std::size_t n = g.devices.size();
-  const std::size_t replicas = g.mode == GroupMode::split ? g.replica_sizes.size() : 0;
-  std::size_t begin = 0, end = 0, total = 0;
-  for (std::size_t i = 0; i < replicas; ++i) {
-    const auto size = static_cast<std::size_t>(g.replica_sizes[i]);
-    if (static_cast<int>(i) < r) begin += size;
-    if (static_cast<int>(i) == r) end = begin + size;
-    total += size;
-  }
   std::vector<std::size_t> out;
   if (r < 0) return out;
+  const std::size_t n = g.devices.size();
+  const int replicas = g.mode == GroupMode::split ? static_cast<int>(g.replica_sizes.size()) : 0;
+  const std::size_t begin = replica_begin(g, std::min(r, replicas));
+  const std::size_t end =
+      r < replicas ? begin + static_cast<std::size_t>(g.replica_sizes[static_cast<std::size_t>(r)])
+                   : begin;
   for (std::size_t j = std::min(begin, n); j < std::min(end, n); ++j) out.push_back(j);
   if (r == 0)
-    for (std::size_t j = std::min(total, n); j < n; ++j) out.push_back(j);
+    for (std::size_t j = std::min(replica_begin(g, replicas), n); j < n; ++j) out.push_back(j);
   return out;
 }
 

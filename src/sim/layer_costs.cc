@@ -51,9 +51,13 @@ Bytes gathered_bytes(const model::Model& m, const model::Op& op, plan::SplitKind
 
 }  // namespace
 
-cost::MemoryConfig memory_config(const model::Model& m, const plan::Plan& settings, int first,
-                                 int count, const plan::Replica& r, int j, int dp_replicas,
-                                 double samples, double inflight) {
+namespace {
+
+// memory_config, and where by_layer is given, per layer the largest gathered_bytes of its ops
+// (all 0 unless the plan splits ops other than by their kind).
+cost::MemoryConfig config_of(const model::Model& m, const plan::Plan& settings, int first,
+                             int count, const plan::Replica& r, int j, int dp_replicas,
+                             double samples, double inflight, std::vector<Bytes>* by_layer) {
   cost::MemoryConfig cfg;
   cfg.first_layer = first;
   cfg.num_layers = count;
@@ -71,34 +75,36 @@ cost::MemoryConfig memory_config(const model::Model& m, const plan::Plan& settin
   if (!settings.op_overrides.empty() && tp > 1) {
     cfg.whole_params.resize(m.ops.size());
     cfg.whole_activations.resize(m.ops.size());
+    if (by_layer) by_layer->assign(m.layers.size(), Bytes(0));
     for (std::size_t i = 0; i < m.ops.size(); ++i) {
       const plan::SplitKind split = plan::split_of(settings, m.ops[i].name);
       cfg.whole_params[i] = holds_whole_weights(m.ops[i], split);
       cfg.whole_activations[i] = computes_whole(m.ops[i], split, settings.sequence_parallel);
       const int layer = m.ops[i].layer;
+      const Bytes gathered = gathered_bytes(m, m.ops[i], split, cfg.param_shard);
       if (layer >= first && layer < first + count)
-        cfg.gathered_weights =
-            max(cfg.gathered_weights, gathered_bytes(m, m.ops[i], split, cfg.param_shard));
+        cfg.gathered_weights = max(cfg.gathered_weights, gathered);
+      if (by_layer && layer >= 0 && layer < static_cast<int>(by_layer->size()))
+        (*by_layer)[layer] = max((*by_layer)[layer], gathered);
     }
   }
   return cfg;
 }
 
+}  // namespace
+
+cost::MemoryConfig memory_config(const model::Model& m, const plan::Plan& settings, int first,
+                                 int count, const plan::Replica& r, int j, int dp_replicas,
+                                 double samples, double inflight) {
+  return config_of(m, settings, first, count, r, j, dp_replicas, samples, inflight, nullptr);
+}
+
 cost::StageMemoryTable memory_table(const model::Model& m, const plan::Plan& settings,
                                     const plan::Replica& r, int j, int dp_replicas, double samples,
                                     double inflight) {
-  const int L = static_cast<int>(m.layers.size());
-  const cost::MemoryConfig cfg =
-      memory_config(m, settings, 0, L, r, j, dp_replicas, samples, inflight);
   std::vector<Bytes> gathered;
-  if (!cfg.whole_params.empty()) {
-    gathered.assign(static_cast<std::size_t>(L), Bytes(0));
-    for (const model::Op& op : m.ops)
-      if (op.layer >= 0 && op.layer < L)
-        gathered[op.layer] =
-            max(gathered[op.layer],
-                gathered_bytes(m, op, plan::split_of(settings, op.name), cfg.param_shard));
-  }
+  const cost::MemoryConfig cfg = config_of(m, settings, 0, static_cast<int>(m.layers.size()), r, j,
+                                           dp_replicas, samples, inflight, &gathered);
   return cost::StageMemoryTable(m, cfg, gathered);
 }
 

@@ -121,8 +121,8 @@ struct LayerMemory {
 };
 LayerMemory layer_memory(const model::Model& m, const MemoryConfig& cfg, int layer);
 
-// Whether layers [first, first + count) hold the table a tied head reads (false without one).
-bool holds_tied_table(const model::Model& m, int first, int count);
+// The layer holding the table a tied head reads (the word embedding's); -1 without one.
+int tied_table_layer(const model::Model& m);
 
 // What a stage's layers add up to: parameters held, a tied table's copy (0 where the stage holds
 // the table), activations. stage_memory(dtype, cfg, parts) turns them into a breakdown.
@@ -131,6 +131,8 @@ struct StageMemoryParts {
   double tied_copy = 0;
   ActivationBytes activations;
 };
+// The parts of cfg's layers [first_layer, first_layer + num_layers).
+StageMemoryParts stage_memory_parts(const model::Model& m, const MemoryConfig& cfg);
 MemoryBreakdown stage_memory(model::DType dtype, const MemoryConfig& cfg,
                              const StageMemoryParts& parts);
 

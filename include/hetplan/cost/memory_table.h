@@ -41,7 +41,7 @@ class StageMemoryTable {
   MemoryConfig cfg_;
   std::vector<double> params_, tied_, stored_;  // prefix sums over layers
   RangeMax working_, gathered_;
-  int table_layer_ = -1;  // the layer holding the table a tied head reads; -1 for none
+  int table_layer_;  // tied_table_layer(model)
 };
 
 }  // namespace hetplan::cost
