@@ -32,8 +32,27 @@ int ecmp_route(int src, int dst, int paths) {
 
 Estimate phase(const cluster::Cluster& c, const NetworkParams& p, const std::vector<Hop>& hops,
                double latency_steps) {
-  std::vector<LinkLoad> raw;
-  raw.reserve(hops.size() * 4);
+  // Bytes by link, summed in hop order in a table as long as the cluster's links (one per thread,
+  // left zeroed), then read out ascending by link: through every link when many are touched, else
+  // through the touched ones sorted.
+  struct Table {
+    std::vector<double> bytes;
+    std::vector<char> touched;
+    std::vector<int> links;
+  };
+  thread_local Table table;
+  if (table.bytes.size() < c.links.size()) {
+    table.bytes.resize(c.links.size(), 0);
+    table.touched.resize(c.links.size(), 0);
+  }
+  table.links.clear();
+  auto load = [&](int link, double bytes) {
+    if (!table.touched[link]) {
+      table.touched[link] = 1;
+      table.links.push_back(link);
+    }
+    table.bytes[link] += bytes;
+  };
   double max_latency = 0, weighted_latency = 0;
   const bool multipath = c.multipath();
   for (const Hop& h : hops) {
@@ -43,7 +62,7 @@ Estimate phase(const cluster::Cluster& c, const NetworkParams& p, const std::vec
     if (paths <= 1) {
       for (int l : c.route(h.src, h.dst)) {
         latency += c.links[l].latency.value;
-        raw.push_back({l, h.bytes});
+        load(l, h.bytes);
       }
     } else if (p.spray) {
       // Every route carries an equal part of the bytes; they are equal, so their latency is the
@@ -51,28 +70,32 @@ Estimate phase(const cluster::Cluster& c, const NetworkParams& p, const std::vec
       for (int k = 0; k < paths; ++k)
         for (int l : c.equal_route(h.src, h.dst, k)) {
           if (k == 0) latency += c.links[l].latency.value;
-          raw.push_back({l, h.bytes / paths});
+          load(l, h.bytes / paths);
         }
     } else {
       for (int l : c.equal_route(h.src, h.dst, ecmp_route(h.src, h.dst, paths))) {
         latency += c.links[l].latency.value;
-        raw.push_back({l, h.bytes});
+        load(l, h.bytes);
       }
     }
     max_latency = std::max(max_latency, latency);
     weighted_latency += h.latency_weight * latency;
   }
-  std::sort(raw.begin(), raw.end(),
-            [](const LinkLoad& a, const LinkLoad& b) { return a.link < b.link; });
   Estimate e;
-  double slowest = 0;
-  for (const LinkLoad& r : raw) {
-    if (!e.loads.empty() && e.loads.back().link == r.link) {
-      e.loads.back().bytes += r.bytes;
-    } else {
-      e.loads.push_back(r);
-    }
+  e.loads.reserve(table.links.size());
+  auto take = [&](int link) {
+    e.loads.push_back({link, table.bytes[link]});
+    table.bytes[link] = 0;
+    table.touched[link] = 0;
+  };
+  if (table.links.size() * 16 >= c.links.size()) {
+    for (int l = 0, n = static_cast<int>(c.links.size()); l < n; ++l)
+      if (table.touched[l]) take(l);
+  } else {
+    std::sort(table.links.begin(), table.links.end());
+    for (int l : table.links) take(l);
   }
+  double slowest = 0;
   for (const LinkLoad& l : e.loads) {
     const double rate = c.links[l.link].bandwidth.value * link_efficiency(c, l.link, p);
     slowest = std::max(slowest, l.bytes / rate);

@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <exception>
 #include <functional>
+#include <mutex>
+#include <thread>
 
 #include "hetplan/search/estimate.h"
 #include "hetplan/search/evaluate.h"
@@ -95,7 +99,9 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   Deadline deadline(opts.time_limit_s);
   Evaluator evaluator(m, c, opts);
   Estimator estimator(m, c, opts);
+  std::mutex say_mu;  // planners may run side by side (below)
   auto say = [&](const std::string& line) {
+    const std::lock_guard<std::mutex> lock(say_mu);
     if (opts.progress) opts.progress(line);
   };
   // Under a time limit each planner gets a slice of what is left: its weight's share of the
@@ -133,10 +139,9 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   // planners' best plans also try sufficient factor broadcasting where it is cheaper (baselines
   // stay as a user would set them up).
   auto run = [&](const std::function<PlannerOutput(const Context&)>& planner, bool baseline,
-                 double weight) {
+                 const Deadline& own, const Estimator& est) {
     const double start = deadline.elapsed_s();
-    const Deadline own = slice(weight);
-    const Context sub{m, c, opts, evaluator, estimator, own};
+    const Context sub{m, c, opts, evaluator, est, own};
     PlannerOutput o = planner(sub);
     if (!baseline && o.best.ok) {
       const plan::Plan sfb = with_sufficient_factors(sub, o.best.plan);
@@ -159,15 +164,60 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   };
 
   SearchResult res;
-  const std::array<PlannerOutput (*)(const Context&), 3> baselines = {&even_dp, &proportional_dp,
-                                                                      &megatron_grid};
-  for (std::size_t b = 0; b < baselines.size(); ++b)
-    res.baselines.push_back(run(baselines[b], true, baseline_weight[b]));
-  // TAG's op-level search refines what the stage-level planners find: `--algo tag` runs uneven
-  // data parallelism, the pipeline planner and HAP beside it and returns the best of the four.
-  if (runs_stage_planner[0]) res.planners.push_back(run(&uneven_dp, false, kPlannerWeight));
-  if (runs_stage_planner[1]) res.planners.push_back(run(&pipeline, false, kPlannerWeight));
-  if (runs_stage_planner[2]) res.planners.push_back(run(&hap, false, kPlannerWeight));
+  struct Job {
+    PlannerOutput (*planner)(const Context&) = nullptr;
+    bool baseline = false;
+    double weight = 0;
+  };
+  // The baselines, then the stage-level planners. TAG's op-level search refines what the
+  // stage-level planners find: `--algo tag` runs uneven data parallelism, the pipeline planner and
+  // HAP beside it and returns the best of the four.
+  std::vector<Job> jobs = {{&even_dp, true, baseline_weight[0]},
+                           {&proportional_dp, true, baseline_weight[1]},
+                           {&megatron_grid, true, baseline_weight[2]}};
+  const std::size_t num_baselines = jobs.size();
+  constexpr std::array<PlannerOutput (*)(const Context&), 3> stage_planners = {&uneven_dp,
+                                                                               &pipeline, &hap};
+  for (std::size_t k = 0; k < stage_planners.size(); ++k)
+    if (runs_stage_planner[k]) jobs.push_back({stage_planners[k], false, kPlannerWeight});
+  std::vector<PlannerOutput> outs(jobs.size());
+  // They are independent of one another: without a time limit they run side by side on
+  // SearchOptions::threads threads (the stage-level planners first, the longest as a rule), each
+  // thread with an Estimator of its own (it caches and is not thread-safe; its caches only
+  // remember, so the estimates are the same) and the Evaluator shared. Each result keeps its
+  // place, so the plan does not depend on which ends first. Under a time limit they run one after
+  // the other, each in its slice of what is left.
+  const int workers =
+      opts.time_limit_s > 0 ? 1 : std::min(opts.threads, static_cast<int>(jobs.size()));
+  if (workers <= 1) {
+    for (std::size_t i = 0; i < jobs.size(); ++i)
+      outs[i] = run(jobs[i].planner, jobs[i].baseline, slice(jobs[i].weight), estimator);
+  } else {
+    std::vector<std::size_t> order;
+    for (std::size_t i = num_baselines; i < jobs.size(); ++i) order.push_back(i);
+    for (std::size_t i = num_baselines; i-- > 0;) order.push_back(i);
+    std::atomic<std::size_t> next{0};
+    std::vector<std::exception_ptr> failures(jobs.size());
+    const Deadline none(0);
+    auto work = [&] {
+      const Estimator own(m, c, opts);
+      for (std::size_t k = next++; k < order.size(); k = next++) {
+        const Job& j = jobs[order[k]];
+        try {
+          outs[order[k]] = run(j.planner, j.baseline, none, own);
+        } catch (...) {
+          failures[order[k]] = std::current_exception();
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 0; t < workers; ++t) pool.emplace_back(work);
+    for (auto& t : pool) t.join();
+    for (const auto& f : failures)
+      if (f) std::rethrow_exception(f);
+  }
+  for (std::size_t i = 0; i < jobs.size(); ++i)
+    (i < num_baselines ? res.baselines : res.planners).push_back(std::move(outs[i]));
   if (with_tag) {
     // The stage-level planners' best plan that fits is where the op-level search starts.
     // Its budget is simulated work (tasks of the plans it lowers), not seconds, so that the plan
@@ -187,12 +237,13 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
       if (o.best.ok && o.best.fits && (!start || better(o.best, *start, opts.objective)))
         start = &o.best;
     if (start) to.hint = start->plan;
-    res.planners.push_back(run([&](const Context& x) { return tag(x, to); }, true, kPlannerWeight));
+    res.planners.push_back(
+        run([&](const Context& x) { return tag(x, to); }, true, slice(kPlannerWeight), estimator));
   }
   // HeteroG's decoder: on its own, and in auto beside TAG when a trained policy is loaded.
   if (with_heterog)
-    res.planners.push_back(
-        run([&](const Context& x) { return heterog(x, *opts.tag_guide); }, true, kPlannerWeight));
+    res.planners.push_back(run([&](const Context& x) { return heterog(x, *opts.tag_guide); }, true,
+                               slice(kPlannerWeight), estimator));
   // Each planner above minimises time; for the memory objective the time/memory frontier joins
   // them, with its point of least memory for the capacity.
   if (with_frontier) {

@@ -45,13 +45,23 @@ std::array<bool, 3> useful_ways(const SyncItem& item) {
   return keep;
 }
 
+// Every part's loads summed by link, ascending by link; each link's bytes are added in the parts'
+// order (the sort is stable).
 std::vector<cost::LinkLoad> summed_loads(const std::vector<cost::CollectiveCost>& parts) {
-  std::map<int, double> bytes;
-  for (const auto& part : parts)
-    for (const auto& l : part.loads) bytes[l.link] += l.bytes;
+  std::vector<cost::LinkLoad> all;
+  std::size_t total = 0;
+  for (const auto& part : parts) total += part.loads.size();
+  all.reserve(total);
+  for (const auto& part : parts) all.insert(all.end(), part.loads.begin(), part.loads.end());
+  std::stable_sort(all.begin(), all.end(), [](const cost::LinkLoad& a, const cost::LinkLoad& b) {
+    return a.link < b.link;
+  });
   std::vector<cost::LinkLoad> out;
-  for (auto [link, b] : bytes)
-    if (b > 0) out.push_back({link, b});
+  for (std::size_t i = 0; i < all.size();) {
+    cost::LinkLoad sum{all[i].link, 0};
+    for (; i < all.size() && all[i].link == sum.link; ++i) sum.bytes += all[i].bytes;
+    if (sum.bytes > 0) out.push_back(sum);
+  }
   return out;
 }
 

@@ -71,8 +71,9 @@ void PassComm::add(const cost::CollectiveCost& c, bool with_loads, double load_s
   if (!with_loads) return;
   std::vector<cost::LinkLoad> sorted = c.loads;
   for (cost::LinkLoad& l : sorted) l.bytes *= load_share;
-  std::sort(sorted.begin(), sorted.end(),
-            [](const cost::LinkLoad& a, const cost::LinkLoad& b) { return a.link < b.link; });
+  auto by_link = [](const cost::LinkLoad& a, const cost::LinkLoad& b) { return a.link < b.link; };
+  if (!std::is_sorted(sorted.begin(), sorted.end(), by_link))
+    std::sort(sorted.begin(), sorted.end(), by_link);
   merge_loads(loads, sorted);
 }
 

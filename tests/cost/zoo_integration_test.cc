@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <numeric>
+#include <random>
 
+#include "../../src/cost/collective_internal.h"
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/cost/collective_cost.h"
 #include "hetplan/cost/memory_cost.h"
@@ -86,6 +89,64 @@ TEST(CostOnZoo, DataParallelAllReduceOnAPodOf4096Gpus) {
   for (const auto& l : r.loads) {
     const auto& name = c->links[l.link].name;
     EXPECT_NE(name.find("nic3"), std::string::npos) << name;
+  }
+}
+
+// A phase's loads, summed by link in a table as long as the cluster's links, are what summing
+// every hop's route link by link gives (the reference below): read out through every link when
+// many are touched and through the touched ones sorted when few are, with ECMP hashing and
+// spraying over a leaf-spine network's equal routes.
+TEST(CostOnZoo, PhaseLoadsAreEveryHopsRouteSummedByLink) {
+  for (const char* name : {"mixed-512", "leaf-spine-mixed", "dgx-a100:4"}) {
+    auto c = cluster::load_cluster(name);
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> device(0, c->num_devices() - 1);
+    std::uniform_real_distribution<double> bytes(1, 1e6);
+    for (bool spray : {false, true}) {
+      NetworkParams p = NetworkParams::defaults();
+      p.spray = spray;
+      for (int hops : {1, 3, 2 * c->num_devices()}) {
+        std::vector<detail::Hop> h;
+        for (int k = 0; k < hops; ++k) h.push_back({device(rng), device(rng), bytes(rng), 1});
+        std::map<int, double> want;
+        double want_total = 0;  // equal routes are as long as one another
+        for (const auto& hop : h) {
+          if (hop.src == hop.dst) continue;
+          want_total += hop.bytes * static_cast<double>(c->route(hop.src, hop.dst).size());
+          const int paths = c->multipath() ? c->num_equal_routes(hop.src, hop.dst) : 1;
+          if (paths > 1 && spray) {
+            for (int k = 0; k < paths; ++k)
+              for (int l : c->equal_route(hop.src, hop.dst, k)) want[l] += hop.bytes / paths;
+          } else if (paths > 1) {
+            continue;  // ECMP: whichever equal route the hash picks (checked by the total)
+          } else {
+            for (int l : c->route(hop.src, hop.dst)) want[l] += hop.bytes;
+          }
+        }
+        const auto e = detail::phase(*c, p, h, 0);
+        const bool ecmp = c->multipath() && !spray;
+        if (!ecmp) {
+          ASSERT_EQ(e.loads.size(), want.size()) << name << " " << hops << " hops";
+          auto it = want.begin();
+          for (const auto& l : e.loads) {
+            EXPECT_EQ(l.link, it->first) << name;
+            EXPECT_NEAR(l.bytes, it->second, 1e-9 * it->second) << name;
+            ++it;
+          }
+        }
+        double total = 0;
+        for (const auto& l : e.loads) total += l.bytes;
+        EXPECT_NEAR(total, want_total, 1e-9 * want_total) << name;
+        for (std::size_t i = 1; i < e.loads.size(); ++i)
+          EXPECT_LT(e.loads[i - 1].link, e.loads[i].link) << name;
+        // A second phase on the same thread starts from a clean table.
+        const auto again = detail::phase(*c, p, h, 0);
+        ASSERT_EQ(again.loads.size(), e.loads.size());
+        for (std::size_t i = 0; i < e.loads.size(); ++i)
+          EXPECT_EQ(again.loads[i].bytes, e.loads[i].bytes);
+      }
+    }
   }
 }
 

@@ -135,11 +135,32 @@ TEST(Search, SameInputsGiveTheSamePlan) {
   SearchOptions opts;
   opts.global_batch = 128;
   auto a = find_plan(m, c, Algo::automatic, opts);
-  opts.threads = 2;
-  auto b = find_plan(m, c, Algo::automatic, opts);
-  ASSERT_TRUE(a && b);
-  EXPECT_EQ(a->best.fingerprint, b->best.fingerprint);
-  EXPECT_EQ(a->best.iteration_time_s, b->best.iteration_time_s);
+  ASSERT_TRUE(a) << a.error().message;
+  // With more threads the baselines and the stage-level planners run side by side, each thread
+  // with an estimator of its own: every one of them finds the same.
+  for (int threads : {2, 3, 8}) {
+    opts.threads = threads;
+    auto b = find_plan(m, c, Algo::automatic, opts);
+    ASSERT_TRUE(b) << b.error().message;
+    EXPECT_EQ(a->best.fingerprint, b->best.fingerprint);
+    EXPECT_EQ(a->best.iteration_time_s, b->best.iteration_time_s);
+    EXPECT_EQ(a->planner, b->planner);
+    EXPECT_EQ(a->plans_simulated, b->plans_simulated);
+    ASSERT_EQ(a->planners.size(), b->planners.size());
+    ASSERT_EQ(a->baselines.size(), b->baselines.size());
+    for (std::size_t i = 0; i < a->planners.size() + a->baselines.size(); ++i) {
+      const bool base = i >= a->planners.size();
+      const auto& x = base ? a->baselines[i - a->planners.size()] : a->planners[i];
+      const auto& y = base ? b->baselines[i - a->planners.size()] : b->planners[i];
+      EXPECT_EQ(x.name, y.name);
+      EXPECT_EQ(x.estimated, y.estimated) << x.name;
+      EXPECT_EQ(x.best.fingerprint, y.best.fingerprint) << x.name;
+      EXPECT_EQ(x.best.iteration_time_s, y.best.iteration_time_s) << x.name;
+      ASSERT_EQ(x.simulated.size(), y.simulated.size()) << x.name;
+      for (std::size_t k = 0; k < x.simulated.size(); ++k)
+        EXPECT_EQ(x.simulated[k].fingerprint, y.simulated[k].fingerprint) << x.name;
+    }
+  }
 }
 
 TEST(Search, ZeroStagesTwoAndThreeRescueAModelThatFitsNoOtherWay) {
