@@ -125,7 +125,13 @@ PlannerOutput megatron_grid(const Context& ctx) {
   Estimator alike_est(ctx.model, alike, ctx.options);
   Context alike_ctx{ctx.model, alike, ctx.options, alike_eval, alike_est, ctx.deadline};
   const bool none = candidates.empty();
-  PlannerOutput chosen = select_candidates(alike_ctx, "megatron", std::move(candidates));
+  // The choice leaves time for judging it on the real cluster (a simulation as long as one of
+  // its own: the same plan on as many devices).
+  CandidatePool pool(alike_ctx, "megatron");
+  pool.reserve_simulations(1);
+  for (auto& p : candidates)
+    if (!pool.offer(std::move(p))) break;
+  PlannerOutput chosen = pool.finish();
   PlannerOutput out;
   out.name = "megatron";
   if (none) {

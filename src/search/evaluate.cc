@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <limits>
 #include <thread>
 
@@ -69,12 +70,13 @@ Evaluation Evaluator::evaluate(const plan::Plan& p) const {
 }
 
 std::vector<Evaluation> Evaluator::evaluate_all(const std::vector<plan::Plan>& plans,
-                                                const Deadline* deadline) const {
+                                                const Deadline* deadline, int reserve) const {
   std::vector<Evaluation> out(plans.size());
   std::atomic<std::size_t> next{0};
   std::atomic<bool> succeeded{false};
   auto take = [&]() -> std::size_t {
-    if (deadline && succeeded && deadline->expired()) return plans.size();
+    if (deadline && succeeded && deadline->remaining_s() <= (1 + reserve) * longest_simulation_s())
+      return plans.size();
     return next++;
   };
   const int threads = std::max(1, std::min<int>(opts_.threads, static_cast<int>(plans.size())));
@@ -86,6 +88,14 @@ std::vector<Evaluation> Evaluator::evaluate_all(const std::vector<plan::Plan>& p
       if (out[i].ok) succeeded = true;
     }
   };
+  // Under a time limit the plans are simulated one at a time until one succeeds: the time the
+  // first takes is what the limit must leave for, and two at once would each take longer.
+  if (deadline && std::isfinite(deadline->remaining_s()))
+    for (std::size_t i = 0; i < plans.size() && !succeeded; i = ++next) {
+      out[i] = evaluate(plans[i]);
+      done[i] = 1;
+      if (out[i].ok) succeeded = true;
+    }
   if (threads == 1) {
     work();
   } else {

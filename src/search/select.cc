@@ -20,8 +20,10 @@ bool CandidatePool::ahead(const Kept& a, const Kept& b) const {
 }
 
 bool CandidatePool::offer(plan::Plan p) {
-  // Under a time limit, the time one simulation takes is kept for the best one's.
-  if (!kept_.empty() && ctx_.deadline.remaining_s() <= ctx_.evaluator.longest_simulation_s()) {
+  // Under a time limit, the time one simulation takes is kept for the best one's (and the
+  // reserved ones').
+  if (!kept_.empty() &&
+      ctx_.deadline.remaining_s() <= (1 + reserve_) * ctx_.evaluator.longest_simulation_s()) {
     timed_out_ = true;
     return false;
   }
@@ -49,7 +51,7 @@ PlannerOutput CandidatePool::finish() {
   for (auto& k : kept_) top.push_back(std::move(k.plan));
   kept_.clear();
   // Best first: past the deadline the rest are left unsimulated.
-  out.simulated = ctx_.evaluator.evaluate_all(top, &ctx_.deadline);
+  out.simulated = ctx_.evaluator.evaluate_all(top, &ctx_.deadline, reserve_);
   if (out.simulated.size() < top.size()) timed_out_ = true;
   std::stable_sort(out.simulated.begin(), out.simulated.end(),
                    [&](const Evaluation& a, const Evaluation& b) {

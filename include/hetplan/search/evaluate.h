@@ -37,10 +37,11 @@ class Evaluator {
   // Validates and simulates (cached by plan fingerprint).
   Evaluation evaluate(const plan::Plan& p) const;
   // The same for many plans, on SearchOptions::threads threads; results in input order. With a
-  // deadline, no evaluation starts once it has passed and one has succeeded (Evaluation::ok): the
-  // results are then those of a prefix of `plans`, plans best first making it the best ones.
+  // deadline, once one has succeeded (Evaluation::ok) no evaluation starts that would not end in
+  // time, going by the longest simulation so far, with time left for `reserve` more after them:
+  // the results are then those of a prefix of `plans`, plans best first making it the best ones.
   std::vector<Evaluation> evaluate_all(const std::vector<plan::Plan>& plans,
-                                       const Deadline* deadline = nullptr) const;
+                                       const Deadline* deadline = nullptr, int reserve = 0) const;
 
   int simulated() const;  // distinct plans simulated so far
   // The wall-clock seconds of the longest simulation so far (0 before the first): what a planner

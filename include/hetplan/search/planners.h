@@ -43,6 +43,9 @@ class CandidatePool {
   bool any_fits() const { return !kept_.empty() && kept_.front().e.fits; }
   // Simulates the kept candidates (at least the best one, even past the deadline).
   PlannerOutput finish();
+  // Under a time limit, leaves time for n more simulations after this pool's (offers stop and
+  // simulations do not start when they could not end in time for them).
+  void reserve_simulations(int n) { reserve_ = n; }
 
  private:
   struct Kept {
@@ -57,6 +60,7 @@ class CandidatePool {
   std::vector<Kept> kept_;  // sorted best first
   long long offered_ = 0;
   bool timed_out_ = false;
+  int reserve_ = 0;
 };
 
 // Frontier Tracking's pool: keeps an epsilon-Pareto set of candidates by estimated (time, peak
