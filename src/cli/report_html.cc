@@ -1,7 +1,9 @@
 // The HTML report: one self-contained document (inline CSS and SVG, no scripts, no fetches).
 // Every figure is computed from ReportInput alone, so the same input gives the same bytes.
-// Large plans are kept small: the timeline draws at most kMaxLanes lanes and merges same-kind
-// bars that are narrower than a pixel, so a row holds at most about one bar per pixel column.
+// The figures are drawn by the plotting layer (svg_chart.h: line charts, timelines, stacked
+// bars); this file says what they show. Large plans are kept small: the timeline draws lanes
+// whose tasks are the same as one row, at most 64 rows, and merges same-kind bars that are
+// narrower than a pixel, so a row holds at most about one bar per pixel column.
 #include "report_html.h"
 
 #include <fmt/format.h>
@@ -28,17 +30,6 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 std::string pct(double fraction) { return fmt::format("{:.1f}%", 100 * fraction); }
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / kGiB); }
-
-// Display unit of a time axis, chosen by the largest time shown.
-struct TimeUnit {
-  double scale;
-  const char* name;
-};
-TimeUnit time_unit(double max_s) {
-  if (max_s < 1e-3) return {1e6, "µs"};
-  if (max_s < 1) return {1e3, "ms"};
-  return {1, "s"};
-}
 
 // "v100/0/0 .. v100/0/7, v100/2/0 .. v100/2/7": runs of consecutive device ids, at most
 // `max_runs` of them, then "+ k more".
@@ -339,7 +330,7 @@ struct Bar {
 // when less than a pixel away. So, per row, bars of one kind that were not merged are at least a
 // pixel wide and do not overlap, and narrow ones start at least a pixel apart.
 std::vector<Bar> merge_bars(const std::vector<sim::TaskRecord>& ev, std::vector<int> idx,
-                            double x_of_zero, double px_per_s) {
+                            const TimelineScale& scale) {
   std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) {
     return std::tie(ev[a].start.value, ev[a].end.value) <
            std::tie(ev[b].start.value, ev[b].end.value);
@@ -350,8 +341,8 @@ std::vector<Bar> merge_bars(const std::vector<sim::TaskRecord>& ev, std::vector<
   for (int i : idx) {
     const auto k = static_cast<std::size_t>(ev[i].kind);
     const double t = std::max(ev[i].end.value - ev[i].start.value, 0.0);
-    const double x0 = x_of_zero + ev[i].start.value * px_per_s;
-    const double x1 = x0 + t * px_per_s;
+    const double x0 = scale.x(ev[i].start.value);
+    const double x1 = x0 + t * scale.px_per_s;
     const bool narrow = x1 - x0 < 1;
     int into = -1;
     if (last_of_kind[k] >= 0) {
@@ -431,20 +422,17 @@ std::pair<std::string, std::string> row_label(const ReportInput& in, const std::
 }
 
 // A window of the timeline: the tasks of each row's first lane between t0 and t1 (seconds),
-// clipped to it.
+// clipped to it, tasks narrower than a pixel merged (merge_bars).
 std::string timeline_svg(const ReportInput& in, const std::vector<std::vector<int>>& shown,
                          double t0, double t1, const std::string& what) {
   const auto& r = in.result;
   const auto& ev = r.events;
-  constexpr double kLabelW = 250, kChartW = 1080, kRight = 20;
-  constexpr double kRowH = 26, kComputeH = 14, kTransferH = 6;
   constexpr std::size_t kMaxTitles = 8000;  // hover titles only while the file stays small
   const int n_lanes = static_cast<int>(r.lanes.size());
   std::vector<int> row_of(n_lanes, -1);
   for (std::size_t i = 0; i < shown.size(); ++i) row_of[shown[i].front()] = static_cast<int>(i);
   if (!(t1 > t0)) t1 = t0 + 1e-6;
-  const double px_per_s = kChartW / (t1 - t0);
-  const double x_of_zero = kLabelW - t0 * px_per_s;
+  const TimelineScale scale = timeline_scale(t0, t1);
   const TimeUnit unit = time_unit(t1);
 
   std::vector<std::vector<int>> compute(shown.size()), transfer(shown.size());
@@ -456,112 +444,55 @@ std::string timeline_svg(const ReportInput& in, const std::vector<std::vector<in
     if (b > a ? (b <= t0 || a >= t1) : (a < t0 || a > t1)) continue;
     (is_transfer(ev[i].kind) ? transfer : compute)[row_of[l]].push_back(static_cast<int>(i));
   }
-  const double x_lo = kLabelW, x_hi = kLabelW + kChartW;
   std::vector<std::vector<Bar>> cbars(shown.size()), tbars(shown.size());
   std::size_t total_bars = 0;
   for (std::size_t k = 0; k < shown.size(); ++k) {
-    cbars[k] = merge_bars(ev, compute[k], x_of_zero, px_per_s);
-    tbars[k] = merge_bars(ev, transfer[k], x_of_zero, px_per_s);
+    cbars[k] = merge_bars(ev, compute[k], scale);
+    tbars[k] = merge_bars(ev, transfer[k], scale);
     total_bars += cbars[k].size() + tbars[k].size();
   }
-  const bool titles = total_bars <= kMaxTitles;
 
-  const double axis_h = 22;
-  const double top = axis_h;
-  const double rows_h = kRowH * static_cast<double>(shown.size());
-  const bool bottom_axis = shown.size() > 12;
-  const double height = top + rows_h + (bottom_axis ? axis_h : 6);
-  const double width = kLabelW + kChartW + kRight;
-  std::string o = fmt::format(
-      "<svg class=\"tl\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"{2}\">\n",
-      number_text(width), number_text(height), html_escape(what));
-  // Time axis: grid lines and labels (top, and bottom for tall charts).
-  const double step = nice_step((t1 - t0) * unit.scale, 10);
-  o += "<g>";
-  for (double v = std::ceil(t0 * unit.scale / step - 1e-9) * step;
-       v <= t1 * unit.scale * (1 + 1e-9); v += step) {
-    const double x = x_of_zero + v / unit.scale * px_per_s;
-    o += fmt::format("<line class=\"grid\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>",
-                     x, number_text(top - 4), number_text(top + rows_h));
-    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x,
-                     number_text(top - 8), number_text(v));
-    if (bottom_axis)
-      o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x,
-                       number_text(top + rows_h + 14), number_text(v));
-  }
-  o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">time ({})</text>",
-                   number_text(kLabelW - 8), number_text(top - 8), unit.name);
-  o += "</g>\n";
-  // End of the iteration.
-  if (r.iteration_time.value >= t0 && r.iteration_time.value <= t1)
-    o += fmt::format(
-        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#c0392b\" "
-        "stroke-dasharray=\"4 3\"/>\n",
-        x_of_zero + r.iteration_time.value * px_per_s, number_text(top - 4),
-        number_text(top + rows_h));
-
+  Timeline tl;
+  tl.label = what;
+  tl.t0 = t0;
+  tl.t1 = t1;
+  tl.mark = r.iteration_time.value;
+  tl.titles = total_bars <= kMaxTitles;
+  auto seconds = [&](double x) { return (x - scale.x_of_zero) / scale.px_per_s; };
   auto bar_title = [&](const Bar& b) {
     const auto& e = ev[b.first];
-    const double b0 = (b.x0 - x_of_zero) / px_per_s * unit.scale;
-    const double b1 = (b.x1 - x_of_zero) / px_per_s * unit.scale;
+    const double b0 = seconds(b.x0) * unit.scale, b1 = seconds(b.x1) * unit.scale;
     if (b.count > 1) {
       std::string kinds;
       for (std::size_t k = 0; k < b.time.size(); ++k)
         if (b.time[k] > 0)
           kinds += (kinds.empty() ? "" : ", ") + std::string(sim::to_string(kAllKinds[k]));
-      return fmt::format("{} tasks ({}), {:.4g}&ndash;{:.4g} {}", b.count, kinds, b0, b1,
-                         unit.name);
+      return fmt::format("{} tasks ({}), {:.4g}–{:.4g} {}", b.count, kinds, b0, b1, unit.name);
     }
     std::string task = fmt::format("{} stage {}", sim::to_string(e.kind), e.stage);
     if (e.microbatch >= 0) task += fmt::format(" micro-batch {}", e.microbatch);
     if (e.bucket >= 0) task += fmt::format(" bucket {}", e.bucket);
     if (e.peer_lane >= 0) task += fmt::format(" to lane {}", e.peer_lane);
-    return fmt::format("{}, {:.4g}&ndash;{:.4g} {}", task, b0, b1, unit.name);
+    return fmt::format("{}, {:.4g}–{:.4g} {}", task, b0, b1, unit.name);
   };
-  // With hover titles, one <rect> per bar; without, one <path> per kind and row (half the bytes).
-  std::array<std::string, std::size(kAllKinds)> paths;
-  // (Bars are clipped to the window; their titles keep their tasks' own times.)
-  auto draw = [&](const Bar& b, double y, double h) {
-    const double x0 = std::clamp(b.x0, x_lo, x_hi), x1 = std::clamp(b.x1, x_lo, x_hi);
-    const double w = std::max(x1 - x0, 1.0);
-    if (titles) {
-      o += fmt::format(
-          "<rect class=\"{}\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\"><title>{}"
-          "</title></rect>",
-          kind_class(b.kind), x0, number_text(y), w, number_text(h), bar_title(b));
-    } else {
-      paths[static_cast<std::size_t>(b.kind)] +=
-          fmt::format("M{:.1f} {}h{:.1f}v{}h-{:.1f}z", x0, number_text(y), w, number_text(h), w);
-    }
+  // (Bars are clipped to the window by the chart; their titles keep their tasks' own times.)
+  auto bar = [&](const Bar& b, bool lower) {
+    TimelineBar out{seconds(b.x0), seconds(b.x1), lower, kind_class(b.kind)};
+    if (tl.titles) out.title = bar_title(b);
+    // Micro-batch numbers inside wide enough forward and backward bars.
+    const auto& e = ev[b.first];
+    if (!lower && b.count == 1 && e.microbatch >= 0) out.text = std::to_string(e.microbatch);
+    return out;
   };
   for (std::size_t k = 0; k < shown.size(); ++k) {
-    const double y = top + kRowH * static_cast<double>(k) + 2;
-    if (k % 2 == 1)
-      o += fmt::format("<rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f7f7f9\"/>",
-                       number_text(y - 2), number_text(width), number_text(kRowH));
-    const auto [label, names] = row_label(in, shown[k]);
-    o += fmt::format("<text x=\"{}\" y=\"{}\"><title>{}</title>{}</text>\n", number_text(8),
-                     number_text(y + 11), html_escape(names), html_escape(label));
-    for (const auto& b : cbars[k]) draw(b, y, kComputeH);
-    for (const auto& b : tbars[k]) draw(b, y + kComputeH + 1, kTransferH);
-    for (std::size_t kind = 0; kind < paths.size(); ++kind) {
-      if (paths[kind].empty()) continue;
-      o += fmt::format("<path class=\"{}\" d=\"{}\"/>", kind_class(kAllKinds[kind]), paths[kind]);
-      paths[kind].clear();
-    }
-    // Micro-batch numbers inside wide enough forward and backward bars.
-    for (const auto& b : cbars[k]) {
-      const auto& e = ev[b.first];
-      const double x0 = std::clamp(b.x0, x_lo, x_hi), x1 = std::clamp(b.x1, x_lo, x_hi);
-      if (b.count != 1 || e.microbatch < 0 || x1 - x0 < 16) continue;
-      o += fmt::format("<text class=\"mb\" x=\"{:.1f}\" y=\"{}\">{}</text>", (x0 + x1) / 2,
-                       number_text(y + 10.5), e.microbatch);
-    }
-    o += "\n";
+    auto [label, names] = row_label(in, shown[k]);
+    TimelineRow row{std::move(label), std::move(names), {}};
+    row.bars.reserve(cbars[k].size() + tbars[k].size());
+    for (const auto& b : cbars[k]) row.bars.push_back(bar(b, false));
+    for (const auto& b : tbars[k]) row.bars.push_back(bar(b, true));
+    tl.rows.push_back(std::move(row));
   }
-  o += "</svg>\n";
-  return o;
+  return timeline_svg(tl);
 }
 
 void write_timeline(std::string& o, const ReportInput& in) {
@@ -708,7 +639,6 @@ void write_memory(std::string& o, const ReportInput& in) {
        "activations</span><span><i class=\"mf\"></i>buffers</span><span><i class=\"mr\"></i>"
        "reserve</span><span><i class=\"mx\"></i>fragmentation</span><span><i class=\"cap\">"
        "</i>capacity</span></div>\n";
-  constexpr double kBarW = 280, kBarH = 14;
   o += "<table><tr><th>devices</th><th>device</th><th>peak against capacity</th><th>peak</th>"
        "<th>capacity</th><th>parameters</th><th>gradients</th><th>optimizer</th>"
        "<th>activations</th><th>buffers</th><th>reserve</th><th>fragmentation</th><th></th></tr>\n";
@@ -719,29 +649,13 @@ void write_memory(std::string& o, const ReportInput& in) {
     if (row.devices.size() > 1) label += fmt::format(" ({} devices)", row.devices.size());
     const std::string type =
         s.device < c.num_devices() ? c.type_of(s.device).name : std::string("?");
-    std::string svg = fmt::format(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-        "viewBox=\"0 0 {0} {1}\">",
-        number_text(kBarW + 4), number_text(kBarH + 2));
-    const double cap_w = s.capacity.value / scale_max * kBarW;
-    svg += fmt::format("<rect x=\"0\" y=\"1\" width=\"{:.1f}\" height=\"{}\" fill=\"#f0f0f0\"/>",
-                       cap_w, number_text(kBarH));
-    double x = 0;
-    const std::pair<const char*, double> parts[] = {
-        {"mp", m.parameters.value},   {"mg", m.gradients.value}, {"mo", m.optimizer.value},
-        {"ma", m.activations.value},  {"mf", m.buffers.value},   {"mr", m.reserve.value},
-        {"mx", m.fragmentation.value}};
-    for (const auto& [cls, bytes] : parts) {
-      const double w = std::max(bytes, 0.0) / scale_max * kBarW;
-      if (w <= 0) continue;
-      svg += fmt::format("<rect class=\"{}\" x=\"{:.1f}\" y=\"1\" width=\"{:.1f}\" height=\"{}\"/>",
-                         cls, x, w, number_text(kBarH));
-      x += w;
-    }
-    svg += fmt::format(
-        "<line x1=\"{0:.1f}\" y1=\"0\" x2=\"{0:.1f}\" y2=\"{1}\" stroke=\"#222\" "
-        "stroke-width=\"2\"/></svg>",
-        std::min(cap_w, kBarW + 3), number_text(kBarH + 2));
+    StackedBar bar;
+    bar.parts = {{"mp", m.parameters.value},   {"mg", m.gradients.value}, {"mo", m.optimizer.value},
+                 {"ma", m.activations.value},  {"mf", m.buffers.value},   {"mr", m.reserve.value},
+                 {"mx", m.fragmentation.value}};
+    bar.band = s.capacity.value;
+    bar.scale_max = scale_max;
+    const std::string svg = stacked_bar_svg(bar);
     o += fmt::format(
         "<tr{}><td class=\"mdev\">{}</td><td class=\"nw\">{}</td><td>{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"

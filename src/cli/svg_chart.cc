@@ -222,4 +222,131 @@ std::string line_chart_svg(const LineChart& chart) {
   return o;
 }
 
+TimeUnit time_unit(double max_s) {
+  if (max_s < 1e-3) return {1e6, "µs"};
+  if (max_s < 1) return {1e3, "ms"};
+  return {1, "s"};
+}
+
+namespace {
+constexpr double kTimelineLabelW = 250, kTimelineChartW = 1080, kTimelineRight = 20;
+constexpr double kTimelineRowH = 26, kUpperH = 14, kLowerH = 6, kTimelineAxisH = 22;
+}  // namespace
+
+TimelineScale timeline_scale(double t0, double t1) {
+  if (!(t1 > t0)) t1 = t0 + 1e-6;
+  const double px_per_s = kTimelineChartW / (t1 - t0);
+  return {kTimelineLabelW - t0 * px_per_s, px_per_s};
+}
+
+std::string timeline_svg(const Timeline& t) {
+  const double t0 = t.t0, t1 = t.t1 > t.t0 ? t.t1 : t.t0 + 1e-6;
+  const TimelineScale scale = timeline_scale(t0, t1);
+  const TimeUnit unit = time_unit(t1);
+  const double x_lo = kTimelineLabelW, x_hi = kTimelineLabelW + kTimelineChartW;
+  const double top = kTimelineAxisH;
+  const double rows_h = kTimelineRowH * static_cast<double>(t.rows.size());
+  const bool bottom_axis = t.rows.size() > 12;
+  const double height = top + rows_h + (bottom_axis ? kTimelineAxisH : 6);
+  const double width = kTimelineLabelW + kTimelineChartW + kTimelineRight;
+  std::string o = fmt::format(
+      "<svg class=\"tl\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"{2}\">\n",
+      number_text(width), number_text(height), html_escape(t.label));
+  // Time axis: grid lines and numbers (above, and below for tall timelines).
+  const double step = nice_step((t1 - t0) * unit.scale, 10);
+  o += "<g>";
+  for (double v = std::ceil(t0 * unit.scale / step - 1e-9) * step;
+       v <= t1 * unit.scale * (1 + 1e-9); v += step) {
+    const double x = scale.x(v / unit.scale);
+    o += fmt::format("<line class=\"grid\" x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\"/>",
+                     x, number_text(top - 4), number_text(top + rows_h));
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x,
+                     number_text(top - 8), number_text(v));
+    if (bottom_axis)
+      o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", x,
+                       number_text(top + rows_h + 14), number_text(v));
+  }
+  o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">time ({})</text>",
+                   number_text(kTimelineLabelW - 8), number_text(top - 8), unit.name);
+  o += "</g>\n";
+  if (t.mark && *t.mark >= t0 && *t.mark <= t1)
+    o += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#c0392b\" "
+        "stroke-dasharray=\"4 3\"/>\n",
+        scale.x(*t.mark), number_text(top - 4), number_text(top + rows_h));
+
+  // Without titles, one path per class, in the order the classes first appear in the row.
+  std::vector<std::pair<std::string, std::string>> paths;
+  for (std::size_t k = 0; k < t.rows.size(); ++k) {
+    const TimelineRow& row = t.rows[k];
+    const double y = top + kTimelineRowH * static_cast<double>(k) + 2;
+    if (k % 2 == 1)
+      o += fmt::format("<rect x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f7f7f9\"/>",
+                       number_text(y - 2), number_text(width), number_text(kTimelineRowH));
+    o += fmt::format("<text x=\"{}\" y=\"{}\"><title>{}</title>{}</text>\n", number_text(8),
+                     number_text(y + 11), html_escape(row.title), html_escape(row.label));
+    paths.clear();
+    for (int lower = 0; lower < 2; ++lower)
+      for (const TimelineBar& b : row.bars) {
+        if (b.lower != (lower == 1)) continue;
+        const double x0 = std::clamp(scale.x(b.t0), x_lo, x_hi);
+        const double x1 = std::clamp(scale.x(b.t1), x_lo, x_hi);
+        const double w = std::max(x1 - x0, 1.0);
+        const double by = b.lower ? y + kUpperH + 1 : y;
+        const double h = b.lower ? kLowerH : kUpperH;
+        if (t.titles) {
+          o += fmt::format(
+              "<rect class=\"{}\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\"><title>{}"
+              "</title></rect>",
+              b.css_class, x0, number_text(by), w, number_text(h), html_escape(b.title));
+          continue;
+        }
+        auto it = std::find_if(paths.begin(), paths.end(),
+                               [&](const auto& p) { return p.first == b.css_class; });
+        if (it == paths.end()) it = paths.insert(paths.end(), {b.css_class, std::string()});
+        it->second +=
+            fmt::format("M{:.1f} {}h{:.1f}v{}h-{:.1f}z", x0, number_text(by), w, number_text(h), w);
+      }
+    for (const auto& [cls, d] : paths) o += fmt::format("<path class=\"{}\" d=\"{}\"/>", cls, d);
+    // Texts inside the upper bars wide enough for them.
+    for (const TimelineBar& b : row.bars) {
+      if (b.lower || b.text.empty()) continue;
+      const double x0 = std::clamp(scale.x(b.t0), x_lo, x_hi);
+      const double x1 = std::clamp(scale.x(b.t1), x_lo, x_hi);
+      if (x1 - x0 < 16) continue;
+      o += fmt::format("<text class=\"mb\" x=\"{:.1f}\" y=\"{}\">{}</text>", (x0 + x1) / 2,
+                       number_text(y + 10.5), html_escape(b.text));
+    }
+    o += "\n";
+  }
+  o += "</svg>\n";
+  return o;
+}
+
+std::string stacked_bar_svg(const StackedBar& bar) {
+  const double scale_max = bar.scale_max > 0 ? bar.scale_max : 1;
+  const double kw = bar.width, kh = bar.height;
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
+      "viewBox=\"0 0 {0} {1}\">",
+      number_text(kw + 4), number_text(kh + 2));
+  const double band_w = bar.band / scale_max * kw;
+  svg += fmt::format("<rect x=\"0\" y=\"1\" width=\"{:.1f}\" height=\"{}\" fill=\"#f0f0f0\"/>",
+                     band_w, number_text(kh));
+  double x = 0;
+  for (const auto& [cls, value] : bar.parts) {
+    const double w = std::max(value, 0.0) / scale_max * kw;
+    if (w <= 0) continue;
+    svg += fmt::format("<rect class=\"{}\" x=\"{:.1f}\" y=\"1\" width=\"{:.1f}\" height=\"{}\"/>",
+                       html_escape(cls), x, w, number_text(kh));
+    x += w;
+  }
+  svg += fmt::format(
+      "<line x1=\"{0:.1f}\" y1=\"0\" x2=\"{0:.1f}\" y2=\"{1}\" stroke=\"#222\" "
+      "stroke-width=\"2\"/></svg>",
+      std::min(band_w, kw + 3), number_text(kh + 2));
+  return svg;
+}
+
 }  // namespace hetplan::cli

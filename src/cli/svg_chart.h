@@ -1,5 +1,6 @@
 // Internal to the command line: what the HTML reports draw with. Escaping of text for HTML, axis
-// steps and numbers, and a line chart of several series as inline SVG.
+// steps and numbers, a line chart of several series, a timeline of rows of bars and a stacked bar,
+// as inline SVG.
 #pragma once
 
 #include <optional>
@@ -78,5 +79,61 @@ std::vector<std::optional<Box>> place_labels(const std::vector<LabelSpot>& spots
 // rules, and a legend naming each series. Labels of series marked labels_first are placed first. A
 // chart without finite points is a note saying so.
 std::string line_chart_svg(const LineChart& chart);
+
+// The unit a time axis is written in, chosen by the largest time shown: µs, ms or s.
+struct TimeUnit {
+  double scale;  // units per second
+  const char* name;
+};
+TimeUnit time_unit(double max_s);
+
+// A timeline (a Gantt chart): rows of bars over a window [t0, t1] of seconds, a time axis above
+// (and below when there are more than 12 rows), rows striped. A row's bars lie in two tracks: a
+// tall upper one and a thin lower one.
+struct TimelineBar {
+  double t0 = 0, t1 = 0;  // seconds; drawn clipped to the window and at least a pixel wide
+  bool lower = false;     // in the thin lower track
+  std::string css_class;
+  std::string title{};  // shown on hover (when the timeline has titles)
+  std::string text{};   // written inside the bar when it is at least 16 px wide
+};
+
+struct TimelineRow {
+  std::string label;
+  std::string title{};  // the label's hover text
+  std::vector<TimelineBar> bars;
+};
+
+struct Timeline {
+  std::string label;  // what it shows, for screen readers
+  double t0 = 0, t1 = 0;
+  std::vector<TimelineRow> rows;
+  std::optional<double> mark{};  // a dashed red line across the rows at this time
+  // One <rect> per bar, with its title; false: one <path> per CSS class and row and no titles
+  // (half the bytes, for timelines of many bars).
+  bool titles = true;
+};
+
+// Where timeline_svg draws time t of a window [t0, t1]: x = x_of_zero + t * px_per_s. Callers
+// merge bars narrower than a pixel at this scale.
+struct TimelineScale {
+  double x_of_zero = 0, px_per_s = 1;
+  double x(double t) const { return x_of_zero + t * px_per_s; }
+};
+TimelineScale timeline_scale(double t0, double t1);
+
+// The timeline as an <svg class="tl"> element.
+std::string timeline_svg(const Timeline& t);
+
+// One horizontal bar of parts laid end to end (a device's memory by kind), over a grey band as
+// long as `band` and with a dark tick at it (its capacity), all on a scale where `scale_max` is the
+// bar's full width of `width` px.
+struct StackedBar {
+  std::vector<std::pair<std::string, double>> parts;  // CSS class, value (<= 0: left out)
+  double band = 0;
+  double scale_max = 1;
+  double width = 280, height = 14;
+};
+std::string stacked_bar_svg(const StackedBar& bar);
 
 }  // namespace hetplan::cli
