@@ -300,12 +300,14 @@ class PipelinePlanner {
   // (ZeRO only with a stage of two replicas or more). More recomputation only adds time at a
   // given micro-batch size, so the first mode that fits is the last one worth trying. ZeRO-1
   // changes time both ways (it shards the optimizer step but splits the all-reduce in two), so
-  // both stages are tried. False once the deadline has passed.
+  // both stages are tried. False once the deadline has passed and there is a candidate to
+  // simulate (the search returns the best found by then, so it goes on until it has one).
   bool try_settings(const std::vector<StageResources>& stages, int m, std::size_t dp_max) {
     for (auto rc : recompute_modes(ctx_.model)) {
       bool placed = false;
       for (int zero : zeros_) {
-        if (ctx_.deadline.expired()) return false;
+        if (ctx_.deadline.expired() && (frontier_ || !pool_.empty() || !mixed_pool_.empty()))
+          return false;
         if (zero >= 1 && dp_max == 1) continue;
         placed = place_layers(stages, m, Settings{rc, zero}) || placed;
       }

@@ -181,21 +181,39 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   for (std::size_t k = 0; k < stage_planners.size(); ++k)
     if (runs_stage_planner[k]) jobs.push_back({stage_planners[k], false, kPlannerWeight});
   std::vector<PlannerOutput> outs(jobs.size());
-  // They are independent of one another: without a time limit they run side by side on
-  // SearchOptions::threads threads (the stage-level planners first, the longest as a rule), each
-  // thread with an Estimator of its own (it caches and is not thread-safe; its caches only
-  // remember, so the estimates are the same) and the Evaluator shared. Each result keeps its
-  // place, so the plan does not depend on which ends first. Under a time limit they run one after
-  // the other, each in its slice of what is left.
+  // They are independent of one another, and run in this order: the algorithm's answers first
+  // (weight kPlannerWeight: the stage-level planners, or the baselines `--algo dp` and
+  // `--algo megatron` name), so that under a time limit what the user asked for has its time
+  // before the baselines do. Without a time limit they run side by side on
+  // SearchOptions::threads threads, each thread with an Estimator of its own (it caches and is
+  // not thread-safe; its caches only remember, so the estimates are the same) and the Evaluator
+  // shared. Each result keeps its place, so the plan does not depend on which ends first. Under a
+  // time limit they run one after the other, each in its slice of what is left.
+  std::vector<std::size_t> order;
+  for (std::size_t i = num_baselines; i < jobs.size(); ++i) order.push_back(i);
+  for (std::size_t i = num_baselines; i-- > 0;) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return jobs[a].weight > jobs[b].weight; });
   const int workers =
       opts.time_limit_s > 0 ? 1 : std::min(opts.threads, static_cast<int>(jobs.size()));
   if (workers <= 1) {
-    for (std::size_t i = 0; i < jobs.size(); ++i)
+    for (std::size_t i : order) {
+      // A baseline that is only there for comparison is left out when the time left would not
+      // hold one simulation as long as the longest so far.
+      if (jobs[i].weight == kBaselineWeight && opts.time_limit_s > 0 &&
+          deadline.remaining_s() <= evaluator.longest_simulation_s()) {
+        outs[i].name = jobs[i].planner == &even_dp           ? "even-dp"
+                       : jobs[i].planner == &proportional_dp ? "proportional-dp"
+                                                             : "megatron";
+        outs[i].best.error = "not run: too little of the time limit was left";
+        outs[i].timed_out = true;
+        slice(jobs[i].weight);
+        say(fmt::format("{}: not run, too little of the time limit left", outs[i].name));
+        continue;
+      }
       outs[i] = run(jobs[i].planner, jobs[i].baseline, slice(jobs[i].weight), estimator);
+    }
   } else {
-    std::vector<std::size_t> order;
-    for (std::size_t i = num_baselines; i < jobs.size(); ++i) order.push_back(i);
-    for (std::size_t i = num_baselines; i-- > 0;) order.push_back(i);
     std::atomic<std::size_t> next{0};
     std::vector<std::exception_ptr> failures(jobs.size());
     const Deadline none(0);

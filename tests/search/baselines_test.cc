@@ -247,5 +247,33 @@ TEST(Search, TimeLimitReturnsTheBestSoFarMarkedAsSuch) {
   EXPECT_TRUE(res->best.ok);
 }
 
+// Under a time limit the algorithm's answer runs before the baselines, and a baseline kept only
+// for comparison is left out when the time left would not hold a simulation: with a limit that
+// has passed at once, the pipeline planner still simulates its best candidate, and no baseline
+// runs after it.
+TEST(Search, UnderATimeLimitTheAnswerRunsFirstAndBaselinesThatCannotRunAreLeftOut) {
+  const auto m = load_model_or_die("gpt3-1.3b");
+  const auto c = load_cluster_or_die("hap-mixed");
+  SearchOptions opts;
+  opts.time_limit_s = 1e-6;
+  auto res = find_plan(m, c, Algo::pipeline, opts);
+  ASSERT_TRUE(res) << res.error().message;
+  EXPECT_TRUE(res->timed_out);
+  EXPECT_EQ(res->planner, "pipeline");
+  ASSERT_EQ(res->baselines.size(), 3u);
+  for (const auto& b : res->baselines) {
+    EXPECT_FALSE(b.best.ok) << b.name;
+    EXPECT_EQ(b.best.error, "not run: too little of the time limit was left") << b.name;
+    EXPECT_TRUE(b.timed_out) << b.name;
+  }
+  EXPECT_EQ(res->baselines[0].name, "even-dp");
+  EXPECT_EQ(res->baselines[2].name, "megatron");
+  // `--algo megatron`: the Megatron-LM grid is the answer, so it runs, first.
+  auto grid = find_plan(m, c, Algo::megatron, opts);
+  ASSERT_TRUE(grid) << grid.error().message;
+  EXPECT_EQ(grid->planner, "megatron");
+  EXPECT_TRUE(grid->baselines[2].best.ok);
+}
+
 }  // namespace
 }  // namespace hetplan::search

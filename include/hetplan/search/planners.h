@@ -41,6 +41,7 @@ class CandidatePool {
   double threshold_s() const;
   // Whether a kept candidate fits by its estimate.
   bool any_fits() const { return !kept_.empty() && kept_.front().e.fits; }
+  bool empty() const { return kept_.empty(); }
   // Simulates the kept candidates (at least the best one, even past the deadline).
   PlannerOutput finish();
   // Under a time limit, leaves time for n more simulations after this pool's (offers stop and
