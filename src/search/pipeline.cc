@@ -36,7 +36,6 @@ namespace hetplan::search {
 namespace {
 
 constexpr double kInfTime = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t kFrontierCells = 12;  // per DP state, the most (time, memory) points kept
 
 struct StageResources {
