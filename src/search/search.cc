@@ -166,20 +166,22 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   SearchResult res;
   struct Job {
     PlannerOutput (*planner)(const Context&) = nullptr;
+    const char* name = "";
     bool baseline = false;
     double weight = 0;
   };
   // The baselines, then the stage-level planners. TAG's op-level search refines what the
   // stage-level planners find: `--algo tag` runs uneven data parallelism, the pipeline planner and
   // HAP beside it and returns the best of the four.
-  std::vector<Job> jobs = {{&even_dp, true, baseline_weight[0]},
-                           {&proportional_dp, true, baseline_weight[1]},
-                           {&megatron_grid, true, baseline_weight[2]}};
+  std::vector<Job> jobs = {{&even_dp, "even-dp", true, baseline_weight[0]},
+                           {&proportional_dp, "proportional-dp", true, baseline_weight[1]},
+                           {&megatron_grid, "megatron", true, baseline_weight[2]}};
   const std::size_t num_baselines = jobs.size();
-  constexpr std::array<PlannerOutput (*)(const Context&), 3> stage_planners = {&uneven_dp,
-                                                                               &pipeline, &hap};
+  const std::array<Job, 3> stage_planners = {Job{&uneven_dp, "uneven-dp", false, kPlannerWeight},
+                                             Job{&pipeline, "pipeline", false, kPlannerWeight},
+                                             Job{&hap, "hap", false, kPlannerWeight}};
   for (std::size_t k = 0; k < stage_planners.size(); ++k)
-    if (runs_stage_planner[k]) jobs.push_back({stage_planners[k], false, kPlannerWeight});
+    if (runs_stage_planner[k]) jobs.push_back(stage_planners[k]);
   std::vector<PlannerOutput> outs(jobs.size());
   // They are independent of one another, and run in this order: the algorithm's answers first
   // (weight kPlannerWeight: the stage-level planners, or the baselines `--algo dp` and
@@ -198,13 +200,11 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
       opts.time_limit_s > 0 ? 1 : std::min(opts.threads, static_cast<int>(jobs.size()));
   if (workers <= 1) {
     for (std::size_t i : order) {
-      // A baseline that is only there for comparison is left out when the time left would not
+      // A baseline that is not the algorithm's answer is left out when the time left would not
       // hold one simulation as long as the longest so far.
       if (jobs[i].weight == kBaselineWeight && opts.time_limit_s > 0 &&
           deadline.remaining_s() <= evaluator.longest_simulation_s()) {
-        outs[i].name = jobs[i].planner == &even_dp           ? "even-dp"
-                       : jobs[i].planner == &proportional_dp ? "proportional-dp"
-                                                             : "megatron";
+        outs[i].name = jobs[i].name;
         outs[i].best.error = "not run: too little of the time limit was left";
         outs[i].timed_out = true;
         slice(jobs[i].weight);
