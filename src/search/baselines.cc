@@ -127,11 +127,8 @@ PlannerOutput megatron_grid(const Context& ctx) {
   const bool none = candidates.empty();
   // The choice leaves time for judging it on the real cluster (a simulation as long as one of
   // its own: the same plan on as many devices).
-  CandidatePool pool(alike_ctx, "megatron");
-  pool.reserve_simulations(1);
-  for (auto& p : candidates)
-    if (!pool.offer(std::move(p))) break;
-  PlannerOutput chosen = pool.finish();
+  PlannerOutput chosen =
+      select_candidates(alike_ctx, "megatron", std::move(candidates), /*reserve=*/1);
   PlannerOutput out;
   out.name = "megatron";
   if (none) {

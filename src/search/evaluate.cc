@@ -81,21 +81,18 @@ std::vector<Evaluation> Evaluator::evaluate_all(const std::vector<plan::Plan>& p
   };
   const int threads = std::max(1, std::min<int>(opts_.threads, static_cast<int>(plans.size())));
   std::vector<char> done(plans.size(), 0);
+  auto one = [&](std::size_t i) {
+    out[i] = evaluate(plans[i]);
+    done[i] = 1;
+    if (out[i].ok) succeeded = true;
+  };
   auto work = [&] {
-    for (std::size_t i = take(); i < plans.size(); i = take()) {
-      out[i] = evaluate(plans[i]);
-      done[i] = 1;
-      if (out[i].ok) succeeded = true;
-    }
+    for (std::size_t i = take(); i < plans.size(); i = take()) one(i);
   };
   // Under a time limit the plans are simulated one at a time until one succeeds: the time the
   // first takes is what the limit must leave for, and two at once would each take longer.
   if (deadline && std::isfinite(deadline->remaining_s()))
-    for (std::size_t i = 0; i < plans.size() && !succeeded; i = ++next) {
-      out[i] = evaluate(plans[i]);
-      done[i] = 1;
-      if (out[i].ok) succeeded = true;
-    }
+    for (std::size_t i = 0; i < plans.size() && !succeeded; i = ++next) one(i);
   if (threads == 1) {
     work();
   } else {

@@ -63,8 +63,9 @@ PlannerOutput CandidatePool::finish() {
 }
 
 PlannerOutput select_candidates(const Context& ctx, std::string name,
-                                std::vector<plan::Plan> candidates) {
+                                std::vector<plan::Plan> candidates, int reserve) {
   CandidatePool pool(ctx, std::move(name));
+  pool.reserve_simulations(reserve);
   for (auto& p : candidates)
     if (!pool.offer(std::move(p))) break;
   return pool.finish();

@@ -10,15 +10,12 @@
 #include <fstream>
 
 #include "../../src/cli/svg_chart.h"
+#include "text_search.h"
 
 namespace hetplan::cli {
 namespace {
 
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using testing::count;
 
 TEST(LineChart, OnePathAndOneLegendEntryPerSeries) {
   LineChart c{"loss <per> step", "step", "loss", {}, false};

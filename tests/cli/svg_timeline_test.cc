@@ -6,19 +6,13 @@
 #include <string>
 
 #include "../../src/cli/svg_chart.h"
+#include "text_search.h"
 
 namespace hetplan::cli {
 namespace {
 
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-bool contains(const std::string& text, const std::string& what) {
-  return text.find(what) != std::string::npos;
-}
+using testing::contains;
+using testing::count;
 
 TEST(TimeUnit, ChosenByTheLargestTimeShown) {
   EXPECT_STREQ(time_unit(5e-4).name, "µs");

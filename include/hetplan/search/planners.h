@@ -103,9 +103,10 @@ class FrontierPool {
   const double epsilon;
 };
 
-// A pool offered every candidate, finished.
+// A pool offered every candidate, finished; under a time limit it leaves time for `reserve` more
+// simulations after its own (CandidatePool::reserve_simulations).
 PlannerOutput select_candidates(const Context& ctx, std::string name,
-                                std::vector<plan::Plan> candidates);
+                                std::vector<plan::Plan> candidates, int reserve = 0);
 
 // Baselines.
 // Even data parallelism over every device: each device one replica with the same batch share;
