@@ -113,9 +113,13 @@ void print_summary(const model::Model& m, const cluster::Cluster& c,
   fmt::print("\n{:<18} {:>14} {:>8} {:>10}\n", "baseline", "iteration (s)", "fits", "speed-up");
   for (const auto& b : res.baselines) {
     if (!b.best.ok) {
-      // Left out under a time limit, or no plan of its kind could be built.
+      // Left out or stopped under a time limit, or no plan of its kind could be built.
       const bool not_run = b.best.error.rfind("not run", 0) == 0;
-      fmt::print("{:<18} {:>14} {:>8} {:>10}\n", b.name, "-", not_run ? "not run" : "no", "-");
+      fmt::print("{:<18} {:>14} {:>8} {:>10}\n", b.name, "-",
+                 not_run          ? "not run"
+                 : b.best.stopped ? "stopped"
+                                  : "no",
+                 "-");
       continue;
     }
     fmt::print("{:<18} {:>14.4g} {:>8} {:>9.2f}x\n", b.name, b.best.iteration_time_s,

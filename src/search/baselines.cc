@@ -122,6 +122,7 @@ PlannerOutput megatron_grid(const Context& ctx) {
   }
   // Choose on the alike cluster, then judge on the real one.
   Evaluator alike_eval(ctx.model, alike, ctx.options);
+  alike_eval.stop_as(ctx.evaluator);
   Estimator alike_est(ctx.model, alike, ctx.options);
   Context alike_ctx{ctx.model, alike, ctx.options, alike_eval, alike_est, ctx.deadline};
   const bool none = candidates.empty();

@@ -27,6 +27,7 @@ bool better(const Evaluation& a, const Evaluation& b, Objective objective) {
 Evaluator::Evaluator(const model::Model& m, const cluster::Cluster& c, const SearchOptions& opts)
     : m_(m), c_(c), opts_(opts) {
   opts_.sim.record_events = false;
+  opts_.sim.stop = [this] { return rule_->past_deadline_with_a_plan(); };
 }
 
 Evaluation Evaluator::evaluate(const plan::Plan& p) const {
@@ -47,7 +48,13 @@ Evaluation Evaluator::evaluate(const plan::Plan& p) const {
     e.error = "not executable: " + refused;
   } else if (auto r = timed_simulate(p); !r) {
     e.error = r.error().message;
+    if (e.error == sim::kSimulationStopped) {
+      e.stopped = true;
+      e.error = "stopped: the time limit passed during its simulation";
+      return e;
+    }
   } else {
+    has_plan_ = true;
     e.ok = true;
     e.iteration_time_s = r->iteration_time.value;
     e.samples_per_s = r->samples_per_s;

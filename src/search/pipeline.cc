@@ -305,7 +305,7 @@ class PipelinePlanner {
     for (auto rc : recompute_modes(ctx_.model)) {
       bool placed = false;
       for (int zero : zeros_) {
-        if (ctx_.deadline.expired() && (frontier_ || !pool_.empty() || !mixed_pool_.empty()))
+        if (out_of_time(ctx_) && (frontier_ || !pool_.empty() || !mixed_pool_.empty()))
           return false;
         if (zero >= 1 && dp_max == 1) continue;
         placed = place_layers(stages, m, Settings{rc, zero}) || placed;

@@ -98,6 +98,9 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
         m.ops.size() * c.devices.size())};
   Deadline deadline(opts.time_limit_s);
   Evaluator evaluator(m, c, opts);
+  // Past the limit, with an answer in hand, simulations stop where they are (one on thousands of
+  // devices takes a second).
+  evaluator.stop_past(deadline);
   Estimator estimator(m, c, opts);
   std::mutex say_mu;  // planners may run side by side (below)
   auto say = [&](const std::string& line) {
@@ -154,6 +157,9 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
         }
       }
     }
+    // Plans whose simulation the time limit stopped were not simulated.
+    const auto stopped = std::erase_if(o.simulated, [](const Evaluation& e) { return e.stopped; });
+    o.timed_out = o.timed_out || stopped > 0 || o.best.stopped;
     say(fmt::format("{}: {} candidates estimated, {} simulated, best {}{} ({:.2f} s)", o.name,
                     o.estimated, o.simulated.size(),
                     o.best.ok ? fmt::format("{:.4g} s{}", o.best.iteration_time_s,
@@ -391,6 +397,7 @@ Result<FrontierResult> find_frontier(const model::Model& m, const cluster::Clust
   if (opts.global_batch < 1) return Error{"--global-batch: expected a positive number of samples"};
   Deadline deadline(opts.time_limit_s);
   Evaluator evaluator(m, c, opts);
+  evaluator.stop_past(deadline);
   Estimator estimator(m, c, opts);
   Context ctx{m, c, opts, evaluator, estimator, deadline};
   FrontierOutput f = frontier(ctx, epsilon);

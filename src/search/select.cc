@@ -22,8 +22,7 @@ bool CandidatePool::ahead(const Kept& a, const Kept& b) const {
 bool CandidatePool::offer(plan::Plan p) {
   // Under a time limit, the time one simulation takes is kept for the best one's (and the
   // reserved ones').
-  if (!kept_.empty() &&
-      ctx_.deadline.remaining_s() <= (1 + reserve_) * ctx_.evaluator.longest_simulation_s()) {
+  if (!kept_.empty() && out_of_time(ctx_, reserve_)) {
     timed_out_ = true;
     return false;
   }
@@ -80,7 +79,7 @@ constexpr double kEstimateSlack = 0.10;
 }  // namespace
 
 bool FrontierPool::offer(plan::Plan p) {
-  if (!kept_.empty() && ctx_.deadline.remaining_s() <= ctx_.evaluator.longest_simulation_s()) {
+  if (!kept_.empty() && out_of_time(ctx_)) {
     timed_out_ = true;
     return false;
   }

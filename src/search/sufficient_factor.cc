@@ -15,11 +15,15 @@ plan::Plan with_sufficient_factors(const Context& ctx, const plan::Plan& p) {
   // before keeping it.
   // Within the search's time limit: none left, no choice; some left, the MILP's best by then.
   if (ctx.deadline.expired()) return p;
-  SyncRequest req = sync_request(ctx.model, ctx.cluster, p, ctx.options.sim);
+  sim::SimOptions priced = ctx.options.sim;
+  // Pricing the ways takes seconds on thousands of devices: it stops with the time limit too.
+  if (ctx.options.time_limit_s > 0) priced.stop = [&] { return ctx.deadline.expired(); };
+  SyncRequest req = sync_request(ctx.model, ctx.cluster, p, priced);
   if (req.items.empty()) return p;
   if (ctx.options.time_limit_s > 0) req.time_limit_s = std::max(1e-3, ctx.deadline.remaining_s());
   const SyncChoice choice = solve_sync_milp(req);
-  if (choice.status == SyncStatus::fallback && ctx.options.progress)
+  // A MILP the time limit cut short is the limit's doing, not a fault to warn of.
+  if (choice.status == SyncStatus::fallback && ctx.options.progress && !ctx.deadline.expired())
     ctx.options.progress(fmt::format("warning: {}; gradients stay on all-reduce", choice.warning));
   std::vector<plan::GradSync> rules;
   bool factors = false, servers = false;

@@ -227,6 +227,7 @@ SyncRequest sync_request(const model::Model& m, const cluster::Cluster& c, const
     req.link_capacity.push_back(c.links[l].bandwidth.value *
                                 cost::link_efficiency(c, static_cast<int>(l), opts.network));
   const sim::GradSyncWays ways = sim::gradient_sync_ways(m, c, p, opts);
+  if (ways.stopped) return req;
   req.fixed = summed_loads(ways.fixed);
   // Compute units: the replicas of every stage, stage by stage.
   std::vector<int> first_unit;
@@ -235,6 +236,10 @@ SyncRequest sync_request(const model::Model& m, const cluster::Cluster& c, const
     req.units += static_cast<int>(st.replicas.size());
   }
   for (const auto& op : ways.ops) {
+    if (opts.stop && opts.stop()) {
+      req.items.clear();
+      return req;
+    }
     SyncItem item;
     item.name = m.ops[op.op].name;
     item.ways[kAllReduce] = way_of(op.all_reduce, true);

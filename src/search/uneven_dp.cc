@@ -75,8 +75,8 @@ PlannerOutput uneven_dp(const Context& ctx) {
         for (int zero : zeros) {
           if (zero && R == 1) continue;
           for (int m = 1; m <= B; m *= 2) {
-            // Past the deadline: the best so far, at least one.
-            if (ctx.deadline.expired() && !candidates.empty()) break;
+            // Out of time: the best so far, at least one.
+            if (out_of_time(ctx) && !candidates.empty()) break;
             plan::Plan p = base_plan(ctx, "uneven-dp");
             p.recompute = rc;
             p.zero_stage = zero;

@@ -68,6 +68,7 @@ class Engine {
  public:
   Engine(const TaskGraph& g, const std::vector<double>& cap, EngineCarry* carry)
       : g_(g),
+        stop_(g.stop),
         succs_(g.successors()),
         cap_(cap),
         carry_(carry),
@@ -107,6 +108,7 @@ class Engine {
       Event e = heap_.top();
       heap_.pop();
       ++r_.events;
+      stop_.poll();
       now_ = e.time;
       switch (e.type) {
         case EvType::compute_done:
@@ -485,6 +487,7 @@ class Engine {
   }
 
   const TaskGraph& g_;
+  StopPoll stop_;
   const Successors succs_;
   const std::vector<double>& cap_;
   EngineCarry* carry_;

@@ -72,6 +72,7 @@ GradSyncWays gradient_sync_ways(const model::Model& m, const cluster::Cluster& c
       for (int op = layer.first_op; op < layer.first_op + layer.num_ops; ++op) {
         const model::Op& o = m.ops[op];
         if (o.params == 0 || named(o)) continue;
+        if (opts.stop && opts.stop()) return GradSyncWays{{}, {}, true};
         if (!sufficient_factor_applies(o, coster.split(op))) {
           fixed_params += static_cast<double>(o.params);
           continue;

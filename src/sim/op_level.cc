@@ -94,7 +94,9 @@ struct OpLevelLowering {
 
   OpLevelLowering(const model::Model& m_, const cluster::Cluster& c_, const plan::Plan& p_,
                   const SimOptions& o)
-      : m(m_), c(c_), p(p_), opts(o), compute(o.compute, o.profile) {}
+      : m(m_), c(c_), p(p_), opts(o), compute(o.compute, o.profile) {
+    g.stop = StopPoll(opts.stop);
+  }
 
   int M() const { return p.num_microbatches; }
   double batch() const { return static_cast<double>(p.global_batch); }

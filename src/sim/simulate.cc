@@ -127,7 +127,9 @@ struct Lowering {
         p(p_),
         opts(o),
         compute(o.compute, o.profile),
-        coster(m_, c_, p_, compute, o.network, !uses_cpu_quota(c_, p_)) {}
+        coster(m_, c_, p_, compute, o.network, !uses_cpu_quota(c_, p_)) {
+    g.stop = detail::StopPoll(opts.stop);
+  }
 
   bool chunked() const { return p.grad_priority != plan::GradPriority::none; }
 
@@ -1028,10 +1030,8 @@ Result<SimResult> simulate_unrolled(const model::Model& m, const cluster::Cluste
   return r;
 }
 
-}  // namespace
-
-Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
-                           const SimOptions& options) {
+Result<SimResult> simulate_plan(const model::Model& m, const cluster::Cluster& c,
+                                const plan::Plan& p, const SimOptions& options) {
   SimOptions opts = options;
   opts.network.spray = p.multipath == plan::Multipath::spray;
   if (!(opts.grad_chunk_bytes > 0))
@@ -1102,6 +1102,18 @@ Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, con
     }
   finish_result(m, c, p, low, busy, measured, r);
   return r;
+}
+
+}  // namespace
+
+Result<SimResult> simulate(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
+                           const SimOptions& opts) {
+  if (opts.stop && opts.stop()) return Error{kSimulationStopped};
+  try {
+    return simulate_plan(m, c, p, opts);
+  } catch (const detail::Stopped&) {
+    return Error{kSimulationStopped};
+  }
 }
 
 }  // namespace hetplan::sim

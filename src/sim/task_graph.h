@@ -1,6 +1,7 @@
 // Internal to the simulator: the lowered task graph and the engine that runs it.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -67,6 +68,24 @@ struct CpuQuota {
   double period = 0.1;
 };
 
+// Thrown by StopPoll out of the lowering and the engine; simulate() turns it into
+// Error{kSimulationStopped}.
+struct Stopped {};
+
+// SimOptions::stop, asked at every 1024th poll().
+class StopPoll {
+ public:
+  StopPoll() = default;
+  explicit StopPoll(const std::function<bool()>& stop) : stop_(stop ? &stop : nullptr) {}
+  void poll() {
+    if (stop_ && (++polls_ & 1023u) == 0 && (*stop_)()) throw Stopped{};
+  }
+
+ private:
+  const std::function<bool()>* stop_ = nullptr;
+  unsigned polls_ = 0;
+};
+
 struct TaskGraph {
   std::vector<Task> tasks;
   // Task ids: in execution order, or for a dynamic stream in no particular order (it runs its
@@ -84,6 +103,8 @@ struct TaskGraph {
   // Per task: the bounded-loss chunks among its predecessors it drops when late (Task::drop_bytes).
   // Empty when no task has any.
   std::vector<std::vector<int>> drop_preds;
+  // Polled as tasks are added, and by the engine as it runs events (it takes a copy).
+  StopPoll stop;
 
   int add_stream(int quota = -1, bool dynamic = false) {
     streams.emplace_back();
@@ -93,6 +114,7 @@ struct TaskGraph {
   }
   // Appends a task to the end of its stream.
   int add_task(Task t) {
+    stop.poll();
     const int id = static_cast<int>(tasks.size());
     streams[t.stream].push_back(id);
     tasks.push_back(std::move(t));

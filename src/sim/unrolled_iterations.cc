@@ -17,6 +17,7 @@ TaskGraph unroll_iterations(const TaskGraph& g, int iterations,
   out.stream_dynamic = g.stream_dynamic;
   out.quotas = g.quotas;
   out.loads = g.loads;
+  out.stop = g.stop;
   out.streams.assign(g.streams.size(), {});
   out.tasks.reserve(static_cast<std::size_t>(n) * iterations);
   for (int k = 0; k < iterations; ++k) {

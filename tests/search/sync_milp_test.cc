@@ -218,5 +218,31 @@ TEST(SyncMilp, ChoosesPerLayerFromTheSimulatorsPrices) {
   EXPECT_EQ(ruled.items[0].name, "narrow");
 }
 
+// SimOptions::stop is asked before each op is priced (in the simulator's ways and in the
+// request): once it says stop the request has no items, so the plan keeps its all-reduces.
+TEST(SyncMilp, AStoppedRequestHasNoItems) {
+  const auto m = wide_then_narrow();
+  const auto c = two_nodes();
+  plan::Plan p;
+  p.global_batch = 8;
+  p.num_microbatches = 1;
+  p.stages.push_back(plan::Stage{0, 2, {plan::Replica{{0}, {}, 0.5}, plan::Replica{{1}, {}, 0.5}}});
+  for (int after : {0, 1, 2, 3}) {
+    int asked = 0;
+    sim::SimOptions opts;
+    opts.stop = [&] { return ++asked > after; };
+    const SyncRequest req = sync_request(m, c, p, opts);
+    // The first "stop" ends the pricing.
+    EXPECT_TRUE(req.items.empty()) << after;
+    EXPECT_EQ(asked, after + 1);
+  }
+  // Never stopping: asked once per op in the simulator's ways and once per op in the request.
+  int asked = 0;
+  sim::SimOptions never;
+  never.stop = [&] { return ++asked < 0; };
+  EXPECT_EQ(sync_request(m, c, p, never).items.size(), 2u);
+  EXPECT_EQ(asked, 4);
+}
+
 }  // namespace
 }  // namespace hetplan::search

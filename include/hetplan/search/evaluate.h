@@ -3,6 +3,7 @@
 // fingerprint, so rankings are deterministic).
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <string>
@@ -17,6 +18,9 @@ struct Evaluation {
   plan::Plan plan;
   bool ok = false;    // validated and simulated
   std::string error;  // why not, when !ok
+  // Not ok because the time limit stopped its simulation (Evaluator::stop_past): no verdict on
+  // the plan, which is not cached.
+  bool stopped = false;
   double iteration_time_s = 0;
   double samples_per_s = 0;
   double max_peak_bytes = 0;
@@ -43,10 +47,25 @@ class Evaluator {
   std::vector<Evaluation> evaluate_all(const std::vector<plan::Plan>& plans,
                                        const Deadline* deadline = nullptr, int reserve = 0) const;
 
+  // Past `deadline`, once this evaluator has judged some plan ok, a simulation stops where it is
+  // (Evaluation::stopped): a search past its time limit that already holds an answer ends without
+  // waiting for one it no longer needs. `deadline` must outlive the evaluator.
+  void stop_past(const Deadline& deadline) { deadline_ = &deadline; }
+  // Simulations here stop under `other`'s rule (and what is judged ok here does not count for it):
+  // Megatron-LM's choice on its alike cluster stops once the real search holds an answer.
+  void stop_as(const Evaluator& other) { rule_ = &other; }
+
   int simulated() const;  // distinct plans simulated so far
   // The wall-clock seconds of the longest simulation so far (0 before the first): what a planner
   // under a time limit keeps in hand for the one it must still run.
   double longest_simulation_s() const;
+  // What a planner under `deadline` keeps in hand for a simulation it must still run: the longest
+  // so far, or before the first (whose time is not known until one has run) as long as it has
+  // spent already, which leaves the second half of its time for it.
+  double kept_for_simulation_s(const Deadline& deadline) const {
+    const double longest = longest_simulation_s();
+    return longest > 0 ? longest : deadline.elapsed_s();
+  }
   const SearchOptions& options() const { return opts_; }
   const model::Model& model() const { return m_; }
   const cluster::Cluster& cluster() const { return c_; }
@@ -56,6 +75,10 @@ class Evaluator {
   const cluster::Cluster& c_;
   SearchOptions opts_;
   Result<sim::SimResult> timed_simulate(const plan::Plan& p) const;
+  bool past_deadline_with_a_plan() const { return deadline_ && has_plan_ && deadline_->expired(); }
+  const Deadline* deadline_ = nullptr;
+  const Evaluator* rule_ = this;
+  mutable std::atomic<bool> has_plan_{false};
   mutable std::mutex mu_;
   mutable std::map<std::string, Evaluation> cache_;
   mutable double longest_simulation_s_ = 0;

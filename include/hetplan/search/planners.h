@@ -22,6 +22,13 @@ struct Context {
   const Deadline& deadline;
 };
 
+// Under a time limit: whether a planner should stop looking and simulate what it has, keeping in
+// hand the time of `1 + reserve` simulations (Evaluator::kept_for_simulation_s).
+inline bool out_of_time(const Context& ctx, int reserve = 0) {
+  return ctx.deadline.remaining_s() <=
+         (1 + reserve) * ctx.evaluator.kept_for_simulation_s(ctx.deadline);
+}
+
 struct PlannerOutput {
   std::string name;
   Evaluation best;                    // best.ok == false when the planner found nothing to simulate

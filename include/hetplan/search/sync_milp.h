@@ -81,6 +81,7 @@ SyncChoice solve_sync_milp(const SyncRequest& req);
 // (sim::gradient_sync_ways) in a stage with two or more replicas, which no grad_sync rule of p
 // names. Parameter servers are allowed only without ZeRO (the push/pull returns whole parameters,
 // not an optimizer shard). Link capacities as the simulator's (bandwidth x link_efficiency).
+// Asked before each op, SimOptions::stop leaves the request without items once it says stop.
 SyncRequest sync_request(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
                          const sim::SimOptions& opts);
 

@@ -56,8 +56,10 @@ struct GradSyncWays {
   // of its other ops with parameters that no rule names: what the simulator runs for them
   // whatever the ops above choose.
   std::vector<cost::CollectiveCost> fixed;
+  bool stopped = false;  // SimOptions::stop said so before the end: ops and fixed are empty
 };
 
+// SimOptions::stop is asked before each op's ways are priced.
 GradSyncWays gradient_sync_ways(const model::Model& m, const cluster::Cluster& c,
                                 const plan::Plan& p, const SimOptions& opts);
 

@@ -11,6 +11,7 @@
 // prioritised chunks and iterations overlap (simulate.cc's simulate_unrolled).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -33,7 +34,14 @@ struct SimOptions {
   // DLCP's chunk size (plan.h's GradPriority, sim/grad_chunks.h): bytes per chunk of each
   // tensor-parallel rank's gradient.
   double grad_chunk_bytes = 256.0 * 1024;
+  // Asked before a plan is lowered and then every thousand tasks lowered and events run: once
+  // it returns true the simulation is abandoned and simulate() returns Error{kSimulationStopped}
+  // (a search past its time limit stops one it no longer needs). Empty: never stops.
+  std::function<bool()> stop;
 };
+
+// The message of the error simulate() returns when SimOptions::stop stopped it.
+inline constexpr const char* kSimulationStopped = "simulation stopped (SimOptions::stop)";
 
 struct DeviceStats {
   int device = 0;
