@@ -30,6 +30,12 @@ bool CandidatePool::offer(plan::Plan p) {
   auto pos = std::upper_bound(kept_.begin(), kept_.end(), k,
                               [&](const Kept& a, const Kept& b) { return ahead(a, b); });
   if (pos - kept_.begin() < static_cast<std::ptrdiff_t>(keep_)) {
+    // Asked only of plans that would be kept: it costs more than an estimate.
+    if (ctx_.options.executable)
+      if (std::string why = ctx_.options.executable(k.plan); !why.empty()) {
+        if (refused_.empty()) refused_ = std::move(why);
+        return true;
+      }
     kept_.insert(pos, std::move(k));
     if (kept_.size() > keep_) kept_.pop_back();
   }
@@ -44,7 +50,7 @@ double CandidatePool::threshold_s() const {
 PlannerOutput CandidatePool::finish() {
   PlannerOutput out;
   out.name = name_;
-  out.best.error = "no candidate plan";
+  out.best.error = refused_.empty() ? "no candidate plan" : "not executable: " + refused_;
   out.estimated = offered_;
   std::vector<plan::Plan> top;
   for (auto& k : kept_) top.push_back(std::move(k.plan));

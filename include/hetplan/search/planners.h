@@ -3,6 +3,7 @@
 // common plan format; all are deterministic for given inputs.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,9 @@ struct Context {
 // Under a time limit: whether a planner should stop looking and simulate what it has, keeping in
 // hand the time of `1 + reserve` simulations (Evaluator::kept_for_simulation_s).
 inline bool out_of_time(const Context& ctx, int reserve = 0) {
-  return ctx.deadline.remaining_s() <=
-         (1 + reserve) * ctx.evaluator.kept_for_simulation_s(ctx.deadline);
+  const double remaining = ctx.deadline.remaining_s();
+  return std::isfinite(remaining) &&
+         remaining <= (1 + reserve) * ctx.evaluator.kept_for_simulation_s(ctx.deadline);
 }
 
 struct PlannerOutput {
@@ -43,12 +45,15 @@ class CandidatePool {
  public:
   CandidatePool(const Context& ctx, std::string name);
   // Estimates p and keeps it if it is among the best seen; false once the deadline has passed.
+  // A plan SearchOptions::executable refuses is not kept (the runtime would not run it): were the
+  // best by estimate all such, simulating them would leave the planner with nothing.
   bool offer(plan::Plan p);
   // The estimate a candidate must beat to be kept (infinite until the pool is full).
   double threshold_s() const;
   // Whether a kept candidate fits by its estimate.
   bool any_fits() const { return !kept_.empty() && kept_.front().e.fits; }
-  bool empty() const { return kept_.empty(); }
+  // Nothing offered yet that could be kept, or refused as not executable.
+  bool empty() const { return kept_.empty() && refused_.empty(); }
   // Simulates the kept candidates (at least the best one, even past the deadline).
   PlannerOutput finish();
   // Under a time limit, leaves time for n more simulations after this pool's (offers stop and
@@ -69,6 +74,7 @@ class CandidatePool {
   long long offered_ = 0;
   bool timed_out_ = false;
   int reserve_ = 0;
+  std::string refused_;  // why the first plan refused as not executable was
 };
 
 // Frontier Tracking's pool: keeps an epsilon-Pareto set of candidates by estimated (time, peak

@@ -1,0 +1,68 @@
+// CandidatePool: keeps the best candidates by estimate and simulates them; a plan that
+// SearchOptions::executable refuses is never kept, so the runtime's refusals do not crowd out the
+// plans it runs, and a pool of refused plans only says why.
+#include <gtest/gtest.h>
+
+#include "hetplan/plan/strategy.h"
+#include "hetplan/search/planners.h"
+#include "search_fixtures.h"
+
+namespace hetplan::search {
+namespace {
+
+plan::Plan plan_of(const std::string& strategy, const model::Model& m, const cluster::Cluster& c) {
+  auto s = plan::parse_strategy(strategy);
+  EXPECT_TRUE(s);
+  auto p = plan::plan_from_strategy(*s, m, c);
+  EXPECT_TRUE(p) << p.error().message;
+  return *p;
+}
+
+TEST(CandidatePool, KeepsNoPlanTheRuntimeRefuses) {
+  const auto m = testing::load_model_or_die("gpt3-125m");
+  const auto c = testing::load_cluster_or_die("dgx-a100:1");
+  SearchOptions opts;
+  opts.simulate_top = 2;
+  // "Refuses" every plan with tensor parallelism.
+  int asked = 0;
+  opts.executable = [&](const plan::Plan& p) {
+    ++asked;
+    return p.stages[0].replicas[0].devices.size() > 1 ? std::string("no tensor parallelism")
+                                                      : std::string();
+  };
+  Evaluator evaluator(m, c, opts);
+  Estimator estimator(m, c, opts);
+  const Deadline none(0);
+  const Context ctx{m, c, opts, evaluator, estimator, none};
+  const std::vector<std::string> strategies = {
+      "dp=4,tp=2,pp=1,mbs=4,gbs=64", "dp=2,tp=4,pp=1,mbs=4,gbs=64", "dp=8,tp=1,pp=1,mbs=4,gbs=64",
+      "dp=8,tp=1,pp=1,mbs=8,gbs=64", "dp=1,tp=4,pp=2,mbs=4,gbs=64", "dp=4,tp=1,pp=2,mbs=2,gbs=64"};
+  CandidatePool pool(ctx, "test");
+  for (const auto& s : strategies) EXPECT_TRUE(pool.offer(plan_of(s, m, c)));
+  EXPECT_FALSE(pool.empty());
+  const PlannerOutput out = pool.finish();
+  EXPECT_EQ(out.estimated, 6);
+  ASSERT_EQ(out.simulated.size(), 2u);
+  for (const auto& e : out.simulated) {
+    EXPECT_TRUE(e.ok) << e.error;
+    EXPECT_EQ(e.plan.stages[0].replicas[0].devices.size(), 1u);
+  }
+  // Asked only of plans that would be kept at the time they were offered.
+  EXPECT_GE(asked, 3);
+  EXPECT_LE(asked, 6);
+
+  // Nothing but refused plans: nothing is simulated, and the error says why.
+  CandidatePool refused(ctx, "test");
+  for (const auto& s : {strategies[0], strategies[1], strategies[4]})
+    EXPECT_TRUE(refused.offer(plan_of(s, m, c)));
+  EXPECT_FALSE(refused.empty());  // offered, though nothing is kept
+  const int simulated = evaluator.simulated();
+  const PlannerOutput none_out = refused.finish();
+  EXPECT_FALSE(none_out.best.ok);
+  EXPECT_EQ(none_out.best.error, "not executable: no tensor parallelism");
+  EXPECT_TRUE(none_out.simulated.empty());
+  EXPECT_EQ(evaluator.simulated(), simulated);
+}
+
+}  // namespace
+}  // namespace hetplan::search
