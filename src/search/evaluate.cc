@@ -27,7 +27,10 @@ bool better(const Evaluation& a, const Evaluation& b, Objective objective) {
 Evaluator::Evaluator(const model::Model& m, const cluster::Cluster& c, const SearchOptions& opts)
     : m_(m), c_(c), opts_(opts) {
   opts_.sim.record_events = false;
-  opts_.sim.stop = [this] { return rule_->past_deadline_with_a_plan(); };
+  // A stop of the caller's own still applies.
+  opts_.sim.stop = [this, own = std::move(opts_.sim.stop)] {
+    return rule_->past_deadline_with_a_plan() || (own && own());
+  };
 }
 
 Evaluation Evaluator::evaluate(const plan::Plan& p) const {
@@ -81,7 +84,9 @@ std::vector<Evaluation> Evaluator::evaluate_all(const std::vector<plan::Plan>& p
   std::vector<Evaluation> out(plans.size());
   std::atomic<std::size_t> next{0};
   std::atomic<bool> succeeded{false};
+  std::atomic<bool> stopped{false};  // the time limit stopped one: it would stop the rest
   auto take = [&]() -> std::size_t {
+    if (stopped) return plans.size();
     if (deadline && succeeded && deadline->remaining_s() <= (1 + reserve) * longest_simulation_s())
       return plans.size();
     return next++;
@@ -92,6 +97,7 @@ std::vector<Evaluation> Evaluator::evaluate_all(const std::vector<plan::Plan>& p
     out[i] = evaluate(plans[i]);
     done[i] = 1;
     if (out[i].ok) succeeded = true;
+    if (out[i].stopped) stopped = true;
   };
   auto work = [&] {
     for (std::size_t i = take(); i < plans.size(); i = take()) one(i);
@@ -99,7 +105,7 @@ std::vector<Evaluation> Evaluator::evaluate_all(const std::vector<plan::Plan>& p
   // Under a time limit the plans are simulated one at a time until one succeeds: the time the
   // first takes is what the limit must leave for, and two at once would each take longer.
   if (deadline && std::isfinite(deadline->remaining_s()))
-    for (std::size_t i = 0; i < plans.size() && !succeeded; i = ++next) one(i);
+    for (std::size_t i = 0; i < plans.size() && !succeeded && !stopped; i = ++next) one(i);
   if (threads == 1) {
     work();
   } else {
@@ -118,6 +124,7 @@ Result<sim::SimResult> Evaluator::timed_simulate(const plan::Plan& p) const {
   const Deadline clock(0);
   auto r = sim::simulate(m_, c_, p, opts_.sim);
   const double seconds = clock.elapsed_s();
+  if (!r && r.error().message == sim::kSimulationStopped) return r;  // only part of one
   std::lock_guard<std::mutex> lock(mu_);
   longest_simulation_s_ = std::max(longest_simulation_s_, seconds);
   return r;

@@ -411,8 +411,10 @@ Result<FrontierResult> find_frontier(const model::Model& m, const cluster::Clust
     opts.progress(fmt::format("frontier: {} candidates estimated, {} simulated, {} points",
                               f.estimated, f.simulated, res.points.size()));
   if (res.points.empty())
-    return Error{fmt::format("{} on {}: no plan in the pipeline search space fits the cluster",
-                             m.name, c.name)};
+    return Error{fmt::format("{} on {}: {}", m.name, c.name,
+                             res.timed_out
+                                 ? "the time limit passed before a plan that fits was simulated"
+                                 : "no plan in the pipeline search space fits the cluster")};
   return res;
 }
 

@@ -22,7 +22,7 @@ bool CandidatePool::ahead(const Kept& a, const Kept& b) const {
 bool CandidatePool::offer(plan::Plan p) {
   // Under a time limit, the time one simulation takes is kept for the best one's (and the
   // reserved ones').
-  if (!kept_.empty() && out_of_time(ctx_, reserve_)) {
+  if (!empty() && out_of_time(ctx_, reserve_)) {
     timed_out_ = true;
     return false;
   }
@@ -119,7 +119,8 @@ FrontierOutput FrontierPool::finish() {
   // Fastest first: past the deadline the rest are left unsimulated.
   auto evals = ctx_.evaluator.evaluate_all(plans, &ctx_.deadline);
   if (evals.size() < plans.size()) timed_out_ = true;
-  out.simulated = static_cast<int>(evals.size());
+  out.simulated = static_cast<int>(
+      std::count_if(evals.begin(), evals.end(), [](const Evaluation& e) { return !e.stopped; }));
   for (auto& e : included_) evals.push_back(std::move(e));
   included_.clear();
   std::erase_if(evals, [](const Evaluation& e) { return !e.ok || !e.fits; });

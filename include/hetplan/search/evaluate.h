@@ -51,6 +51,7 @@ class Evaluator {
   // (Evaluation::stopped): a search past its time limit that already holds an answer ends without
   // waiting for one it no longer needs. `deadline` must outlive the evaluator.
   void stop_past(const Deadline& deadline) { deadline_ = &deadline; }
+  void stop_past(const Deadline&& deadline) = delete;
   // Simulations here stop under `other`'s rule (and what is judged ok here does not count for it):
   // Megatron-LM's choice on its alike cluster stops once the real search holds an answer.
   void stop_as(const Evaluator& other) { rule_ = &other; }

@@ -44,9 +44,11 @@ struct PlannerOutput {
 class CandidatePool {
  public:
   CandidatePool(const Context& ctx, std::string name);
-  // Estimates p and keeps it if it is among the best seen; false once the deadline has passed.
-  // A plan SearchOptions::executable refuses is not kept (the runtime would not run it): were the
-  // best by estimate all such, simulating them would leave the planner with nothing.
+  // Estimates p and keeps it if it is among the best seen; false once out of time (out_of_time,
+  // with the reserved simulations), never before something was offered. A plan
+  // SearchOptions::executable refuses is not kept (the runtime would not run it): were the best by
+  // estimate all such, simulating them would leave the planner with nothing. (The evaluator asks
+  // again of those it simulates.)
   bool offer(plan::Plan p);
   // The estimate a candidate must beat to be kept (infinite until the pool is full).
   double threshold_s() const;
@@ -54,7 +56,8 @@ class CandidatePool {
   bool any_fits() const { return !kept_.empty() && kept_.front().e.fits; }
   // Nothing offered yet that could be kept, or refused as not executable.
   bool empty() const { return kept_.empty() && refused_.empty(); }
-  // Simulates the kept candidates (at least the best one, even past the deadline).
+  // Simulates the kept candidates: at least the best one, even past the deadline, unless the
+  // search already holds a simulated plan then (Evaluator::stop_past).
   PlannerOutput finish();
   // Under a time limit, leaves time for n more simulations after this pool's (offers stop and
   // simulations do not start when they could not end in time for them).
