@@ -35,6 +35,7 @@ TEST(TimeLimit, EveryAlgorithmEndsWithinTenPercentOfIt) {
 // On 4,096 devices one simulation takes 0.2-1.3 s here: once the search holds an answer, the
 // limit stops the one under way (Evaluator::stop_past) instead of waiting for it. GPT-3 6.7B does
 // not fit by data parallelism alone on the V100s; every other algorithm finds a plan that fits.
+// (Whether a search is cut short depends on the machine's speed: `dp` may end within the limit.)
 TEST(TimeLimit, EveryAlgorithmEndsWithinTenPercentOfItOnFourThousandDevices) {
   const auto m = testing::load_model_or_die("gpt3-6.7b");
   const auto c = testing::load_cluster_or_die("mixed-4096");
@@ -50,7 +51,6 @@ TEST(TimeLimit, EveryAlgorithmEndsWithinTenPercentOfItOnFourThousandDevices) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_LE(took, 1.1 * kLimit) << to_string(algo);
     ASSERT_TRUE(res) << to_string(algo) << ": " << res.error().message;
-    EXPECT_TRUE(res->timed_out) << to_string(algo);
     EXPECT_TRUE(res->best.ok) << to_string(algo);
     EXPECT_EQ(res->best.fits, algo != Algo::dp) << to_string(algo);
   }
