@@ -3,20 +3,13 @@
 // plans it runs, and a pool of refused plans only says why.
 #include <gtest/gtest.h>
 
-#include "hetplan/plan/strategy.h"
 #include "hetplan/search/planners.h"
 #include "search_fixtures.h"
 
 namespace hetplan::search {
 namespace {
 
-plan::Plan plan_of(const std::string& strategy, const model::Model& m, const cluster::Cluster& c) {
-  auto s = plan::parse_strategy(strategy);
-  EXPECT_TRUE(s);
-  auto p = plan::plan_from_strategy(*s, m, c);
-  EXPECT_TRUE(p) << p.error().message;
-  return *p;
-}
+using testing::plan_of;
 
 TEST(CandidatePool, KeepsNoPlanTheRuntimeRefuses) {
   const auto m = testing::load_model_or_die("gpt3-125m");

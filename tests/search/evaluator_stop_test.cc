@@ -4,20 +4,13 @@
 
 #include <thread>
 
-#include "hetplan/plan/strategy.h"
 #include "hetplan/search/evaluate.h"
 #include "search_fixtures.h"
 
 namespace hetplan::search {
 namespace {
 
-plan::Plan plan_of(const char* strategy, const model::Model& m, const cluster::Cluster& c) {
-  auto s = plan::parse_strategy(strategy);
-  EXPECT_TRUE(s);
-  auto p = plan::plan_from_strategy(*s, m, c);
-  EXPECT_TRUE(p) << p.error().message;
-  return *p;
-}
+using testing::plan_of;
 
 TEST(EvaluatorStop, PastTheDeadlineWithAPlanInHandSimulationsStopAndAreNotCached) {
   const auto m = testing::load_model_or_die("gpt3-125m");

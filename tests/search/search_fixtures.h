@@ -9,6 +9,7 @@
 
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/model/zoo.h"
+#include "hetplan/plan/strategy.h"
 
 namespace hetplan::search::testing {
 
@@ -22,6 +23,16 @@ inline cluster::Cluster load_cluster_or_die(const std::string& spec) {
   auto c = cluster::load_cluster(spec);
   EXPECT_TRUE(c) << c.error().message;
   return std::move(*c);
+}
+
+// The plan of a Megatron-style strategy string on c (fails the test when it has none).
+inline plan::Plan plan_of(const std::string& strategy, const model::Model& m,
+                          const cluster::Cluster& c) {
+  auto s = plan::parse_strategy(strategy);
+  EXPECT_TRUE(s);
+  auto p = plan::plan_from_strategy(*s, m, c);
+  EXPECT_TRUE(p) << p.error().message;
+  return *p;
 }
 
 inline std::string data_file(const std::string& name) {
