@@ -176,14 +176,20 @@ model::Model wide_then_narrow() {
   return m;
 }
 
-TEST(SyncMilp, ChoosesPerLayerFromTheSimulatorsPrices) {
-  const auto m = wide_then_narrow();
-  const auto c = two_nodes();
+// Both layers in one stage of two single-device replicas, half the batch each.
+plan::Plan two_replicas() {
   plan::Plan p;
   p.global_batch = 8;
   p.num_microbatches = 1;
   p.stages.push_back(
       plan::Stage{0, 2, {plan::Replica{{0}, {}, 0.5}, plan::Replica{{1}, {}, 0.5}}});
+  return p;
+}
+
+TEST(SyncMilp, ChoosesPerLayerFromTheSimulatorsPrices) {
+  const auto m = wide_then_narrow();
+  const auto c = two_nodes();
+  plan::Plan p = two_replicas();
   const sim::SimOptions opts;
   const SyncRequest req = sync_request(m, c, p, opts);
   ASSERT_EQ(req.items.size(), 2u);
@@ -223,10 +229,7 @@ TEST(SyncMilp, ChoosesPerLayerFromTheSimulatorsPrices) {
 TEST(SyncMilp, AStoppedRequestHasNoItems) {
   const auto m = wide_then_narrow();
   const auto c = two_nodes();
-  plan::Plan p;
-  p.global_batch = 8;
-  p.num_microbatches = 1;
-  p.stages.push_back(plan::Stage{0, 2, {plan::Replica{{0}, {}, 0.5}, plan::Replica{{1}, {}, 0.5}}});
+  plan::Plan p = two_replicas();
   for (int after : {0, 1, 2, 3}) {
     int asked = 0;
     sim::SimOptions opts;
