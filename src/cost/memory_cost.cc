@@ -120,6 +120,11 @@ MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg) {
 
 MemoryBreakdown stage_memory(model::DType dtype, const MemoryConfig& cfg,
                              const StageMemoryParts& parts) {
+  return stage_memory(dtype, cfg, parts, cfg.gathered_weights);
+}
+
+MemoryBreakdown stage_memory(model::DType dtype, const MemoryConfig& cfg,
+                             const StageMemoryParts& parts, Bytes gathered_weights) {
   assert(cfg.zero_stage >= 0 && cfg.zero_stage <= 3 && cfg.zero_group >= 1);
   const double local = parts.params + parts.tied_copy;
   const double g = cfg.zero_group;
@@ -133,7 +138,7 @@ MemoryBreakdown stage_memory(model::DType dtype, const MemoryConfig& cfg,
   const ActivationBytes& act = parts.activations;
   b.activations = Bytes(act.stored_per_sample * cfg.micro_batch * cfg.inflight_microbatches +
                         act.working_set_per_sample * cfg.micro_batch);
-  b.buffers = cfg.gradient_buckets + cfg.gathered_weights;
+  b.buffers = cfg.gradient_buckets + gathered_weights;
   b.reserve = cfg.context + cfg.workspace;
   b.fragmentation = allocator_fragmentation(b, cfg.fragmentation);
   return b;

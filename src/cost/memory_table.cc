@@ -58,11 +58,7 @@ MemoryBreakdown StageMemoryTable::at(int first, int count) const {
   if (table_layer_ < first || table_layer_ >= end) parts.tied_copy = tied_[end] - tied_[first];
   parts.activations.stored_per_sample = stored_[end] - stored_[first];
   parts.activations.working_set_per_sample = working_.of(first, end);
-  MemoryConfig cfg = cfg_;
-  cfg.first_layer = first;
-  cfg.num_layers = count;
-  cfg.gathered_weights = Bytes(gathered_.of(first, end));
-  return stage_memory(m_->dtype, cfg, parts);
+  return stage_memory(m_->dtype, cfg_, parts, Bytes(gathered_.of(first, end)));
 }
 
 }  // namespace hetplan::cost

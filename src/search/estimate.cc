@@ -336,36 +336,49 @@ std::vector<double> pipeline_finish_times(plan::Schedule schedule, int microbatc
                                           const std::vector<double>& boundary) {
   const int S = static_cast<int>(fwd.size());
   const int M = std::max(1, microbatches);
-  std::vector<std::vector<sim::PassRef>> order(S);
-  std::size_t total = 0;
-  for (int s = 0; s < S; ++s) {
-    order[s] = sim::pass_order(schedule, 1, s, S, M);
-    total += order[s].size();
-  }
+  // Stage s's idx-th pass in sim::pass_order, worked out in place for GPipe and 1F1B (this runs
+  // for every candidate a planner estimates); other schedules read the order.
+  std::vector<std::vector<sim::PassRef>> orders;
+  if (schedule != plan::Schedule::gpipe && schedule != plan::Schedule::one_f_one_b)
+    for (int s = 0; s < S; ++s) orders.push_back(sim::pass_order(schedule, 1, s, S, M));
+  auto pass = [&](int s, int idx) -> sim::PassRef {
+    if (!orders.empty()) return orders[s][idx];
+    if (schedule == plan::Schedule::gpipe)
+      return idx < M ? sim::PassRef{0, idx, true} : sim::PassRef{0, idx - M, false};
+    const int warmup = std::min(S - s - 1, M);
+    if (idx < warmup) return {0, idx, true};
+    const int j = idx - warmup, steady = 2 * (M - warmup);
+    if (j < steady)
+      return j % 2 ? sim::PassRef{0, j / 2, false} : sim::PassRef{0, warmup + j / 2, true};
+    return {0, j - (M - warmup), false};
+  };
+  const int passes = 2 * M;  // per stage
+  const std::size_t total = static_cast<std::size_t>(S) * passes;
   constexpr double kNotYet = -1;
-  // Per stage and micro-batch: when its activations (from stage s - 1) and its gradient (from
-  // stage s + 1; the last stage's own forward pass) are there.
-  std::vector<std::vector<double>> acts(S, std::vector<double>(M, kNotYet)), grads = acts;
-  for (int k = 0; k < M; ++k) acts[0][k] = 0;
+  // Per stage and micro-batch (at s * M + k): when its activations (from stage s - 1) and its
+  // gradient (from stage s + 1; the last stage's own forward pass) are there.
+  std::vector<double> acts(total / 2, kNotYet), grads(total / 2, kNotYet);
+  for (int k = 0; k < M; ++k) acts[k] = 0;
   std::vector<double> clock(S, 0), down_free(S, 0), up_free(S, 0);
-  std::vector<std::size_t> next(S, 0);
+  std::vector<int> next(S, 0);
   for (std::size_t done = 0; done < total;) {
     const std::size_t before = done;
     for (int s = 0; s < S; ++s)
-      for (; next[s] < order[s].size(); ++next[s], ++done) {
-        const sim::PassRef pass = order[s][next[s]];
-        const int k = pass.microbatch;
-        const double ready = pass.forward ? acts[s][k] : grads[s][k];
+      for (; next[s] < passes; ++next[s], ++done) {
+        const sim::PassRef p = pass(s, next[s]);
+        const int k = p.microbatch;
+        const std::size_t at = static_cast<std::size_t>(s) * M + k;
+        const double ready = p.forward ? acts[at] : grads[at];
         if (ready == kNotYet) break;
-        clock[s] = std::max(clock[s], ready) + (pass.forward ? fwd[s] : bwd[s]);
-        if (pass.forward && s + 1 == S) {
-          grads[s][k] = clock[s];
-        } else if (pass.forward) {
+        clock[s] = std::max(clock[s], ready) + (p.forward ? fwd[s] : bwd[s]);
+        if (p.forward && s + 1 == S) {
+          grads[at] = clock[s];
+        } else if (p.forward) {
           down_free[s] = std::max(down_free[s], clock[s]) + boundary[s];
-          acts[s + 1][k] = down_free[s];
+          acts[at + M] = down_free[s];
         } else if (s > 0) {
           up_free[s - 1] = std::max(up_free[s - 1], clock[s]) + boundary[s - 1];
-          grads[s - 1][k] = up_free[s - 1];
+          grads[at - M] = up_free[s - 1];
         }
       }
     if (done == before) break;  // the orders wait on each other (none of the simulator's do)

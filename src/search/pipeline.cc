@@ -353,24 +353,41 @@ class PipelinePlanner {
       reach[s] = &memory[s]->reach;
     }
     auto stage_mem = [&](int s, int a, int b) { return memory[s]->at(a, b); };
+    // The frontier skips a shape none of whose placements could enter it. A placement's estimate
+    // takes at least m times its slowest stage's forward and backward passes (a stage runs them
+    // one after another), and its peak is at least its largest stage's: the least of each over
+    // the placements bounds them all. Stages spanning groups are not bounded this way (their
+    // table takes the slowest kind per layer, which can exceed every kind's sum).
+    if (frontier_ && stages.front().representatives.empty()) {
+      const auto [slowest, largest] = least_bottlenecks(
+          S, reach, [&](int s, int a, int b) { return (*prefix[s])[b] - (*prefix[s])[a]; },
+          stage_mem);
+      if (slowest == kInfTime) return false;
+      // Sums taken in another order round differently: the bounds give way by far more.
+      constexpr double kRounding = 1 - 1e-9;
+      if (frontier_->excludes(m * slowest * kRounding, largest * kRounding)) return true;
+    }
     // DP over (stage s, layers placed i): per state the placements' (max, sum) of stage times and
     // peak memory, keeping one (the best score) or, for the frontier, an epsilon-Pareto set of
     // (score, memory).
-    auto score = [&](const Cell& c) { return (m - 1) * c.mx + c.sum; };
+    auto cell = [&](double mx, double sum, double mem, int from_a, int from_k) {
+      return Cell{mx, sum, mem, (m - 1) * mx + sum, from_a, from_k};
+    };
     const bool pareto = frontier_ != nullptr;
     const double eps = pareto ? frontier_->epsilon : 0;
     auto insert = [&](std::vector<Cell>& cells, const Cell& c) {
       if (!pareto) {
-        if (cells.empty() || score(c) < score(cells[0])) cells.assign(1, c);
+        if (cells.empty() || c.score < cells[0].score) cells.assign(1, c);
         return;
       }
+      const double score_bar = c.score * (1 + eps), mem_bar = c.mem * (1 + eps);
       for (const auto& o : cells)
-        if (score(o) <= score(c) * (1 + eps) && o.mem <= c.mem * (1 + eps)) return;
-      std::erase_if(cells, [&](const Cell& o) { return score(c) <= score(o) && c.mem <= o.mem; });
+        if (o.score <= score_bar && o.mem <= mem_bar) return;
+      std::erase_if(cells, [&](const Cell& o) { return c.score <= o.score && c.mem <= o.mem; });
       cells.push_back(c);
       if (cells.size() > kFrontierCells) {
         std::sort(cells.begin(), cells.end(),
-                  [&](const Cell& x, const Cell& y) { return score(x) < score(y); });
+                  [](const Cell& x, const Cell& y) { return x.score < y.score; });
         cells.resize(kFrontierCells);
       }
     };
@@ -386,7 +403,7 @@ class PipelinePlanner {
     // first micro-batch's way down and the last one's way back pay both.
     for (int i = 1; i <= L_ && i <= (*reach[0])[0]; ++i) {
       const double t = (*prefix[0])[i], c = (*comm[0])[i - 1];
-      insert(best(0, i), Cell{std::max(t, c / 2), t + c, pareto ? stage_mem(0, 0, i) : 0, 0, 0});
+      insert(best(0, i), cell(std::max(t, c / 2), t + c, pareto ? stage_mem(0, 0, i) : 0, 0, 0));
     }
     for (int s = 1; s < S; ++s)
       for (int a = s; a < L_; ++a) {
@@ -398,15 +415,15 @@ class PipelinePlanner {
           const double mem = pareto ? stage_mem(s, a, i) : 0;
           for (std::size_t k = 0; k < prev.size(); ++k) {
             const Cell& pc = prev[k];
-            insert(best(s, i), Cell{std::max({pc.mx, t, c / 2}), pc.sum + t + c,
-                                    std::max(pc.mem, mem), a, static_cast<int>(k)});
+            insert(best(s, i), cell(std::max({pc.mx, t, c / 2}), pc.sum + t + c,
+                                    std::max(pc.mem, mem), a, static_cast<int>(k)));
           }
         }
       }
     const auto& ends = best(S - 1, L_);
     if (ends.empty()) return false;
     for (std::size_t k0 = 0; k0 < ends.size(); ++k0) {
-      if (!pareto && score(ends[k0]) > pool.threshold_s()) continue;  // fits, but cannot win
+      if (!pareto && ends[k0].score > pool.threshold_s()) continue;  // fits, but cannot win
       std::vector<int> cut(S + 1, 0);
       cut[S] = L_;
       int i = L_, k = static_cast<int>(k0);
@@ -432,10 +449,42 @@ class PipelinePlanner {
     return true;
   }
 
+  // Over the placements of layers on S stages that the layer DP considers (stage s takes
+  // [a, b) with b <= reach[s][a], every stage one layer or more), the least largest stage
+  // time(s, a, b) and, apart, the least largest memory(s, a, b) (a bottleneck path each; the same
+  // placement need not attain both). Infinite when no placement fits.
+  template <class Time, class Memory>
+  std::pair<double, double> least_bottlenecks(int S,
+                                              const std::vector<const std::vector<int>*>& reach,
+                                              Time&& time, Memory&& memory) {
+    std::vector<double> t(L_ + 1, kInfTime), mem(L_ + 1, kInfTime);
+    std::vector<double> t_next(L_ + 1), mem_next(L_ + 1);
+    for (int i = 1; i <= L_ && i <= (*reach[0])[0]; ++i) {
+      t[i] = time(0, 0, i);
+      mem[i] = memory(0, 0, i);
+    }
+    for (int s = 1; s < S; ++s) {
+      std::fill(t_next.begin(), t_next.end(), kInfTime);
+      std::fill(mem_next.begin(), mem_next.end(), kInfTime);
+      const int last_i = s + 1 == S ? L_ : L_ - (S - 1 - s);
+      for (int a = s; a < L_; ++a) {
+        if (t[a] == kInfTime) continue;
+        for (int i = a + 1; i <= std::min((*reach[s])[a], last_i); ++i) {
+          t_next[i] = std::min(t_next[i], std::max(t[a], time(s, a, i)));
+          mem_next[i] = std::min(mem_next[i], std::max(mem[a], memory(s, a, i)));
+        }
+      }
+      t.swap(t_next);
+      mem.swap(mem_next);
+    }
+    return {t[L_], mem[L_]};
+  }
+
   // A state of the layer DP (stage s, layers placed i): the placements' (max, sum) of stage times
-  // and peak memory, and the predecessor state (s - 1, from_a), its from_k-th cell.
+  // and peak memory, their pipeline time (m - 1) * mx + sum, and the predecessor state
+  // (s - 1, from_a), its from_k-th cell.
   struct Cell {
-    double mx, sum, mem;
+    double mx, sum, mem, score;
     int from_a, from_k;
   };
 

@@ -108,6 +108,13 @@ bool FrontierPool::offer(plan::Plan p) {
   return true;
 }
 
+bool FrontierPool::excludes(double time_s, double max_peak_bytes) const {
+  return std::any_of(kept_.begin(), kept_.end(), [&](const Kept& k) {
+    return k.e.time_s * (1 + kEstimateSlack) <= time_s * (1 + epsilon) &&
+           k.e.max_peak_bytes <= max_peak_bytes * (1 + epsilon);
+  });
+}
+
 FrontierOutput FrontierPool::finish() {
   FrontierOutput out;
   out.estimated = offered_;

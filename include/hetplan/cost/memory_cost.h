@@ -135,5 +135,8 @@ struct StageMemoryParts {
 StageMemoryParts stage_memory_parts(const model::Model& m, const MemoryConfig& cfg);
 MemoryBreakdown stage_memory(model::DType dtype, const MemoryConfig& cfg,
                              const StageMemoryParts& parts);
+// The same with gathered weights in place of cfg.gathered_weights (cfg's layer range unused).
+MemoryBreakdown stage_memory(model::DType dtype, const MemoryConfig& cfg,
+                             const StageMemoryParts& parts, Bytes gathered_weights);
 
 }  // namespace hetplan::cost

@@ -50,6 +50,9 @@ class CandidatePool {
   // estimate all such, simulating them would leave the planner with nothing. (The evaluator asks
   // again of those it simulates.)
   bool offer(plan::Plan p);
+  // Whether the pool would refuse, as it stands, every plan estimated at least time_s seconds
+  // and max_peak_bytes at its peak (a kept plan better by the margins offer() asks).
+  bool excludes(double time_s, double max_peak_bytes) const;
   // The estimate a candidate must beat to be kept (infinite until the pool is full).
   double threshold_s() const;
   // Whether a kept candidate fits by its estimate.
@@ -99,6 +102,9 @@ class FrontierPool {
  public:
   FrontierPool(const Context& ctx, double eps) : ctx_(ctx), epsilon(eps) {}
   bool offer(plan::Plan p);
+  // Whether the pool would refuse, as it stands, every plan estimated at least time_s seconds
+  // and max_peak_bytes at its peak (a kept plan better by the margins offer() asks).
+  bool excludes(double time_s, double max_peak_bytes) const;
   // A plan already simulated, joining the simulated candidates at finish() (the time-optimal
   // plan, which epsilon-pruning could otherwise leave out by up to epsilon).
   void include(Evaluation e) { included_.push_back(std::move(e)); }
