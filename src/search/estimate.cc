@@ -138,9 +138,9 @@ double Estimator::nic_sharing(const std::vector<int>& group, std::size_t tp) con
   return std::max(1.0, static_cast<double>(tp) / nics);
 }
 
-double Estimator::sync_time(const plan::Plan& settings, int first, int count,
-                            const std::vector<plan::Replica>& replicas) const {
-  if (replicas.size() < 2) return 0;
+Estimator::SyncTime Estimator::sync_time(const plan::Plan& settings, int first, int count,
+                                         const std::vector<plan::Replica>& replicas) const {
+  if (replicas.size() < 2) return {};
   double params = 0;
   for (int li = first; li < first + count; ++li)
     params += static_cast<double>(m_.layer_parameters(li));
@@ -150,9 +150,9 @@ double Estimator::sync_time(const plan::Plan& settings, int first, int count,
   for (const auto& r : replicas) all.push_back(&r);
   const auto [group, share, tp] = first_slot(all);
   const double bytes = params * model::dtype_bytes(m_.dtype) * share;
-  auto key = std::make_tuple(group, bytes);
+  auto key = std::make_tuple(group, bytes, settings.zero_stage);
   auto it = sync_.find(key);
-  double t;
+  SyncTime t;
   if (it != sync_.end()) {
     t = it->second;
   } else {
@@ -161,14 +161,15 @@ double Estimator::sync_time(const plan::Plan& settings, int first, int count,
         settings.zero_stage >= 1 ? cost::Collective::reduce_scatter : cost::Collective::all_reduce;
     req.devices = group;
     req.bytes = Bytes(bytes);
-    t = cost::collective_cost(c_, req, opts_.sim.network).time.value;
-    if (settings.zero_stage == 1 || settings.zero_stage == 2) {
+    t.reduce = cost::collective_cost(c_, req, opts_.sim.network).time.value;
+    if (settings.zero_stage >= 1) {
       req.kind = cost::Collective::all_gather;
-      t += cost::collective_cost(c_, req, opts_.sim.network).time.value;
+      t.gather = cost::collective_cost(c_, req, opts_.sim.network).time.value;
     }
     sync_.emplace(key, t);
   }
-  return t * nic_sharing(group, tp);
+  const double sharing = nic_sharing(group, tp);
+  return {t.reduce * sharing, t.gather * sharing};
 }
 
 const cost::CollectiveCost& Estimator::p2p(int from, int to, double bytes) const {
@@ -260,7 +261,7 @@ Estimate Estimator::estimate(const plan::Plan& p) const {
   const double m = p.num_microbatches;
   const double mb_samples = static_cast<double>(p.global_batch) / m;
   std::vector<double> stage_fwd(S, 0), stage_bwd(S, 0), sync_after(S, 0), stage_opt(S, 0),
-      boundary(S, 0);
+      boundary(S, 0), gather(S, 0), pass_gather(S, 0);
   for (int s = 0; s < S; ++s) {
     const auto& st = p.stages[s];
     const int dp = static_cast<int>(st.replicas.size());
@@ -296,8 +297,15 @@ Estimate Estimator::estimate(const plan::Plan& p) const {
     stage_bwd[s] = bwd;
     stage_opt[s] = opt;
     if (s + 1 < S) boundary[s] = boundary_time(p, s);
-    // The stage's gradient synchronisation overlaps its last backward pass.
-    sync_after[s] = std::max(0.0, sync_time(p, st.first_layer, st.num_layers, st.replicas) - bwd);
+    // The stage's gradient synchronisation overlaps its last backward pass; ZeRO 1 and 2 gather
+    // the updated parameters after the step, unless the next iteration's first forward pass
+    // hides the gather.
+    const SyncTime sync = sync_time(p, st.first_layer, st.num_layers, st.replicas);
+    sync_after[s] = std::max(0.0, sync.reduce - bwd);
+    if (p.zero_stage == 3)
+      pass_gather[s] = sync.gather;
+    else if (!plan::overlaps_param_gather(p.overlap))
+      gather[s] = sync.gather;
   }
   std::vector<double> synced(S);  // when each stage's last backward pass ends, then its sync
   if (p.schedule == plan::Schedule::interleaved) {
@@ -315,7 +323,8 @@ Estimate Estimator::estimate(const plan::Plan& p) const {
       before += stage_bwd[s];
     }
   } else {
-    synced = pipeline_finish_times(p.schedule, p.num_microbatches, stage_fwd, stage_bwd, boundary);
+    synced = pipeline_finish_times(p.schedule, p.num_microbatches, stage_fwd, stage_bwd, boundary,
+                                   pass_gather);
   }
   for (int s = 0; s < S; ++s) synced[s] += sync_after[s];
   // A tied LM head away from its word embedding: the two copies' gradients are summed once both
@@ -325,7 +334,7 @@ Estimate Estimator::estimate(const plan::Plan& p) const {
     synced[a] = synced[b] = t;
   }
   double end = 0;
-  for (int s = 0; s < S; ++s) end = std::max(end, synced[s] + stage_opt[s]);
+  for (int s = 0; s < S; ++s) end = std::max(end, synced[s] + stage_opt[s] + gather[s]);
   e.time_s = end;
   return e;
 }
@@ -333,7 +342,8 @@ Estimate Estimator::estimate(const plan::Plan& p) const {
 std::vector<double> pipeline_finish_times(plan::Schedule schedule, int microbatches,
                                           const std::vector<double>& fwd,
                                           const std::vector<double>& bwd,
-                                          const std::vector<double>& boundary) {
+                                          const std::vector<double>& boundary,
+                                          const std::vector<double>& pass_gather) {
   const int S = static_cast<int>(fwd.size());
   const int M = std::max(1, microbatches);
   // Stage s's idx-th pass in sim::pass_order, worked out in place for GPipe and 1F1B (this runs
@@ -370,7 +380,9 @@ std::vector<double> pipeline_finish_times(plan::Schedule schedule, int microbatc
         const std::size_t at = static_cast<std::size_t>(s) * M + k;
         const double ready = p.forward ? acts[at] : grads[at];
         if (ready == kNotYet) break;
-        clock[s] = std::max(clock[s], ready) + (p.forward ? fwd[s] : bwd[s]);
+        double start = std::max(clock[s], ready);
+        if (!pass_gather.empty()) start = std::max(start, (next[s] + 1) * pass_gather[s]);
+        clock[s] = start + (p.forward ? fwd[s] : bwd[s]);
         if (p.forward && s + 1 == S) {
           grads[at] = clock[s];
         } else if (p.forward) {

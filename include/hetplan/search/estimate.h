@@ -56,9 +56,16 @@ class Estimator {
   // device_memory over every layer range [first, first + count) at once (memory_table's at).
   cost::StageMemoryTable memory_table(const plan::Plan& settings, const plan::Replica& r, int j,
                                       int dp, double samples, double inflight) const;
-  // Seconds to synchronise the gradients of layers [first, first + count) over a stage's replicas.
-  double sync_time(const plan::Plan& settings, int first, int count,
-                   const std::vector<plan::Replica>& replicas) const;
+  // Seconds to synchronise the gradients of layers [first, first + count) over a stage's replicas:
+  // the all-reduce (ZeRO >= 1: reduce-scatter) once the backward pass ends, and under ZeRO the
+  // gather of the parameters (1 and 2: the updated ones, after the optimizer step; 3: before
+  // every pass).
+  struct SyncTime {
+    double reduce = 0;
+    double gather = 0;
+  };
+  SyncTime sync_time(const plan::Plan& settings, int first, int count,
+                     const std::vector<plan::Replica>& replicas) const;
   // Seconds to send one micro-batch's activations across the boundary after `layer`.
   double boundary_time(int layer, double samples, const plan::Replica& from,
                        const plan::Replica& to) const;
@@ -98,7 +105,8 @@ class Estimator {
   mutable std::vector<MemorySlot> memory_;
   // Each distinct list of op overrides seen (HAP's programs repeat a few), numbered from 1.
   mutable std::map<std::vector<plan::OpOverride>, int> override_ids_;
-  mutable std::map<std::tuple<std::vector<int>, double>, double> sync_;
+  // By (group, bytes, ZeRO stage): the stage chooses the collectives.
+  mutable std::map<std::tuple<std::vector<int>, double, int>, SyncTime> sync_;
   mutable std::map<std::tuple<int, int, double>, cost::CollectiveCost> p2p_;
   mutable std::map<std::tuple<std::vector<int>, double>, double> tied_;
   // The stages of the word embedding and of the tied head that reads its table (equal when the
@@ -117,10 +125,13 @@ class Estimator {
 // a micro-batch's forward pass (fwd[s] seconds) once the stage before has sent its activations,
 // its backward pass (bwd[s]) once the next stage has sent back their gradient; the boundary
 // after stage s carries one transfer at a time each way (boundary[s] seconds each), while the
-// stages compute.
+// stages compute. pass_gather (ZeRO-3; empty for none): stage s gathers its parameters before
+// each pass, one gather after another from the start (pass_gather[s] seconds each), so its j-th
+// pass starts no sooner than (j + 1) * pass_gather[s].
 std::vector<double> pipeline_finish_times(plan::Schedule schedule, int microbatches,
                                           const std::vector<double>& fwd,
                                           const std::vector<double>& bwd,
-                                          const std::vector<double>& boundary);
+                                          const std::vector<double>& boundary,
+                                          const std::vector<double>& pass_gather = {});
 
 }  // namespace hetplan::search
