@@ -255,7 +255,11 @@ double Estimator::tied_sync_time(const plan::Plan& p, int a, int b) const {
   return tied_.emplace(key, t * nic_sharing(group, tp)).first->second;
 }
 
-Estimate Estimator::estimate(const plan::Plan& p) const {
+Estimate Estimator::estimate(const plan::Plan& p) const { return *estimate_unless(p, nullptr); }
+
+std::optional<Estimate> Estimator::estimate_unless(
+    const plan::Plan& p,
+    const std::function<bool(double time_at_least_s, double max_peak_bytes)>& unwanted) const {
   Estimate e;
   const int S = static_cast<int>(p.stages.size());
   const double m = p.num_microbatches;
@@ -296,6 +300,16 @@ Estimate Estimator::estimate(const plan::Plan& p) const {
     stage_fwd[s] = fwd;
     stage_bwd[s] = bwd;
     stage_opt[s] = opt;
+  }
+  // Every stage runs its m forward and backward passes one after another.
+  if (unwanted) {
+    double slowest = 0;
+    for (int s = 0; s < S; ++s) slowest = std::max(slowest, stage_fwd[s] + stage_bwd[s]);
+    if (unwanted(std::max(1.0, m) * slowest, e.max_peak_bytes)) return std::nullopt;
+  }
+  for (int s = 0; s < S; ++s) {
+    const auto& st = p.stages[s];
+    const double bwd = stage_bwd[s];
     if (s + 1 < S) boundary[s] = boundary_time(p, s);
     // The stage's gradient synchronisation overlaps its last backward pass; ZeRO 1 and 2 gather
     // the updated parameters after the step, unless the next iteration's first forward pass

@@ -18,8 +18,10 @@
 // flight under 1F1B (m under GPipe), as the simulator's pass order gives.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -45,6 +47,12 @@ class Estimator {
   ~Estimator();
 
   Estimate estimate(const plan::Plan& p) const;
+  // The same, except that once the plan's peak memory is known and its time bounded below (by m
+  // times its slowest stage's forward and backward passes), a plan `unwanted` says no to is left
+  // there: nullopt, its time unworked.
+  std::optional<Estimate> estimate_unless(
+      const plan::Plan& p,
+      const std::function<bool(double time_at_least_s, double max_peak_bytes)>& unwanted) const;
 
   // The per-layer costs of a replica under the plan's settings (recompute, ZeRO, overrides).
   const sim::LayerCostTable& layer_costs(const plan::Plan& settings, const plan::Replica& r,
