@@ -99,11 +99,9 @@ bool FrontierPool::offer(plan::Plan p) {
   // oracle tests; peak memory is the same model in both), so a candidate gives way only to a kept
   // one estimated faster by that margin, or it could be the one whose simulated point the
   // frontier needs. Candidates with the same estimates stand for each other: one is kept.
+  if (excludes(e.time_s, e.max_peak_bytes)) return true;
   for (const auto& k : kept_)
-    if ((k.e.time_s == e.time_s && k.e.max_peak_bytes == e.max_peak_bytes) ||
-        (k.e.time_s * (1 + kEstimateSlack) <= e.time_s * (1 + epsilon) &&
-         k.e.max_peak_bytes <= e.max_peak_bytes * (1 + epsilon)))
-      return true;
+    if (k.e.time_s == e.time_s && k.e.max_peak_bytes == e.max_peak_bytes) return true;
   std::erase_if(kept_, [&](const Kept& k) {
     return e.time_s * (1 + kEstimateSlack) <= k.e.time_s && e.max_peak_bytes <= k.e.max_peak_bytes;
   });
