@@ -28,8 +28,10 @@
 #include <numeric>
 #include <tuple>
 
+#include "hetplan/cost/memory_cost.h"
 #include "hetplan/search/device_groups.h"
 #include "hetplan/search/planners.h"
+#include "layer_placements.h"
 #include "search_space.h"
 
 namespace hetplan::search {
@@ -111,6 +113,7 @@ class PipelinePlanner {
       : ctx_(ctx),
         groups_(device_groups(ctx.cluster)),
         L_(static_cast<int>(ctx.model.layers.size())),
+        table_layer_(cost::tied_table_layer(ctx.model)),
         no_comm_(L_, 0.0),
         pool_(ctx, "pipeline"),
         mixed_pool_(ctx, "pipeline"),
@@ -326,7 +329,7 @@ class PipelinePlanner {
     // Per stage: prefix sums of per-layer time, boundary cost after each layer, memory reach.
     // Stages cut from one group alike share these tables, so they are cached across shapes.
     std::vector<const std::vector<double>*> prefix(S), comm(S);
-    std::vector<const std::vector<int>*> reach(S);
+    StageReach reach(S);
     std::vector<MemoryMatrix*> memory(S);
     for (int s = 0; s < S; ++s) {
       const auto& st = stages[s];
@@ -355,34 +358,53 @@ class PipelinePlanner {
     auto stage_mem = [&](int s, int a, int b) { return memory[s]->at(a, b); };
     // The frontier skips a shape none of whose placements could enter it. A placement's estimate
     // takes at least m times its slowest stage's forward and backward passes (a stage runs them
-    // one after another), and its peak is at least its largest stage's: the least of each over
-    // the placements bounds them all. Stages spanning groups are not bounded this way (their
-    // table takes the slowest kind per layer, which can exceed every kind's sum).
+    // one after another), and its peak is at least its largest stage's. The least slowest stage
+    // over the placements bounds their times; the pool then asks a peak below some bar of them,
+    // and the shape is skipped when no placement has every stage under it. Stages spanning groups
+    // are not bounded this way (their table takes the slowest kind per layer, which can exceed
+    // every kind's sum).
     if (frontier_ && stages.front().representatives.empty()) {
-      const auto [slowest, largest] = least_bottlenecks(
-          S, reach, [&](int s, int a, int b) { return (*prefix[s])[b] - (*prefix[s])[a]; },
-          stage_mem);
+      const double slowest = least_slowest(
+          L_, S, reach, [&](int s, int a, int b) { return (*prefix[s])[b] - (*prefix[s])[a]; });
       if (slowest == kInfTime) return false;
       // Sums taken in another order round differently: the bounds give way by far more.
       constexpr double kRounding = 1 - 1e-9;
-      if (frontier_->excludes(m * slowest * kRounding, largest * kRounding)) return true;
+      const double bar = frontier_->peak_bars()(m * slowest * kRounding);
+      if (bar < kInfTime && !any_placement(L_, S, reach, table_layer_, [&](int s, int a, int b) {
+            return !frontier_->peak_excluded(bar, stage_mem(s, a, b) * kRounding);
+          }))
+        return true;
     }
     // DP over (stage s, layers placed i): per state the placements' (max, sum) of stage times and
     // peak memory, keeping one (the best score) or, for the frontier, an epsilon-Pareto set of
     // (score, memory).
-    auto cell = [&](double mx, double sum, double mem, int from_a, int from_k) {
-      return Cell{mx, sum, mem, (m - 1) * mx + sum, from_a, from_k};
+    auto cell = [&](double mx, double sum, double mem, int from_a, int from_k, double slowest) {
+      return Cell{mx, sum, mem, (m - 1) * mx + sum, from_a, from_k, slowest};
+    };
+    // A cell whose every completion the pool would refuse, by the bounds above (its slowest stage
+    // so far, its largest peak so far), is dropped. Were it kept, it could only have pushed cells
+    // within epsilon of it out of its state's set: the DP keeps those instead.
+    const bool bounded = frontier_ && stages.front().representatives.empty();
+    auto refused = [&](const Cell& c) {
+      constexpr double kRounding = 1 - 1e-9;
+      return bounded && frontier_->peak_excluded(frontier_->peak_bars()(m * c.slowest * kRounding),
+                                                 c.mem * kRounding);
     };
     const bool pareto = frontier_ != nullptr;
     const double eps = pareto ? frontier_->epsilon : 0;
+    // Whether a cell within epsilon of c on both counts is kept: c, or a cell no better than c on
+    // either count, would not be.
+    auto rejects = [&](const std::vector<Cell>& cells, const Cell& c) {
+      const double score_bar = c.score * (1 + eps), mem_bar = c.mem * (1 + eps);
+      return std::any_of(cells.begin(), cells.end(),
+                         [&](const Cell& o) { return o.score <= score_bar && o.mem <= mem_bar; });
+    };
     auto insert = [&](std::vector<Cell>& cells, const Cell& c) {
       if (!pareto) {
         if (cells.empty() || c.score < cells[0].score) cells.assign(1, c);
         return;
       }
-      const double score_bar = c.score * (1 + eps), mem_bar = c.mem * (1 + eps);
-      for (const auto& o : cells)
-        if (o.score <= score_bar && o.mem <= mem_bar) return;
+      if (rejects(cells, c) || refused(c)) return;
       std::erase_if(cells, [&](const Cell& o) { return c.score <= o.score && c.mem <= o.mem; });
       cells.push_back(c);
       if (cells.size() > kFrontierCells) {
@@ -403,20 +425,41 @@ class PipelinePlanner {
     // first micro-batch's way down and the last one's way back pay both.
     for (int i = 1; i <= L_ && i <= (*reach[0])[0]; ++i) {
       const double t = (*prefix[0])[i], c = (*comm[0])[i - 1];
-      insert(best(0, i), cell(std::max(t, c / 2), t + c, pareto ? stage_mem(0, 0, i) : 0, 0, 0));
+      insert(best(0, i), cell(std::max(t, c / 2), t + c, pareto ? stage_mem(0, 0, i) : 0, 0, 0, t));
     }
     for (int s = 1; s < S; ++s)
       for (int a = s; a < L_; ++a) {
         const auto& prev = best(s - 1, a);
         if (prev.empty()) continue;
+        // The least of each count over the predecessors: a cell made of them bounds every
+        // extension of theirs below, so what refuses or rejects it refuses or rejects them all.
+        Cell least = prev.front();
+        for (const Cell& pc : prev) {
+          least.mx = std::min(least.mx, pc.mx);
+          least.sum = std::min(least.sum, pc.sum);
+          least.mem = std::min(least.mem, pc.mem);
+          least.slowest = std::min(least.slowest, pc.slowest);
+        }
         const int last_i = s + 1 == S ? L_ : L_ - (S - 1 - s);
         for (int i = a + 1; i <= std::min((*reach[s])[a], last_i); ++i) {
           const double t = (*prefix[s])[i] - (*prefix[s])[a], c = (*comm[s])[i - 1];
           const double mem = pareto ? stage_mem(s, a, i) : 0;
+          if (pareto) {
+            const Cell lower = cell(std::max({least.mx, t, c / 2}), least.sum + t + c,
+                                    std::max(least.mem, mem), a, 0, std::max(least.slowest, t));
+            // A longer stage only takes longer and holds more (unless it may yet take in the
+            // tied table): once refused, the rest of this stage's ends are too.
+            if (refused(lower)) {
+              if (table_layer_ < a || table_layer_ < i) break;
+              continue;
+            }
+            if (prev.size() > 1 && rejects(best(s, i), lower)) continue;
+          }
           for (std::size_t k = 0; k < prev.size(); ++k) {
             const Cell& pc = prev[k];
-            insert(best(s, i), cell(std::max({pc.mx, t, c / 2}), pc.sum + t + c,
-                                    std::max(pc.mem, mem), a, static_cast<int>(k)));
+            insert(best(s, i),
+                   cell(std::max({pc.mx, t, c / 2}), pc.sum + t + c, std::max(pc.mem, mem), a,
+                        static_cast<int>(k), std::max(pc.slowest, t)));
           }
         }
       }
@@ -449,43 +492,13 @@ class PipelinePlanner {
     return true;
   }
 
-  // Over the placements of layers on S stages that the layer DP considers (stage s takes
-  // [a, b) with b <= reach[s][a], every stage one layer or more), the least largest stage
-  // time(s, a, b) and, apart, the least largest memory(s, a, b) (a bottleneck path each; the same
-  // placement need not attain both). Infinite when no placement fits.
-  template <class Time, class Memory>
-  std::pair<double, double> least_bottlenecks(int S,
-                                              const std::vector<const std::vector<int>*>& reach,
-                                              Time&& time, Memory&& memory) {
-    std::vector<double> t(L_ + 1, kInfTime), mem(L_ + 1, kInfTime);
-    std::vector<double> t_next(L_ + 1), mem_next(L_ + 1);
-    for (int i = 1; i <= L_ && i <= (*reach[0])[0]; ++i) {
-      t[i] = time(0, 0, i);
-      mem[i] = memory(0, 0, i);
-    }
-    for (int s = 1; s < S; ++s) {
-      std::fill(t_next.begin(), t_next.end(), kInfTime);
-      std::fill(mem_next.begin(), mem_next.end(), kInfTime);
-      const int last_i = s + 1 == S ? L_ : L_ - (S - 1 - s);
-      for (int a = s; a < L_; ++a) {
-        if (t[a] == kInfTime) continue;
-        for (int i = a + 1; i <= std::min((*reach[s])[a], last_i); ++i) {
-          t_next[i] = std::min(t_next[i], std::max(t[a], time(s, a, i)));
-          mem_next[i] = std::min(mem_next[i], std::max(mem[a], memory(s, a, i)));
-        }
-      }
-      t.swap(t_next);
-      mem.swap(mem_next);
-    }
-    return {t[L_], mem[L_]};
-  }
-
   // A state of the layer DP (stage s, layers placed i): the placements' (max, sum) of stage times
   // and peak memory, their pipeline time (m - 1) * mx + sum, and the predecessor state
   // (s - 1, from_a), its from_k-th cell.
   struct Cell {
     double mx, sum, mem, score;
     int from_a, from_k;
+    double slowest;  // the largest stage time alone (no transfer)
   };
 
   // Peak memory of a device of one kind of stage holding layers [a, b) (for a stage spanning
@@ -599,6 +612,7 @@ class PipelinePlanner {
   const Context& ctx_;
   std::vector<DeviceGroup> groups_;
   int L_;
+  int table_layer_;              // the tied table's layer, -1 for none
   std::vector<double> no_comm_;  // the last stage sends nothing on
   std::map<SettingsKey, std::vector<double>> prefix_;
   std::map<std::tuple<int, int, std::size_t, double>, std::vector<double>> comm_;

@@ -102,18 +102,40 @@ bool FrontierPool::offer(plan::Plan p) {
   if (excludes(e.time_s, e.max_peak_bytes)) return true;
   for (const auto& k : kept_)
     if (k.e.time_s == e.time_s && k.e.max_peak_bytes == e.max_peak_bytes) return true;
+  // A plan the runtime would not run is not kept: it would push out plans it runs, then be
+  // dropped itself when simulated (asked here, of plans that would be kept: it costs more than an
+  // estimate).
+  if (ctx_.options.executable && !ctx_.options.executable(p).empty()) return true;
   std::erase_if(kept_, [&](const Kept& k) {
     return e.time_s * (1 + kEstimateSlack) <= k.e.time_s && e.max_peak_bytes <= k.e.max_peak_bytes;
   });
   kept_.push_back({e, std::move(p)});
+  bars_stale_ = true;
   return true;
 }
 
-bool FrontierPool::excludes(double time_s, double max_peak_bytes) const {
-  return std::any_of(kept_.begin(), kept_.end(), [&](const Kept& k) {
-    return k.e.time_s * (1 + kEstimateSlack) <= time_s * (1 + epsilon) &&
-           k.e.max_peak_bytes <= max_peak_bytes * (1 + epsilon);
-  });
+const FrontierPool::PeakBars& FrontierPool::peak_bars() const {
+  if (!bars_stale_) return bars_;
+  std::vector<std::pair<double, double>> by_time;
+  for (const auto& k : kept_)
+    by_time.emplace_back(k.e.time_s * (1 + kEstimateSlack), k.e.max_peak_bytes);
+  std::sort(by_time.begin(), by_time.end());
+  bars_ = PeakBars{};
+  bars_.epsilon_ = epsilon;
+  for (const auto& [t, peak] : by_time) {
+    bars_.times_.push_back(t);
+    bars_.peaks_.push_back(bars_.peaks_.empty() ? peak : std::min(bars_.peaks_.back(), peak));
+  }
+  bars_stale_ = false;
+  return bars_;
+}
+
+double FrontierPool::peak_bar(double time_s) const {
+  double bar = std::numeric_limits<double>::infinity();
+  for (const auto& k : kept_)
+    if (k.e.time_s * (1 + kEstimateSlack) <= time_s * (1 + epsilon))
+      bar = std::min(bar, k.e.max_peak_bytes);
+  return bar;
 }
 
 FrontierOutput FrontierPool::finish() {
@@ -124,6 +146,7 @@ FrontierOutput FrontierPool::finish() {
   std::vector<plan::Plan> plans;
   for (auto& k : kept_) plans.push_back(std::move(k.plan));
   kept_.clear();
+  bars_stale_ = true;
   // Fastest first: past the deadline the rest are left unsimulated.
   auto evals = ctx_.evaluator.evaluate_all(plans, &ctx_.deadline);
   if (evals.size() < plans.size()) timed_out_ = true;

@@ -3,7 +3,9 @@
 // common plan format; all are deterministic for given inputs.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -50,9 +52,6 @@ class CandidatePool {
   // estimate all such, simulating them would leave the planner with nothing. (The evaluator asks
   // again of those it simulates.)
   bool offer(plan::Plan p);
-  // Whether the pool would refuse, as it stands, every plan estimated at least time_s seconds
-  // and max_peak_bytes at its peak (a kept plan better by the margins offer() asks).
-  bool excludes(double time_s, double max_peak_bytes) const;
   // The estimate a candidate must beat to be kept (infinite until the pool is full).
   double threshold_s() const;
   // Whether a kept candidate fits by its estimate.
@@ -88,9 +87,9 @@ class CandidatePool {
 // (1 + epsilon) times its memory and is estimated faster by a margin of 10% less epsilon (how far
 // the estimator misranks two plans' times), or has the same estimates. Within that margin every
 // candidate is kept, so the set is larger than an epsilon-Pareto set (GPT-3 1.3B on hap-mixed:
-// 240 simulated against 25). finish() simulates every kept candidate and returns the
-// exact Pareto set of the simulated plans that fit, fastest first. Tested against a brute-force
-// frontier (tests/search/pipeline_oracle_test.cc).
+// 240 simulated against 25). A plan SearchOptions::executable refuses is never kept. finish()
+// simulates every kept candidate and returns the exact Pareto set of the simulated plans that fit,
+// fastest first. Tested against a brute-force frontier (tests/search/pipeline_oracle_test.cc).
 struct FrontierOutput {
   std::vector<Evaluation> points;  // non-dominated by (iteration time, max peak bytes), by time
   long long estimated = 0;
@@ -103,8 +102,35 @@ class FrontierPool {
   FrontierPool(const Context& ctx, double eps) : ctx_(ctx), epsilon(eps) {}
   bool offer(plan::Plan p);
   // Whether the pool would refuse, as it stands, every plan estimated at least time_s seconds
-  // and max_peak_bytes at its peak (a kept plan better by the margins offer() asks).
-  bool excludes(double time_s, double max_peak_bytes) const;
+  // and max_peak_bytes at its peak (a kept plan better by the margins offer() asks). Split in two
+  // for a caller asking of many peaks at one time: excludes(t, p) is
+  // peak_excluded(peak_bar(t), p).
+  bool excludes(double time_s, double max_peak_bytes) const {
+    return peak_excluded(peak_bar(time_s), max_peak_bytes);
+  }
+  // The least peak of the kept plans faster than time_s by offer()'s margin (infinite if none).
+  double peak_bar(double time_s) const;
+  // Whether a plan at max_peak_bytes gives way to a kept plan faster by the margin, of peak bar.
+  bool peak_excluded(double bar, double max_peak_bytes) const {
+    return bar <= max_peak_bytes * (1 + epsilon);
+  }
+  // peak_bar() as the pool stands, for many times at once (kept until the pool changes).
+  class PeakBars {
+   public:
+    double operator()(double time_s) const {
+      // peak_bar's comparison, over the sorted copy.
+      const auto end = std::upper_bound(times_.begin(), times_.end(), time_s * (1 + epsilon_));
+      return end == times_.begin() ? std::numeric_limits<double>::infinity()
+                                   : peaks_[static_cast<std::size_t>(end - times_.begin()) - 1];
+    }
+
+   private:
+    friend class FrontierPool;
+    std::vector<double> times_;  // the kept plans' times with offer()'s margin, ascending
+    std::vector<double> peaks_;  // per kept plan, the least peak of those up to it
+    double epsilon_ = 0;
+  };
+  const PeakBars& peak_bars() const;
   // A plan already simulated, joining the simulated candidates at finish() (the time-optimal
   // plan, which epsilon-pruning could otherwise leave out by up to epsilon).
   void include(Evaluation e) { included_.push_back(std::move(e)); }
@@ -117,6 +143,8 @@ class FrontierPool {
   };
   const Context& ctx_;
   std::vector<Kept> kept_;
+  mutable PeakBars bars_;  // peak_bars(), of kept_ unless stale
+  mutable bool bars_stale_ = true;
   std::vector<Evaluation> included_;
   long long offered_ = 0;
   bool timed_out_ = false;
