@@ -39,6 +39,9 @@ namespace {
 
 constexpr double kInfTime = std::numeric_limits<double>::infinity();
 constexpr std::size_t kFrontierCells = 12;  // per DP state, the most (time, memory) points kept
+// The frontier's lower bounds on a placement's time and peak are sums taken in another order than
+// the estimator's, so round differently: they give way by far more.
+constexpr double kBoundRounding = 1 - 1e-9;
 
 struct StageResources {
   // Stages of one kind cost alike and share cost tables: a group's index, or for a stage that
@@ -318,7 +321,9 @@ class PipelinePlanner {
     return true;
   }
 
-  // The layer DP for one shape and setting; offers the plan and returns whether it fitted.
+  // The layer DP for one shape and setting; offers the plan and returns whether it fitted (for
+  // the frontier, which asks no answer of it, false may also mean that the pool refuses every
+  // placement, and true that it refused the shape).
   bool place_layers(const std::vector<StageResources>& stages, int m, Settings set) {
     const int S = static_cast<int>(stages.size());
     plan::Plan settings = base_plan(ctx_, "pipeline");
@@ -367,11 +372,9 @@ class PipelinePlanner {
       const double slowest = least_slowest(
           L_, S, reach, [&](int s, int a, int b) { return (*prefix[s])[b] - (*prefix[s])[a]; });
       if (slowest == kInfTime) return false;
-      // Sums taken in another order round differently: the bounds give way by far more.
-      constexpr double kRounding = 1 - 1e-9;
-      const double bar = frontier_->peak_bars()(m * slowest * kRounding);
+      const double bar = frontier_->peak_bars()(m * slowest * kBoundRounding);
       if (bar < kInfTime && !any_placement(L_, S, reach, table_layer_, [&](int s, int a, int b) {
-            return !frontier_->peak_excluded(bar, stage_mem(s, a, b) * kRounding);
+            return !frontier_->peak_excluded(bar, stage_mem(s, a, b) * kBoundRounding);
           }))
         return true;
     }
@@ -382,13 +385,14 @@ class PipelinePlanner {
       return Cell{mx, sum, mem, (m - 1) * mx + sum, from_a, from_k, slowest};
     };
     // A cell whose every completion the pool would refuse, by the bounds above (its slowest stage
-    // so far, its largest peak so far), is dropped. Were it kept, it could only have pushed cells
-    // within epsilon of it out of its state's set: the DP keeps those instead.
+    // so far, its largest peak so far), is dropped. Kept, it would have pushed out of its state's
+    // set the cells within epsilon of it and those it dominates, which the DP now keeps instead:
+    // the frontier can differ, within epsilon of the one without the drop on the cases compared.
     const bool bounded = frontier_ && stages.front().representatives.empty();
     auto refused = [&](const Cell& c) {
-      constexpr double kRounding = 1 - 1e-9;
-      return bounded && frontier_->peak_excluded(frontier_->peak_bars()(m * c.slowest * kRounding),
-                                                 c.mem * kRounding);
+      return bounded &&
+             frontier_->peak_excluded(frontier_->peak_bars()(m * c.slowest * kBoundRounding),
+                                      c.mem * kBoundRounding);
     };
     const bool pareto = frontier_ != nullptr;
     const double eps = pareto ? frontier_->epsilon : 0;
@@ -434,12 +438,13 @@ class PipelinePlanner {
         // The least of each count over the predecessors: a cell made of them bounds every
         // extension of theirs below, so what refuses or rejects it refuses or rejects them all.
         Cell least = prev.front();
-        for (const Cell& pc : prev) {
-          least.mx = std::min(least.mx, pc.mx);
-          least.sum = std::min(least.sum, pc.sum);
-          least.mem = std::min(least.mem, pc.mem);
-          least.slowest = std::min(least.slowest, pc.slowest);
-        }
+        if (pareto)
+          for (const Cell& pc : prev) {
+            least.mx = std::min(least.mx, pc.mx);
+            least.sum = std::min(least.sum, pc.sum);
+            least.mem = std::min(least.mem, pc.mem);
+            least.slowest = std::min(least.slowest, pc.slowest);
+          }
         const int last_i = s + 1 == S ? L_ : L_ - (S - 1 - s);
         for (int i = a + 1; i <= std::min((*reach[s])[a], last_i); ++i) {
           const double t = (*prefix[s])[i] - (*prefix[s])[a], c = (*comm[s])[i - 1];
@@ -450,7 +455,7 @@ class PipelinePlanner {
             // A longer stage only takes longer and holds more (unless it may yet take in the
             // tied table): once refused, the rest of this stage's ends are too.
             if (refused(lower)) {
-              if (table_layer_ < a || table_layer_ < i) break;
+              if (table_layer_ < i) break;
               continue;
             }
             if (prev.size() > 1 && rejects(best(s, i), lower)) continue;

@@ -21,7 +21,8 @@ void each_placement(int L, int S, const std::vector<std::vector<int>>& reach,
       if (cut[S] == L) visit(cut);
       return;
     }
-    for (int b = cut[s] + 1; b <= reach[s][cut[s]] && b <= L; ++b) {
+    if (cut[s] == L) return;  // no layer left for stage s
+    for (int b = cut[s] + 1; b <= reach[s][cut[s]]; ++b) {
       cut[s + 1] = b;
       rec(s + 1);
     }
