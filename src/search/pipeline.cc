@@ -368,7 +368,8 @@ class PipelinePlanner {
     // and the shape is skipped when no placement has every stage under it. Stages spanning groups
     // are not bounded this way (their table takes the slowest kind per layer, which can exceed
     // every kind's sum).
-    if (frontier_ && stages.front().representatives.empty()) {
+    const bool bounded = frontier_ && stages.front().representatives.empty();
+    if (bounded) {
       const double slowest = least_slowest(
           L_, S, reach, [&](int s, int a, int b) { return (*prefix[s])[b] - (*prefix[s])[a]; });
       if (slowest == kInfTime) return false;
@@ -388,7 +389,6 @@ class PipelinePlanner {
     // so far, its largest peak so far), is dropped. Kept, it would have pushed out of its state's
     // set the cells within epsilon of it and those it dominates, which the DP now keeps instead:
     // the frontier can differ, within epsilon of the one without the drop on the cases compared.
-    const bool bounded = frontier_ && stages.front().representatives.empty();
     auto refused = [&](const Cell& c) {
       return bounded &&
              frontier_->peak_excluded(frontier_->peak_bars()(m * c.slowest * kBoundRounding),

@@ -12,8 +12,6 @@ namespace {
 using testing::plan_of;
 
 TEST(CandidatePool, KeepsNoPlanTheRuntimeRefuses) {
-  const auto m = testing::load_model_or_die("gpt3-125m");
-  const auto c = testing::load_cluster_or_die("dgx-a100:1");
   SearchOptions opts;
   opts.simulate_top = 2;
   // "Refuses" every plan with tensor parallelism.
@@ -23,10 +21,11 @@ TEST(CandidatePool, KeepsNoPlanTheRuntimeRefuses) {
     return p.stages[0].replicas[0].devices.size() > 1 ? std::string("no tensor parallelism")
                                                       : std::string();
   };
-  Evaluator evaluator(m, c, opts);
-  Estimator estimator(m, c, opts);
-  const Deadline none(0);
-  const Context ctx{m, c, opts, evaluator, estimator, none};
+  const testing::PoolCase pc(opts);
+  const auto& m = pc.m;
+  const auto& c = pc.c;
+  const Context& ctx = pc.ctx;
+  const Evaluator& evaluator = pc.evaluator;
   const std::vector<std::string> strategies = {
       "dp=4,tp=2,pp=1,mbs=4,gbs=64", "dp=2,tp=4,pp=1,mbs=4,gbs=64", "dp=8,tp=1,pp=1,mbs=4,gbs=64",
       "dp=8,tp=1,pp=1,mbs=8,gbs=64", "dp=1,tp=4,pp=2,mbs=4,gbs=64", "dp=4,tp=1,pp=2,mbs=2,gbs=64"};

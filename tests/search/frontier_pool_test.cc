@@ -11,14 +11,10 @@ namespace {
 using testing::plan_of;
 
 TEST(FrontierPool, PeakBarsAnswerAsTheRule) {
-  const auto m = testing::load_model_or_die("gpt3-125m");
-  const auto c = testing::load_cluster_or_die("dgx-a100:1");
-  SearchOptions opts;
-  Evaluator evaluator(m, c, opts);
-  Estimator estimator(m, c, opts);
-  const Deadline none(0);
-  const Context ctx{m, c, opts, evaluator, estimator, none};
-  FrontierPool pool(ctx, 0.03);
+  const testing::PoolCase pc;
+  const auto& m = pc.m;
+  const auto& c = pc.c;
+  FrontierPool pool(pc.ctx, 0.03);
   // Empty, the pool excludes nothing.
   EXPECT_EQ(pool.peak_bars()(1e9), std::numeric_limits<double>::infinity());
   EXPECT_FALSE(pool.excludes(1e9, 1e30));
@@ -27,7 +23,7 @@ TEST(FrontierPool, PeakBarsAnswerAsTheRule) {
                         "dp=2,tp=4,pp=1,mbs=4,gbs=64", "dp=4,tp=1,pp=2,mbs=2,gbs=64",
                         "dp=1,tp=4,pp=2,mbs=4,gbs=64", "dp=2,tp=2,pp=2,mbs=1,gbs=64"}) {
     const plan::Plan p = plan_of(s, m, c);
-    const Estimate e = estimator.estimate(p);
+    const Estimate e = pc.estimator.estimate(p);
     times.push_back(e.time_s);
     peaks.push_back(e.max_peak_bytes);
     EXPECT_TRUE(pool.offer(p));

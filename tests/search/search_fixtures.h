@@ -10,6 +10,7 @@
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/model/zoo.h"
 #include "hetplan/plan/strategy.h"
+#include "hetplan/search/planners.h"
 
 namespace hetplan::search::testing {
 
@@ -34,6 +35,19 @@ inline plan::Plan plan_of(const std::string& strategy, const model::Model& m,
   EXPECT_TRUE(p) << p.error().message;
   return *p;
 }
+
+// A search context on GPT-3 125M and one DGX A100 (8 GPUs), with no time limit: the candidate
+// pools' tests offer it plans of their own.
+struct PoolCase {
+  explicit PoolCase(SearchOptions o = {}) : opts(std::move(o)) {}
+  model::Model m = load_model_or_die("gpt3-125m");
+  cluster::Cluster c = load_cluster_or_die("dgx-a100:1");
+  SearchOptions opts;
+  Evaluator evaluator{m, c, opts};
+  Estimator estimator{m, c, opts};
+  Deadline none{0};
+  Context ctx{m, c, opts, evaluator, estimator, none};
+};
 
 inline std::string data_file(const std::string& name) {
   return std::string(HETPLAN_SOURCE_DIR) + "/tests/search/data/" + name;
