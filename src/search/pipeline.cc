@@ -361,37 +361,32 @@ class PipelinePlanner {
       reach[s] = &memory[s]->reach;
     }
     auto stage_mem = [&](int s, int a, int b) { return memory[s]->at(a, b); };
-    // The frontier skips a shape none of whose placements could enter it. A placement's estimate
-    // takes at least m times its slowest stage's forward and backward passes (a stage runs them
-    // one after another), and its peak is at least its largest stage's. The least slowest stage
-    // over the placements bounds their times; the pool then asks a peak below some bar of them,
-    // and the shape is skipped when no placement has every stage under it. Stages spanning groups
-    // are not bounded this way (their table takes the slowest kind per layer, which can exceed
-    // every kind's sum).
+    // The frontier skips a shape none of whose placements could enter it (stages spanning groups
+    // are not bounded: their table takes the slowest kind per layer, which can exceed every
+    // kind's sum).
     const bool bounded = frontier_ && stages.front().representatives.empty();
-    if (bounded) {
-      const double slowest = least_slowest(
-          L_, S, reach, [&](int s, int a, int b) { return (*prefix[s])[b] - (*prefix[s])[a]; });
-      if (slowest == kInfTime) return false;
-      const double bar = frontier_->peak_bars()(m * slowest * kBoundRounding);
-      if (bar < kInfTime && !any_placement(L_, S, reach, table_layer_, [&](int s, int a, int b) {
-            return !frontier_->peak_excluded(bar, stage_mem(s, a, b) * kBoundRounding);
-          }))
-        return true;
-    }
+    if (bounded) switch (frontier_verdict(S, m, prefix, memory)) {
+        case Verdict::none_fits:
+          return false;
+        case Verdict::refused:
+          return true;
+        case Verdict::may_enter:
+          break;
+      }
     // DP over (stage s, layers placed i): per state the placements' (max, sum) of stage times and
     // peak memory, keeping one (the best score) or, for the frontier, an epsilon-Pareto set of
     // (score, memory).
-    auto cell = [&](double mx, double sum, double mem, int from_a, int from_k, double slowest) {
-      return Cell{mx, sum, mem, (m - 1) * mx + sum, from_a, from_k, slowest};
+    auto cell = [&](double mx, double sum, double mem, int from_a, int from_k, double compute,
+                    double least) {
+      return Cell{mx, sum, mem, (m - 1) * mx + sum, from_a, from_k, compute, least};
     };
-    // A cell whose every completion the pool would refuse, by the bounds above (its slowest stage
-    // so far, its largest peak so far), is dropped. Kept, it would have pushed out of its state's
+    // A cell whose every completion the pool would refuse, by its least time (below) and its
+    // largest peak so far, is dropped. Kept, it would have pushed out of its state's
     // set the cells within epsilon of it and those it dominates, which the DP now keeps instead:
     // the frontier can differ, within epsilon of the one without the drop on the cases compared.
     auto refused = [&](const Cell& c) {
       return bounded &&
-             frontier_->peak_excluded(frontier_->peak_bars()(m * c.slowest * kBoundRounding),
+             frontier_->peak_excluded(frontier_->peak_bars()(c.least_time * kBoundRounding),
                                       c.mem * kBoundRounding);
     };
     const bool pareto = frontier_ != nullptr;
@@ -429,7 +424,8 @@ class PipelinePlanner {
     // first micro-batch's way down and the last one's way back pay both.
     for (int i = 1; i <= L_ && i <= (*reach[0])[0]; ++i) {
       const double t = (*prefix[0])[i], c = (*comm[0])[i - 1];
-      insert(best(0, i), cell(std::max(t, c / 2), t + c, pareto ? stage_mem(0, 0, i) : 0, 0, 0, t));
+      insert(best(0, i),
+             cell(std::max(t, c / 2), t + c, pareto ? stage_mem(0, 0, i) : 0, 0, 0, t, m * t));
     }
     for (int s = 1; s < S; ++s)
       for (int a = s; a < L_; ++a) {
@@ -443,15 +439,17 @@ class PipelinePlanner {
             least.mx = std::min(least.mx, pc.mx);
             least.sum = std::min(least.sum, pc.sum);
             least.mem = std::min(least.mem, pc.mem);
-            least.slowest = std::min(least.slowest, pc.slowest);
+            least.compute = std::min(least.compute, pc.compute);
+            least.least_time = std::min(least.least_time, pc.least_time);
           }
         const int last_i = s + 1 == S ? L_ : L_ - (S - 1 - s);
         for (int i = a + 1; i <= std::min((*reach[s])[a], last_i); ++i) {
           const double t = (*prefix[s])[i] - (*prefix[s])[a], c = (*comm[s])[i - 1];
           const double mem = pareto ? stage_mem(s, a, i) : 0;
           if (pareto) {
-            const Cell lower = cell(std::max({least.mx, t, c / 2}), least.sum + t + c,
-                                    std::max(least.mem, mem), a, 0, std::max(least.slowest, t));
+            const Cell lower =
+                cell(std::max({least.mx, t, c / 2}), least.sum + t + c, std::max(least.mem, mem), a,
+                     0, least.compute + t, std::max(least.least_time, least.compute + m * t));
             // A longer stage only takes longer and holds more (unless it may yet take in the
             // tied table): once refused, the rest of this stage's ends are too.
             if (refused(lower)) {
@@ -462,9 +460,9 @@ class PipelinePlanner {
           }
           for (std::size_t k = 0; k < prev.size(); ++k) {
             const Cell& pc = prev[k];
-            insert(best(s, i),
-                   cell(std::max({pc.mx, t, c / 2}), pc.sum + t + c, std::max(pc.mem, mem), a,
-                        static_cast<int>(k), std::max(pc.slowest, t)));
+            insert(best(s, i), cell(std::max({pc.mx, t, c / 2}), pc.sum + t + c,
+                                    std::max(pc.mem, mem), a, static_cast<int>(k), pc.compute + t,
+                                    std::max(pc.least_time, pc.compute + m * t)));
           }
         }
       }
@@ -503,7 +501,13 @@ class PipelinePlanner {
   struct Cell {
     double mx, sum, mem, score;
     int from_a, from_k;
-    double slowest;  // the largest stage time alone (no transfer)
+    double compute;  // the sum of the stages' times alone (no transfer)
+    // A lower bound on the estimated time of every placement that completes this one: the
+    // estimator's pipeline is a schedule (stage k's first forward pass waits for the stages
+    // before, its m forward and backward passes run one after another, and the last one's
+    // gradient goes back through the stages before), so it takes at least, for every stage k,
+    // the stages before k's passes once plus m times stage k's passes.
+    double least_time;
   };
 
   // Peak memory of a device of one kind of stage holding layers [a, b) (for a stage spanning
@@ -513,6 +517,37 @@ class PipelinePlanner {
     std::vector<cost::StageMemoryTable> kinds;  // one per kind of replica
     std::vector<double> capacity;               // its first device's memory
     std::vector<int> reach;
+    // reach_under(bar, pool): the largest b with [a, b) fitting and a peak the pool does not
+    // exclude at that bar (memory grows with the stage, so it never decreases with a either; no
+    // tied table past layer 0). The last few bars' are kept: the pool changes far less often
+    // than it is asked.
+    const std::vector<int>& reach_under(double bar, const FrontierPool& pool) {
+      for (std::size_t k = 0; k < under_bars.size(); ++k)
+        if (under_bars[k] == bar) return unders[k];
+      std::size_t k = next_under;
+      if (under_bars.size() < kUnderBars) {
+        k = under_bars.size();
+        under_bars.push_back(bar);
+        unders.emplace_back();
+      } else {
+        under_bars[k] = bar;
+        next_under = (next_under + 1) % kUnderBars;
+      }
+      auto& u = unders[k];
+      u.assign(reach.size(), 0);
+      for (std::size_t a = 0; a < reach.size(); ++a) {
+        int b = std::max(static_cast<int>(a), a > 0 ? u[a - 1] : 0);
+        while (b < reach[a] &&
+               !pool.peak_excluded(bar, at(static_cast<int>(a), b + 1) * kBoundRounding))
+          ++b;
+        u[a] = b;
+      }
+      return u;
+    }
+    static constexpr std::size_t kUnderBars = 4;
+    std::vector<double> under_bars;
+    std::vector<std::vector<int>> unders;
+    std::size_t next_under = 0;
     double at(int a, int b) const {
       double peak = 0;
       for (const auto& t : kinds) peak = std::max(peak, t.at(a, b - a).total().value);
@@ -524,6 +559,58 @@ class PipelinePlanner {
       return true;
     }
   };
+  enum class Verdict { none_fits, refused, may_enter };
+
+  // Whether some placement of a shape of stages of one group each could enter the frontier pool,
+  // by bounds on the placements' estimates. A placement's estimate takes at least, for each stage
+  // k, the stages before k's forward and backward passes once and m times stage k's
+  // (Cell::least_time), so at least W(a) + m T_k, with W(a) the time of layers [0, a) each on its
+  // fastest stage of the shape and a stage k's first layer; its peak is at least its largest
+  // stage's. The pool refuses a placement whose peak is not under the bar of its time: take the
+  // least time bound t over the placements, and the bar of t; if no placement has every stage
+  // under that bar, every placement faster than the bar's next step is refused, and the question
+  // goes on from the least time bound t' of those under the bar (when t' falls in the same step,
+  // that placement may enter). The bars only fall as t grows, so this ends.
+  Verdict frontier_verdict(int S, int m, const std::vector<const std::vector<double>*>& prefix,
+                           const std::vector<MemoryMatrix*>& memory) {
+    fastest_.assign(L_ + 1, 0);
+    for (int l = 0; l < L_; ++l) {
+      double t = kInfTime;
+      for (int s = 0; s < S; ++s) t = std::min(t, (*prefix[s])[l + 1] - (*prefix[s])[l]);
+      fastest_[l + 1] = fastest_[l] + t;
+    }
+    // With one more layer at its start, a stage's bound loses that layer's fastest time and gains
+    // m times its own, no less: it grows with the stage, as least_slowest asks.
+    auto least_time = [&](int s, int a, int b) {
+      return fastest_[a] + m * ((*prefix[s])[b] - (*prefix[s])[a]);
+    };
+    StageReach reach(S);
+    for (int s = 0; s < S; ++s) reach[s] = &memory[s]->reach;
+    double least = least_slowest(L_, S, reach, least_time);
+    if (least == kInfTime) return Verdict::none_fits;
+    const auto& bars = frontier_->peak_bars();
+    if (table_layer_ > 0) {
+      // A stage may shed the tied table's copy as it grows, so the reach under a bar is not one
+      // bound per first layer: only the first step is asked.
+      const double bar = bars(least * kBoundRounding);
+      const bool some =
+          bar == kInfTime || any_placement(L_, S, reach, table_layer_, [&](int s, int a, int b) {
+            return !frontier_->peak_excluded(bar, memory[s]->at(a, b) * kBoundRounding);
+          });
+      return some ? Verdict::may_enter : Verdict::refused;
+    }
+    for (;;) {
+      const double bar = bars(least * kBoundRounding);
+      if (bar == kInfTime) return Verdict::may_enter;
+      StageReach under(S);
+      for (int s = 0; s < S; ++s) under[s] = &memory[s]->reach_under(bar, *frontier_);
+      const double t = least_slowest(L_, S, under, least_time);
+      if (t == kInfTime) return Verdict::refused;
+      if (bars(t * kBoundRounding) == bar) return Verdict::may_enter;
+      least = t;
+    }
+  }
+
   // (stage kind, tp, dp, samples per micro-batch over the stage, recompute, ZeRO stage).
   using SettingsKey = std::tuple<int, int, int, double, int, int>;
 
@@ -629,6 +716,7 @@ class PipelinePlanner {
   FrontierPool* frontier_ = nullptr;  // set: track the time/memory frontier instead of one best
   std::vector<int> zeros_{0, 1};      // the ZeRO stages this pass tries
   std::vector<std::vector<Cell>> cells_;  // place_layers' DP states
+  std::vector<double> fastest_;           // place_layers' W (prefix sums), kept for its storage
 };
 
 }  // namespace
