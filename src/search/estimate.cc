@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "hetplan/core/hash.h"
 #include "hetplan/cost/collective_cost.h"
 #include "hetplan/cost/memory_cost.h"
 #include "hetplan/plan/replica_slots.h"
@@ -51,19 +52,11 @@ FirstSlot first_slot(const std::vector<const plan::Replica*>& replicas) {
 }  // namespace
 
 std::size_t Estimator::MemoryKeyHash::operator()(const MemoryKey& k) const {
-  // Every input word is spread over all bits (the splitmix64 finaliser) before it is combined:
-  // multiplying whole words alone left the keys' differences in few bits, and long chains.
-  std::size_t h = 0x9e3779b97f4a7c15ull;
-  auto mix = [&](std::size_t v) {
-    v += 0x9e3779b97f4a7c15ull + h;
-    v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
-    v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
-    h = v ^ (v >> 31);
-  };
+  std::size_t h = kHashSeed;
   for (int v :
        {k.recompute, k.attention, k.zero, k.first, k.count, k.tp, k.dp, k.overrides, k.sp ? 1 : 0})
-    mix(std::hash<int>{}(v));
-  for (double v : {k.share, k.samples, k.inflight}) mix(std::hash<double>{}(v));
+    h = hash_mix(h, std::hash<int>{}(v));
+  for (double v : {k.share, k.samples, k.inflight}) h = hash_mix(h, std::hash<double>{}(v));
   return h;
 }
 

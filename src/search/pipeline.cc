@@ -30,6 +30,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "hetplan/core/hash.h"
 #include "hetplan/cost/memory_cost.h"
 #include "hetplan/search/device_groups.h"
 #include "hetplan/search/planners.h"
@@ -49,12 +50,10 @@ constexpr double kBoundRounding = 1 - 1e-9;
 struct KeyHash {
   template <class... T>
   std::size_t operator()(const std::tuple<T...>& key) const {
-    std::size_t h = 0;
+    std::size_t h = kHashSeed;
     std::apply(
         [&](const auto&... x) {
-          ((h ^= std::hash<std::decay_t<decltype(x)>>{}(x) + 0x9e3779b97f4a7c15ULL + (h << 6) +
-                 (h >> 2)),
-           ...);
+          ((h = hash_mix(h, std::hash<std::decay_t<decltype(x)>>{}(x))), ...);
         },
         key);
     return h;
@@ -383,7 +382,7 @@ class PipelinePlanner {
     // are not bounded: their table takes the slowest kind per layer, which can exceed every
     // kind's sum).
     const bool bounded = frontier_ && stages.front().representatives.empty();
-    if (bounded) switch (frontier_verdict(S, m, prefix, memory)) {
+    if (bounded) switch (frontier_verdict(S, m, prefix, reach, memory)) {
         case Verdict::none_fits:
           return false;
         case Verdict::refused:
@@ -590,7 +589,7 @@ class PipelinePlanner {
   // goes on from the least time bound t' of those under the bar (when t' falls in the same step,
   // that placement may enter). The bars only fall as t grows, so this ends.
   Verdict frontier_verdict(int S, int m, const std::vector<const std::vector<double>*>& prefix,
-                           const std::vector<MemoryMatrix*>& memory) {
+                           const StageReach& reach, const std::vector<MemoryMatrix*>& memory) {
     fastest_.assign(L_ + 1, 0);
     for (int l = 0; l < L_; ++l) {
       double t = kInfTime;
@@ -602,8 +601,6 @@ class PipelinePlanner {
     auto least_time = [&](int s, int a, int b) {
       return fastest_[a] + m * ((*prefix[s])[b] - (*prefix[s])[a]);
     };
-    StageReach reach(S);
-    for (int s = 0; s < S; ++s) reach[s] = &memory[s]->reach;
     double least = least_slowest(L_, S, reach, least_time);
     if (least == kInfTime) return Verdict::none_fits;
     const auto& bars = frontier_->peak_bars();
