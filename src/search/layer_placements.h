@@ -20,10 +20,18 @@ using StageReach = std::vector<const std::vector<int>*>;
 // Per state (s, i), the stage's first layer a runs down from i - 1: the stage's time only grows
 // and its reach only shrinks. Once the stage [a, i) alone, or the best path to any first layer up
 // to a, takes as long as the best path found, no earlier a can do better: the loop stops there.
+// Storage for least_slowest, which a caller asking many times keeps to spare the allocations.
+struct SlowestScratch {
+  std::vector<double> t, next, low;
+};
+
 template <class Time>
-double least_slowest(int L, int S, const StageReach& reach, Time&& time) {
+double least_slowest(int L, int S, const StageReach& reach, Time&& time, SlowestScratch& scratch) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  std::vector<double> t(L + 1, kInf), next(L + 1), low(L + 1);
+  auto& [t, next, low] = scratch;
+  t.assign(L + 1, kInf);
+  next.resize(L + 1);
+  low.resize(L + 1);
   for (int i = 1; i <= L && i <= (*reach[0])[0]; ++i) t[i] = time(0, 0, i);
   for (int s = 1; s < S; ++s) {
     const int last_i = s + 1 == S ? L : L - (S - 1 - s);
@@ -42,6 +50,12 @@ double least_slowest(int L, int S, const StageReach& reach, Time&& time) {
     t.swap(next);
   }
   return t[L];
+}
+
+template <class Time>
+double least_slowest(int L, int S, const StageReach& reach, Time&& time) {
+  SlowestScratch scratch;
+  return least_slowest(L, S, reach, time, scratch);
 }
 
 // Whether some placement has every stage pass ok(s, a, b). A stage that fails must fail with

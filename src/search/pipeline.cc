@@ -25,6 +25,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <tuple>
 #include <type_traits>
@@ -325,13 +326,19 @@ class PipelinePlanner {
   // both stages are tried. False once the deadline has passed and there is a candidate to
   // simulate (the search returns the best found by then, so it goes on until it has one).
   bool try_settings(const std::vector<StageResources>& stages, int m, std::size_t dp_max) {
+    // The boundaries' transfers depend on the shape and micro-batch size only.
+    const int S = static_cast<int>(stages.size());
+    const double per_microbatch = static_cast<double>(ctx_.options.global_batch) / m;
+    std::vector<const std::vector<double>*> comm(S);
+    for (int s = 0; s < S; ++s)
+      comm[s] = s + 1 < S ? &comm_table(stages[s], stages[s + 1], per_microbatch) : &no_comm_;
     for (auto rc : recompute_modes(ctx_.model)) {
       bool placed = false;
       for (int zero : zeros_) {
         if (out_of_time(ctx_) && (frontier_ || !pool_.empty() || !mixed_pool_.empty()))
           return false;
         if (zero >= 1 && dp_max == 1) continue;
-        placed = place_layers(stages, m, Settings{rc, zero}) || placed;
+        placed = place_layers(stages, m, comm, Settings{rc, zero}) || placed;
       }
       if (placed && !frontier_) break;  // the frontier wants the costlier, smaller ones too
     }
@@ -341,23 +348,24 @@ class PipelinePlanner {
   // The layer DP for one shape and setting; offers the plan and returns whether it fitted (for
   // the frontier, which asks no answer of it, false may also mean that the pool refuses every
   // placement, and true that it refused the shape).
-  bool place_layers(const std::vector<StageResources>& stages, int m, Settings set) {
+  bool place_layers(const std::vector<StageResources>& stages, int m,
+                    const std::vector<const std::vector<double>*>& comm, Settings set) {
     const int S = static_cast<int>(stages.size());
     plan::Plan settings = base_plan(ctx_, "pipeline");
     settings.recompute = set.recompute;
     settings.zero_stage = set.zero;
     settings.num_microbatches = m;
     const double B = static_cast<double>(ctx_.options.global_batch);
-    // Per stage: prefix sums of per-layer time, boundary cost after each layer, memory reach.
-    // Stages cut from one group alike share these tables, so they are cached across shapes.
-    std::vector<const std::vector<double>*> prefix(S), comm(S);
+    // Per stage: prefix sums of per-layer time, memory reach (and comm, the boundary cost after
+    // each layer). Stages cut from one group alike share these tables, so they are cached across
+    // shapes, and a stage like the one before takes its table without a lookup.
+    std::vector<const std::vector<double>*> prefix(S);
     StageReach reach(S);
     std::vector<MemoryMatrix*> memory(S);
-    for (int s = 0; s < S; ++s) {
-      const auto& st = stages[s];
-      prefix[s] = &prefix_table(settings, st, B / m);
-      comm[s] = s + 1 < S ? &comm_table(st, stages[s + 1], B / m) : &no_comm_;
-    }
+    for (int s = 0; s < S; ++s)
+      prefix[s] = s > 0 && alike(stages[s - 1], stages[s])
+                      ? prefix[s - 1]
+                      : &prefix_table(settings, stages[s], B / m);
     // A lower bound: every layer runs at least as fast as on its fastest stage, the stages share
     // the work at best evenly, so max_s T_s >= W / S and sum_s T_s >= W. Shapes that cannot beat
     // the candidates kept so far are skipped (more recomputation only raises the bound, so the
@@ -373,8 +381,11 @@ class PipelinePlanner {
       }
       if ((m - 1) * W / S + W > pool.threshold_s()) return true;
     }
+    MemoryMatrices* family = nullptr;
     for (int s = 0; s < S; ++s) {
-      memory[s] = &memory_matrix(settings, stages[s], B / m, std::min(m, S - s));
+      if (s == 0 || !alike(stages[s - 1], stages[s]))
+        family = &memory_[settings_key(settings, stages[s], B / m)];
+      memory[s] = &memory_matrix(*family, settings, stages[s], B / m, std::min(m, S - s));
       reach[s] = &memory[s]->reach;
     }
     auto stage_mem = [&](int s, int a, int b) { return memory[s]->at(a, b); };
@@ -590,10 +601,14 @@ class PipelinePlanner {
   // that placement may enter). The bars only fall as t grows, so this ends.
   Verdict frontier_verdict(int S, int m, const std::vector<const std::vector<double>*>& prefix,
                            const StageReach& reach, const std::vector<MemoryMatrix*>& memory) {
+    // Stages cut from one group share their table: each table is asked once.
+    tables_.assign(prefix.begin(), prefix.end());
+    std::sort(tables_.begin(), tables_.end());
+    tables_.erase(std::unique(tables_.begin(), tables_.end()), tables_.end());
     fastest_.assign(L_ + 1, 0);
     for (int l = 0; l < L_; ++l) {
       double t = kInfTime;
-      for (int s = 0; s < S; ++s) t = std::min(t, (*prefix[s])[l + 1] - (*prefix[s])[l]);
+      for (const auto* table : tables_) t = std::min(t, (*table)[l + 1] - (*table)[l]);
       fastest_[l + 1] = fastest_[l] + t;
     }
     // With one more layer at its start, a stage's bound loses that layer's fastest time and gains
@@ -601,7 +616,7 @@ class PipelinePlanner {
     auto least_time = [&](int s, int a, int b) {
       return fastest_[a] + m * ((*prefix[s])[b] - (*prefix[s])[a]);
     };
-    double least = least_slowest(L_, S, reach, least_time);
+    double least = least_slowest(L_, S, reach, least_time, slowest_scratch_);
     if (least == kInfTime) return Verdict::none_fits;
     const auto& bars = frontier_->peak_bars();
     if (table_layer_ > 0) {
@@ -617,19 +632,22 @@ class PipelinePlanner {
     for (;;) {
       const double bar = bars(least * kBoundRounding);
       if (bar == kInfTime) return Verdict::may_enter;
-      StageReach under(S);
-      for (int s = 0; s < S; ++s) under[s] = &memory[s]->reach_under(bar, *frontier_);
-      const double t = least_slowest(L_, S, under, least_time);
+      under_.resize(S);
+      for (int s = 0; s < S; ++s) under_[s] = &memory[s]->reach_under(bar, *frontier_);
+      const double t = least_slowest(L_, S, under_, least_time, slowest_scratch_);
       if (t == kInfTime) return Verdict::refused;
       if (bars(t * kBoundRounding) == bar) return Verdict::may_enter;
       least = t;
     }
   }
 
+  // Whether two stages have the same settings key under any settings.
+  static bool alike(const StageResources& a, const StageResources& b) {
+    return a.kind == b.kind && a.tp == b.tp && a.replicas.size() == b.replicas.size();
+  }
+
   // (stage kind, tp, dp, samples per micro-batch over the stage, recompute, ZeRO stage).
   using SettingsKey = std::tuple<int, int, int, double, int, int>;
-  using MemoryKey =
-      std::tuple<int, int, int, double, int, int, int>;  // and micro-batches in flight
 
   SettingsKey settings_key(const plan::Plan& settings, const StageResources& st,
                            double per_microbatch) const {
@@ -691,12 +709,16 @@ class PipelinePlanner {
     return it->second;
   }
 
-  MemoryMatrix& memory_matrix(const plan::Plan& settings, const StageResources& st,
-                              double per_microbatch, int inflight) {
-    auto [it, fresh] = memory_.try_emplace(
-        std::tuple_cat(settings_key(settings, st, per_microbatch), std::make_tuple(inflight)));
-    MemoryMatrix& mm = it->second;
-    if (!fresh) return mm;
+  // One settings key's memory matrices, by micro-batches in flight (built when first asked, then
+  // kept in place).
+  using MemoryMatrices = std::vector<std::unique_ptr<MemoryMatrix>>;
+
+  MemoryMatrix& memory_matrix(MemoryMatrices& family, const plan::Plan& settings,
+                              const StageResources& st, double per_microbatch, int inflight) {
+    if (family.size() <= static_cast<std::size_t>(inflight)) family.resize(inflight + 1);
+    if (family[inflight]) return *family[inflight];
+    family[inflight] = std::make_unique<MemoryMatrix>();
+    MemoryMatrix& mm = *family[inflight];
     const int dp = static_cast<int>(st.replicas.size());
     for (const auto& [r, samples] : kinds_of(st, per_microbatch)) {
       mm.kinds.push_back(ctx_.estimator.memory_table(settings, *r, 0, dp, samples, inflight));
@@ -727,7 +749,7 @@ class PipelinePlanner {
   // key comparisons took 15% of the frontier's time). Only looked up, never walked.
   std::unordered_map<SettingsKey, std::vector<double>, KeyHash> prefix_;
   std::unordered_map<std::tuple<int, int, std::size_t, double>, std::vector<double>, KeyHash> comm_;
-  std::unordered_map<MemoryKey, MemoryMatrix, KeyHash> memory_;
+  std::unordered_map<SettingsKey, MemoryMatrices, KeyHash> memory_;
   std::map<std::vector<int>, int> mixed_kinds_;  // composition of a stage spanning groups -> kind
   CandidatePool pool_;                           // plans whose stages are of one group each
   CandidatePool mixed_pool_;                     // plans with a stage spanning groups
@@ -735,7 +757,12 @@ class PipelinePlanner {
   FrontierPool* frontier_ = nullptr;  // set: track the time/memory frontier instead of one best
   std::vector<int> zeros_{0, 1};      // the ZeRO stages this pass tries
   std::vector<std::vector<Cell>> cells_;  // place_layers' DP states
-  std::vector<double> fastest_;           // place_layers' W (prefix sums), kept for its storage
+  // frontier_verdict's storage, kept across calls: W (prefix sums), the shape's distinct time
+  // tables, the stages' reach under a bar, least_slowest's.
+  std::vector<double> fastest_;
+  std::vector<const std::vector<double>*> tables_;
+  StageReach under_;
+  SlowestScratch slowest_scratch_;
 };
 
 }  // namespace
