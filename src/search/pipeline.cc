@@ -22,11 +22,13 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
 #include <numeric>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
@@ -771,10 +773,38 @@ PlannerOutput pipeline(const Context& ctx) { return PipelinePlanner(ctx, nullptr
 
 FrontierOutput frontier(const Context& ctx, double epsilon) {
   FrontierPool pool(ctx, epsilon);
-  PipelinePlanner(ctx, &pool).run();
-  // The frontier's fast end is the time-optimal plan itself, not one within epsilon of it.
-  if (PlannerOutput fastest = PipelinePlanner(ctx, nullptr).run(); fastest.best.ok)
-    pool.include(std::move(fastest.best));
+  // The frontier's fast end is the time-optimal plan itself, not one within epsilon of it. That
+  // search is independent of the frontier's: without a time limit and with threads to spare it
+  // runs beside it, with an Estimator of its own (the estimator caches and is not thread-safe;
+  // its caches only remember, so its estimates are the same) and the Evaluator shared. Both end
+  // before the pool's candidates are simulated, so the frontier does not depend on which ends
+  // first.
+  PlannerOutput fastest;
+  if (ctx.options.threads > 1 && ctx.options.time_limit_s <= 0) {
+    std::exception_ptr failure;
+    std::thread beside([&] {
+      try {
+        const Estimator own(ctx.model, ctx.cluster, ctx.options);
+        const Context own_ctx{ctx.model,     ctx.cluster, ctx.options,
+                              ctx.evaluator, own,         ctx.deadline};
+        fastest = PipelinePlanner(own_ctx, nullptr).run();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    });
+    try {
+      PipelinePlanner(ctx, &pool).run();
+    } catch (...) {
+      beside.join();
+      throw;
+    }
+    beside.join();
+    if (failure) std::rethrow_exception(failure);
+  } else {
+    PipelinePlanner(ctx, &pool).run();
+    fastest = PipelinePlanner(ctx, nullptr).run();
+  }
+  if (fastest.best.ok) pool.include(std::move(fastest.best));
   return pool.finish();
 }
 

@@ -411,10 +411,14 @@ Result<FrontierResult> find_frontier(const model::Model& m, const cluster::Clust
     opts.progress(fmt::format("frontier: {} candidates estimated, {} simulated, {} points",
                               f.estimated, f.simulated, res.points.size()));
   if (res.points.empty())
-    return Error{fmt::format("{} on {}: {}", m.name, c.name,
-                             res.timed_out
-                                 ? "the time limit passed before a plan that fits was simulated"
-                                 : "no plan in the pipeline search space fits the cluster")};
+    return Error{fmt::format(
+        "{} on {}: {}", m.name, c.name,
+        res.timed_out ? "the time limit passed before a plan that fits was simulated"
+        : f.refused.empty()
+            ? "no plan in the pipeline search space fits the cluster"
+            : "no plan in the pipeline search space both fits the cluster and runs (the first "
+              "plan refused as not runnable: " +
+                  f.refused + ")")};
   return res;
 }
 

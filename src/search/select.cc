@@ -105,7 +105,11 @@ bool FrontierPool::offer(plan::Plan p) {
   // A plan the runtime would not run is not kept: it would push out plans it runs, then be
   // dropped itself when simulated (asked here, of plans that would be kept: it costs more than an
   // estimate).
-  if (ctx_.options.executable && !ctx_.options.executable(p).empty()) return true;
+  if (ctx_.options.executable)
+    if (std::string why = ctx_.options.executable(p); !why.empty()) {
+      if (refused_.empty()) refused_ = std::move(why);
+      return true;
+    }
   std::erase_if(kept_, [&](const Kept& k) {
     return e.time_s * (1 + kEstimateSlack) <= k.e.time_s && e.max_peak_bytes <= k.e.max_peak_bytes;
   });
@@ -141,6 +145,7 @@ double FrontierPool::peak_bar(double time_s) const {
 FrontierOutput FrontierPool::finish() {
   FrontierOutput out;
   out.estimated = offered_;
+  out.refused = refused_;
   std::stable_sort(kept_.begin(), kept_.end(),
                    [](const Kept& a, const Kept& b) { return a.e.time_s < b.e.time_s; });
   std::vector<plan::Plan> plans;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "hetplan/search/planners.h"
+#include "hetplan/search/search.h"
 #include "search_fixtures.h"
 
 namespace hetplan::search {
@@ -54,6 +55,53 @@ TEST(CandidatePool, KeepsNoPlanTheRuntimeRefuses) {
   EXPECT_EQ(none_out.best.error, "not executable: no tensor parallelism");
   EXPECT_TRUE(none_out.simulated.empty());
   EXPECT_EQ(evaluator.simulated(), simulated);
+}
+
+// Frontier Tracking's pool keeps no refused plan either; when the runtime refuses every plan
+// the search finds, the error gives the first reason instead of "fits" only. Plans with one
+// stage are refused here, so the frontier holds pipelines alone.
+TEST(FrontierPool, KeepsNoPlanTheRuntimeRefusesAndSaysWhyWhenItRefusesAll) {
+  const auto m = testing::load_model_or_die(testing::kSmallGpt);
+  const auto c = testing::load_cluster_or_die("dgx-a100:1");
+  SearchOptions opts;
+  opts.global_batch = 32;
+  opts.executable = [](const plan::Plan& p) {
+    return p.stages.size() < 2 ? std::string("one stage only") : std::string();
+  };
+  auto front = find_frontier(m, c, opts);
+  ASSERT_TRUE(front) << front.error().message;
+  ASSERT_FALSE(front->points.empty());
+  for (const auto& e : front->points) EXPECT_GE(e.plan.stages.size(), 2u);
+
+  opts.executable = [](const plan::Plan&) { return std::string("refused by the test"); };
+  auto none = find_frontier(m, c, opts);
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("both fits the cluster and runs"), std::string::npos)
+      << none.error().message;
+  EXPECT_NE(none.error().message.find("refused by the test"), std::string::npos)
+      << none.error().message;
+}
+
+// With threads to spare the time-optimal search runs beside the frontier's; the frontier is the
+// same point for point, plans included.
+TEST(FrontierPool, TheSameFrontierWithTheTimeOptimalSearchBesideIt) {
+  const auto m = testing::load_model_or_die(testing::kSmallGpt);
+  const auto c = testing::load_cluster_or_die(testing::data_file("three-kinds-6.yaml"));
+  SearchOptions opts;
+  opts.global_batch = 48;
+  auto one = find_frontier(m, c, opts);
+  ASSERT_TRUE(one) << one.error().message;
+  opts.threads = 2;
+  auto two = find_frontier(m, c, opts);
+  ASSERT_TRUE(two) << two.error().message;
+  ASSERT_GT(one->points.size(), 1u);
+  ASSERT_EQ(one->points.size(), two->points.size());
+  for (std::size_t i = 0; i < one->points.size(); ++i) {
+    EXPECT_EQ(one->points[i].fingerprint, two->points[i].fingerprint) << i;
+    EXPECT_EQ(one->points[i].iteration_time_s, two->points[i].iteration_time_s) << i;
+    EXPECT_EQ(one->points[i].max_peak_bytes, two->points[i].max_peak_bytes) << i;
+  }
+  EXPECT_EQ(one->plans_simulated, two->plans_simulated);
 }
 
 }  // namespace

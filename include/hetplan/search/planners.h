@@ -92,6 +92,7 @@ class CandidatePool {
 // fastest first. Tested against a brute-force frontier (tests/search/pipeline_oracle_test.cc).
 struct FrontierOutput {
   std::vector<Evaluation> points;  // non-dominated by (iteration time, max peak bytes), by time
+  std::string refused;  // why the first plan refused as not executable was ("": none was)
   long long estimated = 0;
   int simulated = 0;
   bool timed_out = false;
@@ -146,6 +147,7 @@ class FrontierPool {
   mutable PeakBars bars_;  // peak_bars(), of kept_ unless stale
   mutable bool bars_stale_ = true;
   std::vector<Evaluation> included_;
+  std::string refused_;  // why the first plan refused as not executable was
   long long offered_ = 0;
   bool timed_out_ = false;
 
