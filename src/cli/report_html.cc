@@ -2,7 +2,8 @@
 // Every figure is computed from ReportInput alone, so the same input gives the same bytes.
 // The figures are drawn by the plotting layer (svg_chart.h: line charts, timelines, stacked
 // bars); this file says what they show. Large plans are kept small: the timeline draws lanes
-// whose tasks are the same as one row, at most 64 rows, and merges same-kind bars that are
+// whose tasks are the same as one row, at most 64 rows (past that, similar rows of a stage are
+// grouped, each group drawn by its slowest lane), and merges same-kind bars that are
 // narrower than a pixel, so a row holds at most about one bar per pixel column.
 #include "report_html.h"
 
@@ -14,6 +15,7 @@
 #include <cstddef>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <string_view>
 #include <tuple>
 #include <utility>
@@ -408,29 +410,101 @@ std::vector<std::vector<int>> alike_lanes(const sim::SimResult& r) {
   return rows;
 }
 
+// A row of the timeline: the lanes it stands for, the first drawn; the first `alike` have the
+// same tasks, the rest similar ones (grouped_rows).
+struct ShownRow {
+  std::vector<int> lanes;
+  std::size_t alike;
+};
+
+// Past `most` rows of alike lanes, rows grouped so that every lane still has one: per stage (a
+// lane's first), its rows sorted by when their last task ends and cut into runs of near-equal
+// length, a stage's share of `most` rows in proportion to its rows (at least one while there are
+// no more stages than rows; past that, runs over the stages in order). Each run is one row,
+// drawn by its slowest lane, in stage order, then by end.
+std::vector<ShownRow> grouped_rows(const sim::SimResult& r,
+                                   const std::vector<std::vector<int>>& rows, std::size_t most) {
+  std::vector<double> last_end(r.lanes.size(), 0);
+  for (const auto& e : r.events)
+    if (e.lane >= 0 && static_cast<std::size_t>(e.lane) < last_end.size())
+      last_end[e.lane] = std::max(last_end[e.lane], e.end.value);
+  auto stage_of = [&](std::size_t row) {
+    const auto& lane = r.lanes[rows[row].front()];
+    return lane.stages.empty() ? -1 : lane.stages.front();
+  };
+  std::vector<std::size_t> order(rows.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (stage_of(a) != stage_of(b)) return stage_of(a) < stage_of(b);
+    return last_end[rows[a].front()] < last_end[rows[b].front()];
+  });
+  // Runs [begin, end) of order, each one row.
+  std::vector<std::pair<std::size_t, std::size_t>> runs;
+  auto cut = [&](std::size_t begin, std::size_t n, std::size_t parts) {
+    for (std::size_t j = 0; j < parts; ++j)
+      runs.emplace_back(begin + j * n / parts, begin + (j + 1) * n / parts);
+  };
+  std::vector<std::pair<std::size_t, std::size_t>> stages;  // each stage's [begin, end)
+  for (std::size_t i = 0; i < order.size(); ++i)
+    if (i == 0 || stage_of(order[i]) != stage_of(order[i - 1]))
+      stages.emplace_back(i, i + 1);
+    else
+      stages.back().second = i + 1;
+  if (stages.size() > most) {
+    cut(0, order.size(), most);
+  } else {
+    std::vector<std::size_t> share;
+    std::size_t total = 0;
+    for (const auto& [b, e] : stages) {
+      share.push_back(std::max<std::size_t>(1, most * (e - b) / order.size()));
+      total += share.back();
+    }
+    while (total > most) {  // the largest share gives one up
+      --*std::max_element(share.begin(), share.end());
+      --total;
+    }
+    for (std::size_t k = 0; k < stages.size(); ++k)
+      cut(stages[k].first, stages[k].second - stages[k].first,
+          std::min(share[k], stages[k].second - stages[k].first));
+  }
+  std::vector<ShownRow> out;
+  for (const auto& [b, e] : runs) {
+    const auto& slowest = rows[order[e - 1]];
+    ShownRow row{slowest, slowest.size()};
+    for (std::size_t i = b; i + 1 < e; ++i)
+      row.lanes.insert(row.lanes.end(), rows[order[i]].begin(), rows[order[i]].end());
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 // A row's label (its first lane's, and how many more it stands for) and hover title (every
 // lane's name, the first 50 of a larger group).
-std::pair<std::string, std::string> row_label(const ReportInput& in, const std::vector<int>& row) {
-  std::string label = lane_label(in, row.front());
-  if (row.size() > 1) label += fmt::format(" and {} alike", row.size() - 1);
+std::pair<std::string, std::string> row_label(const ReportInput& in, const ShownRow& row) {
+  std::string label = lane_label(in, row.lanes.front());
+  if (row.alike > 1) label += fmt::format(" and {} alike", row.alike - 1);
+  if (row.lanes.size() > row.alike)
+    label += fmt::format(" and {} similar", row.lanes.size() - row.alike);
   constexpr std::size_t kMaxNames = 50;
   std::string names;
-  for (std::size_t k = 0; k < row.size() && k < kMaxNames; ++k)
-    names += (k > 0 ? "\n" : "") + in.result.lanes[row[k]].name;
-  if (row.size() > kMaxNames) names += fmt::format("\n... {} more", row.size() - kMaxNames);
+  for (std::size_t k = 0; k < row.lanes.size() && k < kMaxNames; ++k)
+    names += (k > 0 ? "\n" : "") + in.result.lanes[row.lanes[k]].name;
+  if (row.lanes.size() > kMaxNames)
+    names += fmt::format("\n... {} more", row.lanes.size() - kMaxNames);
   return {label, names};
 }
 
 // A window of the timeline: the tasks of each row's first lane between t0 and t1 (seconds),
 // clipped to it, tasks narrower than a pixel merged (merge_bars).
-std::string timeline_svg(const ReportInput& in, const std::vector<std::vector<int>>& shown,
-                         double t0, double t1, const std::string& what) {
+std::string timeline_svg(const ReportInput& in, const std::vector<ShownRow>& shown, double t0,
+                         double t1, const std::string& what) {
   const auto& r = in.result;
   const auto& ev = r.events;
   constexpr std::size_t kMaxTitles = 8000;  // hover titles only while the file stays small
   const int n_lanes = static_cast<int>(r.lanes.size());
   std::vector<int> row_of(n_lanes, -1);
-  for (std::size_t i = 0; i < shown.size(); ++i) row_of[shown[i].front()] = static_cast<int>(i);
+  for (std::size_t i = 0; i < shown.size(); ++i)
+    row_of[shown[i].lanes.front()] = static_cast<int>(i);
   if (!(t1 > t0)) t1 = t0 + 1e-6;
   const TimelineScale scale = timeline_scale(t0, t1);
   const TimeUnit unit = time_unit(t1);
@@ -504,18 +578,14 @@ void write_timeline(std::string& o, const ReportInput& in) {
          "</p>\n";
     return;
   }
-  // Every lane has a row, alike lanes one together; rows evenly spread when there are too many.
+  // Every lane has a row, alike lanes one together; similar ones too when there are too many.
   constexpr std::size_t kMaxRows = 64;
   const std::vector<std::vector<int>> rows = alike_lanes(r);
-  std::vector<std::vector<int>> shown;
-  if (rows.size() <= kMaxRows) {
-    shown = rows;
-  } else {
-    for (std::size_t i = 0; i < kMaxRows; ++i)
-      shown.push_back(rows[static_cast<std::size_t>(
-          std::lround(static_cast<double>(i) * static_cast<double>(rows.size() - 1) /
-                      static_cast<double>(kMaxRows - 1)))]);
-  }
+  std::vector<ShownRow> shown;
+  if (rows.size() <= kMaxRows)
+    for (const auto& row : rows) shown.push_back({row, row.size()});
+  else
+    shown = grouped_rows(r, rows, kMaxRows);
   double t_end = r.iteration_time.value;
   int microbatches = 0, stages = 0;
   for (const auto& e : ev) {
@@ -527,9 +597,11 @@ void write_timeline(std::string& o, const ReportInput& in) {
 
   if (rows.size() > kMaxRows)
     o += fmt::format(
-        "<p class=\"note\">Showing {} of {} rows of lanes, evenly spread ({} lanes; lanes whose "
-        "tasks are the same share a row).</p>\n",
-        kMaxRows, rows.size(), r.lanes.size());
+        "<p class=\"note\">{} rows stand for the {} rows of lanes ({} lanes; lanes whose tasks "
+        "are the same share a row): per stage, rows are grouped by when their last task ends, and "
+        "each group is drawn by its slowest lane, the others counted in its label (&ldquo;and N "
+        "similar&rdquo;) and named in its hover text.</p>\n",
+        shown.size(), rows.size(), r.lanes.size());
   o += "<div class=\"legend\">";
   for (auto k : kAllKinds)
     o += fmt::format("<span><i class=\"{}\"></i>{}</span>", kind_class(k), sim::to_string(k));

@@ -162,15 +162,33 @@ sim::SimResult many_tasks(const sim::SimResult& base, int lanes, double offset) 
   return r;
 }
 
-// 200 lanes of unlike timings: the timeline draws 64 of them and merges the sub-pixel tasks, so
-// the document stays small.
+// 200 lanes of unlike timings (lane l ends l microseconds later), 100 in each of two stages: the
+// timeline draws 32 rows per stage, each standing for a run of 3 or 4 of the stage's lanes drawn
+// by its slowest, so every lane is counted and named, and merges the sub-pixel tasks, so the
+// document stays small.
 TEST_F(ReportHtml, CapsTheTimelineOfLargePlans) {
-  const sim::SimResult r = many_tasks(*result_, 200, 1e-6);
+  sim::SimResult r = many_tasks(*result_, 200, 1e-6);
+  for (int l = 0; l < 200; ++l) r.lanes[l].stages = {l < 100 ? 0 : 1};
   auto in = input();
   ReportInput big{in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
                   in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
   const std::string html = report_html(big);
-  EXPECT_TRUE(contains(html, "Showing 64 of 200 rows of lanes"));
+  EXPECT_TRUE(contains(html, "64 rows stand for the 200 rows of lanes (200 lanes"));
+  // Per stage, runs [floor(100 j / 32), floor(100 (j + 1) / 32)): 28 of 3 lanes and 4 of 4, in
+  // each of the three timelines.
+  EXPECT_EQ(count(html, " and 2 similar</text>"), 3 * 2 * 28);
+  EXPECT_EQ(count(html, " and 3 similar</text>"), 3 * 2 * 4);
+  // Each stage's first run (lanes 0 to 2, 100 to 102) and the first stage's last (96 to 99), each
+  // drawn by its slowest lane: no run spans the two stages.
+  for (const char* title : {"<title>synthetic lane 2\nsynthetic lane 0\nsynthetic lane 1<",
+                            "<title>synthetic lane 102\nsynthetic lane 100\nsynthetic lane 101<",
+                            "<title>synthetic lane 99\nsynthetic lane 96\nsynthetic lane 97\n"
+                            "synthetic lane 98<"})
+    EXPECT_EQ(count(html, title), 3) << title;
+  for (int l = 0; l < 200; ++l) {
+    const std::string name = "synthetic lane " + std::to_string(l);
+    EXPECT_TRUE(contains(html, name + "\n") || contains(html, name + "</title>")) << l;
+  }
   // The whole iteration, then the first and the last micro-batches again, zoomed in far enough
   // that each task is its own bar with its micro-batch's number (the whole is a band of merged
   // bars, with none).
@@ -179,6 +197,23 @@ TEST_F(ReportHtml, CapsTheTimelineOfLargePlans) {
   EXPECT_TRUE(contains(html, "The last 6 micro-batches"));
   EXPECT_GT(count(html, "<text class=\"mb\""), 64);
   EXPECT_LT(html.size(), 1u << 20) << "the report of a million tasks should stay under 1 MiB";
+}
+
+// More stages than rows (200 lanes, each its own stage): the runs go over the stages in order,
+// and still count every lane.
+TEST_F(ReportHtml, GroupsRowsAcrossStagesWhenThereAreMoreStagesThanRows) {
+  sim::SimResult r = many_tasks(*result_, 200, 1e-6);
+  for (int l = 0; l < 200; ++l) r.lanes[l].stages = {199 - l};  // the stage order reverses lanes
+  auto in = input();
+  ReportInput big{in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
+                  in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
+  const std::string html = report_html(big);
+  EXPECT_TRUE(contains(html, "64 rows stand for the 200 rows of lanes (200 lanes"));
+  // Runs [floor(200 j / 64), ...) of the lanes by stage: 56 of 3 and 8 of 4 per timeline, the
+  // first stages 0 to 2 (lanes 199 to 197), drawn by its last row in that order (lane 197).
+  EXPECT_EQ(count(html, " and 2 similar</text>"), 3 * 56);
+  EXPECT_EQ(count(html, " and 3 similar</text>"), 3 * 8);
+  EXPECT_EQ(count(html, "<title>synthetic lane 197\nsynthetic lane 199\nsynthetic lane 198<"), 3);
 }
 
 // 200 lanes whose tasks are the same (a data-parallel stage on alike devices): one row stands for
