@@ -419,9 +419,10 @@ struct ShownRow {
 
 // Past `most` rows of alike lanes, rows grouped so that every lane still has one: per stage (a
 // lane's first), its rows sorted by when their last task ends and cut into runs of near-equal
-// length, a stage's share of `most` rows in proportion to its rows (at least one while there are
-// no more stages than rows; past that, runs over the stages in order). Each run is one row,
-// drawn by its slowest lane, in stage order, then by end.
+// length, a stage's share of `most` rows in proportion to its rows (at least one, the rows left
+// to the largest remainders) while there are no more stages than rows; past that, runs over the
+// stages in order. Each run is one row, drawn by its slowest lane (the last to end), in stage
+// order, then by end.
 std::vector<ShownRow> grouped_rows(const sim::SimResult& r,
                                    const std::vector<std::vector<int>>& rows, std::size_t most) {
   std::vector<double> last_end(r.lanes.size(), 0);
@@ -453,15 +454,31 @@ std::vector<ShownRow> grouped_rows(const sim::SimResult& r,
   if (stages.size() > most) {
     cut(0, order.size(), most);
   } else {
+    const std::size_t n = order.size();
     std::vector<std::size_t> share;
     std::size_t total = 0;
     for (const auto& [b, e] : stages) {
-      share.push_back(std::max<std::size_t>(1, most * (e - b) / order.size()));
+      share.push_back(std::max<std::size_t>(1, most * (e - b) / n));
       total += share.back();
     }
     while (total > most) {  // the largest share gives one up
       --*std::max_element(share.begin(), share.end());
       --total;
+    }
+    // The rows left go to the largest remainders (stages with rows to spare), earlier first.
+    std::vector<std::size_t> by_remainder(stages.size());
+    std::iota(by_remainder.begin(), by_remainder.end(), std::size_t{0});
+    auto remainder = [&](std::size_t k) { return most * (stages[k].second - stages[k].first) % n; };
+    std::stable_sort(by_remainder.begin(), by_remainder.end(),
+                     [&](std::size_t a, std::size_t b) { return remainder(a) > remainder(b); });
+    for (bool more = true; more && total < most;) {
+      more = false;
+      for (std::size_t k : by_remainder)
+        if (total < most && share[k] < stages[k].second - stages[k].first) {
+          ++share[k];
+          ++total;
+          more = true;
+        }
     }
     for (std::size_t k = 0; k < stages.size(); ++k)
       cut(stages[k].first, stages[k].second - stages[k].first,
@@ -469,10 +486,13 @@ std::vector<ShownRow> grouped_rows(const sim::SimResult& r,
   }
   std::vector<ShownRow> out;
   for (const auto& [b, e] : runs) {
-    const auto& slowest = rows[order[e - 1]];
-    ShownRow row{slowest, slowest.size()};
-    for (std::size_t i = b; i + 1 < e; ++i)
-      row.lanes.insert(row.lanes.end(), rows[order[i]].begin(), rows[order[i]].end());
+    std::size_t slowest = e - 1;  // within a stage, the last of the run
+    for (std::size_t i = b; i < e; ++i)
+      if (last_end[rows[order[i]].front()] > last_end[rows[order[slowest]].front()]) slowest = i;
+    ShownRow row{rows[order[slowest]], rows[order[slowest]].size()};
+    for (std::size_t i = b; i < e; ++i)
+      if (i != slowest)
+        row.lanes.insert(row.lanes.end(), rows[order[i]].begin(), rows[order[i]].end());
     out.push_back(std::move(row));
   }
   return out;
@@ -598,9 +618,10 @@ void write_timeline(std::string& o, const ReportInput& in) {
   if (rows.size() > kMaxRows)
     o += fmt::format(
         "<p class=\"note\">{} rows stand for the {} rows of lanes ({} lanes; lanes whose tasks "
-        "are the same share a row): per stage, rows are grouped by when their last task ends, and "
-        "each group is drawn by its slowest lane, the others counted in its label (&ldquo;and N "
-        "similar&rdquo;) and named in its hover text.</p>\n",
+        "are the same share a row): per stage, rows are grouped by when their last task ends (with "
+        "more stages than rows, groups of neighbouring stages), and each group is drawn by its "
+        "slowest lane, the others counted in its label (&ldquo;and N similar&rdquo;) and named in "
+        "its hover text.</p>\n",
         shown.size(), rows.size(), r.lanes.size());
   o += "<div class=\"legend\">";
   for (auto k : kAllKinds)

@@ -14,17 +14,17 @@ namespace hetplan::search {
 // reach[s][a]: the largest end of a stage s that starts at layer a (a when not even one fits).
 using StageReach = std::vector<const std::vector<int>*>;
 
+// Storage for least_slowest, which a caller asking many times keeps to spare the allocations.
+struct SlowestScratch {
+  std::vector<double> t, next, low;
+};
+
 // The least, over the placements, of the largest stage time(s, a, b) (a bottleneck path);
 // infinite when no placement fits. time(s, a, b) must not fall as [a, b) grows.
 //
 // Per state (s, i), the stage's first layer a runs down from i - 1: the stage's time only grows
 // and its reach only shrinks. Once the stage [a, i) alone, or the best path to any first layer up
 // to a, takes as long as the best path found, no earlier a can do better: the loop stops there.
-// Storage for least_slowest, which a caller asking many times keeps to spare the allocations.
-struct SlowestScratch {
-  std::vector<double> t, next, low;
-};
-
 template <class Time>
 double least_slowest(int L, int S, const StageReach& reach, Time&& time, SlowestScratch& scratch) {
   constexpr double kInf = std::numeric_limits<double>::infinity();

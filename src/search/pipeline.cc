@@ -605,7 +605,7 @@ class PipelinePlanner {
                            const StageReach& reach, const std::vector<MemoryMatrix*>& memory) {
     // Stages cut from one group share their table: each table is asked once.
     tables_.assign(prefix.begin(), prefix.end());
-    std::sort(tables_.begin(), tables_.end());
+    std::sort(tables_.begin(), tables_.end(), std::less<>());
     tables_.erase(std::unique(tables_.begin(), tables_.end()), tables_.end());
     fastest_.assign(L_ + 1, 0);
     for (int l = 0; l < L_; ++l) {

@@ -210,10 +210,26 @@ TEST_F(ReportHtml, GroupsRowsAcrossStagesWhenThereAreMoreStagesThanRows) {
   const std::string html = report_html(big);
   EXPECT_TRUE(contains(html, "64 rows stand for the 200 rows of lanes (200 lanes"));
   // Runs [floor(200 j / 64), ...) of the lanes by stage: 56 of 3 and 8 of 4 per timeline, the
-  // first stages 0 to 2 (lanes 199 to 197), drawn by its last row in that order (lane 197).
+  // first stages 0 to 2 (lanes 199 to 197), drawn by its slowest lane (199).
   EXPECT_EQ(count(html, " and 2 similar</text>"), 3 * 56);
   EXPECT_EQ(count(html, " and 3 similar</text>"), 3 * 8);
-  EXPECT_EQ(count(html, "<title>synthetic lane 197\nsynthetic lane 199\nsynthetic lane 198<"), 3);
+  EXPECT_EQ(count(html, "<title>synthetic lane 199\nsynthetic lane 198\nsynthetic lane 197<"), 3);
+}
+
+// Shares in proportion to the stages' rows take all 64: three stages of 67, 67 and 66 rows get
+// 21 each rounded down, and the row left goes to a largest remainder (22, 21, 21).
+TEST_F(ReportHtml, GivesTheRowsLeftToTheLargestRemainders) {
+  sim::SimResult r = many_tasks(*result_, 200, 1e-6);
+  for (int l = 0; l < 200; ++l) r.lanes[l].stages = {l < 67 ? 0 : l < 134 ? 1 : 2};
+  auto in = input();
+  ReportInput big{in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
+                  in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
+  const std::string html = report_html(big);
+  EXPECT_TRUE(contains(html, "64 rows stand for the 200 rows of lanes (200 lanes"));
+  // 67 rows in 22 runs (1 of 4, 21 of 3), 67 in 21 (4 of 4), 66 in 21 (3 of 4): per timeline,
+  // 56 rows of 3 lanes and 8 of 4.
+  EXPECT_EQ(count(html, " and 2 similar</text>"), 3 * 56);
+  EXPECT_EQ(count(html, " and 3 similar</text>"), 3 * 8);
 }
 
 // 200 lanes whose tasks are the same (a data-parallel stage on alike devices): one row stands for
