@@ -35,6 +35,8 @@ struct SearchOptions {
   sim::SimOptions sim;
   // When set, a plan it gives a reason for (the runtime cannot execute it) is never chosen: the
   // evaluator rejects it before simulating, with that reason. Empty: every plan may be chosen.
+  // It is called from several threads at once (planners side by side, parallel simulations), so
+  // it must not change shared state.
   std::function<std::string(const plan::Plan&)> executable;
   // The learned guidance of TAG's tree search and HeteroG's decoder (tag_features.h); null: TAG
   // searches with a uniform prior and HeteroG does not run.
