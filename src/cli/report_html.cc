@@ -480,9 +480,8 @@ std::vector<ShownRow> grouped_rows(const sim::SimResult& r,
           more = true;
         }
     }
-    for (std::size_t k = 0; k < stages.size(); ++k)
-      cut(stages[k].first, stages[k].second - stages[k].first,
-          std::min(share[k], stages[k].second - stages[k].first));
+    for (std::size_t k = 0; k < stages.size(); ++k)  // (a share never exceeds its rows)
+      cut(stages[k].first, stages[k].second - stages[k].first, share[k]);
   }
   std::vector<ShownRow> out;
   for (const auto& [b, e] : runs) {

@@ -361,32 +361,29 @@ class PipelinePlanner {
     // Per stage: prefix sums of per-layer time, memory reach (and comm, the boundary cost after
     // each layer). Stages cut from one group alike share these tables, so they are cached across
     // shapes, and a stage like the one before takes its table without a lookup.
+    auto like_the_one_before = [&](int s) {
+      return s > 0 && settings_key(settings, stages[s - 1], B / m) ==
+                          settings_key(settings, stages[s], B / m);
+    };
     std::vector<const std::vector<double>*> prefix(S);
     StageReach reach(S);
     std::vector<MemoryMatrix*> memory(S);
     for (int s = 0; s < S; ++s)
-      prefix[s] = s > 0 && alike(stages[s - 1], stages[s])
-                      ? prefix[s - 1]
-                      : &prefix_table(settings, stages[s], B / m);
+      prefix[s] =
+          like_the_one_before(s) ? prefix[s - 1] : &prefix_table(settings, stages[s], B / m);
     // A lower bound: every layer runs at least as fast as on its fastest stage, the stages share
     // the work at best evenly, so max_s T_s >= W / S and sum_s T_s >= W. Shapes that cannot beat
     // the candidates kept so far are skipped (more recomputation only raises the bound, so the
     // caller may stop here too).
     CandidatePool& pool = stages.front().representatives.empty() ? pool_ : mixed_pool_;
     if (!frontier_) {
-      double W = 0;
-      for (int l = 0; l < L_; ++l) {
-        double fastest = kInfTime;
-        for (int s = 0; s < S; ++s)
-          fastest = std::min(fastest, (*prefix[s])[l + 1] - (*prefix[s])[l]);
-        W += fastest;
-      }
+      fastest_layers(prefix);
+      const double W = fastest_[L_];
       if ((m - 1) * W / S + W > pool.threshold_s()) return true;
     }
     MemoryMatrices* family = nullptr;
     for (int s = 0; s < S; ++s) {
-      if (s == 0 || !alike(stages[s - 1], stages[s]))
-        family = &memory_[settings_key(settings, stages[s], B / m)];
+      if (!like_the_one_before(s)) family = &memory_[settings_key(settings, stages[s], B / m)];
       memory[s] = &memory_matrix(*family, settings, stages[s], B / m, std::min(m, S - s));
       reach[s] = &memory[s]->reach;
     }
@@ -603,16 +600,7 @@ class PipelinePlanner {
   // that placement may enter). The bars only fall as t grows, so this ends.
   Verdict frontier_verdict(int S, int m, const std::vector<const std::vector<double>*>& prefix,
                            const StageReach& reach, const std::vector<MemoryMatrix*>& memory) {
-    // Stages cut from one group share their table: each table is asked once.
-    tables_.assign(prefix.begin(), prefix.end());
-    std::sort(tables_.begin(), tables_.end(), std::less<>());
-    tables_.erase(std::unique(tables_.begin(), tables_.end()), tables_.end());
-    fastest_.assign(L_ + 1, 0);
-    for (int l = 0; l < L_; ++l) {
-      double t = kInfTime;
-      for (const auto* table : tables_) t = std::min(t, (*table)[l + 1] - (*table)[l]);
-      fastest_[l + 1] = fastest_[l] + t;
-    }
+    fastest_layers(prefix);
     // With one more layer at its start, a stage's bound loses that layer's fastest time and gains
     // m times its own, no less: it grows with the stage, as least_slowest asks.
     auto least_time = [&](int s, int a, int b) {
@@ -643,9 +631,18 @@ class PipelinePlanner {
     }
   }
 
-  // Whether two stages have the same settings key under any settings.
-  static bool alike(const StageResources& a, const StageResources& b) {
-    return a.kind == b.kind && a.tp == b.tp && a.replicas.size() == b.replicas.size();
+  // fastest_[l]: the time of layers [0, l), each on its fastest stage of the shape (stages cut
+  // from one group share their table: each table is asked once).
+  void fastest_layers(const std::vector<const std::vector<double>*>& prefix) {
+    tables_.assign(prefix.begin(), prefix.end());
+    std::sort(tables_.begin(), tables_.end(), std::less<>());
+    tables_.erase(std::unique(tables_.begin(), tables_.end()), tables_.end());
+    fastest_.assign(L_ + 1, 0);
+    for (int l = 0; l < L_; ++l) {
+      double t = kInfTime;
+      for (const auto* table : tables_) t = std::min(t, (*table)[l + 1] - (*table)[l]);
+      fastest_[l + 1] = fastest_[l] + t;
+    }
   }
 
   // (stage kind, tp, dp, samples per micro-batch over the stage, recompute, ZeRO stage).
@@ -759,8 +756,8 @@ class PipelinePlanner {
   FrontierPool* frontier_ = nullptr;  // set: track the time/memory frontier instead of one best
   std::vector<int> zeros_{0, 1};      // the ZeRO stages this pass tries
   std::vector<std::vector<Cell>> cells_;  // place_layers' DP states
-  // frontier_verdict's storage, kept across calls: W (prefix sums), the shape's distinct time
-  // tables, the stages' reach under a bar, least_slowest's.
+  // Storage kept across calls: fastest_layers' W (prefix sums) and the shape's distinct time
+  // tables; frontier_verdict's stages' reach under a bar and least_slowest's.
   std::vector<double> fastest_;
   std::vector<const std::vector<double>*> tables_;
   StageReach under_;

@@ -1,9 +1,22 @@
 #include <algorithm>
 #include <limits>
+#include <string>
 
 #include "hetplan/search/planners.h"
 
 namespace hetplan::search {
+namespace {
+
+// Whether SearchOptions::executable refuses p; the first reason a pool is given is kept in first.
+bool runtime_refuses(const SearchOptions& opts, const plan::Plan& p, std::string& first) {
+  if (!opts.executable) return false;
+  std::string why = opts.executable(p);
+  if (why.empty()) return false;
+  if (first.empty()) first = std::move(why);
+  return true;
+}
+
+}  // namespace
 
 CandidatePool::CandidatePool(const Context& ctx, std::string name)
     : ctx_(ctx),
@@ -31,11 +44,7 @@ bool CandidatePool::offer(plan::Plan p) {
                               [&](const Kept& a, const Kept& b) { return ahead(a, b); });
   if (pos - kept_.begin() < static_cast<std::ptrdiff_t>(keep_)) {
     // Asked only of plans that would be kept: it costs more than an estimate.
-    if (ctx_.options.executable)
-      if (std::string why = ctx_.options.executable(k.plan); !why.empty()) {
-        if (refused_.empty()) refused_ = std::move(why);
-        return true;
-      }
+    if (runtime_refuses(ctx_.options, k.plan, refused_)) return true;
     kept_.insert(pos, std::move(k));
     if (kept_.size() > keep_) kept_.pop_back();
   }
@@ -105,11 +114,7 @@ bool FrontierPool::offer(plan::Plan p) {
   // A plan the runtime would not run is not kept: it would push out plans it runs, then be
   // dropped itself when simulated (asked here, of plans that would be kept: it costs more than an
   // estimate).
-  if (ctx_.options.executable)
-    if (std::string why = ctx_.options.executable(p); !why.empty()) {
-      if (refused_.empty()) refused_ = std::move(why);
-      return true;
-    }
+  if (runtime_refuses(ctx_.options, p, refused_)) return true;
   std::erase_if(kept_, [&](const Kept& k) {
     return e.time_s * (1 + kEstimateSlack) <= k.e.time_s && e.max_peak_bytes <= k.e.max_peak_bytes;
   });

@@ -71,6 +71,22 @@ class ReportHtml : public ::testing::Test {
         {}};
   }
 
+  // The report of input() with another simulation's result.
+  static std::string report_of(const sim::SimResult& r) {
+    auto in = input();
+    return report_html(ReportInput{in.model,
+                                   in.cluster,
+                                   in.plan,
+                                   r,
+                                   in.title,
+                                   in.planner,
+                                   in.search_time_s,
+                                   in.timed_out,
+                                   in.baselines,
+                                   in.frontier,
+                                   {}});
+  }
+
   static inline std::unique_ptr<model::Model> model_;
   static inline std::unique_ptr<cluster::Cluster> cluster_;
   static inline std::unique_ptr<plan::Plan> plan_;
@@ -169,10 +185,7 @@ sim::SimResult many_tasks(const sim::SimResult& base, int lanes, double offset) 
 TEST_F(ReportHtml, CapsTheTimelineOfLargePlans) {
   sim::SimResult r = many_tasks(*result_, 200, 1e-6);
   for (int l = 0; l < 200; ++l) r.lanes[l].stages = {l < 100 ? 0 : 1};
-  auto in = input();
-  ReportInput big{in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
-                  in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
-  const std::string html = report_html(big);
+  const std::string html = report_of(r);
   EXPECT_TRUE(contains(html, "64 rows stand for the 200 rows of lanes (200 lanes"));
   // Per stage, runs [floor(100 j / 32), floor(100 (j + 1) / 32)): 28 of 3 lanes and 4 of 4, in
   // each of the three timelines.
@@ -204,10 +217,7 @@ TEST_F(ReportHtml, CapsTheTimelineOfLargePlans) {
 TEST_F(ReportHtml, GroupsRowsAcrossStagesWhenThereAreMoreStagesThanRows) {
   sim::SimResult r = many_tasks(*result_, 200, 1e-6);
   for (int l = 0; l < 200; ++l) r.lanes[l].stages = {199 - l};  // the stage order reverses lanes
-  auto in = input();
-  ReportInput big{in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
-                  in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
-  const std::string html = report_html(big);
+  const std::string html = report_of(r);
   EXPECT_TRUE(contains(html, "64 rows stand for the 200 rows of lanes (200 lanes"));
   // Runs [floor(200 j / 64), ...) of the lanes by stage: 56 of 3 and 8 of 4 per timeline, the
   // first stages 0 to 2 (lanes 199 to 197), drawn by its slowest lane (199).
@@ -221,10 +231,7 @@ TEST_F(ReportHtml, GroupsRowsAcrossStagesWhenThereAreMoreStagesThanRows) {
 TEST_F(ReportHtml, GivesTheRowsLeftToTheLargestRemainders) {
   sim::SimResult r = many_tasks(*result_, 200, 1e-6);
   for (int l = 0; l < 200; ++l) r.lanes[l].stages = {l < 67 ? 0 : l < 134 ? 1 : 2};
-  auto in = input();
-  ReportInput big{in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
-                  in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
-  const std::string html = report_html(big);
+  const std::string html = report_of(r);
   EXPECT_TRUE(contains(html, "64 rows stand for the 200 rows of lanes (200 lanes"));
   // 67 rows in 22 runs (1 of 4, 21 of 3), 67 in 21 (4 of 4), 66 in 21 (3 of 4): per timeline,
   // 56 rows of 3 lanes and 8 of 4.
@@ -236,11 +243,8 @@ TEST_F(ReportHtml, GivesTheRowsLeftToTheLargestRemainders) {
 // them all, named by each, and nothing is left out.
 TEST_F(ReportHtml, DrawsAlikeLanesAsOneRow) {
   const sim::SimResult r = many_tasks(*result_, 200, 0);
-  auto in = input();
-  ReportInput big{in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
-                  in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
-  const std::string html = report_html(big);
-  EXPECT_FALSE(contains(html, "Showing"));
+  const std::string html = report_of(r);
+  EXPECT_FALSE(contains(html, "rows stand for"));     // no grouping note: nothing is grouped
   EXPECT_EQ(count(html, "and 199 alike</text>"), 3);  // the whole iteration and two zooms
   for (int l = 0; l < 50; ++l)
     EXPECT_EQ(count(html, "synthetic lane " + std::to_string(l) + "\n"), 3) << l;
@@ -274,22 +278,15 @@ TEST_F(ReportHtml, FlagsDevicesThatDoNotFit) {
   sim::SimResult r = *result_;
   r.devices[r.lanes.front().devices.front()].fits = false;
   r.fits = false;
-  auto in = input();
-  ReportInput bad{in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
-                  in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
-  const std::string html = report_html(bad);
+  const std::string html = report_of(r);
   EXPECT_TRUE(contains(html, "DOES NOT FIT"));
-  EXPECT_FALSE(contains(report_html(in), "DOES NOT FIT"));
+  EXPECT_FALSE(contains(report_html(input()), "DOES NOT FIT"));
 }
 
 TEST_F(ReportHtml, NotesMissingEvents) {
   sim::SimResult r = *result_;
   r.events.clear();
-  auto in = input();
-  ReportInput no_events{
-      in.model,         in.cluster,   in.plan,      r,           in.title, in.planner,
-      in.search_time_s, in.timed_out, in.baselines, in.frontier, {}};
-  const std::string html = report_html(no_events);
+  const std::string html = report_of(r);
   EXPECT_TRUE(contains(html, "No task records"));
   EXPECT_FALSE(contains(html, "<svg class=\"tl\""));
 }
