@@ -7,7 +7,6 @@
 
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
-#include "hetplan/model/zoo.h"
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/search/search.h"
 #include "reports.h"
@@ -21,7 +20,7 @@ struct ParetoArgs : SearchArgs {
 };
 
 int run_pareto(const ParetoArgs& a) {
-  auto m = model::load_model(a.model, "--model");
+  auto m = load_search_model(a);
   if (!m) return report_error(m.error().message);
   auto c = cluster::load_cluster(a.cluster, "--cluster");
   if (!c) return report_error(c.error().message);

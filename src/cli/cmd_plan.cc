@@ -10,7 +10,6 @@
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/cluster/subcluster.h"
-#include "hetplan/model/zoo.h"
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/plan/renumber.h"
 #include "hetplan/search/rent.h"
@@ -231,9 +230,11 @@ int run_plan(PlanArgs a) {
       if (auto bad = from_plan(a.cluster, old->cluster, "cluster"); !bad.empty())
         return report_error(bad);
     a.global_batch = old->global_batch;
+    // The run resumed trains on in its precision unless --precision says otherwise.
+    if (a.precision.empty() && old->precision) a.precision = plan::precision_name(*old->precision);
     a.resumes = &*old_plan;
   }
-  auto m = model::load_model(a.model, "--model");
+  auto m = load_search_model(a);
   if (!m) return report_error(m.error().message);
   auto whole = cluster::load_cluster(a.cluster, "--cluster");
   if (!whole) return report_error(whole.error().message);

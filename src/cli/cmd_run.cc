@@ -45,6 +45,7 @@ struct RunArgs {
   std::string grad_drop = "deadline";
   std::string grad_classes = "split";
   std::string precision = "fp32";
+  bool precision_given = false;  // --precision on the command line (a plan's precision wins else)
   std::string report_file;
   std::vector<std::string> compare;
   int checkpoint_every = 0;
@@ -98,7 +99,7 @@ std::vector<std::string> worker_args(const RunArgs& a) {
   add("--grad-chunk", a.grad_chunk);
   add("--grad-drop", a.grad_drop);
   add("--grad-classes", a.grad_classes);
-  add("--precision", a.precision);
+  if (a.precision_given) add("--precision", a.precision);
   add("--report", a.report_file);
   for (const auto& f : a.compare) add("--compare", f);
   if (a.json) out.push_back("--json");
@@ -239,7 +240,7 @@ int run_run(const RunArgs& a) {
     if (!prof) return report_error(prof.error().message);
   }
   auto p = plan_from_args(a.plan_file, a.strategy, fmt::format("dp={},gbs={}", world, 8 * world),
-                          *m, *c);
+                          *m, a.model, *c);
   if (!p) return report_error(p.error().message);
   // --check judges the plan at its full scale: one rank per device it uses, whatever --nprocs says.
   const int full_scale = static_cast<int>(plan::plan_devices(*p).size());
@@ -311,12 +312,23 @@ int run_run(const RunArgs& a) {
   }
   std::optional<Bytes> available;  // read only when there is an estimate to set against it
   if (memory) available = runtime::host_available_memory();
-  if (a.precision == "bf16" && p->is_op_level())
-    return report_error(
-        "--precision bf16: this plan runs op by op, which the runtime does in fp32 only (stage "
-        "plans run in bf16)");
+  // The arithmetic: the plan's precision where it names one, else --precision.
+  std::string precision = a.precision;
+  if (p->precision) {
+    const std::string planned = plan::precision_name(*p->precision);
+    if (a.precision_given && a.precision != planned)
+      return report_error(fmt::format(
+          "--precision {}: the plan trains in {} (its precision); leave --precision out to run "
+          "it so",
+          a.precision, planned));
+    precision = planned;
+  }
+  const std::string precision_problem = runtime::precision_problem(
+      *model::parse_dtype(precision), p->is_op_level(), a.device == "cuda");
   if (a.check) {
-    if (const auto why = runtime::executable_problems(*m, *p, full_scale); !why.empty()) {
+    auto why = runtime::executable_problems(*m, *p, full_scale);
+    if (!precision_problem.empty()) why.push_back(precision_problem);
+    if (!why.empty()) {
       fmt::print("not runnable:\n");
       for (const std::string& reason : why) fmt::print("  {}\n", reason);
       return 1;
@@ -337,6 +349,7 @@ int run_run(const RunArgs& a) {
     }
     return 0;
   }
+  if (!precision_problem.empty()) return report_error(precision_problem);
   if (auto executable = runtime::check_executable(*m, *p, world); !executable) {
     // (A stage plan refused as it stands says too why it does not run op by op.)
     std::string why = executable.error().message;
@@ -429,7 +442,7 @@ int run_run(const RunArgs& a) {
   }
   opts.grad_drop_all = a.grad_drop == "always";
   opts.grad_one_class = a.grad_classes == "one";
-  opts.precision = *model::parse_dtype(a.precision);  // one of the two the option accepts
+  opts.precision = *model::parse_dtype(precision);  // one the option or the plan file accepts
   auto r = runtime::run_plan(*m, *p, opts, *env);
   if (!r) return report_error(fmt::format("rank {}: {}", env->rank, r.error().message));
   if (env->rank != 0) return 0;
@@ -537,13 +550,15 @@ Action add_run_command(CLI::App& app) {
                   "unmarked traffic (one: what the classes give, measured)")
       ->check(CLI::IsMember({"split", "one"}))
       ->capture_default_str();
-  cmd->add_option("--precision", args->precision,
-                  "Arithmetic of the forward and backward passes: fp32, or bf16 mixed precision "
-                  "(autocast: GEMMs, convolutions and attention in bf16; parameters, gradients, "
-                  "Adam's state and collectives in fp32). fp16 is not offered: it needs dynamic "
-                  "loss scaling")
-      ->check(CLI::IsMember({"fp32", "bf16"}))
-      ->capture_default_str();
+  auto* precision =
+      cmd->add_option("--precision", args->precision,
+                      "Arithmetic of the forward and backward passes where the plan names none "
+                      "(a plan's precision wins; another --precision is an error): fp32, bf16 "
+                      "mixed precision (autocast: GEMMs, convolutions and attention in bf16; "
+                      "parameters, gradients, Adam's state and collectives in fp32) or fp16 "
+                      "(the same, with dynamic loss scaling; --device cuda only)")
+          ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+          ->capture_default_str();
   cmd->add_option("--report", args->report_file,
                   "Write an HTML report of the run to FILE: its loss curve (beside those of "
                   "--compare runs), each step's gradient synchronisation time, the ranks' times")
@@ -568,7 +583,10 @@ Action add_run_command(CLI::App& app) {
                 "Only decide, without starting anything, whether the plan runs at its full scale "
                 "(one rank per device it uses): print \"runnable\" (exit 0) or \"not runnable\" "
                 "and the reason (exit 1)");
-  return [args] { return run_run(*args); };
+  return [args, precision] {
+    args->precision_given = precision->count() > 0;
+    return run_run(*args);
+  };
 }
 
 }  // namespace hetplan::cli

@@ -176,7 +176,7 @@ int run_simulate(SimulateArgs a) {
     if (!m) return report_error(m.error().message);
     auto c = cluster::load_cluster(a.cluster, "--cluster");
     if (!c) return report_error(c.error().message);
-    auto p = plan_from_args("", a.strategy, kDefaultStrategy, *m, *c);
+    auto p = plan_from_args("", a.strategy, kDefaultStrategy, *m, a.model, *c);
     if (!p) return report_error(p.error().message);
     in = PlanWithInputs{std::move(*p), std::move(*m), std::move(*c), a.model, a.cluster};
   }

@@ -23,7 +23,7 @@ int run_validate(const ValidateArgs& a) {
   if (!m) return report_error(m.error().message);
   auto c = cluster::load_cluster(a.cluster, "--cluster");
   if (!c) return report_error(c.error().message);
-  auto p = plan_from_args(a.plan_file, "", "", *m, *c);
+  auto p = plan_from_args(a.plan_file, "", "", *m, a.model, *c);
   if (!p) return report_error(p.error().message);
   fmt::print("{}: valid for {} on {} ({})\n", a.plan_file, m->name, c->name, plan_label(*p));
   return 0;

@@ -14,9 +14,19 @@
 
 namespace hetplan::cli {
 
+Result<model::Model> model_in_precision(const plan::Plan& p, model::Model m,
+                                        const std::string& model_spec, const std::string& source) {
+  if (!p.precision || *p.precision == m.dtype) return m;
+  auto built = model::load_model(model_spec, "--model", *p.precision);
+  if (!built)
+    return Error{fmt::format("{}: precision={}: {}", source, plan::precision_name(*p.precision),
+                             built.error().message)};
+  return built;
+}
+
 Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::string& strategy,
-                                  const std::string& default_strategy, const model::Model& m,
-                                  const cluster::Cluster& c) {
+                                  const std::string& default_strategy, model::Model& m,
+                                  const std::string& model_spec, const cluster::Cluster& c) {
   if (!strategy.empty() && !plan_file.empty())
     return Error{"--strategy and --plan: expected one of them, not both"};
   Result<plan::Plan> p = Error{""};
@@ -31,6 +41,9 @@ Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::strin
     source = "--strategy";
   }
   if (!p) return p.error();
+  auto in_precision = model_in_precision(*p, std::move(m), model_spec, source);
+  if (!in_precision) return in_precision.error();
+  m = std::move(*in_precision);
   return validated_plan(std::move(*p), m, c, source);
 }
 
@@ -78,6 +91,8 @@ Result<PlanWithInputs> read_plan_with_inputs(const std::string& plan_file,
   if (auto bad = disagreement("--cluster", a.cluster_given, c->name, read->cluster, plan_file);
       !bad.empty())
     return Error{bad};
+  m = model_in_precision(*read, std::move(*m), model_spec, plan_file);
+  if (!m) return m.error();
   auto p = validated_plan(std::move(*read), *m, *c, plan_file);
   if (!p) return p.error();
   return PlanWithInputs{std::move(*p), std::move(*m), std::move(*c), model_spec, cluster_spec};

@@ -15,10 +15,16 @@
 namespace hetplan::cli {
 
 // The plan of `plan_file`, or of `strategy` (or `default_strategy` when both are empty), validated
-// against the model and cluster. Errors name the file or argument and the field.
+// against the model and cluster. Errors name the file or argument and the field. Where the plan
+// names a precision the model is not built in, `m` is rebuilt from `model_spec` in it.
 Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::string& strategy,
-                                  const std::string& default_strategy, const model::Model& m,
-                                  const cluster::Cluster& c);
+                                  const std::string& default_strategy, model::Model& m,
+                                  const std::string& model_spec, const cluster::Cluster& c);
+
+// `m` rebuilt from `model_spec` in p's precision where p names one that m is not built in (a
+// plan is costed and run in its precision); the error names `source`, the plan's file or option.
+Result<model::Model> model_in_precision(const plan::Plan& p, model::Model m,
+                                        const std::string& model_spec, const std::string& source);
 
 // The model and cluster a command names, and whether they were given on its command line.
 struct ModelClusterArgs {

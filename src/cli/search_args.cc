@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "hetplan/model/zoo.h"
 #include "hetplan/plan/run_form.h"
 #include "hetplan/runtime/runnable.h"
 #ifdef HETPLAN_WITH_RUNTIME
@@ -60,6 +61,12 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
          "none; FlashAttention, PyTorch's scaled_dot_product_attention)")
       ->check(CLI::IsMember({"plain", "flash"}))
       ->capture_default_str();
+  cmd->add_option("--precision", a.precision,
+                  "The arithmetic every plan trains in, written into it: bf16 or fp16 mixed "
+                  "precision (16-bit GEMMs and activations, fp32 master weights and Adam state) "
+                  "or fp32; the model is costed in it (default: the model's dtype, bf16 for the "
+                  "zoo, and plans that leave it to `hetplan run --precision`)")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
   auto* runnable = cmd->add_flag(
       "--runnable", a.runnable,
       "Choose only plans that `hetplan run` executes (the default; the runtime's own check)");
@@ -67,6 +74,15 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
                 "Also choose plans `hetplan run` does not execute yet (some op-level plans, "
                 "interleaved schedules, ...; the simulator prices every form)")
       ->excludes(runnable);
+}
+
+Result<model::Model> load_search_model(const SearchArgs& a) {
+  if (a.precision.empty()) return model::load_model(a.model, "--model");
+  const auto dtype = plan::precision_from_string(a.precision);
+  if (!dtype)
+    return Error{fmt::format("--precision: expected one of {}, got '{}'", plan::precision_names(),
+                             a.precision)};
+  return model::load_model(a.model, "--model", *dtype);
 }
 
 std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts) {
@@ -80,6 +96,7 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
   opts.threads = a.threads;
   opts.mixed_stages = !a.one_type_per_stage;
   opts.attention = *plan::attention_from_string(a.attention);  // CLI11 checked the name
+  if (!a.precision.empty()) opts.precision = plan::precision_from_string(a.precision);
   if (a.verbose || isatty(fileno(stderr)))
     opts.progress = [](const std::string& line) {
       std::fprintf(stderr, "hetplan: %s\n", line.c_str());
@@ -89,6 +106,10 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
 
 std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts) {
   if (a.any_form && !a.resumes) return "";
+  // Every plan would say fp16, which no run trains in (runtime::precision_problem).
+  if (a.precision == "fp16")
+    return "--precision fp16: `hetplan run` does not train in fp16 yet (it needs dynamic loss "
+           "scaling): plan in bf16, or add --any-form to plan in fp16 for simulate and export";
   // As hetplan run sees a plan: its form, op by op or not.
   auto runs_op_by_op = [&m](const plan::Plan& p) {
     return runtime::executable_form(m, p, static_cast<int>(plan::plan_devices(p).size()))

@@ -31,18 +31,21 @@ struct SearchArgs {
   int tag_simulations = 0;  // --simulations
   bool one_type_per_stage = false;  // --one-type-per-stage: no pipeline stage spans device types
   std::string attention = "plain";  // --attention plain|flash (SearchOptions::attention)
+  std::string precision;  // --precision bf16|fp16|fp32 (SearchOptions::precision; "": unset)
 };
 
 // Registers --model, --cluster and --global-batch.
 void add_problem_options(CLI::App* cmd, SearchArgs& a);
 // Registers --time-limit, --threads, --report, --json, --verbose, --runnable, --any-form,
-// --one-type-per-stage and --attention.
+// --one-type-per-stage, --attention and --precision.
 void add_search_options(CLI::App* cmd, SearchArgs& a);
 
-// Checks --global-batch, --time-limit and --threads and copies them (and --one-type-per-stage and
-// --attention)
-// into opts, with a progress
-// line printer on stderr when --verbose is given or stderr is a terminal. Returns the message of
+// The model of --model, built in --precision's dtype when it is given.
+Result<model::Model> load_search_model(const SearchArgs& a);
+
+// Checks --global-batch, --time-limit and --threads and copies them (and --one-type-per-stage,
+// --attention and --precision) into opts, with a progress line printer on stderr when --verbose is
+// given or stderr is a terminal. Returns the message of
 // the first bad argument, or an empty string.
 std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts);
 

@@ -58,6 +58,15 @@ void SpecArgs::note(std::string_view key) {
 
 bool SpecArgs::has(std::string_view key) const { return find(key) != nullptr; }
 
+void SpecArgs::set(std::string_view key, std::string_view value) {
+  for (Entry& e : entries_)
+    if (e.key == key) {
+      e.value = std::string(value);
+      return;
+    }
+  entries_.push_back({std::string(key), std::string(value)});
+}
+
 void SpecArgs::fail(std::string_view key, const std::string& expected) const {
   const Entry* e = find(key);
   const std::string field = e ? fmt::format("{}={}", e->key, e->value) : std::string(key);

@@ -16,6 +16,8 @@ class SpecArgs {
   SpecArgs(std::string label, std::string_view base, std::string_view overrides = {});
 
   bool has(std::string_view key) const;
+  // Gives `key` the value whatever the spec said (a plan's precision= sets dtype).
+  void set(std::string_view key, std::string_view value);
   // An integer in [lo, hi]; `dflt` when the key is absent.
   std::int64_t integer(std::string_view key, std::int64_t dflt, std::int64_t lo, std::int64_t hi);
   std::int64_t required(std::string_view key, std::int64_t lo, std::int64_t hi);

@@ -18,7 +18,7 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-Model build_from_spec(std::string_view text) {
+Model build_from_spec(std::string_view text, std::optional<DType> dtype) {
   const std::size_t colon = text.find(':');
   const std::string_view head = trim(text.substr(0, colon));
   const std::string_view rest =
@@ -27,9 +27,11 @@ Model build_from_spec(std::string_view text) {
   if (const PresetInfo* p = find_preset(head)) {
     const std::size_t pc = p->spec.find(':');
     detail::SpecArgs args(std::string(head), std::string_view(p->spec).substr(pc + 1), rest);
+    if (dtype) args.set("dtype", to_string(*dtype));
     m = detail::build_family(std::string_view(p->spec).substr(0, pc), args);
   } else {
     detail::SpecArgs args(std::string(head), rest);
+    if (dtype) args.set("dtype", to_string(*dtype));
     m = detail::build_family(head, args);
   }
   if (!m)
@@ -46,11 +48,22 @@ Model build_from_spec(std::string_view text) {
 
 const std::vector<std::string>& model_families() { return detail::family_names(); }
 
-Result<Model> load_model(std::string_view text, std::string_view source) {
+namespace {
+
+Result<Model> load(std::string_view text, std::string_view source, std::optional<DType> dtype) {
   const std::string_view t = trim(text);
-  if (t.size() >= 5 && t.substr(t.size() - 5) == ".json") return read_model_file(std::string(t));
+  if (t.size() >= 5 && t.substr(t.size() - 5) == ".json") {
+    auto m = read_model_file(std::string(t));
+    if (m && dtype && m->dtype != *dtype)
+      return Error{fmt::format(
+          "{}: dtype: the graph is costed in {} (its byte counts are that dtype's); expected {} "
+          "for precision={} (write the graph in {})",
+          t, to_string(m->dtype), to_string(*dtype), to_string(*dtype), to_string(*dtype))};
+    return m;
+  }
   if (auto onnx = parse_onnx_spec(t)) {
     if (!*onnx) return make_error(std::string(source), "", onnx->error().message);
+    if (dtype) (*onnx)->second.dtype = *dtype;
     auto r = read_onnx_file((*onnx)->first, (*onnx)->second);
     if (!r) return r.error();
     for (const std::string& w : r->warnings) fmt::print(stderr, "warning: {}\n", w);
@@ -60,7 +73,17 @@ Result<Model> load_model(std::string_view text, std::string_view source) {
   if (t.empty())
     return make_error(std::string(source), "",
                       "expected a model: a preset name, a family spec or a .json graph file");
-  return capture_errors(std::string(source), [&] { return build_from_spec(t); });
+  return capture_errors(std::string(source), [&] { return build_from_spec(t, dtype); });
+}
+
+}  // namespace
+
+Result<Model> load_model(std::string_view text, std::string_view source) {
+  return load(text, source, std::nullopt);
+}
+
+Result<Model> load_model(std::string_view text, std::string_view source, DType dtype) {
+  return load(text, source, dtype);
 }
 
 }  // namespace hetplan::model

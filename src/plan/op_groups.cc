@@ -189,7 +189,8 @@ double tensor_share(const OpGroup& g, std::size_t j) {
 namespace {
 
 // What a plan converted to the other form keeps: the model, cluster and planner strings, the
-// batch, its micro-batches, the gradient buckets and batch statistics; the rest default.
+// batch, its micro-batches, the gradient buckets, batch statistics and precision; the rest
+// default.
 Plan same_step(const Plan& p) {
   Plan out;
   out.model = p.model;
@@ -199,6 +200,7 @@ Plan same_step(const Plan& p) {
   out.num_microbatches = p.num_microbatches;
   out.grad_bucket_bytes = p.grad_bucket_bytes;
   out.batch_norm = p.batch_norm;
+  out.precision = p.precision;
   out.recompute = p.recompute;    // the same layers' (or attention cores') activations dropped
   // Op by op, a fused attention core (a stage plan's flash) keeps no less than its ops recomputed.
   if (p.attention == cost::Attention::flash && p.recompute == cost::Recompute::none)

@@ -72,6 +72,11 @@ constexpr Table<cost::Attention, 2> kAttentions{{
     {cost::Attention::plain, "plain"},
     {cost::Attention::flash, "flash"},
 }};
+constexpr Table<model::DType, 3> kPrecisions{{
+    {model::DType::bf16, "bf16"},
+    {model::DType::fp16, "fp16"},
+    {model::DType::fp32, "fp32"},
+}};
 constexpr Table<cost::Recompute, 3> kRecomputes{{
     {cost::Recompute::none, "none"},
     {cost::Recompute::selective, "selective"},
@@ -122,6 +127,10 @@ const char* to_string(BatchNormStats b) { return name_of(kBatchNorms, b); }
 const char* algorithm_name(cost::Algorithm a) { return name_of(kAlgorithms, a); }
 const char* recompute_name(cost::Recompute r) { return name_of(kRecomputes, r); }
 const char* attention_name(cost::Attention a) { return name_of(kAttentions, a); }
+const char* precision_name(model::DType d) { return name_of(kPrecisions, d); }
+std::optional<model::DType> precision_from_string(std::string_view s) {
+  return value_of(kPrecisions, s);
+}
 
 std::optional<Schedule> schedule_from_string(std::string_view s) { return value_of(kSchedules, s); }
 std::optional<SplitKind> split_kind_from_string(std::string_view s) {
@@ -168,6 +177,7 @@ std::string batch_norm_names() { return names_of(kBatchNorms); }
 std::string algorithm_names() { return names_of(kAlgorithms); }
 std::string recompute_names() { return names_of(kRecomputes); }
 std::string attention_names() { return names_of(kAttentions); }
+std::string precision_names() { return names_of(kPrecisions); }
 
 // Greedy glob with one-star backtracking: O(|pattern| * |name|) at worst, no recursion.
 bool op_pattern_matches(std::string_view pattern, std::string_view op_name) {

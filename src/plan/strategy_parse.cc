@@ -12,9 +12,10 @@
 namespace hetplan::plan {
 namespace {
 
-constexpr std::array<std::string_view, 16> kKeys{
-    "dp",   "tp",       "pp", "vpp", "mbs",           "gbs",        "recompute", "attention",
-    "zero", "schedule", "sp", "bn",  "grad_priority", "loss_bound", "multipath", "overlap"};
+constexpr std::array<std::string_view, 17> kKeys{
+    "dp",        "tp",      "pp",       "vpp", "mbs", "gbs",           "recompute",
+    "attention", "zero",    "schedule", "sp",  "bn",  "grad_priority", "loss_bound",
+    "multipath", "overlap", "precision"};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -67,6 +68,10 @@ void apply(Strategy& s, std::string_view key, std::string_view value, std::strin
     auto a = attention_from_string(value);
     if (!a) throw InputError(field, fmt::format("expected one of {}", attention_names()));
     s.attention = *a;
+  } else if (key == "precision") {
+    auto d = precision_from_string(value);
+    if (!d) throw InputError(field, fmt::format("expected one of {}", precision_names()));
+    s.precision = *d;
   } else if (key == "overlap") {
     auto o = overlap_from_string(value);
     if (!o) throw InputError(field, fmt::format("expected one of {}", overlap_names()));
@@ -169,6 +174,7 @@ std::string to_string(const Strategy& s) {
                      to_string(s.schedule), s.sp ? 1 : 0);
   if (s.attention != cost::Attention::plain)
     out += fmt::format(",attention={}", attention_name(s.attention));
+  if (s.precision) out += fmt::format(",precision={}", precision_name(*s.precision));
   if (s.overlap != Overlap::none) out += fmt::format(",overlap={}", to_string(s.overlap));
   if (s.bn != BatchNormStats::local) out += fmt::format(",bn={}", to_string(s.bn));
   if (s.grad_priority != GradPriority::none)

@@ -112,8 +112,9 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
       // next-sentence label), or [n, t, C] against a label per token (-100: none).
       const std::int64_t C = x.size(-1);
       const torch::Tensor t = loss_targets(x, targets);
-      // A sample's loss over its tokens is their mean (as the decoder module's).
-      return torch::nn::functional::cross_entropy(x.reshape({-1, C}), t,
+      // A sample's loss over its tokens is their mean (as the decoder module's). In fp32
+      // whatever the logits' dtype (mixed precision's are bf16), as autocast computes a loss.
+      return torch::nn::functional::cross_entropy(x.reshape({-1, C}).to(torch::kFloat), t,
                                                   torch::nn::functional::CrossEntropyFuncOptions()
                                                       .reduction(torch::kSum)
                                                       .ignore_index(kIgnoredLabel)) /

@@ -12,6 +12,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <tuple>
 
+#include "autocast_scope.h"
 #include "batches.h"
 #include "checkpoint.h"
 #include "grad_buckets.h"
@@ -68,6 +69,10 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   if (auto ok = check_op_level(m, p, env.world_size); !ok) return ok.error();
   const Layout at(m, p);
   const int me = env.rank;
+  // bf16 mixed precision: each op's forward pass under autocast (the stage runtime's); what
+  // travels between ranks (activations, their gradients, sufficient factors) goes in fp32, as
+  // Gloo has no bf16, and parameters, gradients and Adam's state stay fp32.
+  const bool bf16 = opts.precision == model::DType::bf16;
   const auto on_dev = torch::TensorOptions().device(dev);
   auto sync = [&] {
     if (dev.is_cuda()) torch::cuda::synchronize();
@@ -430,7 +435,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       std::vector<std::vector<torch::Tensor>> in_flight;
       int next_tag = 0;
       auto send = [&](const torch::Tensor& t, int to, int tag) {
-        in_flight.push_back({t.contiguous()});
+        in_flight.push_back({t.to(torch::kFloat).contiguous()});
         sends.push_back(world->send(in_flight.back(), to, tag));
       };
       auto recv = [&](std::vector<std::int64_t> shape, int from, int tag) {
@@ -493,6 +498,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         // Op o's forward pass on this rank over its inputs `in` (which a split group's op turns
         // into the layouts it reads).
         auto forward = [&](std::size_t o, std::vector<torch::Tensor>& in) {
+          std::optional<AutocastScope> mixed;
+          if (bf16) mixed.emplace(AutocastState::bf16(dev.is_cuda()));
           const auto g = static_cast<std::size_t>(at.group[o]);
           const model::Op& op = m.ops[o];
           const auto [r0, r1] = my_rows(o);
@@ -542,7 +549,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
                      [&](int from, int to, std::int64_t o0, std::int64_t o1, std::int64_t pa0,
                          std::int64_t) {
                        if (from == me && to == me)
-                         got.emplace_back(o0, sent.slice(0, o0 - pa0, o1 - pa0).detach());
+                         got.emplace_back(
+                             o0, sent.slice(0, o0 - pa0, o1 - pa0).detach().to(torch::kFloat));
                        else if (from == me)
                          send(sent.slice(0, o0 - pa0, o1 - pa0).detach(), to, tag);
                        else if (to == me)
@@ -668,11 +676,12 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
                                  ? torch::full({}, 1.0 / B, out[o].options())
                              : grad[o].defined() ? grad[o]
                                                  : torch::zeros_like(out[o]);
-          if (out[o].requires_grad()) torch::autograd::backward({out[o]}, {dy});
+          if (out[o].requires_grad())
+            torch::autograd::backward({out[o]}, {dy.to(out[o].scalar_type())});
           const auto g = static_cast<std::size_t>(at.group[o]);
           if (read_rows[o].defined()) {
-            factors[o].first.push_back(read_rows[o]);
-            factors[o].second.push_back(dy.detach().reshape({-1, dy.size(-1)}));
+            factors[o].first.push_back(read_rows[o].to(torch::kFloat));
+            factors[o].second.push_back(dy.detach().reshape({-1, dy.size(-1)}).to(torch::kFloat));
           }
           for (std::size_t i = 0; i < op.inputs.size(); ++i) {
             const auto p_op = static_cast<std::size_t>(op.inputs[i]);

@@ -189,14 +189,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const auto found = rank_device(opts, env);
   if (!found) return found.error();
   const torch::Device dev = *found;
-  if (opts.precision != model::DType::fp32 && opts.precision != model::DType::bf16)
-    return Error{
-        fmt::format("--precision: expected fp32 or bf16, got {} (fp16 needs dynamic loss "
-                    "scaling, which the runtime does not have)",
-                    model::to_string(opts.precision))};
+  if (auto why = precision_problem(opts.precision, p.is_op_level(), dev.is_cuda()); !why.empty())
+    return Error{why};
   const bool bf16 = opts.precision == model::DType::bf16;
-  if (p.is_op_level() && bf16)
-    return Error{"--precision bf16: this plan runs op by op, which the runtime does in fp32 only"};
   if (p.is_op_level()) return detail::run_op_level(m, p, opts, env, dev);
   const auto on_dev = torch::TensorOptions().device(dev);
   // CUDA runs asynchronously: the clock is read after the device has finished what was queued.

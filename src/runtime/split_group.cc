@@ -59,7 +59,7 @@ class Relayout : public torch::autograd::Function<Relayout> {
 torch::Tensor split_cross_entropy(const torch::Tensor& x, const torch::Tensor& targets,
                                   const TensorParallel& tp, std::int64_t first) {
   const std::int64_t C = x.size(-1);
-  const torch::Tensor logits = x.reshape({-1, C});
+  const torch::Tensor logits = x.reshape({-1, C}).to(torch::kFloat);  // (bf16 logits: in fp32)
   const torch::Tensor t = loss_targets(x, targets);
   const std::int64_t rows = logits.size(0);
   const torch::Tensor local_max =
@@ -71,10 +71,10 @@ torch::Tensor split_cross_entropy(const torch::Tensor& x, const torch::Tensor& t
   const torch::Tensor mine = (t >= first) & (t < first + C);
   torch::Tensor target_logit = torch::zeros({rows}, logits.options());
   if (C > 0)
-    target_logit =
-        logits.gather(1, (t - first).clamp(0, C - 1).unsqueeze(1)).squeeze(1) * mine.to(x.dtype());
+    target_logit = logits.gather(1, (t - first).clamp(0, C - 1).unsqueeze(1)).squeeze(1) *
+                   mine.to(logits.dtype());
   const torch::Tensor loss = sums.log() + most - reduce_from_group(target_logit, tp);  // per row
-  const torch::Tensor scored = (t != kIgnoredLabel).to(x.dtype());
+  const torch::Tensor scored = (t != kIgnoredLabel).to(logits.dtype());
   return (loss * scored).sum() / static_cast<double>(x.dim() == 3 ? x.size(1) : 1);
 }
 

@@ -105,6 +105,7 @@ PlannerOutput megatron_grid(const Context& ctx) {
             s.gbs = B;
             s.recompute = rc;
             s.attention = ctx.options.attention;
+            s.precision = ctx.options.precision;
             s.zero = zero;
             auto p = plan::plan_from_strategy(s, ctx.model, alike);
             if (!p) {

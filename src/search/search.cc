@@ -31,6 +31,14 @@ constexpr std::pair<Algo, const char*> kAlgoNames[] = {{Algo::automatic, "auto"}
 
 std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024)); }
 
+// The plans would say one precision and be costed in another: "" when they agree.
+std::string precision_mismatch(const model::Model& m, const SearchOptions& opts) {
+  if (!opts.precision || *opts.precision == m.dtype) return "";
+  return fmt::format("--precision {}: the model {} is built in {}; load it in {} to plan for it",
+                     model::to_string(*opts.precision), m.name, model::to_string(m.dtype),
+                     model::to_string(*opts.precision));
+}
+
 }  // namespace
 
 // Op-level plans are lowered op by op on every device of a group: TAG's search runs where that
@@ -86,6 +94,7 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
   if (algo == Algo::ft)
     return Error{"--algo: ft: use `hetplan pareto` for the Frontier Tracking planner"};
   if (opts.global_batch < 1) return Error{"--global-batch: expected a positive number of samples"};
+  if (auto bad = precision_mismatch(m, opts); !bad.empty()) return Error{bad};
   if (algo == Algo::heterog && !opts.tag_guide)
     return Error{
         "--algo heterog: needs a trained policy (--policy FILE; `hetplan train-policy` writes "
@@ -395,6 +404,7 @@ std::vector<plan::Plan> grad_transport_variants(const plan::Plan& p, const clust
 Result<FrontierResult> find_frontier(const model::Model& m, const cluster::Cluster& c,
                                      const SearchOptions& opts, double epsilon) {
   if (opts.global_batch < 1) return Error{"--global-batch: expected a positive number of samples"};
+  if (auto bad = precision_mismatch(m, opts); !bad.empty()) return Error{bad};
   Deadline deadline(opts.time_limit_s);
   Evaluator evaluator(m, c, opts);
   evaluator.stop_past(deadline);

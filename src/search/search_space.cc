@@ -9,6 +9,7 @@ plan::Plan base_plan(const Context& ctx, const std::string& planner) {
   p.planner = planner;
   p.global_batch = ctx.options.global_batch;
   p.attention = ctx.options.attention;
+  p.precision = ctx.options.precision;
   return p;
 }
 

@@ -243,6 +243,7 @@ plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
   p.cluster = ctx_.cluster.name;
   p.planner = "tag";
   p.global_batch = ctx_.options.global_batch;
+  p.precision = ctx_.options.precision;
   const int M = microbatches_[prefix.empty() ? 0 : static_cast<std::size_t>(prefix[0])];
   p.num_microbatches = M;
   p.execution_order = plan::ExecutionOrder::heft;

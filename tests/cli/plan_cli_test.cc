@@ -1,5 +1,6 @@
 // hetplan plan and hetplan pareto from the command line.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -83,6 +84,78 @@ TEST(PlanCli, FlashAttentionPlansKeepNoScores) {
   auto bad = run_hetplan("plan " + kSmall + " --attention fast");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--attention"), std::string::npos) << bad.err;
+}
+
+// --precision: the model is costed in it and every plan says it. The written plan simulates to the
+// plan's numbers with the model given as in bf16 (the plan's precision rebuilds it); a strategy's
+// precision= costs as the model spec's own dtype=; `run --check` takes the plan's precision, and a
+// --precision that contradicts it is an error. fp16 is refused (no run trains in it yet) unless
+// --any-form, and a plan file's fp16 is "not runnable" with the reason.
+TEST(PlanCli, APrecisionIsCostedWrittenAndKept) {
+  const std::string model = "gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=32000";
+  const std::string cluster = source_path("tests/search/data/two-kinds-8.yaml");
+  const auto out = (std::filesystem::temp_directory_path() /
+                    ("hetplan_plan_cli_fp32_" + std::to_string(::getpid()) + ".json"))
+                       .string();
+  auto r = run_hetplan("plan " + kSmall + " --precision fp32 --json --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto planned = nlohmann::json::parse(r.out);
+  EXPECT_EQ(planned["plan"]["precision"], "fp32");
+  const std::string inputs = "--model " + model + " --cluster " + cluster;
+  auto s = run_hetplan("simulate " + inputs + " --plan " + out + " --json");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const auto simulated = nlohmann::json::parse(s.out);
+  EXPECT_EQ(planned["iteration_time_s"], simulated["iteration_time_s"]);
+  EXPECT_EQ(planned["memory"], simulated["memory"]);
+  // Without the key, in bf16, the same plan is faster and smaller on these GPUs.
+  auto text = testing::slurp(out);
+  const std::string key = "\"precision\": \"fp32\",";
+  ASSERT_NE(text.find(key), std::string::npos);
+  std::ofstream(out) << std::string(text).erase(text.find(key), key.size());
+  auto bf16 = run_hetplan("simulate " + inputs + " --plan " + out + " --json");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
+  const auto in_bf16 = nlohmann::json::parse(bf16.out);
+  EXPECT_LT(in_bf16["iteration_time_s"].get<double>(), simulated["iteration_time_s"].get<double>());
+  EXPECT_LT(in_bf16["memory"]["max_peak_bytes"].get<double>(),
+            simulated["memory"]["max_peak_bytes"].get<double>());
+  // The strategy key does as the plan key, and as the model's own dtype=fp32.
+  auto by_key = run_hetplan("simulate " + inputs + " --strategy dp=8,gbs=64,precision=fp32 --json");
+  auto by_model = run_hetplan("simulate --model " + model + ",dtype=fp32 --cluster " + cluster +
+                              " --strategy dp=8,gbs=64 --json");
+  ASSERT_EQ(by_key.exit_code, 0) << by_key.err;
+  ASSERT_EQ(by_model.exit_code, 0) << by_model.err;
+  EXPECT_EQ(nlohmann::json::parse(by_key.out)["iteration_time_s"],
+            nlohmann::json::parse(by_model.out)["iteration_time_s"]);
+  // run takes the plan's precision; another --precision is an error.
+  std::ofstream(out) << text;
+  auto check = run_hetplan("run --check " + inputs + " --plan " + out);
+  EXPECT_NE(check.out.find("runnable"), std::string::npos) << check.out << check.err;
+  auto against = run_hetplan("run --check " + inputs + " --plan " + out + " --precision bf16");
+  EXPECT_EQ(against.exit_code, 2);
+  EXPECT_NE(against.err.find("--precision bf16: the plan trains in fp32 (its precision)"),
+            std::string::npos)
+      << against.err;
+  std::string fp16 = text;
+  fp16.replace(fp16.find(key), key.size(), "\"precision\": \"fp16\",");
+  std::ofstream(out) << fp16;
+  auto half = run_hetplan("run --check " + inputs + " --plan " + out);
+  EXPECT_EQ(half.exit_code, 1);
+  EXPECT_NE(half.out.find("not runnable:\n  precision fp16: the runtime trains in fp32 or bf16"),
+            std::string::npos)
+      << half.out;
+  std::filesystem::remove(out);
+  // fp16 plans are refused unless --any-form; --any-form plans them (in fp16).
+  auto refused = run_hetplan("plan " + kSmall + " --precision fp16");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--precision fp16: `hetplan run` does not train in fp16 yet"),
+            std::string::npos)
+      << refused.err;
+  auto any = run_hetplan("plan " + kSmall + " --precision fp16 --any-form --json");
+  ASSERT_EQ(any.exit_code, 0) << any.err;
+  EXPECT_EQ(nlohmann::json::parse(any.out)["plan"]["precision"], "fp16");
+  auto bad = run_hetplan("plan " + kSmall + " --precision fp8");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--precision"), std::string::npos) << bad.err;
 }
 
 TEST(PlanCli, TheSameInputsGiveTheSameFingerprint) {

@@ -61,6 +61,23 @@ TEST(ReplanCli, PlansWithoutTheRemovedDevicesInTheWholeClustersIds) {
   EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
   EXPECT_NE(c.out.find("runnable: " + std::to_string(used.size()) + " ranks"), std::string::npos)
       << c.out;
+  EXPECT_FALSE(written.contains("precision"));
+  // A run in a precision replans in it: the new plan says it, and its times are that precision's.
+  auto bf16 = run_hetplan(
+      "plan --model gpt3-125m --cluster heterog-mixed --global-batch 64 --algo uneven-dp "
+      "--time-limit 5 --precision bf16 -o " +
+      before);
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
+  auto kept = run_hetplan("replan --plan " + before + " --remove 1,p100/0/1 --time-limit 5 --json");
+  ASSERT_EQ(kept.exit_code, 0) << kept.err;
+  const auto k = nlohmann::json::parse(kept.out);
+  EXPECT_EQ(k["plan"]["precision"], "bf16");
+  EXPECT_NE(k["plan_fingerprint"], j["plan_fingerprint"]);
+  EXPECT_EQ(k["iteration_time_s"], j["iteration_time_s"]);  // the zoo's bf16, costed alike
+  auto fp32 = run_hetplan("replan --plan " + before +
+                          " --remove 1,p100/0/1 --time-limit 5 --json --precision fp32");
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.err;
+  EXPECT_EQ(nlohmann::json::parse(fp32.out)["plan"]["precision"], "fp32");
   std::filesystem::remove(before);
   std::filesystem::remove(after);
 }

@@ -1,6 +1,11 @@
 // load_model's specs: families, preset overrides, and one-line errors naming the key.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "hetplan/model/graph_json.h"
 #include "hetplan/model/zoo.h"
 
 namespace hetplan::model {
@@ -119,6 +124,41 @@ TEST(SpecParse, DtypeSetsTheActivationBytes) {
   }
   EXPECT_EQ(error_of("mlp:layers=1,hidden=4,in=3,out=2,dtype=int8"),
             "--model: mlp: dtype=int8: expected one of bf16, fp16, fp32");
+}
+
+TEST(SpecParse, LoadedInADtypeAsWithItsKey) {
+  // A plan's precision builds the model as dtype= would, replacing the spec's own; the name stays
+  // the spec as given (what plans and --model compare).
+  for (const auto& [text, with_key] :
+       {std::pair{"gpt3-125m", "gpt3-125m:dtype=fp32"},
+        std::pair{"gpt3-125m:dtype=fp16,layers=2", "gpt3-125m:dtype=fp32,layers=2"},
+        std::pair{"resnet:depth=18", "resnet:depth=18,dtype=fp32"}}) {
+    auto built = load_model(text, "--model", DType::fp32);
+    auto keyed = load_model(with_key);
+    ASSERT_TRUE(built && keyed) << text;
+    EXPECT_EQ(built->dtype, DType::fp32);
+    EXPECT_EQ(built->name, text);
+    EXPECT_EQ(built->parameters(), keyed->parameters());
+    ASSERT_EQ(built->ops.size(), keyed->ops.size());
+    for (std::size_t i = 0; i < built->ops.size(); ++i) {
+      EXPECT_EQ(built->ops[i].bytes_read, keyed->ops[i].bytes_read) << text << " op " << i;
+      EXPECT_EQ(built->ops[i].bytes_written, keyed->ops[i].bytes_written) << text << " op " << i;
+    }
+  }
+  // A graph file's byte counts are its own dtype's: another dtype is refused, naming the file.
+  auto gpt = load_model("gpt:layers=1,hidden=64,heads=4");
+  ASSERT_TRUE(gpt);
+  const auto file = std::filesystem::temp_directory_path() /
+                    ("hetplan_dtype_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(file) << to_json(*gpt).dump();
+  EXPECT_TRUE(load_model(file.string(), "--model", DType::bf16));
+  auto refused = load_model(file.string(), "--model", DType::fp32);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message,
+            file.string() +
+                ": dtype: the graph is costed in bf16 (its byte counts are that dtype's); "
+                "expected fp32 for precision=fp32 (write the graph in fp32)");
+  std::filesystem::remove(file);
 }
 
 TEST(SpecParse, UnknownNames) {

@@ -1,5 +1,6 @@
 #include "hetplan/plan/plan_json.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -63,6 +64,18 @@ TEST(PlanJson, RoundTripIsExact) {
   auto overlapped_back = plan_from_json(to_json(overlapped), "mem");
   ASSERT_TRUE(overlapped_back.ok()) << overlapped_back.error().message;
   EXPECT_EQ(*overlapped_back, overlapped);
+  // A precision: written when set (fp32 too), read back; unset, not written and read back unset.
+  EXPECT_EQ(to_json_text(p).find("\"precision\""), std::string::npos);
+  for (model::DType d : {model::DType::bf16, model::DType::fp16, model::DType::fp32}) {
+    Plan precise = p;
+    precise.precision = d;
+    EXPECT_NE(to_json_text(precise).find(fmt::format("\"precision\": \"{}\"", model::to_string(d))),
+              std::string::npos);
+    auto precise_back = plan_from_json(to_json(precise), "mem");
+    ASSERT_TRUE(precise_back.ok()) << precise_back.error().message;
+    EXPECT_EQ(*precise_back, precise);
+    EXPECT_NE(plan_fingerprint(precise), plan_fingerprint(p));
+  }
 }
 
 TEST(PlanJson, EveryEnumValueRoundTrips) {
@@ -83,6 +96,10 @@ TEST(PlanJson, EveryEnumValueRoundTrips) {
   for (cost::Attention a : {cost::Attention::plain, cost::Attention::flash})
     EXPECT_EQ(attention_from_string(attention_name(a)), a);
   EXPECT_EQ(attention_names(), "plain|flash");
+  for (model::DType d : {model::DType::bf16, model::DType::fp16, model::DType::fp32})
+    EXPECT_EQ(precision_from_string(precision_name(d)), d);
+  EXPECT_EQ(precision_names(), "bf16|fp16|fp32");
+  EXPECT_FALSE(precision_from_string("fp8").has_value());
   for (Overlap o : {Overlap::none, Overlap::tp, Overlap::param, Overlap::tp_param})
     EXPECT_EQ(overlap_from_string(to_string(o)), o);
   EXPECT_EQ(overlap_names(), "none|tp|param|tp+param");
@@ -196,6 +213,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"/model", "3", "plan.json: model: expected a string"},
         BadField{"/attention", "\"fast\"",
                  "plan.json: attention: expected one of plain|flash (got \"fast\")"},
+        BadField{"/precision", "\"fp8\"",
+                 "plan.json: precision: expected one of bf16|fp16|fp32 (got \"fp8\")"},
         BadField{"/global_batch", "0",
                  "plan.json: global_batch: expected an integer in 1..1048576"},
         BadField{"/global_batch", "2.5",
@@ -260,7 +279,7 @@ INSTANTIATE_TEST_SUITE_P(
             "plan.json: microbatches: unknown key (did you mean 'num_microbatches'?) (allowed: "
             "version, model, cluster, planner, "
             "global_batch, "
-            "num_microbatches, schedule, recompute, attention, overlap, zero_stage, "
+            "num_microbatches, schedule, recompute, attention, precision, overlap, zero_stage, "
             "sequence_parallel, "
             "uneven_collectives, batch_norm, grad_bucket_bytes, grad_priority, loss_bound, "
             "multipath, stages, "

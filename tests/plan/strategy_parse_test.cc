@@ -81,12 +81,30 @@ TEST(StrategyParse, CanonicalTextParsesBack) {
     ASSERT_TRUE(back.ok()) << back.error().message;
     EXPECT_EQ(back->overlap, with->overlap);
   }
+  // A precision is written where given (after attention) and read back; unset, it is left out.
+  EXPECT_EQ(to_string(*parse_strategy("tp=2")).find("precision"), std::string::npos);
+  EXPECT_FALSE(parse_strategy("tp=2")->precision.has_value());
+  for (auto [name, dtype] :
+       {std::pair{"bf16", model::DType::bf16}, std::pair{"fp16", model::DType::fp16},
+        std::pair{"fp32", model::DType::fp32}}) {
+    auto with = parse_strategy(std::string("dp=2,attention=flash,precision=") + name);
+    ASSERT_TRUE(with.ok()) << with.error().message;
+    EXPECT_EQ(with->precision, dtype);
+    EXPECT_NE(to_string(*with).find(std::string(",attention=flash,precision=") + name),
+              std::string::npos)
+        << to_string(*with);
+    auto back = parse_strategy(to_string(*with));
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(back->precision, dtype);
+  }
 }
 
 TEST(StrategyParse, Errors) {
   EXPECT_EQ(error_of("tp=2,foo=1"),
             "--strategy: foo=1: unknown key (allowed: dp, tp, pp, vpp, mbs, gbs, recompute, "
-            "attention, zero, schedule, sp, bn, grad_priority, loss_bound, multipath, overlap)");
+            "attention, zero, schedule, sp, bn, grad_priority, loss_bound, multipath, overlap, "
+            "precision)");
+  EXPECT_EQ(error_of("precision=fp8"), "--strategy: precision=fp8: expected one of bf16|fp16|fp32");
   EXPECT_EQ(error_of("overlap=all"),
             "--strategy: overlap=all: expected one of none|tp|param|tp+param");
   EXPECT_EQ(error_of("attention=fast"), "--strategy: attention=fast: expected one of plain|flash");

@@ -275,5 +275,48 @@ TEST(Search, UnderATimeLimitTheAnswerRunsFirstAndBaselinesThatCannotRunAreLeftOu
   EXPECT_TRUE(grid->baselines[2].best.ok);
 }
 
+// SearchOptions::precision is written into every plan every planner offers (the baselines', the
+// stage planners', TAG's op-level plans, the frontier's), and a model built in another dtype is
+// refused: the plans would say one precision and be costed in another.
+TEST(Search, EveryPlanCarriesThePrecisionItWasCostedIn) {
+  auto m = model::load_model("gpt3-125m", "--model", model::DType::fp32);
+  ASSERT_TRUE(m) << m.error().message;
+  const auto c = load_cluster_or_die("heterog-mixed");
+  SearchOptions opts;
+  opts.global_batch = 64;
+  opts.precision = model::DType::fp32;
+  opts.tag_simulations = 8;
+  auto expect_fp32 = [](const Evaluation& e, const std::string& what) {
+    if (e.ok) {
+      EXPECT_EQ(e.plan.precision, model::DType::fp32) << what;
+    }
+  };
+  for (Algo algo : {Algo::automatic, Algo::uneven_dp, Algo::hap, Algo::pipeline, Algo::tag}) {
+    auto res = find_plan(*m, c, algo, opts);
+    ASSERT_TRUE(res) << to_string(algo) << ": " << res.error().message;
+    ASSERT_TRUE(res->best.ok) << to_string(algo);
+    expect_fp32(res->best, to_string(algo));
+    for (const auto* outputs : {&res->planners, &res->baselines})
+      for (const PlannerOutput& o : *outputs) {
+        expect_fp32(o.best, o.name);
+        for (const Evaluation& e : o.simulated) expect_fp32(e, o.name);
+      }
+  }
+  auto frontier = find_frontier(*m, c, opts, 0.05);
+  ASSERT_TRUE(frontier) << frontier.error().message;
+  ASSERT_FALSE(frontier->points.empty());
+  for (const Evaluation& e : frontier->points) expect_fp32(e, "frontier");
+  // A bf16 model planned for fp32: refused by both.
+  const auto bf16 = load_model_or_die("gpt3-125m");
+  const std::string refused =
+      "--precision fp32: the model gpt3-125m is built in bf16; load it in fp32 to plan for it";
+  auto plan = find_plan(bf16, c, Algo::automatic, opts);
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().message, refused);
+  auto points = find_frontier(bf16, c, opts, 0.05);
+  ASSERT_FALSE(points);
+  EXPECT_EQ(points.error().message, refused);
+}
+
 }  // namespace
 }  // namespace hetplan::search

@@ -32,5 +32,9 @@ const std::vector<std::string>& model_families();
 // ("gpt3-1.3b:seq=1024,layers=12"). `source` names the argument in errors, e.g. "--model: gpt:
 // heads=7: expected a divisor of hidden (2304)"; errors in a graph file name the file instead.
 Result<Model> load_model(std::string_view text, std::string_view source = "--model");
+// The same model built in `dtype` (a plan's precision): a preset or family spec as with dtype=
+// (replacing the spec's own), an ONNX file as with its dtype= option. A graph JSON file's byte
+// counts are its own dtype's: another dtype is an error naming the file. The name stays `text`.
+Result<Model> load_model(std::string_view text, std::string_view source, DType dtype);
 
 }  // namespace hetplan::model

@@ -64,6 +64,9 @@ const char* to_string(BatchNormStats b);     // "local", "synced"
 const char* algorithm_name(cost::Algorithm a);
 const char* recompute_name(cost::Recompute r);
 const char* attention_name(cost::Attention a);
+// A plan's precision: "bf16", "fp16", "fp32" (no other dtype is one).
+const char* precision_name(model::DType d);
+std::optional<model::DType> precision_from_string(std::string_view s);
 std::optional<Schedule> schedule_from_string(std::string_view s);
 std::optional<SplitKind> split_kind_from_string(std::string_view s);
 std::optional<SyncMethod> sync_method_from_string(std::string_view s);
@@ -81,6 +84,7 @@ std::string batch_norm_names();
 std::string algorithm_names();
 std::string recompute_names();
 std::string attention_names();
+std::string precision_names();
 
 // Op name patterns of op_overrides and grad_sync: '*' matches any run of characters (dots
 // included), everything else matches itself. "layers.3.*", "layers.*.ln*", "*", or a full name.
@@ -230,6 +234,11 @@ struct Plan {
   // The attention core op by op, or as one fused kernel (FlashAttention; stage plans only: an
   // op-level plan places the core's ops one by one).
   cost::Attention attention = cost::Attention::plain;
+  // The arithmetic it trains in: bf16 or fp16 mixed precision (16-bit GEMMs and activations,
+  // fp32 master weights and Adam state) or fp32. Unset: the model's own dtype (its spec's dtype=,
+  // bf16 for the zoo), and the runtime's --precision. Set: the simulator costs the model built in
+  // that dtype and the runtime trains in it.
+  std::optional<model::DType> precision;
   Overlap overlap = Overlap::none;  // stage plans only
   int zero_stage = 0;               // 0..3, over each stage's replicas
   bool sequence_parallel = false;

@@ -19,7 +19,8 @@
 // attention=plain (flash: the attention core as one fused kernel, cost::Attention), overlap=none
 // (tp, param or tp+param: the collectives the engine overlaps, Plan::overlap), zero=0,
 // schedule=1f1b (interleaved when vpp > 1), sp=0, bn=local (bn=synced: batch normalisation over
-// each whole micro-batch, Plan::batch_norm), grad_priority=none, loss_bound=0, multipath=ecmp.
+// each whole micro-batch, Plan::batch_norm), grad_priority=none, loss_bound=0, multipath=ecmp,
+// precision unset (the model's dtype; Plan::precision).
 #pragma once
 
 #include <string>
@@ -41,6 +42,7 @@ struct Strategy {
   std::int64_t gbs = 0;  // 0 = default
   cost::Recompute recompute = cost::Recompute::none;
   cost::Attention attention = cost::Attention::plain;  // attention=plain|flash
+  std::optional<model::DType> precision;               // precision=bf16|fp16|fp32 (Plan's)
   Overlap overlap = Overlap::none;                     // overlap=none|tp|param|tp+param
   int zero = 0;
   Schedule schedule = Schedule::one_f_one_b;
@@ -55,9 +57,9 @@ struct Strategy {
 };
 
 // The canonical text: every key in the order dp, tp, pp, vpp, mbs, gbs, recompute, zero, schedule,
-// sp, attention, overlap, bn, grad_priority, loss_bound, multipath; dp and gbs left out while 0
-// (unresolved), the last six while at their defaults. parse_strategy(to_string(s)) ==
-// s up to schedule_given.
+// sp, attention, precision, overlap, bn, grad_priority, loss_bound, multipath; dp and gbs left out
+// while 0 (unresolved), the last seven while at their defaults (precision while unset).
+// parse_strategy(to_string(s)) == s up to schedule_given.
 std::string to_string(const Strategy& s);
 
 // Parses the shorthand; `source` names the argument ("--strategy") in errors.

@@ -48,6 +48,11 @@ plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int wo
 // (unless --any-form) asks of every plan it may choose, and what `run --check` reports first.
 std::string why_not_runnable(const model::Model& m, const plan::Plan& p);
 
+// Why the runtime would not train in `precision` a plan that runs op by op or not, on CUDA or the
+// CPU, or "" when it does: fp32 and bf16 run everywhere; fp16 is refused (it needs dynamic loss
+// scaling, which the runtime does not have yet, and CUDA: the CPU's autocast has no fp16).
+std::string precision_problem(model::DType precision, bool op_level, bool cuda);
+
 // Whether a stage plan sends every gradient through parameter servers: every grad_sync rule says
 // parameter_server and one of them matches every op ("*"; ops no rule matches are all-reduced).
 // The runtime then sums them with DLCP's transport in its parameter-server form.

@@ -57,6 +57,10 @@ struct SearchOptions {
   // How the stage planners' plans compute attention (plan::Plan::attention); TAG's and HeteroG's
   // op-level plans place the core's ops one by one (plain) whatever this says.
   cost::Attention attention = cost::Attention::plain;
+  // Every plan's precision (plan::Plan::precision); the model searched must be built in it
+  // (model::load_model's dtype), else find_plan and find_frontier refuse. Unset: plans leave it
+  // to the model's dtype.
+  std::optional<model::DType> precision;
   // Called with one line of progress ("pipeline: 120 shapes, best 1.23 s"); may be empty.
   std::function<void(const std::string&)> progress;
 };

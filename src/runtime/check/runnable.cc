@@ -229,4 +229,20 @@ std::vector<std::string> executable_problems(const model::Model& m, const plan::
   return out;
 }
 
+std::string precision_problem(model::DType precision, bool /*op_level*/, bool cuda) {
+  switch (precision) {
+    case model::DType::fp32:
+    case model::DType::bf16:
+      return "";
+    case model::DType::fp16:
+      // (fp16 needs dynamic loss scaling, which the runtime does not have yet.)
+      return fmt::format(
+          "precision fp16: the runtime trains in fp32 or bf16 (fp16 needs dynamic loss scaling, "
+          "not there yet{})",
+          cuda ? "" : "; and the CPU's autocast has no fp16");
+    default:
+      return fmt::format("precision {}: expected fp32, bf16 or fp16", model::to_string(precision));
+  }
+}
+
 }  // namespace hetplan::runtime
