@@ -31,6 +31,8 @@
 namespace hetplan::cli {
 namespace {
 
+constexpr double kDefaultLossScale = 65536;  // 2^16, as torch.cuda.amp's GradScaler
+
 struct RunArgs {
   std::string model = "mlp:layers=2,hidden=64,in=32,out=10";
   std::string plan_file;
@@ -46,6 +48,7 @@ struct RunArgs {
   std::string grad_classes = "split";
   std::string precision = "fp32";
   bool precision_given = false;  // --precision on the command line (a plan's precision wins else)
+  double loss_scale = -1;        // --loss-scale; -1: fp16's 65536, none otherwise
   std::string report_file;
   std::vector<std::string> compare;
   int checkpoint_every = 0;
@@ -100,6 +103,7 @@ std::vector<std::string> worker_args(const RunArgs& a) {
   add("--grad-drop", a.grad_drop);
   add("--grad-classes", a.grad_classes);
   if (a.precision_given) add("--precision", a.precision);
+  if (a.loss_scale >= 0) add("--loss-scale", fmt::format("{}", a.loss_scale));
   add("--report", a.report_file);
   for (const auto& f : a.compare) add("--compare", f);
   if (a.json) out.push_back("--json");
@@ -116,6 +120,7 @@ void print_result(const runtime::RunResult& r, const plan::Plan& p, bool json) {
     j["step_times_s"] = r.step_times_s;
     j["sync_times_s"] = r.sync_times_s;
     j["mean_step_time_s"] = r.mean_step_time_s;
+    j["skipped_steps"] = r.skipped_steps;
     j["world_size"] = r.ranks.size();
     j["global_batch"] = p.global_batch;
     j["parameters"] = r.parameters;
@@ -139,6 +144,9 @@ void print_result(const runtime::RunResult& r, const plan::Plan& p, bool json) {
                1e3 * r.step_times_s[s]);
   fmt::print("\nmean step time {:.2f} ms (steps after the first two), {} parameters, {} ranks\n",
              1e3 * r.mean_step_time_s, r.parameters, r.ranks.size());
+  if (r.skipped_steps > 0)
+    fmt::print("{} step(s) skipped: their scaled gradients overflowed (dynamic loss scaling)\n",
+               r.skipped_steps);
   fmt::print(
       "\n{:>5} {:>12} {:>12} {:>12} {:>14}   (seconds over the measured steps; the most tensor "
       "memory a step held above its start)\n",
@@ -350,6 +358,17 @@ int run_run(const RunArgs& a) {
     return 0;
   }
   if (!precision_problem.empty()) return report_error(precision_problem);
+  if (!(a.loss_scale == -1 || (a.loss_scale >= 0 && a.loss_scale <= 1e38)))
+    return report_error(fmt::format(
+        "--loss-scale: expected an initial scale from 0 (none) to 1e38, got {:g}", a.loss_scale));
+  // fp16 always scales (65536 unless told); fp32 and bf16 only where --loss-scale asks.
+  const double loss_scale =
+      a.loss_scale >= 0 ? a.loss_scale : (precision == "fp16" ? kDefaultLossScale : 0.0);
+  if (loss_scale > 0 && p->is_op_level())
+    return report_error(
+        "--loss-scale: this plan runs op by op, which has no loss scaling (stage plans have)");
+  if (precision == "fp16" && loss_scale == 0)
+    return report_error("--loss-scale 0: fp16 needs loss scaling (its small gradients vanish)");
   if (auto executable = runtime::check_executable(*m, *p, world); !executable) {
     // (A stage plan refused as it stands says too why it does not run op by op.)
     std::string why = executable.error().message;
@@ -443,6 +462,7 @@ int run_run(const RunArgs& a) {
   opts.grad_drop_all = a.grad_drop == "always";
   opts.grad_one_class = a.grad_classes == "one";
   opts.precision = *model::parse_dtype(precision);  // one the option or the plan file accepts
+  opts.loss_scale = loss_scale;
   auto r = runtime::run_plan(*m, *p, opts, *env);
   if (!r) return report_error(fmt::format("rank {}: {}", env->rank, r.error().message));
   if (env->rank != 0) return 0;
@@ -559,6 +579,12 @@ Action add_run_command(CLI::App& app) {
                       "(the same, with dynamic loss scaling; --device cuda only)")
           ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
           ->capture_default_str();
+  cmd->add_option("--loss-scale", args->loss_scale,
+                  "Dynamic loss scaling from this initial scale: the loss is multiplied by it "
+                  "before the backward pass, a step whose gradients overflow is skipped and the "
+                  "scale halved, 2000 clean steps double it (default: 65536 for fp16, which needs "
+                  "it; none for fp32 and bf16, where it changes nothing but the gradients' range; "
+                  "0: none). Stage plans only");
   cmd->add_option("--report", args->report_file,
                   "Write an HTML report of the run to FILE: its loss curve (beside those of "
                   "--compare runs), each step's gradient synchronisation time, the ranks' times")

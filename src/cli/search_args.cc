@@ -65,7 +65,8 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
                   "The arithmetic every plan trains in, written into it: bf16 or fp16 mixed "
                   "precision (16-bit GEMMs and activations, fp32 master weights and Adam state) "
                   "or fp32; the model is costed in it (default: the model's dtype, bf16 for the "
-                  "zoo, and plans that leave it to `hetplan run --precision`)")
+                  "zoo, and plans that leave it to `hetplan run --precision`). fp16 plans run "
+                  "with --device cuda (stage plans: the op-by-op runtime has no loss scaling)")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
   auto* runnable = cmd->add_flag(
       "--runnable", a.runnable,
@@ -106,10 +107,6 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
 
 std::string set_runnable(const SearchArgs& a, const model::Model& m, search::SearchOptions& opts) {
   if (a.any_form && !a.resumes) return "";
-  // Every plan would say fp16, which no run trains in (runtime::precision_problem).
-  if (a.precision == "fp16")
-    return "--precision fp16: `hetplan run` does not train in fp16 yet (it needs dynamic loss "
-           "scaling): plan in bf16, or add --any-form to plan in fp16 for simulate and export";
   // As hetplan run sees a plan: its form, op by op or not.
   auto runs_op_by_op = [&m](const plan::Plan& p) {
     return runtime::executable_form(m, p, static_cast<int>(plan::plan_devices(p).size()))

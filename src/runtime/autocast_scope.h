@@ -4,6 +4,8 @@
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
+#include "hetplan/model/model.h"
+
 namespace hetplan::runtime::detail {
 
 // Which devices' autocast is on, and in which dtype: what a forward pass ran under, so that a
@@ -27,6 +29,20 @@ struct AutocastState {
     (on_cuda ? s.cuda : s.cpu) = true;
     s.cpu_dtype = s.cuda_dtype = at::kBFloat16;
     return s;
+  }
+  // fp16 mixed precision on CUDA (the CPU's autocast has no fp16): as bf16 in fp16, under
+  // dynamic loss scaling (loss_scaler.h).
+  static AutocastState fp16_cuda() {
+    AutocastState s;
+    s.cuda = true;
+    s.cuda_dtype = at::kHalf;
+    return s;
+  }
+  // The state of mixed precision in `precision` on the device: off for fp32.
+  static AutocastState of(model::DType precision, bool on_cuda) {
+    if (precision == model::DType::bf16) return bf16(on_cuda);
+    if (precision == model::DType::fp16 && on_cuda) return fp16_cuda();
+    return AutocastState{};
   }
 };
 

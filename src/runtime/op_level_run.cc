@@ -67,6 +67,8 @@ void add_rows(torch::Tensor& acc, const std::vector<std::int64_t>& shape, std::i
 Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const RunOptions& opts,
                                const RankEnv& env, const c10::Device& dev) {
   if (auto ok = check_op_level(m, p, env.world_size); !ok) return ok.error();
+  if (opts.loss_scale > 0)
+    return Error{"--loss-scale: the op-by-op runtime has no loss scaling (stage plans have)"};
   const Layout at(m, p);
   const int me = env.rank;
   // bf16 mixed precision: each op's forward pass under autocast (the stage runtime's); what

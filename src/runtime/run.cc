@@ -25,6 +25,7 @@
 #include "heap.h"
 #include "hetplan/plan/op_groups.h"
 #include "hetplan/sim/schedule_order.h"
+#include "loss_scaler.h"
 #include "memory_probe.h"
 #include "op_level_run.h"
 #include "peer_watch.h"
@@ -191,7 +192,11 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const torch::Device dev = *found;
   if (auto why = precision_problem(opts.precision, p.is_op_level(), dev.is_cuda()); !why.empty())
     return Error{why};
-  const bool bf16 = opts.precision == model::DType::bf16;
+  // Mixed precision: each forward pass under autocast; fp16 under dynamic loss scaling.
+  const bool mixed_precision = opts.precision != model::DType::fp32;
+  const detail::AutocastState autocast = detail::AutocastState::of(opts.precision, dev.is_cuda());
+  std::optional<detail::LossScaler> scaler;
+  if (opts.loss_scale > 0) scaler.emplace(opts.loss_scale);
   if (p.is_op_level()) return detail::run_op_level(m, p, opts, env, dev);
   const auto on_dev = torch::TensorOptions().device(dev);
   // CUDA runs asynchronously: the clock is read after the device has finished what was queued.
@@ -558,7 +563,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           torch::Tensor out;
           {
             std::optional<detail::AutocastScope> mixed;
-            if (bf16) mixed.emplace(detail::AutocastState::bf16(dev.is_cuda()));
+            if (mixed_precision) mixed.emplace(autocast);
             out = mod.forward_layers(stage.first_layer, stage.num_layers, x, targets);
           }
           // Between stages activations travel in fp32 (the receiver's buffers; Gloo has no bf16),
@@ -574,7 +579,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           outputs[mb] = out;
         } else {
           if (buckets) buckets->set_active(mb == M - 1);
-          if (last)
+          if (last && scaler)
+            (outputs[mb] * scaler->scale()).backward();
+          else if (last)
             outputs[mb].backward();
           else
             outputs[mb].backward(
@@ -647,6 +654,16 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
                                                                                          : 0.0);
       sync();
       comm += seconds_since(comm_start);
+      // Under loss scaling: the gradients (this rank's part of the optimizer's) back to their
+      // size, and whether every rank found them finite (else no rank steps).
+      auto steps_now = [&](const std::vector<torch::Tensor>& grads) {
+        if (!scaler) return true;
+        const bool finite = scaler->unscale(grads);
+        torch::Tensor overflowed =
+            torch::full({1}, finite ? 0.0 : 1.0, torch::TensorOptions().device(dev));
+        if (groups.world) detail::all_reduce_flat(*groups.world, {overflowed}, timeout);
+        return scaler->update(overflowed.item<double>() == 0);
+      };
       if (zero) {
         // Unlike replicas: the summed gradients whole (the stage's sums over every replica, or,
         // once summed with the tied copy, the first replica's, which every replica then holds).
@@ -658,7 +675,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
                                    *zero_group, mod.layouts(), params, grads_of(params),
                                    every_replica || at.r == 0, at.j == 0 && (every_replica || at.r == 0)));
         owned.mutable_grad() = flat_grads.slice(0, slice.begin, slice.end).clone();
-        adam.step();
+        if (steps_now({owned.grad()})) adam.step();
         sync();
         comm_start = Clock::now();
         const torch::Tensor updated =
@@ -673,7 +690,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         }
         sync();
         comm += seconds_since(comm_start);
-      } else {
+      } else if (steps_now(grads_of(params))) {
         adam.step();
       }
       sync();
@@ -696,6 +713,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       own.grad_dropped_norm_fraction = dropped_norm / (opts.steps - skip);
     }
     detail::finish_run(res, own_losses, own, opts.steps, skip, groups.world.get(), env, dev);
+    if (scaler) res.skipped_steps = scaler->skipped();  // every rank's (one verdict for all)
   } catch (const std::exception& e) {
     // A collective or a neighbour's transfer failed or timed out: say which ranks stopped.
     return Error{fmt::format("step {}: {}; {}", step, failure_text(e),

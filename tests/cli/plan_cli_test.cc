@@ -89,8 +89,8 @@ TEST(PlanCli, FlashAttentionPlansKeepNoScores) {
 // --precision: the model is costed in it and every plan says it. The written plan simulates to the
 // plan's numbers with the model given as in bf16 (the plan's precision rebuilds it); a strategy's
 // precision= costs as the model spec's own dtype=; `run --check` takes the plan's precision, and a
-// --precision that contradicts it is an error. fp16 is refused (no run trains in it yet) unless
-// --any-form, and a plan file's fp16 is "not runnable" with the reason.
+// --precision that contradicts it is an error. An fp16 plan is "not runnable" on the CPU, with the
+// reason; fp16 plans are stage plans (for CUDA runs).
 TEST(PlanCli, APrecisionIsCostedWrittenAndKept) {
   const std::string model = "gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=32000";
   const std::string cluster = source_path("tests/search/data/two-kinds-8.yaml");
@@ -140,19 +140,18 @@ TEST(PlanCli, APrecisionIsCostedWrittenAndKept) {
   std::ofstream(out) << fp16;
   auto half = run_hetplan("run --check " + inputs + " --plan " + out);
   EXPECT_EQ(half.exit_code, 1);
-  EXPECT_NE(half.out.find("not runnable:\n  precision fp16: the runtime trains in fp32 or bf16"),
+  EXPECT_NE(half.out.find("not runnable:\n  precision fp16: runs with --device cuda only"),
             std::string::npos)
       << half.out;
   std::filesystem::remove(out);
-  // fp16 plans are refused unless --any-form; --any-form plans them (in fp16).
-  auto refused = run_hetplan("plan " + kSmall + " --precision fp16");
-  EXPECT_EQ(refused.exit_code, 2);
-  EXPECT_NE(refused.err.find("--precision fp16: `hetplan run` does not train in fp16 yet"),
-            std::string::npos)
-      << refused.err;
-  auto any = run_hetplan("plan " + kSmall + " --precision fp16 --any-form --json");
-  ASSERT_EQ(any.exit_code, 0) << any.err;
-  EXPECT_EQ(nlohmann::json::parse(any.out)["plan"]["precision"], "fp16");
+  // fp16 plans run as stage plans (the op-by-op runtime has no loss scaling), on CUDA.
+  auto fp16_plan = run_hetplan("plan " + kSmall + " --precision fp16 --json --out " + out);
+  ASSERT_EQ(fp16_plan.exit_code, 0) << fp16_plan.err;
+  EXPECT_EQ(nlohmann::json::parse(fp16_plan.out)["plan"]["precision"], "fp16");
+  auto on_cuda = run_hetplan("run --check --device cuda " + inputs + " --plan " + out);
+  EXPECT_EQ(on_cuda.exit_code, 0) << on_cuda.out << on_cuda.err;
+  EXPECT_NE(on_cuda.out.find("runnable: 8 ranks"), std::string::npos) << on_cuda.out;
+  std::filesystem::remove(out);
   auto bad = run_hetplan("plan " + kSmall + " --precision fp8");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--precision"), std::string::npos) << bad.err;

@@ -1496,11 +1496,56 @@ TEST(RunCli, Bf16MixedPrecisionMatchesOneProcess) {
                                                      .dump());
   EXPECT_EQ(losses(gpt + " --nprocs 4 --plan " + planned), op_bf16);
   std::filesystem::remove(planned);
-  // fp16 needs loss scaling, which the runtime does not have: refused by name.
+  // fp16 runs on CUDA only (the CPU's autocast has no fp16): refused by name here.
   auto r = run_hetplan("run " + gpt + " --precision fp16");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("precision fp16: the runtime trains in fp32 or bf16"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("precision fp16: runs with --device cuda only"), std::string::npos) << r.err;
+}
+
+// Dynamic loss scaling (fp16's, which the CPU cannot run; here in fp32 and bf16): a power-of-two
+// scale moves every gradient's exponent and nothing else, so the losses are those of the run
+// without it, exactly, in data, tensor and pipeline parallelism and under ZeRO-1. A scale of 1e38
+// overflows some steps' gradients: they are skipped on every rank alike (one verdict for all), so
+// two data-parallel ranks skip the steps one process skips and keep its losses.
+TEST(RunCli, LossScalingChangesNothingButSkipsOverflowingSteps) {
+  const std::string gpt = std::string("--model ") + kGpt;
+  for (const std::string precision : {"fp32", "bf16"})
+    for (const char* strategy : {"dp=1,gbs=12", "dp=2,gbs=12,zero=1", "tp=2,pp=2,gbs=12,mbs=3"}) {
+      const std::string ranks = std::string(" --nprocs ") +
+                                (std::string(strategy).find("pp=2") != std::string::npos   ? "4"
+                                 : std::string(strategy).find("dp=2") != std::string::npos ? "2"
+                                                                                           : "1");
+      const std::string run = gpt + " --precision " + precision + ranks + " --strategy " + strategy;
+      EXPECT_EQ(losses(run + " --loss-scale 65536"), losses(run)) << precision << " " << strategy;
+    }
+  auto skipping = [&](const std::string& args) {
+    auto r =
+        run_hetplan("run --json --steps 20 --precision bf16 --loss-scale 1e38 " + gpt + " " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  const auto one = skipping("--strategy dp=1,gbs=12");
+  const auto two = skipping("--nprocs 2 --strategy dp=2,gbs=12");
+  ASSERT_TRUE(one.contains("skipped_steps") && two.contains("skipped_steps"));
+  EXPECT_GT(one["skipped_steps"].get<int>(), 0);
+  EXPECT_LT(one["skipped_steps"].get<int>(), 10);
+  EXPECT_EQ(two["skipped_steps"], one["skipped_steps"]);
+  const auto a = one["losses"].get<std::vector<double>>();
+  const auto b = two["losses"].get<std::vector<double>>();
+  ASSERT_EQ(a.size(), 20u);
+  ASSERT_EQ(b.size(), 20u);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(b[i], a[i], 1.0 / 1024 * std::abs(a[i])) << "step " << i;
+  EXPECT_LT(a.back(), a.front());
+  // Op by op there is no loss scaling: refused by name.
+  const auto groups = write_plan("scaled_groups", R"({"version": 1, "global_batch": 16,
+    "op_groups": [{"ops": ["layers.0.fc"], "devices": [0, 1], "shares": [0.75, 0.25]},
+                  {"ops": ["layers.0.relu", "layers.1.*", "head.*"], "devices": [0, 1]}]})");
+  auto r = run_hetplan("run --loss-scale 1024 --model " + std::string(kMlp) +
+                       " --nprocs 2 --plan " + groups);
+  std::filesystem::remove(groups);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--loss-scale: this plan runs op by op"), std::string::npos) << r.err;
 }
 
 // A ResNet op by op in bf16: tensor-parallel replicas of 0.7/0.3 (convolutions by output channel)
@@ -1727,6 +1772,23 @@ TEST(RunCli, CudaMatchesTheCpu) {
   ASSERT_EQ(gpu.size(), cpu.size());
   for (std::size_t i = 0; i < cpu.size(); ++i)
     EXPECT_NEAR(gpu[i], cpu[i], 1e-3 * std::abs(cpu[i])) << "step " << i;
+}
+
+// fp16 on the GPU under dynamic loss scaling (65536 to start): fp16 keeps 10 bits of mantissa to
+// bf16's 7, so it rounds at most as coarsely as bf16 does; allowed: bf16's bound against one
+// process, 2^-10 relative per step, against the GPU's fp32 run.
+TEST(RunCli, Fp16OnCudaMatchesFp32) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: fp16 is not tested";
+  const std::string run = std::string("--model ") + kGpt + " --strategy dp=1,gbs=12 --device cuda";
+  const auto fp32 = losses(run);
+  auto r = run_hetplan("run --json --steps 20 --precision fp16 " + run);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["skipped_steps"], 0);
+  const auto half = j["losses"].get<std::vector<double>>();
+  ASSERT_EQ(half.size(), fp32.size());
+  for (std::size_t i = 0; i < fp32.size(); ++i)
+    EXPECT_NEAR(half[i], fp32[i], 1.0 / 1024 * std::abs(fp32[i])) << "step " << i;
 }
 
 }  // namespace

@@ -57,12 +57,14 @@ struct RunOptions {
   // Every chunk that must arrive in one traffic class (the class of unmarked traffic) instead of
   // the urgent first half in a class of its own: what the classes give, measured.
   bool grad_one_class = false;
-  // The arithmetic of the forward and backward passes: fp32, or bf16 mixed precision (autocast:
-  // GEMMs, convolutions and attention's products in bf16; parameters, gradients, Adam's state and
-  // every collective in fp32, as the simulator's memory model keeps master weights). Stage plans
-  // only: an op-by-op run is fp32 (run_plan refuses bf16 there). fp16 is refused: it needs
-  // dynamic loss scaling, which the runtime does not have.
+  // The arithmetic of the forward and backward passes: fp32, or bf16 or fp16 mixed precision
+  // (autocast: GEMMs, convolutions and attention's products in 16 bits; parameters, gradients,
+  // Adam's state and what travels between stages in fp32, as the simulator's memory model keeps
+  // master weights). fp16 needs CUDA and a stage plan, and loss_scale (precision_problem).
   model::DType precision = model::DType::fp32;
+  // Dynamic loss scaling from this initial scale (detail::LossScaler: steps whose gradients
+  // overflow are skipped, RunResult::skipped_steps); 0: none. Stage plans only.
+  double loss_scale = 0;
 };
 
 // The form of replica r's uneven all-gathers and reduce-scatters: the plan's, or (auto) the one
@@ -99,6 +101,7 @@ struct RunResult {
   std::vector<RankTimes> ranks;      // per rank, over the steps counted in mean_step_time_s
   std::int64_t parameters = 0;       // of the executed module
   int first_step = 0;                // the step the run started from (a checkpoint's)
+  int skipped_steps = 0;  // under loss scaling, steps whose gradients overflowed (not taken)
 };
 
 // The steps of the newest whole checkpoint in dir (its `latest` file; 0 for none), as run_plan

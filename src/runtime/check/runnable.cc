@@ -48,8 +48,13 @@ plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int wo
 
 std::string why_not_runnable(const model::Model& m, const plan::Plan& p) {
   const int world = static_cast<int>(plan::plan_devices(p).size());
-  auto ok = check_executable(m, executable_form(m, p, world).plan, world);
-  return ok ? std::string() : ok.error().message;
+  const plan::Plan form = executable_form(m, p, world).plan;
+  auto ok = check_executable(m, form, world);
+  if (!ok) return ok.error().message;
+  // (On the GPUs it plans for: fp16 op by op does not run anywhere.)
+  if (p.precision == model::DType::fp16)
+    return precision_problem(*p.precision, form.is_op_level(), true);
+  return "";
 }
 
 namespace {
@@ -229,17 +234,19 @@ std::vector<std::string> executable_problems(const model::Model& m, const plan::
   return out;
 }
 
-std::string precision_problem(model::DType precision, bool /*op_level*/, bool cuda) {
+std::string precision_problem(model::DType precision, bool op_level, bool cuda) {
   switch (precision) {
     case model::DType::fp32:
     case model::DType::bf16:
       return "";
     case model::DType::fp16:
-      // (fp16 needs dynamic loss scaling, which the runtime does not have yet.)
-      return fmt::format(
-          "precision fp16: the runtime trains in fp32 or bf16 (fp16 needs dynamic loss scaling, "
-          "not there yet{})",
-          cuda ? "" : "; and the CPU's autocast has no fp16");
+      if (!cuda)
+        return "precision fp16: runs with --device cuda only (the CPU's autocast has no fp16; "
+               "bf16 is its CPU counterpart)";
+      if (op_level)
+        return "precision fp16: the op-by-op runtime trains in fp32 or bf16 (fp16's dynamic "
+               "loss scaling is the stage runtime's)";
+      return "";
     default:
       return fmt::format("precision {}: expected fp32, bf16 or fp16", model::to_string(precision));
   }
