@@ -13,6 +13,8 @@ Result<plan::Plan> replan_without(const model::Model& m, const cluster::Cluster&
   if (!left) return left.error();
   a.global_batch = before.global_batch;
   a.resumes = &before;
+  // The run goes on in the precision it trained in (and `m` was built in it).
+  if (before.precision) a.precision = plan::precision_name(*before.precision);
   search::SearchOptions opts;
   if (auto bad = fill_search_options(a, opts); !bad.empty()) return Error{bad};
   if (auto bad = set_runnable(a, m, opts); !bad.empty()) return Error{bad};
