@@ -24,6 +24,7 @@ int run_pareto(const ParetoArgs& a) {
   if (!m) return report_error(m.error().message);
   auto c = cluster::load_cluster(a.cluster, "--cluster");
   if (!c) return report_error(c.error().message);
+  if (auto bad = precision_for_cluster(a, *c); !bad.empty()) return report_error(bad);
   search::SearchOptions opts;
   if (auto bad = fill_search_options(a, opts); !bad.empty()) return report_error(bad);
   if (auto bad = set_runnable(a, *m, opts); !bad.empty()) return report_error(bad);

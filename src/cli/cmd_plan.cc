@@ -238,6 +238,7 @@ int run_plan(PlanArgs a) {
   if (!m) return report_error(m.error().message);
   auto whole = cluster::load_cluster(a.cluster, "--cluster");
   if (!whole) return report_error(whole.error().message);
+  if (auto bad = precision_for_cluster(a, *whole); !bad.empty()) return report_error(bad);
   std::shared_ptr<const cost::CalibrationProfile> profile;
   if (!a.calibration_file.empty()) {
     auto prof =

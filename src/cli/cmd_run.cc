@@ -331,8 +331,17 @@ int run_run(const RunArgs& a) {
           a.precision, planned));
     precision = planned;
   }
-  const std::string precision_problem = runtime::precision_problem(
-      *model::parse_dtype(precision), p->is_op_level(), a.device == "cuda");
+  std::string precision_problem = runtime::precision_problem(*model::parse_dtype(precision),
+                                                             p->is_op_level(), a.device == "cuda");
+  if (!precision_problem.empty())  // named by where the precision came from
+    precision_problem = fmt::format("{}: {}",
+                                    !p->precision         ? "--precision"
+                                    : a.plan_file.empty() ? "--strategy"
+                                                          : a.plan_file,
+                                    precision_problem);
+  if (!(a.loss_scale == -1 || (a.loss_scale >= 0 && a.loss_scale <= 1e38)))
+    return report_error(fmt::format(
+        "--loss-scale: expected an initial scale from 0 (none) to 1e38, got {:g}", a.loss_scale));
   if (a.check) {
     auto why = runtime::executable_problems(*m, *p, full_scale);
     if (!precision_problem.empty()) why.push_back(precision_problem);
@@ -358,9 +367,6 @@ int run_run(const RunArgs& a) {
     return 0;
   }
   if (!precision_problem.empty()) return report_error(precision_problem);
-  if (!(a.loss_scale == -1 || (a.loss_scale >= 0 && a.loss_scale <= 1e38)))
-    return report_error(fmt::format(
-        "--loss-scale: expected an initial scale from 0 (none) to 1e38, got {:g}", a.loss_scale));
   // fp16 always scales (65536 unless told); fp32 and bf16 only where --loss-scale asks.
   const double loss_scale =
       a.loss_scale >= 0 ? a.loss_scale : (precision == "fp16" ? kDefaultLossScale : 0.0);

@@ -86,6 +86,16 @@ Result<model::Model> load_search_model(const SearchArgs& a) {
   return model::load_model(a.model, "--model", *dtype);
 }
 
+std::string precision_for_cluster(const SearchArgs& a, const cluster::Cluster& c) {
+  if (a.precision != "fp16" || a.any_form) return "";
+  for (const auto& t : c.device_types)
+    if (t.architecture != cluster::Architecture::cpu) return "";
+  return fmt::format(
+      "--precision fp16: {} has CPUs only, and `hetplan run` trains in fp16 on CUDA only (bf16 is "
+      "the CPU's; --any-form plans fp16 for simulate and export)",
+      c.name);
+}
+
 std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts) {
   if (a.global_batch < 1 || a.global_batch > plan::kMaxGlobalBatch)
     return fmt::format("--global-batch: expected an integer in 1..{}, got {}",

@@ -43,6 +43,10 @@ void add_search_options(CLI::App* cmd, SearchArgs& a);
 // The model of --model, built in --precision's dtype when it is given.
 Result<model::Model> load_search_model(const SearchArgs& a);
 
+// --precision fp16 on a cluster of CPUs only, which no run trains in fp16 (unless --any-form):
+// the message; "" otherwise.
+std::string precision_for_cluster(const SearchArgs& a, const cluster::Cluster& c);
+
 // Checks --global-batch, --time-limit and --threads and copies them (and --one-type-per-stage,
 // --attention and --precision) into opts, with a progress line printer on stderr when --verbose is
 // given or stderr is a terminal. Returns the message of

@@ -11,20 +11,34 @@ Result<Exported> export_torchrun(const Plan& p, const model::Model& m, const clu
                                  const ExportInputs& in) {
   Exported out;
   const bool gpus = has_gpus(c);
-  std::string precision;
-  if (m.dtype == model::DType::bf16 && gpus) {
-    const auto lacking = types_without_bf16(p, c);
-    if (p.is_op_level())
+  // The arithmetic the workers train in: on GPUs the plan's precision or the model's dtype (the
+  // model is built in the plan's), on CPUs the plan's precision or fp32 (hetplan run's default).
+  // bf16 on a type without BF16 becomes fp16 under loss scaling (the stage runtime's; op by op,
+  // fp32), and fp16 runs on CUDA in stage plans only.
+  model::DType dtype = gpus ? m.dtype : p.precision.value_or(model::DType::fp32);
+  if (gpus && dtype == model::DType::bf16) {
+    if (const auto lacking = types_without_bf16(p, c); !lacking.empty()) {
+      dtype = p.is_op_level() ? model::DType::fp32 : model::DType::fp16;
       out.differences.push_back(
-          "the model computes in bf16: hetplan's runtime runs op-level plans in fp32");
-    else if (!lacking.empty())
-      out.differences.push_back(fmt::format(
-          "the model computes in bf16: {} {} no BF16 arithmetic and hetplan's runtime has no fp16 "
-          "mode; written: fp32",
-          fmt::join(lacking, ", "), lacking.size() == 1 ? "has" : "have"));
-    else
-      precision = " --precision bf16";
+          fmt::format("the model computes in bf16: {} {} no BF16 arithmetic; written: {}",
+                      fmt::join(lacking, ", "), lacking.size() == 1 ? "has" : "have",
+                      p.is_op_level() ? "fp32 (the op-by-op runtime has no fp16)"
+                                      : "fp16 (under dynamic loss scaling)"));
+    }
   }
+  if (dtype == model::DType::fp16 && (!gpus || p.is_op_level())) {
+    dtype = model::DType::fp32;
+    out.differences.push_back(
+        fmt::format("precision fp16: hetplan's runtime runs it on CUDA in stage plans only; "
+                    "written: fp32"));
+  }
+  // A plan that names its precision carries it (what `run` takes); else the flag says it.
+  Plan written = p;
+  std::string precision;
+  if (p.precision)
+    written.precision = dtype;
+  else if (dtype != model::DType::fp32)
+    precision = fmt::format(" --precision {}", model::to_string(dtype));
   add_overlap_difference(p, "hetplan's runtime", out.differences);
   const auto nodes = launch_nodes(devices_node_by_node(p, c), c);
   std::string s = launch_preamble(
@@ -41,7 +55,7 @@ Result<Exported> export_torchrun(const Plan& p, const model::Model& m, const clu
       torchrun_arguments(), in.plan_file, shell_quote(in.model_spec), shell_quote(in.cluster_spec),
       precision);
   out.files.push_back({"torchrun.sh", s, true});
-  out.files.push_back({in.plan_file, to_json_text(p), false});
+  out.files.push_back({in.plan_file, to_json_text(written), false});
   return out;
 }
 

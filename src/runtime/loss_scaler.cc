@@ -7,13 +7,14 @@ LossScaler::LossScaler(double initial_scale, int growth_interval)
 
 bool LossScaler::unscale(const std::vector<torch::Tensor>& grads) const {
   torch::NoGradGuard no_grad;
-  bool finite = true;
+  torch::Tensor bad;  // non-finite elements, counted on the gradients' device: one read at the end
   for (const torch::Tensor& g : grads) {
     if (!g.defined()) continue;
     g.div_(scale_);
-    finite = finite && torch::isfinite(g).all().item<bool>();
+    const torch::Tensor here = torch::logical_not(torch::isfinite(g)).sum();
+    bad = bad.defined() ? bad + here : here;
   }
-  return finite;
+  return !bad.defined() || bad.item<std::int64_t>() == 0;
 }
 
 bool LossScaler::update(bool finite_everywhere) {

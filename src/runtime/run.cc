@@ -192,6 +192,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const torch::Device dev = *found;
   if (auto why = precision_problem(opts.precision, p.is_op_level(), dev.is_cuda()); !why.empty())
     return Error{why};
+  if (opts.precision == model::DType::fp16 && !(opts.loss_scale > 0))
+    return Error{"precision fp16: needs loss scaling (RunOptions::loss_scale above 0)"};
   // Mixed precision: each forward pass under autocast; fp16 under dynamic loss scaling.
   const bool mixed_precision = opts.precision != model::DType::fp32;
   const detail::AutocastState autocast = detail::AutocastState::of(opts.precision, dev.is_cuda());
@@ -605,6 +607,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         for (auto& t : params) t.mutable_grad() = torch::Tensor();  // the whole ones go now
         detail::reduce_to_slices(*zero_group, zero_n, zero_k, sliced_grads, timeout);
       }
+      std::vector<double> next_mean_square;  // this step's, for the next step's order
       if (transport && !layer_numel.empty() &&
           std::accumulate(layer_numel.begin(), layer_numel.end(), std::int64_t{0}) > 0) {
         std::vector<torch::Tensor> grads;
@@ -620,7 +623,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
             if (!c.droppable) c.cls = 1;
         auto summed = transport->sum(flat.data_ptr<float>(), chunks, transport_opts);
         if (!summed) throw std::runtime_error(summed.error().message);
-        chunk_mean_square =
+        // (Taken for the next step's order once this step is known to step: an overflowed
+        // step's squares hold infs and NaNs.)
+        next_mean_square =
             detail::chunk_mean_squares(flat.data_ptr<float>(), chunks, summed->complete);
         detail::unflatten_into(flat.to(grads.front().options()), grads);
         if (step - first_step >= skip) {
@@ -664,6 +669,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         if (groups.world) detail::all_reduce_flat(*groups.world, {overflowed}, timeout);
         return scaler->update(overflowed.item<double>() == 0);
       };
+      bool stepped = true;
       if (zero) {
         // Unlike replicas: the summed gradients whole (the stage's sums over every replica, or,
         // once summed with the tied copy, the first replica's, which every replica then holds).
@@ -675,7 +681,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
                                    *zero_group, mod.layouts(), params, grads_of(params),
                                    every_replica || at.r == 0, at.j == 0 && (every_replica || at.r == 0)));
         owned.mutable_grad() = flat_grads.slice(0, slice.begin, slice.end).clone();
-        if (steps_now({owned.grad()})) adam.step();
+        stepped = steps_now({owned.grad()});
+        if (stepped) adam.step();
         sync();
         comm_start = Clock::now();
         const torch::Tensor updated =
@@ -690,9 +697,11 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         }
         sync();
         comm += seconds_since(comm_start);
-      } else if (steps_now(grads_of(params))) {
-        adam.step();
+      } else {
+        stepped = steps_now(grads_of(params));
+        if (stepped) adam.step();
       }
+      if (stepped && !next_mean_square.empty()) chunk_mean_square = std::move(next_mean_square);
       sync();
       const double step_time = seconds_since(start);
       res.step_times_s.push_back(step_time);

@@ -129,7 +129,8 @@ TEST(PlanCli, APrecisionIsCostedWrittenAndKept) {
   // run takes the plan's precision; another --precision is an error.
   std::ofstream(out) << text;
   auto check = run_hetplan("run --check " + inputs + " --plan " + out);
-  EXPECT_NE(check.out.find("runnable"), std::string::npos) << check.out << check.err;
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_EQ(check.out.rfind("runnable: ", 0), 0u) << check.out << check.err;
   auto against = run_hetplan("run --check " + inputs + " --plan " + out + " --precision bf16");
   EXPECT_EQ(against.exit_code, 2);
   EXPECT_NE(against.err.find("--precision bf16: the plan trains in fp32 (its precision)"),
@@ -140,8 +141,9 @@ TEST(PlanCli, APrecisionIsCostedWrittenAndKept) {
   std::ofstream(out) << fp16;
   auto half = run_hetplan("run --check " + inputs + " --plan " + out);
   EXPECT_EQ(half.exit_code, 1);
-  EXPECT_NE(half.out.find("not runnable:\n  precision fp16: runs with --device cuda only"),
-            std::string::npos)
+  EXPECT_EQ(half.out.rfind(
+                "not runnable:\n  " + out + ": precision fp16: runs with --device cuda only", 0),
+            0u)
       << half.out;
   std::filesystem::remove(out);
   // fp16 plans run as stage plans (the op-by-op runtime has no loss scaling), on CUDA.
@@ -152,6 +154,10 @@ TEST(PlanCli, APrecisionIsCostedWrittenAndKept) {
   EXPECT_EQ(on_cuda.exit_code, 0) << on_cuda.out << on_cuda.err;
   EXPECT_NE(on_cuda.out.find("runnable: 8 ranks"), std::string::npos) << on_cuda.out;
   std::filesystem::remove(out);
+  // A cluster of CPUs only: no run trains it in fp16.
+  auto cpus = run_hetplan("plan --model " + model + " --cluster cpu:4 -b 8 --precision fp16");
+  EXPECT_EQ(cpus.exit_code, 2);
+  EXPECT_NE(cpus.err.find("--precision fp16: cpu:4 has CPUs only"), std::string::npos) << cpus.err;
   auto bad = run_hetplan("plan " + kSmall + " --precision fp8");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--precision"), std::string::npos) << bad.err;

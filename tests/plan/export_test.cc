@@ -214,12 +214,20 @@ TEST(Export, WhatAnEngineCannotExpressIsListed) {
   const auto ds_config = nlohmann::json::parse(file_named(ds, "ds_config.json").text);
   EXPECT_EQ(ds_config["fp16"]["enabled"], true);
   EXPECT_FALSE(ds_config.contains("bf16"));
-  // hetplan's own runtime has no fp16: torchrun runs these GPUs in fp32.
+  // hetplan's own runtime trains these GPUs in fp16 under loss scaling; a plan that names its
+  // precision carries the one written instead of the flag.
   const Exported tr = exported(Engine::torchrun, k);
   EXPECT_TRUE(listed(tr,
                      "the model computes in bf16: V100-PCIE-16GB (Volta), GTX-1080Ti "
-                     "(Pascal), P100-PCIE-16GB (Pascal) have no BF16 arithmetic"));
-  EXPECT_EQ(file_named(tr, "torchrun.sh").text.find("--precision"), std::string::npos);
+                     "(Pascal), P100-PCIE-16GB (Pascal) have no BF16 arithmetic; written: fp16 "
+                     "(under dynamic loss scaling)"));
+  EXPECT_NE(file_named(tr, "torchrun.sh").text.find(" --precision fp16 "), std::string::npos);
+  Case named = k;
+  named.plan.precision = model::DType::bf16;
+  const Exported carried = exported(Engine::torchrun, named);
+  EXPECT_EQ(file_named(carried, "torchrun.sh").text.find("--precision"), std::string::npos);
+  EXPECT_NE(file_named(carried, "plan.json").text.find("\"precision\": \"fp16\""),
+            std::string::npos);
   expect_golden(ds, "gpt3-125m-heterog-2stage");
 }
 

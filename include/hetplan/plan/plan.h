@@ -236,8 +236,8 @@ struct Plan {
   cost::Attention attention = cost::Attention::plain;
   // The arithmetic it trains in: bf16 or fp16 mixed precision (16-bit GEMMs and activations,
   // fp32 master weights and Adam state) or fp32. Unset: the model's own dtype (its spec's dtype=,
-  // bf16 for the zoo), and the runtime's --precision. Set: the simulator costs the model built in
-  // that dtype and the runtime trains in it.
+  // bf16 for the zoo), and the runtime's --precision. Set: the commands cost the model rebuilt in
+  // that dtype (sim::simulate costs the model it is given) and the runtime trains in it.
   std::optional<model::DType> precision;
   Overlap overlap = Overlap::none;  // stage plans only
   int zero_stage = 0;               // 0..3, over each stage's replicas
