@@ -31,8 +31,6 @@
 namespace hetplan::cli {
 namespace {
 
-constexpr double kDefaultLossScale = 65536;  // 2^16, as torch.cuda.amp's GradScaler
-
 struct RunArgs {
   std::string model = "mlp:layers=2,hidden=64,in=32,out=10";
   std::string plan_file;
@@ -369,7 +367,7 @@ int run_run(const RunArgs& a) {
   if (!precision_problem.empty()) return report_error(precision_problem);
   // fp16 always scales (65536 unless told); fp32 and bf16 only where --loss-scale asks.
   const double loss_scale =
-      a.loss_scale >= 0 ? a.loss_scale : (precision == "fp16" ? kDefaultLossScale : 0.0);
+      a.loss_scale >= 0 ? a.loss_scale : (precision == "fp16" ? runtime::kDefaultLossScale : 0.0);
   if (loss_scale > 0 && p->is_op_level())
     return report_error(
         "--loss-scale: this plan runs op by op, which has no loss scaling (stage plans have)");
@@ -483,6 +481,8 @@ int run_run(const RunArgs& a) {
     out.model = a.model;
     out.cluster = cluster_spec;
     out.plan = *p;
+    // The arithmetic it ran in, also where --precision chose it: what simulate must cost.
+    out.plan.precision = opts.precision;
     out.first_step = r->first_step;
     out.step_times_s = r->step_times_s;
     out.mean_step_time_s = r->mean_step_time_s;

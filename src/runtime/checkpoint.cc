@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -100,6 +101,9 @@ void write_checkpoint_part(const std::string& dir, const std::string& part,
   out.write("meta", torch::tensor({kFormat, meta.steps, meta.global_batch,
                                    static_cast<std::int64_t>(meta.seed),
                                    static_cast<std::int64_t>(meta.naming)}));
+  out.write("scaler", torch::tensor({static_cast<double>(meta.scaler.skipped), meta.scaler.scale,
+                                     static_cast<double>(meta.scaler.clean)},
+                                    torch::kDouble));
   std::string names;
   int i = 0;
   for (const auto& [name, t] : tensors) {
@@ -160,16 +164,26 @@ Result<Checkpoint> read_checkpoint(const std::string& dir, int steps, const torc
             "{}: {}: written by an older hetplan (one file per rank of its plan); expected the "
             "plan-independent format {}",
             option, file, kFormat)};
-      const CheckpointMeta got{meta[1].item<std::int64_t>(), meta[2].item<std::int64_t>(),
-                               static_cast<std::uint64_t>(meta[3].item<std::int64_t>()),
-                               static_cast<Naming>(meta[4].item<std::int64_t>())};
+      CheckpointMeta got{meta[1].item<std::int64_t>(),
+                         meta[2].item<std::int64_t>(),
+                         static_cast<std::uint64_t>(meta[3].item<std::int64_t>()),
+                         static_cast<Naming>(meta[4].item<std::int64_t>()),
+                         {}};
+      if (torch::Tensor scaler; in.try_read("scaler", scaler)) {
+        scaler = scaler.to(torch::kCPU, torch::kDouble);
+        if (scaler.numel() != 3)
+          return Error{fmt::format("{}: {}: expected 3 loss-scaling figures, got {}", option, file,
+                                   scaler.numel())};
+        got.scaler = ScalerState{std::llround(scaler[0].item<double>()), scaler[1].item<double>(),
+                                 std::llround(scaler[2].item<double>())};
+      }
       if (got.steps != steps)
         return Error{fmt::format("{}: {} holds step {}, not the step {} latest names", option, file,
                                  got.steps, steps)};
       if (k == 0) {
         ck.meta = got;
       } else if (got.global_batch != ck.meta.global_batch || got.seed != ck.meta.seed ||
-                 got.naming != ck.meta.naming) {
+                 got.naming != ck.meta.naming || got.scaler != ck.meta.scaler) {
         return Error{
             fmt::format("{}: {} was written by another run than {} (global batch {}, "
                         "seed {}; there {} and {})",

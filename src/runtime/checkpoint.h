@@ -29,12 +29,24 @@ ParameterNames parameter_names(const torch::nn::Module& module);
 enum class Naming : std::int64_t { module = 0, op_graph = 1 };
 const char* to_string(Naming n);  // "a stage run", "an op-by-op run"
 
+// Dynamic loss scaling's state after a step (loss_scaler.h): the steps it skipped so far (the
+// optimizer took the others), its scale (0: the run scaled no loss) and its clean steps in a row.
+struct ScalerState {
+  std::int64_t skipped = 0;
+  double scale = 0;
+  std::int64_t clean = 0;
+  bool operator==(const ScalerState&) const = default;
+};
+
 // What a run resumes from: the steps done, and the data position they stand for.
 struct CheckpointMeta {
   std::int64_t steps = 0;
   std::int64_t global_batch = 0;
   std::uint64_t seed = 0;
   Naming naming = Naming::module;
+  ScalerState scaler;  // (a checkpoint written before it was kept: none skipped, no scale)
+  // The optimizer's step count: the steps done less the ones loss scaling skipped.
+  std::int64_t optimizer_steps() const { return steps - scaler.skipped; }
 };
 
 // One parameter, whole: its value and Adam's first and second moments.

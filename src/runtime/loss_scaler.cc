@@ -5,6 +5,9 @@ namespace hetplan::runtime::detail {
 LossScaler::LossScaler(double initial_scale, int growth_interval)
     : scale_(initial_scale), growth_interval_(growth_interval) {}
 
+LossScaler::LossScaler(double scale, int clean, int skipped, int growth_interval)
+    : scale_(scale), growth_interval_(growth_interval), clean_(clean), skipped_(skipped) {}
+
 bool LossScaler::unscale(const std::vector<torch::Tensor>& grads) const {
   torch::NoGradGuard no_grad;
   torch::Tensor bad;  // non-finite elements, counted on the gradients' device: one read at the end

@@ -10,15 +10,18 @@
 
 #include <vector>
 
+#include "hetplan/runtime/run.h"
+
 namespace hetplan::runtime::detail {
 
 class LossScaler {
  public:
-  static constexpr double kDefaultScale = 65536;  // 2^16, GradScaler's
   static constexpr int kDefaultGrowthInterval = 2000;
 
-  explicit LossScaler(double initial_scale = kDefaultScale,
+  explicit LossScaler(double initial_scale = kDefaultLossScale,
                       int growth_interval = kDefaultGrowthInterval);
+  // Resumed where a checkpoint left it (its scale, clean steps in a row and steps skipped).
+  LossScaler(double scale, int clean, int skipped, int growth_interval = kDefaultGrowthInterval);
 
   double scale() const { return scale_; }
   // Divides every defined gradient by the scale in place; whether all of them are finite.
@@ -27,6 +30,7 @@ class LossScaler {
   // on a skipped step and doubles after growth_interval clean steps in a row.
   bool update(bool finite_everywhere);
   int skipped() const { return skipped_; }  // steps skipped so far
+  int clean() const { return clean_; }      // clean steps since the scale last changed
 
  private:
   double scale_;

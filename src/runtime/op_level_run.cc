@@ -160,7 +160,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   // before the split groups cut them (below, Adam's moments once the optimizer holds them).
   const ParameterNames named = parameter_names(*graph);
   const auto [resume_dir, resume_option] = resume_source(opts.resume_dir, opts.checkpoint_dir);
-  const CheckpointMeta meta{0, p.global_batch, opts.seed, Naming::op_graph};
+  const CheckpointMeta meta{0, p.global_batch, opts.seed, Naming::op_graph, {}};
   auto agreed = agreed_resume_step(resume_dir, resume_option, world.get(), dev);
   if (!agreed) return agreed.error();
   const int first_step = *agreed;
@@ -336,12 +336,12 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         avg_sq.push_back(part_of_whole(layouts, t, it->second.exp_avg_sq));
       }
       if (ZeroGroup* z = zero_of(g))
-        set_adam_state(adam, z->owned, first_step,
+        set_adam_state(adam, z->owned, ck.meta.optimizer_steps(),
                        flatten(avg).slice(0, z->slice.begin, z->slice.end).clone(),
                        flatten(avg_sq).slice(0, z->slice.begin, z->slice.end).clone());
       else
         for (std::size_t i = 0; i < group_params[g].size(); ++i)
-          set_adam_state(adam, group_params[g][i], first_step, avg[i], avg_sq[i]);
+          set_adam_state(adam, group_params[g][i], ck.meta.optimizer_steps(), avg[i], avg_sq[i]);
     }
   }
   // The weights and Adam's moments after `steps` steps, whole and by name: each group's first
@@ -397,6 +397,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       if (!out.empty()) {
         CheckpointMeta at_step = meta;
         at_step.steps = steps;
+        at_step.scaler.skipped = ck.meta.scaler.skipped;  // (no loss scaling op by op)
         write_checkpoint_part(opts.checkpoint_dir, fmt::format("rank{}", me), at_step, out);
       }
     } catch (const c10::Error& e) {

@@ -244,7 +244,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   // (below, Adam's moments once the optimizer holds this rank's part).
   const auto [resume_dir, resume_option] =
       detail::resume_source(opts.resume_dir, opts.checkpoint_dir);
-  const detail::CheckpointMeta meta{0, p.global_batch, opts.seed, detail::Naming::module};
+  const detail::CheckpointMeta meta{0, p.global_batch, opts.seed, detail::Naming::module, {}};
   auto agreed = detail::agreed_resume_step(resume_dir, resume_option, groups.world.get(), dev);
   if (!agreed) return agreed.error();
   const int first_step = *agreed;
@@ -255,7 +255,14 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         detail::resume_values(resume_dir, first_step, resume_option, meta, mod, dev, m.name);
     if (!read) return read.error();
     ck = std::move(*read);
+    // Loss scaling goes on where the checkpoint left it (from --loss-scale if the run that wrote
+    // it did not scale), counting the steps skipped before.
+    if (const auto& was = ck.meta.scaler; scaler)
+      scaler.emplace(was.scale > 0 ? was.scale : opts.loss_scale,
+                     was.scale > 0 ? static_cast<int>(was.clean) : 0,
+                     static_cast<int>(was.skipped));
   }
+  const int skipped_before = scaler ? scaler->skipped() : 0;
   detail::TensorParallel tp;
   tp.group = groups.tensor.get();
   tp.rank = at.j;
@@ -418,19 +425,25 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       avg.push_back(cut(it->second.exp_avg));
       avg_sq.push_back(cut(it->second.exp_avg_sq));
     }
+    // Adam counts the steps it took: not the ones loss scaling skipped.
+    const std::int64_t taken = ck.meta.optimizer_steps();
     if (zero)
-      detail::set_adam_state(adam, owned, first_step,
+      detail::set_adam_state(adam, owned, taken,
                              detail::flatten(avg).slice(0, slice.begin, slice.end).clone(),
                              detail::flatten(avg_sq).slice(0, slice.begin, slice.end).clone());
     else
       for (std::size_t i = 0; i < params.size(); ++i)
-        detail::set_adam_state(adam, params[i], first_step, avg[i], avg_sq[i]);
+        detail::set_adam_state(adam, params[i], taken, avg[i], avg_sq[i]);
   }
   res.first_step = first_step;
   // The parameters and Adam's moments after `steps` steps, whole and by name: the first replica of
   // each stage gathers them over its tensor-parallel ranks (under ZeRO every replica's slices of
   // the moments first) and its first rank writes them (write_checkpoint_part). Then, once every
   // stage has, rank 0 publishes the step.
+  auto scaler_state = [&] {
+    if (!scaler) return detail::ScalerState{ck.meta.scaler.skipped, 0, 0};
+    return detail::ScalerState{scaler->skipped(), scaler->scale(), scaler->clean()};
+  };
   auto save = [&](int steps) -> Result<bool> {
     const std::string where = fmt::format("{}/step-{}", opts.checkpoint_dir, steps);
     try {
@@ -475,6 +488,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           }
           detail::CheckpointMeta at_step = meta;
           at_step.steps = steps;
+          at_step.scaler = scaler_state();
           detail::write_checkpoint_part(opts.checkpoint_dir, fmt::format("stage{}", at.s), at_step,
                                         out);
         }
@@ -722,7 +736,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       own.grad_dropped_norm_fraction = dropped_norm / (opts.steps - skip);
     }
     detail::finish_run(res, own_losses, own, opts.steps, skip, groups.world.get(), env, dev);
-    if (scaler) res.skipped_steps = scaler->skipped();  // every rank's (one verdict for all)
+    if (scaler)  // every rank's (one verdict for all); this run's steps only
+      res.skipped_steps = scaler->skipped() - skipped_before;
   } catch (const std::exception& e) {
     // A collective or a neighbour's transfer failed or timed out: say which ranks stopped.
     return Error{fmt::format("step {}: {}; {}", step, failure_text(e),

@@ -1627,6 +1627,40 @@ TEST(RunCli, CheckpointResumesTheSameRun) {
   std::filesystem::remove_all(dir);
 }
 
+// Under loss scaling a checkpoint keeps the scale and the steps it skipped: resumed five steps
+// into a run that overflows (from a scale of 1e38) once before the cut and once after (measured:
+// steps 3 and 9-20), the run skips what the uninterrupted one skips (from 1e38 again it would skip
+// more), and Adam counts only the steps taken (a step count too high changes its bias
+// correction, so the losses). ZeRO-1: each rank's slice of the moments.
+TEST(RunCli, CheckpointKeepsTheLossScale) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("hetplan_scaled_checkpoint_" + std::to_string(::getpid()));
+  const std::string args = std::string("--json --loss-scale 1e38 --model ") + kGpt +
+                           " --nprocs 2 --strategy dp=2,gbs=12,zero=1";
+  auto run = [&](const std::string& more) {
+    auto r = run_hetplan("run " + args + " " + more);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  };
+  const auto whole = run("--steps 20");
+  ASSERT_TRUE(whole.contains("skipped_steps"));
+  const int skipped = whole["skipped_steps"].get<int>();
+  const auto a = run("--steps 5 --checkpoint " + dir.string());
+  const auto b = run("--steps 15 --checkpoint " + dir.string());
+  ASSERT_TRUE(a.contains("losses") && b.contains("losses"));
+  EXPECT_GT(a["skipped_steps"].get<int>(), 0);  // steps skipped on both sides of the cut
+  EXPECT_GT(b["skipped_steps"].get<int>(), 0);
+  EXPECT_EQ(b["first_step"].get<int>(), 5);
+  EXPECT_EQ(a["skipped_steps"].get<int>() + b["skipped_steps"].get<int>(), skipped);
+  auto parts = a["losses"].get<std::vector<double>>();
+  for (double l : b["losses"].get<std::vector<double>>()) parts.push_back(l);
+  const auto losses_whole = whole["losses"].get<std::vector<double>>();
+  ASSERT_EQ(parts.size(), losses_whole.size());
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    EXPECT_NEAR(parts[i], losses_whole[i], 1e-6 * std::abs(losses_whole[i])) << "step " << i;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RunCli, WritesWhatItMeasuredForSimulate) {
   // run --measured-out, then simulate --measured: the file carries the run's step times, ranks and
   // plan, and the prediction's error is against its mean step time.
@@ -1645,6 +1679,7 @@ TEST(RunCli, WritesWhatItMeasuredForSimulate) {
   ASSERT_EQ(written["ranks"].size(), 2u);
   EXPECT_EQ(written["ranks"][1]["device"], 1);
   EXPECT_EQ(written["plan"]["stages"][0]["replicas"].size(), 2u);
+  EXPECT_EQ(written["plan"]["precision"], "fp32");  // the run's, though the strategy names none
   auto s = run_hetplan(std::string("simulate --json --cluster cpu:2 --strategy dp=2,gbs=8 ") +
                        "--model " + kMlp + ",dtype=fp32 --measured " + file.string());
   ASSERT_EQ(s.exit_code, 0) << s.err;
@@ -1653,6 +1688,11 @@ TEST(RunCli, WritesWhatItMeasuredForSimulate) {
   EXPECT_EQ(sim["measured"]["iteration_time_s"].get<double>(), measured);
   EXPECT_NEAR(sim["measured"]["error"].get<double>(),
               (sim["iteration_time_s"].get<double>() - measured) / measured, 1e-12);
+  // A precision --precision chose is the plan's in the file.
+  r = run_hetplan(std::string("run --steps 1 --nprocs 2 --strategy dp=2,gbs=8 --precision bf16 ") +
+                  "--model " + kMlp + " --measured-out " + file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(cli::testing::slurp(file.string()))["plan"]["precision"], "bf16");
   std::filesystem::remove(file);
 }
 

@@ -63,9 +63,13 @@ struct RunOptions {
   // master weights). fp16 needs CUDA and a stage plan, and loss_scale (precision_problem).
   model::DType precision = model::DType::fp32;
   // Dynamic loss scaling from this initial scale (detail::LossScaler: steps whose gradients
-  // overflow are skipped, RunResult::skipped_steps); 0: none. Stage plans only.
+  // overflow are skipped, RunResult::skipped_steps); 0: none. Stage plans only. A resumed run
+  // goes on from the scale its checkpoint holds, if it holds one.
   double loss_scale = 0;
 };
+
+// The initial loss scale fp16 runs take when none is given: 2^16, as torch.cuda.amp's GradScaler.
+inline constexpr double kDefaultLossScale = 65536;
 
 // The form of replica r's uneven all-gathers and reduce-scatters: the plan's, or (auto) the one
 // the cost model finds cheaper for a micro-batch's activations on cluster c (padded without c).
