@@ -351,7 +351,9 @@ int run_run(const RunArgs& a) {
     fmt::print("runnable: {} ranks, {}\n", full_scale,
                p->is_op_level()        ? "op by op"
                : p->stages.size() == 1 ? "one stage"
-                                       : fmt::format("{} pipeline stages", p->stages.size()));
+               : p->schedule == plan::Schedule::interleaved
+                   ? fmt::format("{} pipeline stages, interleaved", p->stages.size())
+                   : fmt::format("{} pipeline stages", p->stages.size()));
     if (const auto [all, largest] =
             memory ? runtime::memory_totals(*memory) : runtime::MemoryTotals{};
         largest) {

@@ -73,7 +73,7 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
       "Choose only plans that `hetplan run` executes (the default; the runtime's own check)");
   cmd->add_flag("--any-form", a.any_form,
                 "Also choose plans `hetplan run` does not execute yet (some op-level plans, "
-                "interleaved schedules, ...; the simulator prices every form)")
+                "ZeRO-3 over pipelines, ...; the simulator prices every form)")
       ->excludes(runnable);
 }
 

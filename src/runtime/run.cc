@@ -52,14 +52,17 @@ using PG = c10::intrusive_ptr<detail::Collectives>;
 
 // Where the plan puts a rank (in for_each_rank's order). The replicas of a stage split every
 // micro-batch by their batch shares, the stages split the layers, the devices of a replica split
-// its ops (replicas may have different tensor-parallel degrees).
+// its ops (replicas may have different tensor-parallel degrees). Under the interleaved schedule a
+// rank runs stages s, s + P, s + 2P, ... (its model chunks), as replica r and rank j of each.
 struct Place {
-  int S = 1, s = 0, r = 0, j = 0;
+  int S = 1, P = 1, s = 0, r = 0, j = 0;
+  std::vector<int> chunks;              // the stages this rank runs, s first
   std::vector<std::vector<int>> sizes;  // [stage][replica]: its devices
   std::vector<std::vector<int>> base;   // [stage][replica]: its first rank
   std::vector<bool> aligned;            // per stage: its replicas split layers alike
   bool tied_aligned = true;             // the first and the last stage's replicas split alike
   int R() const { return static_cast<int>(sizes[s].size()); }
+  bool holds(int stage) const { return stage % P == s; }
   int T() const { return sizes[s][r]; }
   int size_of(int stage, int replica) const { return sizes[stage][replica]; }
   int rank_of(int stage, int replica, int jj) const { return base[stage][replica] + jj; }
@@ -73,6 +76,7 @@ struct Place {
 
   explicit Place(const plan::Plan& p, int rank) {
     S = static_cast<int>(p.stages.size());
+    P = detail::pipeline_size(p);
     sizes.resize(S);
     base.resize(S);
     for (int st = 0; st < S; ++st) {
@@ -88,6 +92,8 @@ struct Place {
       if (jj == 0) base[stage][replica] = k;
       if (k == rank) std::tie(s, r, j) = std::tie(stage, replica, jj);
     });
+    for (int st = P; st < S; ++st) base[st] = base[st % P];
+    for (int st = s; st < S; st += P) chunks.push_back(st);
   }
 };
 
@@ -124,12 +130,12 @@ Groups connect(const RankEnv& env, const Place& at, bool tied, bool batch_progra
   // one group's calls in order; the simulator overlaps them).
   if ((batch_program || !aligned) && at.stage_size(at.s) > 1)
     g.stage_all = group(fmt::format("stage{}", at.s), at.stage_rank(), at.stage_size(at.s));
-  if (tied && at.S > 1 && (at.s == 0 || at.s == at.S - 1)) {
+  if (tied && (at.holds(0) || at.holds(at.S - 1))) {
     if (at.tied_aligned)  // every replica of the first and of the last stage, for rank j
-      g.tied = group(fmt::format("tied{}", at.j), at.s == 0 ? at.r : at.sizes[0].size() + at.r,
+      g.tied = group(fmt::format("tied{}", at.j), at.holds(0) ? at.r : at.sizes[0].size() + at.r,
                      at.sizes[0].size() + at.sizes[at.S - 1].size());
     else  // every rank of both
-      g.tied = group("tied", at.s == 0 ? at.stage_rank() : at.stage_size(0) + at.stage_rank(),
+      g.tied = group("tied", at.holds(0) ? at.stage_rank() : at.stage_size(0) + at.stage_rank(),
                      at.stage_size(0) + at.stage_size(at.S - 1));
   }
   return g;
@@ -220,13 +226,15 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   if (!data) return data.error();
 
   const Place at(p, env.rank);
-  const plan::Stage& stage = p.stages[at.s];
+  const plan::Stage& stage = p.stages[at.s];  // (its model chunks' replicas are this one's)
   auto program = batch_program_of(m, p);  // checked above
   const bool batch_program = program->has_value();
-  const bool first = at.s == 0, last = at.s == at.S - 1;
+  // Whether this rank runs the first stage, the last (one rank may run both when every stage of
+  // an interleaved schedule runs on it).
+  const bool first = at.holds(0), last = at.holds(at.S - 1);
   // Whether a tied LM head is split from its embedding: it then gets its own copy, kept equal by
   // summing the copies' gradients (as Megatron-LM does). The copies' vocabulary rows must match.
-  const bool tied = at.S > 1 && detail::decoder_module(m) && mod.tied_head();
+  const bool tied = at.P > 1 && detail::decoder_module(m) && mod.tied_head();
   const auto timeout = std::chrono::milliseconds(std::llround(opts.timeout_s * 1000));
   Groups groups;
   std::optional<detail::PeerWatch> watch;
@@ -291,14 +299,33 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
 
   const double B = static_cast<double>(p.global_batch);
   const int M = std::max(1, p.num_microbatches);
-  const auto order = sim::pass_order(p.schedule, 1, at.s, at.S, M);
+  const int V = static_cast<int>(at.chunks.size());
+  const auto order = sim::pass_order(p.schedule, V, at.s, at.P, M);
 
   // ZeRO-2 over replicas that split their layers alike: each replica gets only its slice of the
   // summed gradients (a reduce per slice, to its owner) instead of the all-reduce's whole sums.
   // (Over unlike replicas, or with a tied head's two copies to sum first, it sums as ZeRO-1.)
   const bool reduce_to_slices =
       p.zero_stage == 2 && at.R() > 1 && at.aligned[at.s] && !batch_program && !tied;
-  std::vector<torch::Tensor> params = mod.layer_parameters(stage.first_layer, stage.num_layers);
+  // This rank's parameters, model chunk by chunk, each once (one rank running both ends of a
+  // tied head holds its one weight), and by layer.
+  std::vector<torch::Tensor> params;
+  std::vector<std::vector<torch::Tensor>> layer_params;  // [i]: the parameters of layer_ids[i]
+  std::vector<int> layer_ids;
+  {
+    std::set<const void*> seen;
+    for (int sc : at.chunks)
+      for (int l = p.stages[sc].first_layer; l < p.stages[sc].first_layer + p.stages[sc].num_layers;
+           ++l) {
+        layer_ids.push_back(l);
+        layer_params.emplace_back();
+        for (const auto& t : mod.layer_parameters(l, 1))
+          if (seen.insert(t.unsafeGetTensorImpl()).second) {
+            params.push_back(t);
+            layer_params.back().push_back(t);
+          }
+      }
+  }
   // The stage's gradients are summed over its replicas in buckets that start while the last
   // backward pass runs (the plan's grad_bucket_bytes). Under a batch program, every rank of the
   // stage computed a part of each whole weight's gradient, and the replica's sum of each shard's:
@@ -315,10 +342,11 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       });
     };
     std::vector<double> layer_bytes;  // as the simulator counts them
-    for (int l = stage.first_layer; l < stage.first_layer + stage.num_layers; ++l) {
+    for (std::size_t i = 0; i < layer_ids.size(); ++i) {
+      const int l = layer_ids[i];
       std::vector<torch::Tensor> whole;
       double whole_numel = 0;
-      for (const auto& t : mod.layer_parameters(l, 1))
+      for (const auto& t : layer_params[i])
         if (!is_shard(t)) {
           whole.push_back(t);
           whole_numel += static_cast<double>(t.numel());
@@ -516,7 +544,14 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       // Between stages, each replica sends each replica of the next stage the rows of the samples
       // both hold (replicas of unlike stages split a micro-batch differently), and the gradients of
       // those rows come back.
-      std::vector<torch::Tensor> inputs(M), outputs(M);
+      // [chunk * M + micro-batch]: the pass's input and output until its backward pass.
+      std::vector<torch::Tensor> inputs(static_cast<std::size_t>(V * M)),
+          outputs(static_cast<std::size_t>(V * M));
+      // A transfer's tag: the boundary after stage `before`, the micro-batch, and the direction
+      // (an interleaved schedule's ranks pass several boundaries between the same two ranks).
+      auto tag_of = [&](int before, int k, bool backward) {
+        return 2 * (before * M + k) + (backward ? 1 : 0);
+      };
       std::vector<c10::intrusive_ptr<c10d::Work>> sends;
       std::vector<std::vector<torch::Tensor>> in_flight;  // tensors of pending sends
       auto send = [&](const torch::Tensor& t, int to, int tag) {
@@ -559,13 +594,18 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       double loss_sum = 0;
       for (const sim::PassRef& pass : order) {
         const int mb = pass.microbatch;
-        const auto [b0, b1] = samples_of(p, at.s, at.r, mb);
+        const int sc = at.chunks[static_cast<std::size_t>(pass.chunk)];  // the chunk's stage
+        const plan::Stage& here = p.stages[static_cast<std::size_t>(sc)];
+        const bool head = sc == 0, tail = sc == at.S - 1;
+        const std::size_t slot = static_cast<std::size_t>(pass.chunk * M + mb);
+        const auto [b0, b1] = samples_of(p, sc, at.r, mb);
         if (b1 <= b0) continue;
         const detail::Batch chunk = batch.slice(b0, b1);
         if (pass.forward) {
           torch::Tensor x =
-              first ? chunk.inputs : gather(at.s - 1, stage.first_layer, mb, b0, b1, 2 * mb);
-          if (!first) x.requires_grad_(true);
+              head ? chunk.inputs
+                   : gather(sc - 1, here.first_layer, mb, b0, b1, tag_of(sc - 1, mb, false));
+          if (!head) x.requires_grad_(true);
           torch::Tensor targets = chunk.targets;
           if (batch_program) {  // this rank's samples of the replica's (one stage: first, last)
             auto counts = detail::share_counts(b1 - b0, tp);  // possibly none for this rank
@@ -580,31 +620,31 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           {
             std::optional<detail::AutocastScope> mixed;
             if (mixed_precision) mixed.emplace(autocast);
-            out = mod.forward_layers(stage.first_layer, stage.num_layers, x, targets);
+            out = mod.forward_layers(here.first_layer, here.num_layers, x, targets);
           }
           // Between stages activations travel in fp32 (the receiver's buffers; Gloo has no bf16),
           // and their gradients come back so.
-          if (!last) out = out.to(torch::kFloat);
-          if (last) {
+          if (!tail) out = out.to(torch::kFloat);
+          if (tail) {
             out = out / B;
             loss_sum += out.item<double>();
           } else {
-            scatter(out.detach(), at.s + 1, mb, b0, b1, 2 * mb);
+            scatter(out.detach(), sc + 1, mb, b0, b1, tag_of(sc, mb, false));
           }
-          inputs[mb] = x;
-          outputs[mb] = out;
+          inputs[slot] = x;
+          outputs[slot] = out;
         } else {
           if (buckets) buckets->set_active(mb == M - 1);
-          if (last && scaler)
-            (outputs[mb] * scaler->scale()).backward();
-          else if (last)
-            outputs[mb].backward();
+          if (tail && scaler)
+            (outputs[slot] * scaler->scale()).backward();
+          else if (tail)
+            outputs[slot].backward();
           else
-            outputs[mb].backward(
-                gather(at.s + 1, stage.first_layer + stage.num_layers, mb, b0, b1, 2 * mb + 1));
+            outputs[slot].backward(gather(sc + 1, here.first_layer + here.num_layers, mb, b0, b1,
+                                          tag_of(sc, mb, true)));
           if (buckets) buckets->set_active(false);
-          if (!first) scatter(inputs[mb].grad(), at.s - 1, mb, b0, b1, 2 * mb + 1);
-          inputs[mb] = outputs[mb] = torch::Tensor();
+          if (!head) scatter(inputs[slot].grad(), sc - 1, mb, b0, b1, tag_of(sc - 1, mb, true));
+          inputs[slot] = outputs[slot] = torch::Tensor();
         }
       }
       // A parameter no pass reached (a replica with no samples this step) contributes zeros.

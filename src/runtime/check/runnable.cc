@@ -84,9 +84,31 @@ std::optional<Error> cnn_tensor_problem(const model::Model& m, const plan::Plan&
   return std::nullopt;
 }
 
-std::optional<Error> schedule_problem(const plan::Plan& p) {
-  if (p.schedule != plan::Schedule::interleaved) return std::nullopt;
-  return Error{"plan: schedule: interleaved schedules are not executed yet"};
+// The stages of an interleaved schedule past the first pipeline_size: stage s runs on the ranks of
+// stage s mod P, which shard every layer alike (the module is split once), so its replicas must be
+// theirs, devices in the same order, with the same tp_shares.
+std::optional<Error> lane_problem(const plan::Plan& p) {
+  const int P = detail::pipeline_size(p);
+  if (P < static_cast<int>(p.stages.size()) && p.schedule != plan::Schedule::interleaved)
+    return Error{fmt::format(
+        "plan: stages[{}]: runs on the devices of stages[0]; only the interleaved schedule runs "
+        "several stages on one device",
+        P)};
+  for (int s = P; s < static_cast<int>(p.stages.size()); ++s) {
+    const plan::Stage& st = p.stages[static_cast<std::size_t>(s)];
+    const plan::Stage& runs_on = p.stages[static_cast<std::size_t>(s % P)];
+    bool same = st.replicas.size() == runs_on.replicas.size();
+    for (std::size_t r = 0; same && r < st.replicas.size(); ++r)
+      same = st.replicas[r].devices == runs_on.replicas[r].devices &&
+             st.replicas[r].tp_shares == runs_on.replicas[r].tp_shares;
+    if (!same)
+      return Error{fmt::format(
+          "plan: stages[{}].replicas: under the interleaved schedule stage {} runs on the ranks of "
+          "stages[{}], which split every model chunk they hold alike (expected its replicas: the "
+          "same devices in the same order, with the same tp_shares)",
+          s, s, s % P)};
+  }
+  return std::nullopt;
 }
 
 std::optional<Error> transport_problem(const model::Model& m, const plan::Plan& p) {
@@ -129,18 +151,21 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
   if (auto e = transport_problem(m, p)) return *e;
   if (p.is_op_level()) return detail::check_op_level(m, p, world_size);
   if (auto family = detail::executable_family(m); !family) return family.error();
+  // Ranks: the devices of the first pipeline_size stages, each once; the later stages of an
+  // interleaved schedule run on them (lane_problem).
   std::set<int> devices;
-  for (std::size_t s = 0; s < p.stages.size(); ++s) {
+  for (std::size_t s = 0; s < static_cast<std::size_t>(detail::pipeline_size(p)); ++s) {
     const auto& replicas = p.stages[s].replicas;
     for (std::size_t r = 0; r < replicas.size(); ++r) {
       for (int d : replicas[r].devices)
         if (!devices.insert(d).second)
           return Error{fmt::format(
-              "plan: stages[{}].replicas[{}].devices: device {} runs more than one stage; "
-              "interleaved schedules are not executed yet",
+              "plan: stages[{}].replicas[{}].devices: device {} runs more than one stage (only "
+              "the interleaved schedule runs several, each model chunk P stages apart)",
               s, r, d)};
     }
   }
+  if (auto e = lane_problem(p)) return *e;
   if (static_cast<int>(devices.size()) != world_size)
     return Error{fmt::format(
         "plan: stages: the plan runs on {} devices (one rank each) but the job has {} ranks "
@@ -209,7 +234,6 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
                 "micro-batch {}; a CNN's replicas share batch statistics, so each needs at least "
                 "one sample of every micro-batch (fewer micro-batches or a larger share)",
                 s, r, k)};
-  if (auto e = schedule_problem(p)) return *e;
   if (auto e = sync_problem(p)) return *e;
   return true;
 }
@@ -221,8 +245,7 @@ std::vector<std::string> executable_problems(const model::Model& m, const plan::
   if (first) return out;
   out.push_back(first.error().message);
   if (p.is_op_level()) return out;
-  for (const auto& e :
-       {zero_problem(p), cnn_tensor_problem(m, p), schedule_problem(p), sync_problem(p)})
+  for (const auto& e : {zero_problem(p), cnn_tensor_problem(m, p), sync_problem(p)})
     if (e && e->message != out.front()) out.push_back(e->message);
   // And why it does not run op by op either.
   if (const auto ops = plan::as_op_level_plan(p, m); !ops)

@@ -11,6 +11,16 @@
 
 namespace hetplan::runtime::detail {
 
+int pipeline_size(const plan::Plan& p) {
+  const int S = static_cast<int>(p.stages.size());
+  if (S == 0 || p.stages[0].replicas.empty() || p.stages[0].replicas[0].devices.empty()) return S;
+  const int d = p.stages[0].replicas[0].devices[0];
+  for (int s = 1; s < S; ++s)
+    for (const auto& rep : p.stages[s].replicas)
+      if (std::find(rep.devices.begin(), rep.devices.end(), d) != rep.devices.end()) return s;
+  return S;
+}
+
 bool alike(const std::vector<const plan::Replica*>& replicas) {
   for (const plan::Replica* rep : replicas)
     if (rep->devices.size() != replicas[0]->devices.size() ||

@@ -15,12 +15,18 @@
 
 namespace hetplan::runtime::detail {
 
+// The number of pipeline positions: the stages up to the first that runs on the first stage's
+// devices again (under the interleaved schedule, stage s runs where stage s mod P does), else
+// every stage.
+int pipeline_size(const plan::Plan& p);
+
 // The one rank order of the runtime: stage by stage, replica by replica, then the devices of a
-// replica (its tensor-parallel ranks j). Calls f(rank, stage, replica, j, device).
+// replica (its tensor-parallel ranks j), over the first pipeline_size(p) stages (the later
+// stages of an interleaved schedule run on their ranks). Calls f(rank, stage, replica, j, device).
 template <class F>
 void for_each_rank(const plan::Plan& p, F&& f) {
   int rank = 0;
-  for (int s = 0; s < static_cast<int>(p.stages.size()); ++s)
+  for (int s = 0; s < pipeline_size(p); ++s)
     for (int r = 0; r < static_cast<int>(p.stages[s].replicas.size()); ++r)
       for (int j = 0; j < static_cast<int>(p.stages[s].replicas[r].devices.size()); ++j)
         f(rank++, s, r, j, p.stages[s].replicas[r].devices[j]);
