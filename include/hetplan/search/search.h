@@ -40,6 +40,14 @@ struct SearchResult {
   Evaluation plain_transport;
 };
 
+// The interleaved variants of a 1F1B pipeline that find_plan tries (Megatron-LM's schedule, which
+// shrinks the bubble by v at the cost of v times the boundary transfers): for v = 2, 3, 4, each
+// stage's layers cut into v chunks of as even layer counts as they allow (the first chunks the
+// larger), and stage k of the v P stages holds chunk k / P of stage k mod P on its replicas. None
+// for op-level plans, other schedules, plans of one stage, plans whose stages share devices, and a
+// v that leaves a chunk without a layer or does not divide the micro-batches by P.
+std::vector<plan::Plan> interleaved_variants(const plan::Plan& p);
+
 // The variants of p's gradient transport that find_plan tries with SearchOptions::dlcp: layer
 // priority, spraying where c has equal routes, both, and with a loss bound the magnitude order
 // at that bound (with and without spraying), each with ZeRO 0 (a ZeRO-1 plan's variants hold
