@@ -182,8 +182,14 @@ Result<Checkpoint> read_checkpoint(const std::string& dir, int steps, const torc
                                  got.steps, steps)};
       if (k == 0) {
         ck.meta = got;
+      } else if (got.scaler != ck.meta.scaler) {
+        return Error{fmt::format(
+            "{}: {} holds other loss-scaling figures than {} (steps skipped {} and {}, scales {:g} "
+            "and {:g}): parts of different runs",
+            option, file, parts[0].string(), got.scaler.skipped, ck.meta.scaler.skipped,
+            got.scaler.scale, ck.meta.scaler.scale)};
       } else if (got.global_batch != ck.meta.global_batch || got.seed != ck.meta.seed ||
-                 got.naming != ck.meta.naming || got.scaler != ck.meta.scaler) {
+                 got.naming != ck.meta.naming) {
         return Error{
             fmt::format("{}: {} was written by another run than {} (global batch {}, "
                         "seed {}; there {} and {})",

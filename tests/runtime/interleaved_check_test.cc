@@ -43,17 +43,30 @@ TEST(InterleavedCheck, RunsModelChunksOnTheirRanksReplicas) {
       "plan: stages[3].replicas: under the interleaved schedule stage 3 runs on the ranks of "
       "stages[1], which split every model chunk they hold alike (expected its replicas: the same "
       "devices in the same order, with the same tp_shares)";
+  Result<bool> no = true;
   for (const std::string other :
        {R"({"devices": [3, 2], "tp_shares": [0.75, 0.25], "batch_share": 1})",
         R"({"devices": [2, 3], "tp_shares": [0.5, 0.5], "batch_share": 1})"}) {
-    auto no = check_executable(*m, interleaved(other), 4);
+    no = check_executable(*m, interleaved(other), 4);
     ASSERT_FALSE(no) << other;
     EXPECT_EQ(no.error().message, refused);
   }
+  // Every chunk on one device group: nothing to pass between ranks.
+  auto alone = same;
+  alone.stages.resize(2);
+  alone.stages[1] = alone.stages[0];
+  alone.stages[1].first_layer = 2;
+  alone.stages[1].num_layers = 4;
+  no = check_executable(*m, alone, 2);
+  ASSERT_FALSE(no);
+  EXPECT_EQ(no.error().message,
+            "plan: stages: every stage runs on the devices of stages[0]; the stage runtime runs "
+            "the interleaved schedule over two pipeline positions or more (one rank passes nothing "
+            "to itself)");
   // Under another schedule no stage may run on another's devices.
   auto plain = same;
   plain.schedule = plan::Schedule::one_f_one_b;
-  auto no = check_executable(*m, plain, 4);
+  no = check_executable(*m, plain, 4);
   ASSERT_FALSE(no);
   EXPECT_EQ(no.error().message,
             "plan: stages[2]: runs on the devices of stages[0]; only the interleaved schedule runs "

@@ -94,6 +94,11 @@ std::optional<Error> lane_problem(const plan::Plan& p) {
         "plan: stages[{}]: runs on the devices of stages[0]; only the interleaved schedule runs "
         "several stages on one device",
         P)};
+  if (P == 1 && p.stages.size() > 1)
+    return Error{
+        "plan: stages: every stage runs on the devices of stages[0]; the stage runtime runs the "
+        "interleaved schedule over two pipeline positions or more (one rank passes nothing to "
+        "itself)"};
   for (int s = P; s < static_cast<int>(p.stages.size()); ++s) {
     const plan::Stage& st = p.stages[static_cast<std::size_t>(s)];
     const plan::Stage& runs_on = p.stages[static_cast<std::size_t>(s % P)];
