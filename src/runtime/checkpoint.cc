@@ -69,6 +69,19 @@ std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> gathered_momen
   return out;
 }
 
+Result<bool> clear_unpublished_step(Collectives* world, int rank, const std::string& dir,
+                                    int steps) {
+  if (rank == 0) {
+    std::error_code ec;
+    fs::remove_all(step_dir(dir, steps), ec);
+    if (ec)
+      return Error{
+          fmt::format("--checkpoint: cannot clear {}: {}", step_dir(dir, steps), ec.message())};
+  }
+  if (world) world->barrier()->wait();
+  return true;
+}
+
 Result<bool> publish_when_written(Collectives* world, int rank, const std::string& dir, int steps) {
   if (world) world->barrier()->wait();
   if (rank == 0) try {

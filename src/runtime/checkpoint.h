@@ -107,6 +107,13 @@ std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> gathered_momen
     std::int64_t end, Collectives& group, const std::vector<torch::Tensor>& shapes,
     std::chrono::milliseconds timeout);
 
+// Before any rank writes its part of step `steps`: rank 0 removes what an earlier attempt at the
+// step left unpublished in dir (a job that stopped before publishing it, whose plan may have
+// written other parts: read with this job's, they would override them), then every rank of
+// `world` (null: one rank) waits for it. An error names the directory.
+Result<bool> clear_unpublished_step(Collectives* world, int rank, const std::string& dir,
+                                    int steps);
+
 // Once this rank has written its part of step `steps`: waits for every rank of `world` (null: one
 // rank), then rank 0 publishes the step (publish_checkpoint). An error names the file.
 Result<bool> publish_when_written(Collectives* world, int rank, const std::string& dir, int steps);

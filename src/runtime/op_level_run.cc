@@ -350,6 +350,9 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   // rank has, rank 0 publishes the step.
   auto save = [&](int steps) -> Result<bool> {
     const std::string where = fmt::format("{}/step-{}", opts.checkpoint_dir, steps);
+    if (auto cleared = clear_unpublished_step(world.get(), me, opts.checkpoint_dir, steps);
+        !cleared)
+      return cleared.error();
     try {
       torch::NoGradGuard no_grad;
       std::map<std::string, WholeTensor> out;

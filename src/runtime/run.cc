@@ -474,6 +474,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   };
   auto save = [&](int steps) -> Result<bool> {
     const std::string where = fmt::format("{}/step-{}", opts.checkpoint_dir, steps);
+    if (auto cleared = detail::clear_unpublished_step(groups.world.get(), env.rank,
+                                                      opts.checkpoint_dir, steps);
+        !cleared)
+      return cleared.error();
     try {
       torch::NoGradGuard no_grad;
       std::vector<torch::Tensor> avg, avg_sq;  // in the optimizer's layout
