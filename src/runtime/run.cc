@@ -229,8 +229,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const plan::Stage& stage = p.stages[at.s];  // (its model chunks' replicas are this one's)
   auto program = batch_program_of(m, p);  // checked above
   const bool batch_program = program->has_value();
-  // Whether this rank runs the first stage, the last (one rank may run both when every stage of
-  // an interleaved schedule runs on it).
+  // Whether this rank runs the first stage, the last (both in a plan of one stage).
   const bool first = at.holds(0), last = at.holds(at.S - 1);
   // Whether a tied LM head is split from its embedding: it then gets its own copy, kept equal by
   // summing the copies' gradients (as Megatron-LM does). The copies' vocabulary rows must match.

@@ -404,7 +404,9 @@ Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c,
 
 std::vector<plan::Plan> interleaved_variants(const plan::Plan& p) {
   const int P = static_cast<int>(p.stages.size());
-  if (p.is_op_level() || p.schedule != plan::Schedule::one_f_one_b || P < 2) return {};
+  if (p.is_op_level() || p.schedule != plan::Schedule::one_f_one_b || P < 2 ||
+      p.num_microbatches % P != 0)
+    return {};
   std::set<int> devices;
   for (const auto& st : p.stages)
     for (const auto& r : st.replicas)
@@ -414,7 +416,6 @@ std::vector<plan::Plan> interleaved_variants(const plan::Plan& p) {
   for (const auto& st : p.stages) fewest = std::min(fewest, st.num_layers);
   std::vector<plan::Plan> out;
   for (int v = 2; v <= std::min(4, fewest); ++v) {
-    if (p.num_microbatches % P != 0) break;
     plan::Plan q = p;
     q.schedule = plan::Schedule::interleaved;
     q.stages.clear();

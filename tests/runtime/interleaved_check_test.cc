@@ -7,24 +7,15 @@
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/runtime/run.h"
 #include "hetplan/runtime/runnable.h"
+#include "unlike_lanes_plan.h"
 
 namespace hetplan::runtime {
 namespace {
 
-// Four stages of a GPT of 4 blocks on two device groups: {0}, {1} and then {2, 3} (tensor-parallel
-// shares 0.75/0.25), twice; `last` the fourth stage's replica.
+// The shared plan (unlike_lanes_plan.h) with `last` the fourth stage's replica.
 plan::Plan interleaved(const std::string& last) {
-  auto p = plan::plan_from_json(nlohmann::json::parse(R"({"version": 1, "global_batch": 12,
-    "num_microbatches": 2, "schedule": "interleaved", "stages": [
-      {"first_layer": 0, "num_layers": 2, "replicas": [
-        {"devices": [0], "batch_share": 0.5}, {"devices": [1], "batch_share": 0.5}]},
-      {"first_layer": 2, "num_layers": 1, "replicas": [
-        {"devices": [2, 3], "tp_shares": [0.75, 0.25], "batch_share": 1}]},
-      {"first_layer": 3, "num_layers": 2, "replicas": [
-        {"devices": [0], "batch_share": 0.75}, {"devices": [1], "batch_share": 0.25}]},
-      {"first_layer": 5, "num_layers": 1, "replicas": [)" +
-                                                      last + "]}]}"),
-                                "interleaved");
+  auto p =
+      plan::plan_from_json(nlohmann::json::parse(testing::unlike_lanes_plan(last)), "interleaved");
   EXPECT_TRUE(p) << p.error().message;
   return *p;
 }

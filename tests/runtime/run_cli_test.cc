@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "../cli/run_command.h"
+#include "unlike_lanes_plan.h"
 
 namespace hetplan::runtime {
 namespace {
@@ -1630,16 +1631,7 @@ TEST(RunCli, InterleavedScheduleMatchesOneProcess) {
         "pp=2,vpp=2,dp=2,gbs=12,mbs=3,zero=2 --nprocs 4",
         "pp=2,vpp=2,tp=2,gbs=12,mbs=3 --nprocs 4"})
     expect_one(losses(gpt + " --strategy " + strategy), strategy);
-  const auto file = write_plan("interleaved", R"({"version": 1, "global_batch": 12,
-    "num_microbatches": 2, "schedule": "interleaved", "stages": [
-      {"first_layer": 0, "num_layers": 2, "replicas": [
-        {"devices": [0], "batch_share": 0.5}, {"devices": [1], "batch_share": 0.5}]},
-      {"first_layer": 2, "num_layers": 1, "replicas": [
-        {"devices": [2, 3], "tp_shares": [0.75, 0.25], "batch_share": 1}]},
-      {"first_layer": 3, "num_layers": 2, "replicas": [
-        {"devices": [0], "batch_share": 0.75}, {"devices": [1], "batch_share": 0.25}]},
-      {"first_layer": 5, "num_layers": 1, "replicas": [
-        {"devices": [2, 3], "tp_shares": [0.75, 0.25], "batch_share": 1}]}]})");
+  const auto file = write_plan("interleaved", testing::unlike_lanes_plan());
   const std::string args = gpt + " --nprocs 4 --plan " + file;
   auto check = run_hetplan("run --check " + args);
   EXPECT_EQ(check.exit_code, 0) << check.err;

@@ -84,11 +84,10 @@ std::optional<Error> cnn_tensor_problem(const model::Model& m, const plan::Plan&
   return std::nullopt;
 }
 
-// The stages of an interleaved schedule past the first pipeline_size: stage s runs on the ranks of
-// stage s mod P, which shard every layer alike (the module is split once), so its replicas must be
-// theirs, devices in the same order, with the same tp_shares.
-std::optional<Error> lane_problem(const plan::Plan& p) {
-  const int P = detail::pipeline_size(p);
+// The stages of an interleaved schedule past the first P (pipeline_size): stage s runs on the ranks
+// of stage s mod P, which shard every layer alike (the module is split once), so its replicas must
+// be theirs, devices in the same order, with the same tp_shares.
+std::optional<Error> lane_problem(const plan::Plan& p, int P) {
   if (P < static_cast<int>(p.stages.size()) && p.schedule != plan::Schedule::interleaved)
     return Error{fmt::format(
         "plan: stages[{}]: runs on the devices of stages[0]; only the interleaved schedule runs "
@@ -158,8 +157,9 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
   if (auto family = detail::executable_family(m); !family) return family.error();
   // Ranks: the devices of the first pipeline_size stages, each once; the later stages of an
   // interleaved schedule run on them (lane_problem).
+  const int P = detail::pipeline_size(p);
   std::set<int> devices;
-  for (std::size_t s = 0; s < static_cast<std::size_t>(detail::pipeline_size(p)); ++s) {
+  for (std::size_t s = 0; s < static_cast<std::size_t>(P); ++s) {
     const auto& replicas = p.stages[s].replicas;
     for (std::size_t r = 0; r < replicas.size(); ++r) {
       for (int d : replicas[r].devices)
@@ -170,7 +170,7 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
               s, r, d)};
     }
   }
-  if (auto e = lane_problem(p)) return *e;
+  if (auto e = lane_problem(p, P)) return *e;
   if (static_cast<int>(devices.size()) != world_size)
     return Error{fmt::format(
         "plan: stages: the plan runs on {} devices (one rank each) but the job has {} ranks "

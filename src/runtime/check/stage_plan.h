@@ -26,7 +26,8 @@ int pipeline_size(const plan::Plan& p);
 template <class F>
 void for_each_rank(const plan::Plan& p, F&& f) {
   int rank = 0;
-  for (int s = 0; s < pipeline_size(p); ++s)
+  const int P = pipeline_size(p);
+  for (int s = 0; s < P; ++s)
     for (int r = 0; r < static_cast<int>(p.stages[s].replicas.size()); ++r)
       for (int j = 0; j < static_cast<int>(p.stages[s].replicas[r].devices.size()); ++j)
         f(rank++, s, r, j, p.stages[s].replicas[r].devices[j]);
