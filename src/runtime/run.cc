@@ -34,6 +34,7 @@
 #include "run_support.h"
 #include "tensor_parallel.h"
 #include "torch_modules.h"
+#include "zero_params.h"
 #include "zero_slice.h"
 
 namespace hetplan::runtime {
@@ -104,11 +105,12 @@ struct Place {
 // layers differently (gradients then summed in the whole layout).
 struct Groups {
   PG world, tensor, stage, tied, stage_all;
+  PG zero3;  // the stage's replicas again, for ZeRO-3's gathers of weights
   c10::intrusive_ptr<c10d::Store> store;  // where DLCP's transport finds its peers
 };
 
 // Opens them with `backend` (throws what it cannot open).
-Groups connect(const RankEnv& env, const Place& at, bool tied, bool batch_program,
+Groups connect(const RankEnv& env, const Place& at, bool tied, bool batch_program, bool zero3,
                detail::Backend backend, std::chrono::milliseconds timeout) {
   const c10::intrusive_ptr<c10d::Store> store = detail::connect_store(env, timeout);
   auto open = [&](const c10::intrusive_ptr<c10d::Store>& s, int rank, int size) -> PG {
@@ -125,6 +127,12 @@ Groups connect(const RankEnv& env, const Place& at, bool tied, bool batch_progra
   const bool aligned = at.aligned[at.s];
   if (at.T() > 1) g.tensor = group(fmt::format("tp{}_{}", at.s, at.r), at.j, at.T());
   if (aligned && at.R() > 1) g.stage = group(fmt::format("stage{}_{}", at.s, at.j), at.r, at.R());
+  // ZeRO-3 gathers a chunk's weights for every pass, on every replica alike; the stage group's
+  // bucket all-reduces start in the last micro-batch's backward pass, which a replica without
+  // samples of it does not run (it sums in finish()): in one group they would meet the gathers
+  // in different orders on different replicas.
+  if (zero3 && aligned && at.R() > 1)
+    g.zero3 = group(fmt::format("zero{}_{}", at.s, at.j), at.r, at.R());
   // Its own group even when it has the tensor group's ranks (one replica): a bucket's all-reduce
   // must not hold back the backward pass's shard gathers queued behind it in one group (Gloo runs
   // one group's calls in order; the simulator overlaps them).
@@ -239,7 +247,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   std::optional<detail::PeerWatch> watch;
   if (env.world_size > 1) {
     try {
-      groups = connect(env, at, tied, batch_program,
+      groups = connect(env, at, tied, batch_program, p.zero_stage == 3 && !batch_program,
                        dev.is_cuda() ? detail::Backend::nccl : detail::Backend::gloo, timeout);
     } catch (const std::exception& e) {
       return Error{fmt::format("cannot join the job at {}:{}: {}", env.master_addr, env.master_port,
@@ -301,29 +309,32 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const int V = static_cast<int>(at.chunks.size());
   const auto order = sim::pass_order(p.schedule, V, at.s, at.P, M);
 
-  // ZeRO-2 over replicas that split their layers alike: each replica gets only its slice of the
-  // summed gradients (a reduce per slice, to its owner) instead of the all-reduce's whole sums.
-  // (Over unlike replicas, or with a tied head's two copies to sum first, it sums as ZeRO-1.)
+  // ZeRO-2 and -3 over replicas that split their layers alike: each replica gets only its slice of
+  // the summed gradients (a reduce per slice, to its owner) instead of the all-reduce's whole sums.
+  // (Over unlike replicas, or with a tied head's two copies to sum first, they sum as ZeRO-1.)
   const bool reduce_to_slices =
-      p.zero_stage == 2 && at.R() > 1 && at.aligned[at.s] && !batch_program && !tied;
+      p.zero_stage >= 2 && at.R() > 1 && at.aligned[at.s] && !batch_program && !tied;
   // This rank's parameters, model chunk by chunk, each once (one rank running both ends of a
   // tied head holds its one weight), and by layer.
   std::vector<torch::Tensor> params;
   std::vector<std::vector<torch::Tensor>> layer_params;  // [i]: the parameters of layer_ids[i]
   std::vector<int> layer_ids;
+  std::vector<std::vector<std::size_t>> chunk_params(at.chunks.size());  // [chunk]: into params
   {
     std::set<const void*> seen;
-    for (int sc : at.chunks)
-      for (int l = p.stages[sc].first_layer; l < p.stages[sc].first_layer + p.stages[sc].num_layers;
-           ++l) {
+    for (std::size_t c = 0; c < at.chunks.size(); ++c) {
+      const plan::Stage& st = p.stages[static_cast<std::size_t>(at.chunks[c])];
+      for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
         layer_ids.push_back(l);
         layer_params.emplace_back();
         for (const auto& t : mod.layer_parameters(l, 1))
           if (seen.insert(t.unsafeGetTensorImpl()).second) {
+            chunk_params[c].push_back(params.size());
             params.push_back(t);
             layer_params.back().push_back(t);
           }
       }
+    }
   }
   // The stage's gradients are summed over its replicas in buckets that start while the last
   // backward pass runs (the plan's grad_bucket_bytes). Under a batch program, every rank of the
@@ -397,33 +408,41 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   // ZeRO-1: replica r of a stage keeps Adam's states for slice r of the stage's flattened
   // parameters only (Adam is elementwise, so the sharded step equals the whole one), and the
   // updated slices are gathered. Replicas that split their layers differently flatten them in the
-  // whole layout instead, and each of the stage's ranks keeps a slice of that.
+  // whole layout instead, and each of the stage's ranks keeps a slice of that. ZeRO-3 (replicas
+  // that split alike, checked) keeps only the slices between passes: each model chunk's weights
+  // are a part of their own, gathered whole for each pass of the chunk and released after it, as
+  // the simulator prices them (a gather per pass).
   const bool unlike = !at.aligned[at.s] && !batch_program;
-  const bool zero = (p.zero_stage == 1 || p.zero_stage == 2) && at.R() > 1;
+  const bool zero = p.zero_stage >= 1 && at.R() > 1;
+  const bool zero3 = zero && p.zero_stage == 3;
   const PG zero_group = unlike ? groups.stage_all : groups.stage;
   const int zero_n = unlike ? at.stage_size(at.s) : at.R();
   const int zero_k = unlike ? at.stage_rank() : at.r;
   std::vector<torch::Tensor> whole_params;  // unlike: the stage's parameters, whole
-  torch::Tensor owned;
-  std::int64_t zero_numel = 0;  // of the flattened parameters the slices split
-  detail::ZeroSlice slice;
+  std::vector<detail::ZeroPart> zero_parts;  // ZeRO-3: one per model chunk, else one
+  std::vector<torch::Tensor> owned;          // their slices: the optimizer's parameters
   if (zero) {
     torch::NoGradGuard no_grad;
     if (unlike)  // every replica holds the same: the first one's slices, whole
       whole_params = detail::whole_sums(*zero_group, mod.layouts(), params, params, at.r == 0,
                                         at.r == 0 && at.j == 0);
-    const torch::Tensor flat = detail::flatten(unlike ? whole_params : params);
-    zero_numel = flat.numel();
-    slice = detail::ZeroSlice(flat.numel(), zero_n, zero_k);
-    owned = flat.slice(0, slice.begin, slice.end).clone();
+    if (zero3) {
+      for (const auto& in_chunk : chunk_params) {
+        zero_parts.emplace_back(params, in_chunk, zero_n, zero_k);
+        detail::share_storage(zero_parts.back(), params, zero_n);
+      }
+    } else {
+      std::vector<std::size_t> every(params.size());
+      std::iota(every.begin(), every.end(), std::size_t{0});
+      zero_parts.emplace_back(unlike ? whole_params : params, std::move(every), zero_n, zero_k);
+    }
+    for (const auto& part : zero_parts) owned.push_back(part.owned);
   }
-  torch::optim::Adam adam(zero ? std::vector<torch::Tensor>{owned} : params,
-                          torch::optim::AdamOptions(opts.learning_rate));
+  torch::optim::Adam adam(zero ? owned : params, torch::optim::AdamOptions(opts.learning_rate));
 
   RunResult res;
   res.parameters = m.parameters();
   RankTimes own;
-  detail::MemoryProbe probe;  // each step's tensor memory
   const int skip = opts.steps > 2 ? 2 : 0;
   // The name a checkpoint gives parameter t (a tied head's copy: its source's), or null.
   const torch::Tensor head_source = tied_source, head_copy = tied_copy;
@@ -455,13 +474,25 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     // Adam counts the steps it took: not the ones loss scaling skipped.
     const std::int64_t taken = ck.meta.optimizer_steps();
     if (zero)
-      detail::set_adam_state(adam, owned, taken,
-                             detail::flatten(avg).slice(0, slice.begin, slice.end).clone(),
-                             detail::flatten(avg_sq).slice(0, slice.begin, slice.end).clone());
+      for (const auto& part : zero_parts) {
+        auto slice_of = [&](const std::vector<torch::Tensor>& moments) {
+          return detail::flatten(part.of(moments))
+              .slice(0, part.slice.begin, part.slice.end)
+              .clone();
+        };
+        detail::set_adam_state(adam, part.owned, taken, slice_of(avg), slice_of(avg_sq));
+      }
     else
       for (std::size_t i = 0; i < params.size(); ++i)
         detail::set_adam_state(adam, params[i], taken, avg[i], avg_sq[i]);
   }
+  // ZeRO-3: from here on each chunk's weights are whole only while a pass (or a checkpoint) needs
+  // them.
+  if (zero3)
+    for (const auto& part : zero_parts) detail::release_part(part, params);
+  // (Made after that: the CPU's allocator reports a block it frees while watched that was made
+  // before.)
+  detail::MemoryProbe probe;  // each step's tensor memory
   res.first_step = first_step;
   // The parameters and Adam's moments after `steps` steps, whole and by name: the first replica of
   // each stage gathers them over its tensor-parallel ranks (under ZeRO every replica's slices of
@@ -479,11 +510,24 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       return cleared.error();
     try {
       torch::NoGradGuard no_grad;
+      std::vector<detail::WholeWeights> gathered;  // ZeRO-3: every chunk's weights, to write
+      if (zero3)
+        for (const auto& part : zero_parts)
+          gathered.emplace_back(*groups.zero3, zero_n, part, params, timeout);
       std::vector<torch::Tensor> avg, avg_sq;  // in the optimizer's layout
       if (zero) {
         const std::vector<torch::Tensor>& shapes = whole_layout ? whole_params : params;
-        std::tie(avg, avg_sq) = detail::gathered_moments(adam, owned, zero_numel, slice.begin,
-                                                         slice.end, *zero_group, shapes, timeout);
+        avg.resize(shapes.size());
+        avg_sq.resize(shapes.size());
+        for (const auto& part : zero_parts) {
+          const auto [a, b] =
+              detail::gathered_moments(adam, part.owned, part.numel, part.slice.begin,
+                                       part.slice.end, *zero_group, part.of(shapes), timeout);
+          for (std::size_t i = 0; i < part.index.size(); ++i) {
+            avg[part.index[i]] = a[i];
+            avg_sq[part.index[i]] = b[i];
+          }
+        }
       } else {
         for (const auto& t : params) {
           const auto [a, b] = detail::adam_moments(adam, t);
@@ -602,6 +646,17 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         const bool head = sc == 0, tail = sc == at.S - 1;
         const std::size_t slot = static_cast<std::size_t>(pass.chunk * M + mb);
         const auto [b0, b1] = samples_of(p, sc, at.r, mb);
+        // ZeRO-3: the chunk's weights whole for the pass, gathered by every replica of the stage
+        // (also one without samples of this micro-batch), and released after it.
+        std::optional<detail::WholeWeights> whole;
+        if (zero3) {
+          sync();
+          const auto gather_start = Clock::now();
+          whole.emplace(*groups.zero3, zero_n, zero_parts[static_cast<std::size_t>(pass.chunk)],
+                        params, timeout);
+          sync();
+          comm += seconds_since(gather_start);
+        }
         if (b1 <= b0) continue;
         const detail::Batch chunk = batch.slice(b0, b1);
         if (pass.forward) {
@@ -658,11 +713,15 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       for (auto& w : sends) w->wait(timeout);
       // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
       if (buckets) buckets->finish(timeout);
-      torch::Tensor sliced_grads;  // ZeRO-2: this replica's slice of the sums (the rest its own)
+      // ZeRO-2 and -3: per part, this replica's slice of the sums (the rest its own).
+      std::vector<torch::Tensor> sliced_grads;
       if (reduce_to_slices) {
-        sliced_grads = detail::flatten(grads_of(params));
+        for (const auto& part : zero_parts)
+          sliced_grads.push_back(part.index.empty() ? part.owned
+                                                    : detail::flatten(grads_of(part.of(params))));
         for (auto& t : params) t.mutable_grad() = torch::Tensor();  // the whole ones go now
-        detail::reduce_to_slices(*zero_group, zero_n, zero_k, sliced_grads, timeout);
+        for (auto& flat : sliced_grads)
+          detail::reduce_to_slices(*zero_group, zero_n, zero_k, flat, timeout);
       }
       std::vector<double> next_mean_square;  // this step's, for the next step's order
       if (transport && !layer_numel.empty() &&
@@ -731,29 +790,40 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         // Unlike replicas: the summed gradients whole (the stage's sums over every replica, or,
         // once summed with the tied copy, the first replica's, which every replica then holds).
         const bool every_replica = !groups.tied;
-        const torch::Tensor flat_grads =
-            reduce_to_slices ? sliced_grads
-            : !unlike        ? detail::flatten(grads_of(params))
-                             : detail::flatten(detail::whole_sums(
-                                   *zero_group, mod.layouts(), params, grads_of(params),
-                                   every_replica || at.r == 0, at.j == 0 && (every_replica || at.r == 0)));
-        owned.mutable_grad() = flat_grads.slice(0, slice.begin, slice.end).clone();
-        stepped = steps_now({owned.grad()});
-        if (stepped) adam.step();
-        sync();
-        comm_start = Clock::now();
-        const torch::Tensor updated =
-            detail::gather_slices(*zero_group, zero_n, slice, owned, timeout);
-        torch::NoGradGuard no_grad;
-        if (unlike) {
-          detail::unflatten_into(updated, whole_params);
-          for (std::size_t i = 0; i < params.size(); ++i)
-            params[i].copy_(mod.layouts().to_part(params[i], whole_params[i]));
-        } else {
-          detail::unflatten_into(updated, params);
+        std::vector<torch::Tensor> owned_grads;
+        for (std::size_t i = 0; i < zero_parts.size(); ++i) {
+          detail::ZeroPart& part = zero_parts[i];
+          if (part.index.empty()) continue;  // (a model chunk without weights)
+          const torch::Tensor flat_grads =
+              reduce_to_slices ? sliced_grads[i]
+              : !unlike
+                  ? detail::flatten(grads_of(part.of(params)))
+                  : detail::flatten(detail::whole_sums(*zero_group, mod.layouts(), params,
+                                                       grads_of(params), every_replica || at.r == 0,
+                                                       at.j == 0 && (every_replica || at.r == 0)));
+          part.owned.mutable_grad() = flat_grads.slice(0, part.slice.begin, part.slice.end).clone();
+          owned_grads.push_back(part.owned.grad());
         }
-        sync();
-        comm += seconds_since(comm_start);
+        stepped = steps_now(owned_grads);
+        if (stepped) adam.step();
+        // The updated slices gathered into the weights (under ZeRO-3, by the next passes).
+        if (!zero3) {
+          sync();
+          comm_start = Clock::now();
+          const detail::ZeroPart& part = zero_parts.front();
+          const torch::Tensor updated =
+              detail::gather_slices(*zero_group, zero_n, part.slice, part.owned, timeout);
+          torch::NoGradGuard no_grad;
+          if (unlike) {
+            detail::unflatten_into(updated, whole_params);
+            for (std::size_t i = 0; i < params.size(); ++i)
+              params[i].copy_(mod.layouts().to_part(params[i], whole_params[i]));
+          } else {
+            detail::unflatten_into(updated, params);
+          }
+          sync();
+          comm += seconds_since(comm_start);
+        }
       } else {
         stepped = steps_now(grads_of(params));
         if (stepped) adam.step();

@@ -82,6 +82,7 @@ TEST(RunCheckpoints, ADecoderResumesUnderAnyPlan) {
       {"one process", "--strategy dp=1,gbs=16"},
       {"tp=2 x dp=2, ZeRO-1", "--nprocs 4 --strategy tp=2,dp=2,gbs=16,zero=1"},
       {"dp=2, ZeRO-2", "--nprocs 2 --strategy dp=2,gbs=16,zero=2"},
+      {"pp=2 x dp=2, ZeRO-3", "--nprocs 4 --strategy pp=2,dp=2,gbs=16,mbs=2,zero=3"},
       {"unlike replicas", "--nprocs 4 --cluster cpu:4 --plan " + unlike},
       {"batch program", "--nprocs 3 --cluster cpu:3 --plan " + program},
   };

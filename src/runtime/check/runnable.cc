@@ -63,10 +63,14 @@ namespace {
 // meets them in its order, executable_problems lists each.
 std::optional<Error> zero_problem(const plan::Plan& p) {
   if (p.zero_stage <= 2) return std::nullopt;
-  return Error{
-      "plan: zero_stage: ZeRO-3 runs only over one stage of single-device replicas of a decoder "
-      "or an MLP (as HAP's batch program with every weight batch_sharded); stages 1 and 2 run "
-      "everywhere else"};
+  for (std::size_t s = 0; s < p.stages.size(); ++s)
+    if (!alike(replicas_of(p.stages[s])))
+      return Error{fmt::format(
+          "plan: zero_stage: ZeRO-3 shards a stage's parameters over replicas that split their "
+          "layers alike, and stages[{}]'s do not (expected the same tensor-parallel degree and "
+          "tp_shares in each; ZeRO-1 and -2 run over unlike replicas)",
+          s)};
+  return std::nullopt;
 }
 
 // A CNN's replica of more than one device: the stage runtime splits no convolutions (op by op,
