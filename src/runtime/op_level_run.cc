@@ -428,9 +428,9 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       for (auto& t : mine) t.mutable_grad() = torch::Tensor();
       std::vector<torch::Tensor> masks(N);
       for (std::size_t o = 0; o < N; ++o)
-        // Decoders train without dropout, as the decoder module does: no mask.
+        // Decoders and ViTs train without dropout, as their stage modules do: no mask.
         if (m.ops[o].compute.fn == model::OpFn::dropout && my_index[o] >= 0 &&
-            m.family != model::Family::decoder_lm)
+            m.family != model::Family::decoder_lm && m.family != model::Family::vision_transformer)
           masks[o] =
               dropout_mask(m.ops[o], opts.seed, step, static_cast<int>(o), p.global_batch).to(dev);
       // Sufficient factors of the linear layers of groups that synchronise by them: per op, the

@@ -124,6 +124,7 @@ struct DecoderShape {
                seq = 0;
   int layers = 0;
   bool rms_norm = false, swiglu = false, bias = true, rope = false, tied = true;
+  bool causal = true;  // false: every position attends to every other (a ViT's encoder)
   std::int64_t experts = 0, top_k = 0;  // a mixture of SwiGLU experts in place of the MLP (Mixtral)
 };
 
@@ -347,12 +348,12 @@ class Block : public nn::Module {
     }
 #if TORCH_VERSION_MAJOR >= 2
     if (fused_)  // one kernel (flash or memory-efficient, as the device allows) keeps no scores
-      return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true)
+      return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/d_.causal)
           .transpose(1, 2)
           .reshape({n, s, H * hd});
 #endif
     auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(hd));
-    scores = scores.masked_fill(*causal_, -std::numeric_limits<float>::infinity());
+    if (d_.causal) scores = scores.masked_fill(*causal_, -std::numeric_limits<float>::infinity());
     return torch::matmul(torch::softmax(scores, -1), v).transpose(1, 2).reshape({n, s, H * hd});
   }
 
@@ -370,9 +371,30 @@ class Block : public nn::Module {
   bool fused_ = false;  // the pass runs the core as one kernel (set by forward)
 };
 
+// A transformer as the descriptions lay it out: layer 0 the embedding, then the blocks, the last
+// layer the head.
+class BlockStack : public TrainModule {
+ public:
+  std::vector<torch::Tensor> layer_parameters(int first, int count) override {
+    std::vector<torch::Tensor> out;
+    for (int l = first; l < first + count; ++l) {
+      const auto part = l == 0                ? embedding_parameters()
+                        : l + 1 < num_layers_ ? params_of({blocks_[l - 1].get()})
+                                              : head_parameters();
+      out.insert(out.end(), part.begin(), part.end());
+    }
+    return out;
+  }
+
+ protected:
+  virtual std::vector<torch::Tensor> embedding_parameters() = 0;
+  virtual std::vector<torch::Tensor> head_parameters() = 0;
+  std::vector<std::shared_ptr<Block>> blocks_;
+};
+
 // Layers "embedding" (words, and learned positions for GPT), "layers.i" (blocks) and "head"
 // (final norm, LM head, cross-entropy).
-class Decoder : public TrainModule {
+class Decoder : public BlockStack {
  public:
   explicit Decoder(const DecoderShape& d)
       : d_(d), word_(register_module("word", nn::Embedding(d.vocab, d.hidden))) {
@@ -444,21 +466,12 @@ class Decoder : public TrainModule {
     if (layer == 0) return {n, d_.seq};  // token ids
     return {n, d_.seq, d_.hidden};
   }
-  std::vector<torch::Tensor> layer_parameters(int first, int count) override {
-    std::vector<torch::Tensor> out;
-    auto add = [&](std::vector<torch::Tensor> v) { out.insert(out.end(), v.begin(), v.end()); };
-    for (int l = first; l < first + count; ++l) {
-      if (l == 0) {
-        add(params_of({word_.get()}));
-        if (pos_) add(params_of({pos_.get()}));
-      } else if (l + 1 < num_layers_) {
-        add(params_of({blocks_[l - 1].get()}));
-      } else {
-        add(params_of({norm_.module()}));
-        if (head_) add(params_of({head_.get()}));
-        if (head_copy_.defined()) out.push_back(head_copy_);
-      }
-    }
+  std::vector<torch::Tensor> embedding_parameters() override {
+    return pos_ ? params_of({word_.get(), pos_.get()}) : params_of({word_.get()});
+  }
+  std::vector<torch::Tensor> head_parameters() override {
+    auto out = head_ ? params_of({norm_.module(), head_.get()}) : params_of({norm_.module()});
+    if (head_copy_.defined()) out.push_back(head_copy_);
     return out;
   }
   Result<bool> shard(const TensorParallel& tp) override {
@@ -588,12 +601,102 @@ class Decoder : public TrainModule {
   std::vector<std::int64_t> vocab_counts_;  // a batch program's vocabulary split, per rank
   std::pair<std::int64_t, std::int64_t> positions_{0, 0};  // this rank's, [begin, end)
   nn::Embedding word_, pos_{nullptr};
-  std::vector<std::shared_ptr<Block>> blocks_;
   Norm norm_;
   nn::Linear head_{nullptr};
   torch::Tensor head_copy_;  // the tied head's own copy when a pipeline splits it off
   torch::Tensor causal_, cos_, sin_;
 };
+
+// ViT (Dosovitskiy et al. 2021): layers "embedding" (each patch's pixels projected, a GEMM, then
+// the class token first and learned positions added), "layers.i" (GPT-style pre-norm blocks
+// without the causal mask) and "head" (final LayerNorm, the classifier of the class token, summed
+// cross-entropy). Its weights are drawn as the op graph draws the description's (the patch
+// convolution's as a linear layer's, the same numbers), so both forms train alike. Under tensor
+// parallelism the blocks split as the decoders' do (by heads and MLP columns); the embedding and
+// the classifier stay whole on every rank, each computing the same.
+struct VitShape {
+  std::int64_t channels = 3, patch = 0, image = 0, classes = 0;
+};
+
+class VisionTransformer : public BlockStack {
+ public:
+  VisionTransformer(const DecoderShape& d, const VitShape& v) : d_(d), v_(v) {
+    patch_ = register_module("patch", nn::Linear(v.channels * v.patch * v.patch, d.hidden));
+    positions_ = register_parameter("positions", 0.02 * torch::randn({d.seq, d.hidden}));
+    class_ = register_parameter("class", 0.02 * torch::randn({1, d.hidden}));
+    for (int i = 0; i < d.layers; ++i)
+      blocks_.push_back(
+          register_module("block" + std::to_string(i),
+                          std::make_shared<Block>(d, &none_, &none_, &none_, &tp_, &weights_)));
+    norm_ = Norm(*this, "norm", false, d.hidden);
+    classifier_ = register_module("classifier", nn::Linear(d.hidden, v.classes));
+    num_layers_ = d.layers + 2;
+  }
+  torch::Tensor forward_layers(int first, int count, const torch::Tensor& x,
+                               const torch::Tensor& targets) override {
+    torch::Tensor y = x;
+    for (int l = first; l < first + count; ++l) {
+      if (l == 0) {
+        const std::int64_t n = y.size(0), side = v_.image / v_.patch, p = v_.patch;
+        const auto patches = y.reshape({n, v_.channels, side, p, side, p})
+                                 .permute({0, 2, 4, 1, 3, 5})
+                                 .reshape({n, side * side, v_.channels * p * p});
+        y = torch::cat({class_.expand({n, 1, d_.hidden}), patch_(patches)}, 1) + positions_;
+      } else if (l + 1 < num_layers_) {
+        y = blocks_[l - 1]->forward(y, recompute_, attention_);
+      } else {
+        const auto h = norm_(y, tp_, weights_).select(1, 0);  // the class token
+        y = summed_cross_entropy(classifier_(h), targets);
+      }
+    }
+    return y;
+  }
+  std::vector<std::int64_t> activation_shape(int layer, std::int64_t n) const override {
+    if (layer == 0) return {n, v_.channels, v_.image, v_.image};
+    return {n, d_.seq, d_.hidden};
+  }
+  std::vector<torch::Tensor> embedding_parameters() override {
+    auto out = params_of({patch_.get()});
+    out.push_back(positions_);
+    out.push_back(class_);
+    return out;
+  }
+  std::vector<torch::Tensor> head_parameters() override {
+    return params_of({norm_.module(), classifier_.get()});
+  }
+  Result<bool> shard(const TensorParallel& tp) override {
+    tp_ = tp;
+    if (!tp_.active()) return true;
+    if (tp_.sequence_parallel())
+      return Error{"sequence parallelism: the runtime splits decoders by sequence, not a ViT"};
+    for (auto& b : blocks_)
+      if (auto ok = b->shard(layouts_); !ok) return ok;
+    return true;
+  }
+
+ private:
+  DecoderShape d_;
+  VitShape v_;
+  TensorParallel tp_;
+  nn::Linear patch_{nullptr}, classifier_{nullptr};
+  torch::Tensor positions_, class_, none_;
+  Norm norm_;
+};
+
+// The blocks' sizes the description gives (`qkv`: a block's QKV op, whose parameters beyond its
+// GEMM's are biases).
+DecoderShape block_shape(const model::Model& m, const model::Op& qkv) {
+  DecoderShape d;
+  d.hidden = m.hidden;
+  d.heads = m.heads;
+  d.kv_heads = m.kv_heads;
+  d.head_dim = m.head_dim;
+  d.ffn = m.ffn_hidden;
+  d.seq = m.seq_len;
+  d.layers = m.num_blocks;
+  d.bias = qkv.params > qkv.gemm.k * qkv.gemm.n;
+  return d;
+}
 
 std::int64_t count_parameters(const torch::nn::Module& mod) {
   std::int64_t n = 0;
@@ -672,15 +775,8 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
     if (!head || !qkv || m.hidden <= 0 || m.heads <= 0 || m.kv_heads <= 0 || m.head_dim <= 0)
       return Error{fmt::format(
           "--model: {}: expected a decoder with attention blocks and an LM head", m.name)};
-    DecoderShape d;
+    DecoderShape d = block_shape(m, *qkv);
     d.vocab = m.vocab;
-    d.hidden = m.hidden;
-    d.heads = m.heads;
-    d.kv_heads = m.kv_heads;
-    d.head_dim = m.head_dim;
-    d.ffn = m.ffn_hidden;
-    d.seq = m.seq_len;
-    d.layers = m.num_blocks;
     d.tied = head->tied_params > 0;
     if (const model::Op* pos = find_op(m, "embedding.position"))
       d.positions = pos->params / m.hidden;
@@ -688,10 +784,25 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
     d.experts = m.experts;
     d.top_k = m.top_k;
     d.swiglu = find_suffix(m, ".gate_up") != nullptr;
-    d.bias = qkv->params > qkv->gemm.k * qkv->gemm.n;
     const model::Op* norm = find_op(m, "head.norm");
     d.rms_norm = norm && norm->kind == model::OpKind::rmsnorm;
     mod = std::make_shared<Decoder>(d);
+  } else if (m.family == model::Family::vision_transformer) {
+    const model::Op* patch = find_op(m, "embedding.patch");
+    const model::Op* qkv = find_suffix(m, ".qkv");
+    const std::int64_t side = patch ? patch->compute.kernel_h : 0;
+    if (!patch || !qkv || side <= 0 || m.hidden <= 0 || m.heads <= 0 || m.head_dim <= 0 ||
+        m.image_size % side != 0 || patch->gemm.k % (side * side) != 0)
+      return Error{fmt::format(
+          "--model: {}: expected a ViT with a patch embedding and attention blocks", m.name)};
+    DecoderShape d = block_shape(m, *qkv);
+    d.causal = false;
+    VitShape v;
+    v.patch = side;
+    v.channels = patch->gemm.k / (side * side);
+    v.image = m.image_size;
+    v.classes = m.num_classes;
+    mod = std::make_shared<VisionTransformer>(d, v);
   } else if (m.family == model::Family::cnn) {
     auto resnet = build_resnet_module(m);
     if (!resnet) return resnet.error();

@@ -1432,6 +1432,36 @@ TEST(RunCli, VitOpLevelPlansMatchOneProcess) {
   EXPECT_LT(one.back(), one.front());
 }
 
+// A ViT's stage plans run its stage module (the op graph's function and weights, as above):
+// pipelines under 1F1B and the interleaved schedule, tensor parallelism at uneven shares, data
+// parallelism with ZeRO-3; the one-process losses. Its HAP programs that split ops by tensor and
+// by batch run op by op.
+TEST(RunCli, VitStagePlansMatchOneProcess) {
+  const std::string vit = "--model vit:layers=4,hidden=32,heads=4,image=32,patch=8,classes=10";
+  const auto one = losses(vit + " --strategy dp=1,gbs=8");
+  for (const std::string strategy :
+       {"pp=2,gbs=8,mbs=2 --nprocs 2", "pp=2,vpp=2,gbs=8,mbs=2 --nprocs 2",
+        "pp=2,dp=2,gbs=8,mbs=2,zero=3 --nprocs 4"}) {
+    SCOPED_TRACE(strategy);
+    const std::string args = vit + " --strategy " + strategy;
+    auto check = run_hetplan("run --check " + args);
+    EXPECT_EQ(check.exit_code, 0) << check.err;
+    EXPECT_EQ(check.out.find("op by op"), std::string::npos) << check.out;
+    expect_same_losses(one, losses(args));
+  }
+  const auto uneven = plan_file({{0, 6}}, {8}, 2, "1f1b", 0, {0.75, 0.25});
+  expect_same_losses(one, losses(vit + " --nprocs 2 --plan " + uneven));
+  std::filesystem::remove(uneven);
+  const auto program = write_plan("vit_program", R"({"version": 1, "global_batch": 8,
+    "stages": [{"first_layer": 0, "num_layers": 6,
+      "replicas": [{"devices": [0, 1], "tp_shares": [0.5, 0.5], "batch_share": 1.0}]}],
+    "op_overrides": [{"ops": "layers.*.mlp.*", "split": "tensor"}, {"ops": "*", "split": "batch"}]})");
+  auto check = run_hetplan("run --check " + vit + " --cluster cpu:2 --plan " + program);
+  std::filesystem::remove(program);
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_NE(check.out.find("runnable: 2 ranks, op by op"), std::string::npos) << check.out;
+}
+
 // The HAP planner's program for GPT-3 1.3B on its V100 + P100 preset (a batch program over 32
 // GPUs, the MLP's weights sharded, the embedding split by vocabulary) passes every check of the
 // runtime but the number of ranks this machine can give it.

@@ -39,7 +39,8 @@ TEST(TorchModules, MatchTheDescription) {
         "gpt:layers=1,hidden=64,heads=4,seq=16,vocab=128,tied=false",
         "resnet:depth=18,width=8,image=32,classes=10",
         "resnet:depth=50,width=4,image=32,classes=10",
-        "moe:layers=2,hidden=64,heads=4,kv_heads=2,seq=16,vocab=128,experts=3,top_k=2"}) {
+        "moe:layers=2,hidden=64,heads=4,kv_heads=2,seq=16,vocab=128,experts=3,top_k=2",
+        "vit:layers=2,hidden=32,heads=4,image=32,patch=8,classes=10", "vit-b16"}) {
     const auto m = load(spec);
     auto mod = build_module(m);
     ASSERT_TRUE(mod) << mod.error().message;
@@ -63,6 +64,21 @@ TEST(TorchModules, LayersComposeToTheWholeModel) {
   const auto a = mod->forward_layers(0, 2, ids, targets);
   EXPECT_EQ(a.sizes(), torch::IntArrayRef(mod->activation_shape(2, 3)));
   const auto split = mod->forward_layers(2, 2, a, targets);
+  EXPECT_NEAR(split.item<double>(), whole.item<double>(), 1e-6 * whole.item<double>());
+}
+
+// A ViT's layers: images in, the class token's loss out; split after the embedding, the same.
+TEST(TorchModules, VitLayersComposeToTheWholeModel) {
+  torch::manual_seed(1);
+  const auto m = load("vit:layers=2,hidden=32,heads=4,image=32,patch=8,classes=10");
+  auto mod = *build_module(m);
+  ASSERT_EQ(mod->num_layers(), 4);  // embedding, 2 blocks, head
+  const Batch b{torch::randn({3, 3, 32, 32}), torch::randint(0, 10, {3}, torch::kLong)};
+  const auto whole = mod->loss_sum(b);
+  const auto a = mod->forward_layers(0, 1, b.inputs, b.targets);
+  EXPECT_EQ(a.sizes(), torch::IntArrayRef(mod->activation_shape(1, 3)));  // 16 patches + class
+  EXPECT_EQ(a.size(1), 17);
+  const auto split = mod->forward_layers(1, 3, a, b.targets);
   EXPECT_NEAR(split.item<double>(), whole.item<double>(), 1e-6 * whole.item<double>());
 }
 

@@ -211,19 +211,22 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
     }
   }
   // Uneven shares are rounded to whole heads, MLP columns, vocabulary rows (and sequence
-  // positions): each rank needs one.
-  if (decoder && !*program)
+  // positions): each rank needs one. (A ViT's blocks split as a decoder's; its embedding and
+  // classifier stay whole.)
+  const bool vit = m.family == model::Family::vision_transformer;
+  if ((decoder || vit) && !*program)
     for (const auto& st : p.stages)
       for (const auto& rep : st.replicas) {
         if (rep.devices.size() < 2) continue;
         detail::SharePlace tp;
         tp.size = static_cast<int>(rep.devices.size());
         tp.shares = rep.tp_shares;
-        for (auto [n, what] :
-             {std::pair<std::int64_t, const char*>{m.kv_heads, "key/value heads"},
-              m.experts > 0 ? std::pair<std::int64_t, const char*>{m.experts, "experts"}
-                            : std::pair<std::int64_t, const char*>{m.ffn_hidden, "MLP columns"},
-              {m.vocab, "vocabulary rows"}})
+        std::vector<std::pair<std::int64_t, const char*>> units{
+            {m.kv_heads, "key/value heads"},
+            m.experts > 0 ? std::pair<std::int64_t, const char*>{m.experts, "experts"}
+                          : std::pair<std::int64_t, const char*>{m.ffn_hidden, "MLP columns"}};
+        if (decoder) units.push_back({m.vocab, "vocabulary rows"});
+        for (auto [n, what] : units)
           if (auto ok = detail::unit_counts(n, tp, what); !ok) return ok.error();
         if (p.sequence_parallel)
           if (auto ok = detail::unit_counts(m.seq_len, tp, "sequence positions"); !ok)

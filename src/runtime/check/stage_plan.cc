@@ -104,10 +104,11 @@ Result<std::optional<BatchSplits>> batch_program_of(const model::Model& m, const
           "plan: op_overrides: op \"{}\" is {} by tensor but the LM head's other op is{}; the "
           "runtime splits the LM head and its loss by vocabulary together",
           op->name, by_tensor ? "split" : "not split", by_tensor ? " not" : "")};
-  if (m.family == model::Family::cnn)
-    return Error{
-        "plan: op_overrides: a CNN's batch programs are executed only when every op is split "
-        "\"batch\" (as data parallelism)"};
+  if (m.family == model::Family::cnn || m.family == model::Family::vision_transformer)
+    return Error{fmt::format(
+        "plan: op_overrides: a {}'s batch programs are executed only when every op is split "
+        "\"batch\" (as data parallelism)",
+        m.family == model::Family::cnn ? "CNN" : "ViT")};
   return std::optional<BatchSplits>{std::move(prog)};
 }
 
@@ -122,10 +123,12 @@ bool decoder_module(const model::Model& m) {
 }
 
 Result<bool> executable_family(const model::Model& m) {
-  if (m.family == model::Family::mlp || decoder_module(m)) return true;
+  if (m.family == model::Family::mlp || decoder_module(m) ||
+      m.family == model::Family::vision_transformer)
+    return true;
   if (m.family == model::Family::cnn) return check_resnet(m);
   return Error{fmt::format(
-      "--model: {}: the runtime has stage modules for MLPs, ResNets and GPT- or Llama-style "
+      "--model: {}: the runtime has stage modules for MLPs, ResNets, ViTs and GPT- or Llama-style "
       "decoder language models (with or without a mixture of experts), not for {} models, whose "
       "plans run op by op where they convert",
       m.name, model::to_string(m.family))};
