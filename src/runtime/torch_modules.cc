@@ -791,10 +791,20 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
     const model::Op* patch = find_op(m, "embedding.patch");
     const model::Op* qkv = find_suffix(m, ".qkv");
     const std::int64_t side = patch ? patch->compute.kernel_h : 0;
-    if (!patch || !qkv || side <= 0 || m.hidden <= 0 || m.heads <= 0 || m.head_dim <= 0 ||
-        m.image_size % side != 0 || patch->gemm.k % (side * side) != 0)
+    const model::Op* scores = find_suffix(m, ".scores");
+    // Pre-norm blocks (a block's first op its norm), patches that tile the image, one token each
+    // and the class token, attention without the causal mask: what the module computes.
+    const bool pre_norm =
+        m.layers.size() > 2 && m.layers[1].num_ops > 0 &&
+        m.ops[static_cast<std::size_t>(m.layers[1].first_op)].kind == model::OpKind::layernorm;
+    if (!patch || !qkv || !scores || scores->compute.causal || !pre_norm || side <= 0 ||
+        patch->compute.stride != side || m.image_size <= 0 || m.hidden <= 0 || m.heads <= 0 ||
+        m.head_dim <= 0 || m.image_size % side != 0 || patch->gemm.k % (side * side) != 0 ||
+        m.seq_len != (m.image_size / side) * (m.image_size / side) + 1)
       return Error{fmt::format(
-          "--model: {}: expected a ViT with a patch embedding and attention blocks", m.name)};
+          "--model: {}: expected a ViT of pre-norm attention blocks without the causal mask and a "
+          "patch embedding whose patches tile the image",
+          m.name)};
     DecoderShape d = block_shape(m, *qkv);
     d.causal = false;
     VitShape v;

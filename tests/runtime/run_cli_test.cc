@@ -1414,8 +1414,9 @@ TEST(RunCli, BatchProgramsOverUnlikeReplicasMatchOneProcess) {
   std::filesystem::remove(file);
 }
 
-// A ViT runs op by op (patch convolution, class token and positions, encoder blocks, classifier on
-// the class token): uneven replicas with a parameter server, a placed block, sufficient factors.
+// A ViT's op-level plans run op by op (patch convolution, class token and positions, encoder
+// blocks, classifier on the class token), and from the ViT module's weights, so their losses are
+// its one process's: uneven replicas with a parameter server, a placed block, sufficient factors.
 TEST(RunCli, VitOpLevelPlansMatchOneProcess) {
   const std::string vit = "--model vit:layers=2,hidden=32,heads=4,image=32,patch=8,classes=10";
   const auto file = write_plan("vit", R"({"version": 1, "global_batch": 8, "num_microbatches": 2,

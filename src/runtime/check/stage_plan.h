@@ -75,8 +75,8 @@ bool uses_chunk_transport(const plan::Plan& p);
 // Whether the decoder module builds m: a decoder language model, with or without a mixture of
 // experts.
 bool decoder_module(const model::Model& m);
-// Whether the runtime has modules for m's family (MLPs, ResNets and decoder language models), or
-// why not.
+// Whether the runtime has modules for m's family (MLPs, ResNets, ViTs and decoder language
+// models), or why not.
 Result<bool> executable_family(const model::Model& m);
 
 }  // namespace hetplan::runtime::detail
