@@ -76,13 +76,7 @@ void gather_part(Collectives& group, int n, const ZeroPart& part,
   const auto bytes = static_cast<std::size_t>(elements) * weight.element_size();
   s->set_data_ptr_noswap(s->allocator()->allocate(bytes));
   s->set_nbytes(bytes);
-  const torch::Tensor whole = alias_of(weight, elements);
-  std::vector<std::vector<torch::Tensor>> out(1);
-  for (int i = 0; i < n; ++i)
-    out[0].push_back(whole.slice(0, i * part.slice.size, (i + 1) * part.slice.size));
-  std::vector<torch::Tensor> in{torch::zeros({part.slice.size}, weight.options())};
-  in[0].slice(0, 0, part.slice.end - part.slice.begin).copy_(part.owned.detach());
-  group.allgather(out, in)->wait(timeout);
+  gather_slices_into(group, n, part.slice, part.owned, alias_of(weight, elements), timeout);
 }
 
 WholeWeights::WholeWeights(Collectives& group, int n, const ZeroPart& part,

@@ -27,6 +27,9 @@ struct ZeroSlice {
 // padded to one size as Gloo's all-gather needs: n * s.size elements, the flattened weights first.
 torch::Tensor gather_slices(Collectives& group, int n, const ZeroSlice& s,
                             const torch::Tensor& owned, std::chrono::milliseconds timeout);
+// The same gathered into `out` (n * s.size elements, written in place).
+void gather_slices_into(Collectives& group, int n, const ZeroSlice& s, const torch::Tensor& owned,
+                        const torch::Tensor& out, std::chrono::milliseconds timeout);
 
 // ZeRO-2's gradient sums: each member's slice of `flat` (numel elements split as ZeroSlice
 // splits them over n members) summed over `group` onto that member alone (a reduce per slice,
