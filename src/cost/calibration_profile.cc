@@ -1,5 +1,5 @@
 // Calibration profiles (JSON, version 2): measured op times per device type and op kind, and the
-// optional "messaging" and "optimizer" sections (compute_cost.h).
+// optional "messaging", "optimizer" and "host" sections (compute_cost.h).
 //
 //   {"version": 2, "device": "H100-SXM5-80GB", "measured_on": "2026-11-22", "notes": "...",
 //    "entries": [{"device": "H100-SXM5-80GB", "op_kind": "matmul",
@@ -56,7 +56,8 @@ CalibrationProfile parse_profile(const Json& doc) {
                      "expected 2 (a version 1 profile files batched GEMMs per batch of 8 "
                      "matrices; run hetplan calibrate again)");
   json_refuse_unknown_keys(
-      doc, "", {"version", "device", "measured_on", "notes", "entries", "messaging", "optimizer"});
+      doc, "",
+      {"version", "device", "measured_on", "notes", "entries", "messaging", "optimizer", "host"});
   json_require_version(doc, 2, "");
   CalibrationProfile prof;
   prof.device = json_string(doc, "device", "");
@@ -124,6 +125,25 @@ CalibrationProfile parse_profile(const Json& doc) {
   read_sized("optimizer", "params", [&](const std::string& device, double params, double seconds) {
     prof.optimizer[device].push_back({0, params, seconds});
   });
+  if (doc.contains("host")) {
+    const Json& arr = doc.at("host");
+    if (!arr.is_array()) throw InputError("host", "expected an array");
+    for_each_entry(
+        arr, "host", prof.device,
+        [&](const Json& e, const std::string& path, const std::string& device) {
+          json_refuse_unknown_keys(e, path, {"device", "forward_seconds", "backward_seconds"});
+          auto positive = [&](const char* field) {
+            const double v = json_number(e, field, path);
+            if (!(v > 0)) throw InputError(field_path(path, field), "expected a number > 0");
+            return v;
+          };
+          HostOpTimes h;
+          h.forward_seconds = positive("forward_seconds");
+          h.backward_seconds = positive("backward_seconds");
+          if (!prof.host.emplace(device, h).second)
+            throw InputError(path, fmt::format("a second entry for device '{}'", device));
+        });
+  }
   auto by_size = [](const auto& a, const auto& b) { return a.bytes < b.bytes; };
   for (auto& [device, pts] : prof.messaging) std::stable_sort(pts.begin(), pts.end(), by_size);
   for (auto& [device, pts] : prof.optimizer) std::stable_sort(pts.begin(), pts.end(), by_size);
@@ -197,6 +217,14 @@ std::string calibration_profile_to_json(const CalibrationProfile& p) {
   write_sized("messaging", "bytes", p.messaging, [](const MessagingPoint& pt) { return pt.bytes; });
   write_sized("optimizer", "params", p.optimizer,
               [](const CalibrationPoint& pt) { return pt.bytes; });
+  if (!p.host.empty()) {
+    Json arr = Json::array();
+    for (const auto& [device, h] : p.host)
+      arr.push_back(Json{{"device", device},
+                         {"forward_seconds", h.forward_seconds},
+                         {"backward_seconds", h.backward_seconds}});
+    doc["host"] = std::move(arr);
+  }
   return doc.dump(2) + "\n";
 }
 

@@ -26,6 +26,14 @@ namespace hetplan::cost {
 //   41 ms floor under every GEMM there).
 // - memory_efficiency 0.85: memory copies reach 80 to 90% of the data-sheet bandwidth.
 // - kernel_launch 3 us: per kernel on the GPU stream (launch plus inter-kernel gap, a few us).
+// - host_forward_op 15 us, host_backward_op 15 us: the host's time to issue one op of the training
+//   graph in a forward and in a backward pass (the framework's dispatch, autograd, the launches),
+//   as eager PyTorch from Python (what Megatron-LM, llm-foundry and Hugging Face run) takes it:
+//   `scripts/host_overhead.py` trains GPTs of width 8 over 4 tokens, whose kernels take next to
+//   nothing, and measured 14.1-15.1 us per op forward and 14.9-16.3 us backward (PyTorch 1.13,
+//   one core of the development machine, 2026-11-30). hetplan's own runtime issues its ops from
+//   C++: 6.0 us forward and 13.8 us backward there; `hetplan calibrate` measures that on the
+//   device it runs on, into the profile's "host" section, which then replaces these figures.
 // One set for every device and run; the simulator's accuracy check tunes them here, nowhere else.
 ComputeParams ComputeParams::defaults() {
   ComputeParams p;
@@ -33,6 +41,8 @@ ComputeParams ComputeParams::defaults() {
   p.gemm_half_size_time = Seconds(3e9 / 312e12);
   p.memory_efficiency = 0.85;
   p.kernel_launch = Seconds(3e-6);
+  p.host_forward_op = Seconds(15e-6);
+  p.host_backward_op = Seconds(15e-6);
   return p;
 }
 
@@ -125,6 +135,18 @@ Seconds ComputeCostModel::op_time(const cluster::DeviceType& dev, const model::T
   const double memory_s =
       bytes > 0 ? bytes / (dev.memory_bandwidth.value * params_.memory_efficiency) : 0.0;
   return Seconds(std::max(compute_s, memory_s)) + params_.kernel_launch;
+}
+
+Seconds ComputeCostModel::host_op_time(const cluster::DeviceType& dev, bool forward) const {
+  // A CPU worker issues and runs its ops on the same cores: one after the other, in the op
+  // times (their calibrated points include it), not beside them.
+  if (dev.architecture == cluster::Architecture::cpu) return Seconds(0);
+  if (profile_) {
+    auto it = profile_->host.find(dev.name);
+    if (it != profile_->host.end())
+      return Seconds(forward ? it->second.forward_seconds : it->second.backward_seconds);
+  }
+  return forward ? params_.host_forward_op : params_.host_backward_op;
 }
 
 // GEMM efficiency by architecture, relative to Ampere's (where gemm_peak_efficiency was fitted), as

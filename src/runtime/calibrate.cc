@@ -13,7 +13,9 @@
 
 #include "heap.h"
 #include "hetplan/cost/op_kinds.h"
+#include "hetplan/model/zoo.h"
 #include "tensor_parallel.h"
+#include "torch_modules.h"
 
 namespace hetplan::runtime {
 namespace {
@@ -248,6 +250,56 @@ double time_optimizer_step(std::int64_t params, const torch::Device& dev, double
   return total / static_cast<double>(count);
 }
 
+// The host's time to issue one op of a forward and of a backward pass (cost::HostOpTimes): GPTs of
+// 2 and 6 blocks of width 8 over 4 tokens, whose kernels take next to nothing, trained (the
+// runtime's module, summed loss, backward) back to back with one synchronisation per run of
+// passes, so that the host's issuing paces them; the 4 blocks the second has more, per op of
+// them. The median of `rounds` runs of each.
+cost::HostOpTimes time_host_ops(const torch::Device& dev, double min_seconds, int rounds) {
+  struct Timed {
+    double forward = 0, both = 0;
+    std::size_t ops = 0;
+  };
+  auto run = [&](int layers) {
+    const model::Model m =
+        model::load_model(fmt::format("gpt:layers={},hidden=8,heads=2,seq=4,vocab=16", layers))
+            .value();
+    auto mod = detail::build_module(m).value();
+    mod->to_device(dev);
+    const auto ids = torch::TensorOptions().device(dev).dtype(torch::kLong);
+    const detail::Batch b{torch::randint(0, m.vocab, {1, m.seq_len}, ids),
+                          torch::randint(0, m.vocab, {1, m.seq_len}, ids)};
+    auto per_pass = [&](bool backward) {
+      auto pass = [&] {
+        torch::Tensor loss = mod->loss_sum(b);
+        if (backward) loss.backward();
+        return loss;
+      };
+      pass();
+      if (dev.is_cuda()) torch::cuda::synchronize();
+      std::vector<double> runs;
+      const auto start = Clock::now();
+      while (runs.size() < static_cast<std::size_t>(rounds) ||
+             std::chrono::duration<double>(Clock::now() - start).count() < min_seconds) {
+        constexpr int kPasses = 20;
+        const auto t0 = Clock::now();
+        for (int i = 0; i < kPasses; ++i) pass();
+        if (dev.is_cuda()) torch::cuda::synchronize();
+        runs.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / kPasses);
+      }
+      return median(runs);
+    };
+    return Timed{per_pass(false), per_pass(true), m.ops.size()};
+  };
+  const Timed small = run(2), large = run(6);
+  const double ops = static_cast<double>(large.ops - small.ops);
+  cost::HostOpTimes h;
+  h.forward_seconds = std::max(1e-9, (large.forward - small.forward) / ops);
+  h.backward_seconds =
+      std::max(1e-9, ((large.both - large.forward) - (small.both - small.forward)) / ops);
+  return h;
+}
+
 }  // namespace
 
 Result<cost::CalibrationProfile> calibrate(
@@ -320,6 +372,11 @@ Result<cost::CalibrationProfile> calibrate(
   if (progress)
     progress(fmt::format("optimizer (Adam): {} sizes, {:.3g} to {:.3g} s", steps.size(),
                          steps.front().seconds, steps.back().seconds));
+  const cost::HostOpTimes host = time_host_ops(dev, opts.seconds_per_point, kRounds);
+  prof.host[opts.device_type] = host;
+  if (progress)
+    progress(fmt::format("host per op: {:.3g} s forward, {:.3g} s backward", host.forward_seconds,
+                         host.backward_seconds));
   return prof;
 }
 

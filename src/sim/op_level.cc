@@ -142,6 +142,51 @@ struct OpLevelLowering {
            c.nodes[c.devices[device].node].cpu_share;
   }
 
+  // The host issues each device's ops in turn and the device runs their kernels behind it: per
+  // layer and device, the kernels of that layer's ops there take together at least the host's time
+  // to issue them (stage_costs.cc). Here each of those ops' passes is stretched alike by what the
+  // host adds: [op][device index in group], forward and backward.
+  std::vector<std::vector<double>> host_stretch_fwd, host_stretch_bwd;
+
+  void compute_host_stretch() {
+    struct Sum {
+      double kernels = 0;
+      int ops = 0;
+    };
+    std::map<std::pair<int, int>, Sum> fwd_sum, bwd_sum;  // by (layer, device)
+    const std::size_t n = m.ops.size();
+    auto each_pass = [&](auto f) {
+      for (std::size_t op = 0; op < n; ++op) {
+        const int gi = group_of[op];
+        const auto& grp = p.op_groups[gi];
+        for (std::size_t j = 0; j < grp.devices.size(); ++j) {
+          const int d = grp.devices[j];
+          const double s = samples(gi, j), sh = shard(static_cast<int>(op), j);
+          const double tf = device_time(d, tg.forward[op], s, sh);
+          const double tb =
+              backward_index[op] < 0 ? 0.0 : device_time(d, tg.backward[backward_index[op]], s, sh);
+          f(op, j, std::make_pair(m.ops[op].layer, d), tf, tb);
+        }
+      }
+    };
+    each_pass([&](std::size_t, std::size_t, std::pair<int, int> key, double tf, double tb) {
+      if (tf > 0) fwd_sum[key].kernels += tf, ++fwd_sum[key].ops;
+      if (tb > 0) bwd_sum[key].kernels += tb, ++bwd_sum[key].ops;
+    });
+    auto stretch = [](const Sum& sum, double host) {
+      return sum.kernels > 0 ? std::max(1.0, sum.ops * host / sum.kernels) : 1.0;
+    };
+    host_stretch_fwd.assign(n, {});
+    host_stretch_bwd.assign(n, {});
+    each_pass([&](std::size_t op, std::size_t j, std::pair<int, int> key, double, double) {
+      const auto& type = c.type_of(key.second);
+      host_stretch_fwd[op].resize(j + 1, 1.0);
+      host_stretch_bwd[op].resize(j + 1, 1.0);
+      host_stretch_fwd[op][j] = stretch(fwd_sum[key], compute.host_op_time(type, true).value);
+      host_stretch_bwd[op][j] = stretch(bwd_sum[key], compute.host_op_time(type, false).value);
+    });
+  }
+
   void index_training_graph() {
     tg = model::derive_training_graph(m);
     backward_index.assign(m.ops.size(), -1);
@@ -293,10 +338,13 @@ struct OpLevelLowering {
         const bool recomputed = segment_of[op] >= 0;
         for (int mb = 0; mb < M(); ++mb) {
           fwd[op][j][mb] = add_task(
-              compute_task(TaskKind::forward, d, gi, mb, device_time(d, tg.forward[op], s, sh)),
+              compute_task(TaskKind::forward, d, gi, mb,
+                           device_time(d, tg.forward[op], s, sh) * host_stretch_fwd[op][j]),
               recomputed ? 0.0 : kept);
-          const double back =
-              backward_index[op] < 0 ? 0.0 : device_time(d, tg.backward[backward_index[op]], s, sh);
+          const double back = backward_index[op] < 0
+                                  ? 0.0
+                                  : device_time(d, tg.backward[backward_index[op]], s, sh) *
+                                        host_stretch_bwd[op][j];
           bwd[op][j][mb] = add_task(compute_task(TaskKind::backward, d, gi, mb, back), -kept);
           g.add_edge(fwd[op][j][mb], bwd[op][j][mb]);
         }
@@ -342,7 +390,7 @@ struct OpLevelLowering {
         double time = 0, kept = 0, input = 0;
         for (int op : seg) {
           const double sh = shard(op, j);
-          time += device_time(d, tg.forward[op], s, sh);
+          time += device_time(d, tg.forward[op], s, sh) * host_stretch_fwd[op][j];
           kept += m.ops[op].saved_bytes * s * sh;
         }
         for (int in : outside) {  // (a partial sum is whole on every device)
@@ -988,6 +1036,7 @@ struct OpLevelLowering {
     segment_of.assign(m.ops.size(), -1);
     for (std::size_t s = 0; s < segments.size(); ++s)
       for (int op : segments[s]) segment_of[static_cast<std::size_t>(op)] = static_cast<int>(s);
+    compute_host_stretch();
     build_lanes();
     add_passes();
     add_data_edges();

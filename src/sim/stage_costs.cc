@@ -291,9 +291,20 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
     for (const plan::Replica& q : s.replicas)
       if (std::find(batch_group.begin(), batch_group.end(), q.devices.front()) == batch_group.end())
         batch_group.push_back(q.devices.front());
+  // The host issues each op of a pass; the device runs their kernels behind it, so a layer's
+  // pass takes at least the host's time for its ops (eager frameworks' floor: small models and
+  // micro-batches). The slowest host of the replica's devices paces it.
+  double host_forward = 0, host_backward = 0;
+  for (int dev : r.devices) {
+    host_forward = std::max(host_forward, compute_.host_op_time(c_.type_of(dev), true).value);
+    host_backward = std::max(host_backward, compute_.host_op_time(c_.type_of(dev), false).value);
+  }
   for (int li = s.first_layer; li < s.first_layer + s.num_layers; ++li) {
     const model::Layer& layer = m_.layers[li];
     double fwd = 0, bwd = 0, recompute = 0;
+    // The layer's kernels alone, and how many ops issue them, per pass.
+    double fwd_kernels = 0, bwd_kernels = 0, recompute_kernels = 0;
+    int fwd_ops = 0, bwd_ops = 0, recompute_ops = 0;
     PassComm fwd_comm, bwd_comm, recompute_comm;
     for (int op = layer.first_op; op < layer.first_op + layer.num_ops; ++op) {
       const model::Op& o = m_.ops[op];
@@ -308,6 +319,19 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
         if (backward_index_[op] >= 0)
           tb = std::max(
               tb, device_time(r.devices[j], tg_.backward[backward_index_[op]], samples, share));
+      }
+      const bool recomputed = cost::recomputes(p_.recompute, m_, o);
+      if (tf > 0) {
+        fwd_kernels += tf;
+        ++fwd_ops;
+        if (recomputed) {
+          recompute_kernels += tf;
+          ++recompute_ops;
+        }
+      }
+      if (tb > 0) {
+        bwd_kernels += tb;
+        ++bwd_ops;
       }
       // Tensor-parallel communication on the critical path: each input edge whose producer's
       // layout differs from what this op reads is converted in the forward pass, and this op's
@@ -377,11 +401,18 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
       fwd += tf;
       bwd += tb;
       fwd_comm.add(op_fwd_comm);
-      if (cost::recomputes(p_.recompute, m_, o)) {
+      if (recomputed) {
         recompute += tf;
         recompute_comm.add(op_fwd_comm);
       }
     }
+    // What the host's issuing adds where it outlasts the kernels (HostOpTimes).
+    auto host_wait = [](int ops, double host, double kernels) {
+      return std::max(0.0, ops * host - kernels);
+    };
+    fwd += host_wait(fwd_ops, host_forward, fwd_kernels);
+    recompute += host_wait(recompute_ops, host_forward, recompute_kernels);
+    bwd += host_wait(bwd_ops, host_backward, bwd_kernels);
     bwd_comm.add(recompute_comm);
     out.forward_comm.push_back(std::move(fwd_comm));
     out.backward_comm.push_back(std::move(bwd_comm));

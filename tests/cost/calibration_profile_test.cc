@@ -167,11 +167,31 @@ TEST(CalibrationProfile, OptimizerStepsArePricedFromMeasuredSteps) {
             roofline.op_time(fake_device("FAKE-GPU"), step, 1, 1, model::DType::fp32));
 }
 
+TEST(CalibrationProfile, HostTimesAreTheDevicesMeasuredOnesOrTheDefaults) {
+  const char* text = R"({"version": 2, "device": "FAKE-GPU", "entries": [],
+    "host": [{"forward_seconds": 2e-5, "backward_seconds": 5e-5}]})";
+  auto prof = parse_calibration_profile(text, "prof.json");
+  ASSERT_TRUE(prof.ok()) << prof.error().message;
+  EXPECT_EQ(prof->host.at("FAKE-GPU"), (HostOpTimes{2e-5, 5e-5}));
+  const ComputeParams defaults = ComputeParams::defaults();
+  const ComputeCostModel calibrated(defaults, std::make_shared<const CalibrationProfile>(*prof));
+  EXPECT_EQ(calibrated.host_op_time(fake_device("FAKE-GPU"), true).value, 2e-5);
+  EXPECT_EQ(calibrated.host_op_time(fake_device("FAKE-GPU"), false).value, 5e-5);
+  // Another GPU: the defaults; a CPU worker issues its ops where it runs them: none.
+  EXPECT_EQ(calibrated.host_op_time(fake_device("OTHER-GPU"), true), defaults.host_forward_op);
+  EXPECT_EQ(calibrated.host_op_time(fake_device("OTHER-GPU"), false), defaults.host_backward_op);
+  cluster::DeviceType cpu = fake_device("FAKE-GPU");
+  cpu.architecture = cluster::Architecture::cpu;
+  EXPECT_EQ(calibrated.host_op_time(cpu, true).value, 0);
+  EXPECT_EQ(ComputeCostModel(defaults).host_op_time(cpu, false).value, 0);
+}
+
 TEST(CalibrationProfile, RoundTripsThroughAFile) {
   auto prof = parse_calibration_profile(kProfile, "prof.json");
   ASSERT_TRUE(prof.ok());
   prof->messaging["FAKE-GPU"] = {{64, 1e-3}, {4096, 2e-3}};
   prof->optimizer["FAKE-GPU"] = {{0, 1024, 1e-5}, {0, 4096, 3e-5}};
+  prof->host["FAKE-GPU"] = {7e-6, 1.5e-5};
   const std::string file =
       temp_file("hetplan_cost_roundtrip.json", calibration_profile_to_json(*prof));
   auto back = read_calibration_profile(file);
@@ -232,6 +252,20 @@ TEST(CalibrationProfile, ErrorsNameFileAndField) {
   expect_error(
       R"({"version": 2, "device": "X", "entries": [], "optimizer": [{"points": [{"bytes": 8, "seconds": 1}]}]})",
       "optimizer[0].points[0]");
+  expect_error(R"({"version": 2, "device": "X", "entries": [], "host": {}})",
+               "host: expected an array");
+  expect_error(
+      R"({"version": 2, "device": "X", "entries": [], "host": [{"forward_seconds": 1e-5}]})",
+      "host[0].backward_seconds");
+  expect_error(
+      R"({"version": 2, "device": "X", "entries": [], "host": [{"forward_seconds": 0, "backward_seconds": 1}]})",
+      "host[0].forward_seconds: expected a number > 0");
+  expect_error(
+      R"({"version": 2, "device": "X", "entries": [], "host": [{"forward_seconds": 1, "backward_seconds": 1, "seconds": 1}]})",
+      "host[0].seconds: unknown field");
+  expect_error(
+      R"({"version": 2, "device": "X", "entries": [], "host": [{"forward_seconds": 1, "backward_seconds": 1}, {"device": "X", "forward_seconds": 1, "backward_seconds": 1}]})",
+      "host[1]: a second entry for device 'X'");
 }
 
 TEST(CalibrationProfile, MissingFileIsAnError) {

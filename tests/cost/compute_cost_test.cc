@@ -162,6 +162,11 @@ TEST(ComputeCost, DefaultsAreTheDocumentedPriors) {
   EXPECT_GT(p.gemm_half_size_time.value, 0);
   EXPECT_GT(p.kernel_launch.value, 0);
   EXPECT_LT(p.kernel_launch.value, 10e-6);
+  // Eager PyTorch's host time per op (scripts/host_overhead.py): several launches' worth.
+  EXPECT_GT(p.host_forward_op, p.kernel_launch);
+  EXPECT_GT(p.host_backward_op, p.kernel_launch);
+  EXPECT_LT(p.host_forward_op.value, 50e-6);
+  EXPECT_LT(p.host_backward_op.value, 50e-6);
 }
 
 }  // namespace

@@ -63,13 +63,16 @@ inline cluster::Cluster unit_cluster(int nodes, int per_node, const std::string&
   return *c;
 }
 
-// Exact arithmetic: GEMMs at peak, memory at full bandwidth, no launch costs, links at full rate.
+// Exact arithmetic: GEMMs at peak, memory at full bandwidth, no launch or host costs, links at
+// full rate.
 inline SimOptions exact_options() {
   SimOptions o;
   o.compute.gemm_peak_efficiency = 1.0;
   o.compute.gemm_half_size_time = Seconds(0);
   o.compute.memory_efficiency = 1.0;
   o.compute.kernel_launch = Seconds(0);
+  o.compute.host_forward_op = Seconds(0);
+  o.compute.host_backward_op = Seconds(0);
   o.network.intra_node_efficiency = 1.0;
   o.network.inter_node_efficiency = 1.0;
   o.network.collective_launch = Seconds(0);

@@ -53,6 +53,40 @@ TEST(SimulateExact, FusedAttentionCoreAtTheKernelsEfficiency) {
   EXPECT_DOUBLE_EQ(flash->iteration_time.value, 1 + 2 + 2 + 5);
 }
 
+TEST(SimulateExact, APassWaitsForTheHostToIssueItsOps) {
+  // The host takes 1.5 s to issue an op of a forward pass and 1 s of a backward pass; each layer's
+  // kernels take 1 s forward and 2 s backward. Forward: the host's 1.5 s per layer; backward: the
+  // kernels' 2 s. One sample over 2 layers: 2 * (1.5 + 2) = 7 s.
+  auto m = chain_model(2, 1e12, 0);
+  for (auto& layer : m.layers) layer.kind = model::LayerKind::conv_block;  // recomputed whole
+  const auto c = unit_cluster(1, 1);
+  auto p = one_stage_plan(2, {plan::Replica{{0}, {}, 1.0}}, 1, 1);
+  SimOptions o = exact_options();
+  o.compute.host_forward_op = Seconds(1.5);
+  o.compute.host_backward_op = Seconds(1);
+  auto r = simulate(m, c, p, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->iteration_time.value, 7.0);
+  // Recomputed layers issue their forward ops again in the backward pass: 1.5 + 2 more there.
+  p.recompute = cost::Recompute::full;
+  r = simulate(m, c, p, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->iteration_time.value, 2 * (1.5 + 1.5 + 2));
+  // Two samples per pass: the kernels outlast the host in both passes, 2 * (2 + 4) = 12 s.
+  p.recompute = cost::Recompute::none;
+  p.global_batch = 2;
+  r = simulate(m, c, p, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->iteration_time.value, 12.0);
+  // A CPU worker runs its ops where it issues them: no wait on top.
+  auto cpu = unit_cluster(1, 1);
+  cpu.device_types[0].architecture = cluster::Architecture::cpu;
+  p.global_batch = 1;
+  r = simulate(m, cpu, p, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->iteration_time.value, 6.0);
+}
+
 TEST(SimulateExact, CpuShareSlowsItsNodesCompute) {
   // The same device at half its node's CPU, always busy: half of each 0.1 s period computes, so
   // the iteration takes twice as long (12 s -> 24 s, to rounding over 240 periods).

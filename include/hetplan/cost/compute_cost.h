@@ -31,6 +31,15 @@ struct MessagingPoint {
   auto operator<=>(const MessagingPoint&) const = default;
 };
 
+// Host (CPU) time to issue one op's pass of the training graph: the framework's dispatch, autograd
+// and the kernel launches. The device runs the kernels behind it asynchronously, so a pass whose
+// kernels are shorter than this waits for the host.
+struct HostOpTimes {
+  double forward_seconds = 0;
+  double backward_seconds = 0;
+  auto operator<=>(const HostOpTimes&) const = default;
+};
+
 // A measured profile (JSON, version 2). For each (device type, op kind) with points, op time is
 // interpolated from the points (achieved FLOP/s or B/s against size, log-linear), instead of the
 // roofline.
@@ -44,6 +53,8 @@ struct CalibrationProfile {
   // By device type: one optimizer step (the runtime's Adam) of a tensor of `bytes` parameters
   // (the field holds the parameter count) took `seconds`; sorted by size.
   std::map<std::string, std::vector<CalibrationPoint>> optimizer;
+  // By device type: the host's time per op of a training pass, measured (calibrate.cc).
+  std::map<std::string, HostOpTimes> host;
   bool operator==(const CalibrationProfile&) const = default;
 };
 // Reading validates every field (errors name the file and the field: "prof.json:
@@ -55,9 +66,11 @@ struct CalibrationProfile {
 // "optimizer" array holds {"device", "points": [{"params", "seconds"}]} entries (both > 0), an
 // optimizer step of a tensor of that many parameters, whose arrays were not in cache (as in
 // training, where a step touches each once); the cost model interpolates optimizer steps from
-// them (rate in parameters per second, as interpolate_calibrated_time). A batched_matmul point
-// is one matrix of a batch (its FLOPs, bytes and share of the time): an op of E matrices takes E
-// times the time its per-matrix size interpolates to.
+// them (rate in parameters per second, as interpolate_calibrated_time). An optional "host" array
+// holds {"device", "forward_seconds", "backward_seconds"} entries (both > 0), one per device type:
+// the host's time to issue one op of a forward or backward pass (HostOpTimes). A batched_matmul
+// point is one matrix of a batch (its FLOPs, bytes and share of the time): an op of E matrices
+// takes E times the time its per-matrix size interpolates to.
 Result<CalibrationProfile> read_calibration_profile(const std::string& file);
 Result<CalibrationProfile> parse_calibration_profile(const std::string& json_text,
                                                      const std::string& source);
@@ -83,6 +96,10 @@ struct ComputeParams {
   Seconds gemm_half_size_time;
   double memory_efficiency = 0.0;  // fraction of memory bandwidth reached by streaming ops
   Seconds kernel_launch;           // fixed overhead per kernel
+  // The host's time to issue one op of a forward or backward pass of a GPU (HostOpTimes), where
+  // the calibration profile has no measured one; CPU workers' ops include it already.
+  Seconds host_forward_op;
+  Seconds host_backward_op;
   static ComputeParams defaults();
 };
 
@@ -118,6 +135,12 @@ class ComputeCostModel {
   // dropout run inside it: no time of their own. `causal`: the kernel skips the masked half.
   Seconds fused_attention_time(const cluster::DeviceType& dev, const model::TrainOp& op,
                                double samples, double shard, model::DType dtype, bool causal) const;
+
+  // The host's time to issue one op of a forward (or backward) pass on a GPU of type `dev`: the
+  // profile's measured figure for the type, else the defaults'. 0 for a CPU worker, which runs
+  // its ops where it issues them (their times include it; `calibrate --device cpu` measures the
+  // figure all the same: the defaults are that measurement).
+  Seconds host_op_time(const cluster::DeviceType& dev, bool forward) const;
 
   const ComputeParams& params() const { return params_; }
 
