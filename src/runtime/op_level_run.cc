@@ -14,6 +14,7 @@
 
 #include "autocast_scope.h"
 #include "batches.h"
+#include "check/stage_plan.h"
 #include "checkpoint.h"
 #include "grad_buckets.h"
 #include "hetplan/plan/op_groups.h"
@@ -419,6 +420,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   std::vector<double> own_losses;
   res.first_step = first_step;
   int step = first_step;
+  const bool bert = detail::bert_module(m);  // whose stage module trains without dropout
   try {
     for (; step < first_step + opts.steps; ++step) {
       probe.start_step();
@@ -428,9 +430,10 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       for (auto& t : mine) t.mutable_grad() = torch::Tensor();
       std::vector<torch::Tensor> masks(N);
       for (std::size_t o = 0; o < N; ++o)
-        // Decoders and ViTs train without dropout, as their stage modules do: no mask.
+        // Decoders, ViTs and BERT train without dropout, as their stage modules do: no mask.
         if (m.ops[o].compute.fn == model::OpFn::dropout && my_index[o] >= 0 &&
-            m.family != model::Family::decoder_lm && m.family != model::Family::vision_transformer)
+            m.family != model::Family::decoder_lm &&
+            m.family != model::Family::vision_transformer && !bert)
           masks[o] =
               dropout_mask(m.ops[o], opts.seed, step, static_cast<int>(o), p.global_batch).to(dev);
       // Sufficient factors of the linear layers of groups that synchronise by them: per op, the

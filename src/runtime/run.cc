@@ -241,7 +241,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const bool first = at.holds(0), last = at.holds(at.S - 1);
   // Whether a tied LM head is split from its embedding: it then gets its own copy, kept equal by
   // summing the copies' gradients (as Megatron-LM does). The copies' vocabulary rows must match.
-  const bool tied = at.P > 1 && detail::decoder_module(m) && mod.tied_head();
+  const bool tied = at.P > 1 && mod.tied_head();
   const auto timeout = std::chrono::milliseconds(std::llround(opts.timeout_s * 1000));
   Groups groups;
   std::optional<detail::PeerWatch> watch;

@@ -125,6 +125,7 @@ struct DecoderShape {
   int layers = 0;
   bool rms_norm = false, swiglu = false, bias = true, rope = false, tied = true;
   bool causal = true;  // false: every position attends to every other (a ViT's encoder)
+  bool pre_norm = true;  // false: each norm after its residual sum (BERT's post-norm blocks)
   std::int64_t experts = 0, top_k = 0;  // a mixture of SwiGLU experts in place of the MLP (Mixtral)
 };
 
@@ -283,7 +284,10 @@ class Block : public nn::Module {
     };
     // A weight as the pass uses it: gathered when a batch program shards it.
     auto w = [this](const torch::Tensor& t) { return weights_->whole(t); };
-    const auto a = enter(norm1_(x, tp, *weights_));
+    // Pre-norm: each branch reads the norm of the residual stream; post-norm: the stream is
+    // normed after each residual sum.
+    const bool pre = d_.pre_norm;
+    const auto a = enter(pre ? norm1_(x, tp, *weights_) : x);
     const auto ctx =
         run_layer(core_, weights_->linear(a, qkv_->weight, qkv_->bias), recompute_core);
     // A row-parallel output is summed over the group before its bias is added; without a group
@@ -291,13 +295,19 @@ class Block : public nn::Module {
     const bool rows = tp.active();
     auto y = x + leave(weights_->linear(ctx, proj_->weight, rows ? torch::Tensor() : proj_->bias));
     if (d_.bias && rows) y = y + whole_weight(w(proj_->bias), tp);
-    const auto b = enter(norm2_(y, tp, *weights_));
-    if (d_.experts > 0) return y + leave(experts(b));
-    auto h = weights_->linear(b, fc1_->weight, fc1_->bias);
-    h = d_.swiglu ? torch::silu(h.slice(-1, 0, local_ffn_)) * h.slice(-1, local_ffn_)
-                  : torch::gelu(h);
-    auto out = y + leave(weights_->linear(h, fc2_->weight, rows ? torch::Tensor() : fc2_->bias));
-    return d_.bias && rows ? out + whole_weight(w(fc2_->bias), tp) : out;
+    if (!pre) y = norm1_(y, tp, *weights_);
+    const auto b = enter(pre ? norm2_(y, tp, *weights_) : y);
+    torch::Tensor out;
+    if (d_.experts > 0) {
+      out = y + leave(experts(b));
+    } else {
+      auto h = weights_->linear(b, fc1_->weight, fc1_->bias);
+      h = d_.swiglu ? torch::silu(h.slice(-1, 0, local_ffn_)) * h.slice(-1, local_ffn_)
+                    : torch::gelu(h);
+      out = y + leave(weights_->linear(h, fc2_->weight, rows ? torch::Tensor() : fc2_->bias));
+      if (d_.bias && rows) out = out + whole_weight(w(fc2_->bias), tp);
+    }
+    return pre ? out : norm2_(out, tp, *weights_);
   }
   // Mixtral's top-k mixture of SwiGLU experts over x [n, s, hidden]: each token goes to the k
   // experts with the largest router logits, weighted by the softmax of those k. Under tensor
@@ -683,6 +693,111 @@ class VisionTransformer : public BlockStack {
   Norm norm_;
 };
 
+// BERT pre-training (BertForPreTraining, as model/bert_builder.cc describes it): layers
+// "embedding" (word table, learned positions, two token types: type 0 for the first half of the
+// positions, then a LayerNorm), "layers.i" (post-norm blocks without the causal mask) and "head":
+// masked language modelling (a dense layer, GELU, LayerNorm, the word table's transpose with a
+// bias of its own; each sample's summed loss over its labelled tokens divided by the sequence
+// length) plus next-sentence prediction (the pooler, tanh, on the first token, then a 2-way
+// classifier whose label is the targets' last column). Its weights are drawn as the op graph
+// draws the description's, so both forms train alike. Under tensor parallelism the blocks split
+// as the decoders' do; the embedding and both heads stay whole on every rank, each computing the
+// same.
+struct BertShape {
+  std::int64_t vocab = 0, type_vocab = 2;
+};
+
+class Bert : public BlockStack {
+ public:
+  Bert(const DecoderShape& d, const BertShape& b) : d_(d), b_(b) {
+    word_ = register_parameter("word", 0.02 * torch::randn({b.vocab, d.hidden}));
+    positions_ = register_parameter("positions", 0.02 * torch::randn({d.seq, d.hidden}));
+    types_ = register_parameter("types", 0.02 * torch::randn({b.type_vocab, d.hidden}));
+    embedding_norm_ = Norm(*this, "embedding_norm", false, d.hidden);
+    for (int i = 0; i < d.layers; ++i)
+      blocks_.push_back(
+          register_module("block" + std::to_string(i),
+                          std::make_shared<Block>(d, &none_, &none_, &none_, &tp_, &weights_)));
+    dense_ = register_module("mlm_dense", nn::Linear(d.hidden, d.hidden));
+    mlm_norm_ = Norm(*this, "mlm_norm", false, d.hidden);
+    decoder_bias_ = register_parameter("mlm_bias", torch::zeros({b.vocab}));
+    pooler_ = register_module("pooler", nn::Linear(d.hidden, d.hidden));
+    nsp_ = register_module("nsp", nn::Linear(d.hidden, 2));
+    const auto s = d.seq;
+    type_ids_ =
+        (torch::arange(s, torch::kLong) >= s / 2).to(torch::kLong).clamp_max(b.type_vocab - 1);
+    num_layers_ = d.layers + 2;
+  }
+  torch::Tensor forward_layers(int first, int count, const torch::Tensor& x,
+                               const torch::Tensor& targets) override {
+    torch::Tensor y = x;
+    for (int l = first; l < first + count; ++l) {
+      if (l == 0) {
+        y = torch::embedding(word_, y) + positions_ + types_.index_select(0, type_ids_);
+        y = embedding_norm_(y, tp_, weights_);
+      } else if (l + 1 < num_layers_) {
+        y = blocks_[l - 1]->forward(y, recompute_, attention_);
+      } else {
+        const auto t = mlm_norm_(torch::gelu(dense_(y)), tp_, weights_);
+        const auto logits =
+            torch::linear(t, word_copy_.defined() ? word_copy_ : word_, decoder_bias_);
+        const auto tokens = targets.slice(1, 0, d_.seq).reshape({-1});
+        const auto mlm = summed_cross_entropy(logits.reshape({-1, b_.vocab}), tokens) /
+                         static_cast<double>(d_.seq);
+        const auto pooled = torch::tanh(pooler_(y.select(1, 0)));
+        y = mlm + summed_cross_entropy(nsp_(pooled), targets.select(1, d_.seq));
+      }
+    }
+    return y;
+  }
+  std::vector<std::int64_t> activation_shape(int layer, std::int64_t n) const override {
+    if (layer == 0) return {n, d_.seq};  // token ids
+    return {n, d_.seq, d_.hidden};
+  }
+  std::vector<torch::Tensor> embedding_parameters() override {
+    std::vector<torch::Tensor> out{word_, positions_, types_};
+    for (const auto& p : params_of({embedding_norm_.module()})) out.push_back(p);
+    return out;
+  }
+  std::vector<torch::Tensor> head_parameters() override {
+    auto out = params_of({dense_.get(), mlm_norm_.module()});
+    out.push_back(decoder_bias_);
+    for (const auto& p : params_of({pooler_.get(), nsp_.get()})) out.push_back(p);
+    if (word_copy_.defined()) out.push_back(word_copy_);
+    return out;
+  }
+  Result<bool> shard(const TensorParallel& tp) override {
+    tp_ = tp;
+    if (!tp_.active()) return true;
+    if (tp_.sequence_parallel())
+      return Error{"sequence parallelism: the runtime splits decoders by sequence, not BERT"};
+    for (auto& b : blocks_)
+      if (auto ok = b->shard(layouts_); !ok) return ok;
+    return true;
+  }
+  bool tied_head() const override { return true; }
+  void to_device(const torch::Device& device) override {
+    to(device);
+    type_ids_ = type_ids_.to(device);
+  }
+  std::pair<torch::Tensor, torch::Tensor> untie_head() override {
+    if (!word_copy_.defined()) {
+      word_copy_ = word_.detach().clone().requires_grad_(true);
+      layouts_.same_as(word_, word_copy_);
+    }
+    return {word_, word_copy_};
+  }
+
+ private:
+  DecoderShape d_;
+  BertShape b_;
+  TensorParallel tp_;
+  torch::Tensor word_, positions_, types_, decoder_bias_, type_ids_, none_;
+  torch::Tensor word_copy_;  // the MLM decoder's own copy when a pipeline splits it off
+  Norm embedding_norm_, mlm_norm_;
+  nn::Linear dense_{nullptr}, pooler_{nullptr}, nsp_{nullptr};
+};
+
 // The blocks' sizes the description gives (`qkv`: a block's QKV op, whose parameters beyond its
 // GEMM's are biases).
 DecoderShape block_shape(const model::Model& m, const model::Op& qkv) {
@@ -813,6 +928,20 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
     v.image = m.image_size;
     v.classes = m.num_classes;
     mod = std::make_shared<VisionTransformer>(d, v);
+  } else if (m.family == model::Family::encoder) {
+    if (!bert_module(m))
+      return Error{fmt::format(
+          "--model: {}: expected a BERT of post-norm attention blocks without the causal mask, "
+          "learned positions and token types, a tied MLM decoder and a next-sentence head",
+          m.name)};
+    const model::Op* pos = find_op(m, "embedding.position");
+    DecoderShape d = block_shape(m, *find_suffix(m, ".qkv"));
+    d.causal = false;
+    d.pre_norm = false;
+    BertShape b;
+    b.vocab = m.vocab;
+    b.type_vocab = pos->params / m.hidden - m.seq_len;
+    mod = std::make_shared<Bert>(d, b);
   } else if (m.family == model::Family::cnn) {
     auto resnet = build_resnet_module(m);
     if (!resnet) return resnet.error();

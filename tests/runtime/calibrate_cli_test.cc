@@ -42,6 +42,13 @@ TEST(CalibrateCli, WritesAProfileTheSimulatorReads) {
   EXPECT_EQ(steps.front().bytes, 1024);
   EXPECT_EQ(steps.back().bytes, 16384);
   for (const auto& p : steps) EXPECT_GT(p.seconds, 0);
+  // The host's time per op of a pass: microseconds, a backward op's more than nothing.
+  ASSERT_EQ(prof->host.count("cpu"), 1u);
+  const cost::HostOpTimes host = prof->host.at("cpu");
+  EXPECT_GT(host.forward_seconds, 1e-7);
+  EXPECT_LT(host.forward_seconds, 1e-3);
+  EXPECT_GT(host.backward_seconds, 1e-7);
+  EXPECT_LT(host.backward_seconds, 1e-3);
 
   // The simulator prices a CPU run with it, and differently from the roofline.
   const std::string sim =

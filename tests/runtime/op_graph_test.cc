@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "../../src/runtime/torch_modules.h"
 #include "hetplan/model/zoo.h"
 
 namespace hetplan::runtime::detail {
@@ -98,6 +99,44 @@ TEST(OpGraph, OutputsHaveTheDescribedShapes) {
             << spec << " " << op.name;
       }
     }
+  }
+}
+
+// The stage modules of BERT and a ViT draw their weights as the op graph draws the description's
+// and compute the same function: from the same seed, the same loss on the same batch (the op
+// graph without dropout, as both train).
+TEST(OpGraph, StageModulesComputeTheOpGraphsLoss) {
+  for (const char* spec : {"bert:layers=2,hidden=32,heads=4,seq=16,vocab=64",
+                           "vit:layers=2,hidden=32,heads=4,image=32,patch=8,classes=10"}) {
+    SCOPED_TRACE(spec);
+    const auto m = load(spec);
+    const bool bert = m.family == model::Family::encoder;
+    torch::manual_seed(3);
+    const torch::Tensor inputs = bert ? torch::randint(0, m.vocab, {2, m.seq_len}, torch::kLong)
+                                      : torch::randn({2, 3, m.image_size, m.image_size});
+    torch::Tensor targets =
+        bert ? torch::cat({torch::randint(0, m.vocab, {2, m.seq_len}, torch::kLong),
+                           torch::tensor({{0}, {1}}, torch::kLong)},
+                          1)
+             : torch::tensor({1, 3}, torch::kLong);
+    if (bert) targets.slice(1, 0, 5).fill_(-100);  // tokens without a label
+    torch::manual_seed(1);
+    OpGraph g(m);
+    torch::manual_seed(1);
+    auto mod = build_module(m);
+    ASSERT_TRUE(mod) << mod.error().message;
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> out(m.ops.size());
+    torch::Tensor loss = torch::zeros({});
+    for (std::size_t o = 0; o < m.ops.size(); ++o) {
+      std::vector<torch::Tensor> in;
+      for (int p : m.ops[o].inputs) in.push_back(out[static_cast<std::size_t>(p)]);
+      if (in.empty()) in.push_back(inputs);
+      out[o] = g.apply(static_cast<int>(o), in, targets, nullptr, torch::Tensor());
+      if (m.ops[o].compute.fn == model::OpFn::cross_entropy) loss = loss + out[o];
+    }
+    const double module_loss = (*mod)->loss_sum(Batch{inputs, targets}).item<double>();
+    EXPECT_NEAR(module_loss, loss.item<double>(), 1e-5 * std::abs(loss.item<double>()));
   }
 }
 

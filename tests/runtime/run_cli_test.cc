@@ -1042,15 +1042,15 @@ TEST(RunCli, CheckSaysWhetherThePlanRunsAtItsFullScale) {
   EXPECT_NE(r.out.find("\n  op by op: zero_stage: ZeRO stage 3 has no op-level form"),
             std::string::npos)
       << r.out;
-  // A BERT stage plan (no stage module: op by op) under recomputation runs op by op; under
-  // sequence parallelism, neither form does.
+  // A BERT stage plan under recomputation runs its stage module; under sequence parallelism
+  // (which the stage runtime gives decoders only), neither form does.
   std::ofstream(file) << R"({"version": 1, "global_batch": 8, "recompute": "full",
     "stages": [{"first_layer": 0, "num_layers": 4, "replicas": [
       {"devices": [0], "batch_share": 0.5}, {"devices": [1], "batch_share": 0.5}]}]})";
   const std::string bert = std::string("run --check --cluster cpu:2 --model ") + kBert;
   r = run_hetplan(bert + " --plan " + file.string());
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("runnable: 2 ranks, op by op\n", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.rfind("runnable: 2 ranks, one stage\n", 0), 0u) << r.out;
   std::ofstream(file) << R"({"version": 1, "global_batch": 8, "sequence_parallel": true,
     "stages": [{"first_layer": 0, "num_layers": 4, "replicas": [
       {"devices": [0, 1], "batch_share": 1}]}]})";
@@ -1461,6 +1461,33 @@ TEST(RunCli, VitStagePlansMatchOneProcess) {
   std::filesystem::remove(program);
   EXPECT_EQ(check.exit_code, 0) << check.err;
   EXPECT_NE(check.out.find("runnable: 2 ranks, op by op"), std::string::npos) << check.out;
+}
+
+// BERT's stage plans run its stage module (the op graph's function and weights): a pipeline that
+// splits the tied MLM decoder from the word table (each stage its copy, their gradients summed),
+// the interleaved schedule, tensor parallelism at uneven shares, data parallelism with ZeRO-3;
+// the one-process losses, which op-by-op plans give too (the split-group tests above).
+TEST(RunCli, BertStagePlansMatchOneProcess) {
+  const std::string bert = std::string("--model ") + kBert;
+  const auto one = losses(bert + " --strategy dp=1,gbs=12");
+  EXPECT_LT(one.back(), one.front());
+  const std::string deeper = "--model bert:layers=4,hidden=32,heads=4,seq=16,vocab=64";
+  const auto four = losses(deeper + " --strategy dp=1,gbs=12");
+  for (const auto& [model, strategy, want] :
+       {std::tuple{bert, "pp=2,gbs=12,mbs=3 --nprocs 2", &one},
+        std::tuple{deeper, "pp=2,vpp=2,gbs=12,mbs=3 --nprocs 2", &four},
+        std::tuple{bert, "pp=2,dp=2,gbs=12,mbs=3,zero=3 --nprocs 4", &one},
+        std::tuple{bert, "tp=2,gbs=12,recompute=full --nprocs 2", &one}}) {
+    SCOPED_TRACE(strategy);
+    const std::string args = model + " --strategy " + strategy;
+    auto check = run_hetplan("run --check " + args);
+    EXPECT_EQ(check.exit_code, 0) << check.err;
+    EXPECT_EQ(check.out.find("op by op"), std::string::npos) << check.out;
+    expect_same_losses(*want, losses(args));
+  }
+  const auto uneven = plan_file({{0, 4}}, {12}, 2, "1f1b", 0, {0.75, 0.25});
+  expect_same_losses(one, losses(bert + " --nprocs 2 --plan " + uneven));
+  std::filesystem::remove(uneven);
 }
 
 // The HAP planner's program for GPT-3 1.3B on its V100 + P100 preset (a batch program over 32

@@ -211,10 +211,10 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
     }
   }
   // Uneven shares are rounded to whole heads, MLP columns, vocabulary rows (and sequence
-  // positions): each rank needs one. (A ViT's blocks split as a decoder's; its embedding and
-  // classifier stay whole.)
-  const bool vit = m.family == model::Family::vision_transformer;
-  if ((decoder || vit) && !*program)
+  // positions): each rank needs one. (A ViT's and BERT's blocks split as a decoder's; their
+  // embeddings and heads stay whole.)
+  const bool blocks = m.family == model::Family::vision_transformer || detail::bert_module(m);
+  if ((decoder || blocks) && !*program)
     for (const auto& st : p.stages)
       for (const auto& rep : st.replicas) {
         if (rep.devices.size() < 2) continue;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "hetplan/plan/op_groups.h"
 #include "hetplan/runtime/runnable.h"
@@ -104,11 +105,14 @@ Result<std::optional<BatchSplits>> batch_program_of(const model::Model& m, const
           "plan: op_overrides: op \"{}\" is {} by tensor but the LM head's other op is{}; the "
           "runtime splits the LM head and its loss by vocabulary together",
           op->name, by_tensor ? "split" : "not split", by_tensor ? " not" : "")};
-  if (m.family == model::Family::cnn || m.family == model::Family::vision_transformer)
+  if (m.family == model::Family::cnn || m.family == model::Family::vision_transformer ||
+      bert_module(m))
     return Error{fmt::format(
         "plan: op_overrides: a {}'s batch programs are executed only when every op is split "
         "\"batch\" (as data parallelism)",
-        m.family == model::Family::cnn ? "CNN" : "ViT")};
+        m.family == model::Family::cnn                  ? "CNN"
+        : m.family == model::Family::vision_transformer ? "ViT"
+                                                        : "BERT")};
   return std::optional<BatchSplits>{std::move(prog)};
 }
 
@@ -122,13 +126,34 @@ bool decoder_module(const model::Model& m) {
   return m.family == model::Family::decoder_lm || m.family == model::Family::moe_lm;
 }
 
+bool bert_module(const model::Model& m) {
+  if (m.family != model::Family::encoder) return false;
+  auto named = [&](std::string_view name, bool suffix) -> const model::Op* {
+    for (const model::Op& op : m.ops)
+      if (suffix ? op.name.ends_with(name) : op.name == name) return &op;
+    return nullptr;
+  };
+  const model::Op* qkv = named(".qkv", true);
+  const model::Op* scores = named(".scores", true);
+  const model::Op* pos = named("embedding.position", false);
+  const model::Op* decoder = named("head.mlm.decoder", false);
+  // A block's first op its QKV GEMM: the norms come after the residual sums.
+  const bool post_norm =
+      m.layers.size() > 2 && m.layers[1].num_ops > 0 &&
+      m.ops[static_cast<std::size_t>(m.layers[1].first_op)].kind == model::OpKind::matmul;
+  return qkv && scores && !scores->compute.causal && post_norm && pos && decoder &&
+         decoder->tied_params > 0 && named("head.nsp", false) && m.hidden > 0 && m.heads > 0 &&
+         m.head_dim > 0 && pos->params % m.hidden == 0 && pos->params / m.hidden > m.seq_len;
+}
+
 Result<bool> executable_family(const model::Model& m) {
   if (m.family == model::Family::mlp || decoder_module(m) ||
-      m.family == model::Family::vision_transformer)
+      m.family == model::Family::vision_transformer || bert_module(m))
     return true;
   if (m.family == model::Family::cnn) return check_resnet(m);
   return Error{fmt::format(
-      "--model: {}: the runtime has stage modules for MLPs, ResNets, ViTs and GPT- or Llama-style "
+      "--model: {}: the runtime has stage modules for MLPs, ResNets, ViTs, BERT and GPT- or "
+      "Llama-style "
       "decoder language models (with or without a mixture of experts), not for {} models, whose "
       "plans run op by op where they convert",
       m.name, model::to_string(m.family))};

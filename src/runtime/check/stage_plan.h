@@ -75,7 +75,11 @@ bool uses_chunk_transport(const plan::Plan& p);
 // Whether the decoder module builds m: a decoder language model, with or without a mixture of
 // experts.
 bool decoder_module(const model::Model& m);
-// Whether the runtime has modules for m's family (MLPs, ResNets, ViTs and decoder language
+// Whether BERT's stage module runs `m`: the zoo's BERT layout (post-norm attention blocks without
+// the causal mask, learned positions and token types, a tied MLM decoder and the next-sentence
+// head). An encoder imported from ONNX is not: its plans run op by op.
+bool bert_module(const model::Model& m);
+// Whether the runtime has modules for m's family (MLPs, ResNets, ViTs, BERT and decoder language
 // models), or why not.
 Result<bool> executable_family(const model::Model& m);
 
