@@ -399,6 +399,19 @@ class BlockStack : public TrainModule {
  protected:
   virtual std::vector<torch::Tensor> embedding_parameters() = 0;
   virtual std::vector<torch::Tensor> head_parameters() = 0;
+  // Under `tp`, kept in `mine` (what the blocks read): the blocks split as the decoders' (by
+  // key/value head groups and MLP columns); the rest stays whole on every rank. Sequence
+  // parallelism is refused (`model` names the model in the message).
+  Result<bool> shard_blocks(TensorParallel& mine, const TensorParallel& tp, const char* model) {
+    mine = tp;
+    if (!mine.active()) return true;
+    if (mine.sequence_parallel())
+      return Error{fmt::format(
+          "sequence parallelism: the runtime splits decoders by sequence, not {}", model)};
+    for (auto& b : blocks_)
+      if (auto ok = b->shard(layouts_); !ok) return ok;
+    return true;
+  }
   std::vector<std::shared_ptr<Block>> blocks_;
 };
 
@@ -674,15 +687,7 @@ class VisionTransformer : public BlockStack {
   std::vector<torch::Tensor> head_parameters() override {
     return params_of({norm_.module(), classifier_.get()});
   }
-  Result<bool> shard(const TensorParallel& tp) override {
-    tp_ = tp;
-    if (!tp_.active()) return true;
-    if (tp_.sequence_parallel())
-      return Error{"sequence parallelism: the runtime splits decoders by sequence, not a ViT"};
-    for (auto& b : blocks_)
-      if (auto ok = b->shard(layouts_); !ok) return ok;
-    return true;
-  }
+  Result<bool> shard(const TensorParallel& tp) override { return shard_blocks(tp_, tp, "a ViT"); }
 
  private:
   DecoderShape d_;
@@ -766,15 +771,7 @@ class Bert : public BlockStack {
     if (word_copy_.defined()) out.push_back(word_copy_);
     return out;
   }
-  Result<bool> shard(const TensorParallel& tp) override {
-    tp_ = tp;
-    if (!tp_.active()) return true;
-    if (tp_.sequence_parallel())
-      return Error{"sequence parallelism: the runtime splits decoders by sequence, not BERT"};
-    for (auto& b : blocks_)
-      if (auto ok = b->shard(layouts_); !ok) return ok;
-    return true;
-  }
+  Result<bool> shard(const TensorParallel& tp) override { return shard_blocks(tp_, tp, "BERT"); }
   bool tied_head() const override { return true; }
   void to_device(const torch::Device& device) override {
     to(device);
