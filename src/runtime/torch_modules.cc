@@ -169,12 +169,13 @@ struct Norm {
   }
 };
 
-// One pre-norm decoder block. Under tensor parallelism (Megatron-LM's split): QKV by key/value
-// head groups and the MLP's first GEMM by columns (column-parallel), the projection and the
-// second GEMM by the matching input features (row-parallel, partial sums all-reduced); norms and
-// the row-parallel biases stay whole. With sequence parallelism the block's input and output are
-// this rank's positions: the norms' outputs are all-gathered into the column-parallel GEMMs and
-// the row-parallel outputs reduce-scattered (instead of all-reduced).
+// One decoder block, pre-norm (post-norm for BERT: DecoderShape::pre_norm). Under tensor
+// parallelism (Megatron-LM's split): QKV by key/value head groups and the MLP's first GEMM by
+// columns (column-parallel), the projection and the second GEMM by the matching input features
+// (row-parallel, partial sums all-reduced); norms and the row-parallel biases stay whole. With
+// sequence parallelism the block's input and output are this rank's positions: the norms' outputs
+// are all-gathered into the column-parallel GEMMs and the row-parallel outputs reduce-scattered
+// (instead of all-reduced).
 class Block : public nn::Module {
  public:
   Block(const DecoderShape& d, const torch::Tensor* causal, const torch::Tensor* rope_cos,
@@ -925,12 +926,7 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
     v.image = m.image_size;
     v.classes = m.num_classes;
     mod = std::make_shared<VisionTransformer>(d, v);
-  } else if (m.family == model::Family::encoder) {
-    if (!bert_module(m))
-      return Error{fmt::format(
-          "--model: {}: expected a BERT of post-norm attention blocks without the causal mask, "
-          "learned positions and token types, a tied MLM decoder and a next-sentence head",
-          m.name)};
+  } else if (bert_module(m)) {
     const model::Op* pos = find_op(m, "embedding.position");
     DecoderShape d = block_shape(m, *find_suffix(m, ".qkv"));
     d.causal = false;

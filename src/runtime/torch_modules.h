@@ -91,8 +91,8 @@ class TrainModule : public torch::nn::Module {
   void set_recompute(cost::Recompute r) { recompute_ = r; }
   // The attention core op by op, or fused (FlashAttention): libtorch's
   // scaled_dot_product_attention where it has one (2.0 and later), else the core recomputed in
-  // the backward pass, which keeps as little of it (the decoders' and the ViT's blocks; other
-  // modules have no attention).
+  // the backward pass, which keeps as little of it (the decoders', the ViT's and BERT's blocks;
+  // other modules have no attention).
   void set_attention(cost::Attention a) { attention_ = a; }
   // Moves the parameters and every constant the layers read (masks, position tables) to `device`.
   // Call before shard() or split_batch(): the shards are cut where the weights are.
@@ -149,9 +149,9 @@ class ClassifierStack : public TrainModule {
 // The module for `m`, initialised from the current torch seed. Supported: Family::mlp, ResNets
 // (resnet_module.h), pre-norm decoder language models, GPT-style (LayerNorm, GELU MLP, learned
 // positions, biases) or Llama-style (RMSNorm, SwiGLU, rotary positions, grouped-query attention,
-// no biases), with a tied or untied head, and pre-norm ViTs (GPT-style blocks without the causal
-// mask, a patch embedding); the module's layers and parameter count must equal the description's,
-// else the model is refused.
+// no biases), with a tied or untied head, pre-norm ViTs (GPT-style blocks without the causal
+// mask, a patch embedding) and the zoo's BERTs (check/stage_plan.h's bert_module); the module's
+// layers and parameter count must equal the description's, else the model is refused.
 Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m);
 
 }  // namespace hetplan::runtime::detail

@@ -145,15 +145,16 @@ struct OpLevelLowering {
   // The host issues each device's ops in turn and the device runs their kernels behind it: per
   // layer and device, the kernels of that layer's ops there take together at least the host's time
   // to issue them (stage_costs.cc). Here each of those ops' passes is stretched alike by what the
-  // host adds: [op][device index in group], forward and backward.
-  std::vector<std::vector<double>> host_stretch_fwd, host_stretch_bwd;
+  // host adds: [op][device index in group], forward, backward, and the rerun of a recomputed op
+  // (whose floor counts the layer's recomputed ops only, as the stage simulator's does).
+  std::vector<std::vector<double>> host_stretch_fwd, host_stretch_bwd, host_stretch_rerun;
 
   void compute_host_stretch() {
     struct Sum {
       double kernels = 0;
       int ops = 0;
     };
-    std::map<std::pair<int, int>, Sum> fwd_sum, bwd_sum;  // by (layer, device)
+    std::map<std::pair<int, int>, Sum> fwd_sum, bwd_sum, rerun_sum;  // by (layer, device)
     const std::size_t n = m.ops.size();
     auto each_pass = [&](auto f) {
       for (std::size_t op = 0; op < n; ++op) {
@@ -169,8 +170,9 @@ struct OpLevelLowering {
         }
       }
     };
-    each_pass([&](std::size_t, std::size_t, std::pair<int, int> key, double tf, double tb) {
+    each_pass([&](std::size_t op, std::size_t, std::pair<int, int> key, double tf, double tb) {
       if (tf > 0) fwd_sum[key].kernels += tf, ++fwd_sum[key].ops;
+      if (tf > 0 && segment_of[op] >= 0) rerun_sum[key].kernels += tf, ++rerun_sum[key].ops;
       if (tb > 0) bwd_sum[key].kernels += tb, ++bwd_sum[key].ops;
     });
     auto stretch = [](const Sum& sum, double host) {
@@ -178,12 +180,16 @@ struct OpLevelLowering {
     };
     host_stretch_fwd.assign(n, {});
     host_stretch_bwd.assign(n, {});
+    host_stretch_rerun.assign(n, {});
     each_pass([&](std::size_t op, std::size_t j, std::pair<int, int> key, double, double) {
       const auto& type = c.type_of(key.second);
+      const double forward = compute.host_op_time(type, true).value;
       host_stretch_fwd[op].resize(j + 1, 1.0);
       host_stretch_bwd[op].resize(j + 1, 1.0);
-      host_stretch_fwd[op][j] = stretch(fwd_sum[key], compute.host_op_time(type, true).value);
+      host_stretch_rerun[op].resize(j + 1, 1.0);
+      host_stretch_fwd[op][j] = stretch(fwd_sum[key], forward);
       host_stretch_bwd[op][j] = stretch(bwd_sum[key], compute.host_op_time(type, false).value);
+      host_stretch_rerun[op][j] = stretch(rerun_sum[key], forward);
     });
   }
 
@@ -390,7 +396,7 @@ struct OpLevelLowering {
         double time = 0, kept = 0, input = 0;
         for (int op : seg) {
           const double sh = shard(op, j);
-          time += device_time(d, tg.forward[op], s, sh) * host_stretch_fwd[op][j];
+          time += device_time(d, tg.forward[op], s, sh) * host_stretch_rerun[op][j];
           kept += m.ops[op].saved_bytes * s * sh;
         }
         for (int in : outside) {  // (a partial sum is whole on every device)

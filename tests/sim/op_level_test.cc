@@ -613,6 +613,23 @@ TEST(OpLevel, RecomputationOfATensorParallelStageMatchesTheStagePlan) {
   }
 }
 
+// A model small enough that the host's time per op paces its passes (compute_cost.h): both forms
+// still take the same time, under either recomputation (selective reruns fewer ops than a layer).
+TEST(OpLevel, AHostBoundStageTakesTheStagePlansTimeOpByOp) {
+  for (const char* recompute : {"none", "full", "selective"}) {
+    SimResult stage, ops;
+    simulate_both_forms("gpt:layers=2,hidden=64,heads=4,seq=16,vocab=128",
+                        (std::string("dp=1,tp=2,pp=1,gbs=2,mbs=2,recompute=") + recompute).c_str(),
+                        {}, 1, stage, ops);
+    if (HasFatalFailure()) return;
+    EXPECT_NEAR(ops.iteration_time.value, stage.iteration_time.value,
+                1e-9 * stage.iteration_time.value)
+        << recompute;
+    // The host paces it: 15 us per op of each pass at least.
+    EXPECT_GT(stage.iteration_time.value, 2 * 15 * 15e-6) << recompute;
+  }
+}
+
 // A tied LM head in a group that shares a device with its table's: that device holds one table,
 // which both ops read, the others a copy each, and the copies sum their gradients over both groups'
 // devices once. GPT-3 125M's word table placed on device 0 of a DGX A100 node, everything else
