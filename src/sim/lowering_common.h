@@ -2,6 +2,7 @@
 // capacities, lane names, and the per-device statistics read off an engine run.
 #pragma once
 
+#include <algorithm>
 #include <span>
 #include <string>
 #include <utility>
@@ -16,6 +17,13 @@
 #include "task_graph.h"
 
 namespace hetplan::sim::detail {
+
+// How long a pass of `ops` ops whose kernels take `kernels` seconds takes when the host needs
+// `host_per_op` seconds to issue each (cost::ComputeCostModel::host_op_time): the device runs the
+// kernels behind the host, so the longer of the two.
+inline double host_paced(double kernels, int ops, double host_per_op) {
+  return std::max(kernels, ops * host_per_op);
+}
 
 // A link's capacity for transfers: its bandwidth times the efficiency collectives reach on it.
 std::vector<double> link_capacities(const cluster::Cluster& c, const cost::NetworkParams& net);

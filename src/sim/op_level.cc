@@ -153,44 +153,42 @@ struct OpLevelLowering {
     struct Sum {
       double kernels = 0;
       int ops = 0;
+      void add(double t) {
+        if (t > 0) kernels += t, ++ops;
+      }
+      double stretch(double host) const {  // the pass's paced time over its kernels'
+        return kernels > 0 ? host_paced(kernels, ops, host) / kernels : 1.0;
+      }
     };
     std::map<std::pair<int, int>, Sum> fwd_sum, bwd_sum, rerun_sum;  // by (layer, device)
     const std::size_t n = m.ops.size();
-    auto each_pass = [&](auto f) {
-      for (std::size_t op = 0; op < n; ++op) {
-        const int gi = group_of[op];
-        const auto& grp = p.op_groups[gi];
-        for (std::size_t j = 0; j < grp.devices.size(); ++j) {
-          const int d = grp.devices[j];
-          const double s = samples(gi, j), sh = shard(static_cast<int>(op), j);
-          const double tf = device_time(d, tg.forward[op], s, sh);
-          const double tb =
-              backward_index[op] < 0 ? 0.0 : device_time(d, tg.backward[backward_index[op]], s, sh);
-          f(op, j, std::make_pair(m.ops[op].layer, d), tf, tb);
-        }
+    auto key = [&](std::size_t op, std::size_t j) {
+      return std::make_pair(m.ops[op].layer, p.op_groups[group_of[op]].devices[j]);
+    };
+    for (std::size_t op = 0; op < n; ++op) {
+      const int gi = group_of[op];
+      for (std::size_t j = 0; j < p.op_groups[gi].devices.size(); ++j) {
+        const int d = p.op_groups[gi].devices[j];
+        const double s = samples(gi, j), sh = shard(static_cast<int>(op), j);
+        const double tf = device_time(d, tg.forward[op], s, sh);
+        fwd_sum[key(op, j)].add(tf);
+        if (segment_of[op] >= 0) rerun_sum[key(op, j)].add(tf);
+        if (backward_index[op] >= 0)
+          bwd_sum[key(op, j)].add(device_time(d, tg.backward[backward_index[op]], s, sh));
       }
-    };
-    each_pass([&](std::size_t op, std::size_t, std::pair<int, int> key, double tf, double tb) {
-      if (tf > 0) fwd_sum[key].kernels += tf, ++fwd_sum[key].ops;
-      if (tf > 0 && segment_of[op] >= 0) rerun_sum[key].kernels += tf, ++rerun_sum[key].ops;
-      if (tb > 0) bwd_sum[key].kernels += tb, ++bwd_sum[key].ops;
-    });
-    auto stretch = [](const Sum& sum, double host) {
-      return sum.kernels > 0 ? std::max(1.0, sum.ops * host / sum.kernels) : 1.0;
-    };
+    }
     host_stretch_fwd.assign(n, {});
     host_stretch_bwd.assign(n, {});
     host_stretch_rerun.assign(n, {});
-    each_pass([&](std::size_t op, std::size_t j, std::pair<int, int> key, double, double) {
-      const auto& type = c.type_of(key.second);
-      const double forward = compute.host_op_time(type, true).value;
-      host_stretch_fwd[op].resize(j + 1, 1.0);
-      host_stretch_bwd[op].resize(j + 1, 1.0);
-      host_stretch_rerun[op].resize(j + 1, 1.0);
-      host_stretch_fwd[op][j] = stretch(fwd_sum[key], forward);
-      host_stretch_bwd[op][j] = stretch(bwd_sum[key], compute.host_op_time(type, false).value);
-      host_stretch_rerun[op][j] = stretch(rerun_sum[key], forward);
-    });
+    for (std::size_t op = 0; op < n; ++op)
+      for (std::size_t j = 0; j < p.op_groups[group_of[op]].devices.size(); ++j) {
+        const auto k = key(op, j);
+        const auto& type = c.type_of(k.second);
+        const double forward = compute.host_op_time(type, true).value;
+        host_stretch_fwd[op].push_back(fwd_sum[k].stretch(forward));
+        host_stretch_bwd[op].push_back(bwd_sum[k].stretch(compute.host_op_time(type, false).value));
+        host_stretch_rerun[op].push_back(rerun_sum[k].stretch(forward));
+      }
   }
 
   void index_training_graph() {

@@ -5,6 +5,7 @@
 
 #include "hetplan/cost/memory_cost.h"
 #include "hetplan/plan/replica_slots.h"
+#include "lowering_common.h"
 
 namespace hetplan::sim::detail {
 StageCoster::StageCoster(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
@@ -407,12 +408,9 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
       }
     }
     // What the host's issuing adds where it outlasts the kernels (HostOpTimes).
-    auto host_wait = [](int ops, double host, double kernels) {
-      return std::max(0.0, ops * host - kernels);
-    };
-    fwd += host_wait(fwd_ops, host_forward, fwd_kernels);
-    recompute += host_wait(recompute_ops, host_forward, recompute_kernels);
-    bwd += host_wait(bwd_ops, host_backward, bwd_kernels);
+    fwd += host_paced(fwd_kernels, fwd_ops, host_forward) - fwd_kernels;
+    recompute += host_paced(recompute_kernels, recompute_ops, host_forward) - recompute_kernels;
+    bwd += host_paced(bwd_kernels, bwd_ops, host_backward) - bwd_kernels;
     bwd_comm.add(recompute_comm);
     out.forward_comm.push_back(std::move(fwd_comm));
     out.backward_comm.push_back(std::move(bwd_comm));
