@@ -232,6 +232,8 @@ int run_plan(PlanArgs a) {
     a.global_batch = old->global_batch;
     // The run resumed trains on in its precision unless --precision says otherwise.
     if (a.precision.empty() && old->precision) a.precision = plan::precision_name(*old->precision);
+    // And on the same engine, unless --adam says otherwise.
+    if (a.adam.empty()) a.adam = plan::adam_name(old->adam);
     a.resumes = &*old_plan;
   }
   auto m = load_search_model(a);

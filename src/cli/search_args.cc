@@ -68,6 +68,12 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
                   "zoo, and plans that leave it to `hetplan run --precision`). fp16 plans run "
                   "with --device cuda (stage plans: the op-by-op runtime has no loss scaling)")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32"}));
+  cmd->add_option("--adam", a.adam,
+                  "How the engine the plans are for runs the Adam step, written into every plan "
+                  "and priced: fused (one multi-tensor kernel: Megatron-LM, DeepSpeed; the "
+                  "default), foreach (PyTorch's multi-tensor AdamW) or per-tensor (PyTorch's "
+                  "loop over the tensors, foreach=False)")
+      ->check(CLI::IsMember({"fused", "foreach", "per-tensor"}));
   auto* runnable = cmd->add_flag(
       "--runnable", a.runnable,
       "Choose only plans that `hetplan run` executes (the default; the runtime's own check)");
@@ -108,6 +114,7 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
   opts.mixed_stages = !a.one_type_per_stage;
   opts.attention = *plan::attention_from_string(a.attention);  // CLI11 checked the name
   if (!a.precision.empty()) opts.precision = plan::precision_from_string(a.precision);
+  if (!a.adam.empty()) opts.adam = *plan::adam_from_string(a.adam);  // CLI11 checked the name
   if (a.verbose || isatty(fileno(stderr)))
     opts.progress = [](const std::string& line) {
       std::fprintf(stderr, "hetplan: %s\n", line.c_str());

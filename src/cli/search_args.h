@@ -32,12 +32,13 @@ struct SearchArgs {
   bool one_type_per_stage = false;  // --one-type-per-stage: no pipeline stage spans device types
   std::string attention = "plain";  // --attention plain|flash (SearchOptions::attention)
   std::string precision;  // --precision bf16|fp16|fp32 (SearchOptions::precision; "": unset)
+  std::string adam;       // --adam fused|foreach|per-tensor (SearchOptions::adam; "": fused)
 };
 
 // Registers --model, --cluster and --global-batch.
 void add_problem_options(CLI::App* cmd, SearchArgs& a);
 // Registers --time-limit, --threads, --report, --json, --verbose, --runnable, --any-form,
-// --one-type-per-stage, --attention and --precision.
+// --one-type-per-stage, --attention, --precision and --adam.
 void add_search_options(CLI::App* cmd, SearchArgs& a);
 
 // The model of --model, built in --precision's dtype when it is given.

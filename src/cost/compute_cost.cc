@@ -137,6 +137,39 @@ Seconds ComputeCostModel::op_time(const cluster::DeviceType& dev, const model::T
   return Seconds(std::max(compute_s, memory_s)) + params_.kernel_launch;
 }
 
+namespace {
+
+// PyTorch's AdamW without fusion (torch/optim/adamw.py, _single_tensor_adamw and
+// _multi_tensor_adamw, PyTorch 1.13): per parameter the weight decay (read and write 4 bytes), the
+// first moment's scale and add (8, then 12 with the gradient), the second moment's scale and
+// addcmul (8, 12), the square root, its division and epsilon (8 each, into a new tensor) and the
+// addcdiv update (16): 88 bytes over nine kernels. The single-tensor loop also counts the step on
+// the host and reads it back (step_t += 1, step_t.item()): eleven host ops per tensor.
+constexpr double kUnfusedAdamBytesPerParam = 88;
+constexpr int kUnfusedAdamKernels = 9;
+constexpr int kPerTensorAdamHostOps = 11;
+
+}  // namespace
+
+Seconds ComputeCostModel::adam_step_time(const cluster::DeviceType& dev, const model::TrainOp& op,
+                                         double shard, model::DType dtype,
+                                         AdamKernels kernels) const {
+  assert(op.phase == model::Phase::optimizer);
+  const bool calibrated = profile_ && profile_->optimizer.count(dev.name) > 0;
+  if (kernels == AdamKernels::fused || calibrated || op.params <= 0)
+    return op_time(dev, op, 1.0, shard, dtype);
+  const double params = op.params * shard;
+  const double compute_rate = dev.peak_fp32.value > 0 ? dev.peak_fp32.value : dev.peak(dtype).value;
+  const double stream = std::max(op.flops * shard / compute_rate,
+                                 kUnfusedAdamBytesPerParam * params /
+                                     (dev.memory_bandwidth.value * params_.memory_efficiency));
+  if (kernels == AdamKernels::foreach) return Seconds(stream) + params_.kernel_launch;
+  const double host = kPerTensorAdamHostOps * host_op_time(dev, true).value;
+  const double launches = kUnfusedAdamKernels * params_.kernel_launch.value;
+  const int small = std::max(op.tensors, 1) - 1;
+  return Seconds(std::max(host, launches + stream) + small * std::max(host, launches));
+}
+
 Seconds ComputeCostModel::host_op_time(const cluster::DeviceType& dev, bool forward) const {
   // A CPU worker issues and runs its ops on the same cores: one after the other, in the op
   // times (their calibrated points include it), not beside them.

@@ -19,6 +19,30 @@ bool is_gemm(OpKind k) {
 
 }  // namespace
 
+int parameter_tensors(const Op& op) {
+  if (op.params <= 0) return 0;
+  switch (op.kind) {
+    case OpKind::layernorm:
+    case OpKind::batchnorm:
+      return 2;
+    case OpKind::rmsnorm:
+      return 1;
+    default:
+      break;
+  }
+  if (op.compute.fn == OpFn::positions || op.compute.fn == OpFn::class_token) return 2;
+  if ((op.kind == OpKind::matmul || op.kind == OpKind::conv2d) && op.gemm.k > 0 && op.gemm.n > 0) {
+    // Weights of k x n per matrix (a convolution's k holds its window); a bias beside them where
+    // the parameters are more. A head tied to the embedding owns its bias alone.
+    const std::int64_t matrices =
+        op.shard == ShardKind::expert && op.gemm.batch_count > 1 ? op.gemm.batch_count : 1;
+    const std::int64_t weights = matrices * op.gemm.k * op.gemm.n;
+    if (op.params < weights) return 1;
+    return static_cast<int>(matrices * (op.params > weights ? 2 : 1));
+  }
+  return 1;
+}
+
 const char* to_string(Phase p) {
   switch (p) {
     case Phase::forward:
@@ -62,6 +86,7 @@ TrainingGraph derive_training_graph(const Model& m) {
       o.flops = kAdamFlopsPerParam * static_cast<double>(op.params);
       o.bytes = kAdamBytesPerParam * static_cast<double>(op.params);
       o.params = static_cast<double>(op.params);
+      o.tensors = parameter_tensors(op);
       tg.optimizer.push_back(o);
     }
   }

@@ -137,6 +137,15 @@ void add_overlap_difference(const Plan& p, const std::string& engine,
       to_string(p.overlap), engine));
 }
 
+void add_adam_difference(const Plan& p, const std::string& engine,
+                         std::vector<std::string>& differences) {
+  if (p.adam == cost::AdamKernels::fused) return;
+  differences.push_back(fmt::format(
+      "adam {}: {} steps Adam with one fused multi-tensor kernel, so steps take less than the "
+      "plan's predicted time",
+      adam_name(p.adam), engine));
+}
+
 void add_sync_differences(const Plan& p, const std::string& engine,
                           std::vector<std::string>& differences) {
   for (const auto& rule : p.grad_sync)

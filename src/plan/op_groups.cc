@@ -201,6 +201,7 @@ Plan same_step(const Plan& p) {
   out.grad_bucket_bytes = p.grad_bucket_bytes;
   out.batch_norm = p.batch_norm;
   out.precision = p.precision;
+  out.adam = p.adam;
   out.recompute = p.recompute;    // the same layers' (or attention cores') activations dropped
   // Op by op, a fused attention core (a stage plan's flash) keeps no less than its ops recomputed.
   if (p.attention == cost::Attention::flash && p.recompute == cost::Recompute::none)

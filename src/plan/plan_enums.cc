@@ -68,6 +68,11 @@ constexpr Table<cost::Algorithm, 6> kAlgorithms{{
     {cost::Algorithm::direct, "direct"},
     {cost::Algorithm::parameter_server, "parameter_server"},
 }};
+constexpr Table<cost::AdamKernels, 3> kAdamKernels{{
+    {cost::AdamKernels::fused, "fused"},
+    {cost::AdamKernels::foreach, "foreach"},
+    {cost::AdamKernels::per_tensor, "per-tensor"},
+}};
 constexpr Table<cost::Attention, 2> kAttentions{{
     {cost::Attention::plain, "plain"},
     {cost::Attention::flash, "flash"},
@@ -127,6 +132,7 @@ const char* to_string(BatchNormStats b) { return name_of(kBatchNorms, b); }
 const char* algorithm_name(cost::Algorithm a) { return name_of(kAlgorithms, a); }
 const char* recompute_name(cost::Recompute r) { return name_of(kRecomputes, r); }
 const char* attention_name(cost::Attention a) { return name_of(kAttentions, a); }
+const char* adam_name(cost::AdamKernels a) { return name_of(kAdamKernels, a); }
 const char* precision_name(model::DType d) { return name_of(kPrecisions, d); }
 std::optional<model::DType> precision_from_string(std::string_view s) {
   return value_of(kPrecisions, s);
@@ -154,6 +160,9 @@ std::optional<cost::Recompute> recompute_from_string(std::string_view s) {
 std::optional<cost::Attention> attention_from_string(std::string_view s) {
   return value_of(kAttentions, s);
 }
+std::optional<cost::AdamKernels> adam_from_string(std::string_view s) {
+  return value_of(kAdamKernels, s);
+}
 
 const char* to_string(GradPriority g) { return name_of(kGradPriorities, g); }
 const char* to_string(Multipath m) { return name_of(kMultipaths, m); }
@@ -177,6 +186,7 @@ std::string batch_norm_names() { return names_of(kBatchNorms); }
 std::string algorithm_names() { return names_of(kAlgorithms); }
 std::string recompute_names() { return names_of(kRecomputes); }
 std::string attention_names() { return names_of(kAttentions); }
+std::string adam_names() { return names_of(kAdamKernels); }
 std::string precision_names() { return names_of(kPrecisions); }
 
 // Greedy glob with one-star backtracking: O(|pattern| * |name|) at worst, no recursion.

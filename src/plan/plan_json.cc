@@ -70,6 +70,7 @@ OJson ordered_plan_json(const Plan& p) {
   // Written only for a fused core, so the plans written before it existed keep their files.
   if (p.attention != cost::Attention::plain) j["attention"] = attention_name(p.attention);
   if (p.precision) j["precision"] = precision_name(*p.precision);
+  if (p.adam != cost::AdamKernels::fused) j["adam"] = adam_name(p.adam);
   if (p.overlap != Overlap::none) j["overlap"] = to_string(p.overlap);
   j["zero_stage"] = p.zero_stage;
   j["sequence_parallel"] = p.sequence_parallel;
@@ -355,18 +356,32 @@ GradSync read_grad_sync(const Json& j, const std::string& path) {
 
 Plan read_plan(const Json& doc) {
   if (!doc.is_object()) throw InputError("expected a JSON object at the top level");
-  reject_unknown_keys(doc, "", {"version",           "model",
-                                "cluster",           "planner",
-                                "global_batch",      "num_microbatches",
-                                "schedule",          "recompute",
-                                "attention",         "precision",
-                                "overlap",           "zero_stage",
-                                "sequence_parallel", "uneven_collectives",
-                                "batch_norm",        "grad_bucket_bytes",
-                                "grad_priority",     "loss_bound",
-                                "multipath",         "stages",
-                                "op_overrides",      "grad_sync",
-                                "op_groups",         "execution_order"});
+  reject_unknown_keys(doc, "",
+                      {"version",
+                       "model",
+                       "cluster",
+                       "planner",
+                       "global_batch",
+                       "num_microbatches",
+                       "schedule",
+                       "recompute",
+                       "attention",
+                       "precision",
+                       "adam",
+                       "overlap",
+                       "zero_stage",
+                       "sequence_parallel",
+                       "uneven_collectives",
+                       "batch_norm",
+                       "grad_bucket_bytes",
+                       "grad_priority",
+                       "loss_bound",
+                       "multipath",
+                       "stages",
+                       "op_overrides",
+                       "grad_sync",
+                       "op_groups",
+                       "execution_order"});
   json_require_version(doc, kVersion, "");
   Plan p;
   p.model = json_string_or(doc, "model", "", "");
@@ -386,6 +401,7 @@ Plan read_plan(const Json& doc) {
   if (doc.contains("precision"))
     p.precision =
         enum_or(doc, "precision", "", model::DType::bf16, precision_from_string, precision_names());
+  p.adam = enum_or(doc, "adam", "", cost::AdamKernels::fused, adam_from_string, adam_names());
   p.overlap = enum_or(doc, "overlap", "", Overlap::none, overlap_from_string, overlap_names());
   p.zero_stage =
       static_cast<int>(int_in_or(doc, "zero_stage", "", 0, 3, "expected an integer in 0..3", 0));

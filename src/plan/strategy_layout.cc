@@ -125,6 +125,7 @@ Result<Plan> plan_from_strategy(const Strategy& strategy, const model::Model& m,
     p.schedule = s.schedule;
     p.recompute = s.recompute;
     p.attention = s.attention;
+    p.adam = s.adam;
     p.precision = s.precision;
     p.overlap = s.overlap;
     p.zero_stage = s.zero;

@@ -10,6 +10,7 @@ plan::Plan base_plan(const Context& ctx, const std::string& planner) {
   p.global_batch = ctx.options.global_batch;
   p.attention = ctx.options.attention;
   p.precision = ctx.options.precision;
+  p.adam = ctx.options.adam;
   return p;
 }
 

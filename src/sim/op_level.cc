@@ -138,8 +138,11 @@ struct OpLevelLowering {
   // Seconds of one pass on `device`; a node limited to a share of its CPU runs it that much
   // slower (the op-level lowering applies cpu_share as a slowdown, not as a quota).
   double device_time(int device, const model::TrainOp& op, double n, double shard = 1.0) const {
-    return compute.op_time(c.type_of(device), op, n, shard, m.dtype).value /
-           c.nodes[c.devices[device].node].cpu_share;
+    const auto& type = c.type_of(device);
+    const double t = op.phase == model::Phase::optimizer
+                         ? compute.adam_step_time(type, op, shard, m.dtype, p.adam).value
+                         : compute.op_time(type, op, n, shard, m.dtype).value;
+    return t / c.nodes[c.devices[device].node].cpu_share;
   }
 
   // The host issues each device's ops in turn and the device runs their kernels behind it: per

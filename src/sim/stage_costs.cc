@@ -111,6 +111,9 @@ double StageCoster::device_time(int device, const model::TrainOp& op, double sam
                                      m_.causal_attention())
                .value /
            cpu_share;
+  if (op.phase == model::Phase::optimizer)
+    return compute_.adam_step_time(c_.type_of(device), op, shard, m_.dtype, p_.adam).value /
+           cpu_share;
   return compute_.op_time(c_.type_of(device), op, samples, shard, m_.dtype).value / cpu_share;
 }
 

@@ -97,6 +97,49 @@ TEST(ComputeCost, OptimizerIgnoresSamplesAndIsNeverAGemm) {
   EXPECT_DOUBLE_EQ(t.value, 0.5e8 / (1e12 * 0.5) + 1e-6);
 }
 
+TEST(ComputeCost, AdamStepsFusedForeachAndTensorByTensor) {
+  // A step of 1e8 parameters in 3 tensors on the fake device (1 TB/s at efficiency 0.5, 10 TFLOP/s
+  // fp32, 1 us launches), the host issuing an op in 20 us.
+  ComputeParams params = simple_params();
+  params.host_forward_op = Seconds(20e-6);
+  const ComputeCostModel m(params);
+  auto op = train_op(model::OpKind::matmul, 14 * 1e8, 30 * 1e8, model::Phase::optimizer);
+  op.params = 1e8;
+  op.tensors = 3;
+  const auto dev = fake_device();
+  const auto time = [&](AdamKernels k, double shard) {
+    return m.adam_step_time(dev, op, shard, model::DType::bf16, k).value;
+  };
+  // Fused: the roofline of its 30 bytes per parameter, one launch.
+  EXPECT_DOUBLE_EQ(time(AdamKernels::fused, 1), 30e8 / 0.5e12 + 1e-6);
+  EXPECT_DOUBLE_EQ(time(AdamKernels::fused, 1), m.op_time(dev, op, 1, 1, model::DType::bf16).value);
+  // foreach: nine passes, 88 bytes per parameter.
+  EXPECT_DOUBLE_EQ(time(AdamKernels::foreach, 1), 88e8 / 0.5e12 + 1e-6);
+  // Tensor by tensor: the large tensor's nine kernels (17.6 ms of streaming) outlast its eleven
+  // host ops (220 us); each of the two small ones waits for the host: 220 us.
+  EXPECT_NEAR(time(AdamKernels::per_tensor, 1), 9e-6 + 88e8 / 0.5e12 + 2 * 220e-6, 1e-15);
+  // A thousandth of the parameters (a shard): the host is slower than every tensor's kernels.
+  EXPECT_NEAR(time(AdamKernels::per_tensor, 1e-3), 3 * 220e-6, 1e-15);
+  // A CPU worker issues its ops where it runs them: its kernels alone.
+  auto cpu = dev;
+  cpu.architecture = cluster::Architecture::cpu;
+  EXPECT_NEAR(m.adam_step_time(cpu, op, 1e-3, model::DType::bf16, AdamKernels::per_tensor).value,
+              9e-6 + 88e5 / 0.5e12 + 2 * 9e-6, 1e-15);
+}
+
+TEST(ComputeCost, AMeasuredOptimizerStepStandsForEveryForm) {
+  auto profile = std::make_shared<CalibrationProfile>();
+  profile->optimizer["FAKE-GPU"] = {{0, 1e3, 1e-3}, {0, 1e6, 1e-2}};
+  ComputeParams params = simple_params();
+  params.host_forward_op = Seconds(20e-6);
+  const ComputeCostModel m(params, profile);
+  auto op = train_op(model::OpKind::matmul, 14e6, 30e6, model::Phase::optimizer);
+  op.params = 1e6;
+  op.tensors = 2;
+  for (auto k : {AdamKernels::fused, AdamKernels::foreach, AdamKernels::per_tensor})
+    EXPECT_DOUBLE_EQ(m.adam_step_time(fake_device(), op, 1, model::DType::bf16, k).value, 1e-2);
+}
+
 TEST(ComputeCost, NoWorkTakesNoTime) {
   const ComputeCostModel m(simple_params());
   EXPECT_EQ(

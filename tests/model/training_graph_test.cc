@@ -1,6 +1,8 @@
 // The training step derived from a tiny MLP, with every figure worked out by hand.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "hetplan/model/training.h"
 #include "hetplan/model/zoo.h"
 
@@ -65,6 +67,27 @@ TEST(TrainingGraph, TinyMlpAdam) {
   EXPECT_DOUBLE_EQ(tg.optimizer[0].bytes, 16 * 30);
   EXPECT_DOUBLE_EQ(tg.optimizer[1].bytes, 10 * 30);
   EXPECT_DOUBLE_EQ(tg.optimizer[0].flops, 16 * 14);
+}
+
+TEST(TrainingGraph, OptimizerStepsCountTheParameterTensorsAsPyTorchHoldsThem) {
+  const auto tensors = [](const std::string& spec) {
+    auto m = load_model(spec);
+    EXPECT_TRUE(m.ok()) << spec;
+    int n = 0;
+    for (const TrainOp& o : derive_training_graph(*m).optimizer) n += o.tensors;
+    return n;
+  };
+  // Each linear layer's weight and bias.
+  EXPECT_EQ(tensors("mlp:layers=1,hidden=4,in=3,out=2"), 4);
+  // torchvision's: ResNet-50 53 convolutions without bias, 53 batchnorms of two, the classifier's
+  // two; VGG-16 13 convolutions and 3 linear layers, each with a bias.
+  EXPECT_EQ(tensors("resnet50"), 161);
+  EXPECT_EQ(tensors("vgg16"), 32);
+  // GPT-2's: word and position tables, 12 per block (two layernorms, four linear layers, each of
+  // two), the final layernorm's two; the head is the word table.
+  EXPECT_EQ(tensors("gpt:layers=2,hidden=16,heads=4,seq=8,vocab=32"), 2 + 2 * 12 + 2);
+  // Llama's (Megatron's fused QKV and gate-up): the table, 6 per block, the final norm, the head.
+  EXPECT_EQ(tensors("llama:layers=2,hidden=16,heads=4,seq=8,vocab=32"), 1 + 2 * 6 + 1 + 1);
 }
 
 TEST(TrainingGraph, BackwardIsTwiceForwardForGemmsAndTiedWeightsHaveNoOptimizerStep) {

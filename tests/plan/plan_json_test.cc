@@ -56,6 +56,14 @@ TEST(PlanJson, RoundTripIsExact) {
   auto flash_back = plan_from_json(to_json(flash), "mem");
   ASSERT_TRUE(flash_back.ok()) << flash_back.error().message;
   EXPECT_EQ(*flash_back, flash);
+  // Likewise the Adam step's form.
+  Plan looped = p;
+  looped.adam = cost::AdamKernels::per_tensor;
+  EXPECT_NE(to_json_text(looped).find("\"adam\": \"per-tensor\""), std::string::npos);
+  EXPECT_EQ(to_json_text(p).find("\"adam\""), std::string::npos);
+  auto looped_back = plan_from_json(to_json(looped), "mem");
+  ASSERT_TRUE(looped_back.ok()) << looped_back.error().message;
+  EXPECT_EQ(*looped_back, looped);
   // Likewise an overlap of collectives: written when set, read back.
   Plan overlapped = p;
   overlapped.overlap = Overlap::tp_param;
@@ -279,7 +287,8 @@ INSTANTIATE_TEST_SUITE_P(
             "plan.json: microbatches: unknown key (did you mean 'num_microbatches'?) (allowed: "
             "version, model, cluster, planner, "
             "global_batch, "
-            "num_microbatches, schedule, recompute, attention, precision, overlap, zero_stage, "
+            "num_microbatches, schedule, recompute, attention, precision, adam, overlap, "
+            "zero_stage, "
             "sequence_parallel, "
             "uneven_collectives, batch_norm, grad_bucket_bytes, grad_priority, loss_bound, "
             "multipath, stages, "

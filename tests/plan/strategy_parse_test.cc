@@ -97,13 +97,27 @@ TEST(StrategyParse, CanonicalTextParsesBack) {
     ASSERT_TRUE(back.ok()) << back.error().message;
     EXPECT_EQ(back->precision, dtype);
   }
+  // So is the Adam step's form: fused (the default) is left out, the others written and read back.
+  EXPECT_EQ(to_string(*parse_strategy("adam=fused")).find("adam"), std::string::npos);
+  for (auto [name, kernels] : {std::pair{"foreach", cost::AdamKernels::foreach},
+                               std::pair{"per-tensor", cost::AdamKernels::per_tensor}}) {
+    auto with = parse_strategy(std::string("dp=2,adam=") + name);
+    ASSERT_TRUE(with.ok()) << with.error().message;
+    EXPECT_EQ(with->adam, kernels);
+    EXPECT_NE(to_string(*with).find(std::string(",adam=") + name), std::string::npos);
+    auto back = parse_strategy(to_string(*with));
+    ASSERT_TRUE(back.ok()) << back.error().message;
+    EXPECT_EQ(back->adam, kernels);
+  }
 }
 
 TEST(StrategyParse, Errors) {
   EXPECT_EQ(error_of("tp=2,foo=1"),
             "--strategy: foo=1: unknown key (allowed: dp, tp, pp, vpp, mbs, gbs, recompute, "
             "attention, zero, schedule, sp, bn, grad_priority, loss_bound, multipath, overlap, "
-            "precision)");
+            "precision, adam)");
+  EXPECT_EQ(error_of("adam=apex"),
+            "--strategy: adam=apex: expected one of fused|foreach|per-tensor");
   EXPECT_EQ(error_of("precision=fp8"), "--strategy: precision=fp8: expected one of bf16|fp16|fp32");
   EXPECT_EQ(error_of("overlap=all"),
             "--strategy: overlap=all: expected one of none|tp|param|tp+param");

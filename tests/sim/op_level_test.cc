@@ -509,6 +509,22 @@ TEST(OpLevel, SplitGroupOfAWholeChainIsTheTensorParallelStagePlan) {
                          1e-3);
 }
 
+// Stepped tensor by tensor (adam=per-tensor), the same plans still take the same time, longer than
+// fused steps take.
+TEST(OpLevel, AnAdamStepTensorByTensorTakesTheStagePlansTime) {
+  auto ops = op_plan({split({"*"}, {0, 1})}, 8);
+  ops.adam = cost::AdamKernels::per_tensor;
+  expect_like_stage_plan(ops, "dp=1,tp=2,pp=1,gbs=8,mbs=8,adam=per-tensor", 1, 1e-9, 1e-3);
+  const auto c = cluster::load_cluster("dgx-a100:1");
+  const auto m = model::load_model("gpt3-125m");
+  ASSERT_TRUE(c && m);
+  auto looped = simulate(*m, *c, ops, SimOptions{});
+  ops.adam = cost::AdamKernels::fused;
+  auto fused = simulate(*m, *c, ops, SimOptions{});
+  ASSERT_TRUE(looped && fused);
+  EXPECT_GT(looped->iteration_time.value, fused->iteration_time.value);
+}
+
 // A split group of replicas holding a whole chain-shaped model is the stage plan of data-parallel
 // tensor-parallel replicas: on four A100s of a DGX node, GPT-3 125M and VGG-16 (dp=2, tp=2, one
 // micro-batch of 4 per replica) take the time the stage plan takes within 5% (the same compute

@@ -113,6 +113,17 @@ double gemm_architecture_scale(cluster::Architecture a);
 // compute_cost.cc).
 double fused_attention_efficiency(cluster::Architecture a);
 
+// How the engine runs an Adam step (plan::Plan::adam):
+// - fused: one multi-tensor kernel over all parameters (Megatron-LM's and DeepSpeed's FusedAdam,
+//   PyTorch's fused=True): each parameter's fp32 gradient, master weight and moments read once,
+//   the three written, its 16-bit copy written;
+// - foreach: PyTorch's multi-tensor AdamW (foreach=True, its default on GPUs): the update as nine
+//   separate passes over the parameter lists (scale, two per moment, square root, divide, epsilon,
+//   update), each reading and writing whole fp32 tensors;
+// - per_tensor: PyTorch's single-tensor AdamW (foreach=False; Hugging Face's and Composer's
+//   loops): the same nine passes, tensor by tensor, each of their ops issued by the host in turn.
+enum class AdamKernels { fused, foreach, per_tensor };
+
 // Narrow interface: the simulator asks only this.
 class ComputeCostModel {
  public:
@@ -135,6 +146,15 @@ class ComputeCostModel {
   // dropout run inside it: no time of their own. `causal`: the kernel skips the masked half.
   Seconds fused_attention_time(const cluster::DeviceType& dev, const model::TrainOp& op,
                                double samples, double shard, model::DType dtype, bool causal) const;
+
+  // Time of the Adam step `op` (an optimizer op) over a fraction `shard` of its parameters, run as
+  // `kernels` says. A profile's measured steps for the device type (calibrate: the runtime's own
+  // step) stand for every form. Otherwise fused is the roofline of op_time. The unfused forms
+  // stream kUnfusedAdamBytesPerParam per parameter; per_tensor visits each of op.tensors (the
+  // first holding all the parameters, the rest as small as a bias) with nine kernels issued by
+  // eleven host ops (host_op_time's forward figure each), a tensor taking the longer of the two.
+  Seconds adam_step_time(const cluster::DeviceType& dev, const model::TrainOp& op, double shard,
+                         model::DType dtype, AdamKernels kernels) const;
 
   // The host's time to issue one op of a forward (or backward) pass on a GPU of type `dev`: the
   // profile's measured figure for the type, else the defaults'. 0 for a CPU worker, which runs

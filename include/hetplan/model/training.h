@@ -24,6 +24,9 @@ struct TrainOp {
   double weight_bytes = 0;
   GemmShape gemm;     // the dominant GEMM of this pass (backward: dgrad/wgrad have the same volume)
   double params = 0;  // optimizer only: the parameters the step updates
+  // Optimizer only: the parameter tensors they are held in (a linear layer's weight and bias),
+  // which an optimizer that steps tensor by tensor visits one at a time (parameter_tensors).
+  int tensors = 0;
 };
 
 struct TrainingGraph {
@@ -31,6 +34,12 @@ struct TrainingGraph {
   std::vector<TrainOp> backward;   // reverse order of Model::ops
   std::vector<TrainOp> optimizer;  // one per op that has parameters
 };
+
+// The parameter tensors of an op with parameters, as PyTorch's modules hold them: a linear layer or
+// convolution its weight and, where it has one, its bias (MoE experts: each expert's), a layernorm
+// or batchnorm its scale and shift, an RMSNorm its scale, BERT's positions and ViT's class token
+// their two tables, anything else one. 0 for an op without parameters.
+int parameter_tensors(const Op& op);
 
 // Backward FLOPs: 2x forward for ops with weights (input and weight gradients) and for
 // batched_matmul (gradients of both operands); about 1x for memory-bound ops.

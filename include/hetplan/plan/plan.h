@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "hetplan/cost/collective_cost.h"
+#include "hetplan/cost/compute_cost.h"
 #include "hetplan/cost/memory_cost.h"
 
 namespace hetplan::plan {
@@ -60,10 +61,12 @@ const char* to_string(BatchNormStats b);     // "local", "synced"
 // The names used in plan files and the strategy shorthand, and their inverses (nullopt for an
 // unknown name). The cost enums get their own tables here so the plan layer does not depend on the
 // cost library: Algorithm "auto", "ring", "tree", "hierarchical", "direct", "parameter_server";
-// Recompute "none", "selective", "full"; Attention "plain", "flash".
+// Recompute "none", "selective", "full"; Attention "plain", "flash"; AdamKernels "fused",
+// "foreach", "per-tensor".
 const char* algorithm_name(cost::Algorithm a);
 const char* recompute_name(cost::Recompute r);
 const char* attention_name(cost::Attention a);
+const char* adam_name(cost::AdamKernels a);
 // A plan's precision: "bf16", "fp16", "fp32" (no other dtype is one).
 const char* precision_name(model::DType d);
 std::optional<model::DType> precision_from_string(std::string_view s);
@@ -75,6 +78,7 @@ std::optional<BatchNormStats> batch_norm_from_string(std::string_view s);
 std::optional<cost::Algorithm> algorithm_from_string(std::string_view s);
 std::optional<cost::Recompute> recompute_from_string(std::string_view s);
 std::optional<cost::Attention> attention_from_string(std::string_view s);
+std::optional<cost::AdamKernels> adam_from_string(std::string_view s);
 // "a|b|c": the accepted names, for error messages.
 std::string schedule_names();
 std::string split_kind_names();
@@ -84,6 +88,7 @@ std::string batch_norm_names();
 std::string algorithm_names();
 std::string recompute_names();
 std::string attention_names();
+std::string adam_names();
 std::string precision_names();
 
 // Op name patterns of op_overrides and grad_sync: '*' matches any run of characters (dots
@@ -239,6 +244,10 @@ struct Plan {
   // bf16 for the zoo), and the runtime's --precision. Set: the commands cost the model rebuilt in
   // that dtype (sim::simulate costs the model it is given) and the runtime trains in it.
   std::optional<model::DType> precision;
+  // How the engine runs the Adam step: one fused kernel (Megatron-LM, DeepSpeed), PyTorch's
+  // multi-tensor foreach passes, or its loop tensor by tensor (cost::AdamKernels). The simulator
+  // prices it; hetplan's runtime runs libtorch's own step whatever it says.
+  cost::AdamKernels adam = cost::AdamKernels::fused;
   Overlap overlap = Overlap::none;  // stage plans only
   int zero_stage = 0;               // 0..3, over each stage's replicas
   bool sequence_parallel = false;

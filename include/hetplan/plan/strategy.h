@@ -20,7 +20,8 @@
 // (tp, param or tp+param: the collectives the engine overlaps, Plan::overlap), zero=0,
 // schedule=1f1b (interleaved when vpp > 1), sp=0, bn=local (bn=synced: batch normalisation over
 // each whole micro-batch, Plan::batch_norm), grad_priority=none, loss_bound=0, multipath=ecmp,
-// precision unset (the model's dtype; Plan::precision).
+// precision unset (the model's dtype; Plan::precision), adam=fused (foreach or per-tensor: how the
+// engine runs the Adam step, Plan::adam).
 #pragma once
 
 #include <string>
@@ -43,6 +44,7 @@ struct Strategy {
   cost::Recompute recompute = cost::Recompute::none;
   cost::Attention attention = cost::Attention::plain;  // attention=plain|flash
   std::optional<model::DType> precision;               // precision=bf16|fp16|fp32 (Plan's)
+  cost::AdamKernels adam = cost::AdamKernels::fused;   // adam=fused|foreach|per-tensor
   Overlap overlap = Overlap::none;                     // overlap=none|tp|param|tp+param
   int zero = 0;
   Schedule schedule = Schedule::one_f_one_b;
@@ -57,8 +59,8 @@ struct Strategy {
 };
 
 // The canonical text: every key in the order dp, tp, pp, vpp, mbs, gbs, recompute, zero, schedule,
-// sp, attention, precision, overlap, bn, grad_priority, loss_bound, multipath; dp and gbs left out
-// while 0 (unresolved), the last seven while at their defaults (precision while unset).
+// sp, attention, precision, adam, overlap, bn, grad_priority, loss_bound, multipath; dp and gbs
+// left out while 0 (unresolved), the last eight while at their defaults (precision while unset).
 // parse_strategy(to_string(s)) == s up to schedule_given.
 std::string to_string(const Strategy& s);
 

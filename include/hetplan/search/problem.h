@@ -61,6 +61,9 @@ struct SearchOptions {
   // (model::load_model's dtype), else find_plan and find_frontier refuse. Unset: plans leave it
   // to the model's dtype.
   std::optional<model::DType> precision;
+  // How every plan's engine runs the Adam step (plan::Plan::adam): a property of the engine the
+  // plans are for, which the planners price but do not choose.
+  cost::AdamKernels adam = cost::AdamKernels::fused;
   // Called with one line of progress ("pipeline: 120 shapes, best 1.23 s"); may be empty.
   std::function<void(const std::string&)> progress;
 };
