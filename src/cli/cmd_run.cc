@@ -584,8 +584,9 @@ Action add_run_command(CLI::App& app) {
                       "(a plan's precision wins; another --precision is an error): fp32, bf16 "
                       "mixed precision (autocast: GEMMs, convolutions and attention in bf16; "
                       "parameters, gradients, Adam's state and collectives in fp32) or fp16 "
-                      "(the same, with dynamic loss scaling; --device cuda only)")
-          ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+                      "(the same, with dynamic loss scaling; --device cuda only), or tf32 (fp32 "
+                      "whose CUDA matmuls run on the TF32 tensor cores; on CPUs fp32)")
+          ->check(CLI::IsMember({"fp32", "bf16", "fp16", "tf32"}))
           ->capture_default_str();
   cmd->add_option("--loss-scale", args->loss_scale,
                   "Dynamic loss scaling from this initial scale: the loss is multiplied by it "

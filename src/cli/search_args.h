@@ -31,7 +31,7 @@ struct SearchArgs {
   int tag_simulations = 0;  // --simulations
   bool one_type_per_stage = false;  // --one-type-per-stage: no pipeline stage spans device types
   std::string attention = "plain";  // --attention plain|flash (SearchOptions::attention)
-  std::string precision;  // --precision bf16|fp16|fp32 (SearchOptions::precision; "": unset)
+  std::string precision;  // --precision bf16|fp16|fp32|tf32 (SearchOptions::precision; "": unset)
   std::string adam;       // --adam fused|foreach|per-tensor (SearchOptions::adam; "": fused)
 };
 

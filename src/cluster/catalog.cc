@@ -2,11 +2,13 @@
 // collected in shared/reference/hardware.md; each entry names its data sheet in `source`.
 //
 // Conventions:
-// - peak_fp16: dense FP16/BF16 tensor-core rate (FP32 accumulate where the vendor gives two figures,
+// - peak_fp16: dense FP16/BF16 tensor-core rate (FP32 accumulate where the vendor gives two
+// figures,
 //   as for GeForce cards); 0 where FP16 is not usable for training (GTX-1080Ti), so peak() falls
 //   back to FP32.
 // - peak_fp32: dense FP32 on the regular cores (not TF32, not the AMD matrix rate).
 // - peak_fp8: dense FP8 tensor rate, 0 where the part has none.
+// - peak_tf32: dense TF32 tensor rate (kTf32), 0 where the part has none (before Ampere; CDNA2).
 // - memory: the vendor's "80 GB" read as 80e9 bytes. Cards expose a little more (an "80GB" A100
 //   reports 80 GiB) but the CUDA context and allocator reserve take some back, so the decimal
 //   figure is a fair "usable" value and is what the data sheet states.
@@ -69,6 +71,40 @@ constexpr Price kPrices[] = {
     {"MI250X", 1.35, "Runcrate on-demand via gpu.blog (low confidence), undated"},
     {"MI300X", 2.59, "DigitalOcean gpu-mi300x1-192gb list price, collected 2026-10-07"},
 };
+
+// Dense TF32 tensor-core TFLOP/s, from the same data sheets as each type's other figures (they
+// print the rate with structured sparsity beside it, twice this): A100 (every form) 156; H100 SXM5,
+// H200 and GH200 494.7 (989 sparse), H100 PCIe 378 (756); A10 62.5, A30 82; L4 60 (120), L40S 183
+// (366); GeForce RTX 3090 35.6 (the GA102 whitepaper's, as its FP16 figure) and RTX 4090 82.6 (the
+// Ada whitepaper's); MI300X 653.7 (AMD's data sheet, 1,307.4 sparse). P100, GTX-1080Ti, V100, T4
+// have no TF32 path, nor has MI250X (CDNA2: FP32 matrix only): fp32 peaks there.
+struct Tf32 {
+  const char* type;
+  double tflops;
+};
+constexpr Tf32 kTf32[] = {
+    {"A100-SXM4-40GB", 156},
+    {"A100-SXM4-80GB", 156},
+    {"A100-PCIE-40GB", 156},
+    {"A100-PCIE-80GB", 156},
+    {"H100-SXM5-80GB", 494.7},
+    {"H100-PCIE-80GB", 378},
+    {"H200-SXM-141GB", 494.7},
+    {"GH200", 494.7},
+    {"A10", 62.5},
+    {"A30", 82},
+    {"L4", 60},
+    {"L40S", 183},
+    {"RTX-3090", 35.6},
+    {"RTX-4090", 82.6},
+    {"MI300X", 653.7},
+};
+
+void set_tf32(std::vector<DeviceType>& catalog) {
+  for (const Tf32& r : kTf32)
+    for (DeviceType& t : catalog)
+      if (t.name == r.type) t.peak_tf32 = FlopsPerSecond(r.tflops * 1e12);
+}
 
 void set_prices(std::vector<DeviceType>& catalog) {
   for (const Price& p : kPrices)
@@ -155,6 +191,7 @@ const std::vector<DeviceType>& device_catalog() {
   static const std::vector<DeviceType> catalog = [] {
     auto types = build_catalog();
     set_prices(types);
+    set_tf32(types);
     return types;
   }();
   return catalog;

@@ -81,6 +81,9 @@ FlopsPerSecond DeviceType::peak(model::DType t) const {
     case model::DType::bf16:
       if (peak_fp16 > none) return peak_fp16;
       return peak_fp32;
+    case model::DType::tf32:
+      if (peak_tf32 > none) return peak_tf32;
+      return peak_fp32;
     case model::DType::fp32:
     case model::DType::int32:
     case model::DType::int64:

@@ -26,8 +26,8 @@ bool same_name(const std::string& a, const std::string& b) {
 
 DeviceType read_one(const YAML::Node& n, const std::string& path) {
   check_map(n, path,
-            {"name", "aliases", "vendor", "peak_fp16", "peak_fp32", "peak_fp8", "memory",
-             "memory_bandwidth", "source", "price_per_hour", "architecture"});
+            {"name", "aliases", "vendor", "peak_fp16", "peak_fp32", "peak_fp8", "peak_tf32",
+             "memory", "memory_bandwidth", "source", "price_per_hour", "architecture"});
   DeviceType t;
   t.name = read_string(n, "name", path);
   if (has(n, "aliases")) {
@@ -43,6 +43,7 @@ DeviceType read_one(const YAML::Node& n, const std::string& path) {
   t.peak_fp16 = has(n, "peak_fp16") ? read_flops(n, "peak_fp16", path, true) : FlopsPerSecond(0);
   t.peak_fp32 = read_flops(n, "peak_fp32", path, false);
   t.peak_fp8 = has(n, "peak_fp8") ? read_flops(n, "peak_fp8", path, true) : FlopsPerSecond(0);
+  t.peak_tf32 = has(n, "peak_tf32") ? read_flops(n, "peak_tf32", path, true) : FlopsPerSecond(0);
   t.memory = read_bytes(n, "memory", path);
   t.memory_bandwidth = read_bandwidth(n, "memory_bandwidth", path);
   t.source = read_string_or(n, "source", path, "cluster file");

@@ -255,7 +255,10 @@ Seconds ComputeCostModel::fused_attention_time(const cluster::DeviceType& dev,
   const bool forward = op.phase == model::Phase::forward;
   // A plain backward pass of a batched GEMM has 2x its forward's FLOPs; the fused one 2.5x.
   const double flops = op.flops * samples * shard * (forward ? 1.0 : 1.25) * (causal ? 0.5 : 1.0);
-  const double rate = dev.peak(dtype).value * fused_attention_efficiency(dev.architecture);
+  // No fused kernel computes in TF32: PyTorch's memory-efficient kernel runs fp32 on the vector
+  // units.
+  const model::DType kernel_dtype = dtype == model::DType::tf32 ? model::DType::fp32 : dtype;
+  const double rate = dev.peak(kernel_dtype).value * fused_attention_efficiency(dev.architecture);
   assert(rate > 0);
   return Seconds(flops / rate) + params_.kernel_launch * 0.5;
 }

@@ -47,7 +47,7 @@ const char* to_string(Attention a) { return a == Attention::flash ? "flash" : "p
 // Mixed precision (16-bit weights and gradients; fp32 master weights, Adam m and v: 12 bytes) gives
 // the standard 16 bytes per parameter; pure fp32 keeps 4 + 4 and two 4-byte moments.
 StateBytes state_bytes(model::DType t) {
-  if (t == model::DType::fp32) return {4, 4, 8};
+  if (t == model::DType::fp32 || t == model::DType::tf32) return {4, 4, 8};
   return {2, 2, 12};
 }
 

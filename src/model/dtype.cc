@@ -5,6 +5,7 @@ namespace hetplan::model {
 int dtype_bytes(DType t) {
   switch (t) {
     case DType::fp32:
+    case DType::tf32:
       return 4;
     case DType::fp16:
       return 2;

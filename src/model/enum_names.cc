@@ -9,8 +9,8 @@ using detail::name_of;
 using detail::value_of;
 
 constexpr std::pair<DType, const char*> kDTypes[] = {
-    {DType::fp32, "fp32"}, {DType::fp16, "fp16"},   {DType::bf16, "bf16"},
-    {DType::fp8, "fp8"},   {DType::int32, "int32"}, {DType::int64, "int64"},
+    {DType::fp32, "fp32"},   {DType::fp16, "fp16"},   {DType::bf16, "bf16"}, {DType::fp8, "fp8"},
+    {DType::int32, "int32"}, {DType::int64, "int64"}, {DType::tf32, "tf32"},
 };
 
 constexpr std::pair<OpKind, const char*> kOpKinds[] = {

@@ -51,7 +51,7 @@ TransformerDims read_dims(SpecArgs& a, bool allow_head_dim) {
 
 // The optional dtype= key every family takes: the compute and activation dtype.
 DType read_dtype(SpecArgs& a) {
-  return *parse_dtype(a.choice("dtype", "bf16", {"bf16", "fp16", "fp32"}));
+  return *parse_dtype(a.choice("dtype", "bf16", {"bf16", "fp16", "fp32", "tf32"}));
 }
 
 Model gpt(SpecArgs& a) {

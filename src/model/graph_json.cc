@@ -126,8 +126,8 @@ const std::vector<std::string>& family_names() {
   return v;
 }
 const std::vector<std::string>& dtype_names() {
-  static const auto v =
-      names_of({DType::fp32, DType::fp16, DType::bf16, DType::fp8, DType::int32, DType::int64});
+  static const auto v = names_of(
+      {DType::fp32, DType::fp16, DType::bf16, DType::fp8, DType::int32, DType::int64, DType::tf32});
   return v;
 }
 

@@ -1141,9 +1141,9 @@ std::optional<Result<std::pair<std::string, OnnxOptions>>> parse_onnx_spec(std::
       o.allow_unknown_ops = value == "true" || value == "1";
     } else if (key == "dtype") {
       o.dtype = parse_dtype(value);
-      if (!o.dtype ||
-          (*o.dtype != DType::fp32 && *o.dtype != DType::fp16 && *o.dtype != DType::bf16))
-        return Error{fmt::format("{}: dtype={}: expected fp32, fp16 or bf16", label, value)};
+      if (!o.dtype || (*o.dtype != DType::fp32 && *o.dtype != DType::fp16 &&
+                       *o.dtype != DType::bf16 && *o.dtype != DType::tf32))
+        return Error{fmt::format("{}: dtype={}: expected fp32, fp16, bf16 or tf32", label, value)};
     } else {
       if (!parse_int(value, v) || v < 1)
         return Error{

@@ -77,10 +77,11 @@ constexpr Table<cost::Attention, 2> kAttentions{{
     {cost::Attention::plain, "plain"},
     {cost::Attention::flash, "flash"},
 }};
-constexpr Table<model::DType, 3> kPrecisions{{
+constexpr Table<model::DType, 4> kPrecisions{{
     {model::DType::bf16, "bf16"},
     {model::DType::fp16, "fp16"},
     {model::DType::fp32, "fp32"},
+    {model::DType::tf32, "tf32"},
 }};
 constexpr Table<cost::Recompute, 3> kRecomputes{{
     {cost::Recompute::none, "none"},

@@ -209,7 +209,14 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   if (opts.precision == model::DType::fp16 && !(opts.loss_scale > 0))
     return Error{"precision fp16: needs loss scaling (RunOptions::loss_scale above 0)"};
   // Mixed precision: each forward pass under autocast; fp16 under dynamic loss scaling.
-  const bool mixed_precision = opts.precision != model::DType::fp32;
+  const bool mixed_precision =
+      opts.precision != model::DType::fp32 && opts.precision != model::DType::tf32;
+  // tf32: fp32 throughout, CUDA's matmuls and convolutions on the TF32 tensor cores (PyTorch's
+  // allow_tf32); the CPU has no such path.
+  if (dev.is_cuda()) {
+    at::globalContext().setAllowTF32CuBLAS(opts.precision == model::DType::tf32);
+    at::globalContext().setAllowTF32CuDNN(opts.precision == model::DType::tf32);
+  }
   const detail::AutocastState autocast = detail::AutocastState::of(opts.precision, dev.is_cuda());
   std::optional<detail::LossScaler> scaler;
   if (opts.loss_scale > 0) scaler.emplace(opts.loss_scale);

@@ -163,6 +163,30 @@ TEST(PlanCli, APrecisionIsCostedWrittenAndKept) {
   EXPECT_NE(bad.err.find("--precision"), std::string::npos) << bad.err;
 }
 
+// tf32: fp32 tensors (the same memory) whose GEMMs run at the TF32 peak, so faster on A100s, and no
+// faster on V100s, which have no TF32 path. hetplan run trains a tf32 plan (in fp32 on CPUs).
+TEST(PlanCli, Tf32IsFp32WithItsGemmsOnTheTensorCores) {
+  const std::string model = "--model gpt:layers=2,hidden=1024,heads=16,seq=512,vocab=32000";
+  const auto simulated = [&](const std::string& cluster, const char* precision) {
+    auto r = run_hetplan("simulate " + model + " --cluster " + cluster +
+                         " --strategy dp=1,gbs=4,mbs=4,precision=" + precision + " --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto a100_fp32 = simulated("dgx-a100:1", "fp32"),
+             a100_tf32 = simulated("dgx-a100:1", "tf32");
+  EXPECT_LT(a100_tf32["iteration_time_s"].get<double>(),
+            0.5 * a100_fp32["iteration_time_s"].get<double>());
+  EXPECT_EQ(a100_tf32["memory"], a100_fp32["memory"]);
+  EXPECT_EQ(simulated("hap-mixed", "tf32")["iteration_time_s"],
+            simulated("hap-mixed", "fp32")["iteration_time_s"]);
+  auto check = run_hetplan(
+      "run --check --model gpt:layers=2,hidden=32,heads=4,seq=8,vocab=64 "
+      "--cluster cpu:2 --strategy dp=2,gbs=4,precision=tf32");
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_EQ(check.out.rfind("runnable: ", 0), 0u) << check.out << check.err;
+}
+
 TEST(PlanCli, TheSameInputsGiveTheSameFingerprint) {
   auto a = run_hetplan("plan " + kSmall + " --json");
   auto b = run_hetplan("plan " + kSmall + " --json --threads 2");

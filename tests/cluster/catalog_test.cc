@@ -60,11 +60,32 @@ TEST(Catalog, PeakPerDtypeFallsBack) {
   EXPECT_DOUBLE_EQ(a100->peak(DType::bf16).value, 312e12);
   EXPECT_DOUBLE_EQ(a100->peak(DType::fp32).value, 19.5e12);
   EXPECT_DOUBLE_EQ(a100->peak(DType::fp8).value, 312e12);  // no FP8 on A100: the FP16 rate
+  EXPECT_DOUBLE_EQ(a100->peak(DType::tf32).value, 156e12);
+  auto h100 = find_device_type("h100");
+  ASSERT_TRUE(h100);
+  EXPECT_DOUBLE_EQ(h100->peak(DType::tf32).value, 494.7e12);
+  auto v100 = find_device_type("v100");  // no TF32 before Ampere: the FP32 rate
+  ASSERT_TRUE(v100);
+  EXPECT_DOUBLE_EQ(v100->peak(DType::tf32).value, 15.7e12);
   auto cpu = find_device_type("cpu");
   ASSERT_TRUE(cpu);
   EXPECT_DOUBLE_EQ(cpu->peak(DType::fp16).value, 100e9);
   EXPECT_DOUBLE_EQ(cpu->memory.value, 16e9);
   EXPECT_DOUBLE_EQ(cpu->memory_bandwidth.value, 50e9);
+}
+
+TEST(Catalog, Tf32WhereTheArchitectureHasIt) {
+  // Ampere and later NVIDIA parts, and CDNA3, at half their dense 16-bit rate (the data sheets'
+  // figures); none before Ampere, nor on CDNA2.
+  for (const auto& t : device_catalog()) {
+    const auto a = t.architecture;
+    const bool has = a == Architecture::ampere || a == Architecture::ada ||
+                     a == Architecture::hopper || a == Architecture::cdna3;
+    EXPECT_EQ(t.peak_tf32.value > 0, has) << t.name;
+    if (has) {
+      EXPECT_NEAR(t.peak_tf32.value / t.peak_fp16.value, 0.5, 0.01) << t.name;
+    }
+  }
 }
 
 TEST(Catalog, AliasesAndCaseInsensitiveLookup) {

@@ -70,6 +70,19 @@ TEST(ComputeCost, NonGemmComputeUsesVectorPeak) {
   EXPECT_DOUBLE_EQ(t.value, 1e12 / 10e12 + 1e-6);
 }
 
+TEST(ComputeCost, Tf32GemmUsesTheTf32PeakAndFallsBackToFp32) {
+  const ComputeCostModel m(simple_params());
+  const auto op = train_op(model::OpKind::matmul, 1e9, 0);
+  auto dev = fake_device();
+  dev.peak_tf32 = FlopsPerSecond(50e12);
+  // Half efficiency at what the TF32 peak computes in 10 us: 5e8 FLOPs, so 1e9 reaches 0.5 / 1.5.
+  EXPECT_DOUBLE_EQ(m.op_time(dev, op, 1, 1, model::DType::tf32).value,
+                   1e9 / (50e12 * 0.5 * 1e9 / 1.5e9) + 1e-6);
+  // Without a TF32 path it is fp32.
+  EXPECT_DOUBLE_EQ(m.op_time(fake_device(), op, 1, 1, model::DType::tf32).value,
+                   m.op_time(fake_device(), op, 1, 1, model::DType::fp32).value);
+}
+
 TEST(ComputeCost, Fp32GemmUsesFp32Peak) {
   const ComputeCostModel m(simple_params());
   const auto op = train_op(model::OpKind::matmul, 1e9, 0);

@@ -123,7 +123,7 @@ TEST(SpecParse, DtypeSetsTheActivationBytes) {
     EXPECT_DOUBLE_EQ(fp32->layer_output_bytes(0), 2 * bf16->layer_output_bytes(0)) << spec;
   }
   EXPECT_EQ(error_of("mlp:layers=1,hidden=4,in=3,out=2,dtype=int8"),
-            "--model: mlp: dtype=int8: expected one of bf16, fp16, fp32");
+            "--model: mlp: dtype=int8: expected one of bf16, fp16, fp32, tf32");
 }
 
 TEST(SpecParse, LoadedInADtypeAsWithItsKey) {

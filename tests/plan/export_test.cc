@@ -182,6 +182,25 @@ TEST(Export, OverlappedCollectives) {
       << y.differences.front();
 }
 
+TEST(Export, AnUnfusedAdamStepIsListedForEnginesThatFuseIt) {
+  // Megatron-LM and DeepSpeed step Adam with fused kernels: a plan priced with PyTorch's loop says
+  // its steps would take less there. Fused plans list nothing.
+  const Case looped =
+      from_strategy("gpt3-1.3b", "dgx-a100:2", "tp=2,pp=2,mbs=2,gbs=512,adam=per-tensor");
+  const Case fused = from_strategy("gpt3-1.3b", "dgx-a100:2", "tp=2,pp=2,mbs=2,gbs=512");
+  for (Engine e : {Engine::megatron, Engine::deepspeed}) {
+    const Exported x = exported(e, looped);
+    EXPECT_EQ(
+        std::count_if(x.differences.begin(), x.differences.end(),
+                      [](const std::string& d) { return d.rfind("adam per-tensor: ", 0) == 0; }),
+        1);
+    const Exported y = exported(e, fused);
+    EXPECT_EQ(std::count_if(y.differences.begin(), y.differences.end(),
+                            [](const std::string& d) { return d.rfind("adam ", 0) == 0; }),
+              0);
+  }
+}
+
 TEST(Export, WhatAnEngineCannotExpressIsListed) {
   // The hand-written heterogeneous plan: 7 and 5 blocks per stage, uneven batch shares in stage
   // 1, the embedding's gradients through a parameter server, norms replicated by override.

@@ -104,9 +104,14 @@ TEST(PlanJson, EveryEnumValueRoundTrips) {
   for (cost::Attention a : {cost::Attention::plain, cost::Attention::flash})
     EXPECT_EQ(attention_from_string(attention_name(a)), a);
   EXPECT_EQ(attention_names(), "plain|flash");
-  for (model::DType d : {model::DType::bf16, model::DType::fp16, model::DType::fp32})
+  for (model::DType d :
+       {model::DType::bf16, model::DType::fp16, model::DType::fp32, model::DType::tf32})
     EXPECT_EQ(precision_from_string(precision_name(d)), d);
-  EXPECT_EQ(precision_names(), "bf16|fp16|fp32");
+  EXPECT_EQ(precision_names(), "bf16|fp16|fp32|tf32");
+  for (auto k :
+       {cost::AdamKernels::fused, cost::AdamKernels::foreach, cost::AdamKernels::per_tensor})
+    EXPECT_EQ(adam_from_string(adam_name(k)), k);
+  EXPECT_EQ(adam_names(), "fused|foreach|per-tensor");
   EXPECT_FALSE(precision_from_string("fp8").has_value());
   for (Overlap o : {Overlap::none, Overlap::tp, Overlap::param, Overlap::tp_param})
     EXPECT_EQ(overlap_from_string(to_string(o)), o);
@@ -222,7 +227,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"/attention", "\"fast\"",
                  "plan.json: attention: expected one of plain|flash (got \"fast\")"},
         BadField{"/precision", "\"fp8\"",
-                 "plan.json: precision: expected one of bf16|fp16|fp32 (got \"fp8\")"},
+                 "plan.json: precision: expected one of bf16|fp16|fp32|tf32 (got \"fp8\")"},
         BadField{"/global_batch", "0",
                  "plan.json: global_batch: expected an integer in 1..1048576"},
         BadField{"/global_batch", "2.5",

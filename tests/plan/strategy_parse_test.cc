@@ -86,7 +86,7 @@ TEST(StrategyParse, CanonicalTextParsesBack) {
   EXPECT_FALSE(parse_strategy("tp=2")->precision.has_value());
   for (auto [name, dtype] :
        {std::pair{"bf16", model::DType::bf16}, std::pair{"fp16", model::DType::fp16},
-        std::pair{"fp32", model::DType::fp32}}) {
+        std::pair{"fp32", model::DType::fp32}, std::pair{"tf32", model::DType::tf32}}) {
     auto with = parse_strategy(std::string("dp=2,attention=flash,precision=") + name);
     ASSERT_TRUE(with.ok()) << with.error().message;
     EXPECT_EQ(with->precision, dtype);
@@ -118,7 +118,8 @@ TEST(StrategyParse, Errors) {
             "precision, adam)");
   EXPECT_EQ(error_of("adam=apex"),
             "--strategy: adam=apex: expected one of fused|foreach|per-tensor");
-  EXPECT_EQ(error_of("precision=fp8"), "--strategy: precision=fp8: expected one of bf16|fp16|fp32");
+  EXPECT_EQ(error_of("precision=fp8"),
+            "--strategy: precision=fp8: expected one of bf16|fp16|fp32|tf32");
   EXPECT_EQ(error_of("overlap=all"),
             "--strategy: overlap=all: expected one of none|tp|param|tp+param");
   EXPECT_EQ(error_of("attention=fast"), "--strategy: attention=fast: expected one of plain|flash");

@@ -30,6 +30,7 @@ struct DeviceType {
   FlopsPerSecond peak_fp16;          // dense tensor-core FP16/BF16 (0 where not usable)
   FlopsPerSecond peak_fp32;          // dense FP32 (non-tensor)
   FlopsPerSecond peak_fp8;           // dense FP8 (0 where unsupported)
+  FlopsPerSecond peak_tf32;          // dense TF32 tensor-core rate (0 where unsupported)
   Bytes memory;                      // usable device memory
   BytesPerSecond memory_bandwidth;
   std::string source;                // where the figures come from
@@ -39,7 +40,8 @@ struct DeviceType {
   UsdPerHour price_per_hour;
   std::string price_source;  // where the price comes from ("" when unknown)
 
-  // Peak for a compute dtype: bf16/fp16 -> peak_fp16 (falling back to fp32 when 0), fp32 -> fp32.
+  // Peak for a compute dtype: bf16/fp16 -> peak_fp16 (falling back to fp32 when 0), fp32 -> fp32,
+  // tf32 -> peak_tf32 (falling back to fp32 when 0).
   FlopsPerSecond peak(model::DType t) const;
   // Whether the tensor cores compute BF16: false for the architectures known to lack it (Pascal,
   // Volta, Turing), which train 16-bit mixed precision in FP16 with loss scaling instead; true

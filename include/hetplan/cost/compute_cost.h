@@ -141,9 +141,10 @@ class ComputeCostModel {
   // Time of `op`, a pass of an attention-core op (Op::attention_core), when the core runs as one
   // fused kernel per pass (cost::Attention::flash). The kernel's time is carried by the core's two
   // batched GEMMs (QK^T and scores x V; each its share of the FLOPs), at fused_attention_efficiency
-  // of the dtype's peak, and a kernel launch shared between them; the backward kernel recomputes
-  // the scores (2.5x the forward's FLOPs, where the plain backward pass has 2x). The softmax and
-  // dropout run inside it: no time of their own. `causal`: the kernel skips the masked half.
+  // of the dtype's peak (fp32's for tf32: no fused kernel computes in TF32), and a kernel launch
+  // shared between them; the backward kernel recomputes the scores (2.5x the forward's FLOPs, where
+  // the plain backward pass has 2x). The softmax and dropout run inside it: no time of their own.
+  // `causal`: the kernel skips the masked half.
   Seconds fused_attention_time(const cluster::DeviceType& dev, const model::TrainOp& op,
                                double samples, double shard, model::DType dtype, bool causal) const;
 

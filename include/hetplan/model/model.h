@@ -12,7 +12,9 @@
 
 namespace hetplan::model {
 
-enum class DType { fp32, fp16, bf16, fp8, int32, int64 };
+// tf32: fp32 tensors whose GEMMs run on the tensor cores' TF32 path (Ampere and later; PyTorch's
+// allow_tf32), everything else as fp32.
+enum class DType { fp32, fp16, bf16, fp8, int32, int64, tf32 };
 int dtype_bytes(DType t);
 const char* to_string(DType t);
 std::optional<DType> parse_dtype(std::string_view s);  // inverse of to_string

@@ -67,7 +67,7 @@ const char* algorithm_name(cost::Algorithm a);
 const char* recompute_name(cost::Recompute r);
 const char* attention_name(cost::Attention a);
 const char* adam_name(cost::AdamKernels a);
-// A plan's precision: "bf16", "fp16", "fp32" (no other dtype is one).
+// A plan's precision: "bf16", "fp16", "fp32", "tf32" (no other dtype is one).
 const char* precision_name(model::DType d);
 std::optional<model::DType> precision_from_string(std::string_view s);
 std::optional<Schedule> schedule_from_string(std::string_view s);

@@ -43,7 +43,7 @@ struct Strategy {
   std::int64_t gbs = 0;  // 0 = default
   cost::Recompute recompute = cost::Recompute::none;
   cost::Attention attention = cost::Attention::plain;  // attention=plain|flash
-  std::optional<model::DType> precision;               // precision=bf16|fp16|fp32 (Plan's)
+  std::optional<model::DType> precision;               // precision=bf16|fp16|fp32|tf32 (Plan's)
   cost::AdamKernels adam = cost::AdamKernels::fused;   // adam=fused|foreach|per-tensor
   Overlap overlap = Overlap::none;                     // overlap=none|tp|param|tp+param
   int zero = 0;

@@ -272,6 +272,7 @@ std::vector<std::string> executable_problems(const model::Model& m, const plan::
 std::string precision_problem(model::DType precision, bool op_level, bool cuda) {
   switch (precision) {
     case model::DType::fp32:
+    case model::DType::tf32:  // fp32 whose CUDA matmuls take the TF32 path
     case model::DType::bf16:
       return "";
     case model::DType::fp16:
@@ -283,7 +284,8 @@ std::string precision_problem(model::DType precision, bool op_level, bool cuda) 
                "loss scaling is the stage runtime's)";
       return "";
     default:
-      return fmt::format("precision {}: expected fp32, bf16 or fp16", model::to_string(precision));
+      return fmt::format("precision {}: expected fp32, tf32, bf16 or fp16",
+                         model::to_string(precision));
   }
 }
 
