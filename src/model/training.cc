@@ -12,6 +12,16 @@ constexpr double kAdamFlopsPerParam = 14;
 // (accumulated across micro-batches, as Megatron-LM's main_grad).
 constexpr double kFp32GradBytes = 2 * 4;
 
+// The loss as PyTorch computes it (F.cross_entropy under autocast; Megatron-LM's
+// vocabulary-parallel loss after its .float()), per logit. Forward: the cast of 16-bit logits to
+// fp32 (read the logit, write 4 bytes), log-softmax reading each fp32 row twice (its max and sum of
+// exponentials, then its output) and writing 4. Backward: the NLL gradient written (4: zeros, then
+// a scatter), log-softmax's backward reading the gradient twice (its sum, then the output) and its
+// saved output once and writing 4, and the cast's backward (read 4, write the logit). fp32 logits
+// skip both casts.
+constexpr double kLogSoftmaxForwardBytes = 2 * 4 + 4;
+constexpr double kLogSoftmaxBackwardBytes = 4 + 3 * 4 + 4;
+
 bool is_gemm(OpKind k) {
   return k == OpKind::matmul || k == OpKind::batched_matmul || k == OpKind::conv2d ||
          k == OpKind::moe_router;
@@ -76,6 +86,11 @@ TrainingGraph derive_training_graph(const Model& m) {
     f.flops = op.flops;
     f.weight_bytes = act * weights;
     f.bytes = op.bytes_read + op.bytes_written + f.weight_bytes;
+    if (op.kind == OpKind::cross_entropy) {
+      const double logits = op.bytes_read / act;
+      const double cast = act < 4 ? act + 4 : 0;  // 16-bit logits to fp32 and back
+      f.bytes = logits * (cast + kLogSoftmaxForwardBytes) + op.bytes_written;
+    }
     f.gemm = op.gemm;
     tg.forward.push_back(f);
     if (op.params > 0) {
@@ -98,6 +113,9 @@ TrainingGraph derive_training_graph(const Model& m) {
     if (is_gemm(op.kind)) {
       b.flops = 2 * op.flops;
       b.bytes = 2 * op.bytes_written + 2 * op.bytes_read + b.weight_bytes;
+    } else if (op.kind == OpKind::cross_entropy) {
+      const double logits = op.bytes_read / act;
+      b.bytes = logits * ((act < 4 ? 4 + act : 0) + kLogSoftmaxBackwardBytes);
     } else {
       b.flops = op.kind == OpKind::embedding ? op.bytes_written / act : op.flops;
       b.bytes = op.bytes_written + 2 * op.bytes_read + b.weight_bytes;

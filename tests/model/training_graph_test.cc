@@ -33,6 +33,9 @@ TEST(TrainingGraph, TinyMlpForward) {
   EXPECT_DOUBLE_EQ(tg.forward[1].bytes, 16);
   EXPECT_EQ(tg.forward[2].gemm, (GemmShape{1, 2, 4, 1}));
   EXPECT_EQ(tg.forward[3].phase, Phase::forward);
+  // The loss over 2 bf16 logits: the cast to fp32 (2 + 4 per logit), log-softmax (two reads of 4
+  // and a write of 4 per logit), its fp32 loss (4).
+  EXPECT_DOUBLE_EQ(tg.forward[3].bytes, 2 * (2 + 4 + 12) + 4);
 }
 
 TEST(TrainingGraph, TinyMlpBackward) {
@@ -42,9 +45,10 @@ TEST(TrainingGraph, TinyMlpBackward) {
   EXPECT_EQ(tg.backward[0].op, 3);
   EXPECT_EQ(tg.backward[3].op, 0);
   EXPECT_EQ(tg.backward[3].phase, Phase::backward);
-  // Loss: 1x FLOPs; reads dY (4) and its input (4), writes dX (4).
+  // Loss: 1x FLOPs; per logit the NLL gradient (4), log-softmax's backward (three reads of 4, a
+  // write of 4) and the cast back to bf16 (4 + 2).
   EXPECT_DOUBLE_EQ(tg.backward[0].flops, 10);
-  EXPECT_DOUBLE_EQ(tg.backward[0].bytes, 4 + 2 * 4);
+  EXPECT_DOUBLE_EQ(tg.backward[0].bytes, 2 * (4 + 16 + 6));
   // head.fc: 2x FLOPs; 2 x written (4) + 2 x read (8) + weights 10 x (2 read + 8 fp32 grad rmw).
   EXPECT_DOUBLE_EQ(tg.backward[1].flops, 36);
   EXPECT_DOUBLE_EQ(tg.backward[1].weight_bytes, 100);
