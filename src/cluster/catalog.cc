@@ -3,9 +3,8 @@
 //
 // Conventions:
 // - peak_fp16: dense FP16/BF16 tensor-core rate (FP32 accumulate where the vendor gives two
-// figures,
-//   as for GeForce cards); 0 where FP16 is not usable for training (GTX-1080Ti), so peak() falls
-//   back to FP32.
+//   figures, as for GeForce cards); 0 where FP16 is not usable for training (GTX-1080Ti), so
+//   peak() falls back to FP32.
 // - peak_fp32: dense FP32 on the regular cores (not TF32, not the AMD matrix rate).
 // - peak_fp8: dense FP8 tensor rate, 0 where the part has none.
 // - peak_tf32: dense TF32 tensor rate (kTf32), 0 where the part has none (before Ampere; CDNA2).

@@ -1,5 +1,7 @@
 #include "hetplan/model/training.h"
 
+#include <algorithm>
+
 namespace hetplan::model {
 namespace {
 
@@ -18,9 +20,17 @@ constexpr double kFp32GradBytes = 2 * 4;
 // exponentials, then its output) and writing 4. Backward: the NLL gradient written (4: zeros, then
 // a scatter), log-softmax's backward reading the gradient twice (its sum, then the output) and its
 // saved output once and writing 4, and the cast's backward (read 4, write the logit). fp32 logits
-// skip both casts.
+// skip both casts. A loss reading a softmax op's output (an ONNX graph's LogSoftmax, then
+// NegativeLogLikelihoodLoss) is the NLL alone, priced as any other op: that op is the log-softmax.
 constexpr double kLogSoftmaxForwardBytes = 2 * 4 + 4;
 constexpr double kLogSoftmaxBackwardBytes = 4 + 3 * 4 + 4;
+
+bool is_whole_loss(const Model& m, const Op& op) {
+  return op.kind == OpKind::cross_entropy &&
+         std::none_of(op.inputs.begin(), op.inputs.end(), [&](int in) {
+           return m.ops[static_cast<std::size_t>(in)].kind == OpKind::softmax;
+         });
+}
 
 bool is_gemm(OpKind k) {
   return k == OpKind::matmul || k == OpKind::batched_matmul || k == OpKind::conv2d ||
@@ -86,9 +96,9 @@ TrainingGraph derive_training_graph(const Model& m) {
     f.flops = op.flops;
     f.weight_bytes = act * weights;
     f.bytes = op.bytes_read + op.bytes_written + f.weight_bytes;
-    if (op.kind == OpKind::cross_entropy) {
+    if (is_whole_loss(m, op)) {
       const double logits = op.bytes_read / act;
-      const double cast = act < 4 ? act + 4 : 0;  // 16-bit logits to fp32 and back
+      const double cast = act < 4 ? act + 4 : 0;  // 16-bit logits to fp32
       f.bytes = logits * (cast + kLogSoftmaxForwardBytes) + op.bytes_written;
     }
     f.gemm = op.gemm;
@@ -113,7 +123,7 @@ TrainingGraph derive_training_graph(const Model& m) {
     if (is_gemm(op.kind)) {
       b.flops = 2 * op.flops;
       b.bytes = 2 * op.bytes_written + 2 * op.bytes_read + b.weight_bytes;
-    } else if (op.kind == OpKind::cross_entropy) {
+    } else if (is_whole_loss(m, op)) {
       const double logits = op.bytes_read / act;
       b.bytes = logits * ((act < 4 ? 4 + act : 0) + kLogSoftmaxBackwardBytes);
     } else {

@@ -54,6 +54,11 @@ Result<Model> load(std::string_view text, std::string_view source, std::optional
   const std::string_view t = trim(text);
   if (t.size() >= 5 && t.substr(t.size() - 5) == ".json") {
     auto m = read_model_file(std::string(t));
+    // fp32 and tf32 hold the same bytes: the graph serves either, relabelled.
+    const auto same_bytes = [](DType a, DType b) {
+      return (a == DType::fp32 || a == DType::tf32) && (b == DType::fp32 || b == DType::tf32);
+    };
+    if (m && dtype && same_bytes(m->dtype, *dtype)) m->dtype = *dtype;
     if (m && dtype && m->dtype != *dtype)
       return Error{fmt::format(
           "{}: dtype: the graph is costed in {} (its byte counts are that dtype's); expected {} "

@@ -89,6 +89,14 @@ std::vector<std::string> types_without_bf16(const Plan& p, const cluster::Cluste
 
 model::DType engine_dtype(const Plan& p, const model::Model& m, const cluster::Cluster& c,
                           const std::string& engine, std::vector<std::string>& differences) {
+  if (m.dtype == model::DType::tf32) {
+    differences.push_back(fmt::format(
+        "precision tf32: {} trains fp32 with PyTorch's default of no TF32 matmuls; written: fp32 "
+        "(set torch.backends.cuda.matmul.allow_tf32 or NVIDIA_TF32_OVERRIDE=1 for the plan's "
+        "time)",
+        engine));
+    return model::DType::fp32;
+  }
   if (m.dtype != model::DType::bf16) return m.dtype;
   const auto lacking = types_without_bf16(p, c);
   if (lacking.empty()) return m.dtype;

@@ -80,12 +80,13 @@ Grid plan_grid(const Plan& p, const model::Model& m, const std::string& engine,
 void add_sync_differences(const Plan& p, const std::string& engine,
                           std::vector<std::string>& differences);
 
-// The plan's overlap of collectives with computation (Plan::overlap), which `engine` does not
-// do: the plan's predicted time counts those collectives as hidden.
 // A plan whose Adam step is not fused (Plan::adam), for an engine that fuses it: its steps take
 // less than the plan's predicted time.
 void add_adam_difference(const Plan& p, const std::string& engine,
                          std::vector<std::string>& differences);
+
+// The plan's overlap of collectives with computation (Plan::overlap), which `engine` does not
+// do: the plan's predicted time counts those collectives as hidden.
 void add_overlap_difference(const Plan& p, const std::string& engine,
                             std::vector<std::string>& differences);
 

@@ -189,8 +189,8 @@ double tensor_share(const OpGroup& g, std::size_t j) {
 namespace {
 
 // What a plan converted to the other form keeps: the model, cluster and planner strings, the
-// batch, its micro-batches, the gradient buckets, batch statistics and precision; the rest
-// default.
+// batch, its micro-batches, the gradient buckets, batch statistics, precision and Adam step; the
+// rest default.
 Plan same_step(const Plan& p) {
   Plan out;
   out.model = p.model;

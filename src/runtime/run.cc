@@ -213,9 +213,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       opts.precision != model::DType::fp32 && opts.precision != model::DType::tf32;
   // tf32: fp32 throughout, CUDA's matmuls and convolutions on the TF32 tensor cores (PyTorch's
   // allow_tf32); the CPU has no such path.
-  if (dev.is_cuda()) {
-    at::globalContext().setAllowTF32CuBLAS(opts.precision == model::DType::tf32);
-    at::globalContext().setAllowTF32CuDNN(opts.precision == model::DType::tf32);
+  if (dev.is_cuda() && opts.precision == model::DType::tf32) {
+    at::globalContext().setAllowTF32CuBLAS(true);
+    at::globalContext().setAllowTF32CuDNN(true);
   }
   const detail::AutocastState autocast = detail::AutocastState::of(opts.precision, dev.is_cuda());
   std::optional<detail::LossScaler> scaler;

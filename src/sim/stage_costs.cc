@@ -1,6 +1,7 @@
 #include "stage_costs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 
 #include "hetplan/cost/memory_cost.h"
@@ -430,11 +431,14 @@ LayerTimes StageCoster::replica_times(const plan::Stage& s, const plan::Replica&
     for (int op = layer.first_op; op < layer.first_op + layer.num_ops; ++op) {
       if (optimizer_index_[op] < 0) continue;
       double t = 0;
+      // ZeRO spreads the op's parameter tensors over the replicas (a tensor-parallel rank holds a
+      // slice of each): a loop over tensors visits its share of them.
+      model::TrainOp step = tg_.optimizer[optimizer_index_[op]];
+      step.tensors = static_cast<int>(std::ceil(step.tensors / zero_split));
       for (int j = 0; j < tp; ++j) {
         const double share =
             whole_params_[op] ? 1.0 : (r.tp_shares.empty() ? 1.0 / tp : r.tp_shares[j]);
-        t = std::max(t, device_time(r.devices[j], tg_.optimizer[optimizer_index_[op]], 1.0,
-                                    share / zero_split));
+        t = std::max(t, device_time(r.devices[j], step, 1.0, share / zero_split));
       }
       out.optimizer += t;
       in_layer += t;

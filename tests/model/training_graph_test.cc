@@ -94,6 +94,30 @@ TEST(TrainingGraph, OptimizerStepsCountTheParameterTensorsAsPyTorchHoldsThem) {
   EXPECT_EQ(tensors("llama:layers=2,hidden=16,heads=4,seq=8,vocab=32"), 1 + 2 * 6 + 1 + 1);
 }
 
+TEST(TrainingGraph, ALossAfterALogSoftmaxIsTheNllAlone) {
+  // An ONNX graph's LogSoftmax then NegativeLogLikelihoodLoss: the softmax op prices the
+  // log-softmax, the loss only its own reads and writes (4 bf16 logits of 2 bytes, a 4-byte loss).
+  Model m;
+  m.layers.push_back(Layer{"head", LayerKind::head, 0, 2});
+  Op sm;
+  sm.name = "log_softmax";
+  sm.kind = OpKind::softmax;
+  sm.bytes_read = sm.bytes_written = 8;
+  Op loss;
+  loss.name = "nll";
+  loss.kind = OpKind::cross_entropy;
+  loss.inputs = {0};
+  loss.bytes_read = 8;
+  loss.bytes_written = 4;
+  m.ops = {sm, loss};
+  const TrainingGraph tg = derive_training_graph(m);
+  EXPECT_DOUBLE_EQ(tg.forward[1].bytes, 8 + 4);
+  EXPECT_DOUBLE_EQ(tg.backward[0].bytes, 4 + 2 * 8);
+  // Reading the logits themselves, it is the whole loss: 4 x (2 + 4 + 12) + 4.
+  m.ops[0].kind = OpKind::matmul;
+  EXPECT_DOUBLE_EQ(derive_training_graph(m).forward[1].bytes, 4 * 18 + 4);
+}
+
 TEST(TrainingGraph, BackwardIsTwiceForwardForGemmsAndTiedWeightsHaveNoOptimizerStep) {
   auto m = load_model("gpt:layers=1,hidden=16,heads=4,seq=8,vocab=32");
   ASSERT_TRUE(m.ok());

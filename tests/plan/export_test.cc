@@ -201,6 +201,21 @@ TEST(Export, AnUnfusedAdamStepIsListedForEnginesThatFuseIt) {
   }
 }
 
+TEST(Export, Tf32IsWrittenAsFp32WithTheDifferenceSaid) {
+  // Neither engine turns on TF32 matmuls: the job trains fp32, which the list says.
+  const Case k = from_strategy("gpt:layers=2,hidden=256,heads=4,seq=128,vocab=1000,dtype=tf32",
+                               "dgx-a100:1", "dp=8,gbs=64");
+  for (Engine e : {Engine::megatron, Engine::deepspeed}) {
+    const Exported x = exported(e, k);
+    EXPECT_EQ(
+        std::count_if(x.differences.begin(), x.differences.end(),
+                      [](const std::string& d) { return d.rfind("precision tf32: ", 0) == 0; }),
+        1);
+  }
+  EXPECT_EQ(file_named(exported(Engine::megatron, k), "megatron.sh").text.find("--bf16"),
+            std::string::npos);
+}
+
 TEST(Export, WhatAnEngineCannotExpressIsListed) {
   // The hand-written heterogeneous plan: 7 and 5 blocks per stage, uneven batch shares in stage
   // 1, the embedding's gradients through a parameter server, norms replicated by override.
