@@ -234,6 +234,7 @@ int run_plan(PlanArgs a) {
     if (a.precision.empty() && old->precision) a.precision = plan::precision_name(*old->precision);
     // And on the same engine, unless --adam says otherwise.
     if (a.adam.empty()) a.adam = plan::adam_name(old->adam);
+    if (a.loss.empty()) a.loss = plan::loss_name(old->loss);
     a.resumes = &*old_plan;
   }
   auto m = load_search_model(a);

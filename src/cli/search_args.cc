@@ -75,6 +75,12 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
                   "default), foreach (PyTorch's multi-tensor AdamW) or per-tensor (PyTorch's "
                   "loop over the tensors, foreach=False)")
       ->check(CLI::IsMember({"fused", "foreach", "per-tensor"}));
+  cmd->add_option("--loss", a.loss,
+                  "How the engine the plans are for computes the loss, written into every plan "
+                  "and priced: unfused (the logits cast to fp32, log-softmax and NLL op by op: "
+                  "PyTorch, Megatron-LM; the default) or fused (one kernel per pass: flash-attn's "
+                  "cross entropy, Megatron-Core's --cross-entropy-loss-fusion)")
+      ->check(CLI::IsMember({"unfused", "fused"}));
   auto* runnable = cmd->add_flag(
       "--runnable", a.runnable,
       "Choose only plans that `hetplan run` executes (the default; the runtime's own check)");
@@ -116,6 +122,7 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
   opts.attention = *plan::attention_from_string(a.attention);  // CLI11 checked the name
   if (!a.precision.empty()) opts.precision = plan::precision_from_string(a.precision);
   if (!a.adam.empty()) opts.adam = *plan::adam_from_string(a.adam);  // CLI11 checked the name
+  if (!a.loss.empty()) opts.loss = *plan::loss_from_string(a.loss);  // likewise
   if (a.verbose || isatty(fileno(stderr)))
     opts.progress = [](const std::string& line) {
       std::fprintf(stderr, "hetplan: %s\n", line.c_str());

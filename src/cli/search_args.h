@@ -33,12 +33,13 @@ struct SearchArgs {
   std::string attention = "plain";  // --attention plain|flash (SearchOptions::attention)
   std::string precision;  // --precision bf16|fp16|fp32|tf32 (SearchOptions::precision; "": unset)
   std::string adam;       // --adam fused|foreach|per-tensor (SearchOptions::adam; "": fused)
+  std::string loss;       // --loss unfused|fused (SearchOptions::loss; "": unfused)
 };
 
 // Registers --model, --cluster and --global-batch.
 void add_problem_options(CLI::App* cmd, SearchArgs& a);
 // Registers --time-limit, --threads, --report, --json, --verbose, --runnable, --any-form,
-// --one-type-per-stage, --attention, --precision and --adam.
+// --one-type-per-stage, --attention, --precision, --adam and --loss.
 void add_search_options(CLI::App* cmd, SearchArgs& a);
 
 // The model of --model, built in --precision's dtype when it is given.

@@ -28,6 +28,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "hetplan/model/training.h"
+
 namespace hetplan::cost {
 
 const char* to_string(Recompute r) {
@@ -43,6 +45,12 @@ const char* to_string(Recompute r) {
 }
 
 const char* to_string(Attention a) { return a == Attention::flash ? "flash" : "plain"; }
+
+double saved_bytes(const model::Model& m, const model::Op& op, Loss loss) {
+  if (loss == Loss::fused && model::is_whole_loss(m, op))
+    return op.bytes_read;  // its logits, as read
+  return op.saved_bytes;
+}
 
 // Mixed precision (16-bit weights and gradients; fp32 master weights, Adam m and v: 12 bytes) gives
 // the standard 16 bytes per parameter; pure fp32 keeps 4 + 4 and two 4-byte moments.
@@ -68,7 +76,7 @@ LayerMemory layer_memory(const model::Model& m, const MemoryConfig& cfg, int li)
     // A fused attention kernel keeps no scores, neither for the backward pass nor while a
     // recomputed layer runs again.
     if (cfg.attention == Attention::flash && op.attention_core) continue;
-    const double bytes = op.saved_bytes * (whole ? 1.0 : cfg.activation_shard);
+    const double bytes = saved_bytes(m, op, cfg.loss) * (whole ? 1.0 : cfg.activation_shard);
     all += bytes;
     if (!(cfg.recompute == Recompute::selective && op.attention_core)) kept += bytes;
   }

@@ -25,19 +25,19 @@ constexpr double kFp32GradBytes = 2 * 4;
 constexpr double kLogSoftmaxForwardBytes = 2 * 4 + 4;
 constexpr double kLogSoftmaxBackwardBytes = 4 + 3 * 4 + 4;
 
-bool is_whole_loss(const Model& m, const Op& op) {
-  return op.kind == OpKind::cross_entropy &&
-         std::none_of(op.inputs.begin(), op.inputs.end(), [&](int in) {
-           return m.ops[static_cast<std::size_t>(in)].kind == OpKind::softmax;
-         });
-}
-
 bool is_gemm(OpKind k) {
   return k == OpKind::matmul || k == OpKind::batched_matmul || k == OpKind::conv2d ||
          k == OpKind::moe_router;
 }
 
 }  // namespace
+
+bool is_whole_loss(const Model& m, const Op& op) {
+  return op.kind == OpKind::cross_entropy &&
+         std::none_of(op.inputs.begin(), op.inputs.end(), [&](int in) {
+           return m.ops[static_cast<std::size_t>(in)].kind == OpKind::softmax;
+         });
+}
 
 int parameter_tensors(const Op& op) {
   if (op.params <= 0) return 0;
@@ -100,6 +100,7 @@ TrainingGraph derive_training_graph(const Model& m) {
       const double logits = op.bytes_read / act;
       const double cast = act < 4 ? act + 4 : 0;  // 16-bit logits to fp32
       f.bytes = logits * (cast + kLogSoftmaxForwardBytes) + op.bytes_written;
+      f.fused_bytes = logits * act + op.bytes_written;
     }
     f.gemm = op.gemm;
     tg.forward.push_back(f);
@@ -126,6 +127,7 @@ TrainingGraph derive_training_graph(const Model& m) {
     } else if (is_whole_loss(m, op)) {
       const double logits = op.bytes_read / act;
       b.bytes = logits * ((act < 4 ? 4 + act : 0) + kLogSoftmaxBackwardBytes);
+      b.fused_bytes = 2 * logits * act;
     } else {
       b.flops = op.kind == OpKind::embedding ? op.bytes_written / act : op.flops;
       b.bytes = op.bytes_written + 2 * op.bytes_read + b.weight_bytes;

@@ -151,6 +151,7 @@ Result<Exported> export_megatron(const Plan& p, const model::Model& m, const clu
         "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
   if (p.zero_stage >= 1) memory.push_back("--use-distributed-optimizer");
   if (p.attention == cost::Attention::flash) memory.push_back("--use-flash-attn");
+  if (p.loss == cost::Loss::fused) memory.push_back("--cross-entropy-loss-fusion");
   if (p.zero_stage >= 2)
     diff.push_back(fmt::format(
         "zero_stage {}: Megatron-LM's distributed optimizer shards the optimizer states only "

@@ -189,8 +189,8 @@ double tensor_share(const OpGroup& g, std::size_t j) {
 namespace {
 
 // What a plan converted to the other form keeps: the model, cluster and planner strings, the
-// batch, its micro-batches, the gradient buckets, batch statistics, precision and Adam step; the
-// rest default.
+// batch, its micro-batches, the gradient buckets, batch statistics, precision, Adam step and loss;
+// the rest default.
 Plan same_step(const Plan& p) {
   Plan out;
   out.model = p.model;
@@ -202,6 +202,7 @@ Plan same_step(const Plan& p) {
   out.batch_norm = p.batch_norm;
   out.precision = p.precision;
   out.adam = p.adam;
+  out.loss = p.loss;
   out.recompute = p.recompute;    // the same layers' (or attention cores') activations dropped
   // Op by op, a fused attention core (a stage plan's flash) keeps no less than its ops recomputed.
   if (p.attention == cost::Attention::flash && p.recompute == cost::Recompute::none)

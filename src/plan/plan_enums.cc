@@ -73,6 +73,10 @@ constexpr Table<cost::AdamKernels, 3> kAdamKernels{{
     {cost::AdamKernels::foreach, "foreach"},
     {cost::AdamKernels::per_tensor, "per-tensor"},
 }};
+constexpr Table<cost::Loss, 2> kLosses{{
+    {cost::Loss::unfused, "unfused"},
+    {cost::Loss::fused, "fused"},
+}};
 constexpr Table<cost::Attention, 2> kAttentions{{
     {cost::Attention::plain, "plain"},
     {cost::Attention::flash, "flash"},
@@ -134,6 +138,7 @@ const char* algorithm_name(cost::Algorithm a) { return name_of(kAlgorithms, a); 
 const char* recompute_name(cost::Recompute r) { return name_of(kRecomputes, r); }
 const char* attention_name(cost::Attention a) { return name_of(kAttentions, a); }
 const char* adam_name(cost::AdamKernels a) { return name_of(kAdamKernels, a); }
+const char* loss_name(cost::Loss l) { return name_of(kLosses, l); }
 const char* precision_name(model::DType d) { return name_of(kPrecisions, d); }
 std::optional<model::DType> precision_from_string(std::string_view s) {
   return value_of(kPrecisions, s);
@@ -164,6 +169,7 @@ std::optional<cost::Attention> attention_from_string(std::string_view s) {
 std::optional<cost::AdamKernels> adam_from_string(std::string_view s) {
   return value_of(kAdamKernels, s);
 }
+std::optional<cost::Loss> loss_from_string(std::string_view s) { return value_of(kLosses, s); }
 
 const char* to_string(GradPriority g) { return name_of(kGradPriorities, g); }
 const char* to_string(Multipath m) { return name_of(kMultipaths, m); }
@@ -188,6 +194,7 @@ std::string algorithm_names() { return names_of(kAlgorithms); }
 std::string recompute_names() { return names_of(kRecomputes); }
 std::string attention_names() { return names_of(kAttentions); }
 std::string adam_names() { return names_of(kAdamKernels); }
+std::string loss_names() { return names_of(kLosses); }
 std::string precision_names() { return names_of(kPrecisions); }
 
 // Greedy glob with one-star backtracking: O(|pattern| * |name|) at worst, no recursion.

@@ -126,6 +126,7 @@ Result<Plan> plan_from_strategy(const Strategy& strategy, const model::Model& m,
     p.recompute = s.recompute;
     p.attention = s.attention;
     p.adam = s.adam;
+    p.loss = s.loss;
     p.precision = s.precision;
     p.overlap = s.overlap;
     p.zero_stage = s.zero;

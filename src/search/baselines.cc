@@ -107,6 +107,7 @@ PlannerOutput megatron_grid(const Context& ctx) {
             s.attention = ctx.options.attention;
             s.precision = ctx.options.precision;
             s.adam = ctx.options.adam;
+            s.loss = ctx.options.loss;
             s.zero = zero;
             auto p = plan::plan_from_strategy(s, ctx.model, alike);
             if (!p) {

@@ -11,6 +11,7 @@ plan::Plan base_plan(const Context& ctx, const std::string& planner) {
   p.attention = ctx.options.attention;
   p.precision = ctx.options.precision;
   p.adam = ctx.options.adam;
+  p.loss = ctx.options.loss;
   return p;
 }
 

@@ -68,6 +68,7 @@ cost::MemoryConfig config_of(const model::Model& m, const plan::Plan& settings, 
   cfg.zero_group = dp_replicas;
   cfg.recompute = settings.recompute;
   cfg.attention = settings.attention;
+  cfg.loss = settings.loss;
   cfg.sequence_parallel = settings.sequence_parallel;
   cfg.tensor_parallel = tp;
   cfg.micro_batch = samples;

@@ -139,9 +139,16 @@ struct OpLevelLowering {
   // slower (the op-level lowering applies cpu_share as a slowdown, not as a quota).
   double device_time(int device, const model::TrainOp& op, double n, double shard = 1.0) const {
     const auto& type = c.type_of(device);
-    const double t = op.phase == model::Phase::optimizer
-                         ? compute.adam_step_time(type, op, shard, m.dtype, p.adam).value
-                         : compute.op_time(type, op, n, shard, m.dtype).value;
+    double t = 0;
+    if (op.phase == model::Phase::optimizer) {
+      t = compute.adam_step_time(type, op, shard, m.dtype, p.adam).value;
+    } else if (p.loss == cost::Loss::fused && op.fused_bytes > 0) {
+      model::TrainOp fused = op;
+      fused.bytes = op.fused_bytes;
+      t = compute.op_time(type, fused, n, shard, m.dtype).value;
+    } else {
+      t = compute.op_time(type, op, n, shard, m.dtype).value;
+    }
     return t / c.nodes[c.devices[device].node].cpu_share;
   }
 
@@ -340,7 +347,7 @@ struct OpLevelLowering {
       for (std::size_t j = 0; j < grp.devices.size(); ++j) {
         const int d = grp.devices[j];
         const double s = samples(gi, j), sh = shard(static_cast<int>(op), j);
-        const double kept = m.ops[op].saved_bytes * s * sh;
+        const double kept = cost::saved_bytes(m, m.ops[op], p.loss) * s * sh;
         // (A recomputed op keeps its saved bytes from its rerun instead: add_reruns.)
         const bool recomputed = segment_of[op] >= 0;
         for (int mb = 0; mb < M(); ++mb) {
@@ -398,7 +405,7 @@ struct OpLevelLowering {
         for (int op : seg) {
           const double sh = shard(op, j);
           time += device_time(d, tg.forward[op], s, sh) * host_stretch_rerun[op][j];
-          kept += m.ops[op].saved_bytes * s * sh;
+          kept += cost::saved_bytes(m, m.ops[op], p.loss) * s * sh;
         }
         for (int in : outside) {  // (a partial sum is whole on every device)
           const bool sharded = layout_id[group_of[in]] == layout_id[gi] && is_split(gi) &&

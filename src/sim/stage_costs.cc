@@ -115,6 +115,11 @@ double StageCoster::device_time(int device, const model::TrainOp& op, double sam
   if (op.phase == model::Phase::optimizer)
     return compute_.adam_step_time(c_.type_of(device), op, shard, m_.dtype, p_.adam).value /
            cpu_share;
+  if (p_.loss == cost::Loss::fused && op.fused_bytes > 0) {
+    model::TrainOp fused = op;
+    fused.bytes = op.fused_bytes;
+    return compute_.op_time(c_.type_of(device), fused, samples, shard, m_.dtype).value / cpu_share;
+  }
   return compute_.op_time(c_.type_of(device), op, samples, shard, m_.dtype).value / cpu_share;
 }
 

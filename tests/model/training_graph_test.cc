@@ -36,6 +36,9 @@ TEST(TrainingGraph, TinyMlpForward) {
   // The loss over 2 bf16 logits: the cast to fp32 (2 + 4 per logit), log-softmax (two reads of 4
   // and a write of 4 per logit), its fp32 loss (4).
   EXPECT_DOUBLE_EQ(tg.forward[3].bytes, 2 * (2 + 4 + 12) + 4);
+  // Fused into one kernel: the logits read once (2 per logit) and the loss written.
+  EXPECT_DOUBLE_EQ(tg.forward[3].fused_bytes, 2 * 2 + 4);
+  EXPECT_DOUBLE_EQ(tg.forward[2].fused_bytes, 0);
 }
 
 TEST(TrainingGraph, TinyMlpBackward) {
@@ -49,6 +52,8 @@ TEST(TrainingGraph, TinyMlpBackward) {
   // write of 4) and the cast back to bf16 (4 + 2).
   EXPECT_DOUBLE_EQ(tg.backward[0].flops, 10);
   EXPECT_DOUBLE_EQ(tg.backward[0].bytes, 2 * (4 + 16 + 6));
+  EXPECT_DOUBLE_EQ(tg.backward[0].fused_bytes,
+                   2 * (2 + 2));  // the logits read, their gradient written
   // head.fc: 2x FLOPs; 2 x written (4) + 2 x read (8) + weights 10 x (2 read + 8 fp32 grad rmw).
   EXPECT_DOUBLE_EQ(tg.backward[1].flops, 36);
   EXPECT_DOUBLE_EQ(tg.backward[1].weight_bytes, 100);
@@ -113,6 +118,8 @@ TEST(TrainingGraph, ALossAfterALogSoftmaxIsTheNllAlone) {
   const TrainingGraph tg = derive_training_graph(m);
   EXPECT_DOUBLE_EQ(tg.forward[1].bytes, 8 + 4);
   EXPECT_DOUBLE_EQ(tg.backward[0].bytes, 4 + 2 * 8);
+  EXPECT_FALSE(is_whole_loss(m, m.ops[1]));
+  EXPECT_DOUBLE_EQ(tg.forward[1].fused_bytes, 0);
   // Reading the logits themselves, it is the whole loss: 4 x (2 + 4 + 12) + 4.
   m.ops[0].kind = OpKind::matmul;
   EXPECT_DOUBLE_EQ(derive_training_graph(m).forward[1].bytes, 4 * 18 + 4);

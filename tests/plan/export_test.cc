@@ -216,6 +216,17 @@ TEST(Export, Tf32IsWrittenAsFp32WithTheDifferenceSaid) {
             std::string::npos);
 }
 
+TEST(Export, AFusedLossIsMegatronCoresFusion) {
+  const Case k = from_strategy("gpt3-1.3b", "dgx-a100:2", "tp=2,pp=2,mbs=2,gbs=512,loss=fused");
+  EXPECT_NE(file_named(exported(Engine::megatron, k), "megatron.sh")
+                .text.find("--cross-entropy-loss-fusion"),
+            std::string::npos);
+  const Case u = from_strategy("gpt3-1.3b", "dgx-a100:2", "tp=2,pp=2,mbs=2,gbs=512");
+  EXPECT_EQ(file_named(exported(Engine::megatron, u), "megatron.sh")
+                .text.find("--cross-entropy-loss-fusion"),
+            std::string::npos);
+}
+
 TEST(Export, WhatAnEngineCannotExpressIsListed) {
   // The hand-written heterogeneous plan: 7 and 5 blocks per stage, uneven batch shares in stage
   // 1, the embedding's gradients through a parameter server, norms replicated by override.

@@ -64,6 +64,14 @@ TEST(PlanJson, RoundTripIsExact) {
   auto looped_back = plan_from_json(to_json(looped), "mem");
   ASSERT_TRUE(looped_back.ok()) << looped_back.error().message;
   EXPECT_EQ(*looped_back, looped);
+  // Likewise the loss's form.
+  Plan fused_loss = p;
+  fused_loss.loss = cost::Loss::fused;
+  EXPECT_NE(to_json_text(fused_loss).find("\"loss\": \"fused\""), std::string::npos);
+  EXPECT_EQ(to_json_text(p).find("\"loss\""), std::string::npos);
+  auto fused_loss_back = plan_from_json(to_json(fused_loss), "mem");
+  ASSERT_TRUE(fused_loss_back.ok()) << fused_loss_back.error().message;
+  EXPECT_EQ(*fused_loss_back, fused_loss);
   // Likewise an overlap of collectives: written when set, read back.
   Plan overlapped = p;
   overlapped.overlap = Overlap::tp_param;
@@ -112,6 +120,9 @@ TEST(PlanJson, EveryEnumValueRoundTrips) {
        {cost::AdamKernels::fused, cost::AdamKernels::foreach, cost::AdamKernels::per_tensor})
     EXPECT_EQ(adam_from_string(adam_name(k)), k);
   EXPECT_EQ(adam_names(), "fused|foreach|per-tensor");
+  EXPECT_EQ(loss_names(), "unfused|fused");
+  for (auto l : {cost::Loss::unfused, cost::Loss::fused})
+    EXPECT_EQ(loss_from_string(loss_name(l)), l);
   EXPECT_FALSE(precision_from_string("fp8").has_value());
   for (Overlap o : {Overlap::none, Overlap::tp, Overlap::param, Overlap::tp_param})
     EXPECT_EQ(overlap_from_string(to_string(o)), o);
@@ -292,7 +303,7 @@ INSTANTIATE_TEST_SUITE_P(
             "plan.json: microbatches: unknown key (did you mean 'num_microbatches'?) (allowed: "
             "version, model, cluster, planner, "
             "global_batch, "
-            "num_microbatches, schedule, recompute, attention, precision, adam, overlap, "
+            "num_microbatches, schedule, recompute, attention, precision, adam, loss, overlap, "
             "zero_stage, "
             "sequence_parallel, "
             "uneven_collectives, batch_norm, grad_bucket_bytes, grad_priority, loss_bound, "

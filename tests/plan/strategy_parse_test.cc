@@ -97,6 +97,13 @@ TEST(StrategyParse, CanonicalTextParsesBack) {
     ASSERT_TRUE(back.ok()) << back.error().message;
     EXPECT_EQ(back->precision, dtype);
   }
+  // So is the loss's form.
+  EXPECT_EQ(to_string(*parse_strategy("loss=unfused")).find("loss="), std::string::npos);
+  auto fused_loss = parse_strategy("dp=2,loss=fused");
+  ASSERT_TRUE(fused_loss.ok());
+  EXPECT_EQ(fused_loss->loss, cost::Loss::fused);
+  EXPECT_NE(to_string(*fused_loss).find(",loss=fused"), std::string::npos);
+  EXPECT_EQ(parse_strategy(to_string(*fused_loss))->loss, cost::Loss::fused);
   // So is the Adam step's form: fused (the default) is left out, the others written and read back.
   EXPECT_EQ(to_string(*parse_strategy("adam=fused")).find("adam"), std::string::npos);
   for (auto [name, kernels] : {std::pair{"foreach", cost::AdamKernels::foreach},
@@ -115,7 +122,8 @@ TEST(StrategyParse, Errors) {
   EXPECT_EQ(error_of("tp=2,foo=1"),
             "--strategy: foo=1: unknown key (allowed: dp, tp, pp, vpp, mbs, gbs, recompute, "
             "attention, zero, schedule, sp, bn, grad_priority, loss_bound, multipath, overlap, "
-            "precision, adam)");
+            "precision, adam, loss)");
+  EXPECT_EQ(error_of("loss=flash"), "--strategy: loss=flash: expected one of unfused|fused");
   EXPECT_EQ(error_of("adam=apex"),
             "--strategy: adam=apex: expected one of fused|foreach|per-tensor");
   EXPECT_EQ(error_of("precision=fp8"),

@@ -34,6 +34,17 @@ inline bool recomputes(Recompute r, const model::Model& m, const model::Op& o) {
 enum class Attention { plain, flash };
 const char* to_string(Attention a);
 
+// How the engine computes a language model's loss (model::is_whole_loss): op by op, as PyTorch's
+// F.cross_entropy and Megatron-LM's vocabulary-parallel loss do (the logits cast to fp32,
+// log-softmax, NLL; its fp32 output kept for the backward pass), or as one fused kernel per pass
+// that keeps the 16-bit logits instead (flash-attn's cross entropy, llm-foundry's default;
+// Megatron-Core's --cross-entropy-loss-fusion).
+enum class Loss { unfused, fused };
+
+// Bytes `op` keeps per sample for its backward pass under `loss`: its saved_bytes, or for a whole
+// loss computed fused, its logits in the model's dtype.
+double saved_bytes(const model::Model& m, const model::Op& op, Loss loss);
+
 struct MemoryConfig {
   int first_layer = 0;  // the stage's layers [first_layer, first_layer + num_layers)
   int num_layers = 0;
@@ -43,6 +54,7 @@ struct MemoryConfig {
   int zero_group = 1;             // devices the ZeRO states are split over (data-parallel size)
   Recompute recompute = Recompute::none;
   Attention attention = Attention::plain;
+  Loss loss = Loss::unfused;
   bool sequence_parallel = false;  // layernorm/dropout activations split across the TP group too
   int tensor_parallel = 1;         // TP degree (for the replicated-op activations without SP)
   // Per model op, when the plan splits ops other than by their ShardKind (else empty): whether the

@@ -27,6 +27,10 @@ struct TrainOp {
   // Optimizer only: the parameter tensors they are held in (a linear layer's weight and bias),
   // which an optimizer that steps tensor by tensor visits one at a time (parameter_tensors).
   int tensors = 0;
+  // Forward and backward of a whole loss (is_whole_loss): `bytes` when the engine fuses it into one
+  // kernel per pass (flash-attn's or Megatron-Core's fused cross entropy), which reads the 16-bit
+  // logits forward and reads them and writes their gradient backward. 0 for every other op.
+  double fused_bytes = 0;
 };
 
 struct TrainingGraph {
@@ -40,6 +44,11 @@ struct TrainingGraph {
 // or batchnorm its scale and shift, an RMSNorm its scale, BERT's positions and ViT's class token
 // their two tables, anything else one. 0 for an op without parameters.
 int parameter_tensors(const Op& op);
+
+// Whether `op` is a whole cross-entropy loss over its logits: a cross_entropy op that does not read
+// a softmax op's output (an ONNX graph's LogSoftmax then NegativeLogLikelihoodLoss is the NLL
+// alone).
+bool is_whole_loss(const Model& m, const Op& op);
 
 // Backward FLOPs: 2x forward for ops with weights (input and weight gradients) and for
 // batched_matmul (gradients of both operands); about 1x for memory-bound ops.

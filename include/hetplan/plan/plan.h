@@ -62,11 +62,12 @@ const char* to_string(BatchNormStats b);     // "local", "synced"
 // unknown name). The cost enums get their own tables here so the plan layer does not depend on the
 // cost library: Algorithm "auto", "ring", "tree", "hierarchical", "direct", "parameter_server";
 // Recompute "none", "selective", "full"; Attention "plain", "flash"; AdamKernels "fused",
-// "foreach", "per-tensor".
+// "foreach", "per-tensor"; Loss "unfused", "fused".
 const char* algorithm_name(cost::Algorithm a);
 const char* recompute_name(cost::Recompute r);
 const char* attention_name(cost::Attention a);
 const char* adam_name(cost::AdamKernels a);
+const char* loss_name(cost::Loss l);
 // A plan's precision: "bf16", "fp16", "fp32", "tf32" (no other dtype is one).
 const char* precision_name(model::DType d);
 std::optional<model::DType> precision_from_string(std::string_view s);
@@ -79,6 +80,7 @@ std::optional<cost::Algorithm> algorithm_from_string(std::string_view s);
 std::optional<cost::Recompute> recompute_from_string(std::string_view s);
 std::optional<cost::Attention> attention_from_string(std::string_view s);
 std::optional<cost::AdamKernels> adam_from_string(std::string_view s);
+std::optional<cost::Loss> loss_from_string(std::string_view s);
 // "a|b|c": the accepted names, for error messages.
 std::string schedule_names();
 std::string split_kind_names();
@@ -89,6 +91,7 @@ std::string algorithm_names();
 std::string recompute_names();
 std::string attention_names();
 std::string adam_names();
+std::string loss_names();
 std::string precision_names();
 
 // Op name patterns of op_overrides and grad_sync: '*' matches any run of characters (dots
@@ -248,6 +251,10 @@ struct Plan {
   // multi-tensor foreach passes, or its loop tensor by tensor (cost::AdamKernels). The simulator
   // prices it; hetplan's runtime runs libtorch's own step whatever it says.
   cost::AdamKernels adam = cost::AdamKernels::fused;
+  // How the engine computes the loss: op by op in fp32 (PyTorch, Megatron-LM) or fused into one
+  // kernel per pass (flash-attn's cross entropy; cost::Loss). The simulator prices its time and
+  // memory; hetplan's runtime computes it op by op whatever it says.
+  cost::Loss loss = cost::Loss::unfused;
   Overlap overlap = Overlap::none;  // stage plans only
   int zero_stage = 0;               // 0..3, over each stage's replicas
   bool sequence_parallel = false;

@@ -21,7 +21,7 @@
 // schedule=1f1b (interleaved when vpp > 1), sp=0, bn=local (bn=synced: batch normalisation over
 // each whole micro-batch, Plan::batch_norm), grad_priority=none, loss_bound=0, multipath=ecmp,
 // precision unset (the model's dtype; Plan::precision), adam=fused (foreach or per-tensor: how the
-// engine runs the Adam step, Plan::adam).
+// engine runs the Adam step, Plan::adam), loss=unfused (fused: one kernel per pass, Plan::loss).
 #pragma once
 
 #include <string>
@@ -45,6 +45,7 @@ struct Strategy {
   cost::Attention attention = cost::Attention::plain;  // attention=plain|flash
   std::optional<model::DType> precision;               // precision=bf16|fp16|fp32|tf32 (Plan's)
   cost::AdamKernels adam = cost::AdamKernels::fused;   // adam=fused|foreach|per-tensor
+  cost::Loss loss = cost::Loss::unfused;               // loss=unfused|fused
   Overlap overlap = Overlap::none;                     // overlap=none|tp|param|tp+param
   int zero = 0;
   Schedule schedule = Schedule::one_f_one_b;
@@ -59,8 +60,8 @@ struct Strategy {
 };
 
 // The canonical text: every key in the order dp, tp, pp, vpp, mbs, gbs, recompute, zero, schedule,
-// sp, attention, precision, adam, overlap, bn, grad_priority, loss_bound, multipath; dp and gbs
-// left out while 0 (unresolved), the last eight while at their defaults (precision while unset).
+// sp, attention, precision, adam, loss, overlap, bn, grad_priority, loss_bound, multipath; dp and
+// gbs left out while 0 (unresolved), the last nine while at their defaults (precision while unset).
 // parse_strategy(to_string(s)) == s up to schedule_given.
 std::string to_string(const Strategy& s);
 

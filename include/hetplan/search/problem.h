@@ -64,6 +64,8 @@ struct SearchOptions {
   // How every plan's engine runs the Adam step (plan::Plan::adam): a property of the engine the
   // plans are for, which the planners price but do not choose.
   cost::AdamKernels adam = cost::AdamKernels::fused;
+  // How every plan's engine computes the loss (plan::Plan::loss), likewise priced, not chosen.
+  cost::Loss loss = cost::Loss::unfused;
   // Called with one line of progress ("pipeline: 120 shapes, best 1.23 s"); may be empty.
   std::function<void(const std::string&)> progress;
 };
