@@ -21,6 +21,23 @@ namespace hetplan::sim::detail {
 // How long a pass of `ops` ops whose kernels take `kernels` seconds takes when the host needs
 // `host_per_op` seconds to issue each (cost::ComputeCostModel::host_op_time): the device runs the
 // kernels behind the host, so the longer of the two.
+// Seconds of the pass `op` on a device of type `type` as the plan's engine runs it: an Adam step in
+// the plan's form (cost::AdamKernels), a whole loss fused where the plan says so (cost::Loss),
+// anything else by op_time. Both lowerings price their passes through it.
+inline double engine_pass_time(const cost::ComputeCostModel& compute,
+                               const cluster::DeviceType& type, const model::TrainOp& op,
+                               double samples, double shard, model::DType dtype,
+                               const plan::Plan& p) {
+  if (op.phase == model::Phase::optimizer)
+    return compute.adam_step_time(type, op, shard, dtype, p.adam).value;
+  if (p.loss == cost::Loss::fused && op.fused_bytes > 0) {
+    model::TrainOp fused = op;
+    fused.bytes = op.fused_bytes;
+    return compute.op_time(type, fused, samples, shard, dtype).value;
+  }
+  return compute.op_time(type, op, samples, shard, dtype).value;
+}
+
 inline double host_paced(double kernels, int ops, double host_per_op) {
   return std::max(kernels, ops * host_per_op);
 }

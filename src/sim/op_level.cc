@@ -138,18 +138,8 @@ struct OpLevelLowering {
   // Seconds of one pass on `device`; a node limited to a share of its CPU runs it that much
   // slower (the op-level lowering applies cpu_share as a slowdown, not as a quota).
   double device_time(int device, const model::TrainOp& op, double n, double shard = 1.0) const {
-    const auto& type = c.type_of(device);
-    double t = 0;
-    if (op.phase == model::Phase::optimizer) {
-      t = compute.adam_step_time(type, op, shard, m.dtype, p.adam).value;
-    } else if (p.loss == cost::Loss::fused && op.fused_bytes > 0) {
-      model::TrainOp fused = op;
-      fused.bytes = op.fused_bytes;
-      t = compute.op_time(type, fused, n, shard, m.dtype).value;
-    } else {
-      t = compute.op_time(type, op, n, shard, m.dtype).value;
-    }
-    return t / c.nodes[c.devices[device].node].cpu_share;
+    return engine_pass_time(compute, c.type_of(device), op, n, shard, m.dtype, p) /
+           c.nodes[c.devices[device].node].cpu_share;
   }
 
   // The host issues each device's ops in turn and the device runs their kernels behind it: per

@@ -112,15 +112,8 @@ double StageCoster::device_time(int device, const model::TrainOp& op, double sam
                                      m_.causal_attention())
                .value /
            cpu_share;
-  if (op.phase == model::Phase::optimizer)
-    return compute_.adam_step_time(c_.type_of(device), op, shard, m_.dtype, p_.adam).value /
-           cpu_share;
-  if (p_.loss == cost::Loss::fused && op.fused_bytes > 0) {
-    model::TrainOp fused = op;
-    fused.bytes = op.fused_bytes;
-    return compute_.op_time(c_.type_of(device), fused, samples, shard, m_.dtype).value / cpu_share;
-  }
-  return compute_.op_time(c_.type_of(device), op, samples, shard, m_.dtype).value / cpu_share;
+  return engine_pass_time(compute_, c_.type_of(device), op, samples, shard, m_.dtype, p_) /
+         cpu_share;
 }
 
 bool StageCoster::same_speed(int a, int b) const {
