@@ -52,10 +52,15 @@ double saved_bytes(const model::Model& m, const model::Op& op, Loss loss) {
   return op.saved_bytes;
 }
 
-// Mixed precision (16-bit weights and gradients; fp32 master weights, Adam m and v: 12 bytes) gives
-// the standard 16 bytes per parameter; pure fp32 keeps 4 + 4 and two 4-byte moments.
+// Mixed precision keeps 16-bit weights and an fp32 master copy with Adam's m and v (12 bytes). Its
+// gradients are 16-bit in fp16 (Rajbhandari et al.'s 16 bytes per parameter; Megatron-LM's fp16
+// default) and fp32 in bf16: Megatron-LM accumulates and reduces bf16 models' gradients in fp32
+// (--bf16 sets accumulate_allreduce_grads_in_fp32), and PyTorch's autocast keeps fp32 weights and
+// gradients (4 + 4 + 8) plus each weight's 16-bit cast for the backward pass: 18 bytes either way.
+// Pure fp32 (and TF32) keeps 4 + 4 and two 4-byte moments.
 StateBytes state_bytes(model::DType t) {
   if (t == model::DType::fp32 || t == model::DType::tf32) return {4, 4, 8};
+  if (t == model::DType::bf16) return {2, 4, 12};
   return {2, 2, 12};
 }
 

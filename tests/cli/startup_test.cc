@@ -62,8 +62,9 @@ TEST(Startup, SaysWhatNeedsLibtorchWhereNoHetplanRuntimeIsBeside) {
   // plan checks what the runtime executes without libtorch (runtime/runnable.h): alone, it still
   // refuses HAP's program for Llama 2 13B on a100-v100 that mixes tensor and batch splits (which
   // --any-form takes; PlannersRunAnyForm runs both) and chooses what the build's hetplan chooses.
+  // In fp16, which the V100s train in (they have no bf16).
   const std::string plan =
-      "plan --model llama2-13b --cluster a100-v100 --global-batch 64 --algo hap -o ";
+      "plan --model llama2-13b:dtype=fp16 --cluster a100-v100 --global-batch 64 --algo hap -o ";
   const auto any_form = dir / "any_form.json", runnable = dir / "runnable.json",
              beside = dir / "beside.json";
   const auto [any_code, any_err] = run_alone(plan + any_form.string() + " --any-form");

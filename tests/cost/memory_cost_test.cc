@@ -21,13 +21,19 @@ MemoryConfig layers(int n) {
 
 double params_per_layer() { return 12 * h * h + 13 * h; }
 
-TEST(MemoryCost, SixteenBytesPerParameterWithoutZero) {
-  const auto m = gpt_like(2, kSeq, kHidden, kHeads);
-  const auto mem = stage_memory(m, layers(2));
+// fp16: 16 bytes per parameter (Rajbhandari et al.); bf16 keeps fp32 gradients: 18.
+TEST(MemoryCost, SixteenBytesPerParameterInFp16AndEighteenInBf16WithoutZero) {
+  auto m = gpt_like(2, kSeq, kHidden, kHeads);
   const double P = 2 * params_per_layer();
-  EXPECT_DOUBLE_EQ(mem.parameters.value, 2 * P);
-  EXPECT_DOUBLE_EQ(mem.gradients.value, 2 * P);
-  EXPECT_DOUBLE_EQ(mem.optimizer.value, 12 * P);
+  const auto bf16 = stage_memory(m, layers(2));
+  EXPECT_DOUBLE_EQ(bf16.parameters.value, 2 * P);
+  EXPECT_DOUBLE_EQ(bf16.gradients.value, 4 * P);
+  EXPECT_DOUBLE_EQ(bf16.optimizer.value, 12 * P);
+  m.dtype = model::DType::fp16;
+  const auto fp16 = stage_memory(m, layers(2));
+  EXPECT_DOUBLE_EQ(fp16.parameters.value, 2 * P);
+  EXPECT_DOUBLE_EQ(fp16.gradients.value, 2 * P);
+  EXPECT_DOUBLE_EQ(fp16.optimizer.value, 12 * P);
 }
 
 TEST(MemoryCost, ZeroStagesSplitOverTheGroupAfterTheTensorShard) {
@@ -41,7 +47,7 @@ TEST(MemoryCost, ZeroStagesSplitOverTheGroupAfterTheTensorShard) {
     cfg.zero_group = 8;
     const auto mem = stage_memory(m, cfg);
     EXPECT_DOUBLE_EQ(mem.optimizer.value, 12 * P / g) << stage;
-    EXPECT_DOUBLE_EQ(mem.gradients.value, stage >= 2 ? 2 * P / g : 2 * P) << stage;
+    EXPECT_DOUBLE_EQ(mem.gradients.value, stage >= 2 ? 4 * P / g : 4 * P) << stage;
     EXPECT_DOUBLE_EQ(mem.parameters.value, stage >= 3 ? 2 * P / g : 2 * P) << stage;
   }
 }

@@ -605,7 +605,7 @@ TEST(OpLevel, ATiedHeadApartFromItsTableSumsItsCopysGradient) {
 // segments rerun (each transformer layer's ops, or its attention cores) with their layout
 // conversions: GPT-3 125M on two A100s of a DGX node (tp=2, a micro-batch of 8) takes the stage
 // plan's time. Under selective recomputation its memory is the stage plan's within 0.5%; under
-// full, 3.78 GB against 5.06 (each with the 0.70 GB reserve): the stage estimate adds
+// full, 3.91 GB against 5.18 (each with the 0.70 GB reserve): the stage estimate adds
 // the rerun of its largest
 // layer to everything the stage keeps, the head's activations (the logits) included, which the
 // op-level lowering frees before the first rerun, as the runtime does.
@@ -624,7 +624,7 @@ TEST(OpLevel, RecomputationOfATensorParallelStageMatchesTheStagePlan) {
     if (std::string(recompute) == "selective")
       EXPECT_NEAR(mine, theirs, 5e-3 * theirs);
     else
-      EXPECT_NEAR(mine, 3.7835e9, 1e-3 * 3.7835e9) << theirs;
+      EXPECT_NEAR(mine, 3.9103e9, 1e-3 * 3.9103e9) << theirs;
     EXPECT_GT(count(ops, TaskKind::recompute), 0) << recompute;
   }
 }

@@ -77,7 +77,7 @@ struct MemoryConfig {
 };
 
 // Bytes per parameter of its weight, its gradient and its optimizer states (mixed-precision Adam:
-// 2, 2 and 12 for 16-bit models; 4, 4 and 8 for fp32).
+// 2, 2 and 12 for fp16 models, 2, 4 and 12 for bf16 (fp32 gradients); 4, 4 and 8 for fp32).
 struct StateBytes {
   double weight = 0, gradient = 0, optimizer = 0;
 };
