@@ -48,6 +48,18 @@ const char* to_string(Algorithm a) {
   return "?";
 }
 
+const char* to_string(Protocol p) {
+  switch (p) {
+    case Protocol::simple:
+      return "simple";
+    case Protocol::ll128:
+      return "ll128";
+    case Protocol::ll:
+      return "ll";
+  }
+  return "?";
+}
+
 const char* to_string(UnevenForm f) {
   switch (f) {
     case UnevenForm::padded:
@@ -62,14 +74,43 @@ const char* to_string(UnevenForm f) {
 // measured Megatron runs within a few percent uses 65% of NVLink bandwidth and 90% of InfiniBand
 // bandwidth for collectives (NCCL bus bandwidth in a DGX A100 is 230 to 260 of 300 GB/s; IB reaches
 // 90 to 95%). Launch: NVLink/NVSwitch and InfiniBand cost a few microseconds per step; an NCCL call
-// adds about 5 us of software overhead. Tuned once, globally, here.
+// adds about 5 us of software overhead. Tuned once, globally, here. Protocols by message size, as
+// NCCL chooses them.
 NetworkParams NetworkParams::defaults() {
   NetworkParams p;
   p.intra_node_efficiency = 0.65;
   p.inter_node_efficiency = 0.90;
   p.collective_launch = Seconds(5e-6);
+  p.protocols = true;
   return p;
 }
+
+namespace detail {
+
+// LL128 and LL against Simple, from NCCL's tuning model (NVIDIA/nccl src/graph/tuning.cc at
+// 5067397c, its default tuner constants for rings over NVLink): per step 1.9 and 0.6 us against
+// Simple's 3.4; fixed 14.0 and 6.6 us against 8.4; bus bandwidth 0.92 (120 of 128 bytes) and 0.5
+// (4 of 8) of Simple's. Send and receive run LL for small messages and Simple otherwise.
+std::pair<ProtocolShares, Seconds> fastest_protocol(const Estimate& e, const NetworkParams& p) {
+  static constexpr ProtocolShares kShares[] = {
+      {Protocol::simple, 1.0, 1.0, 1.0},
+      {Protocol::ll128, 0.92, 1.9 / 3.4, 14.0 / 8.4},
+      {Protocol::ll, 0.5, 0.6 / 3.4, 6.6 / 8.4},
+  };
+  const double launch = p.collective_launch.value * static_cast<double>(e.launches);
+  auto time = [&](const ProtocolShares& s) {
+    return e.bandwidth_time.value / s.bandwidth + e.latency.value * s.hop + launch * s.launch;
+  };
+  std::pair<ProtocolShares, Seconds> best{kShares[0], Seconds(time(kShares[0]))};
+  if (!p.protocols || e.protocols == Protocols::simple) return best;
+  for (const ProtocolShares& s : kShares) {
+    if (s.protocol == Protocol::ll128 && e.protocols == Protocols::send_recv) continue;
+    if (time(s) < best.second.value) best = {s, Seconds(time(s))};
+  }
+  return best;
+}
+
+}  // namespace detail
 
 namespace {
 
@@ -82,12 +123,16 @@ struct Candidate {
 };
 
 CollectiveCost finish(Candidate c, const NetworkParams& p) {
+  const auto [shares, time] = detail::fastest_protocol(c.estimate, p);
   CollectiveCost out;
-  out.time = c.estimate.total(p);
-  out.latency = c.estimate.latency + p.collective_launch * static_cast<double>(c.estimate.launches);
+  out.time = time;
+  out.latency = c.estimate.latency * shares.hop +
+                p.collective_launch * (static_cast<double>(c.estimate.launches) * shares.launch);
   out.algorithm = c.algorithm;
   out.uneven_form = c.form;
+  out.protocol = shares.protocol;
   out.loads = std::move(c.estimate.loads);
+  for (LinkLoad& l : out.loads) l.bytes /= shares.bandwidth;  // the flags ride along
   return out;
 }
 
@@ -98,7 +143,9 @@ CollectiveCost pick(std::vector<Candidate> cands, Algorithm requested, const Net
     if (c.algorithm == requested) return finish(std::move(c), p);
   std::size_t best = 0;
   for (std::size_t i = 1; i < cands.size(); ++i)
-    if (cands[i].estimate.total(p) < cands[best].estimate.total(p)) best = i;
+    if (detail::fastest_protocol(cands[i].estimate, p).second <
+        detail::fastest_protocol(cands[best].estimate, p).second)
+      best = i;
   return finish(std::move(cands[best]), p);
 }
 
@@ -123,10 +170,14 @@ Algorithm default_algorithm(Collective k) {
 }  // namespace
 
 CollectiveCost collective_cost(const cluster::Cluster& c, const CollectiveRequest& req,
-                               const NetworkParams& params) {
+                               const NetworkParams& network) {
   const std::size_t n = req.devices.size();
   assert(req.shares.empty() || req.shares.size() == n);
   for ([[maybe_unused]] int d : req.devices) assert(d >= 0 && d < c.num_devices());
+  // CPU workers' collectives (Gloo) move whole buffers: NCCL's protocols are a GPU's.
+  NetworkParams params = network;
+  for (int d : req.devices)
+    if (c.type_of(d).architecture == cluster::Architecture::cpu) params.protocols = false;
   const double bytes = req.bytes.value;
   if (n < 2 || bytes <= 0) {
     CollectiveCost zero;

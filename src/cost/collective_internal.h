@@ -2,6 +2,7 @@
 // cluster's links, summed per link, and turned into an alpha-beta time.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "hetplan/cost/collective_cost.h"
@@ -18,16 +19,33 @@ struct Hop {
   double latency_weight = 0;
 };
 
-// Cost of a collective (or of sequential phases of one), before the launch overhead is added.
+// The protocols (cost::Protocol) a library runs an estimate's transfers with: NCCL's collectives
+// any of the three, its send and receive (p2p, all-to-all) Simple or LL, a parameter server
+// Simple alone.
+enum class Protocols { all, send_recv, simple };
+
+// Cost of a collective (or of sequential phases of one) under the Simple protocol, before the
+// launch overhead is added.
 struct Estimate {
   Seconds bandwidth_time;        // sum over sequential phases of the slowest link's time
   Seconds latency;               // latency steps x slowest hop path latency, summed over phases
   int launches = 1;              // collective calls (each pays NetworkParams::collective_launch)
   std::vector<LinkLoad> loads;   // by ascending link id
-  Seconds total(const NetworkParams& p) const {
-    return bandwidth_time + latency + p.collective_launch * static_cast<double>(launches);
-  }
+  Protocols protocols = Protocols::all;
 };
+
+// An estimate's terms under a protocol, as shares of Simple's.
+struct ProtocolShares {
+  Protocol protocol = Protocol::simple;
+  double bandwidth = 1;  // of the links' bandwidth carrying payload
+  double hop = 1;        // of each step's latency
+  double launch = 1;     // of the call's fixed latency (NetworkParams::collective_launch)
+};
+
+// The protocol NetworkParams::protocols and the estimate allow that takes the least time (Simple
+// on ties), with that time: bandwidth_time / bandwidth + latency x hop + launches x
+// collective_launch x launch.
+std::pair<ProtocolShares, Seconds> fastest_protocol(const Estimate& e, const NetworkParams& p);
 
 // One phase: all hops run concurrently; time = max over links of load / (bandwidth x efficiency),
 // latency = latency_steps x (largest path latency among the hops) + sum over hops of

@@ -110,6 +110,7 @@ Estimate sequence(const Estimate& a, const Estimate& b) {
   e.bandwidth_time = a.bandwidth_time + b.bandwidth_time;
   e.latency = a.latency + b.latency;
   e.launches = a.launches + b.launches;
+  e.protocols = std::max(a.protocols, b.protocols);  // what both allow
   e.loads.reserve(a.loads.size() + b.loads.size());
   std::size_t i = 0, j = 0;
   while (i < a.loads.size() || j < b.loads.size()) {

@@ -34,6 +34,13 @@ namespace hetplan::cost {
 //   one core of the development machine, 2026-11-30). hetplan's own runtime issues its ops from
 //   C++: 6.0 us forward and 13.8 us backward there; `hetplan calibrate` measures that on the
 //   device it runs on, into the profile's "host" section, which then replaces these figures.
+// - iteration_host 1.3 ms: what the host does between two steps while the device waits (a
+//   training loop synchronises once a step: Megatron-LM reads the gradient norm back, Hugging
+//   Face checks each loss for NaN, most log the loss), then the learning-rate schedule, clearing
+//   the gradients and the next batch: `scripts/iteration_overhead.py` measured 1.25-1.35 ms with
+//   two loader workers (Megatron-LM's default; llm-foundry's yamls have 8), nearly all of it the
+//   batch's passage from the worker process, and 67 us with the batch loaded in the loop (Hugging
+//   Face's default of none) (PyTorch 1.13, the development machine, 2026-11-30).
 // One set for every device and run; the simulator's accuracy check tunes them here, nowhere else.
 ComputeParams ComputeParams::defaults() {
   ComputeParams p;
@@ -43,6 +50,7 @@ ComputeParams ComputeParams::defaults() {
   p.kernel_launch = Seconds(3e-6);
   p.host_forward_op = Seconds(15e-6);
   p.host_backward_op = Seconds(15e-6);
+  p.iteration_host = Seconds(1.3e-3);
   return p;
 }
 
@@ -168,6 +176,10 @@ Seconds ComputeCostModel::adam_step_time(const cluster::DeviceType& dev, const m
   const double launches = kUnfusedAdamKernels * params_.kernel_launch.value;
   const int small = std::max(op.tensors, 1) - 1;
   return Seconds(std::max(host, launches + stream) + small * std::max(host, launches));
+}
+
+Seconds ComputeCostModel::iteration_host_time(const cluster::DeviceType& dev) const {
+  return dev.architecture == cluster::Architecture::cpu ? Seconds(0) : params_.iteration_host;
 }
 
 Seconds ComputeCostModel::host_op_time(const cluster::DeviceType& dev, bool forward) const {

@@ -16,12 +16,16 @@ Estimate all_to_all(const cluster::Cluster& c, const NetworkParams& p,
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = 0; j < n; ++j)
       if (i != j) hops.push_back({devices[i], devices[j], share(i) * share(j) * bytes});
-  return phase(c, p, hops, static_cast<double>(n - 1));
+  Estimate e = phase(c, p, hops, static_cast<double>(n - 1));
+  e.protocols = Protocols::send_recv;
+  return e;
 }
 
 Estimate point_to_point(const cluster::Cluster& c, const NetworkParams& p, int src, int dst,
                         double bytes) {
-  return phase(c, p, {{src, dst, bytes}}, 1);
+  Estimate e = phase(c, p, {{src, dst, bytes}}, 1);
+  e.protocols = Protocols::send_recv;
+  return e;
 }
 
 // Push then pull; the two directions use different links (full duplex), so they overlap except for
@@ -46,7 +50,9 @@ Estimate parameter_server(const cluster::Cluster& c, const NetworkParams& p,
       }
     }
   }
-  return phase(c, p, hops, 2);
+  Estimate e = phase(c, p, hops, 2);
+  e.protocols = Protocols::simple;
+  return e;
 }
 
 }  // namespace hetplan::cost::detail

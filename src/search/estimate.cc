@@ -342,7 +342,14 @@ std::optional<Estimate> Estimator::estimate_unless(
   }
   double end = 0;
   for (int s = 0; s < S; ++s) end = std::max(end, synced[s] + stage_opt[s] + gather[s]);
-  e.time_s = end;
+  // The host's time between steps, on the slowest of the plan's devices (as the simulator).
+  const cost::ComputeCostModel compute(opts_.sim.compute, opts_.sim.profile);
+  double between = 0;
+  for (const auto& st : p.stages)
+    for (const auto& r : st.replicas)
+      for (int d : r.devices)
+        between = std::max(between, compute.iteration_host_time(c_.type_of(d)).value);
+  e.time_s = end + between;
   return e;
 }
 

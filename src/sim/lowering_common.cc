@@ -25,6 +25,14 @@ std::string lane_name(int lane, const std::vector<int>& devices) {
   return fmt::format("lane {} ({} devices from {})", lane, devices.size(), devices.front());
 }
 
+double between_steps_time(const cost::ComputeCostModel& compute, const cluster::Cluster& c,
+                          const std::vector<LaneInfo>& lanes) {
+  double out = 0;
+  for (const LaneInfo& lane : lanes)
+    for (int d : lane.devices) out = std::max(out, compute.iteration_host_time(c.type_of(d)).value);
+  return out;
+}
+
 TransferLanes transfer_lanes(const TaskGraph& g, const cluster::Cluster& c,
                              const std::vector<LaneInfo>& lanes) {
   std::vector<int> lane_of_device(c.devices.size(), -1);

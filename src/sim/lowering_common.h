@@ -67,6 +67,12 @@ struct BusyTimes {
   double compute = 0, comm = 0, either = 0;
 };
 // A transfer is its lane's, its peer's, and that of every device at its links' ends.
+// The host's time between two steps (cost::ComputeCostModel::iteration_host_time), the longest
+// over the lanes' devices: at the step's synchronisation every device waits for the slowest loop.
+// It ends each iteration.
+double between_steps_time(const cost::ComputeCostModel& compute, const cluster::Cluster& c,
+                          const std::vector<LaneInfo>& lanes);
+
 std::vector<BusyTimes> busy_times(const TaskGraph& g, const std::vector<LaneInfo>& lanes,
                                   const TransferLanes& transfer_lanes, const EngineResult& eng,
                                   int num_devices);

@@ -1062,7 +1062,7 @@ Result<SimResult> simulate_op_level(const model::Model& m, const cluster::Cluste
         "plan: op_groups: the op-level plan's tasks wait on each other (the simulation "
         "deadlocked)"};
   SimResult r;
-  r.iteration_time = Seconds(eng.makespan);
+  r.iteration_time = Seconds(eng.makespan + between_steps_time(low.compute, c, low.lanes));
   r.num_tasks = static_cast<long long>(low.g.tasks.size());
   r.num_events = eng.events;
   r.lanes = low.lanes;

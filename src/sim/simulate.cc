@@ -1001,7 +1001,8 @@ Result<SimResult> simulate_unrolled(const model::Model& m, const cluster::Cluste
     if (!eng.dropped[t]) start[k] = std::min(start[k], eng.start[t]);
   }
   SimResult r;
-  r.iteration_time = Seconds((start[kUnrolled - 1] - start[1]) / (kUnrolled - 2));
+  r.iteration_time = Seconds((start[kUnrolled - 1] - start[1]) / (kUnrolled - 2) +
+                             detail::between_steps_time(low.compute, c, low.lanes));
   r.num_tasks = static_cast<long long>(n);
   r.num_events = eng.events;
   // Dropped chunks of the measured iterations (1 .. kUnrolled - 2).
@@ -1090,7 +1091,8 @@ Result<SimResult> simulate_plan(const model::Model& m, const cluster::Cluster& c
   }
 
   SimResult r;
-  r.iteration_time = Seconds(iteration_time);
+  r.iteration_time =
+      Seconds(iteration_time + detail::between_steps_time(low.compute, c, low.lanes));
   r.num_tasks = static_cast<long long>(low.g.tasks.size());
   r.num_events = events;
   if (opts.record_events)

@@ -67,6 +67,53 @@ TEST(CollectiveCost, RingAllReduceMatchesAlphaBetaFormula) {
   EXPECT_DOUBLE_EQ(load_on(cost, c, "core->nic1"), 1.5 * S);
 }
 
+// NCCL's protocols (src/graph/tuning.cc): per ring step LL128 1.9 and LL 0.6 us against Simple's
+// 3.4, fixed 14.0 and 6.6 against 8.4, bus bandwidth 0.92 and 0.5 of Simple's. On the same ring
+// (alpha 6 us a hop, 10 GB/s, a 5 us launch) each wins a range of sizes, its flags on the wire.
+TEST(CollectiveCost, ProtocolsBySizeAsNcclChoosesThem) {
+  TwoLevelSpec spec;
+  spec.intra_latency = 3e-6;
+  spec.nic_latency = 0;
+  const auto c = two_level_cluster(spec);
+  NetworkParams p = ideal();
+  p.collective_launch = Seconds(5e-6);
+  p.protocols = true;
+  const double lat = 6 * 6e-6, B = 10e9;
+  auto time = [&](double S, double bw, double hop, double launch) {
+    return 1.5 * S / (bw * B) + lat * hop + 5e-6 * launch;
+  };
+  auto cost = [&](double S) {
+    return collective_cost(c, request(Collective::all_reduce, {0, 1, 2, 3}, S, Algorithm::ring), p);
+  };
+  // 1 KB and 100 KB: LL (10.6 and 40.3 us; Simple 41.2 and 56.0).
+  for (double S : {1e3, 1e5}) {
+    const auto ll = cost(S);
+    EXPECT_EQ(ll.protocol, Protocol::ll) << S;
+    EXPECT_NEAR(ll.time.value, time(S, 0.5, 0.6 / 3.4, 6.6 / 8.4), 1e-15) << S;
+    EXPECT_NEAR(ll.latency.value, lat * 0.6 / 3.4 + 5e-6 * 6.6 / 8.4, 1e-15) << S;
+    EXPECT_DOUBLE_EQ(load_on(ll, c, "nic0->core"), 1.5 * S / 0.5) << S;
+  }
+  // 300 KB: LL128 (77.4 us; Simple 86.0, LL 100.3).
+  const auto ll128 = cost(3e5);
+  EXPECT_EQ(ll128.protocol, Protocol::ll128);
+  EXPECT_NEAR(ll128.time.value, time(3e5, 0.92, 1.9 / 3.4, 14.0 / 8.4), 1e-15);
+  // 100 MB: Simple, the textbook time.
+  const auto simple = cost(1e8);
+  EXPECT_EQ(simple.protocol, Protocol::simple);
+  EXPECT_DOUBLE_EQ(simple.time.value, time(1e8, 1, 1, 1));
+  EXPECT_DOUBLE_EQ(load_on(simple, c, "nic0->core"), 1.5e8);
+  // Without protocols, Simple at every size.
+  p.protocols = false;
+  EXPECT_EQ(cost(1e3).protocol, Protocol::simple);
+  EXPECT_DOUBLE_EQ(cost(1e3).time.value, time(1e3, 1, 1, 1));
+  // Send and receive never run LL128; a parameter server moves whole buffers.
+  p.protocols = true;
+  const auto send = collective_cost(c, request(Collective::p2p, {1, 2}, 3e5), p);
+  EXPECT_NE(send.protocol, Protocol::ll128);
+  const auto ps = collective_cost(c, request(Collective::ps_push_pull, {0, 1, 2, 3}, 1e3), p);
+  EXPECT_EQ(ps.protocol, Protocol::simple);
+}
+
 TEST(CollectiveCost, RingLatencySumsItsHops) {
   const auto c = two_level_cluster({});
   const auto cost = collective_cost(
@@ -159,9 +206,13 @@ TEST(CollectiveCost, TreeBeatsRingForTinyMessages) {
   const auto ring =
       collective_cost(c, request(Collective::all_reduce, all_devices(c), 64, Algorithm::ring), p);
   EXPECT_LT(tiny.time, ring.time);
-  // 2 log2(8) = 6 latency steps against the ring's 14.
-  EXPECT_DOUBLE_EQ(tiny.latency.value, 6 * kInterNodeLatency + p.collective_launch.value);
-  EXPECT_DOUBLE_EQ(ring.latency.value, 14 * kInterNodeLatency + p.collective_launch.value);
+  // 2 log2(8) = 6 latency steps against the ring's 14, both in LL (a sixth of Simple's per step).
+  const double step = 0.6 / 3.4, fixed = 6.6 / 8.4;
+  EXPECT_EQ(tiny.protocol, Protocol::ll);
+  EXPECT_DOUBLE_EQ(tiny.latency.value,
+                   6 * kInterNodeLatency * step + p.collective_launch.value * fixed);
+  EXPECT_DOUBLE_EQ(ring.latency.value,
+                   14 * kInterNodeLatency * step + p.collective_launch.value * fixed);
   const auto big = collective_cost(c, request(Collective::all_reduce, all_devices(c), 1e9), p);
   EXPECT_EQ(big.algorithm, Algorithm::ring);
 }

@@ -223,6 +223,20 @@ TEST(ComputeCost, DefaultsAreTheDocumentedPriors) {
   EXPECT_GT(p.host_backward_op, p.kernel_launch);
   EXPECT_LT(p.host_forward_op.value, 50e-6);
   EXPECT_LT(p.host_backward_op.value, 50e-6);
+  // Between steps (scripts/iteration_overhead.py): a batch fetched and a few ops, a millisecond
+  // or so.
+  EXPECT_GT(p.iteration_host, 3 * p.host_forward_op);
+  EXPECT_LT(p.iteration_host.value, 5e-3);
+}
+
+TEST(ComputeCost, TheHostsTimeBetweenStepsIsAGpusAlone) {
+  ComputeParams params = simple_params();
+  params.iteration_host = Seconds(250e-6);
+  const ComputeCostModel m(params);
+  auto dev = fake_device();
+  EXPECT_EQ(m.iteration_host_time(dev).value, 250e-6);
+  dev.architecture = cluster::Architecture::cpu;  // its loop runs where its ops do
+  EXPECT_EQ(m.iteration_host_time(dev).value, 0);
 }
 
 }  // namespace

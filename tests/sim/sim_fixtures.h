@@ -73,9 +73,11 @@ inline SimOptions exact_options() {
   o.compute.kernel_launch = Seconds(0);
   o.compute.host_forward_op = Seconds(0);
   o.compute.host_backward_op = Seconds(0);
+  o.compute.iteration_host = Seconds(0);
   o.network.intra_node_efficiency = 1.0;
   o.network.inter_node_efficiency = 1.0;
   o.network.collective_launch = Seconds(0);
+  o.network.protocols = false;  // Simple alone: the textbook alpha-beta times
   o.record_events = true;
   return o;
 }

@@ -87,6 +87,36 @@ TEST(SimulateExact, APassWaitsForTheHostToIssueItsOps) {
   EXPECT_DOUBLE_EQ(r->iteration_time.value, 6.0);
 }
 
+TEST(SimulateExact, TheHostsTimeBetweenStepsEndsEachIteration) {
+  // Two layers, forward 1 s and backward 2 s each, on two devices of one replica each (data
+  // parallelism, no parameters: no sync): 6 s, then 0.5 s of the host's loop.
+  const auto m = chain_model(2, 1e12, 0);
+  const auto c = unit_cluster(1, 2);
+  auto p = one_stage_plan(2, {plan::Replica{{0}, {}, 0.5}, plan::Replica{{1}, {}, 0.5}}, 2, 1);
+  SimOptions o = exact_options();
+  o.compute.iteration_host = Seconds(0.5);
+  auto r = simulate(m, c, p, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->iteration_time.value, 6.5);
+  EXPECT_DOUBLE_EQ(r->devices[0].idle.value, 0.5);
+  // Two stages of a layer each, one sample: 1 + 1 + 2 + 2 s through the pipeline, then the same
+  // 0.5 s once.
+  plan::Plan pp;
+  pp.global_batch = 1;
+  pp.num_microbatches = 1;
+  pp.stages.push_back(plan::Stage{0, 1, {plan::Replica{{0}, {}, 1.0}}});
+  pp.stages.push_back(plan::Stage{1, 1, {plan::Replica{{1}, {}, 1.0}}});
+  r = simulate(m, c, pp, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->iteration_time.value, 6.5);
+  // CPU workers run their loop where they run their ops: nothing between steps.
+  auto cpu = unit_cluster(1, 2);
+  for (auto& t : cpu.device_types) t.architecture = cluster::Architecture::cpu;
+  r = simulate(m, cpu, p, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_DOUBLE_EQ(r->iteration_time.value, 6.0);
+}
+
 TEST(SimulateExact, TheAdamStepTakesItsFormsTime) {
   // Two layers of 1e10 parameters (one tensor each) on a 1 TFLOP/s device with 1 TB/s of memory:
   // forward 1 s and backward 2 s per layer for one sample, then each layer's step. Fused: 30

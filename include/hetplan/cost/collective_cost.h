@@ -18,9 +18,17 @@ enum class Algorithm { automatic, ring, tree, hierarchical, direct, parameter_se
 // device moving each device's own shard once (n launches).
 enum class UnevenForm { padded, grouped };
 
+// The wire protocol of an NCCL-class collective, which NCCL chooses per call from its own model of
+// each (src/graph/tuning.cc): Simple moves whole buffers behind a flag (all the bandwidth, the most
+// latency per step), LL128 128-byte lines carrying 120 bytes and their flag, LL 8-byte stores
+// carrying 4 bytes and a flag (half the bandwidth, a fifth of Simple's latency per step). The
+// achieved bus bandwidth of a collective by message size is the best of the three at each size.
+enum class Protocol { simple, ll128, ll };
+
 const char* to_string(Collective c);
 const char* to_string(Algorithm a);
 const char* to_string(UnevenForm f);
+const char* to_string(Protocol p);
 
 struct LinkLoad {
   int link = 0;       // Cluster::links index
@@ -32,7 +40,9 @@ struct CollectiveCost {
   Seconds latency;             // the latency term alone
   Algorithm algorithm = Algorithm::ring;  // the one chosen (when automatic)
   UnevenForm uneven_form = UnevenForm::padded;
-  std::vector<LinkLoad> loads; // per link, for the simulator's sharing of links by flows
+  Protocol protocol = Protocol::simple;  // the fastest for this message (NetworkParams::protocols)
+  std::vector<LinkLoad> loads;  // per link, on the wire (a protocol's flags included), for the
+                                // simulator's sharing of links by flows
 };
 
 struct NetworkParams {
@@ -44,6 +54,10 @@ struct NetworkParams {
   // flows can collide on one spine while another idles); true sprays its bytes evenly over all of
   // them (plan::Multipath::spray).
   bool spray = false;
+  // Whether NCCL-class collectives choose their protocol by message size (Protocol; each call the
+  // fastest): LL and LL128 where latency outweighs bandwidth. false: Simple alone, the textbook
+  // alpha-beta time. Parameter servers (not NCCL) always move whole buffers.
+  bool protocols = false;
   static NetworkParams defaults();
 };
 

@@ -100,6 +100,10 @@ struct ComputeParams {
   // the calibration profile has no measured one; CPU workers' ops include it already.
   Seconds host_forward_op;
   Seconds host_backward_op;
+  // The host's time between two training steps of a GPU (ComputeCostModel::iteration_host_time):
+  // a loop synchronises with the device once a step, and the device then waits while the host
+  // steps the learning-rate schedule, clears the gradients and fetches the next batch.
+  Seconds iteration_host;
   static ComputeParams defaults();
 };
 
@@ -162,6 +166,10 @@ class ComputeCostModel {
   // its ops where it issues them (their times include it; `calibrate --device cpu` measures the
   // figure all the same: the defaults are that measurement).
   Seconds host_op_time(const cluster::DeviceType& dev, bool forward) const;
+
+  // The host's time between two steps on a GPU of type `dev`, which the device waits through
+  // (ComputeParams::iteration_host); 0 for a CPU worker, whose loop's own time is in its ops'.
+  Seconds iteration_host_time(const cluster::DeviceType& dev) const;
 
   const ComputeParams& params() const { return params_; }
 
