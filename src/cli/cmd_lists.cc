@@ -95,6 +95,7 @@ Action add_devices_command(CLI::App& app) {
                        {"bf16", d.has_bf16()},
                        {"peak_fp16_flops", d.peak_fp16.value},
                        {"peak_fp32_flops", d.peak_fp32.value},
+                       {"peak_tf32_flops", d.peak_tf32.value},
                        {"memory_bytes", d.memory.value},
                        {"memory_bandwidth_bytes_per_s", d.memory_bandwidth.value},
                        {"source", d.source},
@@ -105,11 +106,12 @@ Action add_devices_command(CLI::App& app) {
       print_json(arr);
       return 0;
     }
-    fmt::print("{:<18} {:<8} {:>14} {:>14} {:>12} {:>12} {:>10}\n", "device", "arch", "fp16/bf16",
-               "fp32", "memory", "mem bw", "$/GPU-h");
+    fmt::print("{:<18} {:<8} {:>14} {:>14} {:>14} {:>12} {:>12} {:>10}\n", "device", "arch",
+               "fp16/bf16", "tf32", "fp32", "memory", "mem bw", "$/GPU-h");
     for (const auto& d : cluster::device_catalog())
-      fmt::print("{:<18} {:<8} {:>14} {:>14} {:>12} {:>12} {:>10}\n", d.name,
+      fmt::print("{:<18} {:<8} {:>14} {:>14} {:>14} {:>12} {:>12} {:>10}\n", d.name,
                  cluster::architecture_name(d.architecture), format_flops_rate(d.peak_fp16),
+                 d.peak_tf32.value > 0 ? format_flops_rate(d.peak_tf32) : std::string("-"),
                  format_flops_rate(d.peak_fp32), format_bytes(d.memory),
                  format_bandwidth(d.memory_bandwidth),
                  d.price_per_hour.value > 0 ? fmt::format("{:.3g}", d.price_per_hour.value)

@@ -160,6 +160,21 @@ TEST(SimulateCli, ListingsWork) {
   auto devices = run_hetplan("devices");
   EXPECT_EQ(devices.exit_code, 0);
   EXPECT_NE(devices.out.find("MI300X"), std::string::npos);
+  EXPECT_NE(devices.out.find("tf32"), std::string::npos);
+  auto catalog = run_hetplan("devices --json");
+  ASSERT_EQ(catalog.exit_code, 0) << catalog.err;
+  int checked = 0;
+  for (const auto& d : nlohmann::json::parse(catalog.out)) {
+    if (d["name"] == "H100-SXM5-80GB") {
+      EXPECT_EQ(d["peak_tf32_flops"].get<double>(), 494.7e12);
+      ++checked;
+    }
+    if (d["name"] == "V100-SXM2-32GB") {
+      EXPECT_EQ(d["peak_tf32_flops"].get<double>(), 0);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2);
   auto clusters = run_hetplan("clusters");
   EXPECT_EQ(clusters.exit_code, 0);
   EXPECT_NE(clusters.out.find("dgx-a100"), std::string::npos);
