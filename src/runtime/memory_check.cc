@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "hetplan/core/quantity_parse.h"
+#include "hetplan/cost/memory_cost.h"
 #include "hetplan/runtime/run.h"
 #include "hetplan/sim/simulate.h"
 
@@ -37,17 +38,18 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
   auto sim = sim::simulate(m, c, p, sim::SimOptions{});
   if (!sim) return sim.error();
   const double width = model::dtype_bytes(m.dtype);
-  // The simulator's bytes per parameter: weights in the model's dtype, gradients alike, and for
-  // 16-bit models an fp32 master copy beside Adam's two fp32 moments.
-  const double optimizer_per_param = width >= 4 ? 8.0 : 12.0;
+  // The simulator's bytes per parameter (cost::state_bytes): weights in the model's dtype,
+  // gradients in it too but fp32 for bf16, and for 16-bit models an fp32 master copy beside
+  // Adam's two fp32 moments. The runtime keeps fp32 weights, gradients and moments.
+  const cost::StateBytes states = cost::state_bytes(m.dtype);
   std::vector<RankMemory> out;
   for (int d : rank_devices(p)) {
     const sim::DeviceStats& s = sim->devices.at(static_cast<std::size_t>(d));
     RankMemory r;
     r.device = d;
     r.whole_model = Bytes(4.0 * static_cast<double>(m.parameters()));
-    r.gradients = s.memory.gradients * (4.0 / width);
-    r.optimizer = s.memory.optimizer * (8.0 / optimizer_per_param);
+    r.gradients = s.memory.gradients * (4.0 / states.gradient);
+    r.optimizer = s.memory.optimizer * (8.0 / states.optimizer);
     r.activations = s.memory.activations * (4.0 / width);
     r.process = Bytes(kProcessBytes);
     out.push_back(r);

@@ -12,11 +12,23 @@ bool sufficient_factor_applies(const model::Op& op, plan::SplitKind split) {
          split != plan::SplitKind::batch && split != plan::SplitKind::batch_sharded;
 }
 
+// The network the per-op ways are priced on: the simulator runs an op's gradient sync in the
+// stage's buckets (simulate.cc), whose sizes NCCL sends with the Simple protocol; priced op by op
+// at the op's own size the collectives would take LL or LL128 and their flags, which the buckets
+// do not pay.
+namespace {
+cost::NetworkParams bucketed(cost::NetworkParams net) {
+  net.protocols = false;
+  return net;
+}
+}  // namespace
+
 std::vector<FactorChoice> sufficient_factor_choices(const model::Model& m,
                                                     const cluster::Cluster& c, const plan::Plan& p,
                                                     const SimOptions& opts) {
   const cost::ComputeCostModel compute(opts.compute, opts.profile);
-  const detail::StageCoster coster(m, c, p, compute, opts.network);
+  const cost::NetworkParams network = bucketed(opts.network);
+  const detail::StageCoster coster(m, c, p, compute, network);
   const double batch = static_cast<double>(p.global_batch);
   const cost::Collective kind =
       p.zero_stage >= 1 ? cost::Collective::reduce_scatter : cost::Collective::all_reduce;
@@ -52,7 +64,8 @@ std::vector<FactorChoice> sufficient_factor_choices(const model::Model& m,
 GradSyncWays gradient_sync_ways(const model::Model& m, const cluster::Cluster& c,
                                 const plan::Plan& p, const SimOptions& opts) {
   const cost::ComputeCostModel compute(opts.compute, opts.profile);
-  const detail::StageCoster coster(m, c, p, compute, opts.network);
+  const cost::NetworkParams network = bucketed(opts.network);
+  const detail::StageCoster coster(m, c, p, compute, network);
   const double batch = static_cast<double>(p.global_batch);
   const double bytes_per_param = model::dtype_bytes(m.dtype);
   const cost::Collective kind =

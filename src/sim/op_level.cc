@@ -1076,7 +1076,7 @@ Result<SimResult> simulate_op_level(const model::Model& m, const cluster::Cluste
     ds.lane = low.lane_of_device[d];
     ds.compute_busy = Seconds(busy[d].compute);
     ds.comm_busy = Seconds(busy[d].comm);
-    ds.idle = Seconds(std::max(0.0, eng.makespan - busy[d].either));
+    ds.idle = Seconds(std::max(0.0, r.iteration_time.value - busy[d].either));
   }
   // Activations over the run: a forward pass keeps its saved bytes from its end until its
   // backward pass ends (at equal times, what is freed goes first).

@@ -38,6 +38,29 @@ TEST(MemoryCheck, EachRankHoldsTheWholeModelAndItsPart) {
   EXPECT_EQ(why.rfind("memory: the 2 rank(s) need about ", 0), 0u) << why;
 }
 
+// The runtime trains 16-bit models with fp32 weights, gradients and moments: in bf16 (whose
+// gradients the simulator counts at 4 bytes) and fp16 (at 2) alike, 4 + 8 bytes per parameter.
+TEST(MemoryCheck, SixteenBitModelsCarryOverToFp32Gradients) {
+  for (const char* dtype : {"bf16", "fp16"}) {
+    auto m = model::load_model(std::string("mlp:layers=4,hidden=64,in=32,out=10,dtype=") + dtype);
+    ASSERT_TRUE(m);
+    auto c = cluster::load_cluster("cpu:2", "--cluster");
+    ASSERT_TRUE(c);
+    auto s = plan::parse_strategy("pp=2,gbs=8,mbs=4");
+    ASSERT_TRUE(s);
+    auto p = plan::plan_from_strategy(*s, *m, *c);
+    ASSERT_TRUE(p) << p.error().message;
+    auto need = rank_memory(*m, *c, *p);
+    ASSERT_TRUE(need) << need.error().message;
+    double grads = 0;
+    for (const RankMemory& r : *need) {
+      EXPECT_DOUBLE_EQ(r.optimizer.value, 2 * r.gradients.value) << dtype;
+      grads += r.gradients.value;
+    }
+    EXPECT_DOUBLE_EQ(grads, 4.0 * static_cast<double>(m->parameters())) << dtype;
+  }
+}
+
 TEST(MemoryCheck, TheHostSaysWhatItHasAvailable) {
   auto available = host_available_memory();
   ASSERT_TRUE(available);

@@ -469,6 +469,13 @@ TEST(OpLevel, ActivationsEnterASplitGroupWholeAndLeaveItReplicated) {
   // (2 + 2) s backward. With one micro-batch the split device's 0.5 + 1 s and both gathers (of
   // 1 GB) are on the critical path too.
   EXPECT_NEAR(r->iteration_time.value, 12.0, 1e-9);
+  // The host's time between steps ends the iteration, and every device idles through it.
+  SimOptions host = exact_options();
+  host.compute.iteration_host = Seconds(0.5);
+  auto waits = simulate(m, c, p, host);
+  ASSERT_TRUE(waits) << waits.error().message;
+  EXPECT_NEAR(waits->iteration_time.value, 12.5, 1e-9);
+  EXPECT_NEAR(waits->devices[2].idle.value, r->devices[2].idle.value + 0.5, 1e-9);
   r = simulate(m, c, op_plan(p.op_groups, 1, 1), exact_options());
   ASSERT_TRUE(r) << r.error().message;
   const double ag = collective_time(c, cost::Collective::all_gather, {0, 1}, 1e9);

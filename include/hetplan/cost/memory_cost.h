@@ -1,5 +1,6 @@
 // Per-device memory of a training step: parameters, gradients, optimizer states (mixed-precision
-// Adam: 2 + 2 + 12 bytes per parameter, split by ZeRO stage), activations by pipeline schedule and
+// Adam: 2 + 2 + 12 bytes per parameter in fp16, 2 + 4 + 12 in bf16, split by ZeRO stage),
+// activations by pipeline schedule and
 // recomputation mode, and working buffers.
 #pragma once
 
@@ -110,7 +111,8 @@ Bytes allocator_fragmentation(const MemoryBreakdown& b, double share);
 // under sequence parallelism) plus the largest such layer's activations for one micro-batch (the
 // recomputation's working set); embedding, head and other layers always keep everything (so the
 // loss's logits count: whatever the head's ops save). Parameters, gradients and optimizer states:
-// 2 + 2 + 12 bytes per parameter for 16-bit models (4 + 4 + 8 for fp32), times param_shard, then
+// state_bytes per parameter (2 + 2 + 12 in fp16, 2 + 4 + 12 in bf16, 4 + 4 + 8 in fp32), times
+// param_shard, then
 // divided by zero_group for optimizer (ZeRO >= 1), gradients (>= 2) and parameters (3).
 MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg);
 
