@@ -142,10 +142,12 @@ CollectiveCost pick(std::vector<Candidate> cands, Algorithm requested, const Net
   for (Candidate& c : cands)
     if (c.algorithm == requested) return finish(std::move(c), p);
   std::size_t best = 0;
+  Seconds best_time = detail::fastest_protocol(cands[0].estimate, p).second;
   for (std::size_t i = 1; i < cands.size(); ++i)
-    if (detail::fastest_protocol(cands[i].estimate, p).second <
-        detail::fastest_protocol(cands[best].estimate, p).second)
+    if (const Seconds t = detail::fastest_protocol(cands[i].estimate, p).second; t < best_time) {
       best = i;
+      best_time = t;
+    }
   return finish(std::move(cands[best]), p);
 }
 
