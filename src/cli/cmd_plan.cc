@@ -235,6 +235,7 @@ int run_plan(PlanArgs a) {
     // And on the same engine, unless --adam says otherwise.
     if (a.adam.empty()) a.adam = plan::adam_name(old->adam);
     if (a.loss.empty()) a.loss = plan::loss_name(old->loss);
+    if (a.metrics < 0) a.metrics = old->metrics;
     a.resumes = &*old_plan;
   }
   auto m = load_search_model(a);

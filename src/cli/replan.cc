@@ -17,6 +17,7 @@ Result<plan::Plan> replan_without(const model::Model& m, const cluster::Cluster&
   if (before.precision) a.precision = plan::precision_name(*before.precision);
   a.adam = plan::adam_name(before.adam);
   a.loss = plan::loss_name(before.loss);
+  a.metrics = before.metrics;
   search::SearchOptions opts;
   if (auto bad = fill_search_options(a, opts); !bad.empty()) return Error{bad};
   if (auto bad = set_runnable(a, m, opts); !bad.empty()) return Error{bad};

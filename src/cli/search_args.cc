@@ -57,9 +57,10 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
   cmd->add_option(
          "--attention", a.attention,
          "How stage plans compute attention: plain (QK^T, softmax and scores x V op by "
-         "op, the scores kept for the backward pass) or flash (one fused kernel that keeps "
-         "none; FlashAttention, PyTorch's scaled_dot_product_attention)")
-      ->check(CLI::IsMember({"plain", "flash"}))
+         "op, the scores kept for the backward pass), flash (one fused kernel that keeps "
+         "none; FlashAttention-2, PyTorch's scaled_dot_product_attention) or flash1 (the same "
+         "at the first FlashAttention's speed: flash-attn 1.x, its Triton port)")
+      ->check(CLI::IsMember({"plain", "flash", "flash1"}))
       ->capture_default_str();
   cmd->add_option("--precision", a.precision,
                   "The arithmetic every plan trains in, written into it: bf16 or fp16 mixed "
@@ -81,6 +82,11 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
                   "PyTorch, Megatron-LM; the default) or fused (one kernel per pass: flash-attn's "
                   "cross entropy, Megatron-Core's --cross-entropy-loss-fusion)")
       ->check(CLI::IsMember({"unfused", "fused"}));
+  cmd->add_option("--metrics", a.metrics,
+                  "Losses the engine the plans are for computes again each micro-batch for its "
+                  "training metrics, written into every plan and priced (Composer, llm-foundry's "
+                  "trainer: 2; default 0)")
+      ->check(CLI::Range(0, plan::kMaxMetrics));
   auto* runnable = cmd->add_flag(
       "--runnable", a.runnable,
       "Choose only plans that `hetplan run` executes (the default; the runtime's own check)");
@@ -123,6 +129,7 @@ std::string fill_search_options(const SearchArgs& a, search::SearchOptions& opts
   if (!a.precision.empty()) opts.precision = plan::precision_from_string(a.precision);
   if (!a.adam.empty()) opts.adam = *plan::adam_from_string(a.adam);  // CLI11 checked the name
   if (!a.loss.empty()) opts.loss = *plan::loss_from_string(a.loss);  // likewise
+  if (a.metrics >= 0) opts.metrics = a.metrics;                      // CLI11 checked the range
   if (a.verbose || isatty(fileno(stderr)))
     opts.progress = [](const std::string& line) {
       std::fprintf(stderr, "hetplan: %s\n", line.c_str());

@@ -30,16 +30,17 @@ struct SearchArgs {
   std::string policy;       // --policy: TAG's and HeteroG's network: a file, "none", "" (shipped)
   int tag_simulations = 0;  // --simulations
   bool one_type_per_stage = false;  // --one-type-per-stage: no pipeline stage spans device types
-  std::string attention = "plain";  // --attention plain|flash (SearchOptions::attention)
+  std::string attention = "plain";  // --attention plain|flash|flash1 (SearchOptions::attention)
   std::string precision;  // --precision bf16|fp16|fp32|tf32 (SearchOptions::precision; "": unset)
   std::string adam;       // --adam fused|foreach|per-tensor (SearchOptions::adam; "": fused)
   std::string loss;       // --loss unfused|fused (SearchOptions::loss; "": unfused)
+  int metrics = -1;       // --metrics 0..8 (SearchOptions::metrics; -1: not given, 0)
 };
 
 // Registers --model, --cluster and --global-batch.
 void add_problem_options(CLI::App* cmd, SearchArgs& a);
 // Registers --time-limit, --threads, --report, --json, --verbose, --runnable, --any-form,
-// --one-type-per-stage, --attention, --precision, --adam and --loss.
+// --one-type-per-stage, --attention, --precision, --adam, --loss and --metrics.
 void add_search_options(CLI::App* cmd, SearchArgs& a);
 
 // The model of --model, built in --precision's dtype when it is given.

@@ -44,7 +44,17 @@ const char* to_string(Recompute r) {
   return "?";
 }
 
-const char* to_string(Attention a) { return a == Attention::flash ? "flash" : "plain"; }
+const char* to_string(Attention a) {
+  switch (a) {
+    case Attention::plain:
+      return "plain";
+    case Attention::flash:
+      return "flash";
+    case Attention::flash1:
+      return "flash1";
+  }
+  return "?";
+}
 
 double saved_bytes(const model::Model& m, const model::Op& op, Loss loss) {
   if (loss == Loss::fused && model::is_whole_loss(m, op))
@@ -80,7 +90,7 @@ LayerMemory layer_memory(const model::Model& m, const MemoryConfig& cfg, int li)
                            : cfg.whole_activations[oi];
     // A fused attention kernel keeps no scores, neither for the backward pass nor while a
     // recomputed layer runs again.
-    if (cfg.attention == Attention::flash && op.attention_core) continue;
+    if (fused(cfg.attention) && op.attention_core) continue;
     const double bytes = saved_bytes(m, op, cfg.loss) * (whole ? 1.0 : cfg.activation_shard);
     all += bytes;
     if (!(cfg.recompute == Recompute::selective && op.attention_core)) kept += bytes;

@@ -35,11 +35,12 @@ Result<Exported> export_deepspeed(const Plan& p, const model::Model& m, const cl
   const model::DType dtype = engine_dtype(p, m, c, "DeepSpeed", diff);
   if (dtype == model::DType::bf16) j["bf16"] = {{"enabled", true}};
   if (dtype == model::DType::fp16) j["fp16"] = {{"enabled", true}, {"loss_scale", 0}};
-  if (p.attention == cost::Attention::flash)
-    diff.push_back(
-        "attention flash: DeepSpeed's config has no attention setting; compute your model's "
+  if (cost::fused(p.attention))
+    diff.push_back(fmt::format(
+        "attention {}: DeepSpeed's config has no attention setting; compute your model's "
         "attention with torch.nn.functional.scaled_dot_product_attention (or flash-attn) for the "
-        "plan's memory");
+        "plan's memory",
+        attention_name(p.attention)));
   if (p.recompute != cost::Recompute::none) {
     // The model's code checkpoints (deepspeed.checkpointing.checkpoint, or PipelineModule's
     // activation_checkpoint_interval); these settings shape how.

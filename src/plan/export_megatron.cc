@@ -150,7 +150,11 @@ Result<Exported> export_megatron(const Plan& p, const model::Model& m, const clu
     memory.push_back(
         "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1");
   if (p.zero_stage >= 1) memory.push_back("--use-distributed-optimizer");
-  if (p.attention == cost::Attention::flash) memory.push_back("--use-flash-attn");
+  if (cost::fused(p.attention)) memory.push_back("--use-flash-attn");
+  if (p.attention == cost::Attention::flash1)
+    diff.push_back(
+        "attention flash1: Megatron-LM's --use-flash-attn runs FlashAttention-2, faster than the "
+        "first FlashAttention's kernels the plan was timed with");
   if (p.loss == cost::Loss::fused) memory.push_back("--cross-entropy-loss-fusion");
   if (p.zero_stage >= 2)
     diff.push_back(fmt::format(

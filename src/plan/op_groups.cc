@@ -203,9 +203,10 @@ Plan same_step(const Plan& p) {
   out.precision = p.precision;
   out.adam = p.adam;
   out.loss = p.loss;
+  out.metrics = p.metrics;
   out.recompute = p.recompute;    // the same layers' (or attention cores') activations dropped
   // Op by op, a fused attention core (a stage plan's flash) keeps no less than its ops recomputed.
-  if (p.attention == cost::Attention::flash && p.recompute == cost::Recompute::none)
+  if (cost::fused(p.attention) && p.recompute == cost::Recompute::none)
     out.recompute = cost::Recompute::selective;
   out.zero_stage = p.zero_stage;  // ZeRO-1: a group's or a stage's replicas shard Adam's states
   return out;

@@ -77,9 +77,10 @@ constexpr Table<cost::Loss, 2> kLosses{{
     {cost::Loss::unfused, "unfused"},
     {cost::Loss::fused, "fused"},
 }};
-constexpr Table<cost::Attention, 2> kAttentions{{
+constexpr Table<cost::Attention, 3> kAttentions{{
     {cost::Attention::plain, "plain"},
     {cost::Attention::flash, "flash"},
+    {cost::Attention::flash1, "flash1"},
 }};
 constexpr Table<model::DType, 4> kPrecisions{{
     {model::DType::bf16, "bf16"},

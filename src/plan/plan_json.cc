@@ -72,6 +72,7 @@ OJson ordered_plan_json(const Plan& p) {
   if (p.precision) j["precision"] = precision_name(*p.precision);
   if (p.adam != cost::AdamKernels::fused) j["adam"] = adam_name(p.adam);
   if (p.loss != cost::Loss::unfused) j["loss"] = loss_name(p.loss);
+  if (p.metrics != 0) j["metrics"] = p.metrics;
   if (p.overlap != Overlap::none) j["overlap"] = to_string(p.overlap);
   j["zero_stage"] = p.zero_stage;
   j["sequence_parallel"] = p.sequence_parallel;
@@ -370,6 +371,7 @@ Plan read_plan(const Json& doc) {
                        "precision",
                        "adam",
                        "loss",
+                       "metrics",
                        "overlap",
                        "zero_stage",
                        "sequence_parallel",
@@ -405,6 +407,9 @@ Plan read_plan(const Json& doc) {
         enum_or(doc, "precision", "", model::DType::bf16, precision_from_string, precision_names());
   p.adam = enum_or(doc, "adam", "", cost::AdamKernels::fused, adam_from_string, adam_names());
   p.loss = enum_or(doc, "loss", "", cost::Loss::unfused, loss_from_string, loss_names());
+  p.metrics =
+      static_cast<int>(int_in_or(doc, "metrics", "", 0, kMaxMetrics,
+                                 fmt::format("expected an integer in 0..{}", kMaxMetrics), 0));
   p.overlap = enum_or(doc, "overlap", "", Overlap::none, overlap_from_string, overlap_names());
   p.zero_stage =
       static_cast<int>(int_in_or(doc, "zero_stage", "", 0, 3, "expected an integer in 0..3", 0));

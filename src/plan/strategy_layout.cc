@@ -127,6 +127,7 @@ Result<Plan> plan_from_strategy(const Strategy& strategy, const model::Model& m,
     p.attention = s.attention;
     p.adam = s.adam;
     p.loss = s.loss;
+    p.metrics = s.metrics;
     p.precision = s.precision;
     p.overlap = s.overlap;
     p.zero_stage = s.zero;

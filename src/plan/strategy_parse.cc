@@ -12,10 +12,10 @@
 namespace hetplan::plan {
 namespace {
 
-constexpr std::array<std::string_view, 19> kKeys{
-    "dp",        "tp",      "pp",        "vpp",  "mbs", "gbs",           "recompute",
-    "attention", "zero",    "schedule",  "sp",   "bn",  "grad_priority", "loss_bound",
-    "multipath", "overlap", "precision", "adam", "loss"};
+constexpr std::array<std::string_view, 20> kKeys{
+    "dp",        "tp",      "pp",        "vpp",  "mbs",  "gbs",           "recompute",
+    "attention", "zero",    "schedule",  "sp",   "bn",   "grad_priority", "loss_bound",
+    "multipath", "overlap", "precision", "adam", "loss", "metrics"};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -80,6 +80,10 @@ void apply(Strategy& s, std::string_view key, std::string_view value, std::strin
     auto l = loss_from_string(value);
     if (!l) throw InputError(field, fmt::format("expected one of {}", loss_names()));
     s.loss = *l;
+  } else if (key == "metrics") {
+    if (value.size() != 1 || value[0] < '0' || value[0] > '0' + kMaxMetrics)
+      throw InputError(field, fmt::format("expected an integer in 0..{}", kMaxMetrics));
+    s.metrics = value[0] - '0';
   } else if (key == "overlap") {
     auto o = overlap_from_string(value);
     if (!o) throw InputError(field, fmt::format("expected one of {}", overlap_names()));
@@ -185,6 +189,7 @@ std::string to_string(const Strategy& s) {
   if (s.precision) out += fmt::format(",precision={}", precision_name(*s.precision));
   if (s.adam != cost::AdamKernels::fused) out += fmt::format(",adam={}", adam_name(s.adam));
   if (s.loss != cost::Loss::unfused) out += fmt::format(",loss={}", loss_name(s.loss));
+  if (s.metrics != 0) out += fmt::format(",metrics={}", s.metrics);
   if (s.overlap != Overlap::none) out += fmt::format(",overlap={}", to_string(s.overlap));
   if (s.bn != BatchNormStats::local) out += fmt::format(",bn={}", to_string(s.bn));
   if (s.grad_priority != GradPriority::none)

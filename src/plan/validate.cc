@@ -70,10 +70,10 @@ void check_globals(const Plan& p) {
                                  p.global_batch, p.num_microbatches));
   if (p.zero_stage < 0 || p.zero_stage > 3)
     throw InputError("zero_stage", "expected an integer in 0..3");
-  if (p.attention == cost::Attention::flash && p.is_op_level())
+  if (cost::fused(p.attention) && p.is_op_level())
     throw InputError("attention",
                      "expected plain in an op-level plan (its groups place the attention core's "
-                     "ops one by one; flash fuses them into one kernel of a stage)");
+                     "ops one by one; flash and flash1 fuse them into one kernel of a stage)");
   if (p.overlap != Overlap::none && p.is_op_level())
     throw InputError("overlap",
                      "expected none in an op-level plan (its collectives are placed "

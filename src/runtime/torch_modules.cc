@@ -216,7 +216,7 @@ class Block : public nn::Module {
 
   torch::Tensor forward(const torch::Tensor& x, cost::Recompute recompute,
                         cost::Attention attention) {
-    fused_ = attention == cost::Attention::flash;
+    fused_ = cost::fused(attention);
     if (recompute == cost::Recompute::full) return run_layer(whole_, x, true);
     return body(x, recompute == cost::Recompute::selective || (fused_ && !kFusedAttentionKernel));
   }

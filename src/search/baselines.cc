@@ -108,6 +108,7 @@ PlannerOutput megatron_grid(const Context& ctx) {
             s.precision = ctx.options.precision;
             s.adam = ctx.options.adam;
             s.loss = ctx.options.loss;
+            s.metrics = ctx.options.metrics;
             s.zero = zero;
             auto p = plan::plan_from_strategy(s, ctx.model, alike);
             if (!p) {

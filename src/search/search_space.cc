@@ -12,6 +12,7 @@ plan::Plan base_plan(const Context& ctx, const std::string& planner) {
   p.precision = ctx.options.precision;
   p.adam = ctx.options.adam;
   p.loss = ctx.options.loss;
+  p.metrics = ctx.options.metrics;
   return p;
 }
 

@@ -246,6 +246,7 @@ plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
   p.precision = ctx_.options.precision;
   p.adam = ctx_.options.adam;
   p.loss = ctx_.options.loss;
+  p.metrics = ctx_.options.metrics;
   const int M = microbatches_[prefix.empty() ? 0 : static_cast<std::size_t>(prefix[0])];
   p.num_microbatches = M;
   p.execution_order = plan::ExecutionOrder::heft;

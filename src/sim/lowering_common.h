@@ -30,12 +30,18 @@ inline double engine_pass_time(const cost::ComputeCostModel& compute,
                                const plan::Plan& p) {
   if (op.phase == model::Phase::optimizer)
     return compute.adam_step_time(type, op, shard, dtype, p.adam).value;
-  if (p.loss == cost::Loss::fused && op.fused_bytes > 0) {
+  // A whole loss (the only ops with fused_bytes): op.bytes is its unfused form's traffic. The
+  // engine's training metrics each take the unfused forward pass again (plan::Plan::metrics).
+  const bool whole_loss = op.fused_bytes > 0;
+  const double metrics = whole_loss && op.phase == model::Phase::forward && p.metrics > 0
+                             ? p.metrics * compute.op_time(type, op, samples, shard, dtype).value
+                             : 0.0;
+  if (p.loss == cost::Loss::fused && whole_loss) {
     model::TrainOp fused = op;
     fused.bytes = op.fused_bytes;
-    return compute.op_time(type, fused, samples, shard, dtype).value;
+    return compute.op_time(type, fused, samples, shard, dtype).value + metrics;
   }
-  return compute.op_time(type, op, samples, shard, dtype).value;
+  return compute.op_time(type, op, samples, shard, dtype).value + metrics;
 }
 
 inline double host_paced(double kernels, int ops, double host_per_op) {

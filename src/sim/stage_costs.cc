@@ -105,11 +105,10 @@ double StageCoster::device_time(int device, const model::TrainOp& op, double sam
   // A node limited to a share of its CPU (cluster files' cpu_share, emulated clusters) runs
   // everything proportionally slower, on average.
   const double cpu_share = cpu_share_slows_ ? c_.nodes[c_.devices[device].node].cpu_share : 1.0;
-  if (p_.attention == cost::Attention::flash &&
-      m_.ops[static_cast<std::size_t>(op.op)].attention_core)
+  if (cost::fused(p_.attention) && m_.ops[static_cast<std::size_t>(op.op)].attention_core)
     return compute_
                .fused_attention_time(c_.type_of(device), op, samples, shard, m_.dtype,
-                                     m_.causal_attention())
+                                     m_.causal_attention(), p_.attention)
                .value /
            cpu_share;
   return engine_pass_time(compute_, c_.type_of(device), op, samples, shard, m_.dtype, p_) /

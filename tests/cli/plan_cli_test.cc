@@ -86,6 +86,35 @@ TEST(PlanCli, FlashAttentionPlansKeepNoScores) {
   EXPECT_NE(bad.err.find("--attention"), std::string::npos) << bad.err;
 }
 
+// --loss and --metrics describe the engine: every plan says them, and its time counts the metrics'
+// extra losses (the same plan without them is faster).
+TEST(PlanCli, TrainingMetricsAreWrittenAndPriced) {
+  const auto out =
+      (std::filesystem::temp_directory_path() / "hetplan_plan_cli_metrics.json").string();
+  auto r = run_hetplan("plan " + kSmall +
+                       " --algo pipeline --loss fused --metrics 2 --json --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto planned = nlohmann::json::parse(r.out);
+  EXPECT_EQ(planned["plan"]["loss"], "fused");
+  EXPECT_EQ(planned["plan"]["metrics"], 2);
+  const std::string inputs =
+      "--model gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=32000 --cluster " +
+      source_path("tests/search/data/two-kinds-8.yaml");
+  auto with = run_hetplan("simulate " + inputs + " --plan " + out + " --json");
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  auto text = testing::slurp(out);
+  text.replace(text.find("\"metrics\": 2"), 12, "\"metrics\": 0");
+  std::ofstream(out) << text;
+  auto without = run_hetplan("simulate " + inputs + " --plan " + out + " --json");
+  ASSERT_EQ(without.exit_code, 0) << without.err;
+  EXPECT_LT(nlohmann::json::parse(without.out)["iteration_time_s"].get<double>(),
+            nlohmann::json::parse(with.out)["iteration_time_s"].get<double>());
+  std::filesystem::remove(out);
+  auto bad = run_hetplan("plan " + kSmall + " --metrics 9");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--metrics"), std::string::npos) << bad.err;
+}
+
 // --precision: the model is costed in it and every plan says it. The written plan simulates to the
 // plan's numbers with the model given as in bf16 (the plan's precision rebuilds it); a strategy's
 // precision= costs as the model spec's own dtype=; `run --check` takes the plan's precision, and a

@@ -209,6 +209,31 @@ TEST(ComputeCost, FusedAttentionCoreRunsAtTheKernelsEfficiency) {
   EXPECT_DOUBLE_EQ(fused_attention_efficiency(cluster::Architecture::volta), 0.25);
 }
 
+// The first FlashAttention's kernels (flash1) do the same work as FlashAttention-2's at their own
+// efficiency: 0.32 of an A100's peak, 0.22 of an H100's; without either (Volta) the
+// memory-efficient kernel's 0.25 whichever is asked for.
+TEST(ComputeCost, FirstFlashAttentionKernelsRunSlower) {
+  const ComputeCostModel m(simple_params());
+  cluster::DeviceType dev = fake_device();
+  dev.architecture = cluster::Architecture::ampere;
+  const auto fwd = train_op(model::OpKind::batched_matmul, 1e9, 1e6);
+  EXPECT_DOUBLE_EQ(
+      m.fused_attention_time(dev, fwd, 2, 1, model::DType::bf16, true, Attention::flash1).value,
+      1e9 / (100e12 * 0.32) + 0.5e-6);
+  EXPECT_DOUBLE_EQ(
+      m.fused_attention_time(dev, fwd, 2, 1, model::DType::bf16, true, Attention::flash).value,
+      1e9 / (100e12 * 0.50) + 0.5e-6);
+  EXPECT_DOUBLE_EQ(fused_attention_efficiency(cluster::Architecture::hopper, Attention::flash1),
+                   0.22);
+  EXPECT_DOUBLE_EQ(fused_attention_efficiency(cluster::Architecture::volta, Attention::flash1),
+                   fused_attention_efficiency(cluster::Architecture::volta, Attention::flash));
+  for (auto a : {cluster::Architecture::ampere, cluster::Architecture::hopper,
+                 cluster::Architecture::ada, cluster::Architecture::cdna3})
+    EXPECT_LT(fused_attention_efficiency(a, Attention::flash1),
+              fused_attention_efficiency(a, Attention::flash))
+        << cluster::architecture_name(a);
+}
+
 TEST(ComputeCost, DefaultsAreTheDocumentedPriors) {
   const ComputeParams p = ComputeParams::defaults();
   EXPECT_GE(p.gemm_peak_efficiency, 0.7);

@@ -64,7 +64,7 @@ TEST(StageMemoryTable, EqualsStageMemoryOverEveryRange) {
     ASSERT_TRUE(m.ok()) << name << ": " << m.error().message;
     int variant = 0;
     for (auto rc : {Recompute::none, Recompute::selective, Recompute::full})
-      for (auto att : {Attention::plain, Attention::flash})
+      for (auto att : {Attention::plain, Attention::flash, Attention::flash1})
         for (int zero : {0, 1, 3}) {
           MemoryConfig cfg;
           cfg.recompute = rc;

@@ -155,6 +155,18 @@ TEST(Export, FlashAttention) {
                                          0),
             0u)
       << ds.differences.front();
+  // The first FlashAttention's kernels: Megatron-LM runs FlashAttention-2 in their place, and says
+  // it is faster than planned.
+  const Case k1 =
+      from_strategy("gpt3-1.3b", "dgx-a100:2", "tp=2,pp=2,mbs=2,gbs=512,attention=flash1");
+  const Exported x1 = exported(Engine::megatron, k1);
+  EXPECT_NE(file_named(x1, "megatron.sh").text.find("  --use-flash-attn\n"), std::string::npos);
+  ASSERT_EQ(x1.differences.size(), 1u);
+  EXPECT_EQ(x1.differences.front().rfind("attention flash1: Megatron-LM's --use-flash-attn runs "
+                                         "FlashAttention-2",
+                                         0),
+            0u)
+      << x1.differences.front();
 }
 
 TEST(Export, OverlappedCollectives) {

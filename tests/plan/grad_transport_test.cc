@@ -102,7 +102,7 @@ TEST(GradTransport, StrategyKeys) {
   EXPECT_EQ(strategy_error("grad_priorty=layer"),
             "--strategy: grad_priorty=layer: unknown key (did you mean 'grad_priority'?) "
             "(allowed: dp, tp, pp, vpp, mbs, gbs, recompute, attention, zero, schedule, sp, bn, "
-            "grad_priority, loss_bound, multipath, overlap, precision, adam, loss)");
+            "grad_priority, loss_bound, multipath, overlap, precision, adam, loss, metrics)");
 }
 
 TEST(GradTransport, StrategyLaysTheSettingsOntoThePlan) {

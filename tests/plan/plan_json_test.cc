@@ -72,6 +72,19 @@ TEST(PlanJson, RoundTripIsExact) {
   auto fused_loss_back = plan_from_json(to_json(fused_loss), "mem");
   ASSERT_TRUE(fused_loss_back.ok()) << fused_loss_back.error().message;
   EXPECT_EQ(*fused_loss_back, fused_loss);
+  // Likewise the engine's training metrics; more than kMaxMetrics is refused.
+  Plan metrics = fused_loss;
+  metrics.metrics = 2;
+  EXPECT_NE(to_json_text(metrics).find("\"metrics\": 2"), std::string::npos);
+  EXPECT_EQ(to_json_text(p).find("\"metrics\""), std::string::npos);
+  auto metrics_back = plan_from_json(to_json(metrics), "mem");
+  ASSERT_TRUE(metrics_back.ok()) << metrics_back.error().message;
+  EXPECT_EQ(*metrics_back, metrics);
+  auto too_many = to_json(metrics);
+  too_many["metrics"] = 9;
+  auto refused = plan_from_json(too_many, "mem");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message, "mem: metrics: expected an integer in 0..8");
   // Likewise an overlap of collectives: written when set, read back.
   Plan overlapped = p;
   overlapped.overlap = Overlap::tp_param;
@@ -109,9 +122,10 @@ TEST(PlanJson, EveryEnumValueRoundTrips) {
   for (cost::Recompute r :
        {cost::Recompute::none, cost::Recompute::selective, cost::Recompute::full})
     EXPECT_EQ(recompute_from_string(recompute_name(r)), r);
-  for (cost::Attention a : {cost::Attention::plain, cost::Attention::flash})
+  for (cost::Attention a :
+       {cost::Attention::plain, cost::Attention::flash, cost::Attention::flash1})
     EXPECT_EQ(attention_from_string(attention_name(a)), a);
-  EXPECT_EQ(attention_names(), "plain|flash");
+  EXPECT_EQ(attention_names(), "plain|flash|flash1");
   for (model::DType d :
        {model::DType::bf16, model::DType::fp16, model::DType::fp32, model::DType::tf32})
     EXPECT_EQ(precision_from_string(precision_name(d)), d);
@@ -236,7 +250,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadField{"-/version", "", "plan.json: version: missing (required)"},
         BadField{"/model", "3", "plan.json: model: expected a string"},
         BadField{"/attention", "\"fast\"",
-                 "plan.json: attention: expected one of plain|flash (got \"fast\")"},
+                 "plan.json: attention: expected one of plain|flash|flash1 (got \"fast\")"},
         BadField{"/precision", "\"fp8\"",
                  "plan.json: precision: expected one of bf16|fp16|fp32|tf32 (got \"fp8\")"},
         BadField{"/global_batch", "0",
@@ -303,7 +317,8 @@ INSTANTIATE_TEST_SUITE_P(
             "plan.json: microbatches: unknown key (did you mean 'num_microbatches'?) (allowed: "
             "version, model, cluster, planner, "
             "global_batch, "
-            "num_microbatches, schedule, recompute, attention, precision, adam, loss, overlap, "
+            "num_microbatches, schedule, recompute, attention, precision, adam, loss, metrics, "
+            "overlap, "
             "zero_stage, "
             "sequence_parallel, "
             "uneven_collectives, batch_norm, grad_bucket_bytes, grad_priority, loss_bound, "

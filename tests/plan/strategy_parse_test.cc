@@ -68,6 +68,8 @@ TEST(StrategyParse, CanonicalTextParsesBack) {
   expected.schedule_given = true;
   EXPECT_EQ(*again, expected);
   EXPECT_EQ(again->attention, cost::Attention::flash);
+  EXPECT_EQ(parse_strategy(to_string(*parse_strategy("tp=2,attention=flash1")))->attention,
+            cost::Attention::flash1);
   // Plain attention, the default, is left out of the text.
   EXPECT_EQ(to_string(*parse_strategy("tp=2")).find("attention"), std::string::npos);
   // So is overlap=none; any other overlap is written and read back.
@@ -104,6 +106,12 @@ TEST(StrategyParse, CanonicalTextParsesBack) {
   EXPECT_EQ(fused_loss->loss, cost::Loss::fused);
   EXPECT_NE(to_string(*fused_loss).find(",loss=fused"), std::string::npos);
   EXPECT_EQ(parse_strategy(to_string(*fused_loss))->loss, cost::Loss::fused);
+  // Training metrics: left out at 0, written and read back otherwise.
+  EXPECT_EQ(to_string(*parse_strategy("metrics=0")).find("metrics="), std::string::npos);
+  auto metrics = parse_strategy("dp=2,loss=fused,metrics=2");
+  ASSERT_TRUE(metrics.ok());
+  EXPECT_NE(to_string(*metrics).find(",loss=fused,metrics=2"), std::string::npos);
+  EXPECT_EQ(parse_strategy(to_string(*metrics))->metrics, 2);
   // So is the Adam step's form: fused (the default) is left out, the others written and read back.
   EXPECT_EQ(to_string(*parse_strategy("adam=fused")).find("adam"), std::string::npos);
   for (auto [name, kernels] : {std::pair{"foreach", cost::AdamKernels::foreach},
@@ -122,7 +130,9 @@ TEST(StrategyParse, Errors) {
   EXPECT_EQ(error_of("tp=2,foo=1"),
             "--strategy: foo=1: unknown key (allowed: dp, tp, pp, vpp, mbs, gbs, recompute, "
             "attention, zero, schedule, sp, bn, grad_priority, loss_bound, multipath, overlap, "
-            "precision, adam, loss)");
+            "precision, adam, loss, metrics)");
+  EXPECT_EQ(error_of("metrics=9"), "--strategy: metrics=9: expected an integer in 0..8");
+  EXPECT_EQ(error_of("metrics=-1"), "--strategy: metrics=-1: expected an integer in 0..8");
   EXPECT_EQ(error_of("loss=flash"), "--strategy: loss=flash: expected one of unfused|fused");
   EXPECT_EQ(error_of("adam=apex"),
             "--strategy: adam=apex: expected one of fused|foreach|per-tensor");
@@ -130,7 +140,8 @@ TEST(StrategyParse, Errors) {
             "--strategy: precision=fp8: expected one of bf16|fp16|fp32|tf32");
   EXPECT_EQ(error_of("overlap=all"),
             "--strategy: overlap=all: expected one of none|tp|param|tp+param");
-  EXPECT_EQ(error_of("attention=fast"), "--strategy: attention=fast: expected one of plain|flash");
+  EXPECT_EQ(error_of("attention=fast"),
+            "--strategy: attention=fast: expected one of plain|flash|flash1");
   EXPECT_EQ(error_of("tp=two"), "--strategy: tp=two: expected a positive integer");
   EXPECT_EQ(error_of("bn=sync"), "--strategy: bn=sync: expected one of local|synced");
   EXPECT_EQ(error_of("tp=2.5"), "--strategy: tp=2.5: expected a positive integer");

@@ -254,9 +254,10 @@ TEST_F(Validate, FlashAttentionOnlyInStagePlans) {
   EXPECT_EQ(ops->recompute, cost::Recompute::selective);
   EXPECT_EQ(error_of(*ops, model_, cluster_), "ok");
   ops->attention = cost::Attention::flash;
-  EXPECT_EQ(error_of(*ops, model_, cluster_),
-            "plan.json: attention: expected plain in an op-level plan (its groups place the "
-            "attention core's ops one by one; flash fuses them into one kernel of a stage)");
+  EXPECT_EQ(
+      error_of(*ops, model_, cluster_),
+      "plan.json: attention: expected plain in an op-level plan (its groups place the "
+      "attention core's ops one by one; flash and flash1 fuse them into one kernel of a stage)");
 }
 
 TEST_F(Validate, OverlapOnlyInStagePlansAndParamGatherOnlyUnderZeroOneOrTwo) {

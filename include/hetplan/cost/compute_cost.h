@@ -11,6 +11,7 @@
 #include "hetplan/cluster/device_type.h"
 #include "hetplan/core/error.h"
 #include "hetplan/core/units.h"
+#include "hetplan/cost/memory_cost.h"
 #include "hetplan/model/training.h"
 
 namespace hetplan::cost {
@@ -112,10 +113,10 @@ struct ComputeParams {
 // for architectures without a published figure.
 double gemm_architecture_scale(cluster::Architecture a);
 
-// The fraction of its dtype's dense tensor peak a fused attention kernel (FlashAttention) reaches
-// on a device of this architecture, over its forward and backward passes (sources in
-// compute_cost.cc).
-double fused_attention_efficiency(cluster::Architecture a);
+// The fraction of its dtype's dense tensor peak a fused attention kernel of generation `kernel`
+// (Attention::flash or flash1) reaches on a device of this architecture, over its forward and
+// backward passes (sources in compute_cost.cc).
+double fused_attention_efficiency(cluster::Architecture a, Attention kernel = Attention::flash);
 
 // How the engine runs an Adam step (plan::Plan::adam):
 // - fused: one multi-tensor kernel over all parameters (Megatron-LM's and DeepSpeed's FusedAdam,
@@ -143,14 +144,15 @@ class ComputeCostModel {
                   double shard, model::DType dtype) const;
 
   // Time of `op`, a pass of an attention-core op (Op::attention_core), when the core runs as one
-  // fused kernel per pass (cost::Attention::flash). The kernel's time is carried by the core's two
-  // batched GEMMs (QK^T and scores x V; each its share of the FLOPs), at fused_attention_efficiency
-  // of the dtype's peak (fp32's for tf32: no fused kernel computes in TF32), and a kernel launch
-  // shared between them; the backward kernel recomputes the scores (2.5x the forward's FLOPs, where
-  // the plain backward pass has 2x). The softmax and dropout run inside it: no time of their own.
-  // `causal`: the kernel skips the masked half.
+  // fused kernel per pass of generation `kernel` (cost::Attention::flash or flash1). The kernel's
+  // time is carried by the core's two batched GEMMs (QK^T and scores x V; each its share of the
+  // FLOPs), at fused_attention_efficiency of the dtype's peak (fp32's for tf32: no fused kernel
+  // computes in TF32), and a kernel launch shared between them; the backward kernel recomputes the
+  // scores (2.5x the forward's FLOPs, where the plain backward pass has 2x). The softmax and
+  // dropout run inside it: no time of their own. `causal`: the kernel skips the masked half.
   Seconds fused_attention_time(const cluster::DeviceType& dev, const model::TrainOp& op,
-                               double samples, double shard, model::DType dtype, bool causal) const;
+                               double samples, double shard, model::DType dtype, bool causal,
+                               Attention kernel = Attention::flash) const;
 
   // Time of the Adam step `op` (an optimizer op) over a fraction `shard` of its parameters, run as
   // `kernels` says. A profile's measured steps for the device type (calibrate: the runtime's own

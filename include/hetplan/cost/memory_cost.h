@@ -30,10 +30,16 @@ inline bool recomputes(Recompute r, const model::Model& m, const model::Op& o) {
 
 // How the attention core (QK^T, softmax, its dropout, scores x V) runs: op by op, keeping the
 // softmax output (and dropout mask) of every head for the backward pass (plain), or as one fused
-// kernel per pass that keeps none of them and recomputes the scores in its backward pass
-// (FlashAttention, Dao et al. 2022; PyTorch's scaled_dot_product_attention).
-enum class Attention { plain, flash };
+// kernel per pass that keeps none of them and recomputes the scores in its backward pass. Two
+// generations of that kernel differ in speed alone (cost::fused_attention_efficiency):
+// - flash: FlashAttention-2 (Dao 2023) and what runs as fast, PyTorch's
+//   scaled_dot_product_attention, Transformer Engine's fused attention;
+// - flash1: the first FlashAttention's kernels (Dao et al. 2022; flash-attn 1.x) and their Triton
+//   port (llm-foundry's attn_impl: triton, 2023).
+enum class Attention { plain, flash, flash1 };
 const char* to_string(Attention a);
+// Whether the core runs as one fused kernel per pass (flash or flash1).
+inline bool fused(Attention a) { return a != Attention::plain; }
 
 // How the engine computes a language model's loss (model::is_whole_loss): op by op, as PyTorch's
 // F.cross_entropy and Megatron-LM's vocabulary-parallel loss do (the logits cast to fp32,

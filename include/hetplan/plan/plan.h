@@ -68,6 +68,9 @@ const char* recompute_name(cost::Recompute r);
 const char* attention_name(cost::Attention a);
 const char* adam_name(cost::AdamKernels a);
 const char* loss_name(cost::Loss l);
+// The most losses a plan's engine may compute again per micro-batch for its metrics
+// (Plan::metrics).
+inline constexpr int kMaxMetrics = 8;
 // A plan's precision: "bf16", "fp16", "fp32", "tf32" (no other dtype is one).
 const char* precision_name(model::DType d);
 std::optional<model::DType> precision_from_string(std::string_view s);
@@ -255,6 +258,13 @@ struct Plan {
   // kernel per pass (flash-attn's cross entropy; cost::Loss). The simulator prices its time and
   // memory; hetplan's runtime computes it op by op whatever it says.
   cost::Loss loss = cost::Loss::unfused;
+  // Losses the engine computes again per micro-batch from the logits, without gradients, for its
+  // training metrics: Composer (llm-foundry's trainer) updates LanguageCrossEntropy and
+  // LanguagePerplexity every micro-batch, each torch's cross entropy under autocast, so 2 there; 0
+  // for Megatron-LM, DeepSpeed and hetplan's runtime. Each is priced as the unfused loss's forward
+  // pass (the logits cast to fp32, then log-softmax) on the devices holding the loss.
+  // 0..kMaxMetrics.
+  int metrics = 0;
   Overlap overlap = Overlap::none;  // stage plans only
   int zero_stage = 0;               // 0..3, over each stage's replicas
   bool sequence_parallel = false;

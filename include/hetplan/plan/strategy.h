@@ -16,8 +16,8 @@
 // Omitted keys: tp=1, pp=1, vpp=1, mbs=1, dp = floor(devices / (tp * pp)) (the remaining devices
 // stay idle), gbs = dp * mbs * (pp == 1 ? 1 : 4 * pp) (4 micro-batches per pipeline stage keep the
 // 1F1B bubble (pp-1)/m under 25% and suit the interleaved schedule), recompute=none,
-// attention=plain (flash: the attention core as one fused kernel, cost::Attention), overlap=none
-// (tp, param or tp+param: the collectives the engine overlaps, Plan::overlap), zero=0,
+// attention=plain (flash, flash1: the attention core as one fused kernel, cost::Attention),
+// overlap=none (tp, param or tp+param: the collectives the engine overlaps, Plan::overlap), zero=0,
 // schedule=1f1b (interleaved when vpp > 1), sp=0, bn=local (bn=synced: batch normalisation over
 // each whole micro-batch, Plan::batch_norm), grad_priority=none, loss_bound=0, multipath=ecmp,
 // precision unset (the model's dtype; Plan::precision), adam=fused (foreach or per-tensor: how the
@@ -42,10 +42,11 @@ struct Strategy {
   double mbs = 1;
   std::int64_t gbs = 0;  // 0 = default
   cost::Recompute recompute = cost::Recompute::none;
-  cost::Attention attention = cost::Attention::plain;  // attention=plain|flash
+  cost::Attention attention = cost::Attention::plain;  // attention=plain|flash|flash1
   std::optional<model::DType> precision;               // precision=bf16|fp16|fp32|tf32 (Plan's)
   cost::AdamKernels adam = cost::AdamKernels::fused;   // adam=fused|foreach|per-tensor
   cost::Loss loss = cost::Loss::unfused;               // loss=unfused|fused
+  int metrics = 0;                                     // metrics=0..8 (Plan's)
   Overlap overlap = Overlap::none;                     // overlap=none|tp|param|tp+param
   int zero = 0;
   Schedule schedule = Schedule::one_f_one_b;
@@ -60,9 +61,9 @@ struct Strategy {
 };
 
 // The canonical text: every key in the order dp, tp, pp, vpp, mbs, gbs, recompute, zero, schedule,
-// sp, attention, precision, adam, loss, overlap, bn, grad_priority, loss_bound, multipath; dp and
-// gbs left out while 0 (unresolved), the last nine while at their defaults (precision while unset).
-// parse_strategy(to_string(s)) == s up to schedule_given.
+// sp, attention, precision, adam, loss, metrics, overlap, bn, grad_priority, loss_bound, multipath;
+// dp and gbs left out while 0 (unresolved), the last ten while at their defaults (precision while
+// unset). parse_strategy(to_string(s)) == s up to schedule_given.
 std::string to_string(const Strategy& s);
 
 // Parses the shorthand; `source` names the argument ("--strategy") in errors.

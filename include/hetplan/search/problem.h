@@ -66,6 +66,9 @@ struct SearchOptions {
   cost::AdamKernels adam = cost::AdamKernels::fused;
   // How every plan's engine computes the loss (plan::Plan::loss), likewise priced, not chosen.
   cost::Loss loss = cost::Loss::unfused;
+  // Losses every plan's engine computes again per micro-batch for its training metrics
+  // (plan::Plan::metrics), likewise priced, not chosen.
+  int metrics = 0;
   // Called with one line of progress ("pipeline: 120 shapes, best 1.23 s"); may be empty.
   std::function<void(const std::string&)> progress;
 };
