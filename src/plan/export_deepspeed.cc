@@ -88,6 +88,7 @@ Result<Exported> export_deepspeed(const Plan& p, const model::Model& m, const cl
   add_sync_differences(p, "DeepSpeed", diff);
   add_overlap_difference(p, "DeepSpeed", diff);
   add_adam_difference(p, "DeepSpeed", diff);
+  add_metrics_difference(p, "DeepSpeed", diff);
   j["steps_per_print"] = 10;
   out.files.push_back({"ds_config.json", j.dump(2) + "\n", false});
 

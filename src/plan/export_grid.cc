@@ -146,6 +146,15 @@ void add_adam_difference(const Plan& p, const std::string& engine,
       adam_name(p.adam), engine));
 }
 
+void add_metrics_difference(const Plan& p, const std::string& engine,
+                            std::vector<std::string>& differences) {
+  if (p.metrics == 0) return;
+  differences.push_back(fmt::format(
+      "metrics {}: {} computes no training metrics from the logits, so steps take less than the "
+      "plan's predicted time",
+      p.metrics, engine));
+}
+
 void add_sync_differences(const Plan& p, const std::string& engine,
                           std::vector<std::string>& differences) {
   for (const auto& rule : p.grad_sync)

@@ -174,6 +174,7 @@ Result<Exported> export_megatron(const Plan& p, const model::Model& m, const clu
     parallel.push_back("--overlap-grad-reduce --overlap-param-gather");
   add_sync_differences(p, "Megatron-LM", diff);
   add_adam_difference(p, "Megatron-LM", diff);
+  add_metrics_difference(p, "Megatron-LM", diff);
   const model::DType dtype = engine_dtype(p, m, c, "Megatron-LM", diff);
 
   const auto launch = placed_launch_nodes(g.rank_devices, c, "Megatron-LM", diff);

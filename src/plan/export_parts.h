@@ -84,6 +84,9 @@ void add_sync_differences(const Plan& p, const std::string& engine,
 // less than the plan's predicted time.
 void add_adam_difference(const Plan& p, const std::string& engine,
                          std::vector<std::string>& differences);
+// A plan with training metrics (Plan::metrics), for an engine that computes none: likewise.
+void add_metrics_difference(const Plan& p, const std::string& engine,
+                            std::vector<std::string>& differences);
 
 // The plan's overlap of collectives with computation (Plan::overlap), which `engine` does not
 // do: the plan's predicted time counts those collectives as hidden.

@@ -31,6 +31,8 @@ std::string replica_path(std::size_t s, std::size_t r) {
 
 // DLCP's settings: what the simulator's chunked transport (sim/grad_chunks.h) models.
 void check_gradient_transport(const Plan& p) {
+  if (p.metrics < 0 || p.metrics > kMaxMetrics)
+    throw InputError("metrics", fmt::format("expected an integer in 0..{}", kMaxMetrics));
   if (!(p.loss_bound >= 0 && p.loss_bound <= kMaxLossBound))
     throw InputError("loss_bound", fmt::format("expected a number in [0, {:g}], got {:g}",
                                                kMaxLossBound, p.loss_bound));

@@ -61,7 +61,12 @@ std::size_t Estimator::MemoryKeyHash::operator()(const MemoryKey& k) const {
 }
 
 Estimator::Estimator(const model::Model& m, const cluster::Cluster& c, const SearchOptions& opts)
-    : m_(m), c_(c), opts_(opts) {}
+    : m_(m), c_(c), opts_(opts) {
+  link_rate_.reserve(c.links.size());
+  for (std::size_t l = 0; l < c.links.size(); ++l)
+    link_rate_.push_back(c.links[l].bandwidth.value *
+                         cost::link_efficiency(c, static_cast<int>(l), opts.sim.network));
+}
 
 Estimator::~Estimator() = default;
 
@@ -210,13 +215,17 @@ double Estimator::boundary_time(const plan::Plan& p, int s) const {
     if (a1 <= b1) a0 = a1, ++a;
     if (b1 <= a1) b0 = b1, ++b;
   }
-  // Each transfer's bandwidth term grows by its most shared link's total over its own bytes.
+  // Each transfer's bandwidth term becomes the longest any of its links takes to carry every
+  // transfer's bytes over it (a link's own total at its own rate: the most shared link need not
+  // be the slowest, as a node's NIC that every part crosses and a spine uplink that half of them
+  // hash onto).
   double t = 0;
   for (const auto* part : parts) {
-    double sharing = 1;
+    double transfer = (part->time - part->latency).value;
     for (const auto& load : part->loads)
-      if (load.bytes > 0) sharing = std::max(sharing, link_bytes[load.link] / load.bytes);
-    t = std::max(t, (part->latency + (part->time - part->latency) * sharing).value);
+      if (load.bytes > 0)
+        transfer = std::max(transfer, link_bytes[load.link] / link_rate_[load.link]);
+    t = std::max(t, part->latency.value + transfer);
   }
   return t;
 }

@@ -161,12 +161,23 @@ TEST(Export, FlashAttention) {
       from_strategy("gpt3-1.3b", "dgx-a100:2", "tp=2,pp=2,mbs=2,gbs=512,attention=flash1");
   const Exported x1 = exported(Engine::megatron, k1);
   EXPECT_NE(file_named(x1, "megatron.sh").text.find("  --use-flash-attn\n"), std::string::npos);
-  ASSERT_EQ(x1.differences.size(), 1u);
+  ASSERT_EQ(x1.differences.size(), 1u) << x1.differences.back();
   EXPECT_EQ(x1.differences.front().rfind("attention flash1: Megatron-LM's --use-flash-attn runs "
                                          "FlashAttention-2",
                                          0),
             0u)
       << x1.differences.front();
+}
+
+// Training metrics (Composer's): neither engine computes them, and both exports say so.
+TEST(Export, TrainingMetricsAreSaidToBeLeftOut) {
+  const Case k = from_strategy("gpt3-1.3b", "dgx-a100:2", "tp=2,pp=2,mbs=2,gbs=512,metrics=2");
+  for (Engine e : {Engine::megatron, Engine::deepspeed}) {
+    const Exported x = exported(e, k);
+    EXPECT_TRUE(std::any_of(x.differences.begin(), x.differences.end(), [](const std::string& d) {
+      return d.rfind("metrics 2: ", 0) == 0 && d.find("computes no training metrics") != d.npos;
+    })) << (x.differences.empty() ? std::string("none") : x.differences.front());
+  }
 }
 
 TEST(Export, OverlappedCollectives) {

@@ -243,6 +243,13 @@ TEST_F(Validate, ZeroStageRange) {
   EXPECT_EQ(check(), "plan.json: zero_stage: expected an integer in 0..3");
 }
 
+TEST_F(Validate, MetricsRange) {
+  plan_.metrics = 9;
+  EXPECT_EQ(check(), "plan.json: metrics: expected an integer in 0..8");
+  plan_.metrics = 2;
+  EXPECT_EQ(check(), "ok");
+}
+
 // A fused attention core is a stage's kernel: a stage plan may have it, an op-level plan may not.
 // Converted op by op, a flash stage plan recomputes its attention cores instead (as little kept).
 TEST_F(Validate, FlashAttentionOnlyInStagePlans) {

@@ -61,7 +61,7 @@ const char* to_string(BatchNormStats b);     // "local", "synced"
 // The names used in plan files and the strategy shorthand, and their inverses (nullopt for an
 // unknown name). The cost enums get their own tables here so the plan layer does not depend on the
 // cost library: Algorithm "auto", "ring", "tree", "hierarchical", "direct", "parameter_server";
-// Recompute "none", "selective", "full"; Attention "plain", "flash"; AdamKernels "fused",
+// Recompute "none", "selective", "full"; Attention "plain", "flash", "flash1"; AdamKernels "fused",
 // "foreach", "per-tensor"; Loss "unfused", "fused".
 const char* algorithm_name(cost::Algorithm a);
 const char* recompute_name(cost::Recompute r);

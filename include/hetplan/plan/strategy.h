@@ -21,7 +21,8 @@
 // schedule=1f1b (interleaved when vpp > 1), sp=0, bn=local (bn=synced: batch normalisation over
 // each whole micro-batch, Plan::batch_norm), grad_priority=none, loss_bound=0, multipath=ecmp,
 // precision unset (the model's dtype; Plan::precision), adam=fused (foreach or per-tensor: how the
-// engine runs the Adam step, Plan::adam), loss=unfused (fused: one kernel per pass, Plan::loss).
+// engine runs the Adam step, Plan::adam), loss=unfused (fused: one kernel per pass, Plan::loss),
+// metrics=0 (losses the engine computes again per micro-batch for its metrics, Plan::metrics).
 #pragma once
 
 #include <string>

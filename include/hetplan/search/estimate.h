@@ -86,6 +86,8 @@ class Estimator {
   const model::Model& m_;
   const cluster::Cluster& c_;
   SearchOptions opts_;
+  // Per link, the bytes per second transfers reach on it (bandwidth x cost::link_efficiency).
+  std::vector<double> link_rate_;
   // By (recompute, attention, sequence parallelism, ZeRO stage, op overrides).
   using SettingsKey =
       std::tuple<int, int, bool, int, plan::UnevenCollectives, std::vector<plan::OpOverride>>;
