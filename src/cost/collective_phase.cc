@@ -12,6 +12,13 @@ double link_efficiency(const cluster::Cluster& c, int link, const NetworkParams&
   return efficiency * (1 - c.links[link].background_load);
 }
 
+std::vector<double> link_rates(const cluster::Cluster& c, const NetworkParams& params) {
+  std::vector<double> rate(c.links.size());
+  for (std::size_t l = 0; l < c.links.size(); ++l)
+    rate[l] = c.links[l].bandwidth.value * link_efficiency(c, static_cast<int>(l), params);
+  return rate;
+}
+
 namespace detail {
 namespace {
 

@@ -250,27 +250,10 @@ double gemm_architecture_scale(cluster::Architecture a) {
 // Where FlashAttention-2 has no kernels (Volta, Turing, Pascal) neither has the first: the
 // memory-efficient kernel's 0.25 stands.
 double fused_attention_efficiency(cluster::Architecture a, Attention kernel) {
-  if (kernel == Attention::flash1) {
-    switch (a) {
-      case cluster::Architecture::hopper:
-        return 0.22;
-      case cluster::Architecture::pascal:
-      case cluster::Architecture::volta:
-      case cluster::Architecture::turing:
-        return 0.25;
-      case cluster::Architecture::ampere:
-      case cluster::Architecture::ada:
-      case cluster::Architecture::cdna2:
-      case cluster::Architecture::cdna3:
-      case cluster::Architecture::cpu:
-      case cluster::Architecture::unknown:
-        return 0.32;
-    }
-    return 0.32;
-  }
+  const bool first = kernel == Attention::flash1;
   switch (a) {
     case cluster::Architecture::hopper:
-      return 0.34;
+      return first ? 0.22 : 0.34;
     case cluster::Architecture::pascal:
     case cluster::Architecture::volta:
     case cluster::Architecture::turing:
@@ -281,9 +264,9 @@ double fused_attention_efficiency(cluster::Architecture a, Attention kernel) {
     case cluster::Architecture::cdna3:
     case cluster::Architecture::cpu:
     case cluster::Architecture::unknown:
-      return 0.50;
+      break;
   }
-  return 0.50;
+  return first ? 0.32 : 0.50;
 }
 
 Seconds ComputeCostModel::fused_attention_time(const cluster::DeviceType& dev,

@@ -34,6 +34,13 @@ std::int64_t positive_int(std::string_view item, std::string_view value, std::in
   return x;
 }
 
+// A single digit in 0..max (max <= 9), for `expected`'s message.
+int digit(std::string_view item, std::string_view value, int max, const std::string& expected) {
+  if (value.size() != 1 || value[0] < '0' || value[0] > '0' + max)
+    throw InputError(std::string(item), expected);
+  return value[0] - '0';
+}
+
 // A fraction in [0, kMaxLossBound]; the whole value must be a number.
 double loss_fraction(std::string_view item, std::string_view value) {
   double x = -1;
@@ -81,17 +88,14 @@ void apply(Strategy& s, std::string_view key, std::string_view value, std::strin
     if (!l) throw InputError(field, fmt::format("expected one of {}", loss_names()));
     s.loss = *l;
   } else if (key == "metrics") {
-    if (value.size() != 1 || value[0] < '0' || value[0] > '0' + kMaxMetrics)
-      throw InputError(field, fmt::format("expected an integer in 0..{}", kMaxMetrics));
-    s.metrics = value[0] - '0';
+    s.metrics =
+        digit(item, value, kMaxMetrics, fmt::format("expected an integer in 0..{}", kMaxMetrics));
   } else if (key == "overlap") {
     auto o = overlap_from_string(value);
     if (!o) throw InputError(field, fmt::format("expected one of {}", overlap_names()));
     s.overlap = *o;
   } else if (key == "zero") {
-    if (value.size() != 1 || value[0] < '0' || value[0] > '3')
-      throw InputError(field, "expected 0, 1, 2 or 3");
-    s.zero = value[0] - '0';
+    s.zero = digit(item, value, 3, "expected 0, 1, 2 or 3");
   } else if (key == "schedule") {
     auto v = schedule_from_string(value);
     if (!v) throw InputError(field, fmt::format("expected one of {}", schedule_names()));

@@ -1,5 +1,6 @@
 #include "op_graph.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 
 #include <limits>
@@ -168,6 +169,17 @@ torch::Tensor OpGraph::apply(int i, const std::vector<torch::Tensor>& in,
       break;
   }
   throw std::logic_error("OpGraph::apply: an op that does not say what it computes");
+}
+
+torch::Tensor dropout_mask(const model::Op& op, std::uint64_t seed, int step, int index,
+                           std::int64_t samples) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed * 1000003ULL +
+                                                      static_cast<std::uint64_t>(step) * 7919ULL +
+                                                      static_cast<std::uint64_t>(index));
+  std::vector<std::int64_t> shape{samples};
+  for (auto d : op.compute.shape) shape.push_back(d);
+  const torch::Tensor u = torch::rand(shape, gen);
+  return (u >= op.compute.drop).to(torch::kFloat) / (1.0 - op.compute.drop);
 }
 
 torch::Tensor loss_targets(const torch::Tensor& logits, const torch::Tensor& targets) {

@@ -19,6 +19,12 @@ namespace hetplan::runtime::detail {
 // next-sentence label), or a label per token (kIgnoredLabel: none).
 torch::Tensor loss_targets(const torch::Tensor& logits, const torch::Tensor& targets);
 
+// Op `op`'s dropout mask for the `samples` samples of step `step`'s global batch (the op's index
+// `index`): per sample, from the seed, the step and the op, so that every split of the batch draws
+// the rows the whole batch would. Scaled by 1 / (1 - drop); on the CPU.
+torch::Tensor dropout_mask(const model::Op& op, std::uint64_t seed, int step, int index,
+                           std::int64_t samples);
+
 // The weights of every op, created in op order from the current torch seed as libtorch's modules
 // initialise them (Conv2d, Linear: Kaiming-uniform; batchnorm: scale 1, shift 0), so that a
 // ResNet's ops start from the weights the ResNet module (resnet_module.h) gets from the same seed.

@@ -1,6 +1,5 @@
 #include "op_level_run.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -43,19 +42,6 @@ struct Subgroup {
   PG pg;                   // null on the ranks outside it
   int rank_in(int world_rank) const { return Layout::index_in(ranks, world_rank); }
 };
-
-// The dropout masks of a step: per sample, from the seed, the step and the op, so that every
-// split of the batch draws the rows the whole batch would. Scaled by 1 / (1 - drop).
-torch::Tensor dropout_mask(const model::Op& op, std::uint64_t seed, int step, int index,
-                           std::int64_t samples) {
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed * 1000003ULL +
-                                                      static_cast<std::uint64_t>(step) * 7919ULL +
-                                                      static_cast<std::uint64_t>(index));
-  std::vector<std::int64_t> shape{samples};
-  for (auto d : op.compute.shape) shape.push_back(d);
-  const torch::Tensor u = torch::rand(shape, gen);
-  return (u >= op.compute.drop).to(torch::kFloat) / (1.0 - op.compute.drop);
-}
 
 void add_rows(torch::Tensor& acc, const std::vector<std::int64_t>& shape, std::int64_t begin,
               const torch::Tensor& g) {

@@ -601,6 +601,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       // [chunk * M + micro-batch]: the pass's input and output until its backward pass.
       std::vector<torch::Tensor> inputs(static_cast<std::size_t>(V * M)),
           outputs(static_cast<std::size_t>(V * M));
+      std::vector<std::int64_t> first_row(static_cast<std::size_t>(V * M));  // its first sample
       // A transfer's tag: the boundary after stage `before`, the micro-batch, and the direction
       // (an interleaved schedule's ranks pass several boundaries between the same two ranks).
       auto tag_of = [&](int before, int k, bool backward) {
@@ -672,15 +673,17 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
                    : gather(sc - 1, here.first_layer, mb, b0, b1, tag_of(sc - 1, mb, false));
           if (!head) x.requires_grad_(true);
           torch::Tensor targets = chunk.targets;
+          first_row[slot] = b0;
           if (batch_program) {  // this rank's samples of the replica's (one stage: first, last)
             auto counts = detail::share_counts(b1 - b0, tp);  // possibly none for this rank
             std::int64_t before = 0;
             for (int i = 0; i < at.j; ++i) before += counts[i];
             const detail::Batch mine = chunk.slice(before, before + counts[at.j]);
-            if (!mod.reads_replica_samples()) x = mine.inputs;
+            if (!mod.reads_replica_samples()) x = mine.inputs, first_row[slot] += before;
             if (!mod.replica_loss()) targets = mine.targets;
             mod.set_sample_counts(std::move(counts));
           }
+          mod.set_rows(opts.seed, step, p.global_batch, first_row[slot]);
           torch::Tensor out;
           {
             std::optional<detail::AutocastScope> mixed;
@@ -700,6 +703,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           outputs[slot] = out;
         } else {
           if (buckets) buckets->set_active(mb == M - 1);
+          mod.set_rows(opts.seed, step, p.global_batch, first_row[slot]);  // as recomputed
           if (tail && scaler)
             (outputs[slot] * scaler->scale()).backward();
           else if (tail)

@@ -86,6 +86,15 @@ class TrainModule : public torch::nn::Module {
   // one tensor-parallel rank): layers whose output depends on the whole batch (batch
   // normalisation) reduce their statistics over it. Null: this rank holds whole micro-batches.
   virtual void set_batch_group(Collectives* group) { (void)group; }
+  // The samples of step `step`'s global batch (of `global_batch`) that the coming pass covers,
+  // from `first`: set before each forward pass and before each backward pass, which may recompute.
+  // A module whose ops drop out (op_graph_module.h's) draws their masks per sample from `seed`,
+  // the step and the op (op_graph.h's dropout_mask), so that every split of the batch drops what
+  // the whole batch would; until set, it drops nothing. The other modules train without dropout.
+  virtual void set_rows(std::uint64_t seed, int step, std::int64_t global_batch,
+                        std::int64_t first) {
+    (void)seed, (void)step, (void)global_batch, (void)first;
+  }
   // Activation recomputation (Korthikanti et al. 2022): full recomputes every transformer block
   // or MLP layer from its input in the backward pass; selective only the attention cores.
   void set_recompute(cost::Recompute r) { recompute_ = r; }
@@ -147,11 +156,12 @@ class ClassifierStack : public TrainModule {
 };
 
 // The module for `m`, initialised from the current torch seed. Supported: Family::mlp, ResNets
-// (resnet_module.h), pre-norm decoder language models, GPT-style (LayerNorm, GELU MLP, learned
-// positions, biases) or Llama-style (RMSNorm, SwiGLU, rotary positions, grouped-query attention,
-// no biases), with a tied or untied head, pre-norm ViTs (GPT-style blocks without the causal
-// mask, a patch embedding) and the zoo's BERTs (check/stage_plan.h's bert_module); the module's
-// layers and parameter count must equal the description's, else the model is refused.
+// (resnet_module.h), other CNNs whose op graph runs layer by layer (op_graph_module.h), pre-norm
+// decoder language models, GPT-style (LayerNorm, GELU MLP, learned positions, biases) or
+// Llama-style (RMSNorm, SwiGLU, rotary positions, grouped-query attention, no biases), with a tied
+// or untied head, pre-norm ViTs (GPT-style blocks without the causal mask, a patch embedding) and
+// the zoo's BERTs (check/stage_plan.h's bert_module); the module's layers and parameter count must
+// equal the description's, else the model is refused.
 Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m);
 
 }  // namespace hetplan::runtime::detail

@@ -61,12 +61,7 @@ std::size_t Estimator::MemoryKeyHash::operator()(const MemoryKey& k) const {
 }
 
 Estimator::Estimator(const model::Model& m, const cluster::Cluster& c, const SearchOptions& opts)
-    : m_(m), c_(c), opts_(opts) {
-  link_rate_.reserve(c.links.size());
-  for (std::size_t l = 0; l < c.links.size(); ++l)
-    link_rate_.push_back(c.links[l].bandwidth.value *
-                         cost::link_efficiency(c, static_cast<int>(l), opts.sim.network));
-}
+    : m_(m), c_(c), opts_(opts), link_rate_(cost::link_rates(c, opts.sim.network)) {}
 
 Estimator::~Estimator() = default;
 

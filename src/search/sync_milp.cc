@@ -223,9 +223,7 @@ SyncChoice solve_sync_milp(const SyncRequest& req) {
 SyncRequest sync_request(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
                          const sim::SimOptions& opts) {
   SyncRequest req;
-  for (std::size_t l = 0; l < c.links.size(); ++l)
-    req.link_capacity.push_back(c.links[l].bandwidth.value *
-                                cost::link_efficiency(c, static_cast<int>(l), opts.network));
+  req.link_capacity = cost::link_rates(c, opts.network);
   const sim::GradSyncWays ways = sim::gradient_sync_ways(m, c, p, opts);
   if (ways.stopped) return req;
   req.fixed = summed_loads(ways.fixed);

@@ -9,13 +9,6 @@
 
 namespace hetplan::sim::detail {
 
-std::vector<double> link_capacities(const cluster::Cluster& c, const cost::NetworkParams& net) {
-  std::vector<double> cap(c.links.size());
-  for (std::size_t i = 0; i < c.links.size(); ++i)
-    cap[i] = c.links[i].bandwidth.value * cost::link_efficiency(c, static_cast<int>(i), net);
-  return cap;
-}
-
 std::string lane_name(int lane, const std::vector<int>& devices) {
   if (devices.size() == 1) return fmt::format("lane {} (device {})", lane, devices[0]);
   bool consecutive = true;

@@ -18,9 +18,6 @@
 
 namespace hetplan::sim::detail {
 
-// How long a pass of `ops` ops whose kernels take `kernels` seconds takes when the host needs
-// `host_per_op` seconds to issue each (cost::ComputeCostModel::host_op_time): the device runs the
-// kernels behind the host, so the longer of the two.
 // Seconds of the pass `op` on a device of type `type` as the plan's engine runs it: an Adam step in
 // the plan's form (cost::AdamKernels), a whole loss fused where the plan says so (cost::Loss),
 // anything else by op_time. Both lowerings price their passes through it.
@@ -44,12 +41,12 @@ inline double engine_pass_time(const cost::ComputeCostModel& compute,
   return compute.op_time(type, op, samples, shard, dtype).value + metrics;
 }
 
+// How long a pass of `ops` ops whose kernels take `kernels` seconds takes when the host needs
+// `host_per_op` seconds to issue each (cost::ComputeCostModel::host_op_time): the device runs the
+// kernels behind the host, so the longer of the two.
 inline double host_paced(double kernels, int ops, double host_per_op) {
   return std::max(kernels, ops * host_per_op);
 }
-
-// A link's capacity for transfers: its bandwidth times the efficiency collectives reach on it.
-std::vector<double> link_capacities(const cluster::Cluster& c, const cost::NetworkParams& net);
 
 // "lane 3 (devices 8-15)", "lane 0 (device 2)".
 std::string lane_name(int lane, const std::vector<int>& devices);

@@ -1055,7 +1055,7 @@ Result<SimResult> simulate_op_level(const model::Model& m, const cluster::Cluste
                                     const plan::Plan& p, const SimOptions& opts) {
   OpLevelLowering low(m, c, p, opts);
   low.build();
-  const std::vector<double> caps = link_capacities(c, opts.network);
+  const std::vector<double> caps = cost::link_rates(c, opts.network);
   const EngineResult eng = run_engine(low.g, caps);
   if (eng.deadlock)
     return Error{

@@ -1043,7 +1043,7 @@ Result<SimResult> simulate_plan(const model::Model& m, const cluster::Cluster& c
   Lowering low(m, c, p, opts);
   auto built = low.build();
   if (!built) return built.error();
-  const std::vector<double> caps = detail::link_capacities(c, opts.network);
+  const std::vector<double> caps = cost::link_rates(c, opts.network);
   if (low.chunked()) return simulate_unrolled(m, c, p, low, caps);
   detail::EngineCarry carry;
   detail::EngineCarry* carried = low.g.quotas.empty() ? nullptr : &carry;

@@ -48,6 +48,45 @@ TEST(OpGraph, ModelsWithoutComputeAreRefusedByName) {
       << ok.error().message;
 }
 
+// The zoo's CNNs run layer by layer as stage modules; a layer reading an op of the layer before
+// other than its last (what a pipeline stage sends) is refused by name.
+TEST(OpGraph, LayerChainsOfTheZoosCnns) {
+  for (const char* spec : {"vgg16", "vgg:depth=11,image=32", "inception-v3", "resnet50"}) {
+    auto ok = check_layer_chain(load(spec));
+    EXPECT_TRUE(ok) << spec << ": " << (ok ? "" : ok.error().message);
+  }
+  auto m = load("resnet:depth=18,width=8,image=32");
+  // layer1.1's residual sum reads layer1.0's output; make it read layer1.0's first ReLU (the
+  // same shape: layer1.0 keeps its input's).
+  auto index = [&](const std::string& name) {
+    for (std::size_t l = 0; l < m.layers.size(); ++l)
+      if (m.layers[l].name == name) return static_cast<int>(l);
+    return -1;
+  };
+  const int l0 = index("layer1.0"), l1 = index("layer1.1");
+  ASSERT_GE(l0, 0);
+  ASSERT_GE(l1, 0);
+  const model::Layer& before = m.layers[static_cast<std::size_t>(l0)];
+  const int last = before.first_op + before.num_ops - 1;
+  int relu = -1;
+  for (int o = before.first_op; o <= last && relu < 0; ++o)
+    if (m.ops[static_cast<std::size_t>(o)].compute.fn == model::OpFn::relu) relu = o;
+  bool moved = false;
+  const model::Layer& layer = m.layers[static_cast<std::size_t>(l1)];
+  for (int o = layer.first_op; o < layer.first_op + layer.num_ops; ++o)
+    for (int& in : m.ops[static_cast<std::size_t>(o)].inputs)
+      if (in == last && m.ops[static_cast<std::size_t>(o)].compute.fn == model::OpFn::add)
+        in = relu, moved = true;
+  ASSERT_TRUE(moved);
+  ASSERT_TRUE(check_op_graph(m));
+  auto ok = check_layer_chain(m);
+  ASSERT_FALSE(ok);
+  EXPECT_NE(ok.error().message.find("of layer \"layer1.1\" reads op \"" +
+                                    m.ops[static_cast<std::size_t>(relu)].name + "\""),
+            std::string::npos)
+      << ok.error().message;
+}
+
 // Every op of Inception-v3 (branches, concatenations, average pools, dropout), of a VGG, a ResNet,
 // a ViT (patches, class token and positions, the classifier on the class token) and a BERT
 // (attention, layernorms, the tied MLM decoder, the pooler on the first token) run on two samples:

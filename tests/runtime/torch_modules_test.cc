@@ -50,8 +50,49 @@ TEST(TorchModules, MatchTheDescription) {
     for (const auto& t : (*mod)->layer_parameters(0, (*mod)->num_layers())) by_layer += t.numel();
     EXPECT_EQ(by_layer, m.parameters()) << spec;
   }
-  EXPECT_FALSE(build_module(load("vgg:depth=11,image=32,classes=10")));
-  EXPECT_FALSE(build_module(load("inception-v3")));
+}
+
+// VGG's and Inception's stage module (their op graphs layer by layer): layers compose to the
+// whole loss, each layer's input has the shape activation_shape says, and dropout draws per sample
+// the masks the op-by-op runtime draws: two halves of a batch sum to the whole batch's loss.
+TEST(TorchModules, OpGraphLayersComposeAndDropOutPerSample) {
+  for (const char* spec : {"vgg:depth=11,image=32,classes=10", "inception:image=75,classes=10"}) {
+    SCOPED_TRACE(spec);
+    torch::manual_seed(1);
+    const auto m = load(spec);
+    auto built = build_module(m);
+    ASSERT_TRUE(built) << built.error().message;
+    auto mod = *built;
+    ASSERT_EQ(mod->num_layers(), static_cast<int>(m.layers.size()));
+    std::int64_t params = 0;
+    for (const auto& t : mod->layer_parameters(0, mod->num_layers())) params += t.numel();
+    EXPECT_EQ(params, m.parameters());
+    torch::NoGradGuard no_grad;
+    const Batch b{torch::randn({4, 3, m.image_size, m.image_size}),
+                  torch::randint(0, 10, {4}, torch::kLong)};
+    const double plain = mod->loss_sum(b).item<double>();
+    mod->set_rows(7, 2, 4, 0);
+    const double whole = mod->loss_sum(b).item<double>();
+    EXPECT_NE(whole, plain);  // dropped out
+    torch::Tensor x = b.inputs;
+    for (int l = 0; l + 1 < mod->num_layers(); ++l) {
+      EXPECT_EQ(x.sizes(), torch::IntArrayRef(mod->activation_shape(l, 4))) << l;
+      x = mod->forward_layers(l, 1, x, b.targets);
+    }
+    const double layered =
+        mod->forward_layers(mod->num_layers() - 1, 1, x, b.targets).item<double>();
+    EXPECT_NEAR(layered, whole, 1e-5 * std::abs(whole));
+    if (m.ops.front().compute.fn == model::OpFn::conv2d &&
+        std::none_of(m.ops.begin(), m.ops.end(),
+                     [](const model::Op& op) { return op.compute.fn == model::OpFn::batchnorm; })) {
+      // Without batch statistics a sample's loss is its own: rows 1-3 from the second sample on.
+      mod->set_rows(7, 2, 4, 1);
+      const double rest = mod->loss_sum(b.slice(1, 4)).item<double>();
+      mod->set_rows(7, 2, 4, 0);
+      const double first = mod->loss_sum(b.slice(0, 1)).item<double>();
+      EXPECT_NEAR(first + rest, whole, 1e-5 * std::abs(whole));
+    }
+  }
 }
 
 TEST(TorchModules, LayersComposeToTheWholeModel) {

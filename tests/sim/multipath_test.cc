@@ -76,7 +76,7 @@ double together(const cluster::Cluster& c, const cost::CollectiveCost& a,
     t.loads_end = static_cast<int>(g.loads.size());
     g.add_task(t);
   }
-  return detail::run_engine(g, detail::link_capacities(c, network(spray))).makespan;
+  return detail::run_engine(g, cost::link_rates(c, network(spray))).makespan;
 }
 
 TEST(Multipath, EcmpFlowsThatCollideShareOneSpineAndSprayedOnesUseBoth) {

@@ -65,6 +65,8 @@ struct NetworkParams {
 // network switch (device <-> node switch, device <-> device), inter_node_efficiency otherwise,
 // times the share of its bandwidth that other tenants' traffic leaves (1 - background_load).
 double link_efficiency(const cluster::Cluster& c, int link, const NetworkParams& params);
+// Per link, its rate for transfers (bytes/s): its bandwidth times link_efficiency.
+std::vector<double> link_rates(const cluster::Cluster& c, const NetworkParams& params);
 
 // What `bytes` means per kind:
 // - all_reduce: the tensor every device holds (shares are ignored);

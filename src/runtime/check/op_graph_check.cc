@@ -184,4 +184,28 @@ Result<bool> check_op_graph(const model::Model& m) {
   return true;
 }
 
+Result<bool> check_layer_chain(const model::Model& m) {
+  if (auto ok = check_op_graph(m); !ok) return ok.error();
+  if (m.layers.empty() || m.ops.empty() || m.ops.back().compute.fn != OpFn::cross_entropy)
+    return Error{fmt::format("--model: {}: expected the last op to be the loss", m.name)};
+  for (std::size_t l = 0; l < m.layers.size(); ++l) {
+    const model::Layer& layer = m.layers[l];
+    const int before = l == 0 ? -1 : m.layers[l - 1].first_op + m.layers[l - 1].num_ops - 1;
+    for (int o = layer.first_op; o < layer.first_op + layer.num_ops; ++o) {
+      const model::Op& op = m.ops[static_cast<std::size_t>(o)];
+      if (op.inputs.empty() && l > 0)
+        return Error{
+            fmt::format("--model: {}: op \"{}\" reads the batch's inputs outside the first layer",
+                        m.name, op.name)};
+      for (int in : op.inputs)
+        if (in < layer.first_op && in != before)
+          return Error{fmt::format(
+              "--model: {}: op \"{}\" of layer \"{}\" reads op \"{}\", neither of its layer nor "
+              "the last of the layer before (a stage passes the next one tensor)",
+              m.name, op.name, layer.name, m.ops[static_cast<std::size_t>(in)].name)};
+    }
+  }
+  return true;
+}
+
 }  // namespace hetplan::runtime::detail

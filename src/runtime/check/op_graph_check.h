@@ -13,6 +13,12 @@ namespace hetplan::runtime::detail {
 // that does not and why.
 Result<bool> check_op_graph(const model::Model& m);
 
+// Whether m's op graph runs as a stage module, layer by layer (op_graph_module.h): it passes
+// check_op_graph, its last layer ends with its loss, and each layer reads only its own ops'
+// outputs and the one tensor a pipeline stage sends, the last op of the layer before (the first
+// layer: the batch's inputs); else the first op that reads across.
+Result<bool> check_layer_chain(const model::Model& m);
+
 // Whether m's batches are images (CNNs, vision transformers).
 inline bool reads_images(const model::Model& m) {
   return m.family == model::Family::cnn || m.family == model::Family::vision_transformer;

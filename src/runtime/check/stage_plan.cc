@@ -8,6 +8,7 @@
 
 #include "hetplan/plan/op_groups.h"
 #include "hetplan/runtime/runnable.h"
+#include "op_graph_check.h"
 #include "resnet_shape.h"
 
 namespace hetplan::runtime::detail {
@@ -150,12 +151,15 @@ Result<bool> executable_family(const model::Model& m) {
   if (m.family == model::Family::mlp || decoder_module(m) ||
       m.family == model::Family::vision_transformer || bert_module(m))
     return true;
-  if (m.family == model::Family::cnn) return check_resnet(m);
+  // A CNN: the ResNet module, else its op graph layer by layer (VGG, Inception).
+  if (m.family == model::Family::cnn) {
+    if (check_resnet(m)) return true;
+    return check_layer_chain(m);
+  }
   return Error{fmt::format(
-      "--model: {}: the runtime has stage modules for MLPs, ResNets, ViTs, BERT and GPT- or "
-      "Llama-style "
-      "decoder language models (with or without a mixture of experts), not for {} models, whose "
-      "plans run op by op where they convert",
+      "--model: {}: the runtime has stage modules for MLPs, CNNs, ViTs, BERT and GPT- or "
+      "Llama-style decoder language models (with or without a mixture of experts), not for {} "
+      "models, whose plans run op by op where they convert",
       m.name, model::to_string(m.family))};
 }
 

@@ -79,8 +79,8 @@ bool decoder_module(const model::Model& m);
 // the causal mask, learned positions and token types, a tied MLM decoder and the next-sentence
 // head). An encoder imported from ONNX is not: its plans run op by op.
 bool bert_module(const model::Model& m);
-// Whether the runtime has modules for m's family (MLPs, ResNets, ViTs, BERT and decoder language
-// models), or why not.
+// Whether the runtime has a stage module for m (MLPs, ResNets, other CNNs whose op graph runs layer
+// by layer, ViTs, BERT and decoder language models), or why not.
 Result<bool> executable_family(const model::Model& m);
 
 }  // namespace hetplan::runtime::detail
