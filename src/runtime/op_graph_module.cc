@@ -1,5 +1,6 @@
 #include "op_graph_module.h"
 
+#include <map>
 #include <vector>
 
 #include "op_graph.h"
@@ -45,6 +46,7 @@ class OpGraphStack : public TrainModule {
 
   void set_rows(std::uint64_t seed, int step, std::int64_t global_batch,
                 std::int64_t first) override {
+    if (seed != seed_ || step != step_ || global_batch != global_batch_) masks_.clear();
     seed_ = seed;
     step_ = step;
     global_batch_ = global_batch;
@@ -54,7 +56,7 @@ class OpGraphStack : public TrainModule {
  private:
   // Layer l's ops on x (the batch's inputs, or the last output of the layer before): its last
   // op's output.
-  torch::Tensor run_ops(int l, const torch::Tensor& x, const torch::Tensor& targets) const {
+  torch::Tensor run_ops(int l, const torch::Tensor& x, const torch::Tensor& targets) {
     const model::Layer& layer = m_.layers[static_cast<std::size_t>(l)];
     std::vector<torch::Tensor> out(static_cast<std::size_t>(layer.num_ops));
     for (int k = 0; k < layer.num_ops; ++k) {
@@ -65,10 +67,12 @@ class OpGraphStack : public TrainModule {
       for (int i : op.inputs)
         in.push_back(i < layer.first_op ? x : out[static_cast<std::size_t>(i - layer.first_op)]);
       torch::Tensor mask;
-      if (op.compute.fn == model::OpFn::dropout && global_batch_ > 0)
-        mask = dropout_mask(op, seed_, step_, o, global_batch_)
-                   .slice(0, first_, first_ + x.size(0))
-                   .to(x.device());
+      if (op.compute.fn == model::OpFn::dropout && global_batch_ > 0) {
+        torch::Tensor& whole = masks_[o];  // the step's, drawn once for all its passes
+        if (!whole.defined())
+          whole = dropout_mask(op, seed_, step_, o, global_batch_).to(x.device());
+        mask = whole.slice(0, first_, first_ + x.size(0));
+      }
       out[static_cast<std::size_t>(k)] = graph_->apply(o, in, targets, group_, mask);
     }
     return out.back();
@@ -81,6 +85,7 @@ class OpGraphStack : public TrainModule {
   std::uint64_t seed_ = 0;
   int step_ = 0;
   std::int64_t global_batch_ = 0, first_ = 0;  // no rows set: no dropout
+  std::map<int, torch::Tensor> masks_;         // per dropout op, the global batch's this step
 };
 
 }  // namespace

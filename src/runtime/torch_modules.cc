@@ -8,7 +8,6 @@
 
 #include "autocast_scope.h"
 #include "check/op_graph_check.h"
-#include "check/resnet_shape.h"
 #include "op_graph_module.h"
 #include "resnet_module.h"
 
@@ -938,13 +937,14 @@ Result<std::shared_ptr<TrainModule>> build_module(const model::Model& m) {
     b.vocab = m.vocab;
     b.type_vocab = pos->params / m.hidden - m.seq_len;
     mod = std::make_shared<Bert>(d, b);
-  } else if (m.family == model::Family::cnn && check_resnet(m)) {
-    auto resnet = build_resnet_module(m);
-    if (!resnet) return resnet.error();
-    mod = *resnet;
   } else if (m.family == model::Family::cnn) {
-    if (auto chain = check_layer_chain(m); !chain) return chain.error();
-    mod = build_op_graph_module(m);
+    // The ResNet module, else the op graph layer by layer.
+    if (auto resnet = build_resnet_module(m))
+      mod = *resnet;
+    else if (auto chain = check_layer_chain(m); !chain)
+      return chain.error();
+    else
+      mod = build_op_graph_module(m);
   } else {
     return executable_family(m).error();
   }
