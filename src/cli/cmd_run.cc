@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "commands.h"
 #include "hetplan/cluster/cluster_file.h"
@@ -57,6 +58,7 @@ struct RunArgs {
   double learning_rate = 1e-3;
   int threads = 1;
   std::string device = "cpu";
+  bool device_given = false;  // --device on the command line
   bool json = false;
   bool emulate = false;
   bool check = false;
@@ -329,8 +331,14 @@ int run_run(const RunArgs& a) {
           a.precision, planned));
     precision = planned;
   }
-  std::string precision_problem = runtime::precision_problem(*model::parse_dtype(precision),
-                                                             p->is_op_level(), a.device == "cuda");
+  // --check without --device judges a plan for GPUs as it runs on them: with --device cuda.
+  const std::set<int> used = plan::plan_devices(*p);
+  const bool for_gpus = std::none_of(used.begin(), used.end(), [&](int d) {
+    return c->type_of(d).architecture == cluster::Architecture::cpu;
+  });
+  const bool cuda = a.device == "cuda" || (a.check && !a.device_given && for_gpus);
+  std::string precision_problem =
+      runtime::precision_problem(*model::parse_dtype(precision), p->is_op_level(), cuda);
   if (!precision_problem.empty())  // named by where the precision came from
     precision_problem = fmt::format("{}: {}",
                                     !p->precision         ? "--precision"
@@ -348,12 +356,15 @@ int run_run(const RunArgs& a) {
       for (const std::string& reason : why) fmt::print("  {}\n", reason);
       return 1;
     }
-    fmt::print("runnable: {} ranks, {}\n", full_scale,
+    fmt::print("runnable: {} ranks, {}{}\n", full_scale,
                p->is_op_level()        ? "op by op"
                : p->stages.size() == 1 ? "one stage"
                : p->schedule == plan::Schedule::interleaved
                    ? fmt::format("{} pipeline stages, interleaved", p->stages.size())
-                   : fmt::format("{} pipeline stages", p->stages.size()));
+                   : fmt::format("{} pipeline stages", p->stages.size()),
+               cuda && a.device != "cuda" && precision == "fp16"
+                   ? " (fp16: with --device cuda, on the GPUs it is planned for)"
+                   : "");
     if (const auto [all, largest] =
             memory ? runtime::memory_totals(*memory) : runtime::MemoryTotals{};
         largest) {
@@ -559,10 +570,12 @@ Action add_run_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "Seed of initialisation and data")->capture_default_str();
   cmd->add_option("--lr", args->learning_rate, "Adam learning rate")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Intra-op threads per worker")->capture_default_str();
-  cmd->add_option("--device", args->device,
-                  "cpu (Gloo) or cuda (each rank on GPU LOCAL_RANK, NCCL; needs a build against a "
-                  "CUDA-enabled libtorch)")
-      ->capture_default_str();
+  auto* device =
+      cmd->add_option("--device", args->device,
+                      "cpu (Gloo) or cuda (each rank on GPU LOCAL_RANK, NCCL; needs a build "
+                      "against a CUDA-enabled libtorch). --check without it judges a plan for "
+                      "GPUs as run on them")
+          ->capture_default_str();
   cmd->add_option("--grad-chunk", args->grad_chunk,
                   "Gradient chunk size of DLCP's transport (plans with a grad_priority or "
                   "parameter servers), per tensor-parallel rank (default 256KiB)");
@@ -618,8 +631,9 @@ Action add_run_command(CLI::App& app) {
                 "Only decide, without starting anything, whether the plan runs at its full scale "
                 "(one rank per device it uses): print \"runnable\" (exit 0) or \"not runnable\" "
                 "and the reason (exit 1)");
-  return [args, precision] {
+  return [args, precision, device] {
     args->precision_given = precision->count() > 0;
+    args->device_given = device->count() > 0;
     return run_run(*args);
   };
 }

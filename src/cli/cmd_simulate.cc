@@ -77,11 +77,12 @@ void print_summary(const model::Model& m, const cluster::Cluster& c, const plan:
   if (const sim::DeviceStats* peak = fullest_device(r)) {
     const cost::MemoryBreakdown& b = peak->memory;
     fmt::print(
-        "           device {}: parameters {}, gradients {}, optimizer {}, activations {}, buffers "
-        "{}, reserve {}, fragmentation {}\n",
+        "           device {}: parameters {}, gradients {}, optimizer {}, activations {}, "
+        "transient "
+        "{}, buffers {}, reserve {}, fragmentation {}\n",
         peak->device, format_bytes(b.parameters), format_bytes(b.gradients),
-        format_bytes(b.optimizer), format_bytes(b.activations), format_bytes(b.buffers),
-        format_bytes(b.reserve), format_bytes(b.fragmentation));
+        format_bytes(b.optimizer), format_bytes(b.activations), format_bytes(b.transient),
+        format_bytes(b.buffers), format_bytes(b.reserve), format_bytes(b.fragmentation));
   }
   if (const std::string samples = samples_by_device_type_text(p, c); !samples.empty())
     fmt::print("samples    {} (of {} per iteration)\n", samples, p.global_batch);

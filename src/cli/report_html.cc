@@ -114,7 +114,7 @@ svg text{font-family:inherit}
 .c{fill:#ff9da7;background:#ff9da7}
 .mp{fill:#4e79a7;background:#4e79a7}.mg{fill:#f28e2b;background:#f28e2b}
 .mo{fill:#59a14f;background:#59a14f}.ma{fill:#edc948;background:#edc948}
-.mf{fill:#bab0ac;background:#bab0ac}.mr{fill:#79706e;background:#79706e}.mx{fill:#d7b5a6;background:#d7b5a6}.cap{border:1px solid #999;border-right:3px solid #222}
+.mf{fill:#bab0ac;background:#bab0ac}.mr{fill:#79706e;background:#79706e}.mx{fill:#d7b5a6;background:#d7b5a6}.mt{fill:#b07aa1;background:#b07aa1}.cap{border:1px solid #999;border-right:3px solid #222}
 .pf text{font-size:12px;fill:#333}
 .legend{display:flex;flex-wrap:wrap;gap:14px;font-size:12px;margin:4px 0}
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px}
@@ -669,8 +669,8 @@ void write_memory(std::string& o, const ReportInput& in) {
   const auto& c = in.cluster;
   o += "<h2 id=\"memory\">Memory</h2>\n";
   // Devices with identical numbers share a row.
-  using Key =
-      std::tuple<int, double, double, double, double, double, double, double, double, double, bool>;
+  using Key = std::tuple<int, double, double, double, double, double, double, double, double,
+                         double, double, bool>;
   std::map<Key, std::size_t> row_of;
   std::vector<MemRow> rows;
   int unused = 0;
@@ -687,6 +687,7 @@ void write_memory(std::string& o, const ReportInput& in) {
             m.gradients.value,
             m.optimizer.value,
             m.activations.value,
+            m.transient.value,
             m.buffers.value,
             m.reserve.value,
             m.fragmentation.value,
@@ -728,12 +729,14 @@ void write_memory(std::string& o, const ReportInput& in) {
 
   o += "<div class=\"legend\"><span><i class=\"mp\"></i>parameters</span><span><i class=\"mg\">"
        "</i>gradients</span><span><i class=\"mo\"></i>optimizer</span><span><i class=\"ma\"></i>"
-       "activations</span><span><i class=\"mf\"></i>buffers</span><span><i class=\"mr\"></i>"
+       "activations</span><span><i class=\"mt\"></i>transient</span><span><i class=\"mf\"></i>"
+       "buffers</span><span><i class=\"mr\"></i>"
        "reserve</span><span><i class=\"mx\"></i>fragmentation</span><span><i class=\"cap\">"
        "</i>capacity</span></div>\n";
   o += "<table><tr><th>devices</th><th>device</th><th>peak against capacity</th><th>peak</th>"
        "<th>capacity</th><th>parameters</th><th>gradients</th><th>optimizer</th>"
-       "<th>activations</th><th>buffers</th><th>reserve</th><th>fragmentation</th><th></th></tr>\n";
+       "<th>activations</th><th>transient</th><th>buffers</th><th>reserve</th><th>fragmentation</"
+       "th><th></th></tr>\n";
   for (const auto& row : rows) {
     const auto& s = *row.stats;
     const auto& m = s.memory;
@@ -742,9 +745,10 @@ void write_memory(std::string& o, const ReportInput& in) {
     const std::string type =
         s.device < c.num_devices() ? c.type_of(s.device).name : std::string("?");
     StackedBar bar;
-    bar.parts = {{"mp", m.parameters.value},   {"mg", m.gradients.value}, {"mo", m.optimizer.value},
-                 {"ma", m.activations.value},  {"mf", m.buffers.value},   {"mr", m.reserve.value},
-                 {"mx", m.fragmentation.value}};
+    bar.parts = {{"mp", m.parameters.value}, {"mg", m.gradients.value},
+                 {"mo", m.optimizer.value},  {"ma", m.activations.value},
+                 {"mt", m.transient.value},  {"mf", m.buffers.value},
+                 {"mr", m.reserve.value},    {"mx", m.fragmentation.value}};
     bar.band = s.capacity.value;
     bar.scale_max = scale_max;
     const std::string svg = stacked_bar_svg(bar);
@@ -753,11 +757,12 @@ void write_memory(std::string& o, const ReportInput& in) {
         "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td "
         "class=\"n\">{}</td>"
-        "<td class=\"n\">{}</td><td>{}</td></tr>\n",
+        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
         s.fits ? "" : " class=\"hl\"", html_escape(label), html_escape(type), svg,
         gib(s.peak_memory.value), gib(s.capacity.value), gib(m.parameters.value),
         gib(m.gradients.value), gib(m.optimizer.value), gib(m.activations.value),
-        gib(m.buffers.value), gib(m.reserve.value), gib(m.fragmentation.value),
+        gib(m.transient.value), gib(m.buffers.value), gib(m.reserve.value),
+        gib(m.fragmentation.value),
         s.fits ? "<span class=\"ok\">fits</span>" : "<span class=\"bad\">DOES NOT FIT</span>");
   }
   o += "</table>\n";

@@ -147,6 +147,7 @@ nlohmann::ordered_json sim_result_json(const model::Model& m, const cluster::Clu
                     {"gradients_bytes", d.memory.gradients.value},
                     {"optimizer_bytes", d.memory.optimizer.value},
                     {"activations_bytes", d.memory.activations.value},
+                    {"transient_bytes", d.memory.transient.value},
                     {"buffers_bytes", d.memory.buffers.value},
                     {"reserve_bytes", d.memory.reserve.value},
                     {"fragmentation_bytes", d.memory.fragmentation.value},

@@ -62,6 +62,21 @@ double saved_bytes(const model::Model& m, const model::Op& op, Loss loss) {
   return op.saved_bytes;
 }
 
+// The loss's backward pass as PyTorch runs it (F.cross_entropy; the kernels priced in
+// model/training.cc): while log-softmax's backward runs, the NLL gradient it reads (4 bytes per
+// logit) and the fp32 gradient it writes (4) are live beside its saved output (counted by
+// saved_bytes); the cast back to 16 bits comes after the first two are freed (4 + 2 bytes). The
+// forward pass holds less beyond what it saves: the 16-bit logits and their fp32 cast (2 + 4). A
+// fused loss writes the logits' gradient in the model's dtype beside the logits it kept.
+// Megatron-LM's vocabulary-parallel loss computes its gradient in place of its saved softmax and
+// holds less.
+double transient_bytes(const model::Model& m, const model::Op& op, Loss loss) {
+  if (!model::is_whole_loss(m, op)) return 0;
+  const double act = model::dtype_bytes(m.dtype);
+  const double logits = op.bytes_read / act;
+  return logits * (loss == Loss::fused ? act : 4.0 + 4.0);
+}
+
 // Mixed precision keeps 16-bit weights and an fp32 master copy with Adam's m and v (12 bytes). Its
 // gradients are 16-bit in fp16 (Rajbhandari et al.'s 16 bytes per parameter; Megatron-LM's fp16
 // default) and fp32 in bf16: Megatron-LM accumulates and reduces bf16 models' gradients in fp32
@@ -78,7 +93,7 @@ LayerMemory layer_memory(const model::Model& m, const MemoryConfig& cfg, int li)
   assert(li >= 0 && li < static_cast<int>(m.layers.size()));
   const model::Layer& layer = m.layers[li];
   LayerMemory out;
-  double kept = 0, all = 0;
+  double kept = 0, all = 0, transient = 0;
   for (int oi = layer.first_op; oi < layer.first_op + layer.num_ops; ++oi) {
     const model::Op& op = m.ops[oi];
     const double param_share =
@@ -91,7 +106,9 @@ LayerMemory layer_memory(const model::Model& m, const MemoryConfig& cfg, int li)
     // A fused attention kernel keeps no scores, neither for the backward pass nor while a
     // recomputed layer runs again.
     if (fused(cfg.attention) && op.attention_core) continue;
-    const double bytes = saved_bytes(m, op, cfg.loss) * (whole ? 1.0 : cfg.activation_shard);
+    const double split = whole ? 1.0 : cfg.activation_shard;
+    const double bytes = saved_bytes(m, op, cfg.loss) * split;
+    transient = std::max(transient, transient_bytes(m, op, cfg.loss) * split);
     all += bytes;
     if (!(cfg.recompute == Recompute::selective && op.attention_core)) kept += bytes;
   }
@@ -103,6 +120,7 @@ LayerMemory layer_memory(const model::Model& m, const MemoryConfig& cfg, int li)
   } else {
     out.stored_per_sample = kept;
   }
+  out.transient_per_sample = transient;
   return out;
 }
 
@@ -123,6 +141,8 @@ StageMemoryParts stage_memory_parts(const model::Model& m, const MemoryConfig& c
     parts.activations.stored_per_sample += l.stored_per_sample;
     parts.activations.working_set_per_sample =
         std::max(parts.activations.working_set_per_sample, l.working_per_sample);
+    parts.activations.transient_per_sample =
+        std::max(parts.activations.transient_per_sample, l.transient_per_sample);
   }
   // A tied head on a stage without the table it reads holds a copy of it, with its own gradient
   // and optimizer state (Megatron-LM's; the runtime's untie_head), split as the head.
@@ -161,6 +181,10 @@ MemoryBreakdown stage_memory(model::DType dtype, const MemoryConfig& cfg,
   const ActivationBytes& act = parts.activations;
   b.activations = Bytes(act.stored_per_sample * cfg.micro_batch * cfg.inflight_microbatches +
                         act.working_set_per_sample * cfg.micro_batch);
+  // The loss's buffers are live as the backward pass starts, before any layer is recomputed: the
+  // peak holds the larger of the two working sets.
+  b.transient =
+      Bytes(std::max(0.0, act.transient_per_sample - act.working_set_per_sample) * cfg.micro_batch);
   b.buffers = cfg.gradient_buckets + gathered_weights;
   b.reserve = cfg.context + cfg.workspace;
   b.fragmentation = allocator_fragmentation(b, cfg.fragmentation);
@@ -168,7 +192,7 @@ MemoryBreakdown stage_memory(model::DType dtype, const MemoryConfig& cfg,
 }
 
 Bytes allocator_fragmentation(const MemoryBreakdown& b, double share) {
-  return Bytes(share * (b.activations + b.buffers).value);
+  return Bytes(share * (b.activations + b.transient + b.buffers).value);
 }
 
 }  // namespace hetplan::cost

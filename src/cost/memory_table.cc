@@ -34,18 +34,20 @@ StageMemoryTable::StageMemoryTable(const model::Model& m, const MemoryConfig& cf
   params_.assign(L + 1, 0);
   tied_.assign(L + 1, 0);
   stored_.assign(L + 1, 0);
-  std::vector<double> working(L), gathered(L, 0);
+  std::vector<double> working(L), transient(L), gathered(L, 0);
   for (int l = 0; l < L; ++l) {
     const LayerMemory lm = layer_memory(m, cfg, l);
     params_[l + 1] = params_[l] + lm.params;
     tied_[l + 1] = tied_[l] + lm.tied_copy;
     stored_[l + 1] = stored_[l] + lm.stored_per_sample;
     working[l] = lm.working_per_sample;
+    transient[l] = lm.transient_per_sample;
     if (!gathered_by_layer.empty()) gathered[l] = gathered_by_layer[l].value;
   }
   // Only full recomputation has a working set, only split ops gather weights: the rest is 0.
   if (cfg.recompute == Recompute::full) working_ = RangeMax(std::move(working));
   if (!gathered_by_layer.empty()) gathered_ = RangeMax(std::move(gathered));
+  transient_ = RangeMax(std::move(transient));
   cfg_.whole_params.clear();  // read above; the breakdown needs none of them
   cfg_.whole_activations.clear();
 }
@@ -58,6 +60,7 @@ MemoryBreakdown StageMemoryTable::at(int first, int count) const {
   if (table_layer_ < first || table_layer_ >= end) parts.tied_copy = tied_[end] - tied_[first];
   parts.activations.stored_per_sample = stored_[end] - stored_[first];
   parts.activations.working_set_per_sample = working_.of(first, end);
+  parts.activations.transient_per_sample = transient_.of(first, end);
   return stage_memory(m_->dtype, cfg_, parts, Bytes(gathered_.of(first, end)));
 }
 

@@ -50,7 +50,8 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     r.whole_model = Bytes(4.0 * static_cast<double>(m.parameters()));
     r.gradients = s.memory.gradients * (4.0 / states.gradient);
     r.optimizer = s.memory.optimizer * (8.0 / states.optimizer);
-    r.activations = s.memory.activations * (4.0 / width);
+    // (The loss's transient gradient buffers are fp32 whatever the model's dtype.)
+    r.activations = s.memory.activations * (4.0 / width) + s.memory.transient;
     r.process = Bytes(kProcessBytes);
     out.push_back(r);
   }

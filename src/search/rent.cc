@@ -137,6 +137,7 @@ std::string subset_label(const cluster::Cluster& c, const std::vector<int>& devi
 
 Result<RentResult> find_plan_to_rent(const model::Model& m, const cluster::Cluster& c, Algo algo,
                                      const SearchOptions& opts, const RentOptions& ro) {
+  if (algo == Algo::ft) return Error{kFtIsPareto};  // (not once per subset of the devices)
   for (const auto& d : c.devices)
     if (!has_price(c.device_types[d.type]))
       return Error{fmt::format(

@@ -92,8 +92,7 @@ std::string shortfall_message(const cluster::Cluster& c, const Evaluation& e) {
 
 Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c, Algo algo,
                                const SearchOptions& opts) {
-  if (algo == Algo::ft)
-    return Error{"--algo: ft: use `hetplan pareto` for the Frontier Tracking planner"};
+  if (algo == Algo::ft) return Error{kFtIsPareto};
   if (opts.global_batch < 1) return Error{"--global-batch: expected a positive number of samples"};
   if (auto bad = precision_mismatch(m, opts); !bad.empty()) return Error{bad};
   if (algo == Algo::heterog && !opts.tag_guide)

@@ -2,6 +2,8 @@
 // replicas inside its nodes (a degree per group); batch shares per replica from the share LP
 // (uneven_shares.h), with the per-sample cost re-measured at the resulting micro-batch sizes until
 // the shares stop changing (at most a few rounds).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -137,6 +139,16 @@ PlannerOutput uneven_dp(const Context& ctx) {
   if (std::none_of(candidates.begin(), candidates.end(),
                    [&](const plan::Plan& p) { return ctx.estimator.estimate(p).fits; }))
     add_candidates({2, 3});
+  if (candidates.empty()) {
+    PlannerOutput none;
+    none.name = "uneven-dp";
+    none.best.error = fmt::format(
+        "no split of the {} samples fits: under every tensor-parallel degree within a node, "
+        "recomputation and ZeRO stage, the replicas' memory holds fewer (each replica keeps "
+        "the whole model's layers; pipelines split them: --algo pipeline or auto)",
+        B);
+    return none;
+  }
   return select_candidates(ctx, "uneven-dp", std::move(candidates));
 }
 

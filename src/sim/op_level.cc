@@ -89,6 +89,7 @@ struct OpLevelLowering {
   // gradient.
   std::map<std::tuple<int, int, int>, int> exit_fwd, exit_bwd;
   std::vector<double> activation_delta;  // per task: bytes its lane keeps (+) or frees (-)
+  std::vector<double> transient;         // per task: bytes its lane holds while it runs
   std::vector<cost::MemoryBreakdown> fixed_memory;  // per device
   std::map<std::tuple<int, int, double>, cost::CollectiveCost> p2p_cache;
 
@@ -267,6 +268,7 @@ struct OpLevelLowering {
   int add_task(Task t, double activation = 0) {
     const int id = g.add_task(std::move(t));
     activation_delta.push_back(activation);
+    transient.push_back(0);
     return id;
   }
 
@@ -350,6 +352,7 @@ struct OpLevelLowering {
                                   : device_time(d, tg.backward[backward_index[op]], s, sh) *
                                         host_stretch_bwd[op][j];
           bwd[op][j][mb] = add_task(compute_task(TaskKind::backward, d, gi, mb, back), -kept);
+          transient.back() = cost::transient_bytes(m, m.ops[op], p.loss) * s * sh;
           g.add_edge(fwd[op][j][mb], bwd[op][j][mb]);
         }
       }
@@ -1079,23 +1082,35 @@ Result<SimResult> simulate_op_level(const model::Model& m, const cluster::Cluste
     ds.idle = Seconds(std::max(0.0, r.iteration_time.value - busy[d].either));
   }
   // Activations over the run: a forward pass keeps its saved bytes from its end until its
-  // backward pass ends (at equal times, what is freed goes first).
-  std::vector<std::vector<std::pair<double, double>>> changes(low.lanes.size());
-  for (std::size_t t = 0; t < low.g.tasks.size(); ++t)
-    if (low.activation_delta[t] != 0)
-      changes[low.g.tasks[t].lane].emplace_back(eng.end[t], low.activation_delta[t]);
+  // backward pass ends; a loss's backward pass holds its transient buffers while it runs (at equal
+  // times, what is freed goes first). Per change: time, activation bytes, transient bytes.
+  std::vector<std::vector<std::tuple<double, double, double>>> changes(low.lanes.size());
+  for (std::size_t t = 0; t < low.g.tasks.size(); ++t) {
+    auto& ch = changes[low.g.tasks[t].lane];
+    if (low.activation_delta[t] != 0) ch.emplace_back(eng.end[t], low.activation_delta[t], 0.0);
+    if (low.transient[t] > 0) {
+      ch.emplace_back(eng.start[t], 0.0, low.transient[t]);
+      ch.emplace_back(eng.end[t], 0.0, -low.transient[t]);
+    }
+  }
   for (std::size_t l = 0; l < low.lanes.size(); ++l) {
     auto& ch = changes[l];
-    std::sort(ch.begin(), ch.end());
-    double cur = 0, peak = 0;
-    for (const auto& [time, delta] : ch) {
-      cur += delta;
-      peak = std::max(peak, cur);
+    std::sort(ch.begin(), ch.end(), [](const auto& a, const auto& b) {
+      if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) < std::get<0>(b);
+      return std::get<1>(a) + std::get<2>(a) < std::get<1>(b) + std::get<2>(b);
+    });
+    double act = 0, held = 0, peak = 0, peak_held = 0;
+    for (const auto& [time, delta, transient] : ch) {
+      act += delta;
+      held += delta + transient;
+      peak = std::max(peak, act);
+      peak_held = std::max(peak_held, held);
     }
     const int d = low.lanes[l].devices[0];
     auto& ds = r.devices[d];
     ds.memory = low.fixed_memory[d];
     ds.memory.activations = Bytes(peak);
+    ds.memory.transient = Bytes(peak_held - peak);
     ds.memory.fragmentation =
         cost::allocator_fragmentation(ds.memory, cost::MemoryConfig{}.fragmentation);
     ds.peak_memory = ds.memory.total();

@@ -956,6 +956,7 @@ void finish_result(const model::Model& m, const cluster::Cluster& c, const plan:
         fixed.gradients += sm.fixed.gradients;
         fixed.optimizer += sm.fixed.optimizer;
         fixed.activations += sm.fixed.activations;
+        fixed.transient = max(fixed.transient, sm.fixed.transient);
         fixed.buffers = max(fixed.buffers, sm.fixed.buffers);
         fixed.reserve = max(fixed.reserve, sm.fixed.reserve);
         share = sm.fragmentation_share;

@@ -119,7 +119,7 @@ TEST(PlanCli, TrainingMetricsAreWrittenAndPriced) {
 // plan's numbers with the model given as in bf16 (the plan's precision rebuilds it); a strategy's
 // precision= costs as the model spec's own dtype=; `run --check` takes the plan's precision, and a
 // --precision that contradicts it is an error. An fp16 plan is "not runnable" on the CPU, with the
-// reason; fp16 plans are stage plans (for CUDA runs).
+// reason; fp16 plans are stage plans (for CUDA runs), which --check without --device judges so.
 TEST(PlanCli, APrecisionIsCostedWrittenAndKept) {
   const std::string model = "gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=32000";
   const std::string cluster = source_path("tests/search/data/two-kinds-8.yaml");
@@ -168,12 +168,20 @@ TEST(PlanCli, APrecisionIsCostedWrittenAndKept) {
   std::string fp16 = text;
   fp16.replace(fp16.find(key), key.size(), "\"precision\": \"fp16\",");
   std::ofstream(out) << fp16;
-  auto half = run_hetplan("run --check " + inputs + " --plan " + out);
+  auto half = run_hetplan("run --check --device cpu " + inputs + " --plan " + out);
   EXPECT_EQ(half.exit_code, 1);
   EXPECT_EQ(half.out.rfind(
                 "not runnable:\n  " + out + ": precision fp16: runs with --device cuda only", 0),
             0u)
       << half.out;
+  // Without --device, a plan for GPUs is judged as run on them: this op-level plan is not.
+  auto on_gpus = run_hetplan("run --check " + inputs + " --plan " + out);
+  EXPECT_EQ(on_gpus.exit_code, 1);
+  EXPECT_EQ(on_gpus.out.rfind("not runnable:\n  " + out +
+                                  ": precision fp16: the op-by-op runtime trains in fp32 or bf16",
+                              0),
+            0u)
+      << on_gpus.out;
   std::filesystem::remove(out);
   // fp16 plans run as stage plans (the op-by-op runtime has no loss scaling), on CUDA.
   auto fp16_plan = run_hetplan("plan " + kSmall + " --precision fp16 --json --out " + out);
@@ -182,6 +190,11 @@ TEST(PlanCli, APrecisionIsCostedWrittenAndKept) {
   auto on_cuda = run_hetplan("run --check --device cuda " + inputs + " --plan " + out);
   EXPECT_EQ(on_cuda.exit_code, 0) << on_cuda.out << on_cuda.err;
   EXPECT_NE(on_cuda.out.find("runnable: 8 ranks"), std::string::npos) << on_cuda.out;
+  auto planned_for = run_hetplan("run --check " + inputs + " --plan " + out);
+  EXPECT_EQ(planned_for.exit_code, 0) << planned_for.out << planned_for.err;
+  EXPECT_NE(planned_for.out.find("(fp16: with --device cuda, on the GPUs it is planned for)"),
+            std::string::npos)
+      << planned_for.out;
   std::filesystem::remove(out);
   // A cluster of CPUs only: no run trains it in fp16.
   auto cpus = run_hetplan("plan --model " + model + " --cluster cpu:4 -b 8 --precision fp16");

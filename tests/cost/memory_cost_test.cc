@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "hand_built.h"
 #include "hetplan/model/zoo.h"
 
@@ -188,6 +190,77 @@ TEST(MemoryCost, NonTransformerLayersKeepEverythingUnderFullRecompute) {
   cfg.activation_shard = 0.5;
   EXPECT_DOUBLE_EQ(stage_activation_bytes(m, cfg).stored_per_sample,
                    2 * s * h + 4 * s * 50000 * 0.5);
+}
+
+// A loss over V classes per token, as the builders make it: 16-bit logits read, their fp32
+// log-softmax kept for the backward pass.
+model::Model with_loss_head(std::int64_t vocab) {
+  auto m = gpt_like(1, kSeq, kHidden, kHeads);
+  model::Op loss;
+  loss.name = "head.loss";
+  loss.kind = model::OpKind::cross_entropy;
+  loss.shard = model::ShardKind::vocab;
+  loss.layer = 1;
+  loss.inputs = {static_cast<int>(m.ops.size()) - 1};
+  loss.bytes_read = 2 * s * static_cast<double>(vocab);
+  loss.saved_bytes = 4 * s * static_cast<double>(vocab);
+  m.ops.push_back(loss);
+  m.layers.push_back({"head", model::LayerKind::head, static_cast<int>(m.ops.size()) - 1, 1});
+  return m;
+}
+
+// As the loss's backward pass starts, PyTorch's unfused loss holds the NLL gradient and
+// log-softmax's fp32 gradient (4 + 4 bytes per logit) beside everything kept; a fused one the
+// 16-bit gradient of its logits. Per sample of the micro-batch, split with the vocabulary, once
+// however many micro-batches are in flight, on the loss's stage only, and in its own line.
+TEST(MemoryCost, TheLossHoldsItsGradientBuffersAsItsOwnLine) {
+  constexpr double V = 50000;
+  const auto m = with_loss_head(50000);
+  MemoryConfig cfg = layers(2);
+  const MemoryBreakdown none = [&] {
+    MemoryConfig c = cfg;
+    c.micro_batch = 0;
+    return stage_memory(m, c);
+  }();
+  EXPECT_DOUBLE_EQ(none.transient.value, 0);
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).transient.value, 8 * s * V);
+  cfg.micro_batch = 4;
+  cfg.inflight_microbatches = 3;
+  cfg.activation_shard = 0.5;  // two tensor-parallel ranks: half the vocabulary each
+  const MemoryBreakdown mem = stage_memory(m, cfg);
+  EXPECT_DOUBLE_EQ(mem.transient.value, 4 * 8 * s * V * 0.5);
+  EXPECT_DOUBLE_EQ(stage_activation_bytes(m, cfg).transient_per_sample, 8 * s * V * 0.5);
+  EXPECT_DOUBLE_EQ(mem.total().value,
+                   (mem.parameters + mem.gradients + mem.optimizer + mem.activations +
+                    mem.transient + mem.buffers + mem.reserve + mem.fragmentation)
+                       .value);
+  cfg.loss = Loss::fused;
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).transient.value, 4 * 2 * s * V * 0.5);
+  cfg.loss = Loss::unfused;
+  // A stage without the loss holds none.
+  cfg.num_layers = 1;
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).transient.value, 0);
+}
+
+// Under full recomputation a layer's rebuilt activations are live later in the backward pass than
+// the loss's buffers: the peak holds the larger, so the line is what the loss needs beyond them.
+TEST(MemoryCost, TheLossBuffersBeyondFullRecomputationsWorkingSet) {
+  for (const std::int64_t vocab : {1000, 50000}) {
+    const auto m = with_loss_head(vocab);
+    MemoryConfig cfg = layers(2);
+    cfg.recompute = Recompute::full;
+    cfg.micro_batch = 2;
+    const ActivationBytes act = stage_activation_bytes(m, cfg);
+    EXPECT_DOUBLE_EQ(act.working_set_per_sample, 34 * s * h + 5 * a * s * s);
+    const double loss = 8 * s * static_cast<double>(vocab);
+    EXPECT_DOUBLE_EQ(act.transient_per_sample, loss);
+    EXPECT_DOUBLE_EQ(stage_memory(m, cfg).transient.value,
+                     2 * std::max(0.0, loss - act.working_set_per_sample))
+        << vocab;
+  }
+  // (The layer's working set lies between the two losses' buffers: both cases are tried.)
+  EXPECT_GT(8 * s * 50000, 34 * s * h + 5 * a * s * s);
+  EXPECT_LT(8 * s * 1000, 34 * s * h + 5 * a * s * s);
 }
 
 TEST(MemoryCost, BuffersReserveAndFragmentationAreTheirOwnLines) {

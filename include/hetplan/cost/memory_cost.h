@@ -52,6 +52,11 @@ enum class Loss { unfused, fused };
 // loss computed fused, its logits in the model's dtype.
 double saved_bytes(const model::Model& m, const model::Op& op, Loss loss);
 
+// Bytes per sample that `op` holds beyond its saved bytes while its backward pass runs: for a
+// whole loss computed unfused, the NLL gradient and log-softmax's fp32 gradient (8 per logit);
+// fused, the 16-bit gradient of its logits. 0 for any other op.
+double transient_bytes(const model::Model& m, const model::Op& op, Loss loss);
+
 struct MemoryConfig {
   int first_layer = 0;  // the stage's layers [first_layer, first_layer + num_layers)
   int num_layers = 0;
@@ -95,17 +100,21 @@ struct MemoryBreakdown {
   Bytes gradients;
   Bytes optimizer;  // fp32 master weights and Adam moments
   Bytes activations;
+  // Live for a moment of the step beyond the activations and their recomputation: the loss's
+  // gradient buffers as its backward pass runs (what of them the working set does not cover).
+  Bytes transient;
   Bytes buffers;        // communication buckets, gathered weights
   Bytes reserve;        // CUDA context, library workspaces: outside the allocator
   Bytes fragmentation;  // held by the caching allocator, not usable by the step's tensors
   Bytes total() const {
-    return parameters + gradients + optimizer + activations + buffers + reserve + fragmentation;
+    return parameters + gradients + optimizer + activations + transient + buffers + reserve +
+           fragmentation;
   }
 };
 
 // The bytes a caching allocator (PyTorch's) holds beyond the live tensors at the peak: `share` of
-// what it allocates and frees during a step, the activations and buffers of `b`. The model's
-// states are allocated once at start-up, in large blocks that do not fragment.
+// what it allocates and frees during a step, the activations, transient buffers and buffers of `b`.
+// The model's states are allocated once at start-up, in large blocks that do not fragment.
 Bytes allocator_fragmentation(const MemoryBreakdown& b, double share);
 
 // Peak memory of one device of a pipeline stage. Per op, saved_bytes (per sample) are split by
@@ -123,21 +132,26 @@ Bytes allocator_fragmentation(const MemoryBreakdown& b, double share);
 MemoryBreakdown stage_memory(const model::Model& m, const MemoryConfig& cfg);
 
 // The per-sample activation bytes one device keeps for the backward pass (before micro_batch and
-// inflight_microbatches), and the recomputation working set per sample (0 unless full).
+// inflight_microbatches), the recomputation working set per sample (0 unless full), and the
+// loss's transient buffers per sample (a whole loss's: 8 bytes per logit unfused, the model's
+// dtype fused; 0 on stages without it).
 struct ActivationBytes {
   double stored_per_sample = 0;
   double working_set_per_sample = 0;
+  double transient_per_sample = 0;
 };
 ActivationBytes stage_activation_bytes(const model::Model& m, const MemoryConfig& cfg);
 
 // One layer's part of a stage's memory on a device set up as cfg (its layer range unused): the
 // parameters it holds (times the device's share), those of a tied head's table copy, the
-// activation bytes it keeps per sample, and under full recomputation its rebuilt activations.
+// activation bytes it keeps per sample, under full recomputation its rebuilt activations, and a
+// whole loss's transient buffers.
 struct LayerMemory {
   double params = 0;
   double tied_copy = 0;
   double stored_per_sample = 0;
   double working_per_sample = 0;
+  double transient_per_sample = 0;
 };
 LayerMemory layer_memory(const model::Model& m, const MemoryConfig& cfg, int layer);
 

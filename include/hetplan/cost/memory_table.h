@@ -40,7 +40,7 @@ class StageMemoryTable {
   const model::Model* m_;
   MemoryConfig cfg_;
   std::vector<double> params_, tied_, stored_;  // prefix sums over layers
-  RangeMax working_, gathered_;
+  RangeMax working_, transient_, gathered_;
   int table_layer_;  // tied_table_layer(model)
 };
 

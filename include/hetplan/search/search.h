@@ -18,6 +18,9 @@ enum class Algo { automatic, dp, megatron, uneven_dp, hap, pipeline, ft, tag, he
 const char* to_string(Algo a);
 std::optional<Algo> algo_from_string(std::string_view s);
 std::string algo_names();  // "auto|dp|...": for error messages
+// Why find_plan (and the search over devices to rent) takes no Algo::ft.
+inline constexpr const char* kFtIsPareto =
+    "--algo: ft: use `hetplan pareto` for the Frontier Tracking planner";
 
 // Whether TAG's op-level search (and HeteroG's decoder) applies: clusters of up to 64 devices and
 // 20000 (op, device) pairs.
