@@ -174,24 +174,6 @@ TEST(MemoryCost, ATiedHeadAwayFromItsTableHoldsACopy) {
   EXPECT_DOUBLE_EQ(stage_memory(*m, cfg).parameters.value, 2 * (head + table) / 2);
 }
 
-TEST(MemoryCost, NonTransformerLayersKeepEverythingUnderFullRecompute) {
-  auto m = gpt_like(1, kSeq, kHidden, kHeads);
-  model::Op logits;
-  logits.name = "head.loss";
-  logits.kind = model::OpKind::cross_entropy;
-  logits.shard = model::ShardKind::vocab;
-  logits.layer = 1;
-  logits.saved_bytes = 4 * s * 50000;  // fp32 logits
-  logits.bytes_read = 2 * s * h;
-  m.ops.push_back(logits);
-  m.layers.push_back({"head", model::LayerKind::head, static_cast<int>(m.ops.size()) - 1, 1});
-  MemoryConfig cfg = layers(2);
-  cfg.recompute = Recompute::full;
-  cfg.activation_shard = 0.5;
-  EXPECT_DOUBLE_EQ(stage_activation_bytes(m, cfg).stored_per_sample,
-                   2 * s * h + 4 * s * 50000 * 0.5);
-}
-
 // A loss over V classes per token, as the builders make it: 16-bit logits read, their fp32
 // log-softmax kept for the backward pass.
 model::Model with_loss_head(std::int64_t vocab) {
@@ -207,6 +189,15 @@ model::Model with_loss_head(std::int64_t vocab) {
   m.ops.push_back(loss);
   m.layers.push_back({"head", model::LayerKind::head, static_cast<int>(m.ops.size()) - 1, 1});
   return m;
+}
+
+TEST(MemoryCost, NonTransformerLayersKeepEverythingUnderFullRecompute) {
+  const auto m = with_loss_head(50000);
+  MemoryConfig cfg = layers(2);
+  cfg.recompute = Recompute::full;
+  cfg.activation_shard = 0.5;
+  EXPECT_DOUBLE_EQ(stage_activation_bytes(m, cfg).stored_per_sample,
+                   2 * s * h + 4 * s * 50000 * 0.5);
 }
 
 // As the loss's backward pass starts, PyTorch's unfused loss holds the NLL gradient and
