@@ -25,7 +25,8 @@ json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 ranks() {  # plan arguments: the devices the plan uses (4 for a strategy)
   case $1 in
     --plan*) python3 -c "import json; p=json.load(open('${1#--plan }'));
-print(len({d for s in p['stages'] for r in s['replicas'] for d in r['devices']}))" ;;
+groups = [r for s in p['stages'] for r in s['replicas']] if 'stages' in p else p['op_groups']
+print(len({d for g in groups for d in g['devices']}))" ;;
     *) echo 4 ;;
   esac
 }

@@ -17,6 +17,7 @@
 #include "checkpoint.h"
 #include "grad_buckets.h"
 #include "hetplan/plan/op_groups.h"
+#include "hetplan/sim/gradient_buckets.h"
 #include "memory_probe.h"
 #include "op_graph.h"
 #include "peer_watch.h"
@@ -41,6 +42,15 @@ struct Subgroup {
   std::vector<int> ranks;  // ascending
   PG pg;                   // null on the ranks outside it
   int rank_in(int world_rank) const { return Layout::index_in(ranks, world_rank); }
+};
+
+// Whole groups whose gradients are summed alike: over one subgroup, all-reduced or served (by
+// these ranks of it).
+struct FusedKey {
+  int subgroup = -1;
+  bool served = false;
+  std::vector<int> servers;
+  auto operator<=>(const FusedKey&) const = default;
 };
 
 void add_rows(torch::Tensor& acc, const std::vector<std::int64_t>& shape, std::int64_t begin,
@@ -691,6 +701,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       auto comm_start = Clock::now();
       for (auto& w : sends) w->wait(timeout);
       // Gradient synchronisation of each group of more than one device.
+      std::map<FusedKey, std::vector<torch::Tensor>> fused;
       for (std::size_t g = 0; g < G; ++g) {
         Collectives* pg = pg_of(g);
         if (!pg || group_params[g].empty()) continue;
@@ -750,32 +761,33 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           }
           continue;
         }
+        // The others: fused with every group's of the same devices and synchronisation, as the
+        // simulator prices them.
         const plan::OpGroup& og = p.op_groups[g];
         const Subgroup& sub = subgroups[static_cast<std::size_t>(subgroup_of[g])];
-        const std::vector<torch::Tensor> reduced = grads_of(rest);  // all-reduced or served
-        if (reduced.empty()) continue;
-        std::vector<torch::Tensor> flat{flatten(reduced)};
-        if (og.sync == plan::SyncMethod::parameter_server) {
-          // Each server reduces its slice of the flattened gradients and sends the sum back.
+        FusedKey key{subgroup_of[g], og.sync == plan::SyncMethod::parameter_server, {}};
+        if (key.served) {
           std::vector<int> servers = og.servers;
           if (servers.empty()) servers.push_back(og.devices.front());
-          const std::int64_t n = flat[0].numel(), S = static_cast<std::int64_t>(servers.size());
-          for (std::int64_t i = 0; i < S; ++i) {
-            const int server_rank =
-                Layout::index_in(at.devices, servers[static_cast<std::size_t>(i)]);
-            std::vector<torch::Tensor> part{flat[0].slice(0, n * i / S, n * (i + 1) / S).clone()};
-            c10d::ReduceOptions ro;
-            ro.rootRank = sub.rank_in(server_rank);
-            pg->reduce(part, ro)->wait(timeout);
-            c10d::BroadcastOptions bo;
-            bo.rootRank = ro.rootRank;
-            pg->broadcast(part, bo)->wait(timeout);
-            flat[0].slice(0, n * i / S, n * (i + 1) / S).copy_(part[0]);
-          }
-        } else {
-          pg->allreduce(flat)->wait(timeout);
+          for (int d : servers) key.servers.push_back(sub.rank_in(Layout::index_in(at.devices, d)));
         }
-        unflatten_into(flat[0], reduced);
+        auto& fused_grads = fused[key];
+        for (const auto& t : grads_of(rest)) fused_grads.push_back(t);
+      }
+      for (const auto& [key, grads] : fused) {
+        Collectives& pg = *pg_at(key.subgroup);
+        std::vector<double> bytes;
+        for (const auto& t : grads) bytes.push_back(static_cast<double>(t.nbytes()));
+        for (auto [first, count] : sim::gradient_buckets(bytes, p.grad_bucket_bytes)) {
+          const std::vector<torch::Tensor> bucket(grads.begin() + first,
+                                                  grads.begin() + first + count);
+          if (!key.served)
+            all_reduce_flat(pg, bucket, timeout);
+          else if (key.servers.size() == 1)
+            serve_flat(pg, bucket, key.servers[0], timeout);
+          else
+            serve_slices_flat(pg, bucket, key.servers, timeout);
+        }
       }
       // The table's copies in the two groups, in the whole layout: a split group's members give
       // their rows; whole copies are given once per replica.

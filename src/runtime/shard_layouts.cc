@@ -1,5 +1,7 @@
 #include "shard_layouts.h"
 
+#include <algorithm>
+
 #include "grad_buckets.h"
 
 namespace hetplan::runtime::detail {
@@ -60,6 +62,39 @@ void serve_flat(Collectives& pg, const std::vector<torch::Tensor>& tensors, int 
   bo.rootRank = server;
   pg.broadcast(flat, bo)->wait(timeout);
   unflatten_into(flat[0], tensors);
+}
+
+void serve_slices_flat(Collectives& pg, const std::vector<torch::Tensor>& tensors,
+                       const std::vector<int>& servers, std::chrono::milliseconds timeout) {
+  const torch::Tensor flat = flatten(tensors);
+  const std::int64_t N = flat.numel(), S = static_cast<std::int64_t>(servers.size());
+  const int n = pg.getSize(), me = pg.getRank();
+  // The servers' slices in rank order, so that the flattened tensors are what every rank sends
+  // and where the sums arrive, without copies: each server's length by rank (0 for the others).
+  std::vector<int> ranked = servers;
+  std::sort(ranked.begin(), ranked.end());
+  std::vector<std::int64_t> slices(static_cast<std::size_t>(n), 0);
+  for (std::int64_t i = 0; i < S; ++i)
+    slices[static_cast<std::size_t>(ranked[static_cast<std::size_t>(i)])] =
+        N * (i + 1) / S - N * i / S;
+  const std::int64_t my_len = slices[static_cast<std::size_t>(me)];
+  const std::vector<std::int64_t> mine_each(static_cast<std::size_t>(n), my_len);
+  c10d::AllToAllOptions opts;
+  // Push: to each server its slice. (c10d takes the split sizes by reference and moves from them:
+  // each call gets copies.)
+  torch::Tensor got = torch::empty({n * my_len}, flat.options());
+  {
+    torch::Tensor in = flat;
+    std::vector<std::int64_t> out_sizes = mine_each, in_sizes = slices;
+    pg.alltoall_base(got, in, out_sizes, in_sizes, opts)->wait(timeout);
+  }
+  // Pull: each server's sum to every rank, into place.
+  {
+    torch::Tensor in = got.view({n, my_len}).sum(0).repeat({n}), out = flat;
+    std::vector<std::int64_t> out_sizes = slices, in_sizes = mine_each;
+    pg.alltoall_base(out, in, out_sizes, in_sizes, opts)->wait(timeout);
+  }
+  unflatten_into(flat, tensors);
 }
 
 std::vector<torch::Tensor> whole_sums(Collectives& pg, const ShardLayouts& layouts,

@@ -60,6 +60,14 @@ void all_reduce_flat(Collectives& pg, const std::vector<torch::Tensor>& tensors,
 void serve_flat(Collectives& pg, const std::vector<torch::Tensor>& tensors, int server,
                 std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
+// Sums `tensors` over `pg` on several parameter servers (their ranks in pg, distinct), each the
+// sum of its slice of the flattened tensors (the i-th server in rank order: elements [N i / S,
+// N (i + 1) / S)), and writes the sums back: every rank sends each server its slice and each
+// server sends its sum to every rank, two all-to-alls whatever the number of servers.
+void serve_slices_flat(Collectives& pg, const std::vector<torch::Tensor>& tensors,
+                       const std::vector<int>& servers,
+                       std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
 // The sums over `pg` of `values` (one per parameter, shaped as it) in the whole layout: each
 // rank's slices are placed in tensors of the whole shape (zeros elsewhere) and summed in one flat
 // all-reduce. A rank gives its values of split parameters when `give_split`, and of whole ones

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+
 namespace hetplan::runtime::detail {
 namespace {
 
@@ -34,6 +38,32 @@ TEST(ShardLayouts, KeepsSlicesAndMapsThemToTheWholeAndBack) {
   torch::Tensor v = whole.clone();
   layouts.keep(v, 1, {{2, 4}});
   EXPECT_TRUE(torch::equal(layouts.to_whole(v, v).slice(1, 2, 4), whole.slice(1, 2, 4)));
+}
+
+// Parameter servers 2 and 0 of three ranks (rank 1 serves nothing) sum the 11 elements of two
+// tensors, server 0 elements 0-4 and server 2 elements 5-10: every rank ends with the sums.
+TEST(ShardLayouts, SeveralServersSumTheirSlicesInTwoAllToAlls) {
+  constexpr int kRanks = 3;
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  std::vector<std::vector<torch::Tensor>> tensors(kRanks);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kRanks; ++r) {
+    tensors[r] = {torch::arange(1, 6, torch::kFloat) * (r + 1),
+                  torch::arange(6, 12, torch::kFloat).reshape({2, 3}) * (r + 1)};
+    ranks.emplace_back([&, r] {
+      auto options = c10d::ProcessGroupGloo::Options::create();
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      c10d::ProcessGroupGloo pg(store, r, kRanks, options);
+      serve_slices_flat(pg, tensors[r], {2, 0});
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < kRanks; ++r) {  // 1 + 2 + 3 times each element
+    EXPECT_TRUE(torch::equal(tensors[r][0], torch::arange(1, 6, torch::kFloat) * 6)) << r;
+    EXPECT_TRUE(
+        torch::equal(tensors[r][1], torch::arange(6, 12, torch::kFloat).reshape({2, 3}) * 6))
+        << r;
+  }
 }
 
 }  // namespace
