@@ -78,8 +78,7 @@ void print_summary(const model::Model& m, const cluster::Cluster& c, const plan:
     const cost::MemoryBreakdown& b = peak->memory;
     fmt::print(
         "           device {}: parameters {}, gradients {}, optimizer {}, activations {}, "
-        "transient "
-        "{}, buffers {}, reserve {}, fragmentation {}\n",
+        "transient {}, buffers {}, reserve {}, fragmentation {}\n",
         peak->device, format_bytes(b.parameters), format_bytes(b.gradients),
         format_bytes(b.optimizer), format_bytes(b.activations), format_bytes(b.transient),
         format_bytes(b.buffers), format_bytes(b.reserve), format_bytes(b.fragmentation));
