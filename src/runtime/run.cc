@@ -419,18 +419,21 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   // that split alike, checked) keeps only the slices between passes: each model chunk's weights
   // are a part of their own, gathered whole for each pass of the chunk and released after it, as
   // the simulator prices them (a gather per pass).
+  // Batch programs (ZeRO-1 and -2, checked) keep the optimizer's slices in the whole layout too:
+  // a rank holds whole weights and its shards of others, as the replicas of unlike splits do.
   const bool unlike = !at.aligned[at.s] && !batch_program;
+  const bool whole_zero = unlike || batch_program;
   const bool zero = p.zero_stage >= 1 && at.R() > 1;
   const bool zero3 = zero && p.zero_stage == 3;
-  const PG zero_group = unlike ? groups.stage_all : groups.stage;
-  const int zero_n = unlike ? at.stage_size(at.s) : at.R();
-  const int zero_k = unlike ? at.stage_rank() : at.r;
+  const PG zero_group = whole_zero ? groups.stage_all : groups.stage;
+  const int zero_n = whole_zero ? at.stage_size(at.s) : at.R();
+  const int zero_k = whole_zero ? at.stage_rank() : at.r;
   std::vector<torch::Tensor> whole_params;  // unlike: the stage's parameters, whole
   std::vector<detail::ZeroPart> zero_parts;  // ZeRO-3: one per model chunk, else one
   std::vector<torch::Tensor> owned;          // their slices: the optimizer's parameters
   if (zero) {
     torch::NoGradGuard no_grad;
-    if (unlike)  // every replica holds the same: the first one's slices, whole
+    if (whole_zero)  // every replica holds the same: the first one's slices, whole
       whole_params = detail::whole_sums(*zero_group, mod.layouts(), params, params, at.r == 0,
                                         at.r == 0 && at.j == 0);
     if (zero3) {
@@ -441,7 +444,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     } else {
       std::vector<std::size_t> every(params.size());
       std::iota(every.begin(), every.end(), std::size_t{0});
-      zero_parts.emplace_back(unlike ? whole_params : params, std::move(every), zero_n, zero_k);
+      zero_parts.emplace_back(whole_zero ? whole_params : params, std::move(every), zero_n, zero_k);
     }
     for (const auto& part : zero_parts) owned.push_back(part.owned);
   }
@@ -460,7 +463,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     return it == named.end() ? nullptr : &it->second.first;
   };
   // Under ZeRO over unlike replicas the optimizer's layout is the whole one, else this rank's.
-  const bool whole_layout = zero && unlike;
+  const bool whole_layout = zero && whole_zero;
   if (resume) {
     // Adam's moments of this rank's part, cut from the whole ones; its step count the steps done.
     std::vector<torch::Tensor> avg, avg_sq;
@@ -800,14 +803,15 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       if (zero) {
         // Unlike replicas: the summed gradients whole (the stage's sums over every replica, or,
         // once summed with the tied copy, the first replica's, which every replica then holds).
-        const bool every_replica = !groups.tied;
+        // A batch program's are summed already (buckets and shards, above): the first replica's.
+        const bool every_replica = !groups.tied && !batch_program;
         std::vector<torch::Tensor> owned_grads;
         for (std::size_t i = 0; i < zero_parts.size(); ++i) {
           detail::ZeroPart& part = zero_parts[i];
           if (part.index.empty()) continue;  // (a model chunk without weights)
           const torch::Tensor flat_grads =
               reduce_to_slices ? sliced_grads[i]
-              : !unlike
+              : !whole_zero
                   ? detail::flatten(grads_of(part.of(params)))
                   : detail::flatten(detail::whole_sums(*zero_group, mod.layouts(), params,
                                                        grads_of(params), every_replica || at.r == 0,
@@ -825,7 +829,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           const torch::Tensor updated =
               detail::gather_slices(*zero_group, zero_n, part.slice, part.owned, timeout);
           torch::NoGradGuard no_grad;
-          if (unlike) {
+          if (whole_zero) {
             detail::unflatten_into(updated, whole_params);
             for (std::size_t i = 0; i < params.size(); ++i)
               params[i].copy_(mod.layouts().to_part(params[i], whole_params[i]));

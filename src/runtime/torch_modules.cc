@@ -224,36 +224,38 @@ class Block : public nn::Module {
   }
 
   Result<bool> shard(ShardLayouts& layouts) {
-    auto groups = unit_range(d_.kv_heads, *tp_, "key/value heads");
-    if (!groups) return groups.error();
-    auto cols = d_.experts > 0 ? unit_range(d_.experts, *tp_, "experts")
-                               : unit_range(d_.ffn, *tp_, "MLP columns");
-    if (!cols) return cols.error();
-    const std::int64_t hd = d_.head_dim, per = d_.heads / d_.kv_heads;
-    const auto [k0, k1] = *groups;
-    const std::int64_t q = d_.heads * hd, kv = d_.kv_heads * hd;
-    const std::vector<std::pair<std::int64_t, std::int64_t>> qkv_rows = {
-        {k0 * per * hd, k1 * per * hd},
-        {q + k0 * hd, q + k1 * hd},
-        {q + kv + k0 * hd, q + kv + k1 * hd}};
-    layouts.keep(qkv_->weight, 0, qkv_rows);
-    if (d_.bias) layouts.keep(qkv_->bias, 0, qkv_rows);
-    layouts.keep(proj_->weight, 1, {{k0 * per * hd, k1 * per * hd}});
-    local_kv_ = k1 - k0;
-    local_heads_ = local_kv_ * per;
-    if (d_.experts > 0) {  // whole experts per rank; the router stays whole
-      experts_ = *cols;
-      layouts.keep(gate_up_, 0, {experts_});
-      layouts.keep(down_, 0, {experts_});
-      return true;
+    if (auto ok = shard_attention(layouts, *tp_); !ok) return ok;
+    return shard_ffn(layouts, *tp_);
+  }
+
+  // In a batch program over `group`: the attention and/or the MLP (or the experts) split by tensor
+  // as shard() splits them, each rank computing its part for the replica's samples (`samples`:
+  // each rank's count of the pass, gathered in and reduce-scattered out). The split weights are
+  // added to `split` (their gradients are the replica's sums of this rank's slices). `group` and
+  // `samples` must outlive the module's use.
+  Result<bool> split_branches(ShardLayouts& layouts, const TensorParallel& group,
+                              const std::vector<std::int64_t>* samples, bool attention, bool ffn,
+                              std::vector<torch::Tensor>& split) {
+    batch_group_ = &group;
+    samples_ = samples;
+    if (attention) {
+      if (auto ok = shard_attention(layouts, group); !ok) return ok;
+      attention_by_tensor_ = true;
+      split.push_back(qkv_->weight);
+      if (d_.bias) split.push_back(qkv_->bias);
+      split.push_back(proj_->weight);
     }
-    const auto [f0, f1] = *cols;
-    std::vector<std::pair<std::int64_t, std::int64_t>> fc1_rows = {{f0, f1}};
-    if (d_.swiglu) fc1_rows.push_back({d_.ffn + f0, d_.ffn + f1});
-    layouts.keep(fc1_->weight, 0, fc1_rows);
-    if (d_.bias) layouts.keep(fc1_->bias, 0, fc1_rows);
-    layouts.keep(fc2_->weight, 1, {{f0, f1}});
-    local_ffn_ = f1 - f0;
+    if (ffn) {
+      if (auto ok = shard_ffn(layouts, group); !ok) return ok;
+      ffn_by_tensor_ = true;
+      if (d_.experts > 0) {
+        split.insert(split.end(), {gate_up_, down_});
+      } else {
+        split.push_back(fc1_->weight);
+        if (d_.bias) split.push_back(fc1_->bias);
+        split.push_back(fc2_->weight);
+      }
+    }
     return true;
   }
 
@@ -275,40 +277,90 @@ class Block : public nn::Module {
   }
 
  private:
+  // QKV by key/value head groups, the projection by the matching input features, over `tp`.
+  Result<bool> shard_attention(ShardLayouts& layouts, const TensorParallel& tp) {
+    auto groups = unit_range(d_.kv_heads, tp, "key/value heads");
+    if (!groups) return groups.error();
+    const std::int64_t hd = d_.head_dim, per = d_.heads / d_.kv_heads;
+    const auto [k0, k1] = *groups;
+    const std::int64_t q = d_.heads * hd, kv = d_.kv_heads * hd;
+    const std::vector<std::pair<std::int64_t, std::int64_t>> qkv_rows = {
+        {k0 * per * hd, k1 * per * hd},
+        {q + k0 * hd, q + k1 * hd},
+        {q + kv + k0 * hd, q + kv + k1 * hd}};
+    layouts.keep(qkv_->weight, 0, qkv_rows);
+    if (d_.bias) layouts.keep(qkv_->bias, 0, qkv_rows);
+    layouts.keep(proj_->weight, 1, {{k0 * per * hd, k1 * per * hd}});
+    local_kv_ = k1 - k0;
+    local_heads_ = local_kv_ * per;
+    return true;
+  }
+  // The MLP by columns (the first GEMM's outputs, the second's inputs), or whole experts per rank
+  // with the router whole, over `tp`.
+  Result<bool> shard_ffn(ShardLayouts& layouts, const TensorParallel& tp) {
+    auto cols = d_.experts > 0 ? unit_range(d_.experts, tp, "experts")
+                               : unit_range(d_.ffn, tp, "MLP columns");
+    if (!cols) return cols.error();
+    if (d_.experts > 0) {
+      experts_ = *cols;
+      layouts.keep(gate_up_, 0, {experts_});
+      layouts.keep(down_, 0, {experts_});
+      return true;
+    }
+    const auto [f0, f1] = *cols;
+    std::vector<std::pair<std::int64_t, std::int64_t>> fc1_rows = {{f0, f1}};
+    if (d_.swiglu) fc1_rows.push_back({d_.ffn + f0, d_.ffn + f1});
+    layouts.keep(fc1_->weight, 0, fc1_rows);
+    if (d_.bias) layouts.keep(fc1_->bias, 0, fc1_rows);
+    layouts.keep(fc2_->weight, 1, {{f0, f1}});
+    local_ffn_ = f1 - f0;
+    return true;
+  }
+
+  // Into a branch (the attention or the MLP) and out of it. By tensor in a batch program
+  // (`by_samples`): the replica's samples all-gathered in, the row-split output's partial sums
+  // reduce-scattered to each rank's samples. Else Megatron-LM's f and g over the tensor-parallel
+  // group (under sequence parallelism, the positions gathered in and reduce-scattered out).
+  torch::Tensor enter(const torch::Tensor& t, bool by_samples) const {
+    if (by_samples) return gather_shards(t, *batch_group_, 0, *samples_);
+    return tp_->sequence_parallel() ? gather_sequence(t, *tp_) : copy_to_group(t, *tp_);
+  }
+  torch::Tensor leave(const torch::Tensor& t, bool by_samples) const {
+    if (by_samples) return reduce_scatter_shards(t, *batch_group_, 0, *samples_);
+    return tp_->sequence_parallel() ? reduce_scatter_sequence(t, *tp_) : reduce_from_group(t, *tp_);
+  }
+
   torch::Tensor body(const torch::Tensor& x, bool recompute_core) {
     namespace F = torch::nn::functional;
     const TensorParallel& tp = *tp_;
-    const bool sp = tp.sequence_parallel();
-    auto enter = [&](const torch::Tensor& t) {
-      return sp ? gather_sequence(t, tp) : copy_to_group(t, tp);
-    };
-    auto leave = [&](const torch::Tensor& t) {
-      return sp ? reduce_scatter_sequence(t, tp) : reduce_from_group(t, tp);
-    };
     // A weight as the pass uses it: gathered when a batch program shards it.
     auto w = [this](const torch::Tensor& t) { return weights_->whole(t); };
     // Pre-norm: each branch reads the norm of the residual stream; post-norm: the stream is
     // normed after each residual sum.
     const bool pre = d_.pre_norm;
-    const auto a = enter(pre ? norm1_(x, tp, *weights_) : x);
+    const bool attn_split = attention_by_tensor_, ffn_split = ffn_by_tensor_;
+    const auto a = enter(pre ? norm1_(x, tp, *weights_) : x, attn_split);
     const auto ctx =
         run_layer(core_, weights_->linear(a, qkv_->weight, qkv_->bias), recompute_core);
     // A row-parallel output is summed over the group before its bias is added; without a group
     // the bias goes into the linear op (a batch program's shards of both then move together).
-    const bool rows = tp.active();
-    auto y = x + leave(weights_->linear(ctx, proj_->weight, rows ? torch::Tensor() : proj_->bias));
-    if (d_.bias && rows) y = y + whole_weight(w(proj_->bias), tp);
+    const bool attn_rows = tp.active() || attn_split, ffn_rows = tp.active() || ffn_split;
+    auto y =
+        x + leave(weights_->linear(ctx, proj_->weight, attn_rows ? torch::Tensor() : proj_->bias),
+                  attn_split);
+    if (d_.bias && attn_rows) y = y + whole_weight(w(proj_->bias), tp);
     if (!pre) y = norm1_(y, tp, *weights_);
-    const auto b = enter(pre ? norm2_(y, tp, *weights_) : y);
+    const auto b = enter(pre ? norm2_(y, tp, *weights_) : y, ffn_split);
     torch::Tensor out;
     if (d_.experts > 0) {
-      out = y + leave(experts(b));
+      out = y + leave(experts(b), ffn_split);
     } else {
       auto h = weights_->linear(b, fc1_->weight, fc1_->bias);
       h = d_.swiglu ? torch::silu(h.slice(-1, 0, local_ffn_)) * h.slice(-1, local_ffn_)
                     : torch::gelu(h);
-      out = y + leave(weights_->linear(h, fc2_->weight, rows ? torch::Tensor() : fc2_->bias));
-      if (d_.bias && rows) out = out + whole_weight(w(fc2_->bias), tp);
+      out = y + leave(weights_->linear(h, fc2_->weight, ffn_rows ? torch::Tensor() : fc2_->bias),
+                      ffn_split);
+      if (d_.bias && ffn_rows) out = out + whole_weight(w(fc2_->bias), tp);
     }
     return pre ? out : norm2_(out, tp, *weights_);
   }
@@ -316,10 +368,13 @@ class Block : public nn::Module {
   // experts with the largest router logits, weighted by the softmax of those k. Under tensor
   // parallelism every rank holds the whole micro-batch's tokens and the router, computes its own
   // experts' part of each token's sum, and the group sums the parts (leave); the router's weight
-  // is used through copy_to_group, whose backward pass sums each rank's part of its gradient.
+  // is used through copy_to_group, whose backward pass sums each rank's part of its gradient. (In
+  // a batch program the router is a whole weight, its gradient summed over the stage's ranks with
+  // the others'.)
   torch::Tensor experts(const torch::Tensor& x) const {
     const auto flat = x.reshape({-1, d_.hidden});
-    const auto router = copy_to_group(weights_->whole(router_->weight), *tp_);
+    const auto router = ffn_by_tensor_ ? weights_->whole(router_->weight)
+                                       : copy_to_group(weights_->whole(router_->weight), *tp_);
     const auto [top, chosen] = torch::matmul(flat, router.t()).topk(d_.top_k, -1);
     const auto gates = torch::softmax(top, -1);
     const auto gate_up = weights_->whole(gate_up_), down = weights_->whole(down_);
@@ -375,6 +430,10 @@ class Block : public nn::Module {
   const torch::Tensor *cos_, *sin_;  // the model's rotary tables
   const TensorParallel* tp_;         // the model's tensor-parallel group
   const ShardedWeights* weights_;    // the model's sharded weights (batch programs)
+  // A batch program's group and each rank's samples of the pass, where a branch goes by tensor.
+  const TensorParallel* batch_group_ = nullptr;
+  const std::vector<std::int64_t>* samples_ = nullptr;
+  bool attention_by_tensor_ = false, ffn_by_tensor_ = false;
   std::int64_t local_heads_, local_kv_, local_ffn_;
   std::pair<std::int64_t, std::int64_t> experts_;  // this rank's experts [first, second)
   Norm norm1_, norm2_;
@@ -524,6 +583,19 @@ class Decoder : public BlockStack {
   }
   Result<bool> split_batch(const BatchProgram& prog) override {
     if (auto ok = shard_ops(prog); !ok) return ok;
+    const auto& branches = batch_.tensor_branches;
+    for (std::size_t i = 0; i < blocks_.size(); ++i) {
+      const std::string block = "layers." + std::to_string(i);
+      auto has = [&](const char* branch) {
+        return std::find(branches.begin(), branches.end(), block + branch) != branches.end();
+      };
+      const bool attention = has(".attn"), ffn = has(".mlp") || has(".moe");
+      if (!attention && !ffn) continue;
+      if (auto ok = blocks_[i]->split_branches(layouts_, batch_.group, &samples_, attention, ffn,
+                                               sharded_);
+          !ok)
+        return ok;
+    }
     if (!prog.vocab_embedding && !prog.vocab_head) return true;
     auto counts = unit_counts(d_.vocab, batch_.group, "vocabulary rows");
     if (!counts) return counts.error();

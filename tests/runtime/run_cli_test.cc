@@ -1448,6 +1448,133 @@ TEST(RunCli, BatchProgramsOverUnlikeReplicasMatchOneProcess) {
   std::filesystem::remove(file);
 }
 
+// HAP's programs that split a block's attention or MLP by tensor inside a batch program (its
+// program for Llama 2 7B on hap-mixed splits the MLPs so): the replica's samples are all-gathered
+// into the branch, each rank computes its heads, columns or experts at the replica's shares, and
+// the partial sums are reduce-scattered back to each rank's samples. GPT's MLPs over three ranks
+// at 5:3:2 with the attention's QKV sharded; a Llama's attention over two replicas of two ranks
+// at 3:2, recomputing each block; a mixture's experts with the router split by batch.
+TEST(RunCli, BatchProgramsWithBranchesByTensorMatchOneProcess) {
+  const auto gpt = write_plan("branch_mlp", R"({"version": 1, "global_batch": 16,
+    "num_microbatches": 2, "stages": [{"first_layer": 0, "num_layers": 4,
+      "replicas": [{"devices": [0, 1, 2], "tp_shares": [0.5, 0.3, 0.2], "batch_share": 1.0}]}],
+    "op_overrides": [{"ops": "layers.*.mlp.fc1", "split": "tensor"},
+                     {"ops": "layers.*.mlp.gelu", "split": "tensor"},
+                     {"ops": "layers.*.mlp.fc2", "split": "tensor"},
+                     {"ops": "layers.*.attn.qkv", "split": "batch_sharded"},
+                     {"ops": "*", "split": "batch"}]})");
+  const auto llama = write_plan("branch_attn", R"({"version": 1, "global_batch": 16,
+    "num_microbatches": 2, "recompute": "full",
+    "stages": [{"first_layer": 0, "num_layers": 4,
+      "replicas": [{"devices": [0, 1], "tp_shares": [0.6, 0.4], "batch_share": 0.625},
+                   {"devices": [2, 3], "tp_shares": [0.6, 0.4], "batch_share": 0.375}]}],
+    "op_overrides": [{"ops": "layers.*.attn.residual", "split": "batch"},
+                     {"ops": "layers.*.attn.*", "split": "tensor"},
+                     {"ops": "layers.*.mlp.*", "split": "batch_sharded"},
+                     {"ops": "*", "split": "batch"}]})");
+  const auto moe = write_plan("branch_moe", R"({"version": 1, "global_batch": 12,
+    "num_microbatches": 2, "stages": [{"first_layer": 0, "num_layers": 4,
+      "replicas": [{"devices": [0, 1, 2], "tp_shares": [0.5, 0.25, 0.25], "batch_share": 1.0}]}],
+    "op_overrides": [{"ops": "layers.*.moe.gate_up", "split": "tensor"},
+                     {"ops": "layers.*.moe.silu_mul", "split": "tensor"},
+                     {"ops": "layers.*.moe.down", "split": "tensor"},
+                     {"ops": "layers.*.moe.combine", "split": "tensor"},
+                     {"ops": "*", "split": "batch"}]})");
+  const std::string llama_model =
+      "llama:layers=2,hidden=64,heads=4,kv_heads=2,seq=32,vocab=256,tied=0";
+  const std::string moe_model =
+      "moe:layers=2,hidden=64,heads=4,kv_heads=4,seq=32,vocab=256,ffn=48,experts=4,top_k=2";
+  // (The stage runtime: not op by op, which GPT has a form for, and the others none.)
+  const auto three = run_hetplan(std::string("run --json --steps 20 --model ") + kGpt +
+                                 " --nprocs 3 --plan " + gpt);
+  ASSERT_EQ(three.exit_code, 0) << three.err;
+  EXPECT_EQ(three.err.find("op by op"), std::string::npos) << three.err;
+  expect_same_losses(losses(std::string("--model ") + kGpt + " --strategy dp=1,gbs=16"),
+                     nlohmann::json::parse(three.out)["losses"].get<std::vector<double>>());
+  expect_same_losses(losses("--model " + llama_model + " --strategy dp=1,gbs=16"),
+                     losses("--model " + llama_model + " --nprocs 4 --plan " + llama));
+  expect_same_losses(losses("--model " + moe_model + " --strategy dp=1,gbs=12"),
+                     losses("--model " + moe_model + " --nprocs 3 --plan " + moe));
+  // Refused before start: a branch split in part (the attention's scores by batch between its
+  // QKV and its context by tensor), and a branch whose heads the shares leave a rank none of.
+  auto doc = nlohmann::json::parse(cli::testing::slurp(llama));
+  doc["op_overrides"].insert(doc["op_overrides"].begin(),
+                             nlohmann::json::parse(R"({"ops": "layers.*.attn.scores",
+                                                      "split": "batch"})"));
+  std::ofstream(llama) << doc.dump();
+  auto r = run_hetplan("run --model " + llama_model + " --nprocs 4 --plan " + llama);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("op \"layers.0.attn.scores\" is split batch but other ops of "
+                       "layers.0.attn by tensor"),
+            std::string::npos)
+      << r.err;
+  doc["op_overrides"].erase(0);
+  doc["stages"][0]["replicas"][0]["tp_shares"] = {0.9, 0.1};
+  std::ofstream(llama) << doc.dump();
+  r = run_hetplan("run --model " + llama_model + " --nprocs 4 --plan " + llama);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("would hold none of the 2 key/value heads"), std::string::npos) << r.err;
+  for (const auto& f : {gpt, llama, moe}) std::filesystem::remove(f);
+}
+
+// ZeRO-1 and -2 under batch programs: each of the stage's ranks keeps Adam's states for a slice of
+// the stage's parameters in the whole layout (whole weights, and the shards, vocabulary rows and
+// tensor-split branches of each rank put back whole), as over replicas that split their layers
+// unlike. Over replicas of three sizes (2 at 3:1, 1, 3 at 5:3:2) with the MLPs by tensor and the
+// QKV sharded, ZeRO-2, resumed from a checkpoint halfway; a Llama over two alike replicas, ZeRO-1.
+// ZeRO-3 over several replicas is refused.
+TEST(RunCli, BatchProgramsWithZeroMatchOneProcess) {
+  const auto unlike = write_plan("batch_zero2", R"({"version": 1, "global_batch": 18,
+    "num_microbatches": 2, "zero_stage": 2, "stages": [{"first_layer": 0, "num_layers": 4,
+      "replicas": [{"devices": [0, 1], "tp_shares": [0.75, 0.25], "batch_share": 0.5},
+                   {"devices": [2], "batch_share": 0.2},
+                   {"devices": [3, 4, 5], "tp_shares": [0.5, 0.3, 0.2], "batch_share": 0.3}]}],
+    "op_overrides": [{"ops": "embedding.word", "split": "tensor"},
+                     {"ops": "layers.*.mlp.fc1", "split": "tensor"},
+                     {"ops": "layers.*.mlp.gelu", "split": "tensor"},
+                     {"ops": "layers.*.mlp.fc2", "split": "tensor"},
+                     {"ops": "layers.*.attn.qkv", "split": "batch_sharded"},
+                     {"ops": "*", "split": "batch"}]})");
+  const auto grid = write_plan("batch_zero1", R"({"version": 1, "global_batch": 16,
+    "num_microbatches": 2, "zero_stage": 1, "stages": [{"first_layer": 0, "num_layers": 4,
+      "replicas": [{"devices": [0, 1], "tp_shares": [0.75, 0.25], "batch_share": 0.625},
+                   {"devices": [2, 3], "tp_shares": [0.75, 0.25], "batch_share": 0.375}]}],
+    "op_overrides": [{"ops": "embedding.word", "split": "tensor"},
+                     {"ops": "layers.*.mlp.*", "split": "batch_sharded"},
+                     {"ops": "head.*", "split": "batch_sharded"},
+                     {"ops": "*", "split": "batch"}]})");
+  const std::string gpt = std::string("--model ") + kGpt;
+  const auto one = losses(gpt + " --strategy dp=1,gbs=18");
+  expect_same_losses(one, losses(gpt + " --nprocs 6 --plan " + unlike));
+  const std::string llama =
+      "--model llama:layers=2,hidden=64,heads=4,kv_heads=2,seq=32,vocab=256,"
+      "tied=0";
+  expect_same_losses(losses(llama + " --strategy dp=1,gbs=16"),
+                     losses(llama + " --nprocs 4 --plan " + grid));
+  // 10 steps, a checkpoint, then 10 more from it: the uninterrupted run's 20.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("hetplan_batch_zero_ck_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string base = "run --json --steps 10 " + gpt + " --nprocs 6 --plan " + unlike;
+  auto first = run_hetplan(base + " --checkpoint " + dir.string());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto second = run_hetplan(base + " --resume " + dir.string());
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  std::filesystem::remove_all(dir);
+  auto resumed = nlohmann::json::parse(first.out)["losses"].get<std::vector<double>>();
+  const auto rest = nlohmann::json::parse(second.out)["losses"].get<std::vector<double>>();
+  resumed.insert(resumed.end(), rest.begin(), rest.end());
+  expect_same_losses(one, resumed);
+  auto doc = nlohmann::json::parse(cli::testing::slurp(grid));
+  doc["zero_stage"] = 3;
+  std::ofstream(grid) << doc.dump();
+  const auto r = run_hetplan("run " + llama + " --nprocs 4 --plan " + grid);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("ZeRO-3 is not executed with batch programs yet"), std::string::npos)
+      << r.err;
+  for (const auto& f : {unlike, grid}) std::filesystem::remove(f);
+}
+
 // A ViT's op-level plans run op by op (patch convolution, class token and positions, encoder
 // blocks, classifier on the class token), and from the ViT module's weights, so their losses are
 // its one process's: uneven replicas with a parameter server, a placed block, sufficient factors.

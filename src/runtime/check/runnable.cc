@@ -195,8 +195,9 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
       return Error{
           "plan: stages: a batch program (ops split by batch inside a replica) is executed on one "
           "pipeline stage; pipelines of them are not executed yet"};
-    if (p.zero_stage > 0)
-      return Error{"plan: zero_stage: ZeRO is not executed with batch programs yet"};
+    if (p.zero_stage == 3 && p.stages[0].replicas.size() > 1)
+      return Error{
+          "plan: zero_stage: ZeRO-3 is not executed with batch programs yet (ZeRO-1 and -2 are)"};
     if (p.sequence_parallel)
       return Error{"plan: sequence_parallel: a batch program splits samples, not sequences"};
     // A rank the shares leave without samples of a micro-batch still runs its passes, on none,
@@ -207,6 +208,18 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
       group.shares = p.stages[0].replicas[r].tp_shares;
       if ((*program)->vocab_embedding || (*program)->vocab_head)
         if (auto ok = detail::unit_counts(m.vocab, group, "vocabulary rows"); !ok)
+          return ok.error();
+      // And of a branch split by tensor, its heads, MLP columns or experts.
+      bool attention = false, ffn = false;
+      for (const std::string& b : (*program)->tensor_branches)
+        (b.ends_with(".attn") ? attention : ffn) = true;
+      if (attention)
+        if (auto ok = detail::unit_counts(m.kv_heads, group, "key/value heads"); !ok)
+          return ok.error();
+      if (ffn)
+        if (auto ok = m.experts > 0 ? detail::unit_counts(m.experts, group, "experts")
+                                    : detail::unit_counts(m.ffn_hidden, group, "MLP columns");
+            !ok)
           return ok.error();
     }
   }

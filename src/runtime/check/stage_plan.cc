@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string_view>
 
 #include "hetplan/plan/op_groups.h"
@@ -55,11 +56,30 @@ std::pair<std::int64_t, std::int64_t> samples_of(const plan::Plan& p, int stage,
   return {at(before), at(after)};
 }
 
+std::string tensor_branch_of(std::string_view op_name) {
+  constexpr std::string_view kLayers = "layers.";
+  if (!op_name.starts_with(kLayers)) return "";
+  const auto dot = op_name.find('.', kLayers.size());
+  if (dot == std::string_view::npos || dot == kLayers.size()) return "";
+  for (std::size_t i = kLayers.size(); i < dot; ++i)
+    if (op_name[i] < '0' || op_name[i] > '9') return "";
+  const std::string_view rest = op_name.substr(dot + 1);
+  const auto sep = rest.find('.');
+  if (sep == std::string_view::npos) return "";
+  const std::string_view branch = rest.substr(0, sep), op = rest.substr(sep + 1);
+  if (branch != "attn" && branch != "mlp" && branch != "moe") return "";
+  if (op == "residual" || op == "proj_dropout" || (branch != "attn" && op == "dropout")) return "";
+  return std::string(op_name.substr(0, dot + 1 + sep));
+}
+
 Result<std::optional<BatchSplits>> batch_program_of(const model::Model& m, const plan::Plan& p) {
   if (p.op_overrides.empty() || !splits_layers(p)) return std::optional<BatchSplits>{};
   BatchSplits prog;
   const model::Op* tensor_op = nullptr;
   std::vector<std::pair<const model::Op*, bool>> heads;  // the LM head and its loss: by tensor?
+  const bool decoder = decoder_module(m);
+  std::set<std::string> branches;         // the blocks' branches with an op split by tensor
+  std::set<std::string> whole_in_branch;  // those with an op computed whole, split by tensor
   bool by_batch = false;
   for (const model::Op& op : m.ops) {
     const plan::SplitKind split = plan::split_of(p, op.name);
@@ -81,6 +101,9 @@ Result<std::optional<BatchSplits>> batch_program_of(const model::Model& m, const
         prog.vocab_embedding = true;
       else if (head)
         prog.vocab_head = true;
+      else if (std::string branch = decoder ? tensor_branch_of(op.name) : ""; !branch.empty())
+        (op.shard == model::ShardKind::replicated ? whole_in_branch : branches)
+            .insert(std::move(branch));
       else if (!tensor_op)
         tensor_op = &op;
       continue;
@@ -94,12 +117,34 @@ Result<std::optional<BatchSplits>> batch_program_of(const model::Model& m, const
         "plan: op_overrides: the word embedding is split \"replicate\" in a replica whose other "
         "ops are split by tensor; the runtime replicates it only in batch programs"};
   if (!by_batch) return std::optional<BatchSplits>{};
+  for (const std::string& branch : whole_in_branch)
+    if (!branches.count(branch) && !tensor_op)
+      for (const model::Op& op : m.ops)
+        if (tensor_branch_of(op.name) == branch &&
+            plan::split_of(p, op.name) == plan::SplitKind::tensor) {
+          tensor_op = &op;
+          break;
+        }
   if (tensor_op)
     return Error{fmt::format(
         "plan: op_overrides: op \"{}\" is split by tensor and others by batch; the runtime "
         "executes a replica's ops all split by tensor (Megatron-LM's split) or all by batch "
-        "(HAP's batch programs, where the word embedding may be split by vocabulary)",
+        "(HAP's batch programs, where the word embedding and the LM head may be split by "
+        "vocabulary, and a decoder block's attention or MLP by tensor as a whole)",
         tensor_op->name)};
+  // A branch goes by tensor whole: each of its ops split by tensor, but for the ops every rank
+  // computes whole anyway (a mixture's router and combine), which may go by batch.
+  for (const model::Op& op : m.ops) {
+    const std::string branch = decoder ? tensor_branch_of(op.name) : "";
+    if (branch.empty() || !branches.count(branch)) continue;
+    if (plan::split_of(p, op.name) != plan::SplitKind::tensor &&
+        op.shard != model::ShardKind::replicated)
+      return Error{fmt::format(
+          "plan: op_overrides: op \"{}\" is split {} but other ops of {} by tensor; the runtime "
+          "splits a block's attention or MLP by tensor as a whole in a batch program",
+          op.name, plan::to_string(plan::split_of(p, op.name)), branch)};
+  }
+  prog.tensor_branches.assign(branches.begin(), branches.end());
   for (const auto& [op, by_tensor] : heads)
     if (by_tensor != prog.vocab_head)
       return Error{fmt::format(

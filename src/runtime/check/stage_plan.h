@@ -57,7 +57,18 @@ struct BatchSplits {
   // table and keeps its own; the output's gradient is all-gathered, so every rank forms the
   // replica's table gradient, which its first rank alone contributes to the stage's sum.
   bool replicate_embedding = false;
+  // The blocks' branches split by tensor inside the batch program ("layers.3.attn", "layers.3.mlp"
+  // or "layers.3.moe"; a decoder's only): each rank computes its heads, columns or experts of the
+  // branch for the replica's samples, all-gathered into the branch and reduce-scattered out of it
+  // (as the simulator converts the batch layout to the branch's and back).
+  std::vector<std::string> tensor_branches;
 };
+
+// The branch of a decoder block's op that a batch program may split by tensor as a whole: the
+// attention ("layers.i.attn", from the QKV GEMM through the output projection) or the MLP or
+// mixture of experts ("layers.i.mlp", "layers.i.moe"); "" for the norms, residual sums, the
+// branches' output dropouts and every op outside the blocks.
+std::string tensor_branch_of(std::string_view op_name);
 
 // HAP's batch program for the plan's replicas of more than one device: every op split by batch or
 // batch_sharded, the word embedding possibly by vocabulary (tensor). Nullopt when every op is
