@@ -62,7 +62,7 @@ std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> gathered_momen
     full[0].slice(0, begin, end).copy_(is_second ? second : first);
     group.allreduce(full)->wait(timeout);
     std::vector<torch::Tensor> parts;
-    for (const auto& t : shapes) parts.push_back(torch::empty_like(t));
+    for (const auto& t : shapes) parts.push_back(torch::empty(t.sizes(), owned.options()));
     unflatten_into(full[0], parts);
     (is_second ? out.second : out.first) = std::move(parts);
   }

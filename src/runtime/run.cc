@@ -419,8 +419,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   // that split alike, checked) keeps only the slices between passes: each model chunk's weights
   // are a part of their own, gathered whole for each pass of the chunk and released after it, as
   // the simulator prices them (a gather per pass).
-  // Batch programs (ZeRO-1 and -2, checked) keep the optimizer's slices in the whole layout too:
-  // a rank holds whole weights and its shards of others, as the replicas of unlike splits do.
+  // Batch programs keep the optimizer's slices in the whole layout too: a rank holds whole weights
+  // and its shards of others, as the replicas of unlike splits do. (ZeRO-3 there gathers each
+  // chunk's whole weights for a pass and keeps this rank's parts of them.)
   const bool unlike = !at.aligned[at.s] && !batch_program;
   const bool whole_zero = unlike || batch_program;
   const bool zero = p.zero_stage >= 1 && at.R() > 1;
@@ -429,6 +430,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const int zero_n = whole_zero ? at.stage_size(at.s) : at.R();
   const int zero_k = whole_zero ? at.stage_rank() : at.r;
   std::vector<torch::Tensor> whole_params;  // unlike: the stage's parameters, whole
+  // ZeRO-3's gathers: over the replicas of the same slices, or the stage's whole layout.
+  const detail::WholeLayout whole_layout3 =
+      whole_zero ? detail::WholeLayout{&mod.layouts(), &whole_params} : detail::WholeLayout{};
+  const PG zero3_group = whole_zero ? groups.stage_all : groups.zero3;
   std::vector<detail::ZeroPart> zero_parts;  // ZeRO-3: one per model chunk, else one
   std::vector<torch::Tensor> owned;          // their slices: the optimizer's parameters
   if (zero) {
@@ -438,9 +443,11 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
                                         at.r == 0 && at.j == 0);
     if (zero3) {
       for (const auto& in_chunk : chunk_params) {
-        zero_parts.emplace_back(params, in_chunk, zero_n, zero_k);
-        detail::share_storage(zero_parts.back(), params, zero_n);
+        zero_parts.emplace_back(whole_zero ? whole_params : params, in_chunk, zero_n, zero_k);
+        detail::share_storage(zero_parts.back(), params, zero_n, whole_layout3);
       }
+      // Only the whole shapes are kept: the values live in the slices.
+      for (auto& t : whole_params) t = torch::empty(t.sizes(), t.options().device(torch::kMeta));
     } else {
       std::vector<std::size_t> every(params.size());
       std::iota(every.begin(), every.end(), std::size_t{0});
@@ -523,7 +530,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       std::vector<detail::WholeWeights> gathered;  // ZeRO-3: every chunk's weights, to write
       if (zero3)
         for (const auto& part : zero_parts)
-          gathered.emplace_back(*groups.zero3, zero_n, part, params, timeout);
+          gathered.emplace_back(*zero3_group, zero_n, part, params, timeout, whole_layout3);
       std::vector<torch::Tensor> avg, avg_sq;  // in the optimizer's layout
       if (zero) {
         const std::vector<torch::Tensor>& shapes = whole_layout ? whole_params : params;
@@ -663,8 +670,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         if (zero3) {
           sync();
           const auto gather_start = Clock::now();
-          whole.emplace(*groups.zero3, zero_n, zero_parts[static_cast<std::size_t>(pass.chunk)],
-                        params, timeout);
+          whole.emplace(*zero3_group, zero_n, zero_parts[static_cast<std::size_t>(pass.chunk)],
+                        params, timeout, whole_layout3);
           sync();
           comm += seconds_since(gather_start);
         }
@@ -805,17 +812,20 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         // once summed with the tied copy, the first replica's, which every replica then holds).
         // A batch program's are summed already (buckets and shards, above): the first replica's.
         const bool every_replica = !groups.tied && !batch_program;
+        const std::vector<torch::Tensor> whole_grads =
+            whole_zero && !reduce_to_slices
+                ? detail::whole_sums(*zero_group, mod.layouts(), params, grads_of(params),
+                                     every_replica || at.r == 0,
+                                     at.j == 0 && (every_replica || at.r == 0))
+                : std::vector<torch::Tensor>{};
         std::vector<torch::Tensor> owned_grads;
         for (std::size_t i = 0; i < zero_parts.size(); ++i) {
           detail::ZeroPart& part = zero_parts[i];
           if (part.index.empty()) continue;  // (a model chunk without weights)
-          const torch::Tensor flat_grads =
-              reduce_to_slices ? sliced_grads[i]
-              : !whole_zero
-                  ? detail::flatten(grads_of(part.of(params)))
-                  : detail::flatten(detail::whole_sums(*zero_group, mod.layouts(), params,
-                                                       grads_of(params), every_replica || at.r == 0,
-                                                       at.j == 0 && (every_replica || at.r == 0)));
+          const torch::Tensor flat_grads = reduce_to_slices ? sliced_grads[i]
+                                           : !whole_zero
+                                               ? detail::flatten(grads_of(part.of(params)))
+                                               : detail::flatten(part.of(whole_grads));
           part.owned.mutable_grad() = flat_grads.slice(0, part.slice.begin, part.slice.end).clone();
           owned_grads.push_back(part.owned.grad());
         }

@@ -23,6 +23,15 @@ torch::Tensor alias_of(const torch::Tensor& weight, std::int64_t n) {
   return alias;
 }
 
+// The elements a part's storage holds: every member's slice, or this rank's own weights.
+std::int64_t storage_elements(const ZeroPart& part, const std::vector<torch::Tensor>& params, int n,
+                              const WholeLayout& layout) {
+  if (!layout.active()) return n * part.slice.size;
+  std::int64_t own = 0;
+  for (std::size_t i : part.index) own += params[i].numel();
+  return own;
+}
+
 }  // namespace
 
 ZeroPart::ZeroPart(const std::vector<torch::Tensor>& tensors, std::vector<std::size_t> which, int n,
@@ -44,11 +53,13 @@ std::vector<torch::Tensor> ZeroPart::of(const std::vector<torch::Tensor>& tensor
   return out;
 }
 
-void share_storage(const ZeroPart& part, const std::vector<torch::Tensor>& params, int n) {
+void share_storage(const ZeroPart& part, const std::vector<torch::Tensor>& params, int n,
+                   const WholeLayout& layout) {
   if (part.index.empty()) return;
   torch::NoGradGuard no_grad;
   const std::vector<torch::Tensor> weights = part.of(params);
-  torch::Tensor flat = torch::zeros({n * part.slice.size}, weights.front().options());
+  torch::Tensor flat =
+      torch::zeros({storage_elements(part, params, n, layout)}, weights.front().options());
   std::int64_t at = 0;
   for (const auto& w : weights) {
     flat.slice(0, at, at + w.numel()).copy_(w.detach().reshape({-1}));
@@ -67,23 +78,42 @@ void release_part(const ZeroPart& part, const std::vector<torch::Tensor>& params
 }
 
 void gather_part(Collectives& group, int n, const ZeroPart& part,
-                 const std::vector<torch::Tensor>& params, std::chrono::milliseconds timeout) {
+                 const std::vector<torch::Tensor>& params, std::chrono::milliseconds timeout,
+                 const WholeLayout& layout) {
   c10::StorageImpl* s = storage_of(part, params);
   if (s == nullptr) return;  // (alike on every member: their parts have the same weights)
   const torch::Tensor& weight = params[part.index.front()];
   const c10::DeviceGuard on(weight.device());
-  const std::int64_t elements = n * part.slice.size;
+  const std::int64_t elements = storage_elements(part, params, n, layout);
   const auto bytes = static_cast<std::size_t>(elements) * weight.element_size();
   s->set_data_ptr_noswap(s->allocator()->allocate(bytes));
   s->set_nbytes(bytes);
-  gather_slices_into(group, n, part.slice, part.owned, alias_of(weight, elements), timeout);
+  if (!layout.active()) {
+    gather_slices_into(group, n, part.slice, part.owned, alias_of(weight, elements), timeout);
+    return;
+  }
+  // The whole weights for a moment, and this rank's parts of them written through aliases of its
+  // weights (which keep their version counters, as above).
+  const torch::Tensor whole = gather_slices(group, n, part.slice, part.owned, timeout);
+  torch::NoGradGuard no_grad;
+  std::int64_t at = 0;
+  for (std::size_t i : part.index) {
+    const torch::Tensor& w = params[i];
+    const torch::Tensor& shape = (*layout.whole)[i];
+    const torch::Tensor values =
+        layout.layouts->to_part(w, whole.slice(0, at, at + shape.numel()).view(shape.sizes()));
+    at += shape.numel();
+    torch::Tensor alias = torch::empty({0}, w.options());
+    alias.set_(w.storage(), w.storage_offset(), w.sizes(), w.strides());
+    alias.copy_(values.view(w.sizes()));
+  }
 }
 
 WholeWeights::WholeWeights(Collectives& group, int n, const ZeroPart& part,
                            const std::vector<torch::Tensor>& params,
-                           std::chrono::milliseconds timeout)
+                           std::chrono::milliseconds timeout, const WholeLayout& layout)
     : part_(&part), params_(&params) {
-  gather_part(group, n, part, params, timeout);
+  gather_part(group, n, part, params, timeout, layout);
 }
 
 WholeWeights::~WholeWeights() {

@@ -61,17 +61,6 @@ namespace {
 
 // Settings of a stage plan the runtime refuses whatever else the plan holds: check_executable
 // meets them in its order, executable_problems lists each.
-std::optional<Error> zero_problem(const plan::Plan& p) {
-  if (p.zero_stage <= 2) return std::nullopt;
-  for (std::size_t s = 0; s < p.stages.size(); ++s)
-    if (!alike(replicas_of(p.stages[s])))
-      return Error{fmt::format(
-          "plan: zero_stage: ZeRO-3 shards a stage's parameters over replicas that split their "
-          "layers alike, and stages[{}]'s do not (expected the same tensor-parallel degree and "
-          "tp_shares in each; ZeRO-1 and -2 run over unlike replicas)",
-          s)};
-  return std::nullopt;
-}
 
 // A CNN's replica of more than one device: the stage runtime splits no convolutions (op by op,
 // a stage of such replicas runs as a split group, where plan::as_op_level_plan converts it).
@@ -180,7 +169,6 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         "plan: stages: the plan runs on {} devices (one rank each) but the job has {} ranks "
         "(start it with --nprocs {}, or as {} torchrun ranks)",
         devices.size(), world_size, devices.size(), devices.size())};
-  if (auto e = zero_problem(p)) return *e;
   if (auto e = cnn_tensor_problem(m, p)) return *e;
   const bool decoder = detail::decoder_module(m);
   if (splits_layers(p) && p.sequence_parallel && !decoder)
@@ -195,9 +183,6 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
       return Error{
           "plan: stages: a batch program (ops split by batch inside a replica) is executed on one "
           "pipeline stage; pipelines of them are not executed yet"};
-    if (p.zero_stage == 3 && p.stages[0].replicas.size() > 1)
-      return Error{
-          "plan: zero_stage: ZeRO-3 is not executed with batch programs yet (ZeRO-1 and -2 are)"};
     if (p.sequence_parallel)
       return Error{"plan: sequence_parallel: a batch program splits samples, not sequences"};
     // A rank the shares leave without samples of a micro-batch still runs its passes, on none,
@@ -270,7 +255,7 @@ std::vector<std::string> executable_problems(const model::Model& m, const plan::
   if (first) return out;
   out.push_back(first.error().message);
   if (p.is_op_level()) return out;
-  for (const auto& e : {zero_problem(p), cnn_tensor_problem(m, p), sync_problem(p)})
+  for (const auto& e : {cnn_tensor_problem(m, p), sync_problem(p)})
     if (e && e->message != out.front()) out.push_back(e->message);
   // And why it does not run op by op either.
   if (const auto ops = plan::as_op_level_plan(p, m); !ops)
