@@ -490,56 +490,61 @@ PlannerOutput hap(const Context& ctx) {
 
   for (const auto& replicas : layouts) {
     const int R = static_cast<int>(replicas.size());
-    for (auto rc : recompute_modes(ctx.model)) {
-      bool fitted = false;
-      for (std::int64_t m = 1; m <= B && !fitted; m *= 2) {
-        if (ctx.deadline.expired()) break;
-        if (B / m < R) break;
-        plan::Plan settings = base_plan(ctx, "hap");
-        settings.recompute = rc;
-        settings.num_microbatches = static_cast<int>(m);
-        // One program per kind of replica (same device classes in the same order).
-        std::map<std::vector<DeviceClass>, std::optional<Synthesis>> by_kind;
-        const double samples = static_cast<double>(B) / static_cast<double>(m * R);
-        std::vector<Synthesis> found;
-        bool ok = true;
-        for (const auto& devs : replicas) {
-          std::vector<DeviceClass> kind;
-          for (int d : devs) kind.push_back(class_of(ctx.cluster, d));
-          auto it = by_kind.find(kind);
-          if (it == by_kind.end())
-            it =
-                by_kind
-                    .emplace(kind, synthesize(ctx, settings, devs, samples, static_cast<int>(m), R))
-                    .first;
-          if (!it->second) {
-            ok = false;
-            break;
+    // With several replicas, ZeRO shards what every replica holds (its optimizer states, gradients
+    // and weights) over the replicas too.
+    const std::vector<int> zero_stages = R > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0};
+    for (int zero : zero_stages)
+      for (auto rc : recompute_modes(ctx.model)) {
+        bool fitted = false;
+        for (std::int64_t m = 1; m <= B && !fitted; m *= 2) {
+          if (ctx.deadline.expired()) break;
+          if (B / m < R) break;
+          plan::Plan settings = base_plan(ctx, "hap");
+          settings.recompute = rc;
+          settings.num_microbatches = static_cast<int>(m);
+          settings.zero_stage = zero;
+          // One program per kind of replica (same device classes in the same order).
+          std::map<std::vector<DeviceClass>, std::optional<Synthesis>> by_kind;
+          const double samples = static_cast<double>(B) / static_cast<double>(m * R);
+          std::vector<Synthesis> found;
+          bool ok = true;
+          for (const auto& devs : replicas) {
+            std::vector<DeviceClass> kind;
+            for (int d : devs) kind.push_back(class_of(ctx.cluster, d));
+            auto it = by_kind.find(kind);
+            if (it == by_kind.end())
+              it = by_kind
+                       .emplace(kind,
+                                synthesize(ctx, settings, devs, samples, static_cast<int>(m), R))
+                       .first;
+            if (!it->second) {
+              ok = false;
+              break;
+            }
+            found.push_back(*it->second);
           }
-          found.push_back(*it->second);
-        }
-        if (!ok) continue;
-        // Across replicas: batch shares inversely proportional to each one's cost per sample.
-        // Replicas of different kinds may have chosen different programs; one plan carries one
-        // set of op overrides, so each kind's program is tried for every replica.
-        for (const auto& [kind, syn] : by_kind) {
-          plan::Plan p = syn->settings;
-          p.recompute = rc;
-          p.num_microbatches = static_cast<int>(m);
-          plan::Stage st;
-          st.num_layers = L;
-          std::vector<double> speed;
-          for (std::size_t r = 0; r < replicas.size(); ++r) {
-            st.replicas.push_back(make_replica(replicas[r], found[r].shares));
-            speed.push_back(1.0 / std::max(found[r].cost, 1e-12));
+          if (!ok) continue;
+          // Across replicas: batch shares inversely proportional to each one's cost per sample.
+          // Replicas of different kinds may have chosen different programs; one plan carries one
+          // set of op overrides, so each kind's program is tried for every replica.
+          for (const auto& [kind, syn] : by_kind) {
+            plan::Plan p = syn->settings;
+            p.recompute = rc;
+            p.num_microbatches = static_cast<int>(m);
+            plan::Stage st;
+            st.num_layers = L;
+            std::vector<double> speed;
+            for (std::size_t r = 0; r < replicas.size(); ++r) {
+              st.replicas.push_back(make_replica(replicas[r], found[r].shares));
+              speed.push_back(1.0 / std::max(found[r].cost, 1e-12));
+            }
+            set_batch_shares(st.replicas, proportional_split(speed, B / m));
+            p.stages = {std::move(st)};
+            candidates.push_back(std::move(p));
           }
-          set_batch_shares(st.replicas, proportional_split(speed, B / m));
-          p.stages = {std::move(st)};
-          candidates.push_back(std::move(p));
+          fitted = true;
         }
-        fitted = true;
       }
-    }
   }
   if (candidates.empty()) {
     PlannerOutput out;
@@ -549,8 +554,8 @@ PlannerOutput hap(const Context& ctx) {
             ? "the time limit passed before an SPMD program was synthesised"
             : fmt::format(
                   "no SPMD program fits in the devices' memory (one program per replica, over the "
-                  "whole cluster and per node, with each recomputation setting and 1 to {} "
-                  "micro-batches)",
+                  "whole cluster and per node, with each recomputation setting, each ZeRO stage "
+                  "over the programs per node, and 1 to {} micro-batches)",
                   B);
     return out;
   }
