@@ -92,20 +92,21 @@ void gather_part(Collectives& group, int n, const ZeroPart& part,
     gather_slices_into(group, n, part.slice, part.owned, alias_of(weight, elements), timeout);
     return;
   }
-  // The whole weights for a moment, and this rank's parts of them written through aliases of its
-  // weights (which keep their version counters, as above).
+  // The whole weights for a moment, and this rank's parts of them written into its storage, in
+  // the weights' order (share_storage's), through an alias as above.
   const torch::Tensor whole = gather_slices(group, n, part.slice, part.owned, timeout);
+  const torch::Tensor own = alias_of(weight, elements);
   torch::NoGradGuard no_grad;
-  std::int64_t at = 0;
+  std::int64_t at = 0, mine = 0;
   for (std::size_t i : part.index) {
     const torch::Tensor& w = params[i];
     const torch::Tensor& shape = (*layout.whole)[i];
-    const torch::Tensor values =
-        layout.layouts->to_part(w, whole.slice(0, at, at + shape.numel()).view(shape.sizes()));
+    own.slice(0, mine, mine + w.numel())
+        .copy_(
+            layout.layouts->to_part(w, whole.slice(0, at, at + shape.numel()).view(shape.sizes()))
+                .reshape({-1}));
     at += shape.numel();
-    torch::Tensor alias = torch::empty({0}, w.options());
-    alias.set_(w.storage(), w.storage_offset(), w.sizes(), w.strides());
-    alias.copy_(values.view(w.sizes()));
+    mine += w.numel();
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string_view>
 
@@ -79,7 +80,9 @@ Result<std::optional<BatchSplits>> batch_program_of(const model::Model& m, const
   std::vector<std::pair<const model::Op*, bool>> heads;  // the LM head and its loss: by tensor?
   const bool decoder = decoder_module(m);
   std::set<std::string> branches;         // the blocks' branches with an op split by tensor
-  std::set<std::string> whole_in_branch;  // those with an op computed whole, split by tensor
+  // Per branch, its first op that every rank computes whole (a mixture's router or combine)
+  // split by tensor: alone, it does not split the branch.
+  std::map<std::string, const model::Op*> whole_in_branch;
   bool by_batch = false;
   for (const model::Op& op : m.ops) {
     const plan::SplitKind split = plan::split_of(p, op.name);
@@ -101,10 +104,12 @@ Result<std::optional<BatchSplits>> batch_program_of(const model::Model& m, const
         prog.vocab_embedding = true;
       else if (head)
         prog.vocab_head = true;
-      else if (std::string branch = decoder ? tensor_branch_of(op.name) : ""; !branch.empty())
-        (op.shard == model::ShardKind::replicated ? whole_in_branch : branches)
-            .insert(std::move(branch));
-      else if (!tensor_op)
+      else if (std::string branch = decoder ? tensor_branch_of(op.name) : ""; !branch.empty()) {
+        if (op.shard == model::ShardKind::replicated)
+          whole_in_branch.try_emplace(std::move(branch), &op);
+        else
+          branches.insert(std::move(branch));
+      } else if (!tensor_op)
         tensor_op = &op;
       continue;
     }
@@ -117,14 +122,8 @@ Result<std::optional<BatchSplits>> batch_program_of(const model::Model& m, const
         "plan: op_overrides: the word embedding is split \"replicate\" in a replica whose other "
         "ops are split by tensor; the runtime replicates it only in batch programs"};
   if (!by_batch) return std::optional<BatchSplits>{};
-  for (const std::string& branch : whole_in_branch)
-    if (!branches.count(branch) && !tensor_op)
-      for (const model::Op& op : m.ops)
-        if (tensor_branch_of(op.name) == branch &&
-            plan::split_of(p, op.name) == plan::SplitKind::tensor) {
-          tensor_op = &op;
-          break;
-        }
+  for (const auto& [branch, op] : whole_in_branch)
+    if (!branches.count(branch) && !tensor_op) tensor_op = op;
   if (tensor_op)
     return Error{fmt::format(
         "plan: op_overrides: op \"{}\" is split by tensor and others by batch; the runtime "
