@@ -429,11 +429,11 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const PG zero_group = whole_zero ? groups.stage_all : groups.stage;
   const int zero_n = whole_zero ? at.stage_size(at.s) : at.R();
   const int zero_k = whole_zero ? at.stage_rank() : at.r;
-  std::vector<torch::Tensor> whole_params;  // unlike: the stage's parameters, whole
+  std::vector<torch::Tensor> whole_params;  // whole_zero: the stage's parameters, whole
   // ZeRO-3's gathers: over the replicas of the same slices, or the stage's whole layout.
-  const detail::WholeLayout whole_layout3 =
+  const detail::WholeLayout zero3_layout =
       whole_zero ? detail::WholeLayout{&mod.layouts(), &whole_params} : detail::WholeLayout{};
-  const PG zero3_group = whole_zero ? groups.stage_all : groups.zero3;
+  const PG zero3_group = whole_zero ? zero_group : groups.zero3;
   std::vector<detail::ZeroPart> zero_parts;  // ZeRO-3: one per model chunk, else one
   std::vector<torch::Tensor> owned;          // their slices: the optimizer's parameters
   if (zero) {
@@ -444,7 +444,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     if (zero3) {
       for (const auto& in_chunk : chunk_params) {
         zero_parts.emplace_back(whole_zero ? whole_params : params, in_chunk, zero_n, zero_k);
-        detail::share_storage(zero_parts.back(), params, zero_n, whole_layout3);
+        detail::share_storage(zero_parts.back(), params, zero_n, zero3_layout);
       }
       // Only the whole shapes are kept: the values live in the slices.
       for (auto& t : whole_params) t = torch::empty(t.sizes(), t.options().device(torch::kMeta));
@@ -469,7 +469,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     const auto it = named.find((copy ? head_source : t).unsafeGetTensorImpl());
     return it == named.end() ? nullptr : &it->second.first;
   };
-  // Under ZeRO over unlike replicas the optimizer's layout is the whole one, else this rank's.
+  // Under ZeRO over unlike replicas or batch programs the optimizer's layout is the whole one, else
+  // this rank's.
   const bool whole_layout = zero && whole_zero;
   if (resume) {
     // Adam's moments of this rank's part, cut from the whole ones; its step count the steps done.
@@ -530,7 +531,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       std::vector<detail::WholeWeights> gathered;  // ZeRO-3: every chunk's weights, to write
       if (zero3)
         for (const auto& part : zero_parts)
-          gathered.emplace_back(*zero3_group, zero_n, part, params, timeout, whole_layout3);
+          gathered.emplace_back(*zero3_group, zero_n, part, params, timeout, zero3_layout);
       std::vector<torch::Tensor> avg, avg_sq;  // in the optimizer's layout
       if (zero) {
         const std::vector<torch::Tensor>& shapes = whole_layout ? whole_params : params;
@@ -671,7 +672,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           sync();
           const auto gather_start = Clock::now();
           whole.emplace(*zero3_group, zero_n, zero_parts[static_cast<std::size_t>(pass.chunk)],
-                        params, timeout, whole_layout3);
+                        params, timeout, zero3_layout);
           sync();
           comm += seconds_since(gather_start);
         }
