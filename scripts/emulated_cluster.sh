@@ -39,14 +39,14 @@ min_time=${MIN_TIME:-3}
 measure_and_predict() {  # model, plan arguments
   local predicted n
   predicted=$("$bin" simulate --model "$1,dtype=fp32" --cluster "$work/cluster.yaml" $2 \
-    --calibration "$work/cpu.json" --json | json_field "['iteration_time_s']") || predicted=0
+    --calibration "$work/cpu.json" --host-cores "$(nproc)" --json | json_field "['iteration_time_s']") || predicted=0
   n=$(python3 -c "import math; p = $predicted
 print(max($steps, 2 + min(1000, math.ceil($min_time / p))) if p > 0 else $steps)")
   rm -f "$work/measured.json"  # a failed run must not leave the last plan's figures behind
   "$bin" run --model "$1" --cluster "$work/cluster.yaml" --nprocs "$(ranks "$2")" --emulate $2 \
     --steps "$n" --measured-out "$work/measured.json" >/dev/null 2>&1 || true
   "$bin" simulate --model "$1,dtype=fp32" --cluster "$work/cluster.yaml" $2 \
-    --calibration "$work/cpu.json" --measured "$work/measured.json" --json
+    --calibration "$work/cpu.json" --host-cores "$(nproc)" --measured "$work/measured.json" --json
 }
 printf "%-42s %-26s %12s %12s %8s\n" model plan "measured ms" "predicted ms" error
 sum=0; n=0

@@ -34,6 +34,7 @@ struct SimulateArgs {
   std::string calibration_file;
   std::string measured_file;
   std::string grad_chunk;
+  int host_cores = 0;
   bool json = false;
   bool model_given = false, cluster_given = false;  // on the command line (else the defaults)
 };
@@ -184,6 +185,7 @@ int run_simulate(SimulateArgs a) {
   cluster::Cluster& c = in->cluster;
   const plan::Plan& p = in->plan;
   sim::SimOptions opts;
+  opts.host_cores = a.host_cores;
   if (!a.grad_chunk.empty()) {
     const auto chunk = grad_chunk_from_arg(a.grad_chunk);
     if (!chunk) return report_error(chunk.error().message);
@@ -278,6 +280,11 @@ Action add_simulate_command(CLI::App& app) {
   cmd->add_option("--grad-chunk", args->grad_chunk,
                   "Gradient chunk size for plans with a grad_priority (DLCP), per "
                   "tensor-parallel rank (default 256KiB)");
+  cmd->add_option("--host-cores", args->host_cores,
+                  "The cores of the machine on which `hetplan run --emulate` runs the workers of "
+                  "nodes with a cpu_share: they share them when more compute at once (default 0: "
+                  "a core each)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the summary");
   return [args, model, cluster] {
     args->model_given = model->count() > 0;

@@ -4,7 +4,8 @@
 // to the flows of the highest priority first; flows of one priority share what is left in
 // proportion to their demands; a flow goes as fast as its most loaded link allows). A compute task
 // of a stream under a CPU quota runs while its quota's budget lasts and waits for the next
-// period when it runs out (task_graph.h). A task waiting for late gradient chunks drops them
+// period when it runs out (task_graph.h), at the pace its host's shared cores allow (every change
+// in the set of quotas computing recomputes it). A task waiting for late gradient chunks drops them
 // within their pool's budget (task_graph.h's drop_preds_of).
 #include <algorithm>
 #include <cmath>
@@ -225,6 +226,7 @@ class Engine {
     run.remaining = task.duration;
     run.last = now_;
     schedule_quota(q);
+    reshare();
   }
 
   void finish(int t) {
@@ -254,10 +256,36 @@ class Engine {
   // The CPU time a quota's transfers spend per second in flight.
   double messaging_rate(int q) const { return quota_[q].messaging > 0 ? g_.quotas[q].share : 0.0; }
 
+  // Whether quota q computes now: it runs a task with compute left and budget to spend.
+  bool computing(int q) const {
+    const QuotaRun& run = quota_[q];
+    const double eps = time_eps(now_);
+    return run.task >= 0 && run.remaining > eps && run.budget > eps;
+  }
+
+  // On a host of few cores, the pace of every quota's compute after a quota started or stopped
+  // computing: the quotas are brought up to now at the pace they had, and their next steps
+  // scheduled at the new one.
+  void reshare() {
+    if (g_.host_cores <= 0) return;
+    double processes = 0;
+    for (std::size_t q = 0; q < quota_.size(); ++q) {
+      if (quota_[q].task < 0) continue;
+      advance(static_cast<int>(q), now_);
+      if (computing(static_cast<int>(q))) processes += g_.quotas[q].processes;
+    }
+    const double pace = processes > g_.host_cores ? g_.host_cores / processes : 1.0;
+    if (pace == pace_) return;
+    pace_ = pace;
+    for (std::size_t q = 0; q < quota_.size(); ++q)
+      if (quota_[q].task >= 0) schedule_quota(static_cast<int>(q));
+  }
+
   // Brings quota q's budget (and its task's compute) up to time t. Its compute runs while the
-  // budget lasts; its transfers spend it even when it has run out, a debt that the next periods'
-  // budgets pay first (as the kernel does for a group that overran). Its task's events keep a
-  // computing quota from running out of budget or crossing a period's end before t.
+  // budget lasts, at the pace the host's cores allow; its transfers spend it even when it has run
+  // out, a debt that the next periods' budgets pay first (as the kernel does for a group that
+  // overran). Its task's events keep a computing quota from running out of budget or crossing a
+  // period's end before t.
   void advance(int q, double t) {
     QuotaRun& run = quota_[q];
     const CpuQuota& cq = g_.quotas[q];
@@ -266,7 +294,7 @@ class Engine {
       const double dt = until - run.last, messaging = messaging_rate(q);
       double computed = 0;
       if (run.task >= 0 && run.budget > time_eps(t))
-        computed = std::min(dt, run.budget / (1 + messaging));
+        computed = pace_ * std::min(dt, run.budget / (pace_ + messaging));
       run.remaining -= computed;
       run.budget -= computed + dt * messaging;
       run.last = until;
@@ -287,8 +315,8 @@ class Engine {
     if (run.remaining <= eps)
       next = now_;
     else if (run.budget > eps)
-      next = now_ +
-             std::min({run.remaining, run.budget / (1 + messaging_rate(q)), run.period_end - now_});
+      next = now_ + std::min({run.remaining / pace_, run.budget / (pace_ + messaging_rate(q)),
+                              run.period_end - now_});
     heap_.push(Event{std::max(next, now_), seq_++, q, EvType::quota_step, run.version});
   }
 
@@ -306,10 +334,12 @@ class Engine {
     advance(q, now_);
     if (run.remaining > time_eps(now_)) {
       schedule_quota(q);
+      reshare();  // (it ran out of budget, or a new period renewed it)
       return;
     }
     const int t = run.task;
     run.task = -1;
+    reshare();
     finish(t);
   }
 
@@ -511,6 +541,7 @@ class Engine {
   std::uint32_t stamp_ = 0;
   bool prioritised_ = false;  // some transfer has a priority: links are shared by priority
   std::vector<QuotaRun> quota_;
+  double pace_ = 1;  // of the quotas' compute: full speed, or the host's cores shared (reshare)
   std::vector<double> budget_;      // per drop pool, bytes that may still be dropped
   std::vector<char> drop_checked_;  // per task with drop preds: its drop check is scheduled
   std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;

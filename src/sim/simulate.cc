@@ -233,7 +233,9 @@ struct Lowering {
       int quota = -1;
       if (share < 1) {
         quota = static_cast<int>(g.quotas.size());
-        g.quotas.push_back(detail::CpuQuota{share, cluster::kCpuQuotaPeriod.value});
+        g.quotas.push_back(detail::CpuQuota{share, cluster::kCpuQuotaPeriod.value,
+                                            static_cast<int>(lanes[l].devices.size())});
+        g.host_cores = opts.host_cores;
       }
       lane_quota.push_back(quota);
       lane_compute_stream.push_back(g.add_stream(quota));

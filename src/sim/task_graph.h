@@ -63,9 +63,14 @@ struct Successors {
 // the quota's devices spend it at `share` (with a calibration profile, messaging between CPU
 // workers is priced at the share's pace, cost/messaging.h, so that is its CPU time), but are not
 // stopped when it runs out.
+//
+// On a host of few cores (TaskGraph::host_cores: an emulated cluster's workers on one machine), the
+// quotas' compute shares the cores: while the processes computing under budget outnumber them,
+// each computes at cores / processes of full speed, spending its budget at that pace.
 struct CpuQuota {
   double share = 1;
   double period = 0.1;
+  int processes = 1;  // the worker processes computing under it (a lane's devices), in step
 };
 
 // Thrown by StopPoll out of the lowering and the engine; simulate() turns it into
@@ -94,6 +99,7 @@ struct TaskGraph {
   std::vector<int> stream_quota;  // per stream: index into quotas, or -1
   std::vector<bool> stream_dynamic;
   std::vector<CpuQuota> quotas;
+  double host_cores = 0;  // the cores the quotas' processes share; 0: a core each
   std::vector<cost::LinkLoad> loads;
   std::vector<double> drop_budget;  // bytes that may be dropped, per pool
   std::vector<Edge> edges;          // in the order added

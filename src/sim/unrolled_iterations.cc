@@ -16,6 +16,7 @@ TaskGraph unroll_iterations(const TaskGraph& g, int iterations,
   out.stream_quota = g.stream_quota;
   out.stream_dynamic = g.stream_dynamic;
   out.quotas = g.quotas;
+  out.host_cores = g.host_cores;
   out.loads = g.loads;
   out.stop = g.stop;
   out.streams.assign(g.streams.size(), {});

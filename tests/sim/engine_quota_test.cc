@@ -99,6 +99,64 @@ TEST(EngineQuota, ACompleteTaskIsNotHeldByAThrottledQuota) {
   EXPECT_NEAR(r.end[empty], 0.05, 1e-12);
 }
 
+TEST(EngineQuota, QuotasShareTheHostsCoresWhileMoreComputeThanItHas) {
+  // One core for quotas of 0.6 (0.05 s of compute) and 0.2 (0.03 s). Both compute at half speed
+  // until the second's budget (0.02 s) runs out at 0.04 s; the first, 0.02 s done, then has the
+  // core and ends at 0.07 s. The second is throttled until 0.1 s and computes its last 0.01 s
+  // alone, ending at 0.11 s.
+  detail::TaskGraph g;
+  g.quotas = {detail::CpuQuota{0.6, 0.1}, detail::CpuQuota{0.2, 0.1}};
+  g.host_cores = 1;
+  for (int q = 0; q < 2; ++q) {
+    detail::Task t;
+    t.stream = g.add_stream(q);
+    t.duration = q == 0 ? 0.05 : 0.03;
+    g.add_task(t);
+  }
+  auto r = detail::run_engine(g, {});
+  EXPECT_NEAR(r.end[0], 0.07, 1e-12);
+  EXPECT_NEAR(r.end[1], 0.11, 1e-12);
+  // With a core each, the first ends at 0.05 s; the second, throttled at 0.02 s, still at 0.11 s.
+  g.host_cores = 0;
+  r = detail::run_engine(g, {});
+  EXPECT_NEAR(r.end[0], 0.05, 1e-12);
+  EXPECT_NEAR(r.end[1], 0.11, 1e-12);
+  // A quota of two processes on two cores beside one of one: each at 2/3 of full speed, 0.03 s of
+  // compute in 0.045 s, within both budgets.
+  g.quotas = {detail::CpuQuota{0.6, 0.1, 2}, detail::CpuQuota{0.6, 0.1, 1}};
+  g.tasks[1].duration = 0.03;
+  g.tasks[0].duration = 0.03;
+  g.host_cores = 2;
+  r = detail::run_engine(g, {});
+  EXPECT_NEAR(r.end[0], 0.045, 1e-12);
+  EXPECT_NEAR(r.end[1], 0.045, 1e-12);
+}
+
+TEST(SimulateQuota, WorkersOnAHostOfFewerCoresShareThem) {
+  // Two devices at 0.8 of a core, each 0.015 s of compute per iteration (no weights to sum).
+  // With a core each, a device's quota bounds it: 0.015 / 0.8 s per iteration on average. On one
+  // core they compute at half speed, 0.03 s per iteration, never throttled.
+  const auto m = testing::chain_model(1, 5e9, 0);
+  auto c = testing::unit_cluster(1, 2);
+  c.nodes[0].cpu_share = 0.8;
+  plan::Plan p;
+  p.global_batch = 2;
+  p.num_microbatches = 1;
+  p.stages.push_back(plan::Stage{0, 1, {plan::Replica{{0}, {}, 0.5}, plan::Replica{{1}, {}, 0.5}}});
+  auto o = testing::exact_options();
+  auto r = simulate(m, c, p, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_NEAR(r->iteration_time.value, 0.015 / 0.8, 0.002);
+  o.host_cores = 1;
+  r = simulate(m, c, p, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_NEAR(r->iteration_time.value, 0.03, 1e-9);
+  o.host_cores = 2;
+  r = simulate(m, c, p, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_NEAR(r->iteration_time.value, 0.015 / 0.8, 0.002);
+}
+
 TEST(SimulateQuota, IterationTimeIsTheSteadyStateNotTheFirstIteration) {
   // One device at half a core, 0.03 s of compute per iteration (forward 0.01 s, backward
   // 0.02 s): the first iteration fits in the first period's budget, but back to back the device

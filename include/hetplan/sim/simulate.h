@@ -38,6 +38,10 @@ struct SimOptions {
   // it returns true the simulation is abandoned and simulate() returns Error{kSimulationStopped}
   // (a search past its time limit stops one it no longer needs). Empty: never stops.
   std::function<bool()> stop;
+  // The cores of the host on which the workers of nodes with a cpu_share (under CPU quotas) all
+  // run, as `hetplan run --emulate` runs them: while more of them compute under budget than it
+  // has cores, they share the cores (task_graph.h's CpuQuota). 0: each has a core of its own.
+  int host_cores = 0;
 };
 
 // The message of the error simulate() returns when SimOptions::stop stopped it.
