@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "hetplan/core/quantity_parse.h"
@@ -42,6 +43,11 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
   // gradients in it too but fp32 for bf16, and for 16-bit models an fp32 master copy beside
   // Adam's two fp32 moments. The runtime keeps fp32 weights, gradients and moments.
   const cost::StateBytes states = cost::state_bytes(m.dtype);
+  // The replicas of each device's stage: the simulator's ZeRO group.
+  std::map<int, int> replicas_of;
+  for (const auto& st : p.stages)
+    for (const auto& rep : st.replicas)
+      for (int d : rep.devices) replicas_of[d] = static_cast<int>(st.replicas.size());
   std::vector<RankMemory> out;
   for (int d : rank_devices(p)) {
     const sim::DeviceStats& s = sim->devices.at(static_cast<std::size_t>(d));
@@ -49,9 +55,14 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     r.device = d;
     r.whole_model = Bytes(4.0 * static_cast<double>(m.parameters()));
     r.gradients = s.memory.gradients * (4.0 / states.gradient);
+    // Under ZeRO-2 and -3 the simulator keeps a slice of the gradients (reduce-scattered as the
+    // backward pass goes); the runtime holds its whole part until the passes are done, then
+    // reduce-scatters a flat copy of it.
+    if (p.zero_stage >= 2) r.gradients = r.gradients * static_cast<double>(replicas_of[d]);
     r.optimizer = s.memory.optimizer * (8.0 / states.optimizer);
     // (The loss's transient gradient buffers are fp32 whatever the model's dtype.)
     r.activations = s.memory.activations * (4.0 / width) + s.memory.transient;
+    if (p.zero_stage >= 2) r.flat_gradients = max(Bytes(0), r.gradients - r.activations);
     r.process = Bytes(kProcessBytes);
     out.push_back(r);
   }
@@ -93,12 +104,16 @@ std::string memory_shortfall(const std::vector<RankMemory>& ranks, Bytes availab
   return fmt::format(
       "memory: the {} rank(s) need about {} on this host but {} is available; the largest, "
       "device {}, holds {} (the whole fp32 model {} that every rank builds, gradients {}, Adam "
-      "{}, activations {}, the process {}); use fewer ranks per host, a smaller model or batch, "
+      "{}, activations {}{}, the process {}); use fewer ranks per host, a smaller model or batch, "
       "or --no-memory-check",
       ranks.size(), format_bytes(need), format_bytes(available), largest->device,
       format_bytes(largest->total()), format_bytes(largest->whole_model),
       format_bytes(largest->gradients), format_bytes(largest->optimizer),
-      format_bytes(largest->activations), format_bytes(largest->process));
+      format_bytes(largest->activations),
+      largest->flat_gradients.value > 0
+          ? fmt::format(", the gradients' flat copy {}", format_bytes(largest->flat_gradients))
+          : "",
+      format_bytes(largest->process));
 }
 
 }  // namespace hetplan::runtime

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/model/zoo.h"
 #include "hetplan/plan/strategy.h"
@@ -62,6 +64,32 @@ TEST(MemoryCheck, SixteenBitModelsCarryOverToFp32Gradients) {
       grads += r.gradients.value;
     }
     EXPECT_DOUBLE_EQ(grads, 4.0 * need.params) << dtype;
+  }
+}
+
+// Under ZeRO-2 and -3 the runtime holds a replica's whole gradients through the backward passes
+// and reduce-scatters a flat copy of them after: not the simulator's slice.
+TEST(MemoryCheck, ZeroTwoAndThreeHoldTheWholeGradientsUntilTheReduceScatter) {
+  auto m = model::load_model("mlp:layers=4,hidden=64,in=32,out=10");
+  auto c = cluster::load_cluster("cpu:2", "--cluster");
+  ASSERT_TRUE(m && c);
+  const double whole = 4.0 * static_cast<double>(m->parameters());
+  for (const char* strategy : {"dp=2,gbs=8,zero=2", "dp=2,gbs=8,zero=3"}) {
+    auto s = plan::parse_strategy(strategy);
+    ASSERT_TRUE(s);
+    auto p = plan::plan_from_strategy(*s, *m, *c);
+    ASSERT_TRUE(p) << p.error().message;
+    auto need = rank_memory(*m, *c, *p);
+    ASSERT_TRUE(need) << need.error().message;
+    ASSERT_EQ(need->size(), 2u);
+    for (const RankMemory& r : *need) {
+      EXPECT_DOUBLE_EQ(r.gradients.value, whole) << strategy;
+      // Adam's moments are sliced: 8 bytes for each of half the parameters.
+      EXPECT_DOUBLE_EQ(r.optimizer.value, whole) << strategy;
+      EXPECT_DOUBLE_EQ(r.flat_gradients.value, std::max(0.0, whole - r.activations.value))
+          << strategy;
+      EXPECT_GT(r.flat_gradients.value, 0) << strategy;  // this MLP's activations are small
+    }
   }
 }
 

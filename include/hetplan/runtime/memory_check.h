@@ -24,7 +24,12 @@ namespace hetplan::runtime {
 struct RankMemory {
   int device = 0;
   Bytes whole_model, gradients, optimizer, activations, process;
-  Bytes total() const { return whole_model + gradients + optimizer + activations + process; }
+  // Under ZeRO-2 and -3, the flat copy of the gradients the step's reduce-scatter takes once the
+  // backward passes are done: what it needs beyond the activations, freed by then.
+  Bytes flat_gradients;
+  Bytes total() const {
+    return whole_model + gradients + optimizer + activations + flat_gradients + process;
+  }
 };
 
 // Per rank (in runtime::rank_devices order) of plan p (the form `run` executes), simulated on c.
