@@ -138,6 +138,7 @@ StageMemoryParts stage_memory_parts(const model::Model& m, const MemoryConfig& c
     const LayerMemory l = layer_memory(m, cfg, li);
     parts.params += l.params;
     parts.tied_copy += l.tied_copy;
+    parts.largest_layer = std::max(parts.largest_layer, l.params + l.tied_copy);
     parts.activations.stored_per_sample += l.stored_per_sample;
     parts.activations.working_set_per_sample =
         std::max(parts.activations.working_set_per_sample, l.working_per_sample);
@@ -186,6 +187,17 @@ MemoryBreakdown stage_memory(model::DType dtype, const MemoryConfig& cfg,
   b.transient =
       Bytes(std::max(0.0, act.transient_per_sample - act.working_set_per_sample) * cfg.micro_batch);
   b.buffers = cfg.gradient_buckets + gathered_weights;
+  // ZeRO-3 over several devices, as PyTorch FSDP runs it with a unit per layer: the layer a pass
+  // computes gathered whole (this device's tensor-parallel part of it) and the next one
+  // prefetched (FSDP's default BACKWARD_PRE prefetch), and in the backward pass the layer's whole
+  // gradient before its reduce-scatter, which takes the place of the communication buckets when
+  // larger. The sliced weights are counted in `parameters` besides.
+  if (cfg.zero_stage >= 3 && cfg.zero_group > 1) {
+    const double layer = parts.largest_layer;
+    b.buffers =
+        Bytes(std::max(cfg.gradient_buckets.value, sb.gradient * layer) + 2 * sb.weight * layer) +
+        gathered_weights;
+  }
   b.reserve = cfg.context + cfg.workspace;
   b.fragmentation = allocator_fragmentation(b, cfg.fragmentation);
   return b;

@@ -34,7 +34,7 @@ StageMemoryTable::StageMemoryTable(const model::Model& m, const MemoryConfig& cf
   params_.assign(L + 1, 0);
   tied_.assign(L + 1, 0);
   stored_.assign(L + 1, 0);
-  std::vector<double> working(L), transient(L), gathered(L, 0);
+  std::vector<double> working(L), transient(L), gathered(L, 0), layer(L);
   for (int l = 0; l < L; ++l) {
     const LayerMemory lm = layer_memory(m, cfg, l);
     params_[l + 1] = params_[l] + lm.params;
@@ -42,12 +42,14 @@ StageMemoryTable::StageMemoryTable(const model::Model& m, const MemoryConfig& cf
     stored_[l + 1] = stored_[l] + lm.stored_per_sample;
     working[l] = lm.working_per_sample;
     transient[l] = lm.transient_per_sample;
+    layer[l] = lm.params + lm.tied_copy;
     if (!gathered_by_layer.empty()) gathered[l] = gathered_by_layer[l].value;
   }
   // Only full recomputation has a working set, only split ops gather weights: the rest is 0.
   if (cfg.recompute == Recompute::full) working_ = RangeMax(std::move(working));
   if (!gathered_by_layer.empty()) gathered_ = RangeMax(std::move(gathered));
   transient_ = RangeMax(std::move(transient));
+  layer_ = RangeMax(std::move(layer));
   cfg_.whole_params.clear();  // read above; the breakdown needs none of them
   cfg_.whole_activations.clear();
 }
@@ -61,6 +63,7 @@ MemoryBreakdown StageMemoryTable::at(int first, int count) const {
   parts.activations.stored_per_sample = stored_[end] - stored_[first];
   parts.activations.working_set_per_sample = working_.of(first, end);
   parts.activations.transient_per_sample = transient_.of(first, end);
+  parts.largest_layer = count > 0 ? layer_.of(first, end) : 0.0;
   return stage_memory(m_->dtype, cfg_, parts, Bytes(gathered_.of(first, end)));
 }
 

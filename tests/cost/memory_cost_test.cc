@@ -54,6 +54,27 @@ TEST(MemoryCost, ZeroStagesSplitOverTheGroupAfterTheTensorShard) {
   }
 }
 
+// ZeRO-3 as FSDP runs it: the largest layer's tensor-parallel part gathered whole, the next one
+// prefetched, and that layer's whole gradient before its reduce-scatter (in place of the buckets
+// when larger), in the buffers. Over a group of one nothing is gathered.
+TEST(MemoryCost, ZeroThreeGathersTheLargestLayerAndPrefetchesTheNext) {
+  const auto m = gpt_like(2, kSeq, kHidden, kHeads);
+  const double P = params_per_layer() / 4;  // tp = 4: each layer's part
+  MemoryConfig cfg = layers(2);
+  cfg.param_shard = 0.25;
+  cfg.zero_stage = 3;
+  cfg.zero_group = 8;
+  cfg.gradient_buckets = Bytes(0);
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).buffers.value, 2 * 2 * P + 4 * P);  // bf16, fp32 grads
+  cfg.gradient_buckets = Bytes(1e12);  // buckets larger than a layer's gradient
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).buffers.value, 1e12 + 2 * 2 * P);
+  cfg.zero_group = 1;
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).buffers.value, 1e12);
+  cfg.zero_group = 8;
+  cfg.zero_stage = 2;
+  EXPECT_DOUBLE_EQ(stage_memory(m, cfg).buffers.value, 1e12);
+}
+
 TEST(MemoryCost, Fp32ModelsKeepSixteenBytesSplitDifferently) {
   auto m = gpt_like(1, kSeq, kHidden, kHeads);
   m.dtype = model::DType::fp32;

@@ -103,7 +103,7 @@ struct MemoryBreakdown {
   // Live for a moment of the step beyond the activations and their recomputation: the loss's
   // gradient buffers as its backward pass runs (what of them the working set does not cover).
   Bytes transient;
-  Bytes buffers;        // communication buckets, gathered weights
+  Bytes buffers;        // communication buckets, gathered weights (ZeRO-3's too)
   Bytes reserve;        // CUDA context, library workspaces: outside the allocator
   Bytes fragmentation;  // held by the caching allocator, not usable by the step's tensors
   Bytes total() const {
@@ -163,6 +163,7 @@ int tied_table_layer(const model::Model& m);
 struct StageMemoryParts {
   double params = 0;
   double tied_copy = 0;
+  double largest_layer = 0;  // the parameters (and tied copy) of the stage's largest layer
   ActivationBytes activations;
 };
 // The parts of cfg's layers [first_layer, first_layer + num_layers).

@@ -40,7 +40,7 @@ class StageMemoryTable {
   const model::Model* m_;
   MemoryConfig cfg_;
   std::vector<double> params_, tied_, stored_;  // prefix sums over layers
-  RangeMax working_, transient_, gathered_;
+  RangeMax working_, transient_, gathered_, layer_;  // layer_: a layer's params and tied copy
   int table_layer_;  // tied_table_layer(model)
 };
 
