@@ -24,6 +24,7 @@
 #include "hetplan/cost/compute_cost.h"
 #include "hetplan/cost/memory_cost.h"
 #include "hetplan/model/training.h"
+#include "hetplan/plan/validate.h"
 #include "hetplan/search/device_groups.h"
 #include "hetplan/search/lp.h"
 #include "hetplan/sim/layer_costs.h"
@@ -44,7 +45,9 @@ struct Unit {
   std::vector<plan::SplitKind> choices;
 };
 
-std::vector<Unit> make_units(const model::Model& m, int tp) {
+// heads_by_tensor false: no op of a transformer layer that splits heads or experts may go by
+// tensor (for a replica whose shares would leave the heads unevenly split or a device without).
+std::vector<Unit> make_units(const model::Model& m, int tp, bool heads_by_tensor) {
   std::map<std::string, int> index;
   std::vector<Unit> units;
   for (const auto& layer : m.layers) {
@@ -63,10 +66,10 @@ std::vector<Unit> make_units(const model::Model& m, int tp) {
         u.pattern = pattern;
         const model::Op& o = m.ops[op];
         // Heads (and experts) bound how far attention and experts split by tensor dimension.
-        const bool tensor_ok =
-            o.shard == model::ShardKind::replicated ||
-            !(layer.kind == model::LayerKind::transformer &&
-              ((m.heads > 0 && tp > m.heads) || (m.experts > 0 && tp > m.experts)));
+        const bool tensor_ok = o.shard == model::ShardKind::replicated ||
+                               !(layer.kind == model::LayerKind::transformer &&
+                                 (!heads_by_tensor || (m.heads > 0 && tp > m.heads) ||
+                                  (m.experts > 0 && tp > m.experts)));
         if (tensor_ok) u.choices.push_back(plan::SplitKind::tensor);
         u.choices.push_back(plan::SplitKind::batch);
         if (o.params > 0) u.choices.push_back(plan::SplitKind::batch_sharded);
@@ -426,9 +429,9 @@ struct Synthesis {
 
 // Program search and ratio LP, alternated, for one replica; nullopt when nothing fits.
 std::optional<Synthesis> synthesize(const Context& ctx, const plan::Plan& settings,
-                                    const std::vector<int>& devices, double samples, int m,
-                                    int dp) {
-  const auto units = make_units(ctx.model, static_cast<int>(devices.size()));
+                                    const std::vector<int>& devices, double samples, int m, int dp,
+                                    bool heads_by_tensor) {
+  const auto units = make_units(ctx.model, static_cast<int>(devices.size()), heads_by_tensor);
   SpmdCoster coster(ctx, units, settings, devices);
   // Start from ratios proportional to peak FLOP/s.
   std::vector<double> shares;
@@ -503,46 +506,57 @@ PlannerOutput hap(const Context& ctx) {
           settings.recompute = rc;
           settings.num_microbatches = static_cast<int>(m);
           settings.zero_stage = zero;
-          // One program per kind of replica (same device classes in the same order).
-          std::map<std::vector<DeviceClass>, std::optional<Synthesis>> by_kind;
           const double samples = static_cast<double>(B) / static_cast<double>(m * R);
-          std::vector<Synthesis> found;
-          bool ok = true;
-          for (const auto& devs : replicas) {
-            std::vector<DeviceClass> kind;
-            for (int d : devs) kind.push_back(class_of(ctx.cluster, d));
-            auto it = by_kind.find(kind);
-            if (it == by_kind.end())
-              it = by_kind
-                       .emplace(kind,
-                                synthesize(ctx, settings, devs, samples, static_cast<int>(m), R))
-                       .first;
-            if (!it->second) {
-              ok = false;
-              break;
+          // Programs that split heads or experts by tensor first; where one of those plans is not
+          // valid or not executed (the ratios split the heads unevenly, or leave a device without
+          // a key/value head), the programs again without.
+          for (bool heads_by_tensor : {true, false}) {
+            // One program per kind of replica (same device classes in the same order).
+            std::map<std::vector<DeviceClass>, std::optional<Synthesis>> by_kind;
+            std::vector<Synthesis> found;
+            bool ok = true;
+            for (const auto& devs : replicas) {
+              std::vector<DeviceClass> kind;
+              for (int d : devs) kind.push_back(class_of(ctx.cluster, d));
+              auto it = by_kind.find(kind);
+              if (it == by_kind.end())
+                it = by_kind
+                         .emplace(kind, synthesize(ctx, settings, devs, samples,
+                                                   static_cast<int>(m), R, heads_by_tensor))
+                         .first;
+              if (!it->second) {
+                ok = false;
+                break;
+              }
+              found.push_back(*it->second);
             }
-            found.push_back(*it->second);
-          }
-          if (!ok) continue;
-          // Across replicas: batch shares inversely proportional to each one's cost per sample.
-          // Replicas of different kinds may have chosen different programs; one plan carries one
-          // set of op overrides, so each kind's program is tried for every replica.
-          for (const auto& [kind, syn] : by_kind) {
-            plan::Plan p = syn->settings;
-            p.recompute = rc;
-            p.num_microbatches = static_cast<int>(m);
-            plan::Stage st;
-            st.num_layers = L;
-            std::vector<double> speed;
-            for (std::size_t r = 0; r < replicas.size(); ++r) {
-              st.replicas.push_back(make_replica(replicas[r], found[r].shares));
-              speed.push_back(1.0 / std::max(found[r].cost, 1e-12));
+            if (!ok) break;
+            // Across replicas: batch shares inversely proportional to each one's cost per
+            // sample. Replicas of different kinds may have chosen different programs; one plan
+            // carries one set of op overrides, so each kind's program is tried for every replica.
+            bool refused = false;
+            for (const auto& [kind, syn] : by_kind) {
+              plan::Plan p = syn->settings;
+              p.recompute = rc;
+              p.num_microbatches = static_cast<int>(m);
+              plan::Stage st;
+              st.num_layers = L;
+              std::vector<double> speed;
+              for (std::size_t r = 0; r < replicas.size(); ++r) {
+                st.replicas.push_back(make_replica(replicas[r], found[r].shares));
+                speed.push_back(1.0 / std::max(found[r].cost, 1e-12));
+              }
+              set_batch_shares(st.replicas, proportional_split(speed, B / m));
+              p.stages = {std::move(st)};
+              const bool bad = heads_by_tensor &&
+                               (!plan::validate_plan(p, ctx.model, ctx.cluster, "plan") ||
+                                (ctx.options.executable && !ctx.options.executable(p).empty()));
+              refused = refused || bad;
+              if (!bad) candidates.push_back(std::move(p));
             }
-            set_batch_shares(st.replicas, proportional_split(speed, B / m));
-            p.stages = {std::move(st)};
-            candidates.push_back(std::move(p));
+            fitted = true;
+            if (!refused) break;
           }
-          fitted = true;
         }
       }
   }

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "hetplan/plan/plan_json.h"
+#include "hetplan/plan/validate.h"
 #include "hetplan/search/search.h"
 #include "search_fixtures.h"
 
@@ -339,6 +340,27 @@ network: {kind: switch}
   for (const auto& st : p.stages)
     for (const auto& r : st.replicas) used.insert(r.devices.begin(), r.devices.end());
   EXPECT_EQ(used.size(), 4u);
+}
+
+// One node of five like GPUs and a model of 16 heads and 4 key/value heads: a program that splits
+// attention by tensor over the node would split the heads evenly five ways, which no plan may do.
+// HAP then synthesises the programs again without splitting heads or experts by tensor, and gives
+// a valid plan (it gave none, with the validation's error).
+TEST(HapPlanner, AvoidsSplittingHeadsWhereTheNodeCannotSplitThemEvenly) {
+  const auto m = load_model_or_die("llama:layers=1,hidden=2048,heads=16,seq=128,kv_heads=4");
+  auto c = cluster::parse_cluster_yaml(R"(version: 1
+nodes:
+  - {group: g0, count: 1, device: RTX-4090, devices_per_node: 5,
+     intra_node: {bandwidth: 233GB/s}, nic: {bandwidth: 200Gbps}}
+)",
+                                       "hap5.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  SearchOptions opts;
+  opts.global_batch = 64;
+  auto hap = find_plan(m, *c, Algo::hap, opts);
+  ASSERT_TRUE(hap) << hap.error().message;
+  ASSERT_TRUE(hap->best.ok) << hap->best.error;
+  EXPECT_TRUE(plan::validate_plan(hap->best.plan, m, *c, "plan"));
 }
 
 // One node of four CPU workers whose messages cost a millisecond: one SPMD program over all four
