@@ -371,7 +371,10 @@ int run_plan(PlanArgs a) {
 
 // --algo, --seed, --out, --calibration and --policy, which plan and replan share.
 void add_planner_options(CLI::App* cmd, PlanArgs& a) {
-  cmd->add_option("--algo", a.algo, "Planner: " + search::algo_names())->capture_default_str();
+  cmd->add_option(
+         "--algo", a.algo,
+         "Planner: " + search::algo_names() + " (Frontier Tracking's frontier: hetplan pareto)")
+      ->capture_default_str();
   cmd->add_option("--seed", a.seed,
                   "Seed of the op grouping (METIS) and of HeteroG's draws; the stage-level "
                   "planners draw no random "

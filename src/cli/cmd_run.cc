@@ -59,6 +59,7 @@ struct RunArgs {
   int threads = 1;
   std::string device = "cpu";
   bool device_given = false;  // --device on the command line
+  bool model_given = false, cluster_given = false;  // --model, --cluster on the command line
   bool json = false;
   bool emulate = false;
   bool check = false;
@@ -229,18 +230,36 @@ int run_elastic(const RunArgs& first, const model::Model& m, const cluster::Clus
   }
 }
 
-int run_run(const RunArgs& a) {
+int run_run(const RunArgs& given) {
   auto env = runtime::rank_env_from_environment();
   if (!env) return report_error(env.error().message);
-  if (a.nprocs > 0 && env->world_size > 1)
+  if (given.nprocs > 0 && env->world_size > 1)
     return report_error(
         "--nprocs: this process is already one rank of a job (RANK and WORLD_SIZE are set)");
+  // A plan file names its model and cluster: they stand where --model or --cluster is not given
+  // (and travel to the workers as given).
+  RunArgs a = given;
+  bool planned_model = false, planned_cluster = false;
+  if (!a.plan_file.empty() && (!a.model_given || !a.cluster_given))
+    if (auto read = plan::read_plan_file(a.plan_file)) {
+      planned_model = !a.model_given && !read->model.empty();
+      planned_cluster = !a.cluster_given && !read->cluster.empty();
+      if (planned_model) a.model = read->model;
+      if (planned_cluster) a.cluster = read->cluster;
+    }
+  auto from_plan = [&](const char* what, const std::string& error) {
+    return report_error(fmt::format("--plan {}: its {} does not load ({}); give --{} explicitly",
+                                    a.plan_file, what, error, what));
+  };
   const int world = a.nprocs > 0 ? a.nprocs : env->world_size;
   auto m = model::load_model(a.model, "--model");
-  if (!m) return report_error(m.error().message);
+  if (!m)
+    return planned_model ? from_plan("model", m.error().message) : report_error(m.error().message);
   const std::string cluster_spec = a.cluster.empty() ? fmt::format("cpu:{}", world) : a.cluster;
   auto c = cluster::load_cluster(cluster_spec, "--cluster");
-  if (!c) return report_error(c.error().message);
+  if (!c)
+    return planned_cluster ? from_plan("cluster", c.error().message)
+                           : report_error(c.error().message);
   if (!a.calibration_file.empty()) {
     // The links as simulate and plan price them with the profile, so that an uneven form left to
     // the cost model is the one they priced.
@@ -524,16 +543,18 @@ Action add_run_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "run",
       "Execute a plan for real on libtorch + c10d (Gloo on CPU, NCCL on GPU) and measure it");
-  cmd->add_option("--model,-m", args->model,
-                  "Model: an MLP (mlp:...), a ResNet (resnet:...) or a GPT- or Llama-style decoder "
-                  "(gpt:..., llama:...) small enough for CPUs")
-      ->capture_default_str();
+  auto* model = cmd->add_option("--model,-m", args->model,
+                                "Model: an MLP (mlp:...), a ResNet (resnet:...) or a GPT- or "
+                                "Llama-style decoder (gpt:..., llama:...) small enough for CPUs "
+                                "(with --plan: the plan's `model`)")
+                    ->capture_default_str();
   cmd->add_option("--plan,-p", args->plan_file, "A plan JSON file (e.g. from hetplan plan --out)");
   cmd->add_option("--strategy,-s", args->strategy,
                   "Shorthand instead of --plan (default: dp=<ranks>,gbs=<8 x ranks>)")
       ->check(strategy_not_blank);
-  cmd->add_option("--cluster,-c", args->cluster,
-                  "The cluster the plan is for (default: cpu:<ranks>, this host's CPU workers)");
+  auto* cluster = cmd->add_option("--cluster,-c", args->cluster,
+                                  "The cluster the plan is for (with --plan: the plan's `cluster`; "
+                                  "default: cpu:<ranks>, this host's CPU workers)");
   cmd->add_option("--calibration", args->calibration_file,
                   "The calibration profile the plan was made with: the runtime picks uneven "
                   "collective forms left to the cost model on the links as it prices them");
@@ -631,9 +652,11 @@ Action add_run_command(CLI::App& app) {
                 "Only decide, without starting anything, whether the plan runs at its full scale "
                 "(one rank per device it uses): print \"runnable\" (exit 0) or \"not runnable\" "
                 "and the reason (exit 1)");
-  return [args, precision, device] {
+  return [args, precision, device, model, cluster] {
     args->precision_given = precision->count() > 0;
     args->device_given = device->count() > 0;
+    args->model_given = model->count() > 0;
+    args->cluster_given = cluster->count() > 0;
     return run_run(*args);
   };
 }

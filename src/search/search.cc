@@ -75,7 +75,8 @@ std::optional<Algo> algo_from_string(std::string_view s) {
 
 std::string algo_names() {
   std::string out;
-  for (auto [v, n] : kAlgoNames) out += (out.empty() ? "" : "|") + std::string(n);
+  for (auto [v, n] : kAlgoNames)
+    if (v != Algo::ft) out += (out.empty() ? "" : "|") + std::string(n);
   return out;
 }
 

@@ -55,6 +55,27 @@ TEST(PlanCli, AWrittenPlanSimulatesToTheSameNumbers) {
   std::filesystem::remove(out);
 }
 
+// A plan names its model and cluster: `run --check` takes them where --model and --cluster are
+// not given, as simulate does, and judges the plan as with them given.
+TEST(PlanCli, RunCheckTakesThePlansOwnModelAndCluster) {
+  const auto out = (std::filesystem::temp_directory_path() /
+                    ("hetplan_plan_cli_own_" + std::to_string(::getpid()) + ".json"))
+                       .string();
+  const std::string inputs =
+      "--model gpt:layers=2,hidden=128,heads=4,seq=64,vocab=500 "
+      "--cluster heterog-mixed";
+  auto r = run_hetplan("plan " + inputs + " --global-batch 32 --time-limit 1 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto given = run_hetplan("run --check " + inputs + " --plan " + out);
+  auto own = run_hetplan("run --check --plan " + out);
+  EXPECT_EQ(given.exit_code, 0) << given.out << given.err;
+  EXPECT_EQ(own.exit_code, 0) << own.out << own.err;
+  EXPECT_EQ(own.out.rfind("runnable: ", 0), 0u) << own.out;
+  // (Their next line says what the host had available then, which moves.)
+  EXPECT_EQ(own.out.substr(0, own.out.find('\n')), given.out.substr(0, given.out.find('\n')));
+  std::filesystem::remove(out);
+}
+
 TEST(PlanCli, FlashAttentionPlansKeepNoScores) {
   // The same search with a fused attention core: the plan says so, simulates to the same numbers,
   // and keeps less than the plain plan at the same settings.
@@ -160,6 +181,15 @@ TEST(PlanCli, APrecisionIsCostedWrittenAndKept) {
   auto check = run_hetplan("run --check " + inputs + " --plan " + out);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   EXPECT_EQ(check.out.rfind("runnable: ", 0), 0u) << check.out << check.err;
+  // Without --model and --cluster the plan's own stand (as for simulate); this plan's cluster is
+  // a file's, which it names but does not locate.
+  auto own = run_hetplan("run --check --plan " + out);
+  EXPECT_EQ(own.exit_code, 2);
+  EXPECT_NE(own.err.find("its cluster does not load"), std::string::npos) << own.err;
+  EXPECT_NE(own.err.find("give --cluster explicitly"), std::string::npos) << own.err;
+  auto named = run_hetplan("run --check --cluster " + cluster + " --plan " + out);
+  EXPECT_EQ(named.exit_code, 0) << named.out << named.err;
+  EXPECT_EQ(named.out.substr(0, named.out.find('\n')), check.out.substr(0, check.out.find('\n')));
   auto against = run_hetplan("run --check " + inputs + " --plan " + out + " --precision bf16");
   EXPECT_EQ(against.exit_code, 2);
   EXPECT_NE(against.err.find("--precision bf16: the plan trains in fp32 (its precision)"),
@@ -248,8 +278,9 @@ TEST(PlanCli, SummaryNamesThePlannerAndTheBaselines) {
 TEST(PlanCli, BadArgumentsAndModelsThatCannotFit) {
   auto algo = run_hetplan("plan " + kSmall + " --algo magic");
   EXPECT_EQ(algo.exit_code, 2);
-  EXPECT_NE(algo.err.find("--algo: expected one of auto|dp|megatron|uneven-dp|hap|pipeline|ft"),
-            std::string::npos)
+  EXPECT_NE(
+      algo.err.find("--algo: expected one of auto|dp|megatron|uneven-dp|hap|pipeline|tag|heterog"),
+      std::string::npos)
       << algo.err;
   auto obj = run_hetplan("plan " + kSmall + " --objective speed");
   EXPECT_EQ(obj.exit_code, 2);

@@ -17,7 +17,7 @@ enum class Algo { automatic, dp, megatron, uneven_dp, hap, pipeline, ft, tag, he
 // "auto", "dp", "megatron", "uneven-dp", "hap", "pipeline", "ft", "tag", "heterog"
 const char* to_string(Algo a);
 std::optional<Algo> algo_from_string(std::string_view s);
-std::string algo_names();  // "auto|dp|...": for error messages
+std::string algo_names();  // "auto|dp|...": the ones find_plan runs (ft is `hetplan pareto`)
 // Why find_plan (and the search over devices to rent) takes no Algo::ft.
 inline constexpr const char* kFtIsPareto =
     "--algo: ft: use `hetplan pareto` for the Frontier Tracking planner";
