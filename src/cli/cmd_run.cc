@@ -248,8 +248,7 @@ int run_run(const RunArgs& given) {
       if (planned_cluster) a.cluster = read->cluster;
     }
   auto from_plan = [&](const char* what, const std::string& error) {
-    return report_error(fmt::format("--plan {}: its {} does not load ({}); give --{} explicitly",
-                                    a.plan_file, what, error, what));
+    return report_error(plan_input_error(a.plan_file, what, error));
   };
   const int world = a.nprocs > 0 ? a.nprocs : env->world_size;
   auto m = model::load_model(a.model, "--model");

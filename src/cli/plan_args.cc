@@ -77,9 +77,7 @@ Result<PlanWithInputs> read_plan_with_inputs(const std::string& plan_file,
       a.cluster_given || read->cluster.empty() ? a.cluster : read->cluster;
   // Where the plan named them, a model or cluster that does not load is the plan's to explain.
   auto planned = [&](bool given, const char* what, const std::string& error) {
-    if (given) return Error{error};
-    return Error{fmt::format("--plan {}: its {} does not load ({}); give --{} explicitly",
-                             plan_file, what, error, what)};
+    return Error{given ? error : plan_input_error(plan_file, what, error)};
   };
   auto m = model::load_model(model_spec, "--model");
   if (!m) return planned(a.model_given, "model", m.error().message);
@@ -96,6 +94,12 @@ Result<PlanWithInputs> read_plan_with_inputs(const std::string& plan_file,
   auto p = validated_plan(std::move(*read), *m, *c, plan_file);
   if (!p) return p.error();
   return PlanWithInputs{std::move(*p), std::move(*m), std::move(*c), model_spec, cluster_spec};
+}
+
+std::string plan_input_error(const std::string& plan_file, const char* what,
+                             const std::string& error) {
+  return fmt::format("--plan {}: its {} does not load ({}); give --{} explicitly", plan_file, what,
+                     error, what);
 }
 
 void warn_single_route_spray(const plan::Plan& p, const cluster::Cluster& c,

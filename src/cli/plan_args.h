@@ -44,6 +44,9 @@ struct PlanWithInputs {
 };
 Result<PlanWithInputs> read_plan_with_inputs(const std::string& plan_file,
                                              const ModelClusterArgs& a);
+// The error when a plan's own `what` ("model" or "cluster") does not load: the plan's to explain.
+std::string plan_input_error(const std::string& plan_file, const char* what,
+                             const std::string& error);
 
 // p validated against the model and cluster (errors name `source`), with the spray warning.
 Result<plan::Plan> validated_plan(plan::Plan p, const model::Model& m, const cluster::Cluster& c,

@@ -2,6 +2,8 @@
 // one-stream cases, and the simulator's steady state over back-to-back iterations.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "../../src/sim/task_graph.h"
 #include "sim_fixtures.h"
 
@@ -132,17 +134,32 @@ TEST(EngineQuota, QuotasShareTheHostsCoresWhileMoreComputeThanItHas) {
   EXPECT_NEAR(r.end[1], 0.045, 1e-12);
 }
 
+// A one-layer model of `flops` per sample on one node of a device per replica, each at
+// `cpu_share` of a core, the replicas taking `shares` of one micro-batch of `batch` samples.
+struct QuotaCase {
+  model::Model m;
+  cluster::Cluster c;
+  plan::Plan p;
+};
+QuotaCase quota_case(double flops, double cpu_share, int batch, const std::vector<double>& shares) {
+  QuotaCase q{testing::chain_model(1, flops, 0),
+              testing::unit_cluster(1, static_cast<int>(shares.size())),
+              {}};
+  q.c.nodes[0].cpu_share = cpu_share;
+  q.p.global_batch = batch;
+  q.p.num_microbatches = 1;
+  plan::Stage st{0, 1, {}};
+  for (std::size_t d = 0; d < shares.size(); ++d)
+    st.replicas.push_back(plan::Replica{{static_cast<int>(d)}, {}, shares[d]});
+  q.p.stages.push_back(std::move(st));
+  return q;
+}
+
 TEST(SimulateQuota, WorkersOnAHostOfFewerCoresShareThem) {
   // Two devices at 0.8 of a core, each 0.015 s of compute per iteration (no weights to sum).
   // With a core each, a device's quota bounds it: 0.015 / 0.8 s per iteration on average. On one
   // core they compute at half speed, 0.03 s per iteration, never throttled.
-  const auto m = testing::chain_model(1, 5e9, 0);
-  auto c = testing::unit_cluster(1, 2);
-  c.nodes[0].cpu_share = 0.8;
-  plan::Plan p;
-  p.global_batch = 2;
-  p.num_microbatches = 1;
-  p.stages.push_back(plan::Stage{0, 1, {plan::Replica{{0}, {}, 0.5}, plan::Replica{{1}, {}, 0.5}}});
+  const auto [m, c, p] = quota_case(5e9, 0.8, 2, {0.5, 0.5});
   auto o = testing::exact_options();
   auto r = simulate(m, c, p, o);
   ASSERT_TRUE(r) << r.error().message;
@@ -161,13 +178,7 @@ TEST(SimulateQuota, IterationTimeIsTheSteadyStateNotTheFirstIteration) {
   // One device at half a core, 0.03 s of compute per iteration (forward 0.01 s, backward
   // 0.02 s): the first iteration fits in the first period's budget, but back to back the device
   // gets half a core, so iterations take 0.06 s on average (to the window's rounding).
-  const auto m = testing::chain_model(1, 1e10, 0);
-  auto c = testing::unit_cluster(1, 1);
-  c.nodes[0].cpu_share = 0.5;
-  plan::Plan p;
-  p.global_batch = 1;
-  p.num_microbatches = 1;
-  p.stages.push_back(plan::Stage{0, 1, {plan::Replica{{0}, {}, 1.0}}});
+  const auto [m, c, p] = quota_case(1e10, 0.5, 1, {1.0});
   auto r = simulate(m, c, p, testing::exact_options());
   ASSERT_TRUE(r) << r.error().message;
   EXPECT_NEAR(r->iteration_time.value, 0.06, 0.002);
