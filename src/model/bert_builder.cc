@@ -4,8 +4,30 @@
 
 namespace hetplan::model::detail {
 
+namespace {
+
+// The MLM head: a dense layer, GELU and layer norm on every position, then the decoder tied to the
+// word embedding and its loss.
+void add_mlm_head(GraphBuilder& g, const BertConfig& c, int last) {
+  const double act = g.act(), sh = static_cast<double>(c.seq) * static_cast<double>(c.hidden);
+  Op transform =
+      linear("head.mlm.dense", {last}, act, c.seq, c.hidden, c.hidden, true, ShardKind::replicated);
+  transform.compute = op_compute(OpFn::linear, {c.seq, c.hidden}, true);
+  const int dense = g.add(std::move(transform));
+  Op gelu = pointwise("head.mlm.gelu", OpKind::elementwise, ShardKind::replicated, {dense}, act, sh,
+                      kGeluFlops);
+  gelu.saved_bytes = act * sh;
+  gelu.compute = op_compute(OpFn::gelu, {c.seq, c.hidden});
+  const int ge = g.add(std::move(gelu));
+  const int mlm_in = add_saving_norm(g, "head.mlm.norm", OpKind::layernorm, c.seq, c.hidden, ge);
+  add_lm_head(g, "head.mlm.decoder", "head.mlm.loss", mlm_in, c.seq, c.hidden, c.vocab, true, true);
+}
+
+}  // namespace
+
 // BERT pre-training graph (BertForPreTraining): MLM logits on every position, as Megatron-LM's
-// BERT computes them, and the next-sentence head on the [CLS] token.
+// BERT computes them, and the next-sentence head on the [CLS] token. With c.classification,
+// BertForSequenceClassification: the pooler and a classifier on the [CLS] token alone.
 Model build_bert(const BertConfig& c) {
   BlockShape b = gpt_style_block(c.seq, c.hidden, c.heads, c.hidden / c.heads, c.ffn);
   b.pre_norm = false;
@@ -37,32 +59,25 @@ Model build_bert(const BertConfig& c) {
 
   g.begin_layer("head", LayerKind::head);
   const int last = x;
-  Op transform =
-      linear("head.mlm.dense", {last}, act, c.seq, c.hidden, c.hidden, true, ShardKind::replicated);
-  transform.compute = op_compute(OpFn::linear, {c.seq, c.hidden}, true);
-  const int dense = g.add(std::move(transform));
-  Op gelu = pointwise("head.mlm.gelu", OpKind::elementwise, ShardKind::replicated, {dense}, act, sh,
-                      kGeluFlops);
-  gelu.saved_bytes = act * sh;
-  gelu.compute = op_compute(OpFn::gelu, {c.seq, c.hidden});
-  const int ge = g.add(std::move(gelu));
-  const int mlm_in = add_saving_norm(g, "head.mlm.norm", OpKind::layernorm, c.seq, c.hidden, ge);
-  add_lm_head(g, "head.mlm.decoder", "head.mlm.loss", mlm_in, c.seq, c.hidden, c.vocab, true, true);
+  if (!c.classification) add_mlm_head(g, c, last);
   // The pooler reads the first token ([CLS]) of the last block's output.
   Op pool = linear("head.pooler", {last}, act, 1, c.hidden, c.hidden, true, ShardKind::replicated);
   pool.compute = op_compute(OpFn::linear, {c.hidden}, true);
   const int pooler = g.add(std::move(pool));
   Op tanh = pointwise("head.pooler.tanh", OpKind::elementwise, ShardKind::replicated, {pooler}, act,
                       h, kGeluFlops);
-  tanh.saved_bytes = act * h;  // its output, which the NSP classifier also reads
+  tanh.saved_bytes = act * h;  // its output, which the classifier also reads
   tanh.compute = op_compute(OpFn::tanh, {c.hidden});
   const int pooled = g.add(std::move(tanh));
-  Op classify = linear("head.nsp", {pooled}, act, 1, c.hidden, 2, true, ShardKind::replicated);
-  classify.compute = op_compute(OpFn::linear, {2}, true);
-  const int nsp = g.add(std::move(classify));
-  Op nsp_loss = cross_entropy("head.nsp.loss", ShardKind::replicated, {nsp}, act, 1, 2);
-  nsp_loss.compute = op_compute(OpFn::cross_entropy, {1});
-  g.add(std::move(nsp_loss));
+  const std::int64_t outputs = c.classification ? c.labels : 2;
+  const char* head = c.classification ? "head.classifier" : "head.nsp";
+  Op classify = linear(head, {pooled}, act, 1, c.hidden, outputs, true, ShardKind::replicated);
+  classify.compute = op_compute(OpFn::linear, {outputs}, true);
+  const int logits = g.add(std::move(classify));
+  Op loss =
+      cross_entropy(std::string(head) + ".loss", ShardKind::replicated, {logits}, act, 1, outputs);
+  loss.compute = op_compute(OpFn::cross_entropy, {1});
+  g.add(std::move(loss));
   return m;
 }
 

@@ -25,6 +25,11 @@ Model build_gpt(const GptConfig& c);
 struct BertConfig {
   std::int64_t layers = 0, hidden = 0, heads = 0, ffn = 0, seq = 0, vocab = 0, type_vocab = 2;
   DType dtype = DType::bf16;  // compute and activation dtype (spec key dtype=)
+  // Pre-training (BertForPreTraining: MLM logits on every position and the next-sentence head), or
+  // sequence classification (BertForSequenceClassification: the pooler and a classifier of
+  // `labels` outputs on the [CLS] token, no MLM head).
+  bool classification = false;
+  std::int64_t labels = 2;
 };
 Model build_bert(const BertConfig& c);
 

@@ -133,6 +133,11 @@ Model bert(SpecArgs& a) {
   c.seq = a.integer("seq", 512, 1, kMaxSeq);
   c.vocab = a.integer("vocab", 30522, 1, kMaxVocab);
   c.ffn = a.integer("ffn", 4 * c.hidden, 1, 10 * kMaxWidth);
+  c.classification =
+      a.choice("head", "pretraining", {"pretraining", "classification"}) == "classification";
+  c.labels = a.integer("labels", 2, 1, kMaxVocab);
+  if (!c.classification && a.has("labels"))
+    a.fail("labels", "expected only with head=classification");
   c.dtype = read_dtype(a);
   a.finish();
   return build_bert(c);

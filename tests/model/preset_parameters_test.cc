@@ -45,6 +45,8 @@ TEST(PresetParameters, ExactCountsOfReleasedImplementations) {
   EXPECT_EQ(params_of("inception-v3"), 23'834'568);  // torchvision without AuxLogits
   EXPECT_EQ(params_of("opt-350m"), 331'196'416);     // Hugging Face facebook/opt-350m
   EXPECT_EQ(params_of("bert-base"), 110'106'428);    // BertForPreTraining
+  // BertForSequenceClassification (the pooler and a 2-label classifier, no MLM head).
+  EXPECT_EQ(params_of("bert-base:head=classification"), 109'483'778);
   EXPECT_EQ(params_of("vit-b16"), 86'567'656);       // timm vit_base_patch16_224
   EXPECT_EQ(params_of("llama2-7b"), 6'738'415'616);
   EXPECT_EQ(params_of("llama2-70b"), 68'976'648'192);

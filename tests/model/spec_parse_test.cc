@@ -104,7 +104,14 @@ TEST(SpecParse, UnknownKeyListsTheKnownOnes) {
   const std::string e = error_of("bert:layers=2,hidden=64,heads=4,experts=8");
   EXPECT_EQ(e,
             "--model: bert: experts=8: unknown key; expected one of layers, hidden, heads, seq, "
-            "vocab, ffn, dtype");
+            "vocab, ffn, head, labels, dtype");
+}
+
+TEST(SpecParse, BertLabelsNeedTheClassificationHead) {
+  EXPECT_EQ(error_of("bert:layers=2,hidden=64,heads=4,labels=3"),
+            "--model: bert: labels=3: expected only with head=classification");
+  EXPECT_EQ(error_of("bert:layers=2,hidden=64,heads=4,head=mlm"),
+            "--model: bert: head=mlm: expected one of pretraining, classification");
 }
 
 TEST(SpecParse, DtypeSetsTheActivationBytes) {

@@ -89,12 +89,15 @@ TEST(OpGraph, LayerChainsOfTheZoosCnns) {
 
 // Every op of Inception-v3 (branches, concatenations, average pools, dropout), of a VGG, a ResNet,
 // a ViT (patches, class token and positions, the classifier on the class token) and a BERT
-// (attention, layernorms, the tied MLM decoder, the pooler on the first token) run on two samples:
-// each output has the shape the description gives, and each loss is a scalar.
+// (attention, layernorms, the tied MLM decoder or a classifier alone, the pooler on the first
+// token) run on two samples: each output has the shape the description gives, and each loss is a
+// scalar.
 TEST(OpGraph, OutputsHaveTheDescribedShapes) {
   for (const char* spec : {"inception:image=75,classes=10", "vgg:depth=11,image=32,classes=10",
                            "resnet:depth=50,width=8,image=32,classes=10",
                            "bert:layers=2,hidden=32,heads=4,seq=16,vocab=64",
+                           "bert:layers=2,hidden=32,heads=4,seq=16,vocab=64,head=classification,"
+                           "labels=3",
                            "gpt:layers=2,hidden=32,heads=4,seq=16,vocab=64",
                            "vit:layers=2,hidden=32,heads=4,image=32,patch=8,classes=10"}) {
     const auto m = load(spec);

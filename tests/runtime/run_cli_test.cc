@@ -1203,6 +1203,16 @@ TEST(RunCli, BertOpLevelPlansMatchOneProcess) {
   EXPECT_LT(one.back(), one.front());
 }
 
+// BERT for sequence classification (no MLM head; the pooler and a 3-label classifier on the first
+// token) in two stages with tensor parallelism, and over two replicas: one process's losses.
+TEST(RunCli, ClassificationBertRunsAsOneProcess) {
+  const std::string model = std::string("--model ") + kBert + ",head=classification,labels=3";
+  const auto one = losses(model + " --strategy dp=1,gbs=8,mbs=4");
+  ASSERT_FALSE(one.empty());
+  expect_same_losses(one, losses(model + " --nprocs 4 --strategy pp=2,tp=2,gbs=8,mbs=4"));
+  expect_same_losses(one, losses(model + " --nprocs 2 --strategy dp=2,gbs=8,mbs=4"));
+}
+
 // TAG's and HeteroG's planners, asked for runnable plans of a BERT on 2 fast and 2 slow CPU
 // workers, write plans that run and give one process's losses.
 TEST(RunCli, RunsTheBertPlansTagAndHeteroGChoose) {
