@@ -15,11 +15,12 @@ TEST(MeasuredSets, EveryRowSimulates) {
   const std::string out = slurp("/tmp/measured_sets_" + std::to_string(::getpid()));
   std::remove(("/tmp/measured_sets_" + std::to_string(::getpid())).c_str());
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
-  for (const char* set :
-       {"a100-korthikanti", "a100-mpt-small", "h100-mpt-bf16", "v100-megatron", "v100-hf-bert"})
+  for (const char* set : {"a100-korthikanti", "a100-mpt-small", "h100-mpt-bf16", "v100-megatron",
+                          "v100-hf-bert", "gh200-alps-megatron"})
     EXPECT_NE(out.find(std::string("\n") + set), std::string::npos) << set << "\n" << out;
   EXPECT_NE(out.find("v100-megatron (held out)"), std::string::npos) << out;
   EXPECT_NE(out.find("v100-hf-bert (held out)"), std::string::npos) << out;
+  EXPECT_NE(out.find("gh200-alps-megatron (held out)"), std::string::npos) << out;
 }
 
 }  // namespace
