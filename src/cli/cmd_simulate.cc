@@ -281,9 +281,9 @@ Action add_simulate_command(CLI::App& app) {
                   "Gradient chunk size for plans with a grad_priority (DLCP), per "
                   "tensor-parallel rank (default 256KiB)");
   cmd->add_option("--host-cores", args->host_cores,
-                  "The cores of the machine on which `hetplan run --emulate` runs the workers of "
-                  "nodes with a cpu_share: they share them when more compute at once (default 0: "
-                  "a core each)")
+                  "The cores of the machine on which `hetplan run` runs the CPU workers (with "
+                  "--emulate, those of nodes with a cpu_share too): they share them when more "
+                  "compute at once (default 0: a core each; stage plans)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the summary");
   return [args, model, cluster] {

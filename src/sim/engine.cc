@@ -93,8 +93,9 @@ class Engine {
     for (std::size_t q = 0; q < quota_.size(); ++q) {
       const CpuQuota& cq = g.quotas[q];
       const bool carried = carry_ && carry_->budget.size() == quota_.size();
-      quota_[q].budget = carried ? carry_->budget[q] : cq.share * cq.period;
-      quota_[q].period_end = carried ? carry_->period_end[q] : cq.period;
+      constexpr double kNever = std::numeric_limits<double>::infinity();
+      quota_[q].budget = cq.unlimited ? kNever : carried ? carry_->budget[q] : cq.share * cq.period;
+      quota_[q].period_end = cq.unlimited ? kNever : carried ? carry_->period_end[q] : cq.period;
       quota_[q].last = now_;
     }
   }
@@ -254,7 +255,9 @@ class Engine {
   }
 
   // The CPU time a quota's transfers spend per second in flight.
-  double messaging_rate(int q) const { return quota_[q].messaging > 0 ? g_.quotas[q].share : 0.0; }
+  double messaging_rate(int q) const {
+    return quota_[q].messaging > 0 && !g_.quotas[q].unlimited ? g_.quotas[q].share : 0.0;
+  }
 
   // Whether quota q computes now: it runs a task with compute left and budget to spend.
   bool computing(int q) const {

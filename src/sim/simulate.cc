@@ -231,10 +231,13 @@ struct Lowering {
                                  pos->second, M);
       const double share = lane_share(static_cast<int>(l));
       int quota = -1;
-      if (share < 1) {
+      // A CPU worker without a cpu_share shares the host's cores too, where they are given.
+      const bool unthrottled_cpu = share >= 1 && opts.host_cores > 0 && cpu_lane(lanes[l]);
+      if (share < 1 || unthrottled_cpu) {
         quota = static_cast<int>(g.quotas.size());
         g.quotas.push_back(detail::CpuQuota{share, cluster::kCpuQuotaPeriod.value,
-                                            static_cast<int>(lanes[l].devices.size())});
+                                            static_cast<int>(lanes[l].devices.size()),
+                                            unthrottled_cpu});
         g.host_cores = opts.host_cores;
       }
       lane_quota.push_back(quota);
@@ -332,6 +335,12 @@ struct Lowering {
   // step): its passes' compute at full speed over their compute with each device at its node's
   // cpu_share. A lane that computes all the time then takes as long as with every device that
   // much slower; for devices of one share it is that share.
+  bool cpu_lane(const LaneInfo& lane) const {
+    return std::all_of(lane.devices.begin(), lane.devices.end(), [&](int d) {
+      return c.type_of(d).architecture == cluster::Architecture::cpu;
+    });
+  }
+
   double lane_share(int l) {
     double smallest = 1;
     for (int d : lanes[l].devices)
@@ -1049,7 +1058,10 @@ Result<SimResult> simulate_plan(const model::Model& m, const cluster::Cluster& c
   const std::vector<double> caps = cost::link_rates(c, opts.network);
   if (low.chunked()) return simulate_unrolled(m, c, p, low, caps);
   detail::EngineCarry carry;
-  detail::EngineCarry* carried = low.g.quotas.empty() ? nullptr : &carry;
+  // Budgets carry from one iteration to the next (unlimited quotas have none).
+  const bool budgets = std::any_of(low.g.quotas.begin(), low.g.quotas.end(),
+                                   [](const detail::CpuQuota& q) { return !q.unlimited; });
+  detail::EngineCarry* carried = budgets ? &carry : nullptr;
   auto eng = detail::run_engine(low.g, caps, carried);
   if (eng.deadlock) return Error{kDeadlock};
   long long events = eng.events;

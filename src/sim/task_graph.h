@@ -64,13 +64,15 @@ struct Successors {
 // workers is priced at the share's pace, cost/messaging.h, so that is its CPU time), but are not
 // stopped when it runs out.
 //
-// On a host of few cores (TaskGraph::host_cores: an emulated cluster's workers on one machine), the
-// quotas' compute shares the cores: while the processes computing under budget outnumber them,
-// each computes at cores / processes of full speed, spending its budget at that pace.
+// On a host of few cores (TaskGraph::host_cores: the CPU workers of one machine), the quotas'
+// compute shares the cores: while the processes computing under budget outnumber them, each
+// computes at cores / processes of full speed, spending its budget at that pace. A worker without a
+// cpu_share is an unlimited quota: no budget (nor period) bounds it, only the sharing of the cores.
 struct CpuQuota {
   double share = 1;
   double period = 0.1;
   int processes = 1;  // the worker processes computing under it (a lane's devices), in step
+  bool unlimited = false;
 };
 
 // Thrown by StopPoll out of the lowering and the engine; simulate() turns it into

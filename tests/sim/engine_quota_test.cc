@@ -174,6 +174,25 @@ TEST(SimulateQuota, WorkersOnAHostOfFewerCoresShareThem) {
   EXPECT_NEAR(r->iteration_time.value, 0.015 / 0.8, 0.002);
 }
 
+TEST(SimulateQuota, UnthrottledCpuWorkersShareTheHostsCoresToo) {
+  // Two CPU workers without a cpu_share, each 0.015 s of compute per iteration: 0.015 s with a core
+  // each (or no --host-cores), 0.03 s on one core. GPUs on the same figures share nothing.
+  auto [m, c, p] = quota_case(5e9, 1.0, 2, {0.5, 0.5});
+  c.device_types[0].architecture = cluster::Architecture::cpu;
+  auto o = testing::exact_options();
+  for (const auto& [cores, expected] : {std::pair{0, 0.015}, {1, 0.03}, {2, 0.015}, {4, 0.015}}) {
+    o.host_cores = cores;
+    auto r = simulate(m, c, p, o);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_NEAR(r->iteration_time.value, expected, 1e-9) << cores << " cores";
+  }
+  c.device_types[0].architecture = cluster::Architecture::ampere;
+  o.host_cores = 1;
+  auto r = simulate(m, c, p, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_NEAR(r->iteration_time.value, 0.015, 1e-9);
+}
+
 TEST(SimulateQuota, IterationTimeIsTheSteadyStateNotTheFirstIteration) {
   // One device at half a core, 0.03 s of compute per iteration (forward 0.01 s, backward
   // 0.02 s): the first iteration fits in the first period's budget, but back to back the device
