@@ -2,9 +2,9 @@
 # Predicted against measured step time of `hetplan run` on this machine: calibrates the CPU
 # (hetplan calibrate: op kinds, and all-reduces between two workers), then for each plan runs it
 # for real (Gloo worker processes, one thread each; run --measured-out) and simulates it on the
-# cpu:N cluster with that profile against the measurements (simulate --measured), and prints both
-# with the error and the mean absolute error. The model runs in fp32, so it is simulated with
-# dtype=fp32.
+# cpu:N cluster with that profile and this machine's cores against the measurements (simulate
+# --measured --host-cores), and prints both with the error and the mean absolute error. The model
+# runs in fp32, so it is simulated with dtype=fp32.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${HETPLAN:-build/hetplan}
@@ -61,7 +61,7 @@ for row in "${ROWS[@]}"; do
   "$bin" run --model "$model" --nprocs "$ranks" "$plan" --steps "$steps" \
     --measured-out "$work/measured.json" >/dev/null
   sim=$("$bin" simulate --model "$model,dtype=fp32" --cluster "cpu:$ranks" "$plan" \
-        --calibration "$work/cpu.json" --measured "$work/measured.json" --json)
+        --calibration "$work/cpu.json" --host-cores "$(nproc)" --measured "$work/measured.json" --json)
   measured=$(json_field "['measured']['iteration_time_s']" <<<"$sim")
   predicted=$(json_field "['iteration_time_s']" <<<"$sim")
   err=$(json_field "['measured']['error'] * 100" <<<"$sim")
