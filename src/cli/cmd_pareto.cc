@@ -9,6 +9,7 @@
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/plan/plan_json.h"
 #include "hetplan/search/search.h"
+#include "plan_args.h"
 #include "reports.h"
 #include "search_args.h"
 
@@ -47,11 +48,14 @@ int run_pareto(const ParetoArgs& a) {
     j["timed_out"] = res->timed_out;
     j["plans_simulated"] = res->plans_simulated;
     auto pts = nlohmann::ordered_json::array();
-    for (const auto& e : res->points)
+    for (const auto& e : res->points) {
+      plan::Plan p = e.plan;
+      p.cluster = cluster_reference(a.cluster, *c);
       pts.push_back({{"iteration_time_s", e.iteration_time_s},
                      {"max_peak_bytes", e.max_peak_bytes},
                      {"samples_per_s", e.samples_per_s},
-                     {"plan", plan::to_json(e.plan)}});
+                     {"plan", plan::to_json(p)}});
+    }
     j["points"] = pts;
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
     return 0;

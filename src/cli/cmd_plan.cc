@@ -335,6 +335,7 @@ int run_plan(PlanArgs a) {
     std::fprintf(stderr, "hetplan: replanned for %s without %s (%zu of %d devices left)\n",
                  whole->name.c_str(), names.c_str(), left.original.size(), whole->num_devices());
   }
+  res->best.plan.cluster = cluster_reference(a.cluster, *whole);
   sim::SimOptions sopts = opts.sim;
   sopts.record_events = !a.report_file.empty();
   auto r = sim::simulate(*m, *c, res->best.plan, sopts);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/core/quantity_parse.h"
@@ -13,6 +14,16 @@
 #include "hetplan/plan/validate.h"
 
 namespace hetplan::cli {
+
+std::string cluster_reference(const std::string& spec, const cluster::Cluster& c) {
+  const std::string name = spec.substr(0, spec.find(':'));
+  for (const cluster::ClusterPreset& p : cluster::cluster_presets())
+    if (p.name == name) return c.name;  // load_cluster takes a preset first
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(spec, ec)) return c.name;
+  const auto absolute = std::filesystem::absolute(spec, ec);
+  return ec ? spec : absolute.lexically_normal().string();
+}
 
 Result<model::Model> model_in_precision(const plan::Plan& p, model::Model m,
                                         const std::string& model_spec, const std::string& source) {
@@ -56,10 +67,12 @@ Result<plan::Plan> validated_plan(plan::Plan p, const model::Model& m, const clu
 
 namespace {
 
-// The error for `option` given as `loaded` where the plan names `planned`; "" when they agree.
+// The error for `option` given as `loaded` (or `reference`, what loads it again) where the plan
+// names `planned`; "" when they agree.
 std::string disagreement(const std::string& option, bool given, const std::string& loaded,
-                         const std::string& planned, const std::string& plan_file) {
-  if (!given || planned.empty() || loaded == planned) return "";
+                         const std::string& reference, const std::string& planned,
+                         const std::string& plan_file) {
+  if (!given || planned.empty() || loaded == planned || reference == planned) return "";
   return fmt::format(
       "{0}: {1} is not the plan's {2} ({3} was made for {2} \"{4}\"); leave {0} out to use the "
       "plan's",
@@ -83,10 +96,11 @@ Result<PlanWithInputs> read_plan_with_inputs(const std::string& plan_file,
   if (!m) return planned(a.model_given, "model", m.error().message);
   auto c = cluster::load_cluster(cluster_spec, "--cluster");
   if (!c) return planned(a.cluster_given, "cluster", c.error().message);
-  if (auto bad = disagreement("--model", a.model_given, m->name, read->model, plan_file);
+  if (auto bad = disagreement("--model", a.model_given, m->name, m->name, read->model, plan_file);
       !bad.empty())
     return Error{bad};
-  if (auto bad = disagreement("--cluster", a.cluster_given, c->name, read->cluster, plan_file);
+  if (auto bad = disagreement("--cluster", a.cluster_given, c->name,
+                              cluster_reference(cluster_spec, *c), read->cluster, plan_file);
       !bad.empty())
     return Error{bad};
   m = model_in_precision(*read, std::move(*m), model_spec, plan_file);

@@ -270,7 +270,7 @@ const std::vector<PresetDef>& defs() {
        hap_mixed},
       {{"a100-v100", "2 nodes x 8 A100-SXM4-40GB + 2 nodes x 8 V100-SXM2-32GB on 100 Gb/s", 0},
        a100_v100},
-      {{"h100-a100-l4", "1 DGX H100 + 2 DGX A100 + 2 servers x 4 L4 on one switch (28 GPUs)", 0},
+      {{"h100-a100-l4", "1 DGX H100 + 2 DGX A100 + 2 servers x 4 L4 on one switch (32 GPUs)", 0},
        h100_a100_l4},
       {{"leaf-spine-mixed",
         "16 A100-SXM4-40GB + 16 V100-SXM2-32GB, leaf-spine 2 spines 2:1, 30% cross traffic (DLCP)",

@@ -34,6 +34,12 @@ Model build_from_spec(std::string_view text, std::optional<DType> dtype) {
     if (dtype) args.set("dtype", to_string(*dtype));
     m = detail::build_family(head, args);
   }
+  // "bert-base,dtype=bf16": a preset's keys follow a colon.
+  const std::size_t comma = head.find(',');
+  if (!m && comma != std::string_view::npos && find_preset(trim(head.substr(0, comma))))
+    throw InputError(fmt::format("'{}'", head),
+                     fmt::format("expected a preset's keys after a colon ({}:{})",
+                                 trim(head.substr(0, comma)), head.substr(comma + 1)));
   if (!m)
     throw InputError(
         fmt::format("'{}'", head),

@@ -76,6 +76,38 @@ TEST(PlanCli, RunCheckTakesThePlansOwnModelAndCluster) {
   std::filesystem::remove(out);
 }
 
+// A plan made on a cluster file names the file (absolute), not its stem: run --check and simulate
+// find it without --cluster, even where the stem is a preset's name (here a file of 2 A100s called
+// heterog-mixed.yaml, against the preset's 8 GPUs).
+TEST(PlanCli, APlanOnAClusterFileNamesTheFile) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("hetplan_plan_cli_file_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto cluster = dir / "heterog-mixed.yaml";
+  std::ofstream(cluster)
+      << "version: 1\n"
+         "nodes:\n"
+         "  - {group: a, count: 1, device: A100-SXM4-40GB, devices_per_node: 2,\n"
+         "     intra_node: {bandwidth: 300GB/s}, nic: {bandwidth: 100Gbps}}\n";
+  const auto out = (dir / "plan.json").string();
+  auto r = run_hetplan("plan --model gpt:layers=2,hidden=128,heads=4,seq=64,vocab=500 --cluster " +
+                       cluster.string() + " --global-batch 16 --time-limit 1 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(testing::slurp(out))["cluster"], cluster.string());
+  auto check = run_hetplan("run --check --plan " + out);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+  EXPECT_EQ(check.out.rfind("runnable: ", 0), 0u) << check.out;
+  auto sim = run_hetplan("simulate --plan " + out);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_NE(sim.out.find("heterog-mixed (2 devices"), std::string::npos) << sim.out;
+  // The file given again agrees with the plan; the preset of that name does not.
+  EXPECT_EQ(run_hetplan("simulate --plan " + out + " --cluster " + cluster.string()).exit_code, 0);
+  auto preset = run_hetplan("simulate --plan " + out + " --cluster heterog-mixed");
+  EXPECT_EQ(preset.exit_code, 2);
+  EXPECT_NE(preset.err.find("is not the plan's cluster"), std::string::npos) << preset.err;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PlanCli, FlashAttentionPlansKeepNoScores) {
   // The same search with a fused attention core: the plan says so, simulates to the same numbers,
   // and keeps less than the plain plan at the same settings.
@@ -181,12 +213,19 @@ TEST(PlanCli, APrecisionIsCostedWrittenAndKept) {
   auto check = run_hetplan("run --check " + inputs + " --plan " + out);
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
   EXPECT_EQ(check.out.rfind("runnable: ", 0), 0u) << check.out << check.err;
-  // Without --model and --cluster the plan's own stand (as for simulate); this plan's cluster is
-  // a file's, which it names but does not locate.
+  // Without --model and --cluster the plan's own stand (as for simulate): its cluster file, by its
+  // absolute path. Where that file is gone, the error says so and asks for --cluster.
   auto own = run_hetplan("run --check --plan " + out);
-  EXPECT_EQ(own.exit_code, 2);
-  EXPECT_NE(own.err.find("its cluster does not load"), std::string::npos) << own.err;
-  EXPECT_NE(own.err.find("give --cluster explicitly"), std::string::npos) << own.err;
+  EXPECT_EQ(own.exit_code, 0) << own.out << own.err;
+  EXPECT_EQ(own.out.substr(0, own.out.find('\n')), check.out.substr(0, check.out.find('\n')));
+  auto moved = nlohmann::json::parse(text);
+  moved["cluster"] = "/no/such/dir/cluster.yaml";
+  std::ofstream(out) << moved.dump(2);
+  auto gone = run_hetplan("run --check --plan " + out);
+  EXPECT_EQ(gone.exit_code, 2);
+  EXPECT_NE(gone.err.find("its cluster does not load"), std::string::npos) << gone.err;
+  EXPECT_NE(gone.err.find("give --cluster explicitly"), std::string::npos) << gone.err;
+  std::ofstream(out) << text;
   auto named = run_hetplan("run --check --cluster " + cluster + " --plan " + out);
   EXPECT_EQ(named.exit_code, 0) << named.out << named.err;
   EXPECT_EQ(named.out.substr(0, named.out.find('\n')), check.out.substr(0, check.out.find('\n')));

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -66,16 +67,22 @@ TEST(SimulateCli, APlanFileBringsItsModelAndCluster) {
   EXPECT_NE(cluster.err.find("--cluster: heterog-mixed is not the plan's cluster"),
             std::string::npos)
       << cluster.err;
-  // A cluster file's plan names the cluster, not the file: simulate asks for it.
+  // A cluster file's plan names the file: simulate finds it; where the file is gone, it asks for
+  // --cluster.
   const std::string yaml = std::string(HETPLAN_SOURCE_DIR) + "/data/clusters/tag-5g.yaml";
   r = run_hetplan("plan --model gpt3-125m --cluster " + yaml +
                   " --global-batch 32 --algo dp --out " + file);
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto own = run_hetplan("simulate --plan " + file);
+  EXPECT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_EQ(run_hetplan("simulate --cluster " + yaml + " --plan " + file).exit_code, 0);
+  auto planned = nlohmann::json::parse(testing::slurp(file));
+  planned["cluster"] = "/no/such/dir/tag-5g.yaml";
+  std::ofstream(file) << planned.dump(2);
   auto unnamed = run_hetplan("simulate --plan " + file);
   EXPECT_EQ(unnamed.exit_code, 2);
   EXPECT_NE(unnamed.err.find("its cluster does not load"), std::string::npos) << unnamed.err;
   EXPECT_NE(unnamed.err.find("give --cluster explicitly"), std::string::npos) << unnamed.err;
-  EXPECT_EQ(run_hetplan("simulate --cluster " + yaml + " --plan " + file).exit_code, 0);
   std::filesystem::remove(file);
 }
 

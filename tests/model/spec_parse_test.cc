@@ -177,6 +177,10 @@ TEST(SpecParse, UnknownNames) {
   EXPECT_EQ(load_model("nope", "model").error().message.rfind("model: 'nope'", 0), 0u);
   EXPECT_EQ(error_of("/no/such/dir/model.json"),
             "/no/such/dir/model.json: cannot read: no such file");
+  // A preset's keys after a comma, as a family's would be.
+  EXPECT_EQ(error_of("bert-base,dtype=bf16"),
+            "--model: 'bert-base,dtype=bf16': expected a preset's keys after a colon "
+            "(bert-base:dtype=bf16)");
 }
 
 }  // namespace
