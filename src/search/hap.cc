@@ -45,8 +45,10 @@ struct Unit {
   std::vector<plan::SplitKind> choices;
 };
 
-// heads_by_tensor false: no op of a transformer layer that splits heads or experts may go by
-// tensor (for a replica whose shares would leave the heads unevenly split or a device without).
+// heads_by_tensor false, the programs tried where the first one's plan was refused: no op of a
+// transformer layer that splits heads or experts may go by tensor (for a replica whose shares
+// would leave the heads unevenly split or a device without), and only the embedding layer's ops
+// may be replicated (what the runtime replicates in a batch program: the word embedding).
 std::vector<Unit> make_units(const model::Model& m, int tp, bool heads_by_tensor) {
   std::map<std::string, int> index;
   std::vector<Unit> units;
@@ -73,7 +75,8 @@ std::vector<Unit> make_units(const model::Model& m, int tp, bool heads_by_tensor
         if (tensor_ok) u.choices.push_back(plan::SplitKind::tensor);
         u.choices.push_back(plan::SplitKind::batch);
         if (o.params > 0) u.choices.push_back(plan::SplitKind::batch_sharded);
-        if (o.shard != model::ShardKind::replicated)
+        if (o.shard != model::ShardKind::replicated &&
+            (heads_by_tensor || layer.kind == model::LayerKind::embedding))
           u.choices.push_back(plan::SplitKind::replicate);
         units.push_back(std::move(u));
       }
@@ -509,7 +512,8 @@ PlannerOutput hap(const Context& ctx) {
           const double samples = static_cast<double>(B) / static_cast<double>(m * R);
           // Programs that split heads or experts by tensor first; where one of those plans is not
           // valid or not executed (the ratios split the heads unevenly, or leave a device without
-          // a key/value head), the programs again without.
+          // a key/value head, or an op is replicated that the runtime does not replicate), the
+          // programs again without (make_units).
           for (bool heads_by_tensor : {true, false}) {
             // One program per kind of replica (same device classes in the same order).
             std::map<std::vector<DeviceClass>, std::optional<Synthesis>> by_kind;

@@ -363,6 +363,38 @@ nodes:
   EXPECT_TRUE(plan::validate_plan(hap->best.plan, m, *c, "plan"));
 }
 
+// Where the runtime refuses the first program's plan because it replicates an op other than the
+// word embedding (as the runtime's batch programs do; the check here stands in for runtime::),
+// HAP synthesises again with only the embedding replicable: a plan, none of it refused (on 8
+// MI250X it had replicated the QKV projection and given no plan).
+TEST(HapPlanner, SynthesisesAgainWhereAReplicatedOpIsRefused) {
+  const auto m =
+      load_model_or_die("llama:layers=1,hidden=64,heads=2,kv_heads=2,ffn=256,seq=128,vocab=32000");
+  auto c = cluster::parse_cluster_yaml(R"(version: 1
+nodes:
+  - {group: g0, count: 2, device: MI250X, devices_per_node: 4,
+     intra_node: {bandwidth: 16GB/s, latency: 2us}, nic: {bandwidth: 100Gbps, count: 1, latency: 10us}}
+)",
+                                       "mi250x.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  SearchOptions opts;
+  opts.global_batch = 64;
+  int refused = 0;
+  opts.executable = [&](const plan::Plan& p) -> std::string {
+    for (const auto& o : p.op_overrides)
+      if (o.split == plan::SplitKind::replicate && o.ops.rfind("embedding.", 0) != 0) {
+        ++refused;
+        return "op \"" + o.ops + "\" is split \"replicate\"";
+      }
+    return "";
+  };
+  auto hap = find_plan(m, *c, Algo::hap, opts);
+  ASSERT_TRUE(hap) << hap.error().message;
+  ASSERT_TRUE(hap->best.ok) << hap->best.error;
+  EXPECT_EQ(opts.executable(hap->best.plan), "");
+  EXPECT_GT(refused, 1);  // the first programs were refused (the call above refuses none)
+}
+
 // One node of four CPU workers whose messages cost a millisecond: one SPMD program over all four
 // (HAP's only layout for one node) must split the ops by batch, data parallelism, rather than
 // replicate them; with a latency per op's gradient all-reduce it replicated them.
