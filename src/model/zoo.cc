@@ -36,10 +36,11 @@ Model build_from_spec(std::string_view text, std::optional<DType> dtype) {
   }
   // "bert-base,dtype=bf16": a preset's keys follow a colon.
   const std::size_t comma = head.find(',');
-  if (!m && comma != std::string_view::npos && find_preset(trim(head.substr(0, comma))))
+  const std::string_view before = trim(head.substr(0, comma));
+  if (!m && comma != std::string_view::npos && find_preset(before))
     throw InputError(fmt::format("'{}'", head),
-                     fmt::format("expected a preset's keys after a colon ({}:{})",
-                                 trim(head.substr(0, comma)), head.substr(comma + 1)));
+                     fmt::format("expected a preset's keys after a colon ({}:{})", before,
+                                 head.substr(comma + 1)));
   if (!m)
     throw InputError(
         fmt::format("'{}'", head),

@@ -331,16 +331,17 @@ struct Lowering {
     return true;
   }
 
-  // The share of a core at which lane l computes, one quota for all its devices (they compute in
-  // step): its passes' compute at full speed over their compute with each device at its node's
-  // cpu_share. A lane that computes all the time then takes as long as with every device that
-  // much slower; for devices of one share it is that share.
+  // Whether every device of the lane is a CPU worker.
   bool cpu_lane(const LaneInfo& lane) const {
     return std::all_of(lane.devices.begin(), lane.devices.end(), [&](int d) {
       return c.type_of(d).architecture == cluster::Architecture::cpu;
     });
   }
 
+  // The share of a core at which lane l computes, one quota for all its devices (they compute in
+  // step): its passes' compute at full speed over their compute with each device at its node's
+  // cpu_share. A lane that computes all the time then takes as long as with every device that
+  // much slower; for devices of one share it is that share.
   double lane_share(int l) {
     double smallest = 1;
     for (int d : lanes[l].devices)

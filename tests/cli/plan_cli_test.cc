@@ -218,14 +218,10 @@ TEST(PlanCli, APrecisionIsCostedWrittenAndKept) {
   auto own = run_hetplan("run --check --plan " + out);
   EXPECT_EQ(own.exit_code, 0) << own.out << own.err;
   EXPECT_EQ(own.out.substr(0, own.out.find('\n')), check.out.substr(0, check.out.find('\n')));
-  auto moved = nlohmann::json::parse(text);
-  moved["cluster"] = "/no/such/dir/cluster.yaml";
-  std::ofstream(out) << moved.dump(2);
-  auto gone = run_hetplan("run --check --plan " + out);
+  auto gone = testing::run_with_plan_cluster_gone("run --check", out);
   EXPECT_EQ(gone.exit_code, 2);
   EXPECT_NE(gone.err.find("its cluster does not load"), std::string::npos) << gone.err;
   EXPECT_NE(gone.err.find("give --cluster explicitly"), std::string::npos) << gone.err;
-  std::ofstream(out) << text;
   auto named = run_hetplan("run --check --cluster " + cluster + " --plan " + out);
   EXPECT_EQ(named.exit_code, 0) << named.out << named.err;
   EXPECT_EQ(named.out.substr(0, named.out.find('\n')), check.out.substr(0, check.out.find('\n')));

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -38,6 +39,19 @@ inline CommandResult run_hetplan(const std::string& args) {
   r.err = slurp(err);
   std::filesystem::remove(out);
   std::filesystem::remove(err);
+  return r;
+}
+
+// `hetplan <command> --plan <plan_file>` with the plan's `cluster` naming a file that does not
+// exist (the plan file is restored after): what a plan whose cluster file is gone gets.
+inline CommandResult run_with_plan_cluster_gone(const std::string& command,
+                                                const std::string& plan_file) {
+  const std::string text = slurp(plan_file);
+  auto plan = nlohmann::json::parse(text);
+  plan["cluster"] = "/no/such/dir/cluster.yaml";
+  std::ofstream(plan_file) << plan.dump(2);
+  CommandResult r = run_hetplan(command + " --plan " + plan_file);
+  std::ofstream(plan_file) << text;
   return r;
 }
 

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -76,10 +75,7 @@ TEST(SimulateCli, APlanFileBringsItsModelAndCluster) {
   auto own = run_hetplan("simulate --plan " + file);
   EXPECT_EQ(own.exit_code, 0) << own.err;
   EXPECT_EQ(run_hetplan("simulate --cluster " + yaml + " --plan " + file).exit_code, 0);
-  auto planned = nlohmann::json::parse(testing::slurp(file));
-  planned["cluster"] = "/no/such/dir/tag-5g.yaml";
-  std::ofstream(file) << planned.dump(2);
-  auto unnamed = run_hetplan("simulate --plan " + file);
+  auto unnamed = testing::run_with_plan_cluster_gone("simulate", file);
   EXPECT_EQ(unnamed.exit_code, 2);
   EXPECT_NE(unnamed.err.find("its cluster does not load"), std::string::npos) << unnamed.err;
   EXPECT_NE(unnamed.err.find("give --cluster explicitly"), std::string::npos) << unnamed.err;
