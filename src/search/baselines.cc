@@ -140,9 +140,10 @@ PlannerOutput megatron_grid(const Context& ctx) {
     // Say which of Megatron-LM's rules left nothing, so that a user sees what to change.
     out.best.error = fmt::format(
         "no Megatron-LM layout of the {} devices: tp a power of two up to 8 dividing the smallest "
-        "node's {} devices, pp up to the model's {} blocks, dp = {}/(tp*pp), and dp*mbs (mbs 1 to "
-        "8) dividing the global batch {}{}",
-        N, node_size, blocks, N, B, refused);
+        "node's {} devices, pp up to the model's {} blocks, dp = {}/(tp*pp), dp*mbs (mbs 1 to "
+        "8) dividing the global batch {}, and with pp > 1 at least pp micro-batches "
+        "({}/(dp*mbs) >= pp){}",
+        N, node_size, blocks, N, B, B, refused);
     return out;
   }
   out.estimated = chosen.estimated;

@@ -17,6 +17,7 @@
 // proportional to their peak FLOP/s (whole samples per micro-batch). The same DP places the layers,
 // a stage's time per layer being its slowest kind of replica's and its memory limit every kind's.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -79,8 +80,9 @@ struct GroupCut {
   int tp = 1;
 };
 
-// Ways to cut one group into equal stages with a tensor-parallel degree.
-std::vector<GroupCut> group_cuts(const DeviceGroup& g, int max_stages) {
+// Ways to cut one group into equal stages with a tensor-parallel degree that splits m's heads,
+// key/value heads and experts evenly.
+std::vector<GroupCut> group_cuts(const DeviceGroup& g, const model::Model& m, int max_stages) {
   std::vector<GroupCut> out;
   const int n = g.size(), dpn = g.devices_per_node;
   for (int s = 1; s <= std::min(n, max_stages); ++s) {
@@ -88,7 +90,7 @@ std::vector<GroupCut> group_cuts(const DeviceGroup& g, int max_stages) {
     const int chunk = n / s;
     if (!(chunk <= dpn ? dpn % chunk == 0 : chunk % dpn == 0)) continue;
     for (int tp : powers_of_two(std::min({8, dpn, chunk}))) {
-      if (dpn % tp || chunk % tp) continue;
+      if (dpn % tp || chunk % tp || !even_tp_splits(m, tp)) continue;
       out.push_back({s, tp});
     }
   }
@@ -161,12 +163,27 @@ class PipelinePlanner {
               : fmt::format(
                     "the global batch {} splits in no pipeline shape: it must be a multiple of "
                     "u*d (u the micro-batch size, 1, 2, 4 or 8; d the most replicas of a stage) "
-                    "giving at least as many micro-batches as stages",
-                    ctx_.options.global_batch);
+                    "giving at least as many micro-batches as stages{}",
+                    ctx_.options.global_batch, tp_limit());
     return out;
   }
 
  private:
+  // For the message when no shape divides the batch: the tensor-parallel degrees the model's
+  // heads allow, where they rule some out.
+  std::string tp_limit() const {
+    std::vector<int> allowed;
+    for (int tp : powers_of_two(8))
+      if (even_tp_splits(ctx_.model, tp)) allowed.push_back(tp);
+    if (allowed.size() == powers_of_two(8).size()) return "";
+    const model::Model& m = ctx_.model;
+    return fmt::format(
+        "; tensor-parallel degrees {} only (powers of two up to 8 dividing the model's {} "
+        "attention heads, {} key/value heads{})",
+        fmt::join(allowed, ", "), m.heads, m.kv_heads,
+        m.experts > 0 ? fmt::format(" and {} experts", m.experts) : "");
+  }
+
   // Each pool's best simulated; plans spanning types are ranked apart from the others, so that
   // estimates of theirs cannot push a one-type plan out: the planner with mixed stages is never
   // slower than without (barring the deadline).
@@ -189,7 +206,7 @@ class PipelinePlanner {
     const int max_stages = std::min({L_, block_count(ctx_.model) + 2, 32});
     for (const auto& order : group_orders(ctx_.cluster, groups_, ctx_.model.dtype)) {
       std::vector<std::vector<GroupCut>> cuts;
-      for (int g : order) cuts.push_back(group_cuts(groups_[g], max_stages));
+      for (int g : order) cuts.push_back(group_cuts(groups_[g], ctx_.model, max_stages));
       std::vector<GroupCut> chosen(order.size());
       std::function<bool(std::size_t, int)> rec = [&](std::size_t i, int stages) -> bool {
         if (i == order.size()) return try_shape(order, chosen);
@@ -230,7 +247,7 @@ class PipelinePlanner {
         for (int tp : {1, 2, 4, 8}) {
           bool ok = true;
           for (int g : set) {
-            const auto cuts = group_cuts(groups_[g], max_stages);
+            const auto cuts = group_cuts(groups_[g], ctx_.model, max_stages);
             ok = ok && std::any_of(cuts.begin(), cuts.end(),
                                    [&](const GroupCut& c) { return c.stages == S && c.tp == tp; });
           }

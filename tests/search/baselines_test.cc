@@ -112,6 +112,44 @@ TEST(Baselines, PlannersThatFindNothingSayWhy) {
   }
 }
 
+// Megatron-LM's grid names its rule of at least pp micro-batches: a 2-block GPT of one head on 8
+// GPUs, batch 4, leaves tp = 1 (the head), so dp = 8 (which 4 samples do not divide) or pp = 2
+// with dp = 4, one micro-batch of 4 samples: fewer than its 2 stages.
+TEST(Baselines, MegatronSaysAPipelineNeedsAsManyMicroBatchesAsStages) {
+  Fixture f("gpt:layers=2,hidden=64,heads=1,seq=128,vocab=1000", "dgx-h100:1");
+  f.opts.global_batch = 4;
+  const auto out = megatron_grid(f.ctx);
+  ASSERT_FALSE(out.best.ok);
+  EXPECT_NE(out.best.error.find("at least pp micro-batches (4/(dp*mbs) >= pp)"), std::string::npos)
+      << out.best.error;
+}
+
+// The pipeline planner cuts stages only into tensor-parallel degrees that split the heads evenly:
+// a 3-head GPT on 16 A100s gets single-device replicas (it chose tp = 2 where the batch was
+// smaller than the devices, which validation refused); where no shape of those divides the batch,
+// it says which degrees the heads allow.
+TEST(Pipeline, TensorParallelDegreesSplitTheHeadsEvenly) {
+  const std::string three_heads = "gpt:layers=2,hidden=48,heads=3,seq=128,vocab=1000";
+  {
+    Fixture f(three_heads, "dgx-a100:2");
+    f.opts.global_batch = 32;
+    const auto out = pipeline(f.ctx);
+    ASSERT_TRUE(out.best.ok) << out.best.error;
+    for (const auto& st : out.best.plan.stages)
+      for (const auto& r : st.replicas) EXPECT_EQ(r.devices.size(), 1u);
+  }
+  {
+    Fixture f(three_heads, "dgx-a100:2");
+    f.opts.global_batch = 8;
+    const auto out = pipeline(f.ctx);
+    ASSERT_FALSE(out.best.ok);
+    EXPECT_NE(out.best.error.find("tensor-parallel degrees 1 only (powers of two up to 8 dividing "
+                                  "the model's 3 attention heads, 3 key/value heads)"),
+              std::string::npos)
+        << out.best.error;
+  }
+}
+
 TEST(Search, AutoIsNeverWorseThanTheBestBaseline) {
   for (const char* cluster : {"heterog-mixed", "hap-mixed", "a100-v100"}) {
     const auto m = load_model_or_die("gpt3-350m");
