@@ -49,12 +49,10 @@ int run_pareto(const ParetoArgs& a) {
     j["plans_simulated"] = res->plans_simulated;
     auto pts = nlohmann::ordered_json::array();
     for (const auto& e : res->points) {
-      plan::Plan p = e.plan;
-      p.cluster = cluster_reference(a.cluster, *c);
       pts.push_back({{"iteration_time_s", e.iteration_time_s},
                      {"max_peak_bytes", e.max_peak_bytes},
                      {"samples_per_s", e.samples_per_s},
-                     {"plan", plan::to_json(p)}});
+                     {"plan", plan::to_json(e.plan)}});
     }
     j["points"] = pts;
     std::fputs((j.dump(2) + "\n").c_str(), stdout);

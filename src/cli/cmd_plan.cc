@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -59,6 +60,43 @@ nlohmann::ordered_json baselines_json(const search::SearchResult& res) {
   return arr;
 }
 
+const char* split_phrase(plan::SplitKind s) {
+  switch (s) {
+    case plan::SplitKind::tensor:
+      return "by tensor";
+    case plan::SplitKind::replicate:
+      return "replicated";
+    case plan::SplitKind::batch:
+      return "by batch";
+    case plan::SplitKind::batch_sharded:
+      return "by batch with sharded weights";
+  }
+  return "";
+}
+
+// A stage's replicas in the summary: "tp4" where every op takes its tensor split (Megatron's
+// form), "spmd4" where the plan's op_overrides split some by batch or replicate them (HAP's).
+std::string replica_form(const plan::Plan& p, const plan::Replica& r) {
+  return fmt::format("{}{}", p.op_overrides.empty() ? "tp" : "spmd", r.devices.size());
+}
+
+// For an SPMD stage: how many of its ops take each split, the empty ones left out, e.g. "; ops
+// by tensor 40, by batch 12".
+std::string split_counts(const model::Model& m, const plan::Plan& p, const plan::Stage& st,
+                         const plan::Replica& r) {
+  if (p.op_overrides.empty() || r.devices.size() < 2) return "";
+  std::map<plan::SplitKind, int> count;
+  for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
+    const model::Layer& layer = m.layers[static_cast<std::size_t>(l)];
+    for (int op = layer.first_op; op < layer.first_op + layer.num_ops; ++op)
+      ++count[plan::split_of(p, m.ops[static_cast<std::size_t>(op)].name)];
+  }
+  std::string out;
+  for (const auto& [split, n] : count)
+    out += fmt::format("{} {} {}", out.empty() ? "; ops" : ",", split_phrase(split), n);
+  return out;
+}
+
 void print_summary(const model::Model& m, const cluster::Cluster& c,
                    const search::SearchResult& res, const sim::SimResult& r) {
   const auto& p = res.best.plan;
@@ -92,9 +130,10 @@ void print_summary(const model::Model& m, const cluster::Cluster& c,
   for (std::size_t s = 0; s < p.stages.size(); ++s) {
     const auto& st = p.stages[s];
     const auto& r0 = st.replicas.front();
-    fmt::print("  stage {:<3} layers {:>3}-{:<3} {:>4} x tp{} on {} ...  ({} replicas)\n", s,
+    fmt::print("  stage {:<3} layers {:>3}-{:<3} {:>4} x {} on {} ...  ({} replicas){}\n", s,
                st.first_layer, st.first_layer + st.num_layers - 1, st.replicas.size(),
-               r0.devices.size(), c.devices[r0.devices.front()].name, st.replicas.size());
+               replica_form(p, r0), c.devices[r0.devices.front()].name, st.replicas.size(),
+               split_counts(m, p, st, r0));
   }
   fmt::print("iteration  {:.4g} s, {:.1f} samples/s, MFU {:.1f}%\n", r.iteration_time.value,
              r.samples_per_s, 100 * r.mfu);
@@ -323,8 +362,11 @@ int run_plan(PlanArgs a) {
                         " (--any-form plans it for simulate and export all the same)");
   if (!res) return report_error(res.error().message);
   if (!res->best.fits)
-    return report_error(m->name + " on " + c->name + ": " +
-                        search::shortfall_message(*c, res->best));
+    return report_error(
+        m->name + " on " + c->name + ": " + search::shortfall_message(*c, res->best) +
+        (*algo == search::Algo::automatic
+             ? ""
+             : fmt::format(" (of --algo {}'s plans; --algo auto tries every planner)", a.algo)));
   if (!left.original.empty()) {
     res->best.plan = plan::renumber_devices(res->best.plan, left.original);
     res->best.fingerprint = plan::plan_fingerprint(res->best.plan);
@@ -335,7 +377,7 @@ int run_plan(PlanArgs a) {
     std::fprintf(stderr, "hetplan: replanned for %s without %s (%zu of %d devices left)\n",
                  whole->name.c_str(), names.c_str(), left.original.size(), whole->num_devices());
   }
-  res->best.plan.cluster = cluster_reference(a.cluster, *whole);
+  res->best.plan.cluster = whole->reference_or_name();
   sim::SimOptions sopts = opts.sim;
   sopts.record_events = !a.report_file.empty();
   auto r = sim::simulate(*m, *c, res->best.plan, sopts);

@@ -210,7 +210,7 @@ int run_elastic(const RunArgs& first, const model::Model& m, const cluster::Clus
     search.time_limit_s = kElasticReplanLimitS;
     auto next = replan_without(m, c, removed, p, search);
     if (!next) return report_error("--elastic: " + next.error().message);
-    next->cluster = cluster_reference(a.cluster.empty() ? c.name : a.cluster, c);
+    next->cluster = c.reference_or_name();
     const std::string file = fmt::format("{}/plan-from-step-{}.json", first.checkpoint_dir, *done);
     if (!write_output_file(file, plan::to_json_text(*next))) return 2;
     p = runtime::executable_form(m, *next, static_cast<int>(plan::plan_devices(*next).size())).plan;

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <filesystem>
 
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/core/quantity_parse.h"
@@ -14,16 +13,6 @@
 #include "hetplan/plan/validate.h"
 
 namespace hetplan::cli {
-
-std::string cluster_reference(const std::string& spec, const cluster::Cluster& c) {
-  const std::string name = spec.substr(0, spec.find(':'));
-  for (const cluster::ClusterPreset& p : cluster::cluster_presets())
-    if (p.name == name) return c.name;  // load_cluster takes a preset first
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(spec, ec)) return c.name;
-  const auto absolute = std::filesystem::absolute(spec, ec);
-  return ec ? spec : absolute.lexically_normal().string();
-}
 
 Result<model::Model> model_in_precision(const plan::Plan& p, model::Model m,
                                         const std::string& model_spec, const std::string& source) {
@@ -99,8 +88,8 @@ Result<PlanWithInputs> read_plan_with_inputs(const std::string& plan_file,
   if (auto bad = disagreement("--model", a.model_given, m->name, m->name, read->model, plan_file);
       !bad.empty())
     return Error{bad};
-  if (auto bad = disagreement("--cluster", a.cluster_given, c->name,
-                              cluster_reference(cluster_spec, *c), read->cluster, plan_file);
+  if (auto bad = disagreement("--cluster", a.cluster_given, c->name, c->reference_or_name(),
+                              read->cluster, plan_file);
       !bad.empty())
     return Error{bad};
   m = model_in_precision(*read, std::move(*m), model_spec, plan_file);

@@ -26,11 +26,6 @@ Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::strin
 Result<model::Model> model_in_precision(const plan::Plan& p, model::Model m,
                                         const std::string& model_spec, const std::string& source);
 
-// What loads cluster `c` (loaded from `spec`) again, for the `cluster` of a plan hetplan writes:
-// a preset's name with its node count ("dgx-a100:4"), or the file `spec` named as an absolute path
-// (a file's cluster is named after the file's stem, which another file, or a preset, may share).
-std::string cluster_reference(const std::string& spec, const cluster::Cluster& c);
-
 // The model and cluster a command names, and whether they were given on its command line.
 struct ModelClusterArgs {
   std::string model, cluster;

@@ -70,7 +70,13 @@ Result<Cluster> read_cluster_file(const std::string& file) {
   } catch (const std::exception& e) {
     return Error{e.what()};
   }
-  return parse_cluster_yaml(text, file);
+  Result<Cluster> c = parse_cluster_yaml(text, file);
+  if (c.ok()) {
+    std::error_code ec;
+    const auto absolute = std::filesystem::absolute(file, ec);
+    c->reference = ec ? file : absolute.lexically_normal().string();
+  }
+  return c;
 }
 
 }  // namespace hetplan::cluster

@@ -355,7 +355,7 @@ Result<Cluster> load_cluster(std::string_view text, std::string_view source) {
     const int nodes = ref.nodes > 0 ? static_cast<int>(ref.nodes) : p.default_nodes;
     const std::string name = p.default_nodes > 0 ? fmt::format("{}:{}", p.name, nodes) : p.name;
     Result<Cluster> c = parse_cluster_yaml(ref.def->yaml(nodes), "preset " + name);
-    if (c.ok()) c->name = name;
+    if (c.ok()) c->name = c->reference = name;
     return c;
   }
   std::error_code ec;

@@ -117,7 +117,7 @@ Result<Plan> plan_from_strategy(const Strategy& strategy, const model::Model& m,
     const Strategy s = resolve(strategy, m, c);
     Plan p;
     p.model = m.name;
-    p.cluster = c.name;
+    p.cluster = c.reference_or_name();
     p.planner = "strategy:" + to_string(s);
     p.global_batch = s.gbs;
     p.num_microbatches =

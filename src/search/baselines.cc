@@ -118,7 +118,7 @@ PlannerOutput megatron_grid(const Context& ctx) {
             }
             p->planner = "megatron";
             p->model = ctx.model.name;
-            p->cluster = real.name;
+            p->cluster = real.reference_or_name();
             candidates.push_back(std::move(*p));
           }
       }

@@ -818,8 +818,11 @@ FrontierOutput frontier(const Context& ctx, double epsilon) {
     PipelinePlanner(ctx, &pool).run();
     fastest = PipelinePlanner(ctx, nullptr).run();
   }
+  const std::string none = fastest.best.error;
   if (fastest.best.ok) pool.include(std::move(fastest.best));
-  return pool.finish();
+  FrontierOutput out = pool.finish();
+  if (out.points.empty()) out.none = none;
+  return out;
 }
 
 }  // namespace hetplan::search

@@ -483,7 +483,8 @@ Result<FrontierResult> find_frontier(const model::Model& m, const cluster::Clust
   if (res.points.empty())
     return Error{fmt::format(
         "{} on {}: {}", m.name, c.name,
-        res.timed_out ? "the time limit passed before a plan that fits was simulated"
+        res.timed_out     ? "the time limit passed before a plan that fits was simulated"
+        : !f.none.empty() ? f.none
         : f.refused.empty()
             ? "no plan in the pipeline search space fits the cluster"
             : "no plan in the pipeline search space both fits the cluster and runs (the first "

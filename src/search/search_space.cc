@@ -5,7 +5,7 @@ namespace hetplan::search {
 plan::Plan base_plan(const Context& ctx, const std::string& planner) {
   plan::Plan p;
   p.model = ctx.model.name;
-  p.cluster = ctx.cluster.name;
+  p.cluster = ctx.cluster.reference_or_name();
   p.planner = planner;
   p.global_batch = ctx.options.global_batch;
   p.attention = ctx.options.attention;

@@ -240,7 +240,7 @@ plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
   const model::Model& m = ctx_.model;
   plan::Plan p;
   p.model = m.name;
-  p.cluster = ctx_.cluster.name;
+  p.cluster = ctx_.cluster.reference_or_name();
   p.planner = "tag";
   p.global_batch = ctx_.options.global_batch;
   p.precision = ctx_.options.precision;

@@ -310,6 +310,24 @@ TEST(PlanCli, SummaryNamesThePlannerAndTheBaselines) {
     EXPECT_NE(r.out.find(part), std::string::npos) << part << " in\n" << r.out;
 }
 
+// A stage line names its replicas' form: an SPMD program (HAP's, its splits in op_overrides) with
+// its ops counted by split, tensor parallelism (Megatron-LM's) as tp. The HAP plan of a small GPT
+// on five CPU workers splits every op by batch (it was printed as "tp5").
+TEST(PlanCli, SummarySaysHowTheReplicasSplitTheirOps) {
+  const std::string model =
+      "--model gpt:layers=2,hidden=64,heads=4,seq=64,vocab=999 --cluster cpu:5";
+  auto hap = run_hetplan("plan " + model + " --global-batch 12 --algo hap");
+  ASSERT_EQ(hap.exit_code, 0) << hap.err;
+  EXPECT_NE(hap.out.find("1 x spmd5 on cpu/0/0 ...  (1 replicas); ops by batch "),
+            std::string::npos)
+      << hap.out;
+  auto megatron =
+      run_hetplan("plan --model gpt3-125m --cluster dgx-a100:1 --global-batch 16 --algo megatron");
+  ASSERT_EQ(megatron.exit_code, 0) << megatron.err;
+  EXPECT_NE(megatron.out.find(" x tp"), std::string::npos) << megatron.out;
+  EXPECT_EQ(megatron.out.find("spmd"), std::string::npos) << megatron.out;
+}
+
 TEST(PlanCli, BadArgumentsAndModelsThatCannotFit) {
   auto algo = run_hetplan("plan " + kSmall + " --algo magic");
   EXPECT_EQ(algo.exit_code, 2);
@@ -329,6 +347,14 @@ TEST(PlanCli, BadArgumentsAndModelsThatCannotFit) {
   EXPECT_NE(big.err.find("does not fit: the plan closest to fitting"), std::string::npos)
       << big.err;
   EXPECT_NE(big.err.find("GiB more on device"), std::string::npos) << big.err;
+  // One planner's plans not fitting is not the model's: the message says whose they were.
+  auto one =
+      run_hetplan("plan --model gpt3-175b --cluster heterog-mixed --global-batch 16 --algo dp");
+  EXPECT_EQ(one.exit_code, 2);
+  EXPECT_NE(one.err.find("(of --algo dp's plans; --algo auto tries every planner)"),
+            std::string::npos)
+      << one.err;
+  EXPECT_EQ(big.err.find("--algo auto tries"), std::string::npos) << big.err;
 }
 
 // The largest share of its device's capacity that any device's peak memory takes.
@@ -392,6 +418,14 @@ TEST(ParetoCli, FrontierPointsAreNonDominated) {
               pts[i - 1]["iteration_time_s"].get<double>());
     EXPECT_LT(pts[i]["max_peak_bytes"].get<double>(), pts[i - 1]["max_peak_bytes"].get<double>());
   }
+  // Where no pipeline shape splits the batch, pareto says so (it said that no plan fits): a
+  // 3-head GPT on five CPU workers, batch 12, has single-device replicas, and 5 of them, or fewer
+  // in more stages, split 12 samples in no whole micro-batches.
+  auto none = run_hetplan(
+      "pareto --model gpt:layers=2,hidden=48,heads=3,seq=128,vocab=1000 --cluster cpu:5 -b 12");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("the global batch 12 splits in no pipeline shape"), std::string::npos)
+      << none.err;
   // The fastest point is as fast as the time-optimal pipeline plan.
   auto p = run_hetplan("plan " + kSmall + " --algo pipeline --json");
   ASSERT_EQ(p.exit_code, 0) << p.err;

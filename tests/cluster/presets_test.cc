@@ -131,6 +131,11 @@ TEST(Presets, ShippedFilesParseAndMatchTheirPresets) {
     if (preset_yaml(stem).empty()) continue;
     auto p = load_cluster(stem);
     ASSERT_TRUE(p.ok());
+    // The same cluster, loaded again by different references: the file's absolute path and the
+    // preset's name.
+    EXPECT_EQ(r->reference, std::filesystem::absolute(entry.path()).lexically_normal().string());
+    EXPECT_EQ(p->reference, stem);
+    r->reference = p->reference;
     EXPECT_TRUE(*r == *p) << stem << " differs from its preset";
   }
   EXPECT_GE(files, 5);

@@ -109,6 +109,9 @@ struct TypeAlias {
 
 struct Cluster {
   std::string name;
+  // What loads this cluster again (load_cluster's argument): a preset's name ("dgx-a100:4") or a
+  // cluster file's absolute path; empty for one parsed from text. Plans name their cluster by it.
+  std::string reference;
   std::vector<DeviceType> device_types;  // only the types in use, in first-use order
   std::vector<TypeAlias> type_aliases;   // each alias the file used, once, in first-use order
   std::vector<Device> devices;
@@ -127,6 +130,8 @@ struct Cluster {
   std::vector<DeviceRoutes> routes;
 
   int num_devices() const { return static_cast<int>(devices.size()); }
+  // What a plan names the cluster by: its reference, or its name where it has none.
+  const std::string& reference_or_name() const { return reference.empty() ? name : reference; }
   const DeviceType& type_of(int device) const { return device_types[devices[device].type]; }
   // What the devices cost to rent per hour: the sum of their types' prices (0 for unknown ones).
   UsdPerHour price_per_hour() const;

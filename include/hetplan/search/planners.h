@@ -93,6 +93,7 @@ class CandidatePool {
 struct FrontierOutput {
   std::vector<Evaluation> points;  // non-dominated by (iteration time, max peak bytes), by time
   std::string refused;  // why the first plan refused as not executable was ("": none was)
+  std::string none;     // where there are no points: why the time-optimal search found no plan
   long long estimated = 0;
   int simulated = 0;
   bool timed_out = false;
