@@ -483,13 +483,13 @@ Result<FrontierResult> find_frontier(const model::Model& m, const cluster::Clust
   if (res.points.empty())
     return Error{fmt::format(
         "{} on {}: {}", m.name, c.name,
-        res.timed_out     ? "the time limit passed before a plan that fits was simulated"
-        : !f.none.empty() ? f.none
-        : f.refused.empty()
-            ? "no plan in the pipeline search space fits the cluster"
-            : "no plan in the pipeline search space both fits the cluster and runs (the first "
+        res.timed_out ? "the time limit passed before a plan that fits was simulated"
+        : !f.refused.empty()
+            ? "no plan in the pipeline search space both fits the cluster and runs (the first "
               "plan refused as not runnable: " +
-                  f.refused + ")")};
+                  f.refused + ")"
+        : !f.none.empty() ? f.none
+                          : "no plan in the pipeline search space fits the cluster")};
   return res;
 }
 
