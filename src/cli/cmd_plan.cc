@@ -60,28 +60,14 @@ nlohmann::ordered_json baselines_json(const search::SearchResult& res) {
   return arr;
 }
 
-const char* split_phrase(plan::SplitKind s) {
-  switch (s) {
-    case plan::SplitKind::tensor:
-      return "by tensor";
-    case plan::SplitKind::replicate:
-      return "replicated";
-    case plan::SplitKind::batch:
-      return "by batch";
-    case plan::SplitKind::batch_sharded:
-      return "by batch with sharded weights";
-  }
-  return "";
-}
-
 // A stage's replicas in the summary: "tp4" where every op takes its tensor split (Megatron's
 // form), "spmd4" where the plan's op_overrides split some by batch or replicate them (HAP's).
 std::string replica_form(const plan::Plan& p, const plan::Replica& r) {
   return fmt::format("{}{}", p.op_overrides.empty() ? "tp" : "spmd", r.devices.size());
 }
 
-// For an SPMD stage: how many of its ops take each split, the empty ones left out, e.g. "; ops
-// by tensor 40, by batch 12".
+// For an SPMD stage: how many of its ops take each split (as op_overrides name them), the empty
+// ones left out, e.g. "; ops by split: tensor 40, batch 12".
 std::string split_counts(const model::Model& m, const plan::Plan& p, const plan::Stage& st,
                          const plan::Replica& r) {
   if (p.op_overrides.empty() || r.devices.size() < 2) return "";
@@ -93,7 +79,8 @@ std::string split_counts(const model::Model& m, const plan::Plan& p, const plan:
   }
   std::string out;
   for (const auto& [split, n] : count)
-    out += fmt::format("{} {} {}", out.empty() ? "; ops" : ",", split_phrase(split), n);
+    out +=
+        fmt::format("{} {} {}", out.empty() ? "; ops by split:" : ",", plan::to_string(split), n);
   return out;
 }
 

@@ -318,7 +318,7 @@ TEST(PlanCli, SummarySaysHowTheReplicasSplitTheirOps) {
       "--model gpt:layers=2,hidden=64,heads=4,seq=64,vocab=999 --cluster cpu:5";
   auto hap = run_hetplan("plan " + model + " --global-batch 12 --algo hap");
   ASSERT_EQ(hap.exit_code, 0) << hap.err;
-  EXPECT_NE(hap.out.find("1 x spmd5 on cpu/0/0 ...  (1 replicas); ops by batch "),
+  EXPECT_NE(hap.out.find("1 x spmd5 on cpu/0/0 ...  (1 replicas); ops by split: batch "),
             std::string::npos)
       << hap.out;
   auto megatron =
