@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "commands.h"
@@ -241,13 +242,16 @@ int run_run(const RunArgs& given) {
   // (and travel to the workers as given).
   RunArgs a = given;
   bool planned_model = false, planned_cluster = false;
-  if (!a.plan_file.empty() && (!a.model_given || !a.cluster_given))
-    if (auto read = plan::read_plan_file(a.plan_file)) {
-      planned_model = !a.model_given && !read->model.empty();
-      planned_cluster = !a.cluster_given && !read->cluster.empty();
-      if (planned_model) a.model = read->model;
-      if (planned_cluster) a.cluster = read->cluster;
+  std::optional<Result<plan::Plan>> read;  // the plan file, read once
+  if (!a.plan_file.empty() && a.strategy.empty()) {
+    read = plan::read_plan_file(a.plan_file);
+    if (*read) {
+      planned_model = !a.model_given && !(*read)->model.empty();
+      planned_cluster = !a.cluster_given && !(*read)->cluster.empty();
+      if (planned_model) a.model = (*read)->model;
+      if (planned_cluster) a.cluster = (*read)->cluster;
     }
+  }
   auto from_plan = [&](const char* what, const std::string& error) {
     return report_error(plan_input_error(a.plan_file, what, error));
   };
@@ -266,8 +270,9 @@ int run_run(const RunArgs& given) {
     auto prof = calibration_from_args(a.calibration_file, *c, cost::NetworkParams::defaults());
     if (!prof) return report_error(prof.error().message);
   }
-  auto p = plan_from_args(a.plan_file, a.strategy, fmt::format("dp={},gbs={}", world, 8 * world),
-                          *m, a.model, *c);
+  auto p = read ? prepared_plan(std::move(*read), a.plan_file, *m, a.model, *c)
+                : plan_from_args(a.plan_file, a.strategy,
+                                 fmt::format("dp={},gbs={}", world, 8 * world), *m, a.model, *c);
   if (!p) return report_error(p.error().message);
   // --check judges the plan at its full scale: one rank per device it uses, whatever --nprocs says.
   const int full_scale = static_cast<int>(plan::plan_devices(*p).size());

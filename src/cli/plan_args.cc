@@ -29,22 +29,22 @@ Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::strin
                                   const std::string& model_spec, const cluster::Cluster& c) {
   if (!strategy.empty() && !plan_file.empty())
     return Error{"--strategy and --plan: expected one of them, not both"};
-  Result<plan::Plan> p = Error{""};
-  std::string source;
-  if (!plan_file.empty()) {
-    p = plan::read_plan_file(plan_file);
-    source = plan_file;
-  } else {
-    auto s = plan::parse_strategy(strategy.empty() ? default_strategy : strategy, "--strategy");
-    if (!s) return s.error();
-    p = plan::plan_from_strategy(*s, m, c, "--strategy");
-    source = "--strategy";
-  }
-  if (!p) return p.error();
-  auto in_precision = model_in_precision(*p, std::move(m), model_spec, source);
+  if (!plan_file.empty())
+    return prepared_plan(plan::read_plan_file(plan_file), plan_file, m, model_spec, c);
+  auto s = plan::parse_strategy(strategy.empty() ? default_strategy : strategy, "--strategy");
+  if (!s) return s.error();
+  return prepared_plan(plan::plan_from_strategy(*s, m, c, "--strategy"), "--strategy", m,
+                       model_spec, c);
+}
+
+Result<plan::Plan> prepared_plan(Result<plan::Plan> read, const std::string& source,
+                                 model::Model& m, const std::string& model_spec,
+                                 const cluster::Cluster& c) {
+  if (!read) return read.error();
+  auto in_precision = model_in_precision(*read, std::move(m), model_spec, source);
   if (!in_precision) return in_precision.error();
   m = std::move(*in_precision);
-  return validated_plan(std::move(*p), m, c, source);
+  return validated_plan(std::move(*read), m, c, source);
 }
 
 Result<plan::Plan> validated_plan(plan::Plan p, const model::Model& m, const cluster::Cluster& c,

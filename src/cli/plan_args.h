@@ -21,6 +21,12 @@ Result<plan::Plan> plan_from_args(const std::string& plan_file, const std::strin
                                   const std::string& default_strategy, model::Model& m,
                                   const std::string& model_spec, const cluster::Cluster& c);
 
+// As plan_from_args, for a plan already read from `source` (a file, or --strategy's plan): the
+// read's error, or the plan validated with `m` rebuilt in its precision.
+Result<plan::Plan> prepared_plan(Result<plan::Plan> read, const std::string& source,
+                                 model::Model& m, const std::string& model_spec,
+                                 const cluster::Cluster& c);
+
 // `m` rebuilt from `model_spec` in p's precision where p names one that m is not built in (a
 // plan is costed and run in its precision); the error names `source`, the plan's file or option.
 Result<model::Model> model_in_precision(const plan::Plan& p, model::Model m,

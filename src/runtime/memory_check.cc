@@ -43,11 +43,11 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
   // gradients in it too but fp32 for bf16, and for 16-bit models an fp32 master copy beside
   // Adam's two fp32 moments. The runtime keeps fp32 weights, gradients and moments.
   const cost::StateBytes states = cost::state_bytes(m.dtype);
-  // The replicas of each device's stage: the simulator's ZeRO group.
-  std::map<int, int> replicas_of;
+  // The number of replicas of each device's stage: the simulator's ZeRO group.
+  std::map<int, int> zero_group;
   for (const auto& st : p.stages)
     for (const auto& rep : st.replicas)
-      for (int d : rep.devices) replicas_of[d] = static_cast<int>(st.replicas.size());
+      for (int d : rep.devices) zero_group[d] = static_cast<int>(st.replicas.size());
   std::vector<RankMemory> out;
   for (int d : rank_devices(p)) {
     const sim::DeviceStats& s = sim->devices.at(static_cast<std::size_t>(d));
@@ -58,7 +58,7 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     // Under ZeRO-2 and -3 the simulator keeps a slice of the gradients (reduce-scattered as the
     // backward pass goes); the runtime holds its whole part until the passes are done, then
     // reduce-scatters a flat copy of it.
-    if (p.zero_stage >= 2) r.gradients = r.gradients * static_cast<double>(replicas_of[d]);
+    if (p.zero_stage >= 2) r.gradients = r.gradients * static_cast<double>(zero_group[d]);
     r.optimizer = s.memory.optimizer * (8.0 / states.optimizer);
     // (The loss's transient gradient buffers are fp32 whatever the model's dtype.)
     r.activations = s.memory.activations * (4.0 / width) + s.memory.transient;

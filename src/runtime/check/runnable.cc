@@ -59,6 +59,12 @@ std::string why_not_runnable(const model::Model& m, const plan::Plan& p) {
 
 namespace {
 
+// What a tensor-parallel split of a block's MLP divides: its experts, or its columns.
+std::pair<std::int64_t, const char*> ffn_units(const model::Model& m) {
+  if (m.experts > 0) return {m.experts, "experts"};
+  return {m.ffn_hidden, "MLP columns"};
+}
+
 // Settings of a stage plan the runtime refuses whatever else the plan holds: check_executable
 // meets them in its order, executable_problems lists each.
 
@@ -201,11 +207,10 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
       if (attention)
         if (auto ok = detail::unit_counts(m.kv_heads, group, "key/value heads"); !ok)
           return ok.error();
-      if (ffn)
-        if (auto ok = m.experts > 0 ? detail::unit_counts(m.experts, group, "experts")
-                                    : detail::unit_counts(m.ffn_hidden, group, "MLP columns");
-            !ok)
-          return ok.error();
+      if (ffn) {
+        const auto [n, what] = ffn_units(m);
+        if (auto ok = detail::unit_counts(n, group, what); !ok) return ok.error();
+      }
     }
   }
   // Uneven shares are rounded to whole heads, MLP columns, vocabulary rows (and sequence
@@ -219,10 +224,8 @@ Result<bool> check_executable(const model::Model& m, const plan::Plan& p, int wo
         detail::SharePlace tp;
         tp.size = static_cast<int>(rep.devices.size());
         tp.shares = rep.tp_shares;
-        std::vector<std::pair<std::int64_t, const char*>> units{
-            {m.kv_heads, "key/value heads"},
-            m.experts > 0 ? std::pair<std::int64_t, const char*>{m.experts, "experts"}
-                          : std::pair<std::int64_t, const char*>{m.ffn_hidden, "MLP columns"}};
+        std::vector<std::pair<std::int64_t, const char*>> units{{m.kv_heads, "key/value heads"},
+                                                                ffn_units(m)};
         if (decoder) units.push_back({m.vocab, "vocabulary rows"});
         for (auto [n, what] : units)
           if (auto ok = detail::unit_counts(n, tp, what); !ok) return ok.error();
