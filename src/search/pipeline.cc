@@ -161,9 +161,9 @@ class PipelinePlanner {
               ? "no pipeline shape's layers fit in its devices' memory (with every recomputation "
                 "setting and ZeRO stages 0 to 3)"
               : fmt::format(
-                    "the global batch {} splits in no pipeline shape: it must be a multiple of "
-                    "u*d (u the micro-batch size, 1, 2, 4 or 8; d the most replicas of a stage) "
-                    "giving at least as many micro-batches as stages{}",
+                    "the global batch {} splits in no pipeline shape: each micro-batch must "
+                    "give every replica of a stage at least one sample, and a shape of more "
+                    "than one stage needs at least as many micro-batches as stages{}",
                     ctx_.options.global_batch, tp_limit());
     return out;
   }
@@ -328,11 +328,33 @@ class PipelinePlanner {
     std::size_t dp_max = 0;
     for (const auto& st : stages) dp_max = std::max(dp_max, st.replicas.size());
     const std::int64_t B = ctx_.options.global_batch;
+    bool even = false;
     for (int u : {1, 2, 4, 8}) {
       if (B % (static_cast<std::int64_t>(u) * static_cast<std::int64_t>(dp_max))) continue;
       const int m = static_cast<int>(B / (u * static_cast<std::int64_t>(dp_max)));
       if (S > 1 && m < S) continue;
+      divisible_ = even = true;
+      if (!try_settings(stages, m, dp_max)) return false;
+    }
+    if (even) return true;
+    // No micro-batch count gives every replica the same samples: the replicas of each stage
+    // share each micro-batch's samples as evenly as whole samples allow (the first ones one
+    // more), about u per replica of the widest stage.
+    std::vector<int> tried;
+    for (int u : {1, 2, 4, 8}) {
+      int m =
+          static_cast<int>(B / (static_cast<std::int64_t>(u) * static_cast<std::int64_t>(dp_max)));
+      while (m > 0 && B % m) --m;
+      if (m < 1 || (S > 1 && m < S)) continue;
+      if (std::find(tried.begin(), tried.end(), m) != tried.end()) continue;
+      tried.push_back(m);
       divisible_ = true;
+      for (auto& st : stages) {
+        const auto samples =
+            proportional_split(std::vector<double>(st.replicas.size(), 1.0), B / m);
+        for (std::size_t r = 0; r < samples.size(); ++r)
+          st.replicas[r].batch_share = static_cast<double>(samples[r]) / static_cast<double>(B / m);
+      }
       if (!try_settings(stages, m, dp_max)) return false;
     }
     return true;
@@ -680,8 +702,8 @@ class PipelinePlanner {
                                                                 double per_microbatch) const {
     std::vector<std::pair<const plan::Replica*, double>> out;
     if (st.representatives.empty()) {
-      out.emplace_back(&st.replicas.front(),
-                       per_microbatch / static_cast<double>(st.replicas.size()));
+      // Alike replicas: the first holds the largest share (of uneven whole samples).
+      out.emplace_back(&st.replicas.front(), st.replicas.front().batch_share * per_microbatch);
       return out;
     }
     for (std::size_t r : st.representatives)
@@ -708,12 +730,15 @@ class PipelinePlanner {
   }
 
   // Both directions' transfer of one micro-batch after each layer, from stage st to stage next
-  // (between their first replicas, at st's mean samples per replica).
+  // (between their first replicas; at the first one's samples, the largest share, in a stage of
+  // alike replicas, and at st's mean samples per replica in one spanning groups).
   const std::vector<double>& comm_table(const StageResources& st, const StageResources& next,
                                         double per_microbatch) {
     const auto& from = st.replicas.front();
     const auto& to = next.replicas.front();
-    const double samples = per_microbatch / static_cast<double>(st.replicas.size());
+    const double samples = st.representatives.empty()
+                               ? from.batch_share * per_microbatch
+                               : per_microbatch / static_cast<double>(st.replicas.size());
     auto [it, fresh] = comm_.try_emplace(
         std::make_tuple(from.devices.front(), to.devices.front(),
                         std::min(from.devices.size(), to.devices.size()), samples));

@@ -419,13 +419,18 @@ TEST(ParetoCli, FrontierPointsAreNonDominated) {
     EXPECT_LT(pts[i]["max_peak_bytes"].get<double>(), pts[i - 1]["max_peak_bytes"].get<double>());
   }
   // Where no pipeline shape splits the batch, pareto says so (it said that no plan fits): a
-  // 3-head GPT on five CPU workers, batch 12, has single-device replicas, and 5 of them, or fewer
-  // in more stages, split 12 samples in no whole micro-batches.
-  auto none = run_hetplan(
-      "pareto --model gpt:layers=2,hidden=48,heads=3,seq=128,vocab=1000 --cluster cpu:5 -b 12");
+  // 3-head GPT on five CPU workers, batch 3, has single-device replicas, 5 of them in one stage
+  // (a sample each is 5), or one in each of 5 stages (5 micro-batches at least).
+  const std::string three_heads = "--model gpt:layers=2,hidden=48,heads=3,seq=128,vocab=1000";
+  auto none = run_hetplan("pareto " + three_heads + " --cluster cpu:5 -b 3");
   EXPECT_EQ(none.exit_code, 2);
-  EXPECT_NE(none.err.find("the global batch 12 splits in no pipeline shape"), std::string::npos)
+  EXPECT_NE(none.err.find("the global batch 3 splits in no pipeline shape"), std::string::npos)
       << none.err;
+  // At batch 12 the five replicas share a micro-batch unevenly (no count of micro-batches gives
+  // them equal whole shares), and the frontier has points.
+  auto uneven = run_hetplan("pareto " + three_heads + " --cluster cpu:5 -b 12 --json");
+  ASSERT_EQ(uneven.exit_code, 0) << uneven.err;
+  EXPECT_GE(nlohmann::json::parse(uneven.out)["points"].size(), 1u);
   // The fastest point is as fast as the time-optimal pipeline plan.
   auto p = run_hetplan("plan " + kSmall + " --algo pipeline --json");
   ASSERT_EQ(p.exit_code, 0) << p.err;

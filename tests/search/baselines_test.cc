@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "hetplan/plan/validate.h"
 #include "hetplan/search/device_groups.h"
 #include "hetplan/search/hap.h"
 #include "hetplan/search/search.h"
@@ -148,6 +151,37 @@ TEST(Pipeline, TensorParallelDegreesSplitTheHeadsEvenly) {
               std::string::npos)
         << out.best.error;
   }
+}
+
+// Where no count of micro-batches gives a stage's alike replicas the same whole samples, they
+// share each micro-batch as evenly as whole samples allow: five CPU workers at batch 12 (the
+// pipeline planner gave no plan), each micro-batch's samples split 2:1:1:1:1 or 3:3:2:2:2.
+TEST(Pipeline, AlikeReplicasShareABatchUnevenlyWhereNoEvenSplitExists) {
+  Fixture f(testing::kSmallGpt, "cpu:5");
+  f.opts.global_batch = 12;
+  const auto out = pipeline(f.ctx);
+  ASSERT_TRUE(out.best.ok) << out.best.error;
+  const auto& p = out.best.plan;
+  const auto valid = plan::validate_plan(p, f.m, f.c, "plan");
+  ASSERT_TRUE(valid) << valid.error().message;
+  const double per_microbatch = 12.0 / p.num_microbatches;
+  for (const auto& st : p.stages) {
+    double sum = 0, first = st.replicas.front().batch_share;
+    for (const auto& r : st.replicas) {
+      const double samples = r.batch_share * per_microbatch;
+      EXPECT_NEAR(samples, std::round(samples), 1e-9);
+      EXPECT_GE(samples, 1 - 1e-9);
+      EXPECT_LE(r.batch_share, first + 1e-12);  // the first replicas take the extra samples
+      sum += r.batch_share;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-9);
+  }
+  // The simulator prices the plan the planner chose (its estimate within the planners' usual
+  // bound of the simulation).
+  const auto sim = sim::simulate(f.m, f.c, p, sim::SimOptions{});
+  ASSERT_TRUE(sim) << sim.error().message;
+  EXPECT_NEAR(out.best.iteration_time_s, sim->iteration_time.value,
+              1e-9 * sim->iteration_time.value);
 }
 
 TEST(Search, AutoIsNeverWorseThanTheBestBaseline) {
