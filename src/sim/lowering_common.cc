@@ -117,6 +117,52 @@ std::vector<BusyTimes> busy_times(const TaskGraph& g, const std::vector<LaneInfo
   return out;
 }
 
+IterationRuns run_iterations(const TaskGraph& g, const std::vector<double>& link_capacity,
+                             const std::vector<LaneInfo>& lanes, const TransferLanes& ends,
+                             int num_devices) {
+  IterationRuns out;
+  EngineCarry carry;
+  // Budgets carry from one iteration to the next (unlimited quotas have none).
+  const bool budgets =
+      std::any_of(g.quotas.begin(), g.quotas.end(), [](const CpuQuota& q) { return !q.unlimited; });
+  EngineCarry* carried = budgets ? &carry : nullptr;
+  auto next = [&] {
+    out.last = run_engine(g, link_capacity, carried);
+    out.events += out.last.events;
+  };
+  next();
+  out.iteration_time = out.last.makespan;
+  if (out.last.deadlock) return out;
+  if (!carried) {
+    out.busy = busy_times(g, lanes, ends, out.last, num_devices);
+    return out;
+  }
+  const double period = cluster::kCpuQuotaPeriod.value;
+  const long long cap =
+      std::max<long long>(3, 1'000'000 / static_cast<long long>(g.tasks.size() + 1));
+  double warm = out.last.makespan;
+  while (warm < period && out.last.makespan > 0) {
+    next();
+    warm += out.last.makespan;
+  }
+  double window = 0;
+  out.measured = 0;
+  out.busy.assign(static_cast<std::size_t>(num_devices), BusyTimes{});
+  while (out.measured < 3 || (window < 30 * period && out.measured < cap)) {
+    next();
+    window += out.last.makespan;
+    const auto b = busy_times(g, lanes, ends, out.last, num_devices);
+    for (std::size_t d = 0; d < out.busy.size(); ++d) {
+      out.busy[d].compute += b[d].compute;
+      out.busy[d].comm += b[d].comm;
+      out.busy[d].either += b[d].either;
+    }
+    ++out.measured;
+  }
+  out.iteration_time = window / static_cast<double>(out.measured);
+  return out;
+}
+
 void summarise(const model::Model& m, const cluster::Cluster& c, const plan::Plan& p,
                SimResult& r) {
   const double B = static_cast<double>(p.global_batch);

@@ -80,6 +80,22 @@ std::vector<BusyTimes> busy_times(const TaskGraph& g, const std::vector<LaneInfo
                                   const TransferLanes& transfer_lanes, const EngineResult& eng,
                                   int num_devices);
 
+// One iteration's graph run by the engine. Under CPU quotas with budgets an iteration's time
+// depends on the budgets the ones before it left, so iterations run back to back, each starting
+// when the one before ends: after a warm-up of at least one quota period, the mean of at least
+// three iterations and 30 periods (or as many as about a million tasks allow, for large graphs:
+// the mean of whole iterations is then off by up to a period over the window).
+struct IterationRuns {
+  EngineResult last;            // the last iteration run (deadlock: the first deadlocked)
+  double iteration_time = 0;    // its makespan, or the mean over the measured iterations
+  std::vector<BusyTimes> busy;  // per device, summed over the measured iterations
+  long long measured = 1;       // iterations measured
+  long long events = 0;         // the engine's events over every run
+};
+IterationRuns run_iterations(const TaskGraph& g, const std::vector<double>& link_capacity,
+                             const std::vector<LaneInfo>& lanes, const TransferLanes& ends,
+                             int num_devices);
+
 // Fills r's throughput, model FLOPs (Megatron-LM's count, recomputed forward passes included), the
 // devices used, the largest peak memory, whether all fit, TFLOP/s per device and MFU, from its
 // iteration time and its per-device statistics (a device is used when it has a lane).

@@ -73,6 +73,8 @@ struct OpLevelLowering {
   std::vector<LaneInfo> lanes;
   std::vector<int> lane_of_device;
   std::vector<int> lane_stream;
+  std::vector<int> lane_quota;  // per lane: index into g.quotas, or -1
+  TransferLanes transfer_ends;  // per transfer, the lanes at its links' ends
   std::vector<std::vector<std::vector<int>>> fwd, bwd;  // [op][device index in group][mb]
   // Recomputation (plan::recompute_segments): per op its segment (-1: none), and per segment,
   // device index in its group and micro-batch, the task rerunning its forward passes.
@@ -136,11 +138,10 @@ struct OpLevelLowering {
     return after >= 0 ? after : bwd[op][j][mb];
   }
 
-  // Seconds of one pass on `device`; a node limited to a share of its CPU runs it that much
-  // slower (the op-level lowering applies cpu_share as a slowdown, not as a quota).
+  // Seconds of one pass on `device` (at full speed: a node limited to a share of its CPU has its
+  // lanes' streams under a quota, build_lanes).
   double device_time(int device, const model::TrainOp& op, double n, double shard = 1.0) const {
-    return engine_pass_time(compute, c.type_of(device), op, n, shard, m.dtype, p) /
-           c.nodes[c.devices[device].node].cpu_share;
+    return engine_pass_time(compute, c.type_of(device), op, n, shard, m.dtype, p);
   }
 
   // The host issues each device's ops in turn and the device runs their kernels behind it: per
@@ -213,7 +214,20 @@ struct OpLevelLowering {
       const int l = static_cast<int>(lanes.size());
       lane_of_device[d] = l;
       lanes.push_back(LaneInfo{{d}, {}, lane_name(l, {d})});
-      lane_stream.push_back(g.add_stream(-1, true));
+      // A node limited to a share of its CPU (cluster files' cpu_share, emulated clusters) runs
+      // its lanes under that quota, as the stage lowering does; a CPU worker without one shares
+      // the host's cores, where they are given (SimOptions::host_cores).
+      const double share = c.nodes[c.devices[d].node].cpu_share;
+      const bool unthrottled_cpu = share >= 1 && opts.host_cores > 0 &&
+                                   c.type_of(d).architecture == cluster::Architecture::cpu;
+      int quota = -1;
+      if (share < 1 || unthrottled_cpu) {
+        quota = static_cast<int>(g.quotas.size());
+        g.quotas.push_back(CpuQuota{share, cluster::kCpuQuotaPeriod.value, 1, unthrottled_cpu});
+        g.host_cores = opts.host_cores;
+      }
+      lane_quota.push_back(quota);
+      lane_stream.push_back(g.add_stream(quota, true));
     }
     for (std::size_t gi = 0; gi < p.op_groups.size(); ++gi)
       for (int d : p.op_groups[gi].devices)
@@ -1049,6 +1063,12 @@ struct OpLevelLowering {
     add_data_edges();
     add_updates();
     order_tasks();
+    // Each transfer spends the CPU quotas of the devices at its links' ends.
+    transfer_ends = transfer_lanes(g, c, lanes);
+    if (!g.quotas.empty())
+      for (std::size_t t = 0; t < g.tasks.size(); ++t)
+        for (int l : transfer_ends[t])
+          if (lane_quota[l] >= 0) g.add_quota(static_cast<int>(t), lane_quota[l]);
   }
 };
 
@@ -1059,27 +1079,31 @@ Result<SimResult> simulate_op_level(const model::Model& m, const cluster::Cluste
   OpLevelLowering low(m, c, p, opts);
   low.build();
   const std::vector<double> caps = cost::link_rates(c, opts.network);
-  const EngineResult eng = run_engine(low.g, caps);
+  // (Under CPU quotas: the steady state of iterations back to back; statistics are means, and the
+  // memory timeline the last iteration's.)
+  const IterationRuns runs =
+      run_iterations(low.g, caps, low.lanes, low.transfer_ends, c.num_devices());
+  const EngineResult& eng = runs.last;
   if (eng.deadlock)
     return Error{
         "plan: op_groups: the op-level plan's tasks wait on each other (the simulation "
         "deadlocked)"};
   SimResult r;
-  r.iteration_time = Seconds(eng.makespan + between_steps_time(low.compute, c, low.lanes));
+  r.iteration_time = Seconds(runs.iteration_time + between_steps_time(low.compute, c, low.lanes));
   r.num_tasks = static_cast<long long>(low.g.tasks.size());
-  r.num_events = eng.events;
+  r.num_events = runs.events;
   r.lanes = low.lanes;
-  const auto ends = transfer_lanes(low.g, c, low.lanes);
-  const auto busy = busy_times(low.g, low.lanes, ends, eng, c.num_devices());
+  const auto& busy = runs.busy;
+  const double measured = static_cast<double>(runs.measured);
   r.devices.resize(c.devices.size());
   for (std::size_t d = 0; d < c.devices.size(); ++d) {
     auto& ds = r.devices[d];
     ds.device = static_cast<int>(d);
     ds.capacity = c.type_of(static_cast<int>(d)).memory;
     ds.lane = low.lane_of_device[d];
-    ds.compute_busy = Seconds(busy[d].compute);
-    ds.comm_busy = Seconds(busy[d].comm);
-    ds.idle = Seconds(std::max(0.0, r.iteration_time.value - busy[d].either));
+    ds.compute_busy = Seconds(busy[d].compute / measured);
+    ds.comm_busy = Seconds(busy[d].comm / measured);
+    ds.idle = Seconds(std::max(0.0, r.iteration_time.value - busy[d].either / measured));
   }
   // Activations over the run: a forward pass keeps its saved bytes from its end until its
   // backward pass ends; a loss's backward pass holds its transient buffers while it runs (at equal

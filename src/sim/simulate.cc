@@ -1058,53 +1058,15 @@ Result<SimResult> simulate_plan(const model::Model& m, const cluster::Cluster& c
   if (!built) return built.error();
   const std::vector<double> caps = cost::link_rates(c, opts.network);
   if (low.chunked()) return simulate_unrolled(m, c, p, low, caps);
-  detail::EngineCarry carry;
-  // Budgets carry from one iteration to the next (unlimited quotas have none).
-  const bool budgets = std::any_of(low.g.quotas.begin(), low.g.quotas.end(),
-                                   [](const detail::CpuQuota& q) { return !q.unlimited; });
-  detail::EngineCarry* carried = budgets ? &carry : nullptr;
-  auto eng = detail::run_engine(low.g, caps, carried);
-  if (eng.deadlock) return Error{kDeadlock};
-  long long events = eng.events;
-  double iteration_time = eng.makespan;
-  std::vector<detail::BusyTimes> busy;
-  long long measured = 1;
-  if (!carried) {
-    busy = detail::busy_times(low.g, low.lanes, low.transfer_lanes, eng, c.num_devices());
-  } else {
-    // Under CPU quotas an iteration's time depends on the budgets the ones before it left, so
-    // iterations run back to back, each starting when the one before ends. After a warm-up of at
-    // least one quota period: the mean of at least three iterations and 30 periods (or as many as
-    // about a million tasks allow, for large graphs: the mean of whole iterations is then off by
-    // up to a period over the window). Statistics are means too; the events, the last iteration's.
-    const double period = cluster::kCpuQuotaPeriod.value;
-    const long long cap =
-        std::max<long long>(3, 1'000'000 / static_cast<long long>(low.g.tasks.size() + 1));
-    auto next = [&] {
-      eng = detail::run_engine(low.g, caps, carried);
-      events += eng.events;
-    };
-    double warm = eng.makespan;
-    while (warm < period && eng.makespan > 0) {
-      next();
-      warm += eng.makespan;
-    }
-    double window = 0;
-    measured = 0;
-    busy.assign(c.devices.size(), detail::BusyTimes{});
-    while (measured < 3 || (window < 30 * period && measured < cap)) {
-      next();
-      window += eng.makespan;
-      const auto b = detail::busy_times(low.g, low.lanes, low.transfer_lanes, eng, c.num_devices());
-      for (std::size_t d = 0; d < busy.size(); ++d) {
-        busy[d].compute += b[d].compute;
-        busy[d].comm += b[d].comm;
-        busy[d].either += b[d].either;
-      }
-      ++measured;
-    }
-    iteration_time = window / static_cast<double>(measured);
-  }
+  // (Under CPU quotas: the steady state of iterations back to back. Statistics are means too;
+  // the events, every iteration's.)
+  const auto runs =
+      detail::run_iterations(low.g, caps, low.lanes, low.transfer_lanes, c.num_devices());
+  if (runs.last.deadlock) return Error{kDeadlock};
+  const detail::EngineResult& eng = runs.last;
+  const double iteration_time = runs.iteration_time;
+  const long long events = runs.events, measured = runs.measured;
+  const std::vector<detail::BusyTimes>& busy = runs.busy;
 
   SimResult r;
   r.iteration_time =

@@ -132,6 +132,55 @@ TEST(OpLevel, UnevenSharesMoveOverlappingSamples) {
   EXPECT_NEAR(r->iteration_time.value, 3 + 0.3 + L + 4 + 8 + 0.3 + L + 6, 1e-9);
 }
 
+// A node with a cpu_share runs its devices under that CPU quota, as stage plans do (it was priced
+// as a slowdown of every op, which a quota is not: within a period a device idle before may run
+// at full speed). A chain of three layers (forward 0.01 s, backward 0.02 s each), layer 0 on
+// device 0 and layers 1-2 on device 1 at half a core: device 1 computes 0.06 s an iteration, so
+// iterations take at least 0.12 s on average, and less than the 0.15 s of the slowed chain. The
+// op-level plan takes the stage plan's steady-state time.
+TEST(OpLevel, ACpuShareIsAQuotaAsInStagePlans) {
+  const auto m = chain_model(3, 1e10, 0);
+  auto c = unit_cluster(2, 1);
+  c.nodes[1].cpu_share = 0.5;
+  const auto ops = simulate(
+      m, c, op_plan({placed({"layers.0.fc"}, 0), placed({"layers.1.fc", "layers.2.fc"}, 1)}, 1),
+      exact_options());
+  ASSERT_TRUE(ops) << ops.error().message;
+  plan::Plan p;
+  p.global_batch = 1;
+  p.num_microbatches = 1;
+  p.stages.push_back(plan::Stage{0, 1, {plan::Replica{{0}, {}, 1.0}}});
+  p.stages.push_back(plan::Stage{1, 2, {plan::Replica{{1}, {}, 1.0}}});
+  const auto stages = simulate(m, c, p, exact_options());
+  ASSERT_TRUE(stages) << stages.error().message;
+  EXPECT_NEAR(ops->iteration_time.value, stages->iteration_time.value,
+              1e-9 * stages->iteration_time.value);
+  EXPECT_GE(ops->iteration_time.value, 0.12 - 1e-9);
+  EXPECT_LT(ops->iteration_time.value, 0.15);
+}
+
+// CPU workers without a cpu_share share the host's cores where SimOptions::host_cores says how
+// many (simulate --host-cores), op by op too: two workers of a replicated chain layer, a sample
+// each (0.015 s): 0.015 s on a core each, 0.03 s on one core. GPUs share nothing.
+TEST(OpLevel, CpuWorkersShareTheHostsCores) {
+  const auto m = chain_model(1, 5e9, 0);
+  auto c = unit_cluster(1, 2);
+  c.device_types[0].architecture = cluster::Architecture::cpu;
+  const auto p = op_plan({replicated({"*"}, {0, 1})}, 2);
+  auto o = exact_options();
+  for (const auto& [cores, expected] : {std::pair{0, 0.015}, {1, 0.03}, {2, 0.015}}) {
+    o.host_cores = cores;
+    auto r = simulate(m, c, p, o);
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_NEAR(r->iteration_time.value, expected, 1e-9) << cores << " cores";
+  }
+  c.device_types[0].architecture = cluster::Architecture::ampere;
+  o.host_cores = 1;
+  auto r = simulate(m, c, p, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_NEAR(r->iteration_time.value, 0.015, 1e-9);
+}
+
 // a -> {y, x}, x -> z, {y, z} -> j: every op a matmul of its TFLOPs per sample, nothing moves.
 // a, y, x and j on device 0, z on device 1.
 model::Model fork_model() {
