@@ -283,7 +283,7 @@ Action add_simulate_command(CLI::App& app) {
   cmd->add_option("--host-cores", args->host_cores,
                   "The cores of the machine on which `hetplan run` runs the CPU workers (with "
                   "--emulate, those of nodes with a cpu_share too): they share them when more "
-                  "compute at once (default 0: a core each; stage plans)")
+                  "compute at once (default 0: a core each)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the summary");
   return [args, model, cluster] {

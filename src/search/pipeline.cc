@@ -71,7 +71,8 @@ struct StageResources {
   int tp = 1;
   std::vector<plan::Replica> replicas;  // with their batch shares
   // A stage spanning groups: the first replica of each group in it (one of each kind of
-  // replica); empty for a stage of one group, whose replicas are all alike with even shares.
+  // replica); empty for a stage of one group, whose replicas are all alike (with even shares, or
+  // whole samples shared as evenly as they go, the first replicas taking one more).
   std::vector<std::size_t> representatives;
 };
 
@@ -684,8 +685,11 @@ class PipelinePlanner {
     }
   }
 
-  // (stage kind, tp, dp, samples per micro-batch over the stage, recompute, ZeRO stage).
-  using SettingsKey = std::tuple<int, int, int, double, int, int>;
+  // (stage kind, tp, dp, samples per micro-batch over the stage, the first replica's share of
+  // them, recompute, ZeRO stage). A stage's samples and replicas do not settle its shares: a
+  // stage narrower than the shape's widest takes even fractional shares where a shape of it alone
+  // shares whole samples unevenly.
+  using SettingsKey = std::tuple<int, int, int, double, double, int, int>;
 
   SettingsKey settings_key(const plan::Plan& settings, const StageResources& st,
                            double per_microbatch) const {
@@ -693,6 +697,7 @@ class PipelinePlanner {
             st.tp,
             static_cast<int>(st.replicas.size()),
             per_microbatch,
+            st.replicas.front().batch_share,
             static_cast<int>(settings.recompute),
             settings.zero_stage};
   }

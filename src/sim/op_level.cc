@@ -216,7 +216,9 @@ struct OpLevelLowering {
       lanes.push_back(LaneInfo{{d}, {}, lane_name(l, {d})});
       // A node limited to a share of its CPU (cluster files' cpu_share, emulated clusters) runs
       // its lanes under that quota, as the stage lowering does; a CPU worker without one shares
-      // the host's cores, where they are given (SimOptions::host_cores).
+      // the host's cores, where they are given (SimOptions::host_cores). The quota is the share
+      // itself, over every pass, the host's wait for its ops included (the stage lowering slows
+      // only a pass's kernels by it, so the two differ where the host paces a GPU's passes).
       const double share = c.nodes[c.devices[d].node].cpu_share;
       const bool unthrottled_cpu = share >= 1 && opts.host_cores > 0 &&
                                    c.type_of(d).architecture == cluster::Architecture::cpu;

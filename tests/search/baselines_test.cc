@@ -154,34 +154,32 @@ TEST(Pipeline, TensorParallelDegreesSplitTheHeadsEvenly) {
 }
 
 // Where no count of micro-batches gives a stage's alike replicas the same whole samples, they
-// share each micro-batch as evenly as whole samples allow: five CPU workers at batch 12 (the
-// pipeline planner gave no plan), each micro-batch's samples split 2:1:1:1:1 or 3:3:2:2:2.
+// share each micro-batch as evenly as whole samples allow: a 2-layer GPT on five CPU workers at
+// batch 12 (no shape of more stages than layers; the pipeline planner gave no plan), each
+// micro-batch's samples split 2:1:1:1:1 (2 micro-batches) or 3:3:2:2:2 (one).
 TEST(Pipeline, AlikeReplicasShareABatchUnevenlyWhereNoEvenSplitExists) {
-  Fixture f(testing::kSmallGpt, "cpu:5");
+  Fixture f("gpt:layers=2,hidden=64,heads=4,seq=64,vocab=1000", "cpu:5");
   f.opts.global_batch = 12;
   const auto out = pipeline(f.ctx);
   ASSERT_TRUE(out.best.ok) << out.best.error;
   const auto& p = out.best.plan;
   const auto valid = plan::validate_plan(p, f.m, f.c, "plan");
   ASSERT_TRUE(valid) << valid.error().message;
+  ASSERT_EQ(p.stages.size(), 1u);
+  ASSERT_EQ(p.stages[0].replicas.size(), 5u);
   const double per_microbatch = 12.0 / p.num_microbatches;
-  for (const auto& st : p.stages) {
-    double sum = 0, first = st.replicas.front().batch_share;
-    for (const auto& r : st.replicas) {
-      const double samples = r.batch_share * per_microbatch;
-      EXPECT_NEAR(samples, std::round(samples), 1e-9);
-      EXPECT_GE(samples, 1 - 1e-9);
-      EXPECT_LE(r.batch_share, first + 1e-12);  // the first replicas take the extra samples
-      sum += r.batch_share;
-    }
-    EXPECT_NEAR(sum, 1.0, 1e-9);
+  std::vector<double> samples;
+  for (const auto& r : p.stages[0].replicas) samples.push_back(r.batch_share * per_microbatch);
+  double sum = 0;
+  for (double n : samples) {
+    EXPECT_NEAR(n, std::round(n), 1e-9);
+    EXPECT_GE(n, std::floor(per_microbatch / 5) - 1e-9);
+    EXPECT_LE(n, std::ceil(per_microbatch / 5) + 1e-9);
+    EXPECT_LE(n, samples.front() + 1e-9);  // the first replicas take the extra samples
+    sum += n;
   }
-  // The simulator prices the plan the planner chose (its estimate within the planners' usual
-  // bound of the simulation).
-  const auto sim = sim::simulate(f.m, f.c, p, sim::SimOptions{});
-  ASSERT_TRUE(sim) << sim.error().message;
-  EXPECT_NEAR(out.best.iteration_time_s, sim->iteration_time.value,
-              1e-9 * sim->iteration_time.value);
+  EXPECT_NEAR(sum, per_microbatch, 1e-9);
+  EXPECT_GT(samples.front(), samples.back() + 0.5);
 }
 
 TEST(Search, AutoIsNeverWorseThanTheBestBaseline) {
