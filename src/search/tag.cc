@@ -117,6 +117,10 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan
     if ((baseline_.ok && baseline_.fits) || more == 0 || ctx.deadline.expired()) break;
     microbatches_[0] = static_cast<int>(more);
   }
+  // The data-parallel plan is one of the space's plans (every group replicated on every device):
+  // where it is the best evaluated (the decoded plans slower, or refused as not executable), it
+  // is the answer.
+  keep(baseline_);
   for (int k = 1; k <= 3; ++k) {
     const long long more = next(microbatches_.back());
     if (more == 0) break;

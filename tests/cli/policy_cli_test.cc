@@ -33,6 +33,29 @@ TEST(PolicyCli, HeterogPlansWithTheShippedWeights) {
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
 }
 
+// Where every decoded plan is refused as not executable (a Llama's ops do not run op by op, and
+// the decoder chose parameter servers, which keep the plan op-level), HeteroG answers with its
+// data-parallel plan, which runs as a stage plan (it answered "not executable").
+TEST(PolicyCli, HeterogFallsBackOnItsDataParallelPlanWhereDecodedOnesDoNotRun) {
+  const std::string out = temp("hetplan_heterog_llama.json");
+  std::filesystem::remove(out);
+  auto r = run_hetplan(
+      "plan --model llama:layers=2,hidden=64,heads=4,kv_heads=2,ffn=128,seq=32,vocab=500 "
+      "--cluster cpu:4 -b 8 --algo heterog -o " +
+      out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream f(out);
+  const auto plan = nlohmann::json::parse(f);
+  EXPECT_EQ(plan["planner"].get<std::string>(), "heterog");
+  for (const auto& g : plan["op_groups"]) {
+    EXPECT_EQ(g["devices"].size(), 4u);
+    EXPECT_EQ(g.value("sync", std::string("all_reduce")), "all_reduce");
+  }
+  auto check = run_hetplan("run --check --plan " + out);
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_NE((check.out + check.err).find("runnable: 4 ranks"), std::string::npos) << check.out;
+}
+
 TEST(PolicyCli, TrainPolicyWritesWhatPlanReads) {
   const std::string file = temp("hetplan_cli_policy.pt");
   std::filesystem::remove(file);
