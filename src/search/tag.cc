@@ -86,6 +86,7 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan
   for (std::size_t op = 0; op < m.ops.size(); ++op)
     if (sim::sufficient_factor_applies(m.ops[op], plan::SplitKind::tensor))
       has_factor_op_[grouping_.group_of_op[op]] = true;
+  for (const auto& op : m.ops) has_attention_core_ = has_attention_core_ || op.attention_core;
   for (auto& s : device_sets(c, m.dtype)) {
     actions_.push_back(Action{s, plan::SyncMethod::all_reduce});
     if (s.size() == 1) continue;
@@ -117,6 +118,9 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan
     if ((baseline_.ok && baseline_.fits) || more == 0 || ctx.deadline.expired()) break;
     microbatches_[0] = static_cast<int>(more);
   }
+  // With the most micro-batches still too big: the memory savings (fitted).
+  if (baseline_.ok && !baseline_.fits && !ctx.deadline.expired())
+    baseline_ = fitted(baseline_.plan);
   // The data-parallel plan is one of the space's plans (every group replicated on every device):
   // where it is the best evaluated (the decoded plans slower, or refused as not executable), it
   // is the answer.
@@ -224,14 +228,50 @@ Evaluation TagProblem::simulate(const plan::Plan& p) {
   Evaluation e = ctx_.evaluator.evaluate(p);
   // Work for plans simulated anew (the evaluator's cache answers the same plan again: sync choices
   // of a group without weights, sufficient factors where none apply).
-  if (simulated_.insert(e.fingerprint).second)
+  if (!e.stopped && simulated_.insert(e.fingerprint).second)
     for (const auto& og : p.op_groups)
       work_ += 2.0 * static_cast<double>(og.ops.size() * og.devices.size()) * p.num_microbatches;
   return e;
 }
 
+Evaluation TagProblem::fitted(const plan::Plan& p) {
+  Evaluation e = simulate(p);
+  if (!e.ok || e.fits || p.recompute != cost::Recompute::none || p.zero_stage != 0) return e;
+  // The decisions place and synchronise groups; where that does not fit, the memory savings an
+  // op-level plan has (the op-level runtime executes both), in the order of what they add to a
+  // step: selective recomputation (a layer's attention scores again), ZeRO-1 (an all-gather of
+  // the updated slices), both, full recomputation (every block's forward pass again), with ZeRO-1.
+  // The first that fits is the plan's; where none does, the one closest to fitting. Savings that
+  // cannot change the plan's memory are not simulated: selective recomputation without attention
+  // cores, ZeRO-1 without a group of several devices that all-reduces (it shards over those).
+  bool zero_shards = false;
+  for (const auto& og : p.op_groups)
+    zero_shards =
+        zero_shards || (og.devices.size() > 1 && og.sync != plan::SyncMethod::parameter_server);
+  static constexpr std::pair<cost::Recompute, int> kSavings[] = {{cost::Recompute::selective, 0},
+                                                                 {cost::Recompute::none, 1},
+                                                                 {cost::Recompute::selective, 1},
+                                                                 {cost::Recompute::full, 0},
+                                                                 {cost::Recompute::full, 1}};
+  Evaluation closest = e;
+  for (auto [recompute, zero] : kSavings) {
+    if ((recompute == cost::Recompute::selective && !has_attention_core_) ||
+        (zero == 1 && !zero_shards))
+      continue;
+    plan::Plan q = p;
+    q.recompute = recompute;
+    q.zero_stage = zero;
+    Evaluation f = simulate(q);
+    if (f.stopped) break;  // the time limit: the rest would stop too
+    if (f.ok && f.fits) return f;
+    if (f.ok && f.memory_ratio < closest.memory_ratio) closest = std::move(f);
+  }
+  return closest;
+}
+
 double TagProblem::evaluate(std::span<const int> prefix) {
-  const Evaluation e = simulate(plan_of(prefix));
+  const Evaluation e = fitted(plan_of(prefix));
+  last_ = e;
   ++evaluations_;
   keep(e);
   if (!e.ok || !e.fits) return kInfeasible;
@@ -401,7 +441,7 @@ PlannerOutput tag(const Context& ctx, const TagOptions& options) {
   std::string hinted = "-";
   if (auto seq = problem.hint_decisions(); !seq.empty()) {
     problem.evaluate(seq);
-    const Evaluation e = ctx.evaluator.evaluate(problem.plan_of(seq));  // the cache's answer
+    const Evaluation& e = problem.last();
     hinted = e.ok ? fmt::format("{:.4g} s{}", e.iteration_time_s, e.fits ? "" : " (does not fit)")
                   : e.error;
   }

@@ -491,6 +491,44 @@ TEST(RunCli, SplitGroupsOfWholeLayersRunAsTensorParallelStages) {
   expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
 }
 
+// HeteroG on four CPU devices whose memory (724.5 MiB, of which hetplan reserves 722 MiB for a
+// GPU's context and buffers) does not hold a small GPT's weights, gradients, Adam state and a
+// micro-batch's activations at 8 samples (724.86 MiB; 724.77 with full recomputation): the
+// placements it decides do not fit, and it answers with the first memory saving that does, ZeRO-1
+// (724.17 MiB; it gave no plan before). The plan (every group data parallel, so it runs as a stage
+// plan) gives the one-process losses.
+TEST(RunCli, HeterogsPlanThatNeedsZeroOneRunsWithTheOneProcessLosses) {
+  const auto cluster = std::filesystem::temp_directory_path() /
+                       ("hetplan_tight_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(cluster) << R"(version: 1
+device_types:
+  - {name: small-cpu, peak_fp32: 50GFLOPS, memory: 724.5MiB, memory_bandwidth: 10GB/s,
+     architecture: CPU}
+  - {name: big-cpu, peak_fp32: 100GFLOPS, memory: 724.5MiB, memory_bandwidth: 20GB/s,
+     architecture: CPU}
+nodes:
+  - {group: a, count: 1, device: big-cpu, devices_per_node: 2, intra_node: {bandwidth: 5GB/s},
+     nic: {bandwidth: 1Gbps, count: 1}}
+  - {group: b, count: 1, device: small-cpu, devices_per_node: 2, intra_node: {bandwidth: 5GB/s},
+     nic: {bandwidth: 1Gbps, count: 1}}
+network: {kind: switch}
+)";
+  const std::string model = "gpt:layers=2,hidden=64,heads=4,seq=64,vocab=256,dtype=fp32";
+  const auto file = write_plan("heterog_zero", "");
+  auto r = run_hetplan("plan --model " + model + " --cluster " + cluster.string() +
+                       " -b 8 --algo heterog -o " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(file);
+  const auto plan = nlohmann::json::parse(in);
+  EXPECT_EQ(plan["zero_stage"].get<int>(), 1);
+  EXPECT_EQ(plan.value("recompute", std::string("none")), "none");
+  ASSERT_TRUE(plan.contains("op_groups"));
+  expect_same_losses(losses("--model " + model + " --strategy dp=1,gbs=8,mbs=4"),
+                     losses("--nprocs 4 --plan " + file));
+  std::filesystem::remove(cluster);
+  std::filesystem::remove(file);
+}
+
 // Split groups that are not whole layers of a decoder run op by op (sim/op_level.cc's lowering):
 // each device runs every row through its share of each op, layouts converted by collectives.
 // A ResNet: its stem and first stage replicated on 2 devices, its middle split 2:2:1 over 3

@@ -9,6 +9,7 @@
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/plan/op_groups.h"
 #include "hetplan/plan/plan_json.h"
+#include "hetplan/search/heterog.h"
 #include "hetplan/search/search.h"
 #include "tag_fixtures.h"
 
@@ -19,6 +20,26 @@ using testing::Fixture;
 using testing::load_cluster_or_die;
 using testing::load_model_or_die;
 using testing::slow_pair;
+
+// The memory savings an op-level plan that does not fit takes, in TagProblem's order (the first
+// that fits is the plan's).
+constexpr std::pair<cost::Recompute, int> kSavings[] = {
+    {cost::Recompute::none, 0},      {cost::Recompute::selective, 0}, {cost::Recompute::none, 1},
+    {cost::Recompute::selective, 1}, {cost::Recompute::full, 0},      {cost::Recompute::full, 1}};
+
+// p as the search evaluates it: as decided, else with the first of the savings that fits.
+Evaluation with_savings(const Evaluator& evaluator, const plan::Plan& p) {
+  const Evaluation as_decided = evaluator.evaluate(p);
+  if (!as_decided.ok || as_decided.fits) return as_decided;
+  for (auto [recompute, zero] : kSavings) {
+    plan::Plan q = p;
+    q.recompute = recompute;
+    q.zero_stage = zero;
+    const Evaluation e = evaluator.evaluate(q);
+    if (e.ok && e.fits) return e;
+  }
+  return as_decided;
+}
 
 TEST(TagSearch, TreeSearchFindsTheBruteForceOptimum) {
   // VGG-16 in three groups: every micro-batch count and combination of the actions simulated.
@@ -35,7 +56,7 @@ TEST(TagSearch, TreeSearchFindsTheBruteForceOptimum) {
   std::vector<int> choice(n, 0);
   std::function<void(int)> all = [&](int i) {
     if (i == n) {
-      const Evaluation e = f.evaluator.evaluate(problem.plan_of(choice));
+      const Evaluation e = with_savings(f.evaluator, problem.plan_of(choice));
       if (e.ok && e.fits) brute = std::min(brute, e.iteration_time_s);
       return;
     }
@@ -100,6 +121,58 @@ TEST(TagSearch, ATensorParallelHintIsFollowedBySplitGroups) {
   ASSERT_TRUE(as_stages) << plan::why_not_stage_plan(p, f.m);
   ASSERT_EQ(as_stages->stages.size(), 1u);
   EXPECT_EQ(as_stages->stages[0].replicas[0].tp_shares, p.op_groups[0].shares);
+}
+
+// GPT-3 350M on a V100 and two 1080 Tis at a sample each: no placement of whole activations fits
+// (the data-parallel plan needs 27 GiB on the V100). A decided plan that does not fit is evaluated
+// with the first of recomputation and ZeRO-1 that fits, and HeteroG answers with a plan that fits
+// where it found none before.
+TEST(TagSearch, PlansThatDoNotFitTakeTheFirstMemorySavingThatFits) {
+  Fixture f("gpt3-350m", slow_pair(), 3);
+  auto grouping = tag_grouping(f.ctx, 0);
+  ASSERT_TRUE(grouping) << grouping.error().message;
+  TagProblem problem(f.ctx, *grouping);
+  const std::vector<int> data_parallel(static_cast<std::size_t>(problem.depth()), 0);
+  const plan::Plan decided = problem.plan_of(data_parallel);
+  const Evaluation whole = f.evaluator.evaluate(decided);
+  ASSERT_TRUE(whole.ok) << whole.error;
+  EXPECT_FALSE(whole.fits);
+  problem.evaluate(data_parallel);
+  const Evaluation& e = problem.last();
+  ASSERT_TRUE(e.ok) << e.error;
+  EXPECT_TRUE(e.fits);
+  // The first saving that fits, and none before it does.
+  bool found = false;
+  for (auto [recompute, zero] : kSavings) {
+    plan::Plan q = decided;
+    q.recompute = recompute;
+    q.zero_stage = zero;
+    const Evaluation s = f.evaluator.evaluate(q);
+    if (!s.ok || !s.fits) continue;
+    EXPECT_EQ(e.plan.recompute, recompute);
+    EXPECT_EQ(e.plan.zero_stage, zero);
+    EXPECT_EQ(e.fingerprint, s.fingerprint);
+    found = true;
+    break;
+  }
+  EXPECT_TRUE(found);
+  // The baseline, at its most micro-batches, is one such plan.
+  EXPECT_TRUE(problem.baseline().fits);
+
+  // HeteroG, decoding evenly over the allowed actions.
+  class Uniform : public TagGuide {
+   public:
+    std::string describe() const override { return "uniform"; }
+    std::vector<double> prior(const TagGraph&, const TagState& s) override { return even(s); }
+    std::vector<double> decode(const TagGraph&, const TagState& s) override { return even(s); }
+    static std::vector<double> even(const TagState& s) { return {s.mask.begin(), s.mask.end()}; }
+  } uniform;
+  HeterogOptions o;
+  o.samples = 4;
+  const PlannerOutput h = heterog(f.ctx, uniform, o);
+  ASSERT_TRUE(h.best.ok) << h.best.error;
+  EXPECT_TRUE(h.best.fits);
+  EXPECT_TRUE(h.best.plan.recompute != cost::Recompute::none || h.best.plan.zero_stage == 1);
 }
 
 TEST(TagSearch, DeterministicAndItsPlanResimulatesToTheSameTime) {

@@ -11,10 +11,12 @@
 // a device left without a sample drops out, and a set of one device places the group there. The
 // first decision is the number of micro-batches: the fewest (powers of two) with which the
 // data-parallel plan fits, or up to 8 times as many (pipelines of placed groups). A partial plan is
-// simulated as it stands, its undecided groups replicated over every device with all-reduce (the
-// first action: plain data parallelism), and valued by its speed-up over that data-parallel plan,
-// squashed as TAG does (here its logarithm, within
-// [-1.5, 3]); -2 when it does not fit.
+// simulated with its undecided groups replicated over every device with all-reduce (the first
+// action: plain data parallelism); where it does not fit, with the first of recomputation and
+// ZeRO-1 that fits (TagProblem::fitted; the micro-batch counts are chosen before any saving, so a
+// plan of fewer micro-batches with a saving is not searched). It is valued by its speed-up over
+// the data-parallel plan, squashed as TAG does (here its logarithm, within [-1.5, 3]); -2 when it
+// does not fit.
 #pragma once
 
 #include <optional>
@@ -105,6 +107,7 @@ class TagProblem : public DecisionProblem {
   const std::vector<int>& order() const { return order_; }  // decision i >= 1: group order()[i-1]
   const TagGraph& graph() const;                            // tag_graph(*this), built once
   const Evaluation& best() const { return best_; }          // the best plan evaluated
+  const Evaluation& last() const { return last_; }          // the last evaluate()'s plan
   const Evaluation& baseline() const { return baseline_; }  // every group data parallel
   // Evaluated plans, best first, distinct, at most `n`.
   std::vector<Evaluation> top(std::size_t n) const;
@@ -119,6 +122,9 @@ class TagProblem : public DecisionProblem {
   double device_speed(int d) const;
   void keep(const Evaluation& e);
   Evaluation simulate(const plan::Plan& p);  // the evaluator's, counting the work
+  // p simulated; where it does not fit, with recomputation and ZeRO-1 (tag.cc): the first of those
+  // that fits, else the one closest to fitting.
+  Evaluation fitted(const plan::Plan& p);
 
   const Context& ctx_;
   OpGrouping grouping_;
@@ -126,11 +132,12 @@ class TagProblem : public DecisionProblem {
   std::vector<double> model_time_;               // [device type]: the whole model's
   std::vector<int> order_;                       // decision i is about group order_[i]
   std::vector<bool> has_factor_op_;
+  bool has_attention_core_ = false;  // whether selective recomputation reruns any op
   std::vector<Action> actions_;
   std::vector<int> microbatches_;  // decision 0's choices
   int hint_microbatches_ = -1;     // the hint's index in microbatches_, or -1
   std::vector<int> hint_action_;   // per group: the hint's action, or -1
-  Evaluation baseline_, best_;
+  Evaluation baseline_, best_, last_;
   std::vector<Evaluation> top_;  // best first, distinct
   int evaluations_ = 0;
   double work_ = 0;
