@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "hetplan/core/quantity_parse.h"
 #include "hetplan/search/estimate.h"
 #include "hetplan/search/evaluate.h"
 #include "hetplan/search/hap.h"
@@ -29,8 +30,6 @@ constexpr std::pair<Algo, const char*> kAlgoNames[] = {{Algo::automatic, "auto"}
                                                        {Algo::ft, "ft"},
                                                        {Algo::tag, "tag"},
                                                        {Algo::heterog, "heterog"}};
-
-std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024)); }
 
 // The plans would say one precision and be costed in another: "" when they agree.
 std::string precision_mismatch(const model::Model& m, const SearchOptions& opts) {
@@ -87,8 +86,8 @@ std::string shortfall_message(const cluster::Cluster& c, const Evaluation& e) {
   return fmt::format(
       "does not fit: the plan closest to fitting ({}) needs {} more on device {} (peak {} of "
       "capacity {})",
-      e.plan.planner, gib(e.shortfall_bytes), d >= 0 ? c.devices[d].name : "?",
-      gib(cap + e.shortfall_bytes), gib(cap));
+      e.plan.planner, format_bytes(Bytes(e.shortfall_bytes)), d >= 0 ? c.devices[d].name : "?",
+      format_bytes(Bytes(cap + e.shortfall_bytes)), format_bytes(Bytes(cap)));
 }
 
 Result<SearchResult> find_plan(const model::Model& m, const cluster::Cluster& c, Algo algo,
