@@ -86,7 +86,8 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan
   for (std::size_t op = 0; op < m.ops.size(); ++op)
     if (sim::sufficient_factor_applies(m.ops[op], plan::SplitKind::tensor))
       has_factor_op_[grouping_.group_of_op[op]] = true;
-  for (const auto& op : m.ops) has_attention_core_ = has_attention_core_ || op.attention_core;
+  has_attention_core_ = std::any_of(m.ops.begin(), m.ops.end(),
+                                    [](const model::Op& op) { return op.attention_core; });
   for (auto& s : device_sets(c, m.dtype)) {
     actions_.push_back(Action{s, plan::SyncMethod::all_reduce});
     if (s.size() == 1) continue;
