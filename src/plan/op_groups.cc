@@ -153,6 +153,12 @@ std::vector<std::vector<std::size_t>> replica_places(const OpGroup& g) {
   return out;
 }
 
+bool zero_shards(const OpGroup& g) {
+  if (g.devices.size() < 2) return false;
+  if (g.mode == GroupMode::split) return !replica_places(g).empty();
+  return g.sync != SyncMethod::parameter_server;
+}
+
 bool same_split_layout(const OpGroup& a, const OpGroup& b) {
   if (a.mode != GroupMode::split || b.mode != GroupMode::split || a.devices != b.devices)
     return false;

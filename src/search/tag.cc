@@ -7,8 +7,10 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "hetplan/model/training.h"
+#include "hetplan/plan/op_groups.h"
 #include "hetplan/plan/plan.h"
 #include "hetplan/search/heterog.h"
 #include "hetplan/sim/grad_sync.h"
@@ -22,6 +24,26 @@ namespace {
 // that PUCT's exploration term keeps its weight beside them; between e^-1.5 and e^3; a plan that
 // does not fit is worth less than any that does.
 constexpr double kInfeasible = -2.0;
+
+// Micro-batch counts at most (the lowering's tasks grow with them).
+constexpr long long kMostMicrobatches = 32;
+
+// The next count after `from` (a power of two times it) that divides `batch`, up to `most`; 0 if
+// none.
+long long next_count(long long from, long long batch, long long most) {
+  for (long long x = 2 * from; x <= most; x *= 2)
+    if (batch % x == 0) return x;
+  return 0;
+}
+
+// Whether every op group of a and b runs on the same devices (plans of one decision at two
+// micro-batch counts: with fewer samples per micro-batch a slow device may drop out).
+bool same_devices(const plan::Plan& a, const plan::Plan& b) {
+  if (a.op_groups.size() != b.op_groups.size()) return false;
+  for (std::size_t g = 0; g < a.op_groups.size(); ++g)
+    if (a.op_groups[g].devices != b.op_groups[g].devices) return false;
+  return true;
+}
 
 std::vector<std::vector<int>> device_sets(const cluster::Cluster& c, model::DType dtype) {
   std::vector<std::vector<int>> sets;
@@ -104,14 +126,9 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan
   // which the data-parallel plan fits, up to 8 times as many, for pipelines of placed groups.
   // Counts divide the batch, so that every device's share is whole samples per micro-batch; at
   // most kMostMicrobatches (the lowering's tasks grow with them).
-  constexpr long long kMostMicrobatches = 32;
   const long long B = ctx.options.global_batch;
   const long long most = std::min(kMostMicrobatches, std::max<long long>(1, B / c.num_devices()));
-  auto next = [&](long long from) {
-    for (long long x = 2 * from; x <= most; x *= 2)
-      if (B % x == 0) return x;
-    return 0LL;
-  };
+  auto next = [&](long long from) { return next_count(from, B, most); };
   microbatches_ = {1};
   while (true) {
     baseline_ = simulate(plan_of({}));
@@ -120,8 +137,7 @@ TagProblem::TagProblem(const Context& ctx, OpGrouping grouping, const plan::Plan
     microbatches_[0] = static_cast<int>(more);
   }
   // With the most micro-batches still too big: the memory savings (fitted).
-  if (baseline_.ok && !baseline_.fits && !ctx.deadline.expired())
-    baseline_ = fitted(baseline_.plan);
+  if (baseline_.ok && !baseline_.fits && !ctx.deadline.expired()) baseline_ = fitted({});
   // The data-parallel plan is one of the space's plans (every group replicated on every device):
   // where it is the best evaluated (the decoded plans slower, or refused as not executable), it
   // is the answer.
@@ -235,26 +251,44 @@ Evaluation TagProblem::simulate(const plan::Plan& p) {
   return e;
 }
 
-Evaluation TagProblem::fitted(const plan::Plan& p) {
+Evaluation TagProblem::fitted(std::span<const int> prefix) {
+  const plan::Plan p = plan_of(prefix);
   Evaluation e = simulate(p);
-  if (!e.ok || e.fits || p.recompute != cost::Recompute::none || p.zero_stage != 0) return e;
-  // The decisions place and synchronise groups; where that does not fit, the memory savings an
-  // op-level plan has (the op-level runtime executes both), in the order of what they add to a
-  // step: selective recomputation (a layer's attention scores again), ZeRO-1 (an all-gather of
-  // the updated slices), both, full recomputation (every block's forward pass again), with ZeRO-1.
-  // The first that fits is the plan's; where none does, the one closest to fitting. Savings that
-  // cannot change the plan's memory are not simulated: selective recomputation without attention
-  // cores, ZeRO-1 without a group of several devices that all-reduces (it shards over those).
-  bool zero_shards = false;
-  for (const auto& og : p.op_groups)
-    zero_shards =
-        zero_shards || (og.devices.size() > 1 && og.sync != plan::SyncMethod::parameter_server);
+  if (!e.ok || e.fits) return e;
+  Evaluation closest = e;
+  auto closer = [&](Evaluation& f) {
+    if (f.ok && f.memory_ratio < closest.memory_ratio) closest = std::move(f);
+  };
+  // More micro-batches, the decisions kept: the fewest (doubling, dividing the batch) with which
+  // the plan fits, while every group keeps its devices.
+  std::optional<Evaluation> more;
+  const long long B = ctx_.options.global_batch;
+  for (long long M = next_count(p.num_microbatches, B, kMostMicrobatches); M > 0 && !more;
+       M = next_count(M, B, kMostMicrobatches)) {
+    const plan::Plan q = plan_of(prefix, static_cast<int>(M));
+    if (!same_devices(p, q)) break;
+    Evaluation f = simulate(q);
+    if (f.stopped) return closest;  // the time limit: the rest would stop too
+    if (f.ok && f.fits)
+      more = std::move(f);
+    else
+      closer(f);
+  }
+  // The memory savings an op-level plan has at the decided count (the op-level runtime executes
+  // both), in the order of what they add to a step: selective recomputation (a layer's attention
+  // scores again), ZeRO-1 (an all-gather of the updated slices), both, full recomputation (every
+  // block's forward pass again), with ZeRO-1: the first that fits. Savings that cannot change the
+  // plan's memory are not simulated: selective recomputation without attention cores, ZeRO-1
+  // without a group of several devices that all-reduces (it shards over those).
+  const bool zero_shards =
+      std::any_of(p.op_groups.begin(), p.op_groups.end(),
+                  [](const plan::OpGroup& og) { return plan::zero_shards(og); });
   static constexpr std::pair<cost::Recompute, int> kSavings[] = {{cost::Recompute::selective, 0},
                                                                  {cost::Recompute::none, 1},
                                                                  {cost::Recompute::selective, 1},
                                                                  {cost::Recompute::full, 0},
                                                                  {cost::Recompute::full, 1}};
-  Evaluation closest = e;
+  std::optional<Evaluation> saved;
   for (auto [recompute, zero] : kSavings) {
     if ((recompute == cost::Recompute::selective && !has_attention_core_) ||
         (zero == 1 && !zero_shards))
@@ -264,14 +298,20 @@ Evaluation TagProblem::fitted(const plan::Plan& p) {
     q.zero_stage = zero;
     Evaluation f = simulate(q);
     if (f.stopped) break;  // the time limit: the rest would stop too
-    if (f.ok && f.fits) return f;
-    if (f.ok && f.memory_ratio < closest.memory_ratio) closest = std::move(f);
+    if (f.ok && f.fits) {
+      saved = std::move(f);
+      break;
+    }
+    closer(f);
   }
+  // The faster of the two that fit; where neither does, the plan closest to fitting.
+  if (more && (!saved || more->iteration_time_s <= saved->iteration_time_s)) return *more;
+  if (saved) return *saved;
   return closest;
 }
 
 double TagProblem::evaluate(std::span<const int> prefix) {
-  const Evaluation e = fitted(plan_of(prefix));
+  const Evaluation e = fitted(prefix);
   last_ = e;
   ++evaluations_;
   keep(e);
@@ -281,7 +321,7 @@ double TagProblem::evaluate(std::span<const int> prefix) {
   return std::clamp(std::log(base / e.iteration_time_s), kInfeasible + 0.5, 3.0);
 }
 
-plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
+plan::Plan TagProblem::plan_of(std::span<const int> prefix, int microbatches) const {
   const model::Model& m = ctx_.model;
   plan::Plan p;
   p.model = m.name;
@@ -292,7 +332,9 @@ plan::Plan TagProblem::plan_of(std::span<const int> prefix) const {
   p.adam = ctx_.options.adam;
   p.loss = ctx_.options.loss;
   p.metrics = ctx_.options.metrics;
-  const int M = microbatches_[prefix.empty() ? 0 : static_cast<std::size_t>(prefix[0])];
+  const int M = microbatches > 0
+                    ? microbatches
+                    : microbatches_[prefix.empty() ? 0 : static_cast<std::size_t>(prefix[0])];
   p.num_microbatches = M;
   p.execution_order = plan::ExecutionOrder::heft;
   std::vector<int> choice(order_.size(), 0);

@@ -991,8 +991,7 @@ struct OpLevelLowering {
       // weights are then all-gathered. In a split group of replicas that split alike, the devices
       // at each place do so over the slices they hold.
       const auto& at = places_of[gi];
-      const bool zero =
-          p.zero_stage == 1 && !ps && grp.devices.size() > 1 && (!is_split(group) || !at.empty());
+      const bool zero = p.zero_stage == 1 && plan::zero_shards(grp);
       const double shard =
           ps     ? 1.0 / static_cast<double>(servers.size())
           : zero ? 1.0 / static_cast<double>(is_split(group) ? replicas(group) : grp.devices.size())

@@ -251,8 +251,22 @@ TEST_F(OpGroups, SplitGroupsOfReplicasRoundTripAndAreChecked) {
   alike.batch_shares.clear();
   alike.shares = {0.25, 0.75, 0.75, 0.25};
   EXPECT_EQ(replica_places(alike), (std::vector<std::vector<std::size_t>>{{1, 2}, {0, 3}}));
+  EXPECT_TRUE(zero_shards(alike));  // over each place's devices
   alike.shares = {0.75, 0.25, 0.75, 0.25};
   EXPECT_TRUE(replica_places(alike).empty());
+  EXPECT_FALSE(zero_shards(alike));  // replicas that split unlike
+  EXPECT_FALSE(zero_shards(g));
+  // Replicated groups: several devices that all hold the summed gradients, not parameter servers'.
+  OpGroup replicated;
+  replicated.devices = {0, 1};
+  EXPECT_TRUE(zero_shards(replicated));
+  replicated.sync = SyncMethod::sufficient_factor;
+  EXPECT_TRUE(zero_shards(replicated));
+  replicated.sync = SyncMethod::parameter_server;
+  EXPECT_FALSE(zero_shards(replicated));
+  replicated.sync = SyncMethod::all_reduce;
+  replicated.devices = {1};
+  EXPECT_FALSE(zero_shards(replicated));
   EXPECT_DOUBLE_EQ(group_share(g, 1), 0.5);
   EXPECT_DOUBLE_EQ(group_share(g, 2), 0.25);
   EXPECT_DOUBLE_EQ(tensor_share(g, 1), 0.25);

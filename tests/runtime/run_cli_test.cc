@@ -493,11 +493,14 @@ TEST(RunCli, SplitGroupsOfWholeLayersRunAsTensorParallelStages) {
 
 // HeteroG on four CPU devices whose memory (724.5 MiB, of which hetplan reserves 722 MiB for a
 // GPU's context and buffers) does not hold a small GPT's weights, gradients, Adam state and a
-// micro-batch's activations at 8 samples (724.86 MiB; 724.77 with full recomputation): the
-// placements it decides do not fit, and it answers with the first memory saving that does, ZeRO-1
-// (724.17 MiB; it gave no plan before). The plan (every group data parallel, so it runs as a stage
-// plan) gives the one-process losses.
-TEST(RunCli, HeterogsPlanThatNeedsZeroOneRunsWithTheOneProcessLosses) {
+// micro-batch's activations at the micro-batch counts it offers: the placements it decides do not
+// fit as decided, and it answers with a plan that does (it gave none before 2026-12-02):
+// - at 8 samples an iteration, a placement decided at 2 micro-batches run at 4 (one sample each on
+//   the two fast devices, gradients on parameter servers);
+// - at 12, full recomputation and ZeRO-1 over the four devices at 2 micro-batches (at 4 a slow
+//   device would be left without a sample, so the placement would change).
+// Each plan gives the one-process losses on as many ranks as it has devices.
+TEST(RunCli, HeterogsPlansThatNeedMicrobatchesOrMemorySavingsRunWithTheOneProcessLosses) {
   const auto cluster = std::filesystem::temp_directory_path() /
                        ("hetplan_tight_" + std::to_string(::getpid()) + ".yaml");
   std::ofstream(cluster) << R"(version: 1
@@ -514,19 +517,34 @@ nodes:
 network: {kind: switch}
 )";
   const std::string model = "gpt:layers=2,hidden=64,heads=4,seq=64,vocab=256,dtype=fp32";
-  const auto file = write_plan("heterog_zero", "");
-  auto r = run_hetplan("plan --model " + model + " --cluster " + cluster.string() +
-                       " -b 8 --algo heterog -o " + file);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::ifstream in(file);
-  const auto plan = nlohmann::json::parse(in);
-  EXPECT_EQ(plan["zero_stage"].get<int>(), 1);
-  EXPECT_EQ(plan.value("recompute", std::string("none")), "none");
-  ASSERT_TRUE(plan.contains("op_groups"));
-  expect_same_losses(losses("--model " + model + " --strategy dp=1,gbs=8,mbs=4"),
-                     losses("--nprocs 4 --plan " + file));
+  struct Case {
+    int batch, microbatches;
+    const char* recompute;
+    int zero_stage;
+    std::size_t devices;
+  };
+  for (const Case& c : {Case{8, 4, "none", 0, 2}, Case{12, 2, "full", 1, 4}}) {
+    SCOPED_TRACE(c.batch);
+    const auto file = write_plan("heterog_tight", "");
+    auto r = run_hetplan("plan --model " + model + " --cluster " + cluster.string() + " -b " +
+                         std::to_string(c.batch) + " --algo heterog -o " + file);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::ifstream in(file);
+    const auto plan = nlohmann::json::parse(in);
+    ASSERT_TRUE(plan.contains("op_groups"));
+    EXPECT_EQ(plan["num_microbatches"].get<int>(), c.microbatches);
+    EXPECT_EQ(plan.value("recompute", std::string("none")), c.recompute);
+    EXPECT_EQ(plan["zero_stage"].get<int>(), c.zero_stage);
+    std::set<int> devices;
+    for (const auto& g : plan["op_groups"])
+      for (int d : g["devices"]) devices.insert(d);
+    EXPECT_EQ(devices.size(), c.devices);
+    expect_same_losses(losses("--model " + model + " --strategy dp=1,gbs=" +
+                              std::to_string(c.batch) + ",mbs=" + std::to_string(c.batch / 2)),
+                       losses("--nprocs " + std::to_string(devices.size()) + " --plan " + file));
+    std::filesystem::remove(file);
+  }
   std::filesystem::remove(cluster);
-  std::filesystem::remove(file);
 }
 
 // Split groups that are not whole layers of a decoder run op by op (sim/op_level.cc's lowering):

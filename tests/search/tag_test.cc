@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 
 #include "hetplan/cluster/cluster_file.h"
 #include "hetplan/plan/op_groups.h"
@@ -41,6 +42,32 @@ Evaluation with_savings(const Evaluator& evaluator, const plan::Plan& p) {
   return as_decided;
 }
 
+// The plan of `choice` as the search evaluates it: as decided where it fits; else the faster of
+// the same decisions at the fewest larger micro-batch count that fits (a power of two times the
+// decided one, dividing the batch, at most 32, while every group keeps its devices) and the first
+// of the savings that fits at the decided count; else as decided.
+Evaluation as_evaluated(const Evaluator& evaluator, const TagProblem& problem,
+                        const std::vector<int>& choice) {
+  const plan::Plan p = problem.plan_of(choice);
+  const Evaluation as_decided = evaluator.evaluate(p);
+  if (!as_decided.ok || as_decided.fits) return as_decided;
+  std::optional<Evaluation> more;
+  const int B = p.global_batch;
+  for (int M = 2 * p.num_microbatches; M <= 32 && !more; M *= 2) {
+    if (B % M != 0) continue;
+    const plan::Plan q = problem.plan_of(choice, M);
+    bool same = true;
+    for (std::size_t g = 0; g < p.op_groups.size(); ++g)
+      same = same && q.op_groups[g].devices == p.op_groups[g].devices;
+    if (!same) break;
+    const Evaluation e = evaluator.evaluate(q);
+    if (e.ok && e.fits) more = e;
+  }
+  const Evaluation saved = with_savings(evaluator, p);
+  if (more && (!saved.fits || more->iteration_time_s <= saved.iteration_time_s)) return *more;
+  return saved;
+}
+
 TEST(TagSearch, TreeSearchFindsTheBruteForceOptimum) {
   // VGG-16 in three groups: every micro-batch count and combination of the actions simulated.
   Fixture f("vgg16", slow_pair(), 32);
@@ -56,7 +83,7 @@ TEST(TagSearch, TreeSearchFindsTheBruteForceOptimum) {
   std::vector<int> choice(n, 0);
   std::function<void(int)> all = [&](int i) {
     if (i == n) {
-      const Evaluation e = with_savings(f.evaluator, problem.plan_of(choice));
+      const Evaluation e = as_evaluated(f.evaluator, problem, choice);
       if (e.ok && e.fits) brute = std::min(brute, e.iteration_time_s);
       return;
     }
@@ -125,7 +152,7 @@ TEST(TagSearch, ATensorParallelHintIsFollowedBySplitGroups) {
 
 // GPT-3 350M on a V100 and two 1080 Tis at a sample each: no placement of whole activations fits
 // (the data-parallel plan needs 27 GiB on the V100). A decided plan that does not fit is evaluated
-// with the first of recomputation and ZeRO-1 that fits, and HeteroG answers with a plan that fits
+// with the first of recomputation and ZeRO-1 that fits (3 samples: no more micro-batches), and HeteroG answers with a plan that fits
 // where it found none before.
 TEST(TagSearch, PlansThatDoNotFitTakeTheFirstMemorySavingThatFits) {
   Fixture f("gpt3-350m", slow_pair(), 3);
@@ -165,6 +192,43 @@ TEST(TagSearch, PlansThatDoNotFitTakeTheFirstMemorySavingThatFits) {
   ASSERT_TRUE(h.best.ok) << h.best.error;
   EXPECT_TRUE(h.best.fits);
   EXPECT_TRUE(h.best.plan.recompute != cost::Recompute::none || h.best.plan.zero_stage == 1);
+}
+
+// A GPT of 24 layers (width 1024, sequence 1024) on the V100 alone, at 16 samples an iteration:
+// the fewest micro-batch count offered (4) does not fit; the same placement at 8 fits and is
+// faster than the first saving that fits at 4 (selective recomputation), so it is the evaluation.
+TEST(TagSearch, PlansThatDoNotFitTakeMoreMicrobatchesWhereThatIsFaster) {
+  Fixture f("gpt:layers=24,hidden=1024,heads=16,seq=1024,vocab=50257", slow_pair(), 16);
+  auto grouping = tag_grouping(f.ctx, 0);
+  ASSERT_TRUE(grouping) << grouping.error().message;
+  TagProblem problem(f.ctx, *grouping);
+  const auto& actions = problem.actions();
+  const auto v100 = std::find_if(actions.begin(), actions.end(), [](const TagProblem::Action& a) {
+    return a.devices == std::vector<int>{0};
+  });
+  ASSERT_NE(v100, actions.end());
+  std::vector<int> choice(static_cast<std::size_t>(problem.depth()),
+                          static_cast<int>(v100 - actions.begin()));
+  choice[0] = 0;  // the fewest micro-batches offered
+  const plan::Plan decided = problem.plan_of(choice);
+  ASSERT_EQ(decided.num_microbatches, 4);
+  const Evaluation whole = f.evaluator.evaluate(decided);
+  ASSERT_TRUE(whole.ok) << whole.error;
+  EXPECT_FALSE(whole.fits);
+  problem.evaluate(choice);
+  const Evaluation& e = problem.last();
+  ASSERT_TRUE(e.ok) << e.error;
+  EXPECT_TRUE(e.fits);
+  EXPECT_EQ(e.plan.num_microbatches, 8);
+  EXPECT_EQ(e.plan.recompute, cost::Recompute::none);
+  EXPECT_EQ(e.plan.zero_stage, 0);
+  EXPECT_EQ(e.fingerprint, as_evaluated(f.evaluator, problem, choice).fingerprint);
+  // The saving at 4 micro-batches fits too, and is slower.
+  const Evaluation saved = with_savings(f.evaluator, decided);
+  ASSERT_TRUE(saved.ok) << saved.error;
+  EXPECT_TRUE(saved.fits);
+  EXPECT_EQ(saved.plan.recompute, cost::Recompute::selective);
+  EXPECT_GT(saved.iteration_time_s, e.iteration_time_s);
 }
 
 TEST(TagSearch, DeterministicAndItsPlanResimulatesToTheSameTime) {

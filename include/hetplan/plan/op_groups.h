@@ -62,6 +62,12 @@ std::vector<std::vector<int>> recompute_segments(const model::Model& m,
 // unlike, or a group that is not split.
 std::vector<std::vector<std::size_t>> replica_places(const OpGroup& g);
 
+// Whether ZeRO-1 shards group g's optimizer states: a replicated group of several devices that all
+// hold the summed gradients (not one whose parameter servers step the weights), or a split group
+// of replicas that split alike (over the devices at each place). The simulator prices and the
+// runtime executes ZeRO-1 on these groups; the others step their weights whole.
+bool zero_shards(const OpGroup& g);
+
 // Whether split groups a and b lay their ops out alike: the same devices in the same order, in the
 // same replicas at the same batch and tensor shares. An activation passing between two such
 // groups stays on its devices in the layout it has, as inside one group (a stage plan's ops

@@ -12,11 +12,11 @@
 // first decision is the number of micro-batches: the fewest (powers of two) with which the
 // data-parallel plan fits, or up to 8 times as many (pipelines of placed groups). A partial plan is
 // simulated with its undecided groups replicated over every device with all-reduce (the first
-// action: plain data parallelism); where it does not fit, with the first of recomputation and
-// ZeRO-1 that fits (TagProblem::fitted; the micro-batch counts are chosen before any saving, so a
-// plan of fewer micro-batches with a saving is not searched). It is valued by its speed-up over
-// the data-parallel plan, squashed as TAG does (here its logarithm, within [-1.5, 3]); -2 when it
-// does not fit.
+// action: plain data parallelism); where it does not fit, the faster of the same decisions at the
+// fewest larger micro-batch count that fits (up to 32, every group keeping its devices) and the
+// first of recomputation and ZeRO-1 that fits at the decided count (TagProblem::fitted). It is
+// valued by its speed-up over the data-parallel plan, squashed as TAG does (here its logarithm,
+// within [-1.5, 3]); -2 when it does not fit.
 #pragma once
 
 #include <optional>
@@ -86,8 +86,9 @@ class TagProblem : public DecisionProblem {
   std::vector<double> prior(std::span<const int> prefix) override;
   double evaluate(std::span<const int> prefix) override;
 
-  // The plan of a decision prefix (undecided: the fewest micro-batches, the first action).
-  plan::Plan plan_of(std::span<const int> prefix) const;
+  // The plan of a decision prefix (undecided: the fewest micro-batches, the first action); with
+  // `microbatches` > 0 that count instead of the prefix's (a divisor of the global batch).
+  plan::Plan plan_of(std::span<const int> prefix, int microbatches = 0) const;
 
   const std::vector<Action>& actions() const { return actions_; }
   // The group decision i (>= 1) is about.
@@ -122,9 +123,11 @@ class TagProblem : public DecisionProblem {
   double device_speed(int d) const;
   void keep(const Evaluation& e);
   Evaluation simulate(const plan::Plan& p);  // the evaluator's, counting the work
-  // p simulated; where it does not fit, with recomputation and ZeRO-1 (tag.cc): the first of those
-  // that fits, else the one closest to fitting.
-  Evaluation fitted(const plan::Plan& p);
+  // The plan of `prefix` simulated; where it does not fit, the faster of two that fit: the same
+  // decisions at the fewest larger micro-batch counts that fit (every group on the same devices),
+  // and the first of recomputation and ZeRO-1 that fits (tag.cc); where none fits, the one closest
+  // to fitting.
+  Evaluation fitted(std::span<const int> prefix);
 
   const Context& ctx_;
   OpGrouping grouping_;
