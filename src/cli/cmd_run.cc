@@ -177,6 +177,16 @@ constexpr double kElasticReplanLimitS = 30;
 // that plan into the checkpoint directory and starts its workers there, resuming from the newest
 // whole checkpoint, until the job's steps are done. `p` is the plan as it runs (its ranks'
 // devices).
+// Where a run in fp32 (or TF32, by --precision's default) holds more than its plan, which names no
+// precision, was priced for (the model's 16-bit dtype): how to run it as priced. Empty otherwise.
+std::string priced_in(const model::Model& m, const plan::Plan& p, const std::string& precision) {
+  const bool wide = precision == "fp32" || precision == "tf32";
+  if (p.precision || !wide || model::dtype_bytes(m.dtype) != 2) return "";
+  const std::string dtype = model::to_string(m.dtype);
+  return fmt::format(" (the plan was priced in the model's {}: run it so with --precision {})",
+                     dtype, dtype);
+}
+
 int run_elastic(const RunArgs& first, const model::Model& m, const cluster::Cluster& c,
                 plan::Plan p, std::unique_ptr<runtime::Emulation> emulation) {
   auto latest = [&] { return runtime::newest_checkpoint_step(first.checkpoint_dir); };
@@ -390,7 +400,7 @@ int run_run(const RunArgs& given) {
                    ? " (fp16: with --device cuda, on the GPUs it is planned for)"
                    : "");
     if (const auto [all, largest] =
-            memory ? runtime::memory_totals(*memory) : runtime::MemoryTotals{};
+            memory && !cuda ? runtime::memory_totals(*memory) : runtime::MemoryTotals{};
         largest) {
       fmt::print(
           "memory: about {} for the largest rank (device {}), {} for all {}; this host has "
@@ -398,6 +408,23 @@ int run_run(const RunArgs& given) {
           format_bytes(largest->total()), largest->device, format_bytes(all), memory->size(),
           available ? format_bytes(*available) : std::string("unknown"),
           available && all > *available ? " (too little to start them all here)" : "");
+    }
+    if (cuda) {
+      // What each rank would hold on its GPU, against what the cluster says that GPU has.
+      auto need = runtime::rank_memory(*m, *c, *p, {true, *model::parse_dtype(precision)});
+      const auto [all, largest] = need ? runtime::memory_totals(*need) : runtime::MemoryTotals{};
+      if (largest) {
+        const Bytes has = c->type_of(largest->device).memory;
+        fmt::print(
+            "GPU memory: about {} for the largest rank (device {}, which has {}): the whole fp32 "
+            "model {} that every rank builds, gradients {}, Adam {}, activations {} in {}, the "
+            "CUDA context and workspaces {}{}{}\n",
+            format_bytes(largest->total()), largest->device, format_bytes(has),
+            format_bytes(largest->whole_model), format_bytes(largest->gradients),
+            format_bytes(largest->optimizer), format_bytes(largest->activations), precision,
+            format_bytes(largest->process), largest->total() > has ? "; more than it has" : "",
+            largest->total() > has ? priced_in(*m, *p, precision) : "");
+      }
     }
     return 0;
   }
@@ -433,6 +460,22 @@ int run_run(const RunArgs& given) {
         share = share / std::atoi(local);
     }
     if (auto why = runtime::memory_shortfall(here, share); !why.empty()) return report_error(why);
+  }
+  if (a.device == "cuda" && !a.no_memory_check) {
+    // Each rank against the GPU it will run on (LOCAL_RANK's; --nprocs starts rank i on GPU i).
+    auto need = runtime::rank_memory(*m, *c, *p, {true, *model::parse_dtype(precision)});
+    if (!need) {
+      std::fprintf(stderr, "hetplan: GPU memory pre-check skipped: %s\n",
+                   need.error().message.c_str());
+    } else {
+      for (std::size_t i = 0; i < need->size(); ++i) {
+        if (a.nprocs == 0 && static_cast<int>(i) != env->rank) continue;
+        const int local = a.nprocs > 0 ? static_cast<int>(i) : env->local_rank;
+        if (const auto free = runtime::gpu_free_memory(local))
+          if (auto why = runtime::gpu_memory_shortfall((*need)[i], local, *free); !why.empty())
+            return report_error(why + priced_in(*m, *p, precision));
+      }
+    }
   }
   if (a.steps < 1) return report_error("--steps: expected at least 1");
   if (a.checkpoint_every < 0)

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -35,7 +38,7 @@ std::optional<double> read_number(const char* path) {
 }  // namespace
 
 Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster::Cluster& c,
-                                            const plan::Plan& p) {
+                                            const plan::Plan& p, RankHost host) {
   auto sim = sim::simulate(m, c, p, sim::SimOptions{});
   if (!sim) return sim.error();
   const double width = model::dtype_bytes(m.dtype);
@@ -61,9 +64,11 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     if (p.zero_stage >= 2) r.gradients = r.gradients * static_cast<double>(zero_group[d]);
     r.optimizer = s.memory.optimizer * (8.0 / states.optimizer);
     // (The loss's transient gradient buffers are fp32 whatever the model's dtype.)
-    r.activations = s.memory.activations * (4.0 / width) + s.memory.transient;
+    const double computed = host.gpu ? model::dtype_bytes(host.precision) : 4.0;
+    r.activations = s.memory.activations * (computed / width) + s.memory.transient;
     if (p.zero_stage >= 2) r.flat_gradients = max(Bytes(0), r.gradients - r.activations);
-    r.process = Bytes(kProcessBytes);
+    const cost::MemoryConfig outside;  // the simulator's reserve beyond the tensors
+    r.process = host.gpu ? outside.context + outside.workspace : Bytes(kProcessBytes);
     out.push_back(r);
   }
   return out;
@@ -87,6 +92,61 @@ std::optional<Bytes> host_available_memory() {
   }
   if (!available) return std::nullopt;
   return Bytes(*available);
+}
+
+std::optional<Bytes> parse_gpu_free_mib(const std::string& text) {
+  std::istringstream in(text);
+  std::string word, more;
+  if (!(in >> word) || (in >> more)) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const double mib = std::stod(word, &used);
+    if (used != word.size() || !(mib >= 0)) return std::nullopt;
+    return Bytes(mib * 1024 * 1024);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<Bytes> gpu_free_memory(int local) {
+  // nvidia-smi numbers every GPU of the host; CUDA, those CUDA_VISIBLE_DEVICES lists (indices or
+  // UUIDs, which nvidia-smi's -i takes too).
+  std::string which = std::to_string(local);
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible && *visible) {
+    std::istringstream list(visible);
+    std::string entry;
+    for (int i = 0; std::getline(list, entry, ','); ++i)
+      if (i == local) which = entry;
+    if (which.empty() || !std::all_of(which.begin(), which.end(), [](unsigned char ch) {
+          return std::isalnum(ch) || ch == '-' || ch == '/';
+        }))
+      return std::nullopt;  // not an index or a UUID: nothing to pass to a shell
+  }
+  const std::string command =
+      "nvidia-smi --query-gpu=memory.free --format=csv,noheader,nounits -i " + which +
+      " 2>/dev/null";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return std::nullopt;
+  std::string out;
+  char buf[256];
+  while (std::fgets(buf, sizeof buf, pipe) != nullptr) out += buf;
+  if (::pclose(pipe) != 0) return std::nullopt;
+  return parse_gpu_free_mib(out);
+}
+
+std::string gpu_memory_shortfall(const RankMemory& r, int local, Bytes free) {
+  if (r.total() <= free) return "";
+  return fmt::format(
+      "memory: the rank running device {} needs about {} on its GPU (CUDA device {}) but {} is "
+      "free there: the whole fp32 model {} that every rank builds, gradients {}, Adam {}, "
+      "activations {}{}, the CUDA context and workspaces {}; use a smaller model or batch, a plan "
+      "that holds less per device, or --no-memory-check",
+      r.device, format_bytes(r.total()), local, format_bytes(free), format_bytes(r.whole_model),
+      format_bytes(r.gradients), format_bytes(r.optimizer), format_bytes(r.activations),
+      r.flat_gradients.value > 0
+          ? fmt::format(", the gradients' flat copy {}", format_bytes(r.flat_gradients))
+          : "",
+      format_bytes(r.process));
 }
 
 MemoryTotals memory_totals(const std::vector<RankMemory>& ranks) {

@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 
 #include "hetplan/cluster/cluster_file.h"
+#include "hetplan/cost/memory_cost.h"
 #include "hetplan/model/zoo.h"
 #include "hetplan/plan/strategy.h"
 
@@ -91,6 +94,77 @@ TEST(MemoryCheck, ZeroTwoAndThreeHoldTheWholeGradientsUntilTheReduceScatter) {
       EXPECT_GT(r.flat_gradients.value, 0) << strategy;  // this MLP's activations are small
     }
   }
+}
+
+// On a GPU the runtime keeps the same fp32 states; its activations are in the run's precision, and
+// beyond the tensors it holds the CUDA context and workspaces the simulator reserves.
+TEST(MemoryCheck, OnAGpuActivationsAreInTheRunsPrecisionBesideTheCudaContext) {
+  auto m = model::load_model("gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256,dtype=bf16");
+  auto c = cluster::load_cluster("dgx-a100:1", "--cluster");
+  auto s = plan::parse_strategy("dp=2,gbs=8");
+  ASSERT_TRUE(m && c && s);
+  auto p = plan::plan_from_strategy(*s, *m, *c);
+  ASSERT_TRUE(p) << p.error().message;
+  auto cpu = rank_memory(*m, *c, *p);
+  auto fp32 = rank_memory(*m, *c, *p, {true, model::DType::fp32});
+  auto bf16 = rank_memory(*m, *c, *p, {true, model::DType::bf16});
+  ASSERT_TRUE(cpu && fp32 && bf16);
+  ASSERT_EQ(bf16->size(), 2u);
+  const cost::MemoryConfig outside;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const RankMemory &a = (*cpu)[i], &g = (*fp32)[i], &h = (*bf16)[i];
+    EXPECT_DOUBLE_EQ(a.process.value, 180.0 * 1024 * 1024);
+    EXPECT_DOUBLE_EQ(g.process.value, (outside.context + outside.workspace).value);
+    EXPECT_DOUBLE_EQ(h.process.value, g.process.value);
+    for (const RankMemory* r : {&g, &h}) {
+      EXPECT_DOUBLE_EQ(r->whole_model.value, a.whole_model.value);
+      EXPECT_DOUBLE_EQ(r->gradients.value, a.gradients.value);
+      EXPECT_DOUBLE_EQ(r->optimizer.value, a.optimizer.value);
+    }
+    EXPECT_DOUBLE_EQ(g.activations.value, a.activations.value);  // fp32 on either
+    // bf16: the simulator's activations as they are (the model's dtype); the transient loss
+    // buffers are fp32 on either.
+    EXPECT_LT(h.activations.value, g.activations.value);
+    EXPECT_GT(h.activations.value, g.activations.value / 2);
+  }
+}
+
+TEST(MemoryCheck, AGpusFreeMemoryAsNvidiaSmiSaysIt) {
+  EXPECT_EQ(parse_gpu_free_mib("81037\n"), Bytes(81037.0 * 1024 * 1024));
+  EXPECT_EQ(parse_gpu_free_mib(" 0 "), Bytes(0));
+  EXPECT_FALSE(parse_gpu_free_mib(""));
+  EXPECT_FALSE(parse_gpu_free_mib("[N/A]\n"));
+  EXPECT_FALSE(parse_gpu_free_mib("81037\n40000\n"));  // two devices: not one answer
+  EXPECT_FALSE(parse_gpu_free_mib("-5"));
+  EXPECT_FALSE(parse_gpu_free_mib("12MiB"));
+  // A CUDA_VISIBLE_DEVICES entry that is neither an index nor a UUID is not passed to a shell.
+  const char* was = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::string before = was ? was : "";
+  ::setenv("CUDA_VISIBLE_DEVICES", "0;touch /tmp/hetplan_never", 1);
+  EXPECT_FALSE(gpu_free_memory(0));
+  EXPECT_FALSE(std::filesystem::exists("/tmp/hetplan_never"));
+  if (was)
+    ::setenv("CUDA_VISIBLE_DEVICES", before.c_str(), 1);
+  else
+    ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
+TEST(MemoryCheck, ARankThatDoesNotFitOnItsGpuIsRefusedWithTheNumbers) {
+  RankMemory r;
+  r.device = 3;
+  r.whole_model = Bytes(4.0 * 1024 * 1024 * 1024);
+  r.gradients = Bytes(1024.0 * 1024 * 1024);
+  r.optimizer = Bytes(2048.0 * 1024 * 1024);
+  r.activations = Bytes(512.0 * 1024 * 1024);
+  r.process = Bytes(672.0 * 1024 * 1024);
+  EXPECT_EQ(gpu_memory_shortfall(r, 1, r.total()), "");
+  EXPECT_EQ(gpu_memory_shortfall(r, 1, Bytes(1e12)), "");
+  EXPECT_EQ(gpu_memory_shortfall(r, 1, Bytes(8.0 * 1024 * 1024 * 1024)),
+            "memory: the rank running device 3 needs about 8.16 GiB on its GPU (CUDA device 1) "
+            "but 8.00 GiB is free there: the whole fp32 model 4.00 GiB that every rank builds, "
+            "gradients 1.00 GiB, Adam 2.00 GiB, activations 512.00 MiB, the CUDA context and "
+            "workspaces 672.00 MiB; use a smaller model or batch, a plan that holds less per "
+            "device, or --no-memory-check");
 }
 
 TEST(MemoryCheck, TheHostSaysWhatItHasAvailable) {

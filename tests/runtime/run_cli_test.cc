@@ -491,6 +491,53 @@ TEST(RunCli, SplitGroupsOfWholeLayersRunAsTensorParallelStages) {
   expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
 }
 
+// `run --check` on a plan for GPUs says what the largest rank would hold on its GPU (the runtime's
+// fp32 weights, gradients and Adam moments, activations in the run's precision, the CUDA context
+// and workspaces) against the GPU the cluster names, not this host's memory. A bf16 model run in
+// fp32 (--precision's default where the plan names none) holds more than its plan was priced
+// for: here more than the GPU's 740 MiB (748 MiB), and the line says to run it in bf16 (727 MiB).
+TEST(RunCli, CheckSaysWhatTheLargestRankHoldsOnItsGpu) {
+  const auto cluster = std::filesystem::temp_directory_path() /
+                       ("hetplan_gpu_check_" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(cluster) << R"(version: 1
+device_types:
+  - {name: small-gpu, peak_fp16: 100TFLOPS, peak_fp32: 20TFLOPS, memory: 740MiB,
+     memory_bandwidth: 1TB/s, architecture: Ampere}
+nodes:
+  - {group: g, count: 1, device: small-gpu, devices_per_node: 1, intra_node: {bandwidth: 100GB/s},
+     nic: {bandwidth: 100Gbps, count: 1}}
+network: {kind: switch}
+)";
+  const std::string args = "run --check --cluster " + cluster.string() +
+                           " --strategy dp=1,gbs=8 --model gpt:layers=2,hidden=256,heads=4,seq=512,"
+                           "vocab=1024,dtype=";
+  const std::string more = "; more than it has";
+  const std::string hint =
+      " (the plan was priced in the model's bf16: run it so with --precision bf16)";
+  auto r = run_hetplan(args + "bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;  // the plan's form runs; the line tells its memory
+  EXPECT_NE(r.out.find("runnable: 1 ranks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GPU memory: about "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(device 0, which has 740.00 MiB): the whole fp32 model "),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(" in fp32, the CUDA context and workspaces 672.00 MiB" + more + hint),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("this host has"), std::string::npos) << r.out;  // not the host's memory
+  r = run_hetplan(args + "bf16 --precision bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" in bf16, the CUDA context and workspaces 672.00 MiB\n"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find(more), std::string::npos) << r.out;
+  r = run_hetplan(args + "fp32");  // priced in fp32: more than it has, and nothing to suggest
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" in fp32, the CUDA context and workspaces 672.00 MiB" + more + "\n"),
+            std::string::npos)
+      << r.out;
+  std::filesystem::remove(cluster);
+}
+
 // HeteroG on four CPU devices whose memory (724.5 MiB, of which hetplan reserves 722 MiB for a
 // GPU's context and buffers) does not hold a small GPT's weights, gradients, Adam state and a
 // micro-batch's activations at the micro-batch counts it offers: the placements it decides do not

@@ -1,7 +1,8 @@
-// Will a run fit in the host's memory? What each rank of `hetplan run` holds, by the simulator's
-// memory model for the plan carried over to the runtime's fp32 training on CPUs, against the
-// memory the host (or its cgroup) has available, so that a run that cannot fit is refused with the
-// numbers instead of being killed by the kernel.
+// Will a run fit in the host's memory, or in its GPUs'? What each rank of `hetplan run` holds, by
+// the simulator's memory model for the plan carried over to the runtime's fp32 training, against
+// the memory the host (or its cgroup) has available, or each rank's GPU has free, so that a run
+// that cannot fit is refused with the numbers instead of being killed by the kernel or failing
+// to allocate.
 #pragma once
 
 #include <optional>
@@ -32,13 +33,34 @@ struct RankMemory {
   }
 };
 
+// Where the ranks run. On CPUs a rank holds fp32 activations and the process's libtorch
+// (RankMemory::process). On a GPU (`run --device cuda`) the same fp32 weights, gradients and Adam
+// moments (autocast computes in the run's precision from fp32 weights), activations in the run's
+// precision, and for `process` the CUDA context and library workspaces the simulator reserves
+// (cost::MemoryConfig's context + workspace).
+struct RankHost {
+  bool gpu = false;
+  model::DType precision = model::DType::fp32;  // the run's (GPU activations' width)
+};
+
 // Per rank (in runtime::rank_devices order) of plan p (the form `run` executes), simulated on c.
 Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster::Cluster& c,
-                                            const plan::Plan& p);
+                                            const plan::Plan& p, RankHost host = {});
 
 // The memory this host can give new processes: /proc/meminfo's MemAvailable, lowered to what the
 // cgroup (v2 memory.max - memory.current) allows when that is less. Nullopt when unreadable.
 std::optional<Bytes> host_available_memory();
+
+// The free memory of this host's CUDA device `local` (LOCAL_RANK; where CUDA_VISIBLE_DEVICES is
+// set, its entry of that index) as `nvidia-smi --query-gpu=memory.free` reports it. Nullopt where
+// that cannot be read (no nvidia-smi, no such device).
+std::optional<Bytes> gpu_free_memory(int local);
+// nvidia-smi's answer for one device (`--format=csv,noheader,nounits`: its free MiB on one line).
+std::optional<Bytes> parse_gpu_free_mib(const std::string& text);
+
+// Why rank `r` will not fit on the GPU `local` (with `free` bytes free there), with the numbers;
+// empty when it fits.
+std::string gpu_memory_shortfall(const RankMemory& r, int local, Bytes free);
 
 // The ranks' memory together, and the rank that needs the most (null for none).
 struct MemoryTotals {
