@@ -4,8 +4,6 @@
 #include <memory>
 
 #include "commands.h"
-#include "hetplan/cluster/cluster_file.h"
-#include "hetplan/model/zoo.h"
 #include "plan_args.h"
 #include "reports.h"
 
@@ -13,19 +11,16 @@ namespace hetplan::cli {
 namespace {
 
 struct ValidateArgs {
-  std::string model = "gpt3-1.3b";
-  std::string cluster = "dgx-a100:2";
+  // The plan's own model and cluster unless given; these where the plan names none.
+  ModelClusterArgs inputs{"gpt3-1.3b", "dgx-a100:2"};
   std::string plan_file;
 };
 
 int run_validate(const ValidateArgs& a) {
-  auto m = model::load_model(a.model, "--model");
-  if (!m) return report_error(m.error().message);
-  auto c = cluster::load_cluster(a.cluster, "--cluster");
-  if (!c) return report_error(c.error().message);
-  auto p = plan_from_args(a.plan_file, "", "", *m, a.model, *c);
-  if (!p) return report_error(p.error().message);
-  fmt::print("{}: valid for {} on {} ({})\n", a.plan_file, m->name, c->name, plan_label(*p));
+  auto read = read_plan_with_inputs(a.plan_file, a.inputs);
+  if (!read) return report_error(read.error().message);
+  fmt::print("{}: valid for {} on {} ({})\n", a.plan_file, read->model.name, read->cluster.name,
+             plan_label(read->plan));
   return 0;
 }
 
@@ -36,12 +31,19 @@ Action add_validate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "validate", "Check a plan file against a model and a cluster (stage-level or op-level)");
   cmd->add_option("--plan,-p", args->plan_file, "The plan JSON file")->required();
-  cmd->add_option("--model,-m", args->model,
-                  "Model: preset name, family spec (gpt:layers=..) or graph .json")
-      ->capture_default_str();
-  cmd->add_option("--cluster,-c", args->cluster, "Cluster: preset name (dgx-a100:4) or YAML file")
-      ->capture_default_str();
-  return [args] { return run_validate(*args); };
+  auto* model = cmd->add_option(
+      "--model,-m", args->inputs.model,
+      "Model: preset name, family spec (gpt:layers=..) or graph .json (default: the plan's "
+      "`model`, else gpt3-1.3b)");
+  auto* cluster = cmd->add_option(
+      "--cluster,-c", args->inputs.cluster,
+      "Cluster: preset name (dgx-a100:4) or YAML file (default: the plan's `cluster`, else "
+      "dgx-a100:2)");
+  return [args, model, cluster] {
+    args->inputs.model_given = model->count() > 0;
+    args->inputs.cluster_given = cluster->count() > 0;
+    return run_validate(*args);
+  };
 }
 
 }  // namespace hetplan::cli

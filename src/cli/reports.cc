@@ -13,9 +13,11 @@ std::string plan_label(const plan::Plan& p) {
       placed += g.mode == plan::GroupMode::place;
       split += g.mode == plan::GroupMode::split;
     }
-    return fmt::format("{} op groups ({} placed{}), {} micro-batches, order {}", p.op_groups.size(),
-                       placed, split > 0 ? fmt::format(", {} split", split) : std::string(),
-                       p.num_microbatches, plan::to_string(p.execution_order));
+    return fmt::format(
+        "{} op groups ({} placed{}), {} micro-batches, order {}, recompute {}, zero {}",
+        p.op_groups.size(), placed, split > 0 ? fmt::format(", {} split", split) : std::string(),
+        p.num_microbatches, plan::to_string(p.execution_order), cost::to_string(p.recompute),
+        p.zero_stage);
   }
   std::size_t replicas = 0;
   for (const auto& st : p.stages) replicas += st.replicas.size();

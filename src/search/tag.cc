@@ -259,54 +259,62 @@ Evaluation TagProblem::fitted(std::span<const int> prefix) {
   auto closer = [&](Evaluation& f) {
     if (f.ok && f.memory_ratio < closest.memory_ratio) closest = std::move(f);
   };
+  bool stopped = false;  // the time limit: what is left would stop too
   // More micro-batches, the decisions kept: the fewest (doubling, dividing the batch) with which
   // the plan fits, while every group keeps its devices.
   std::optional<Evaluation> more;
+  std::optional<plan::Plan> most;  // the most micro-batches tried
   const long long B = ctx_.options.global_batch;
   for (long long M = next_count(p.num_microbatches, B, kMostMicrobatches); M > 0 && !more;
        M = next_count(M, B, kMostMicrobatches)) {
-    const plan::Plan q = plan_of(prefix, static_cast<int>(M));
+    plan::Plan q = plan_of(prefix, static_cast<int>(M));
     if (!same_devices(p, q)) break;
     Evaluation f = simulate(q);
-    if (f.stopped) return closest;  // the time limit: the rest would stop too
+    if (f.stopped) return closest;
+    most = std::move(q);
     if (f.ok && f.fits)
       more = std::move(f);
     else
       closer(f);
   }
-  // The memory savings an op-level plan has at the decided count (the op-level runtime executes
-  // both), in the order of what they add to a step: selective recomputation (a layer's attention
-  // scores again), ZeRO-1 (an all-gather of the updated slices), both, full recomputation (every
-  // block's forward pass again), with ZeRO-1: the first that fits. Savings that cannot change the
-  // plan's memory are not simulated: selective recomputation without attention cores, ZeRO-1
-  // without a group of several devices that all-reduces (it shards over those).
+  // The memory savings an op-level plan has (the op-level runtime executes both), in the order of
+  // what they add to a step: selective recomputation (a layer's attention scores again), ZeRO-1
+  // (an all-gather of the updated slices), both, full recomputation (every block's forward pass
+  // again), with ZeRO-1: the first that fits. Savings that cannot change the plan's memory are not
+  // simulated: selective recomputation without attention cores, ZeRO-1 without a group it shards.
   const bool zero_shards =
       std::any_of(p.op_groups.begin(), p.op_groups.end(),
                   [](const plan::OpGroup& og) { return plan::zero_shards(og); });
-  static constexpr std::pair<cost::Recompute, int> kSavings[] = {{cost::Recompute::selective, 0},
-                                                                 {cost::Recompute::none, 1},
-                                                                 {cost::Recompute::selective, 1},
-                                                                 {cost::Recompute::full, 0},
-                                                                 {cost::Recompute::full, 1}};
-  std::optional<Evaluation> saved;
-  for (auto [recompute, zero] : kSavings) {
-    if ((recompute == cost::Recompute::selective && !has_attention_core_) ||
-        (zero == 1 && !zero_shards))
-      continue;
-    plan::Plan q = p;
-    q.recompute = recompute;
-    q.zero_stage = zero;
-    Evaluation f = simulate(q);
-    if (f.stopped) break;  // the time limit: the rest would stop too
-    if (f.ok && f.fits) {
-      saved = std::move(f);
-      break;
+  auto first_saving = [&](const plan::Plan& base) -> std::optional<Evaluation> {
+    static constexpr std::pair<cost::Recompute, int> kSavings[] = {{cost::Recompute::selective, 0},
+                                                                   {cost::Recompute::none, 1},
+                                                                   {cost::Recompute::selective, 1},
+                                                                   {cost::Recompute::full, 0},
+                                                                   {cost::Recompute::full, 1}};
+    for (auto [recompute, zero] : kSavings) {
+      if ((recompute == cost::Recompute::selective && !has_attention_core_) ||
+          (zero == 1 && !zero_shards))
+        continue;
+      plan::Plan q = base;
+      q.recompute = recompute;
+      q.zero_stage = zero;
+      Evaluation f = simulate(q);
+      if (f.stopped) {
+        stopped = true;
+        return std::nullopt;
+      }
+      if (f.ok && f.fits) return f;
+      closer(f);
     }
-    closer(f);
-  }
-  // The faster of the two that fit; where neither does, the plan closest to fitting.
+    return std::nullopt;
+  };
+  // At the decided count; the faster of that and more micro-batches where both fit.
+  const std::optional<Evaluation> saved = first_saving(p);
   if (more && (!saved || more->iteration_time_s <= saved->iteration_time_s)) return *more;
   if (saved) return *saved;
+  // Neither alone: the savings at the most micro-batches tried.
+  if (most && !stopped)
+    if (auto both = first_saving(*most)) return *both;
   return closest;
 }
 

@@ -33,6 +33,7 @@ TEST(OpLevelCli, TagPlanValidatesAndSimulatesToTheSameTime) {
   auto v = run_hetplan("validate " + kModel + " " + kCluster + " --plan " + out);
   ASSERT_EQ(v.exit_code, 0) << v.err;
   EXPECT_NE(v.out.find("valid"), std::string::npos);
+  EXPECT_NE(v.out.find(", recompute none, zero 0)"), std::string::npos) << v.out;
   auto s = run_hetplan("simulate " + kModel + " " + kCluster + " --plan " + out + " --json");
   ASSERT_EQ(s.exit_code, 0) << s.err;
   EXPECT_GT(nlohmann::json::parse(s.out)["iteration_time_s"].get<double>(), 0);
@@ -48,6 +49,15 @@ TEST(OpLevelCli, AlgoTagPlansAndTheWrittenPlanResimulates) {
   auto s = run_hetplan("simulate " + kModel + " " + kCluster + " --plan " + out + " --json");
   ASSERT_EQ(s.exit_code, 0) << s.err;
   EXPECT_EQ(planned["iteration_time_s"], nlohmann::json::parse(s.out)["iteration_time_s"]);
+  // validate takes the model and the cluster the plan names.
+  auto v = run_hetplan("validate --plan " + out);
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_EQ(v.out.rfind(out + ": valid for resnet:depth=18,width=8,image=32 on heterog-mixed (", 0),
+            0u)
+      << v.out;
+  v = run_hetplan("validate --model gpt3-125m --plan " + out);
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_NE(v.err.find("--model"), std::string::npos) << v.err;
   std::filesystem::remove(out);
 }
 

@@ -45,13 +45,16 @@ Evaluation with_savings(const Evaluator& evaluator, const plan::Plan& p) {
 // The plan of `choice` as the search evaluates it: as decided where it fits; else the faster of
 // the same decisions at the fewest larger micro-batch count that fits (a power of two times the
 // decided one, dividing the batch, at most 32, while every group keeps its devices) and the first
-// of the savings that fits at the decided count; else as decided.
+// of the savings that fits at the decided count; else the first saving that fits at the most
+// micro-batches tried; else as decided (the search keeps the closest to fitting; no fit either
+// way).
 Evaluation as_evaluated(const Evaluator& evaluator, const TagProblem& problem,
                         const std::vector<int>& choice) {
   const plan::Plan p = problem.plan_of(choice);
   const Evaluation as_decided = evaluator.evaluate(p);
   if (!as_decided.ok || as_decided.fits) return as_decided;
   std::optional<Evaluation> more;
+  std::optional<plan::Plan> most;
   const int B = p.global_batch;
   for (int M = 2 * p.num_microbatches; M <= 32 && !more; M *= 2) {
     if (B % M != 0) continue;
@@ -60,12 +63,15 @@ Evaluation as_evaluated(const Evaluator& evaluator, const TagProblem& problem,
     for (std::size_t g = 0; g < p.op_groups.size(); ++g)
       same = same && q.op_groups[g].devices == p.op_groups[g].devices;
     if (!same) break;
+    most = q;
     const Evaluation e = evaluator.evaluate(q);
     if (e.ok && e.fits) more = e;
   }
   const Evaluation saved = with_savings(evaluator, p);
   if (more && (!saved.fits || more->iteration_time_s <= saved.iteration_time_s)) return *more;
-  return saved;
+  if (saved.fits || !most) return saved;
+  const Evaluation both = with_savings(evaluator, *most);
+  return both.fits ? both : saved;
 }
 
 TEST(TagSearch, TreeSearchFindsTheBruteForceOptimum) {
@@ -229,6 +235,56 @@ TEST(TagSearch, PlansThatDoNotFitTakeMoreMicrobatchesWhereThatIsFaster) {
   EXPECT_TRUE(saved.fits);
   EXPECT_EQ(saved.plan.recompute, cost::Recompute::selective);
   EXPECT_GT(saved.iteration_time_s, e.iteration_time_s);
+}
+
+// A 3-layer GPT on two fast CPU devices of 735 MiB (and a slow one), at 8 samples: replicated on
+// the fast pair (all-reduce) it fits neither at more micro-batches alone (4; at 8 a device would
+// be left without a sample) nor with a saving at the decided count (2), but with the first saving
+// that fits at the most micro-batches tried: selective recomputation and ZeRO-1 at 4.
+TEST(TagSearch, PlansThatFitOnlyWithMoreMicrobatchesAndASavingTakeBoth) {
+  auto c = cluster::parse_cluster_yaml(R"(version: 1
+device_types:
+  - {name: small-cpu, peak_fp32: 50GFLOPS, memory: 735MiB, memory_bandwidth: 10GB/s,
+     architecture: CPU}
+  - {name: big-cpu, peak_fp32: 100GFLOPS, memory: 735MiB, memory_bandwidth: 20GB/s,
+     architecture: CPU}
+nodes:
+  - {group: a, count: 1, device: big-cpu, devices_per_node: 2, intra_node: {bandwidth: 5GB/s},
+     nic: {bandwidth: 1Gbps}}
+  - {group: b, count: 1, device: small-cpu, devices_per_node: 1, intra_node: {bandwidth: 5GB/s},
+     nic: {bandwidth: 1Gbps}}
+network: {kind: switch}
+)",
+                                       "tight-three.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  Fixture f("gpt:layers=3,hidden=128,heads=4,seq=128,vocab=512,dtype=fp32", std::move(*c), 8);
+  auto grouping = tag_grouping(f.ctx, 0);
+  ASSERT_TRUE(grouping) << grouping.error().message;
+  TagProblem problem(f.ctx, *grouping);
+  const auto& actions = problem.actions();
+  const auto pair = std::find_if(actions.begin(), actions.end(), [](const TagProblem::Action& a) {
+    return a.devices == std::vector<int>{0, 1} && a.sync == plan::SyncMethod::all_reduce &&
+           !a.split;
+  });
+  ASSERT_NE(pair, actions.end());
+  std::vector<int> choice(static_cast<std::size_t>(problem.depth()),
+                          static_cast<int>(pair - actions.begin()));
+  choice[0] = 0;
+  const plan::Plan decided = problem.plan_of(choice);
+  ASSERT_EQ(decided.num_microbatches, 2);
+  EXPECT_FALSE(f.evaluator.evaluate(decided).fits);
+  EXPECT_FALSE(with_savings(f.evaluator, decided).fits);  // no saving fits at 2
+  const plan::Plan four = problem.plan_of(choice, 4);
+  EXPECT_FALSE(f.evaluator.evaluate(four).fits);  // nor 4 micro-batches alone
+  EXPECT_NE(problem.plan_of(choice, 8).op_groups[0].devices, decided.op_groups[0].devices);
+  problem.evaluate(choice);
+  const Evaluation& e = problem.last();
+  ASSERT_TRUE(e.ok) << e.error;
+  EXPECT_TRUE(e.fits);
+  EXPECT_EQ(e.plan.num_microbatches, 4);
+  EXPECT_EQ(e.plan.recompute, cost::Recompute::selective);
+  EXPECT_EQ(e.plan.zero_stage, 1);
+  EXPECT_EQ(e.fingerprint, as_evaluated(f.evaluator, problem, choice).fingerprint);
 }
 
 TEST(TagSearch, DeterministicAndItsPlanResimulatesToTheSameTime) {

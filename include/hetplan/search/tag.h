@@ -14,9 +14,10 @@
 // simulated with its undecided groups replicated over every device with all-reduce (the first
 // action: plain data parallelism); where it does not fit, the faster of the same decisions at the
 // fewest larger micro-batch count that fits (up to 32, every group keeping its devices) and the
-// first of recomputation and ZeRO-1 that fits at the decided count (TagProblem::fitted). It is
-// valued by its speed-up over the data-parallel plan, squashed as TAG does (here its logarithm,
-// within [-1.5, 3]); -2 when it does not fit.
+// first of recomputation and ZeRO-1 that fits at the decided count, else that first saving at the
+// most micro-batches tried (TagProblem::fitted). It is valued by its speed-up over the
+// data-parallel plan, squashed as TAG does (here its logarithm, within [-1.5, 3]); -2 when it does
+// not fit.
 #pragma once
 
 #include <optional>
@@ -125,8 +126,8 @@ class TagProblem : public DecisionProblem {
   Evaluation simulate(const plan::Plan& p);  // the evaluator's, counting the work
   // The plan of `prefix` simulated; where it does not fit, the faster of two that fit: the same
   // decisions at the fewest larger micro-batch counts that fit (every group on the same devices),
-  // and the first of recomputation and ZeRO-1 that fits (tag.cc); where none fits, the one closest
-  // to fitting.
+  // and the first of recomputation and ZeRO-1 that fits (tag.cc); where neither does, the first
+  // saving that fits at the most micro-batches tried; where none fits, the one closest to fitting.
   Evaluation fitted(std::span<const int> prefix);
 
   const Context& ctx_;
