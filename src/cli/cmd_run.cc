@@ -172,13 +172,8 @@ void print_result(const runtime::RunResult& r, const plan::Plan& p, bool json) {
 // How long --elastic searches for the plan of what is left after a worker dies.
 constexpr double kElasticReplanLimitS = 30;
 
-// --elastic: runs the job's workers; when one dies (killed by a signal: a lost device), plans
-// for the devices left (replan_without, every planner, stage plans `--resume` continues), writes
-// that plan into the checkpoint directory and starts its workers there, resuming from the newest
-// whole checkpoint, until the job's steps are done. `p` is the plan as it runs (its ranks'
-// devices).
-// Where a run in fp32 (or TF32, by --precision's default) holds more than its plan, which names no
-// precision, was priced for (the model's 16-bit dtype): how to run it as priced. Empty otherwise.
+// Where a run in fp32 or TF32 holds more than its plan was priced for (a plan that names no
+// precision is priced in the model's dtype, here 16-bit): how to run it as priced. Empty otherwise.
 std::string priced_in(const model::Model& m, const plan::Plan& p, const std::string& precision) {
   const bool wide = precision == "fp32" || precision == "tf32";
   if (p.precision || !wide || model::dtype_bytes(m.dtype) != 2) return "";
@@ -187,6 +182,11 @@ std::string priced_in(const model::Model& m, const plan::Plan& p, const std::str
                      dtype, dtype);
 }
 
+// --elastic: runs the job's workers; when one dies (killed by a signal: a lost device), plans
+// for the devices left (replan_without, every planner, stage plans `--resume` continues), writes
+// that plan into the checkpoint directory and starts its workers there, resuming from the newest
+// whole checkpoint, until the job's steps are done. `p` is the plan as it runs (its ranks'
+// devices).
 int run_elastic(const RunArgs& first, const model::Model& m, const cluster::Cluster& c,
                 plan::Plan p, std::unique_ptr<runtime::Emulation> emulation) {
   auto latest = [&] { return runtime::newest_checkpoint_step(first.checkpoint_dir); };
