@@ -74,6 +74,19 @@ Evaluation as_evaluated(const Evaluator& evaluator, const TagProblem& problem,
   return both.fits ? both : saved;
 }
 
+// Every group decided alike, on the first action `which` accepts, at the fewest micro-batches
+// offered; empty where no action is accepted.
+std::vector<int> every_group_on(const TagProblem& problem,
+                                const std::function<bool(const TagProblem::Action&)>& which) {
+  const auto& actions = problem.actions();
+  const auto at = std::find_if(actions.begin(), actions.end(), which);
+  if (at == actions.end()) return {};
+  std::vector<int> choice(static_cast<std::size_t>(problem.depth()),
+                          static_cast<int>(at - actions.begin()));
+  choice[0] = 0;
+  return choice;
+}
+
 TEST(TagSearch, TreeSearchFindsTheBruteForceOptimum) {
   // VGG-16 in three groups: every micro-batch count and combination of the actions simulated.
   Fixture f("vgg16", slow_pair(), 32);
@@ -208,14 +221,9 @@ TEST(TagSearch, PlansThatDoNotFitTakeMoreMicrobatchesWhereThatIsFaster) {
   auto grouping = tag_grouping(f.ctx, 0);
   ASSERT_TRUE(grouping) << grouping.error().message;
   TagProblem problem(f.ctx, *grouping);
-  const auto& actions = problem.actions();
-  const auto v100 = std::find_if(actions.begin(), actions.end(), [](const TagProblem::Action& a) {
-    return a.devices == std::vector<int>{0};
-  });
-  ASSERT_NE(v100, actions.end());
-  std::vector<int> choice(static_cast<std::size_t>(problem.depth()),
-                          static_cast<int>(v100 - actions.begin()));
-  choice[0] = 0;  // the fewest micro-batches offered
+  const std::vector<int> choice = every_group_on(
+      problem, [](const TagProblem::Action& a) { return a.devices == std::vector<int>{0}; });
+  ASSERT_FALSE(choice.empty());
   const plan::Plan decided = problem.plan_of(choice);
   ASSERT_EQ(decided.num_microbatches, 4);
   const Evaluation whole = f.evaluator.evaluate(decided);
@@ -261,15 +269,11 @@ network: {kind: switch}
   auto grouping = tag_grouping(f.ctx, 0);
   ASSERT_TRUE(grouping) << grouping.error().message;
   TagProblem problem(f.ctx, *grouping);
-  const auto& actions = problem.actions();
-  const auto pair = std::find_if(actions.begin(), actions.end(), [](const TagProblem::Action& a) {
+  const std::vector<int> choice = every_group_on(problem, [](const TagProblem::Action& a) {
     return a.devices == std::vector<int>{0, 1} && a.sync == plan::SyncMethod::all_reduce &&
            !a.split;
   });
-  ASSERT_NE(pair, actions.end());
-  std::vector<int> choice(static_cast<std::size_t>(problem.depth()),
-                          static_cast<int>(pair - actions.begin()));
-  choice[0] = 0;
+  ASSERT_FALSE(choice.empty());
   const plan::Plan decided = problem.plan_of(choice);
   ASSERT_EQ(decided.num_microbatches, 2);
   EXPECT_FALSE(f.evaluator.evaluate(decided).fits);
