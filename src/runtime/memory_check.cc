@@ -20,11 +20,8 @@ namespace {
 
 constexpr double kProcessBytes = 180.0 * 1024 * 1024;
 
-// The first number of a one-line file ("max" and unreadable files: nullopt).
-std::optional<double> read_number(const char* path) {
-  std::ifstream in(path);
-  std::string word;
-  if (!(in >> word)) return std::nullopt;
+// The number `word` is, all of it (nullopt for anything else).
+std::optional<double> number_of(const std::string& word) {
   try {
     std::size_t used = 0;
     const double v = std::stod(word, &used);
@@ -33,6 +30,14 @@ std::optional<double> read_number(const char* path) {
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+// The first number of a one-line file ("max" and unreadable files: nullopt).
+std::optional<double> read_number(const char* path) {
+  std::ifstream in(path);
+  std::string word;
+  if (!(in >> word)) return std::nullopt;
+  return number_of(word);
 }
 
 }  // namespace
@@ -98,14 +103,9 @@ std::optional<Bytes> parse_gpu_free_mib(const std::string& text) {
   std::istringstream in(text);
   std::string word, more;
   if (!(in >> word) || (in >> more)) return std::nullopt;
-  try {
-    std::size_t used = 0;
-    const double mib = std::stod(word, &used);
-    if (used != word.size() || !(mib >= 0)) return std::nullopt;
-    return Bytes(mib * 1024 * 1024);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  const auto mib = number_of(word);
+  if (!mib || !(*mib >= 0)) return std::nullopt;
+  return Bytes(*mib * 1024 * 1024);
 }
 
 std::optional<Bytes> gpu_free_memory(int local) {
