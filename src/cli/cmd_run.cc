@@ -343,17 +343,6 @@ int run_run(const RunArgs& given) {
     const std::vector<int> order = runtime::rank_devices(*p);
     env->rank = static_cast<int>(std::find(order.begin(), order.end(), device) - order.begin());
   }
-  // What the ranks this host runs will hold, against what it has (CPU runs).
-  std::optional<std::vector<runtime::RankMemory>> memory;
-  if (a.device == "cpu" && (a.check || !a.no_memory_check)) {
-    auto need = runtime::rank_memory(*m, *c, *p);
-    if (need)
-      memory = std::move(*need);
-    else
-      std::fprintf(stderr, "hetplan: memory pre-check skipped: %s\n", need.error().message.c_str());
-  }
-  std::optional<Bytes> available;  // read only when there is an estimate to set against it
-  if (memory) available = runtime::host_available_memory();
   // The arithmetic: the plan's precision where it names one, else --precision.
   std::string precision = a.precision;
   if (p->precision) {
@@ -371,6 +360,18 @@ int run_run(const RunArgs& given) {
     return c->type_of(d).architecture == cluster::Architecture::cpu;
   });
   const bool cuda = a.device == "cuda" || (a.check && !a.device_given && for_gpus);
+  // What the ranks this host runs will hold, against what it has (CPU runs; a plan for GPUs
+  // judged by --check is set against its GPUs below instead).
+  std::optional<std::vector<runtime::RankMemory>> memory;
+  if (a.device == "cpu" && !cuda && (a.check || !a.no_memory_check)) {
+    auto need = runtime::rank_memory(*m, *c, *p);
+    if (need)
+      memory = std::move(*need);
+    else
+      std::fprintf(stderr, "hetplan: memory pre-check skipped: %s\n", need.error().message.c_str());
+  }
+  std::optional<Bytes> available;  // read only when there is an estimate to set against it
+  if (memory) available = runtime::host_available_memory();
   std::string precision_problem =
       runtime::precision_problem(*model::parse_dtype(precision), p->is_op_level(), cuda);
   if (!precision_problem.empty())  // named by where the precision came from
@@ -400,7 +401,7 @@ int run_run(const RunArgs& given) {
                    ? " (fp16: with --device cuda, on the GPUs it is planned for)"
                    : "");
     if (const auto [all, largest] =
-            memory && !cuda ? runtime::memory_totals(*memory) : runtime::MemoryTotals{};
+            memory ? runtime::memory_totals(*memory) : runtime::MemoryTotals{};
         largest) {
       fmt::print(
           "memory: about {} for the largest rank (device {}), {} for all {}; this host has "
