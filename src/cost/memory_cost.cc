@@ -113,9 +113,13 @@ LayerMemory layer_memory(const model::Model& m, const MemoryConfig& cfg, int li)
     if (!(cfg.recompute == Recompute::selective && op.attention_core)) kept += bytes;
   }
   if (layer.num_ops > 0 && cfg.recompute == Recompute::full && recomputes_whole_layer(layer.kind)) {
-    // The checkpointed layer input, sequence-split across the TP group under SP.
+    // The checkpointed layer input: this device's share of it where it is split (by sequence
+    // across the TP group under SP, by batch where the plan splits the op so), else whole.
     const double input = m.ops[layer.first_op].bytes_read;
-    out.stored_per_sample = input * (cfg.sequence_parallel ? cfg.activation_shard : 1.0);
+    const bool split_input = cfg.split_inputs.empty()
+                                 ? cfg.sequence_parallel
+                                 : cfg.split_inputs[static_cast<std::size_t>(layer.first_op)];
+    out.stored_per_sample = input * (split_input ? cfg.activation_shard : 1.0);
     out.working_per_sample = all;
   } else {
     out.stored_per_sample = kept;

@@ -52,6 +52,7 @@ StageMemoryTable::StageMemoryTable(const model::Model& m, const MemoryConfig& cf
   layer_ = RangeMax(std::move(layer));
   cfg_.whole_params.clear();  // read above; the breakdown needs none of them
   cfg_.whole_activations.clear();
+  cfg_.split_inputs.clear();
 }
 
 MemoryBreakdown StageMemoryTable::at(int first, int count) const {

@@ -76,11 +76,14 @@ cost::MemoryConfig config_of(const model::Model& m, const plan::Plan& settings, 
   if (!settings.op_overrides.empty() && tp > 1) {
     cfg.whole_params.resize(m.ops.size());
     cfg.whole_activations.resize(m.ops.size());
+    cfg.split_inputs.resize(m.ops.size());
     if (by_layer) by_layer->assign(m.layers.size(), Bytes(0));
     for (std::size_t i = 0; i < m.ops.size(); ++i) {
       const plan::SplitKind split = plan::split_of(settings, m.ops[i].name);
       cfg.whole_params[i] = holds_whole_weights(m.ops[i], split);
       cfg.whole_activations[i] = computes_whole(m.ops[i], split, settings.sequence_parallel);
+      const Layout in = op_layout(m.ops[i], split, settings.sequence_parallel).input;
+      cfg.split_inputs[i] = in == Layout::batch || in == Layout::sequence;
       const int layer = m.ops[i].layer;
       const Bytes gathered = gathered_bytes(m, m.ops[i], split, cfg.param_shard);
       if (layer >= first && layer < first + count)

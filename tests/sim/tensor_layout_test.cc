@@ -228,6 +228,31 @@ TEST(TensorLayout, BatchShardedGathersWeightsAndHoldsHalf) {
   EXPECT_NEAR(tr.backward[1], 2.0 + tr.forward[1] + price(C::reduce_scatter), 1e-12);
 }
 
+// Full recomputation keeps each layer's input: a device of a replica that splits every op by batch
+// keeps its own samples' (the samples of one device alone), not the replica's micro-batch of
+// them. (Before 2026-12-02 it was charged the whole micro-batch's: ZeRO-3 over 32 single-device
+// replicas of Llama-3 70B, run as one such replica, came to 334 GiB of activations, not 24.)
+TEST(TensorLayout, ABatchSplitDeviceRecomputesFromItsOwnSamplesInputs) {
+  auto m = model::load_model("gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256");
+  ASSERT_TRUE(m) << m.error().message;
+  for (const auto split : {plan::SplitKind::batch, plan::SplitKind::batch_sharded}) {
+    plan::Plan p = every_op_split(split);
+    p.stages[0].num_layers = static_cast<int>(m->layers.size());
+    p.recompute = cost::Recompute::full;
+    const plan::Replica& pair = p.stages[0].replicas[0];
+    const auto both =
+        cost::stage_memory(*m, memory_config(*m, p, 0, p.stages[0].num_layers, pair, 0, 1, 2.0, 1));
+    plan::Plan alone = p;  // one device with one sample: what each device of the pair computes
+    alone.op_overrides.clear();
+    alone.stages[0].replicas = {plan::Replica{{0}, {}, 1.0}};
+    const auto one =
+        cost::stage_memory(*m, memory_config(*m, alone, 0, p.stages[0].num_layers,
+                                             alone.stages[0].replicas[0], 0, 1, 1.0, 1));
+    EXPECT_GT(one.activations.value, 0);
+    EXPECT_DOUBLE_EQ(both.activations.value, one.activations.value) << plan::to_string(split);
+  }
+}
+
 TEST(TensorLayout, ATiedHeadSplitByBatchGathersAVocabularySplitTable) {
   // HAP's batch program with the word embedding split by vocabulary: the tied LM head, split by
   // batch, reads the whole table, gathered for each pass and its gradient reduce-scattered, as

@@ -73,6 +73,10 @@ struct MemoryConfig {
   // device holds the op's parameters whole (split by batch, or replicated), and its activations
   // whole (replicated). Empty: parameters follow param_shard, activations as described below.
   std::vector<bool> whole_params, whole_activations;
+  // Per model op, likewise: whether the device holds only its activation_shard of the op's input
+  // (split by batch or by sequence), what full recomputation keeps of a layer at its first op.
+  // Empty: under sequence parallelism.
+  std::vector<bool> split_inputs;
   double micro_batch = 1;            // samples per micro-batch on this device
   double inflight_microbatches = 1;  // activations of this many micro-batches live at the peak
   // Outside the model's tensors, counted whole on every device (sources in memory_cost.cc):
