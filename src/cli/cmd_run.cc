@@ -22,6 +22,7 @@
 #ifdef HETPLAN_WITH_RUNTIME
 #include "hetplan/core/quantity_parse.h"
 #include "hetplan/plan/export.h"
+#include "hetplan/plan/gpu_precision.h"
 #include "hetplan/plan/run_form.h"
 #include "hetplan/runtime/emulate.h"
 #include "hetplan/runtime/launch.h"
@@ -178,6 +179,8 @@ std::string priced_in(const model::Model& m, const plan::Plan& p, const std::str
   const bool wide = precision == "fp32" || precision == "tf32";
   if (p.precision || !wide || model::dtype_bytes(m.dtype) != 2) return "";
   const std::string dtype = model::to_string(m.dtype);
+  if (m.dtype == model::DType::fp16 && p.is_op_level())
+    return " (the plan was priced in the model's fp16, which the op-by-op runtime does not run)";
   return fmt::format(" (the plan was priced in the model's {}: run it so with --precision {})",
                      dtype, dtype);
 }
@@ -343,7 +346,15 @@ int run_run(const RunArgs& given) {
     const std::vector<int> order = runtime::rank_devices(*p);
     env->rank = static_cast<int>(std::find(order.begin(), order.end(), device) - order.begin());
   }
-  // The arithmetic: the plan's precision where it names one, else --precision.
+  // --check without --device judges a plan for GPUs as it runs on them: with --device cuda.
+  const std::set<int> used = plan::plan_devices(*p);
+  const bool for_gpus = std::none_of(used.begin(), used.end(), [&](int d) {
+    return c->type_of(d).architecture == cluster::Architecture::cpu;
+  });
+  const bool cuda = a.device == "cuda" || (a.check && !a.device_given && for_gpus);
+  // The arithmetic: the plan's precision where it names one, else --precision; where neither
+  // does, on GPUs the one the plan was priced in (the model's dtype, as the GPUs and the plan's
+  // form allow), on CPUs fp32.
   std::string precision = a.precision;
   if (p->precision) {
     const std::string planned = plan::precision_name(*p->precision);
@@ -353,18 +364,22 @@ int run_run(const RunArgs& given) {
           "it so",
           a.precision, planned));
     precision = planned;
+  } else if (cuda && !a.precision_given) {
+    const plan::GpuPrecision on = plan::gpu_precision(*p, *m, *c);
+    precision = std::string(model::to_string(on.dtype));
+    if ((a.nprocs > 0 || env->world_size == 1) &&
+        (on.dtype != model::DType::fp32 || !on.why.empty()))
+      fmt::print(stderr, "hetplan: precision {}: {} (--precision fp32 trains in fp32)\n", precision,
+                 on.why.empty()
+                     ? std::string("the model's, in which the plan was priced")
+                     : fmt::format("not the model's {}: {}", model::to_string(m->dtype), on.why));
   }
-  // --check without --device judges a plan for GPUs as it runs on them: with --device cuda.
-  const std::set<int> used = plan::plan_devices(*p);
-  const bool for_gpus = std::none_of(used.begin(), used.end(), [&](int d) {
-    return c->type_of(d).architecture == cluster::Architecture::cpu;
-  });
-  const bool cuda = a.device == "cuda" || (a.check && !a.device_given && for_gpus);
-  // What the ranks this host runs will hold, against what it has (CPU runs; a plan for GPUs
-  // judged by --check is set against its GPUs below instead).
+  // What the ranks this host runs will hold in its memory, against what it has (CPU runs and GPU
+  // runs; a plan for GPUs judged by --check without --device is set against its GPUs only, below).
   std::optional<std::vector<runtime::RankMemory>> memory;
-  if (a.device == "cpu" && !cuda && (a.check || !a.no_memory_check)) {
-    auto need = runtime::rank_memory(*m, *c, *p);
+  if ((a.device == "cuda" || !cuda) && (a.check || !a.no_memory_check)) {
+    auto need =
+        runtime::rank_memory(*m, *c, *p, {a.device == "cuda", *model::parse_dtype(precision)});
     if (need)
       memory = std::move(*need);
     else
@@ -400,30 +415,31 @@ int run_run(const RunArgs& given) {
                cuda && a.device != "cuda" && precision == "fp16"
                    ? " (fp16: with --device cuda, on the GPUs it is planned for)"
                    : "");
-    if (const auto [all, largest] =
-            memory ? runtime::memory_totals(*memory) : runtime::MemoryTotals{};
+    if (const auto [all, largest] = memory
+                                        ? runtime::memory_totals(*memory, runtime::MemoryOf::host)
+                                        : runtime::MemoryTotals{};
         largest) {
       fmt::print(
-          "memory: about {} for the largest rank (device {}), {} for all {}; this host has "
-          "{} available{}\n",
-          format_bytes(largest->total()), largest->device, format_bytes(all), memory->size(),
+          "{}: about {} for the largest rank (device {}), {} for all {}; this host has {} "
+          "available{}\n",
+          largest->gpu ? "host memory (each rank builds the whole model here)" : "memory",
+          format_bytes(largest->host()), largest->device, format_bytes(all), memory->size(),
           available ? format_bytes(*available) : std::string("unknown"),
           available && all > *available ? " (too little to start them all here)" : "");
     }
     if (cuda) {
       // What each rank would hold on its GPU, against what the cluster says that GPU has.
       auto need = runtime::rank_memory(*m, *c, *p, {true, *model::parse_dtype(precision)});
-      const auto [all, largest] = need ? runtime::memory_totals(*need) : runtime::MemoryTotals{};
+      const auto [all, largest] =
+          need ? runtime::memory_totals(*need, runtime::MemoryOf::device) : runtime::MemoryTotals{};
       if (largest) {
         const Bytes has = c->type_of(largest->device).memory;
         fmt::print(
-            "GPU memory: about {} for the largest rank (device {}, which has {}): the whole fp32 "
-            "model {} that every rank builds, gradients {}, Adam {}, activations {} in {}, the "
+            "GPU memory in {}: about {} for the largest rank (device {}, which has {}): {}, the "
             "CUDA context and workspaces {}{}{}\n",
-            format_bytes(largest->total()), largest->device, format_bytes(has),
-            format_bytes(largest->whole_model), format_bytes(largest->gradients),
-            format_bytes(largest->optimizer), format_bytes(largest->activations), precision,
-            format_bytes(largest->process), largest->total() > has ? "; more than it has" : "",
+            precision, format_bytes(largest->total()), largest->device, format_bytes(has),
+            runtime::trained_parts(*largest), format_bytes(largest->process),
+            largest->total() > has ? "; more than it has" : "",
             largest->total() > has ? priced_in(*m, *p, precision) : "");
       }
     }

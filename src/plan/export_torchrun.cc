@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "export_parts.h"
+#include "hetplan/plan/gpu_precision.h"
 #include "hetplan/plan/plan_json.h"
 
 namespace hetplan::plan::detail {
@@ -17,13 +18,12 @@ Result<Exported> export_torchrun(const Plan& p, const model::Model& m, const clu
   // fp32), and fp16 runs on CUDA in stage plans only.
   model::DType dtype = gpus ? m.dtype : p.precision.value_or(model::DType::fp32);
   if (gpus && dtype == model::DType::bf16) {
-    if (const auto lacking = types_without_bf16(p, c); !lacking.empty()) {
-      dtype = p.is_op_level() ? model::DType::fp32 : model::DType::fp16;
-      out.differences.push_back(
-          fmt::format("the model computes in bf16: {} {} no BF16 arithmetic; written: {}",
-                      fmt::join(lacking, ", "), lacking.size() == 1 ? "has" : "have",
-                      p.is_op_level() ? "fp32 (the op-by-op runtime has no fp16)"
-                                      : "fp16 (under dynamic loss scaling)"));
+    if (const GpuPrecision on = gpu_precision(p, m, c); on.dtype != dtype) {
+      dtype = on.dtype;
+      out.differences.push_back(fmt::format("the model computes in bf16: {}; written: {}", on.why,
+                                            dtype == model::DType::fp32
+                                                ? "fp32 (the op-by-op runtime has no fp16)"
+                                                : "fp16 (under dynamic loss scaling)"));
     }
   }
   if (dtype == model::DType::fp16 && (!gpus || p.is_op_level())) {

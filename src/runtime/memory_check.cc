@@ -51,7 +51,9 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
   // gradients in it too but fp32 for bf16, and for 16-bit models an fp32 master copy beside
   // Adam's two fp32 moments. The runtime keeps fp32 weights, gradients and moments.
   const cost::StateBytes states = cost::state_bytes(m.dtype);
-  // The number of replicas of each device's stage: the simulator's ZeRO group.
+  // The number of replicas of each device's stage: the simulator's ZeRO group (the runtime's for
+  // ranks that split alike; those that split unlike slice their stage's whole layout, which holds
+  // no less).
   std::map<int, int> zero_group;
   for (const auto& st : p.stages)
     for (const auto& rep : st.replicas)
@@ -61,7 +63,12 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     const sim::DeviceStats& s = sim->devices.at(static_cast<std::size_t>(d));
     RankMemory r;
     r.device = d;
+    r.gpu = host.gpu;
     r.whole_model = Bytes(4.0 * static_cast<double>(m.parameters()));
+    r.weights = s.memory.parameters * (4.0 / states.weight);
+    // ZeRO-3: the simulator keeps a slice of the weights and gathers a layer's at a time; the
+    // runtime gathers a model chunk's whole weights for each of its passes.
+    if (p.zero_stage == 3) r.weights = r.weights * static_cast<double>(zero_group[d]);
     r.gradients = s.memory.gradients * (4.0 / states.gradient);
     // Under ZeRO-2 and -3 the simulator keeps a slice of the gradients (reduce-scattered as the
     // backward pass goes); the runtime holds its whole part until the passes are done, then
@@ -134,46 +141,51 @@ std::optional<Bytes> gpu_free_memory(int local) {
   return parse_gpu_free_mib(out);
 }
 
+std::string trained_parts(const RankMemory& r) {
+  return fmt::format("its part of the fp32 weights {}, gradients {}, Adam {}, activations {}{}",
+                     format_bytes(r.weights), format_bytes(r.gradients), format_bytes(r.optimizer),
+                     format_bytes(r.activations),
+                     r.flat_gradients.value > 0 ? fmt::format(", the gradients' flat copy {}",
+                                                              format_bytes(r.flat_gradients))
+                                                : "");
+}
+
+Bytes RankMemory::host() const { return gpu ? whole_model + Bytes(kProcessBytes) : total(); }
+
 std::string gpu_memory_shortfall(const RankMemory& r, int local, Bytes free) {
   if (r.total() <= free) return "";
   return fmt::format(
       "memory: the rank running device {} needs about {} on its GPU (CUDA device {}) but {} is "
-      "free there: the whole fp32 model {} that every rank builds, gradients {}, Adam {}, "
-      "activations {}{}, the CUDA context and workspaces {}; use a smaller model or batch, a plan "
+      "free there: {}, the CUDA context and workspaces {}; use a smaller model or batch, a plan "
       "that holds less per device, or --no-memory-check",
-      r.device, format_bytes(r.total()), local, format_bytes(free), format_bytes(r.whole_model),
-      format_bytes(r.gradients), format_bytes(r.optimizer), format_bytes(r.activations),
-      r.flat_gradients.value > 0
-          ? fmt::format(", the gradients' flat copy {}", format_bytes(r.flat_gradients))
-          : "",
+      r.device, format_bytes(r.total()), local, format_bytes(free), trained_parts(r),
       format_bytes(r.process));
 }
 
-MemoryTotals memory_totals(const std::vector<RankMemory>& ranks) {
+MemoryTotals memory_totals(const std::vector<RankMemory>& ranks, MemoryOf of) {
   MemoryTotals t;
+  auto need = [of](const RankMemory& r) { return of == MemoryOf::host ? r.host() : r.total(); };
   for (const RankMemory& r : ranks) {
-    t.all += r.total();
-    if (!t.largest || r.total() > t.largest->total()) t.largest = &r;
+    t.all += need(r);
+    if (!t.largest || need(r) > need(*t.largest)) t.largest = &r;
   }
   return t;
 }
 
 std::string memory_shortfall(const std::vector<RankMemory>& ranks, Bytes available) {
-  const auto [need, largest] = memory_totals(ranks);
+  const auto [need, largest] = memory_totals(ranks, MemoryOf::host);
   if (!largest || need <= available) return "";
+  const RankMemory& r = *largest;
   return fmt::format(
       "memory: the {} rank(s) need about {} on this host but {} is available; the largest, "
-      "device {}, holds {} (the whole fp32 model {} that every rank builds, gradients {}, Adam "
-      "{}, activations {}{}, the process {}); use fewer ranks per host, a smaller model or batch, "
-      "or --no-memory-check",
-      ranks.size(), format_bytes(need), format_bytes(available), largest->device,
-      format_bytes(largest->total()), format_bytes(largest->whole_model),
-      format_bytes(largest->gradients), format_bytes(largest->optimizer),
-      format_bytes(largest->activations),
-      largest->flat_gradients.value > 0
-          ? fmt::format(", the gradients' flat copy {}", format_bytes(largest->flat_gradients))
-          : "",
-      format_bytes(largest->process));
+      "device {}, holds {} ({}); use fewer ranks per host, a smaller model or batch, or "
+      "--no-memory-check",
+      ranks.size(), format_bytes(need), format_bytes(available), r.device, format_bytes(r.host()),
+      r.gpu ? fmt::format("the whole fp32 model {} that it builds before moving its part to its "
+                          "GPU, the process {}",
+                          format_bytes(r.whole_model), format_bytes(Bytes(kProcessBytes)))
+            : fmt::format("the whole fp32 model {} that it builds first, then {}; the process {}",
+                          format_bytes(r.whole_model), trained_parts(r), format_bytes(r.process)));
 }
 
 }  // namespace hetplan::runtime

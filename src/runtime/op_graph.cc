@@ -197,6 +197,8 @@ torch::Tensor OpGraph::linear_input(int i, const torch::Tensor& x) const {
   return x.reshape({n * t, op.gemm.k});
 }
 
+void OpGraph::release_ops_except(const std::vector<bool>& held) { release_unheld(params_, held); }
+
 std::vector<std::int64_t> OpGraph::output_shape(int i, std::int64_t n) const {
   std::vector<std::int64_t> shape{n};
   for (auto d : m_->ops[static_cast<std::size_t>(i)].compute.shape) shape.push_back(d);

@@ -50,6 +50,9 @@ class OpGraph : public torch::nn::Module {
   torch::Tensor linear_input(int op, const torch::Tensor& x) const;
   // Shape of op `op`'s output for n samples.
   std::vector<std::int64_t> output_shape(int op, std::int64_t n) const;
+  // Empties the weights of every op o without held[o] that no held op reads too (a rank keeps its
+  // ops' only). The emptied tensors keep their identity but no values; those ops must not run.
+  void release_ops_except(const std::vector<bool>& held);
 
  private:
   const model::Model* m_;

@@ -78,8 +78,9 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   };
   torch::set_num_threads(std::max(1, opts.threads_per_rank));
   torch::manual_seed(opts.seed);
-  auto graph = std::make_shared<OpGraph>(m);  // every rank builds it whole: the same weights
-  graph->to(dev);
+  // Every rank builds the graph whole in host memory (the same initial weights), cuts its ops'
+  // weights there and moves only those to the device (below).
+  auto graph = std::make_shared<OpGraph>(m);
   auto data = BatchSource::create(m, opts.seed, opts.data_file);
   if (!data) return data.error();
   const auto timeout = std::chrono::milliseconds(std::llround(opts.timeout_s * 1000));
@@ -163,7 +164,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   const int first_step = *agreed;
   Checkpoint ck;
   if (first_step > 0) {
-    auto read = resume_values(resume_dir, first_step, resume_option, meta, *graph, dev, m.name);
+    auto read =
+        resume_values(resume_dir, first_step, resume_option, meta, *graph, torch::kCPU, m.name);
     if (!read) return read.error();
     ck = std::move(*read);
   }
@@ -197,6 +199,12 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   for (std::size_t o = 0; o < N; ++o)
     if (const auto g = static_cast<std::size_t>(at.group[o]); at.split[g] && my_index[o] >= 0)
       shard_split_op(*graph, m.ops[o], static_cast<int>(o), tps[g], cuts[o], layouts);
+  {
+    std::vector<bool> held(N);
+    for (std::size_t o = 0; o < N; ++o) held[o] = my_index[o] >= 0;
+    graph->release_ops_except(held);
+    graph->to(dev);
+  }
   auto is_split = [&](std::size_t op) { return at.split[static_cast<std::size_t>(at.group[op])]; };
   // Recomputation: each segment's forward passes run without keeping what their backward passes
   // need, and again, keeping it, when the backward pass reaches the segment's last op; what only
@@ -329,8 +337,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
                                    resume_option, resume_dir, first_step,
                                    n == named.end() ? std::string("a weight") : n->second.first,
                                    m.name)};
-        avg.push_back(part_of_whole(layouts, t, it->second.exp_avg));
-        avg_sq.push_back(part_of_whole(layouts, t, it->second.exp_avg_sq));
+        avg.push_back(part_of_whole(layouts, t, it->second.exp_avg).to(dev));
+        avg_sq.push_back(part_of_whole(layouts, t, it->second.exp_avg_sq).to(dev));
       }
       if (ZeroGroup* z = zero_of(g))
         set_adam_state(adam, z->owned, ck.meta.optimizer_steps(),

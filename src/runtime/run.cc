@@ -229,12 +229,13 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   torch::set_num_threads(std::max(1, opts.threads_per_rank));
   detail::keep_freed_memory();
   torch::manual_seed(opts.seed);
-  auto module = detail::build_module(m);  // every rank builds it whole: the same initial weights
+  // Every rank builds the module whole in host memory (the same initial weights), cuts its part
+  // there and moves only that to the device (below).
+  auto module = detail::build_module(m);
   if (!module) return module.error();
   auto& mod = **module;
   mod.set_recompute(p.recompute);
   mod.set_attention(p.attention);
-  mod.to_device(dev);
   // Each parameter's name and whole shape, for checkpoints (the split below keeps the tensors).
   const detail::ParameterNames named = detail::parameter_names(mod);
   auto data = detail::BatchSource::create(m, opts.seed, opts.data_file);
@@ -273,8 +274,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const bool resume = first_step > 0;
   detail::Checkpoint ck;
   if (resume) {
-    auto read =
-        detail::resume_values(resume_dir, first_step, resume_option, meta, mod, dev, m.name);
+    auto read = detail::resume_values(resume_dir, first_step, resume_option, meta, mod, torch::kCPU,
+                                      m.name);
     if (!read) return read.error();
     ck = std::move(*read);
     // Loss scaling goes on where the checkpoint left it (from --loss-scale if the run that wrote
@@ -310,6 +311,18 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   if (p.batch_norm == plan::BatchNormStats::synced) mod.set_batch_group(groups.stage.get());
   const auto [tied_source, tied_copy] =
       tied ? mod.untie_head() : std::pair<torch::Tensor, torch::Tensor>{};
+  {
+    // This rank's part only goes to the device: its stages' layers (the untied head's copy with
+    // the last one).
+    std::vector<bool> held(static_cast<std::size_t>(mod.num_layers()), false);
+    for (int c : at.chunks) {
+      const plan::Stage& st = p.stages[static_cast<std::size_t>(c)];
+      for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l)
+        held[static_cast<std::size_t>(l)] = true;
+    }
+    mod.release_layers_except(held);
+    mod.to_device(dev);
+  }
 
   const double B = static_cast<double>(p.global_batch);
   const int M = std::max(1, p.num_microbatches);
@@ -482,9 +495,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         return Error{fmt::format("{}: {}: step {} lacks {} (written for another model than {}?)",
                                  resume_option, resume_dir, first_step,
                                  name ? *name : std::string("a parameter"), m.name)};
-      auto cut = [&](const torch::Tensor& w) {
-        return whole_layout ? w.reshape(whole_params[i].sizes()).contiguous().clone()
-                            : detail::part_of_whole(mod.layouts(), params[i], w);
+      auto cut = [&](const torch::Tensor& w) {  // (read into host memory)
+        return (whole_layout ? w.reshape(whole_params[i].sizes()).contiguous()
+                             : detail::part_of_whole(mod.layouts(), params[i], w))
+            .to(dev);
       };
       avg.push_back(cut(it->second.exp_avg));
       avg_sq.push_back(cut(it->second.exp_avg_sq));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "autocast_scope.h"
 #include "check/op_graph_check.h"
@@ -31,6 +32,14 @@ const model::Op* find_suffix(const model::Model& m, std::string_view suffix) {
         op.name.compare(op.name.size() - suffix.size(), suffix.size(), suffix) == 0)
       return &op;
   return nullptr;
+}
+
+// Moves a tensor the module keeps outside its registered parameters (an untied head's copy) to
+// `device` in place, so that every handle to it follows; an undefined one stays so.
+void move_tensor(torch::Tensor& t, const torch::Device& device) {
+  if (!t.defined()) return;
+  torch::NoGradGuard no_grad;
+  t.set_data(t.to(device));
 }
 
 std::vector<torch::Tensor> params_of(std::initializer_list<const nn::Module*> mods) {
@@ -616,6 +625,7 @@ class Decoder : public BlockStack {
   bool tied_head() const override { return !head_; }
   void to_device(const torch::Device& device) override {
     to(device);
+    move_tensor(head_copy_, device);
     causal_ = causal_.to(device);
     if (cos_.defined()) cos_ = cos_.to(device), sin_ = sin_.to(device);
   }
@@ -850,6 +860,7 @@ class Bert : public BlockStack {
   bool tied_head() const override { return true; }
   void to_device(const torch::Device& device) override {
     to(device);
+    move_tensor(word_copy_, device);
     type_ids_ = type_ids_.to(device);
   }
   std::pair<torch::Tensor, torch::Tensor> untie_head() override {
@@ -896,6 +907,25 @@ std::int64_t count_parameters(const torch::nn::Module& mod) {
 torch::Tensor summed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets) {
   return torch::nn::functional::cross_entropy(
       logits, targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+}
+
+void release_unheld(const std::vector<std::vector<torch::Tensor>>& units,
+                    const std::vector<bool>& held) {
+  std::set<const void*> used;  // by a held unit
+  for (std::size_t u = 0; u < units.size(); ++u)
+    if (held[u])
+      for (const auto& t : units[u]) used.insert(t.unsafeGetTensorImpl());
+  torch::NoGradGuard no_grad;
+  for (std::size_t u = 0; u < units.size(); ++u)
+    if (!held[u])
+      for (auto t : units[u])
+        if (used.count(t.unsafeGetTensorImpl()) == 0) t.set_data(torch::empty({0}, t.options()));
+}
+
+void TrainModule::release_layers_except(const std::vector<bool>& held) {
+  std::vector<std::vector<torch::Tensor>> layers;
+  for (int l = 0; l < num_layers_; ++l) layers.push_back(layer_parameters(l, 1));
+  release_unheld(layers, held);
 }
 
 Result<bool> TrainModule::split_batch(const BatchProgram& prog) {

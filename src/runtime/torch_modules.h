@@ -103,9 +103,13 @@ class TrainModule : public torch::nn::Module {
   // the backward pass, which keeps as little of it (the decoders', the ViT's and BERT's blocks;
   // other modules have no attention).
   void set_attention(cost::Attention a) { attention_ = a; }
-  // Moves the parameters and every constant the layers read (masks, position tables) to `device`.
-  // Call before shard() or split_batch(): the shards are cut where the weights are.
+  // Moves the parameters, an untied head's copy and every constant the layers read (masks,
+  // position tables) to `device`. Shards cut before (shard(), split_batch()) move as they are.
   virtual void to_device(const torch::Device& device) { to(device); }
+  // Empties the parameters of every layer l without held[l] (release_unheld): a rank of a
+  // pipeline keeps only its stages' weights (after shard() and untie_head(), whose copy then stays
+  // with the head). Those layers must not run after.
+  void release_layers_except(const std::vector<bool>& held);
 
   torch::Tensor loss_sum(const Batch& b) {
     return forward_layers(0, num_layers_, b.inputs, b.targets);
@@ -130,6 +134,11 @@ class TrainModule : public torch::nn::Module {
 };
 
 using LayerFn = std::function<torch::Tensor(const torch::Tensor&)>;
+
+// Empties every tensor of the units u without held[u] that no held unit has too: each keeps its
+// identity (names and handles taken before stay valid) but no elements.
+void release_unheld(const std::vector<std::vector<torch::Tensor>>& units,
+                    const std::vector<bool>& held);
 
 // f(x), recomputed in the backward pass when `recompute` (f must outlive the backward pass).
 torch::Tensor run_layer(const LayerFn& f, const torch::Tensor& x, bool recompute);

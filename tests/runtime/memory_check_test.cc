@@ -1,5 +1,6 @@
-// The memory pre-check's estimate: the whole fp32 model on every rank, each rank's part of the
-// gradients, Adam's moments and activations from the simulator, carried over to fp32.
+// The memory pre-check's estimate: the whole fp32 model that every rank builds in host memory,
+// then each rank's part of the weights, gradients, Adam's moments and activations from the
+// simulator, carried over to fp32.
 #include "hetplan/runtime/memory_check.h"
 
 #include <gtest/gtest.h>
@@ -37,19 +38,30 @@ Need two_stage_mlp(const std::string& dtype) {
   return {static_cast<double>(m->parameters()), *need};
 }
 
-TEST(MemoryCheck, EachRankHoldsTheWholeModelAndItsPart) {
+TEST(MemoryCheck, EachRankBuildsTheWholeModelAndTrainsItsPart) {
   const Need need = two_stage_mlp("fp32");
   ASSERT_EQ(need.ranks.size(), 2u);
   const double whole = 4.0 * need.params;
-  double grads = 0;
+  double weights = 0, grads = 0;
   for (const RankMemory& r : need.ranks) {
+    EXPECT_FALSE(r.gpu);
     EXPECT_DOUBLE_EQ(r.whole_model.value, whole);
-    // fp32: 4-byte gradients and 8 bytes of Adam moments per parameter of its stage.
+    // fp32: 4-byte weights and gradients and 8 bytes of Adam moments per parameter of its stage.
+    EXPECT_DOUBLE_EQ(r.gradients.value, r.weights.value);
     EXPECT_DOUBLE_EQ(r.optimizer.value, 2 * r.gradients.value);
     EXPECT_GT(r.activations.value, 0);
+    weights += r.weights.value;
     grads += r.gradients.value;
+    // The whole model while it is built, or the part trained, whichever is more; on a CPU that is
+    // host memory.
+    EXPECT_DOUBLE_EQ(
+        r.trained().value,
+        (r.weights + r.gradients + r.optimizer + r.activations + r.flat_gradients).value);
+    EXPECT_DOUBLE_EQ(r.total().value, std::max(whole, r.trained().value) + r.process.value);
+    EXPECT_DOUBLE_EQ(r.host().value, r.total().value);
   }
-  EXPECT_DOUBLE_EQ(grads, whole);  // the two stages' parameters are the model's
+  EXPECT_DOUBLE_EQ(weights, whole);  // the two stages' parameters are the model's
+  EXPECT_DOUBLE_EQ(grads, whole);
   EXPECT_EQ(memory_shortfall(need.ranks, Bytes(1e12)), "");
   const std::string why = memory_shortfall(need.ranks, Bytes(1e6));
   EXPECT_EQ(why.rfind("memory: the 2 rank(s) need about ", 0), 0u) << why;
@@ -61,11 +73,13 @@ TEST(MemoryCheck, SixteenBitModelsCarryOverToFp32Gradients) {
   for (const char* dtype : {"bf16", "fp16"}) {
     const Need need = two_stage_mlp(dtype);
     ASSERT_EQ(need.ranks.size(), 2u) << dtype;
-    double grads = 0;
+    double weights = 0, grads = 0;
     for (const RankMemory& r : need.ranks) {
       EXPECT_DOUBLE_EQ(r.optimizer.value, 2 * r.gradients.value) << dtype;
+      weights += r.weights.value;
       grads += r.gradients.value;
     }
+    EXPECT_DOUBLE_EQ(weights, 4.0 * need.params) << dtype;
     EXPECT_DOUBLE_EQ(grads, 4.0 * need.params) << dtype;
   }
 }
@@ -86,6 +100,8 @@ TEST(MemoryCheck, ZeroTwoAndThreeHoldTheWholeGradientsUntilTheReduceScatter) {
     ASSERT_TRUE(need) << need.error().message;
     ASSERT_EQ(need->size(), 2u);
     for (const RankMemory& r : *need) {
+      // ZeRO-3 slices the weights between passes, but gathers them whole for each pass.
+      EXPECT_DOUBLE_EQ(r.weights.value, whole) << strategy;
       EXPECT_DOUBLE_EQ(r.gradients.value, whole) << strategy;
       // Adam's moments are sliced: 8 bytes for each of half the parameters.
       EXPECT_DOUBLE_EQ(r.optimizer.value, whole) << strategy;
@@ -116,8 +132,14 @@ TEST(MemoryCheck, OnAGpuActivationsAreInTheRunsPrecisionBesideTheCudaContext) {
     EXPECT_DOUBLE_EQ(a.process.value, 180.0 * 1024 * 1024);
     EXPECT_DOUBLE_EQ(g.process.value, (outside.context + outside.workspace).value);
     EXPECT_DOUBLE_EQ(h.process.value, g.process.value);
+    EXPECT_FALSE(a.gpu);
     for (const RankMemory* r : {&g, &h}) {
+      EXPECT_TRUE(r->gpu);
       EXPECT_DOUBLE_EQ(r->whole_model.value, a.whole_model.value);
+      EXPECT_DOUBLE_EQ(r->weights.value, a.weights.value);
+      // The whole model stays in host memory: the GPU holds the part trained and the context.
+      EXPECT_DOUBLE_EQ(r->total().value, r->trained().value + r->process.value);
+      EXPECT_DOUBLE_EQ(r->host().value, a.whole_model.value + 180.0 * 1024 * 1024);
       EXPECT_DOUBLE_EQ(r->gradients.value, a.gradients.value);
       EXPECT_DOUBLE_EQ(r->optimizer.value, a.optimizer.value);
     }
@@ -152,7 +174,9 @@ TEST(MemoryCheck, AGpusFreeMemoryAsNvidiaSmiSaysIt) {
 TEST(MemoryCheck, ARankThatDoesNotFitOnItsGpuIsRefusedWithTheNumbers) {
   RankMemory r;
   r.device = 3;
-  r.whole_model = Bytes(4.0 * 1024 * 1024 * 1024);
+  r.gpu = true;
+  r.whole_model = Bytes(16.0 * 1024 * 1024 * 1024);  // in host memory: not counted on the GPU
+  r.weights = Bytes(4.0 * 1024 * 1024 * 1024);
   r.gradients = Bytes(1024.0 * 1024 * 1024);
   r.optimizer = Bytes(2048.0 * 1024 * 1024);
   r.activations = Bytes(512.0 * 1024 * 1024);
@@ -161,10 +185,18 @@ TEST(MemoryCheck, ARankThatDoesNotFitOnItsGpuIsRefusedWithTheNumbers) {
   EXPECT_EQ(gpu_memory_shortfall(r, 1, Bytes(1e12)), "");
   EXPECT_EQ(gpu_memory_shortfall(r, 1, Bytes(8.0 * 1024 * 1024 * 1024)),
             "memory: the rank running device 3 needs about 8.16 GiB on its GPU (CUDA device 1) "
-            "but 8.00 GiB is free there: the whole fp32 model 4.00 GiB that every rank builds, "
-            "gradients 1.00 GiB, Adam 2.00 GiB, activations 512.00 MiB, the CUDA context and "
-            "workspaces 672.00 MiB; use a smaller model or batch, a plan that holds less per "
-            "device, or --no-memory-check");
+            "but 8.00 GiB is free there: its part of the fp32 weights 4.00 GiB, gradients 1.00 "
+            "GiB, Adam 2.00 GiB, activations 512.00 MiB, the CUDA context and workspaces 672.00 "
+            "MiB; use a smaller model or batch, a plan that holds less per device, or "
+            "--no-memory-check");
+  // In host memory each such rank holds the whole model while it builds it.
+  const std::vector<RankMemory> two{r, r};
+  EXPECT_EQ(memory_shortfall(two, Bytes(40.0 * 1024 * 1024 * 1024)), "");
+  EXPECT_EQ(memory_shortfall(two, Bytes(32.0 * 1024 * 1024 * 1024)),
+            "memory: the 2 rank(s) need about 32.35 GiB on this host but 32.00 GiB is available; "
+            "the largest, device 3, holds 16.18 GiB (the whole fp32 model 16.00 GiB that it "
+            "builds before moving its part to its GPU, the process 180.00 MiB); use fewer ranks "
+            "per host, a smaller model or batch, or --no-memory-check");
 }
 
 TEST(MemoryCheck, TheHostSaysWhatItHasAvailable) {

@@ -48,6 +48,31 @@ TEST(OpGraph, ModelsWithoutComputeAreRefusedByName) {
       << ok.error().message;
 }
 
+// A rank of an op-level plan keeps the weights of its ops only.
+TEST(OpGraph, ARankReleasesTheWeightsOfOpsItDoesNotRun) {
+  const auto m = load("mlp:layers=2,hidden=8,in=4,out=3");
+  OpGraph g(m);
+  std::vector<bool> held(m.ops.size(), false);
+  int first = -1, others = 0;  // the first op with weights, held; the other ops with weights
+  for (int o = 0; o < static_cast<int>(m.ops.size()); ++o) {
+    if (g.op_parameters(o).empty()) continue;
+    if (first < 0)
+      first = o;
+    else
+      ++others;
+  }
+  ASSERT_GE(first, 0);
+  ASSERT_GT(others, 0);
+  held[static_cast<std::size_t>(first)] = true;
+  const auto kept = g.op_parameters(first)[0].clone();
+  g.release_ops_except(held);
+  EXPECT_TRUE(torch::equal(g.op_parameters(first)[0], kept));
+  for (std::size_t o = 0; o < m.ops.size(); ++o) {
+    if (held[o]) continue;
+    for (const auto& t : g.op_parameters(static_cast<int>(o))) EXPECT_EQ(t.numel(), 0) << o;
+  }
+}
+
 // The zoo's CNNs run layer by layer as stage modules; a layer reading an op of the layer before
 // other than its last (what a pipeline stage sends) is refused by name.
 TEST(OpGraph, LayerChainsOfTheZoosCnns) {

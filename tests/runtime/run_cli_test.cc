@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
@@ -491,11 +492,12 @@ TEST(RunCli, SplitGroupsOfWholeLayersRunAsTensorParallelStages) {
   expect_same_losses(one, nlohmann::json::parse(r.out)["losses"].get<std::vector<double>>());
 }
 
-// `run --check` on a plan for GPUs says what the largest rank would hold on its GPU (the runtime's
-// fp32 weights, gradients and Adam moments, activations in the run's precision, the CUDA context
-// and workspaces) against the GPU the cluster names, not this host's memory. A bf16 model run in
-// fp32 (--precision's default where the plan names none) holds more than its plan was priced
-// for: here more than the GPU's 740 MiB (748 MiB), and the line says to run it in bf16 (727 MiB).
+// `run --check` on a plan for GPUs says what the largest rank would hold on its GPU (its part of
+// the runtime's fp32 weights, gradients and Adam moments, activations in the run's precision, the
+// CUDA context and workspaces) against the GPU the cluster names, not this host's memory. Where
+// neither the plan nor --precision names a precision, a GPU run trains in the model's dtype, in
+// which the plan was priced: a bf16 model's rank holds 727 MiB of the GPU's 740 MiB. Run in fp32
+// it would hold more than that (748 MiB), and the line says to run it in bf16.
 TEST(RunCli, CheckSaysWhatTheLargestRankHoldsOnItsGpu) {
   const auto cluster = std::filesystem::temp_directory_path() /
                        ("hetplan_gpu_check_" + std::to_string(::getpid()) + ".yaml");
@@ -517,24 +519,47 @@ network: {kind: switch}
   auto r = run_hetplan(args + "bf16");
   ASSERT_EQ(r.exit_code, 0) << r.err;  // the plan's form runs; the line tells its memory
   EXPECT_NE(r.out.find("runnable: 1 ranks"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("GPU memory: about "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(device 0, which has 740.00 MiB): the whole fp32 model "),
+  EXPECT_NE(r.out.find("GPU memory in bf16: about "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(device 0, which has 740.00 MiB): its part of the fp32 weights "),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find(" in fp32, the CUDA context and workspaces 672.00 MiB" + more + hint),
-            std::string::npos)
-      << r.out;
-  EXPECT_EQ(r.out.find("this host has"), std::string::npos) << r.out;  // not the host's memory
-  r = run_hetplan(args + "bf16 --precision bf16");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find(" in bf16, the CUDA context and workspaces 672.00 MiB\n"), std::string::npos)
+  EXPECT_NE(r.out.find(", the CUDA context and workspaces 672.00 MiB\n"), std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find(more), std::string::npos) << r.out;
-  r = run_hetplan(args + "fp32");  // priced in fp32: more than it has, and nothing to suggest
+  EXPECT_NE(r.err.find("hetplan: precision bf16: the model's, in which the plan was priced "
+                       "(--precision fp32 trains in fp32)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out.find("this host has"), std::string::npos) << r.out;  // not the host's memory
+  r = run_hetplan(args + "bf16 --precision fp32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find(" in fp32, the CUDA context and workspaces 672.00 MiB" + more + "\n"),
+  EXPECT_NE(r.out.find("GPU memory in fp32: about "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", the CUDA context and workspaces 672.00 MiB" + more + hint),
             std::string::npos)
       << r.out;
+  r = run_hetplan(args + "fp32");  // priced in fp32: more than it has, and nothing to suggest
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("GPU memory in fp32: about "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", the CUDA context and workspaces 672.00 MiB" + more + "\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.err.find("hetplan: precision"), std::string::npos) << r.err;
+  // On a GPU without BF16 arithmetic a bf16 model's stage plan trains in fp16 (under loss scaling).
+  std::string text;
+  {
+    std::ifstream in(cluster);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  text.replace(text.find("Ampere"), 6, "Volta");
+  std::ofstream(cluster) << text;
+  r = run_hetplan(args + "bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("GPU memory in fp16: about "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(more), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("hetplan: precision fp16: not the model's bf16: small-gpu (Volta) has no "
+                       "BF16 arithmetic (--precision fp32 trains in fp32)"),
+            std::string::npos)
+      << r.err;
   std::filesystem::remove(cluster);
 }
 
@@ -1234,7 +1259,8 @@ TEST(RunCli, RefusesARunThatCannotFitInMemoryBeforeStarting) {
   auto r = run_hetplan("run --model llama2-7b --nprocs 2 --steps 1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("memory: the 2 rank(s) need about"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("the whole fp32 model 25.10 GiB that every rank builds"), std::string::npos)
+  EXPECT_NE(r.err.find("the whole fp32 model 25.10 GiB that it builds first, then its part of"),
+            std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("rank 0"), std::string::npos) << "refused before start: " << r.err;
   r = run_hetplan("run --check --model llama2-7b --cluster cpu:2 --strategy dp=2,gbs=2");

@@ -142,6 +142,30 @@ TEST(TorchModules, BertLayersComposeToTheWholeModel) {
   EXPECT_NEAR(split.item<double>(), whole.item<double>(), 1e-6 * whole.item<double>());
 }
 
+// A pipeline rank keeps its own layers' weights only: a tied LM head split from its embedding
+// keeps its copy of the table, and its layers compute what they did with the whole module.
+TEST(TorchModules, ARankReleasesTheLayersItDoesNotRun) {
+  torch::manual_seed(1);
+  const auto m = load("gpt:layers=2,hidden=32,heads=4,seq=16,vocab=64");
+  auto mod = *build_module(m);
+  ASSERT_EQ(mod->num_layers(), 4);  // embedding, 2 blocks, head (tied to the embedding)
+  ASSERT_TRUE(mod->tied_head());
+  const auto ids = torch::randint(0, 64, {3, 16}, torch::kLong);
+  const auto targets = torch::randint(0, 64, {3, 16}, torch::kLong);
+  const auto a = mod->forward_layers(0, 3, ids, targets).detach();
+  const auto whole = mod->forward_layers(3, 1, a, targets).item<double>();
+  const auto [table, copy] = mod->untie_head();
+  const auto first_block = mod->layer_parameters(1, 1);
+  mod->release_layers_except({false, false, true, true});  // the second block and the head
+  EXPECT_EQ(table.numel(), 0);  // the embedding's table, released: its copy stays with the head
+  EXPECT_EQ(copy.numel(), 64 * 32);
+  for (const auto& t : first_block) EXPECT_EQ(t.numel(), 0);
+  std::int64_t kept = 0;
+  for (const auto& t : mod->layer_parameters(2, 2)) kept += t.numel();
+  EXPECT_GT(kept, 64 * 32);
+  EXPECT_EQ(mod->forward_layers(3, 1, a, targets).item<double>(), whole);
+}
+
 TEST(TorchModules, ResNetLayersComposeToTheWholeModel) {
   torch::manual_seed(1);
   const auto m = load("resnet:depth=18,width=8,image=32,classes=10");

@@ -17,20 +17,29 @@
 
 namespace hetplan::runtime {
 
-// One rank's host memory, in the runtime's fp32: every rank builds the whole model (4 bytes per
-// parameter) and then trains its part: 4-byte gradients and Adam's two 4-byte moments for the
-// parameters the simulator puts on its device (its optimizer bytes, ZeRO included), fp32
-// activations (the simulator's, rescaled from the model's dtype), and the process itself
-// (libtorch loaded: 180 MiB measured, `run` of a 2-layer MLP, /usr/bin/time, 2026-11-25).
+// One rank's memory, in the runtime's fp32. Every rank builds the whole model in host memory (4
+// bytes per parameter: the same initial weights everywhere), keeps its part of it and frees the
+// rest, then trains that part where it runs (host memory on a CPU, its GPU's otherwise): the
+// weights, 4-byte gradients and Adam's two 4-byte moments of the parameters the simulator puts on
+// its device (its optimizer bytes, ZeRO included), activations (the simulator's, rescaled from the
+// model's dtype), and the process itself: libtorch loaded on a CPU (180 MiB measured, `run` of a
+// 2-layer MLP, /usr/bin/time, 2026-11-25), the CUDA context and workspaces on a GPU.
 struct RankMemory {
   int device = 0;
-  Bytes whole_model, gradients, optimizer, activations, process;
+  bool gpu = false;   // it trains on a GPU
+  Bytes whole_model;  // in host memory while the module is built
+  Bytes weights, gradients, optimizer, activations, process;
   // Under ZeRO-2 and -3, the flat copy of the gradients the step's reduce-scatter takes once the
   // backward passes are done: what it needs beyond the activations, freed by then.
   Bytes flat_gradients;
-  Bytes total() const {
-    return whole_model + gradients + optimizer + activations + flat_gradients + process;
-  }
+  // Its part, trained.
+  Bytes trained() const { return weights + gradients + optimizer + activations + flat_gradients; }
+  // Its peak where it trains: its part and the process; on a CPU the whole model when that is more
+  // (the memory freed after the build is reused).
+  Bytes total() const { return (gpu ? trained() : max(whole_model, trained())) + process; }
+  // Its peak in host memory: total() on a CPU; on a GPU, the whole model it builds there and the
+  // process's libtorch.
+  Bytes host() const;
 };
 
 // Where the ranks run. On CPUs a rank holds fp32 activations and the process's libtorch
@@ -42,6 +51,10 @@ struct RankHost {
   bool gpu = false;
   model::DType precision = model::DType::fp32;  // the run's (GPU activations' width)
 };
+
+// What rank r holds of its part where it trains, listed ("its part of the fp32 weights 1.00 GiB,
+// gradients ...").
+std::string trained_parts(const RankMemory& r);
 
 // Per rank (in runtime::rank_devices order) of plan p (the form `run` executes), simulated on c.
 Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster::Cluster& c,
@@ -62,15 +75,17 @@ std::optional<Bytes> parse_gpu_free_mib(const std::string& text);
 // empty when it fits.
 std::string gpu_memory_shortfall(const RankMemory& r, int local, Bytes free);
 
-// The ranks' memory together, and the rank that needs the most (null for none).
+// The ranks' memory together, and the rank that needs the most (null for none): in host memory
+// (RankMemory::host) or where each trains (RankMemory::total).
 struct MemoryTotals {
   Bytes all;
   const RankMemory* largest = nullptr;
 };
-MemoryTotals memory_totals(const std::vector<RankMemory>& ranks);
+enum class MemoryOf { host, device };
+MemoryTotals memory_totals(const std::vector<RankMemory>& ranks, MemoryOf of);
 
-// Why `ranks` of these (all on this host) will not fit in `available`, with the numbers; empty
-// when they fit.
+// Why `ranks` of these (all on this host) will not fit in its `available` memory, with the
+// numbers; empty when they fit.
 std::string memory_shortfall(const std::vector<RankMemory>& ranks, Bytes available);
 
 }  // namespace hetplan::runtime
