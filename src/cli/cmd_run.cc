@@ -367,8 +367,7 @@ int run_run(const RunArgs& given) {
   } else if (cuda && !a.precision_given) {
     const plan::GpuPrecision on = plan::gpu_precision(*p, *m, *c);
     precision = std::string(model::to_string(on.dtype));
-    if ((a.nprocs > 0 || env->world_size == 1) &&
-        (on.dtype != model::DType::fp32 || !on.why.empty()))
+    if (a.check && (on.dtype != model::DType::fp32 || !on.why.empty()))
       fmt::print(stderr, "hetplan: precision {}: {} (--precision fp32 trains in fp32)\n", precision,
                  on.why.empty()
                      ? std::string("the model's, in which the plan was priced")
