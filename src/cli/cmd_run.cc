@@ -373,19 +373,20 @@ int run_run(const RunArgs& given) {
                      ? std::string("the model's, in which the plan was priced")
                      : fmt::format("not the model's {}: {}", model::to_string(m->dtype), on.why));
   }
-  // What the ranks this host runs will hold in its memory, against what it has (CPU runs and GPU
-  // runs; a plan for GPUs judged by --check without --device is set against its GPUs only, below).
+  // What each rank will hold: in the memory of the host that starts it, against what this host
+  // has (CPU runs and GPU runs; not a plan for GPUs judged by --check without --device), and on
+  // GPUs on its GPU (below).
   std::optional<std::vector<runtime::RankMemory>> memory;
-  if ((a.device == "cuda" || !cuda) && (a.check || !a.no_memory_check)) {
-    auto need =
-        runtime::rank_memory(*m, *c, *p, {a.device == "cuda", *model::parse_dtype(precision)});
+  if (a.check || !a.no_memory_check) {
+    auto need = runtime::rank_memory(*m, *c, *p, {cuda, *model::parse_dtype(precision)});
     if (need)
       memory = std::move(*need);
     else
       std::fprintf(stderr, "hetplan: memory pre-check skipped: %s\n", need.error().message.c_str());
   }
+  const bool on_this_host = a.device == "cuda" || !cuda;
   std::optional<Bytes> available;  // read only when there is an estimate to set against it
-  if (memory) available = runtime::host_available_memory();
+  if (memory && on_this_host) available = runtime::host_available_memory();
   std::string precision_problem =
       runtime::precision_problem(*model::parse_dtype(precision), p->is_op_level(), cuda);
   if (!precision_problem.empty())  // named by where the precision came from
@@ -414,7 +415,7 @@ int run_run(const RunArgs& given) {
                cuda && a.device != "cuda" && precision == "fp16"
                    ? " (fp16: with --device cuda, on the GPUs it is planned for)"
                    : "");
-    if (const auto [all, largest] = memory
+    if (const auto [all, largest] = memory && on_this_host
                                         ? runtime::memory_totals(*memory, runtime::MemoryOf::host)
                                         : runtime::MemoryTotals{};
         largest) {
@@ -428,9 +429,9 @@ int run_run(const RunArgs& given) {
     }
     if (cuda) {
       // What each rank would hold on its GPU, against what the cluster says that GPU has.
-      auto need = runtime::rank_memory(*m, *c, *p, {true, *model::parse_dtype(precision)});
-      const auto [all, largest] =
-          need ? runtime::memory_totals(*need, runtime::MemoryOf::device) : runtime::MemoryTotals{};
+      const auto [all, largest] = memory
+                                      ? runtime::memory_totals(*memory, runtime::MemoryOf::device)
+                                      : runtime::MemoryTotals{};
       if (largest) {
         const Bytes has = c->type_of(largest->device).memory;
         fmt::print(
@@ -477,20 +478,14 @@ int run_run(const RunArgs& given) {
     }
     if (auto why = runtime::memory_shortfall(here, share); !why.empty()) return report_error(why);
   }
-  if (a.device == "cuda" && !a.no_memory_check) {
+  if (a.device == "cuda" && memory) {
     // Each rank against the GPU it will run on (LOCAL_RANK's; --nprocs starts rank i on GPU i).
-    auto need = runtime::rank_memory(*m, *c, *p, {true, *model::parse_dtype(precision)});
-    if (!need) {
-      std::fprintf(stderr, "hetplan: GPU memory pre-check skipped: %s\n",
-                   need.error().message.c_str());
-    } else {
-      for (std::size_t i = 0; i < need->size(); ++i) {
-        if (a.nprocs == 0 && static_cast<int>(i) != env->rank) continue;
-        const int local = a.nprocs > 0 ? static_cast<int>(i) : env->local_rank;
-        if (const auto free = runtime::gpu_free_memory(local))
-          if (auto why = runtime::gpu_memory_shortfall((*need)[i], local, *free); !why.empty())
-            return report_error(why + priced_in(*m, *p, precision));
-      }
+    for (std::size_t i = 0; i < memory->size(); ++i) {
+      if (a.nprocs == 0 && static_cast<int>(i) != env->rank) continue;
+      const int local = a.nprocs > 0 ? static_cast<int>(i) : env->local_rank;
+      if (const auto free = runtime::gpu_free_memory(local))
+        if (auto why = runtime::gpu_memory_shortfall((*memory)[i], local, *free); !why.empty())
+          return report_error(why + priced_in(*m, *p, precision));
     }
   }
   if (a.steps < 1) return report_error("--steps: expected at least 1");

@@ -311,18 +311,6 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   if (p.batch_norm == plan::BatchNormStats::synced) mod.set_batch_group(groups.stage.get());
   const auto [tied_source, tied_copy] =
       tied ? mod.untie_head() : std::pair<torch::Tensor, torch::Tensor>{};
-  {
-    // This rank's part only goes to the device: its stages' layers (the untied head's copy with
-    // the last one).
-    std::vector<bool> held(static_cast<std::size_t>(mod.num_layers()), false);
-    for (int c : at.chunks) {
-      const plan::Stage& st = p.stages[static_cast<std::size_t>(c)];
-      for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l)
-        held[static_cast<std::size_t>(l)] = true;
-    }
-    mod.release_layers_except(held);
-    mod.to_device(dev);
-  }
 
   const double B = static_cast<double>(p.global_batch);
   const int M = std::max(1, p.num_microbatches);
@@ -355,6 +343,14 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           }
       }
     }
+  }
+  {
+    // This rank's part only goes to the device: its stages' layers (the untied head's copy with
+    // the last one). (The tensors listed above keep their identity.)
+    std::vector<bool> held(static_cast<std::size_t>(mod.num_layers()), false);
+    for (int l : layer_ids) held[static_cast<std::size_t>(l)] = true;
+    mod.release_layers_except(held);
+    mod.to_device(dev);
   }
   // The stage's gradients are summed over its replicas in buckets that start while the last
   // backward pass runs (the plan's grad_bucket_bytes). Under a batch program, every rank of the
