@@ -179,8 +179,6 @@ std::string priced_in(const model::Model& m, const plan::Plan& p, const std::str
   const bool wide = precision == "fp32" || precision == "tf32";
   if (p.precision || !wide || model::dtype_bytes(m.dtype) != 2) return "";
   const std::string dtype = model::to_string(m.dtype);
-  if (m.dtype == model::DType::fp16 && p.is_op_level())
-    return " (the plan was priced in the model's fp16, which the op-by-op runtime does not run)";
   return fmt::format(" (the plan was priced in the model's {}: run it so with --precision {})",
                      dtype, dtype);
 }
@@ -387,8 +385,7 @@ int run_run(const RunArgs& given) {
   const bool on_this_host = a.device == "cuda" || !cuda;
   std::optional<Bytes> available;  // read only when there is an estimate to set against it
   if (memory && on_this_host) available = runtime::host_available_memory();
-  std::string precision_problem =
-      runtime::precision_problem(*model::parse_dtype(precision), p->is_op_level(), cuda);
+  std::string precision_problem = runtime::precision_problem(*model::parse_dtype(precision), cuda);
   if (!precision_problem.empty())  // named by where the precision came from
     precision_problem = fmt::format("{}: {}",
                                     !p->precision         ? "--precision"
@@ -449,9 +446,6 @@ int run_run(const RunArgs& given) {
   // fp16 always scales (65536 unless told); fp32 and bf16 only where --loss-scale asks.
   const double loss_scale =
       a.loss_scale >= 0 ? a.loss_scale : (precision == "fp16" ? runtime::kDefaultLossScale : 0.0);
-  if (loss_scale > 0 && p->is_op_level())
-    return report_error(
-        "--loss-scale: this plan runs op by op, which has no loss scaling (stage plans have)");
   if (precision == "fp16" && loss_scale == 0)
     return report_error("--loss-scale 0: fp16 needs loss scaling (its small gradients vanish)");
   if (auto executable = runtime::check_executable(*m, *p, world); !executable) {

@@ -67,8 +67,8 @@ void add_search_options(CLI::App* cmd, SearchArgs& a) {
                   "precision (16-bit GEMMs and activations, fp32 master weights and Adam state) "
                   "or fp32, or tf32 (fp32 whose GEMMs run on the TF32 tensor cores); the model "
                   "is costed in it (default: the model's dtype, bf16 for the zoo, and plans that "
-                  "leave it to `hetplan run --precision`). fp16 plans run with --device cuda "
-                  "(stage plans: the op-by-op runtime has no loss scaling)")
+                  "leave it to `hetplan run --precision`). fp16 plans run with --device cuda, "
+                  "under dynamic loss scaling")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32", "tf32"}));
   cmd->add_option("--adam", a.adam,
                   "How the engine the plans are for runs the Adam step, written into every plan "

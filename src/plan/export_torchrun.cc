@@ -14,23 +14,19 @@ Result<Exported> export_torchrun(const Plan& p, const model::Model& m, const clu
   const bool gpus = has_gpus(c);
   // The arithmetic the workers train in: on GPUs the plan's precision or the model's dtype (the
   // model is built in the plan's), on CPUs the plan's precision or fp32 (hetplan run's default).
-  // bf16 on a type without BF16 becomes fp16 under loss scaling (the stage runtime's; op by op,
-  // fp32), and fp16 runs on CUDA in stage plans only.
+  // bf16 on a type without BF16 becomes fp16 under loss scaling, and fp16 runs on CUDA only.
   model::DType dtype = gpus ? m.dtype : p.precision.value_or(model::DType::fp32);
   if (gpus && dtype == model::DType::bf16) {
     if (const GpuPrecision on = gpu_precision(p, m, c); on.dtype != dtype) {
       dtype = on.dtype;
-      out.differences.push_back(fmt::format("the model computes in bf16: {}; written: {}", on.why,
-                                            dtype == model::DType::fp32
-                                                ? "fp32 (the op-by-op runtime has no fp16)"
-                                                : "fp16 (under dynamic loss scaling)"));
+      out.differences.push_back(fmt::format(
+          "the model computes in bf16: {}; written: fp16 (under dynamic loss scaling)", on.why));
     }
   }
-  if (dtype == model::DType::fp16 && (!gpus || p.is_op_level())) {
+  if (dtype == model::DType::fp16 && !gpus) {
     dtype = model::DType::fp32;
     out.differences.push_back(
-        fmt::format("precision fp16: hetplan's runtime runs it on CUDA in stage plans only; "
-                    "written: fp32"));
+        fmt::format("precision fp16: hetplan's runtime runs it on CUDA only; written: fp32"));
   }
   // A plan that names its precision carries it (what `run` takes); else the flag says it.
   Plan written = p;

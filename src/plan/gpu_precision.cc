@@ -10,15 +10,11 @@ GpuPrecision gpu_precision(const Plan& p, const model::Model& m, const cluster::
   GpuPrecision out{m.dtype, ""};
   if (m.dtype == model::DType::bf16)
     if (const auto lacking = detail::types_without_bf16(p, c); !lacking.empty()) {
-      out.dtype = p.is_op_level() ? model::DType::fp32 : model::DType::fp16;
+      out.dtype = model::DType::fp16;
       out.why = fmt::format("{} {} no BF16 arithmetic", fmt::join(lacking, ", "),
                             lacking.size() == 1 ? "has" : "have");
       return out;
     }
-  if (m.dtype == model::DType::fp16 && p.is_op_level()) {
-    out.dtype = model::DType::fp32;
-    out.why = "the op-by-op runtime has no fp16";
-  }
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "grad_buckets.h"
 #include "hetplan/plan/op_groups.h"
 #include "hetplan/sim/gradient_buckets.h"
+#include "loss_scaler.h"
 #include "memory_probe.h"
 #include "op_graph.h"
 #include "peer_watch.h"
@@ -64,14 +65,18 @@ void add_rows(torch::Tensor& acc, const std::vector<std::int64_t>& shape, std::i
 Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const RunOptions& opts,
                                const RankEnv& env, const c10::Device& dev) {
   if (auto ok = check_op_level(m, p, env.world_size); !ok) return ok.error();
-  if (opts.loss_scale > 0)
-    return Error{"--loss-scale: the op-by-op runtime has no loss scaling (stage plans have)"};
   const Layout at(m, p);
   const int me = env.rank;
-  // bf16 mixed precision: each op's forward pass under autocast (the stage runtime's); what
-  // travels between ranks (activations, their gradients, sufficient factors) goes in fp32, as
-  // Gloo has no bf16, and parameters, gradients and Adam's state stay fp32.
-  const bool bf16 = opts.precision == model::DType::bf16;
+  // Mixed precision: each op's forward pass under autocast (the stage runtime's: bf16, or fp16 on
+  // CUDA); what travels between ranks (activations, their gradients, sufficient factors) goes in
+  // fp32, as Gloo has no 16-bit types, and parameters, gradients and Adam's state stay fp32.
+  const AutocastState autocast = AutocastState::of(opts.precision, dev.is_cuda());
+  const bool mixed_precision = autocast.cpu || autocast.cuda;
+  // Dynamic loss scaling (fp16's; also where --loss-scale asks), as the stage runtime does it: the
+  // loss's gradient seeded with the scale, every rank's gradients unscaled before the step, and
+  // the step skipped everywhere when any rank's overflowed.
+  std::optional<LossScaler> scaler;
+  if (opts.loss_scale > 0) scaler.emplace(opts.loss_scale);
   const auto on_dev = torch::TensorOptions().device(dev);
   auto sync = [&] {
     if (dev.is_cuda()) torch::cuda::synchronize();
@@ -168,7 +173,14 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         resume_values(resume_dir, first_step, resume_option, meta, *graph, torch::kCPU, m.name);
     if (!read) return read.error();
     ck = std::move(*read);
+    // Loss scaling goes on where the checkpoint left it (from --loss-scale if the run that wrote
+    // it did not scale), counting the steps skipped before.
+    if (const auto& was = ck.meta.scaler; scaler)
+      scaler.emplace(was.scale > 0 ? was.scale : opts.loss_scale,
+                     was.scale > 0 ? static_cast<int>(was.clean) : 0,
+                     static_cast<int>(was.skipped));
   }
+  const int skipped_before = scaler ? scaler->skipped() : 0;
 
   const std::size_t N = m.ops.size();
   const double B = static_cast<double>(p.global_batch);
@@ -405,7 +417,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       if (!out.empty()) {
         CheckpointMeta at_step = meta;
         at_step.steps = steps;
-        at_step.scaler.skipped = ck.meta.scaler.skipped;  // (no loss scaling op by op)
+        at_step.scaler = scaler ? ScalerState{scaler->skipped(), scaler->scale(), scaler->clean()}
+                                : ScalerState{ck.meta.scaler.skipped, 0, 0};
         write_checkpoint_part(opts.checkpoint_dir, fmt::format("rank{}", me), at_step, out);
       }
     } catch (const c10::Error& e) {
@@ -512,7 +525,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         // into the layouts it reads).
         auto forward = [&](std::size_t o, std::vector<torch::Tensor>& in) {
           std::optional<AutocastScope> mixed;
-          if (bf16) mixed.emplace(AutocastState::bf16(dev.is_cuda()));
+          if (mixed_precision) mixed.emplace(autocast);
           const auto g = static_cast<std::size_t>(at.group[o]);
           const model::Op& op = m.ops[o];
           const auto [r0, r1] = my_rows(o);
@@ -685,10 +698,11 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
           // gradient.)
           if (my_index[o] < 0 || (!out[o].requires_grad() && !read_rows[o].defined())) continue;
           const model::Op& op = m.ops[o];
-          torch::Tensor dy = op.compute.fn == model::OpFn::cross_entropy
-                                 ? torch::full({}, 1.0 / B, out[o].options())
-                             : grad[o].defined() ? grad[o]
-                                                 : torch::zeros_like(out[o]);
+          torch::Tensor dy =
+              op.compute.fn == model::OpFn::cross_entropy
+                  ? torch::full({}, (scaler ? scaler->scale() : 1.0) / B, out[o].options())
+              : grad[o].defined() ? grad[o]
+                                  : torch::zeros_like(out[o]);
           if (out[o].requires_grad())
             torch::autograd::backward({out[o]}, {dy.to(out[o].scalar_type())});
           const auto g = static_cast<std::size_t>(at.group[o]);
@@ -813,7 +827,16 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
             flatten(grads_of(group_params[z.group])).slice(0, z.slice.begin, z.slice.end).clone();
       sync();
       comm += seconds_since(comm_start);
-      adam.step();
+      // Under loss scaling: what Adam steps back to its size, and whether every rank found it
+      // finite (else no rank steps).
+      bool steps_now = true;
+      if (scaler) {
+        const bool finite = scaler->unscale(grads_of(stepped));
+        torch::Tensor overflowed = torch::full({1}, finite ? 0.0 : 1.0, on_dev);
+        if (world) all_reduce_flat(*world, {overflowed}, timeout);
+        steps_now = scaler->update(overflowed.item<double>() == 0);
+      }
+      if (steps_now) adam.step();
       sync();
       comm_start = Clock::now();
       for (auto& z : zero_groups) {  // the updated slices
@@ -838,6 +861,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         if (auto saved = save(step + 1); !saved) return saved.error();
     }
     finish_run(res, own_losses, own, opts.steps, skip, world.get(), env, dev);
+    if (scaler)  // every rank's (one verdict for all); this run's steps only
+      res.skipped_steps = scaler->skipped() - skipped_before;
   } catch (const std::exception& e) {
     return Error{fmt::format("step {}: {}; {}", step, failure_text(e),
                              watch ? watch->who_stopped() : "no other rank")};

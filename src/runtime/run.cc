@@ -204,8 +204,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const auto found = rank_device(opts, env);
   if (!found) return found.error();
   const torch::Device dev = *found;
-  if (auto why = precision_problem(opts.precision, p.is_op_level(), dev.is_cuda()); !why.empty())
-    return Error{why};
+  if (auto why = precision_problem(opts.precision, dev.is_cuda()); !why.empty()) return Error{why};
   if (opts.precision == model::DType::fp16 && !(opts.loss_scale > 0))
     return Error{"precision fp16: needs loss scaling (RunOptions::loss_scale above 0)"};
   // Mixed precision: each forward pass under autocast; fp16 under dynamic loss scaling.

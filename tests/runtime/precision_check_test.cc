@@ -1,5 +1,5 @@
-// Which precisions the runtime trains a plan in: fp32 and bf16 everywhere; fp16 on CUDA, in stage
-// plans only (the op-by-op runtime has no loss scaling), which the planners' check says too.
+// Which precisions the runtime trains a plan in: fp32, tf32 and bf16 everywhere; fp16 on CUDA,
+// stage plans and op-level plans alike (both scale the loss), which the planners' check says too.
 #include <gtest/gtest.h>
 
 #include "hetplan/model/zoo.h"
@@ -11,23 +11,20 @@ namespace {
 
 using model::DType;
 
-TEST(PrecisionCheck, Fp16RunsStagePlansOnCudaOnly) {
-  for (bool op_level : {false, true})
-    for (bool cuda : {false, true}) {
-      EXPECT_EQ(precision_problem(DType::fp32, op_level, cuda), "");
-      EXPECT_EQ(precision_problem(DType::bf16, op_level, cuda), "");
-    }
-  EXPECT_EQ(precision_problem(DType::fp16, false, true), "");
-  EXPECT_EQ(precision_problem(DType::fp16, false, false),
+TEST(PrecisionCheck, Fp16RunsOnCudaOnly) {
+  for (bool cuda : {false, true}) {
+    EXPECT_EQ(precision_problem(DType::fp32, cuda), "");
+    EXPECT_EQ(precision_problem(DType::tf32, cuda), "");
+    EXPECT_EQ(precision_problem(DType::bf16, cuda), "");
+  }
+  EXPECT_EQ(precision_problem(DType::fp16, true), "");
+  EXPECT_EQ(precision_problem(DType::fp16, false),
             "precision fp16: runs with --device cuda only (the CPU's autocast has no fp16; bf16 "
             "is its CPU counterpart)");
-  EXPECT_EQ(precision_problem(DType::fp16, true, true),
-            "precision fp16: the op-by-op runtime trains in fp32 or bf16 (fp16's dynamic loss "
-            "scaling is the stage runtime's)");
-  EXPECT_NE(precision_problem(DType::fp8, false, true), "");
+  EXPECT_NE(precision_problem(DType::fp8, true), "");
 }
 
-TEST(PrecisionCheck, PlannersKeepFp16OutOfOpByOpRuns) {
+TEST(PrecisionCheck, PlannersMayTrainOpByOpPlansInFp16) {
   // A VGG's classifier split over three devices runs op by op; a data-parallel MLP as a stage.
   auto vgg = model::load_model("vgg:depth=11,image=32,classes=10");
   auto mlp = model::load_model("mlp:layers=2,hidden=64,in=32,out=10");
@@ -46,9 +43,7 @@ TEST(PrecisionCheck, PlannersKeepFp16OutOfOpByOpRuns) {
   for (auto d : {DType::fp32, DType::bf16, DType::fp16}) {
     split->precision = replicas->precision = d;
     EXPECT_EQ(why_not_runnable(*mlp, *replicas), "") << model::to_string(d);
-    EXPECT_EQ(why_not_runnable(*vgg, *split),
-              d == DType::fp16 ? precision_problem(DType::fp16, true, true) : "")
-        << model::to_string(d);
+    EXPECT_EQ(why_not_runnable(*vgg, *split), "") << model::to_string(d);
   }
 }
 

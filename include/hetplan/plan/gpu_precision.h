@@ -19,9 +19,8 @@ struct GpuPrecision {
 };
 
 // The model's dtype, except: bf16 on a plan that uses a device type without BF16 (Pascal, Volta,
-// Turing) becomes fp16 under loss scaling (hetplan prices either 16-bit type at the same rate), or
-// fp32 where the plan runs op by op (p.is_op_level(): that runtime has no loss scaling, so no
-// fp16); an fp16 model's plan that runs op by op, fp32.
+// Turing) becomes fp16 under loss scaling (hetplan prices either 16-bit type at the same rate),
+// stage plans and op-level plans alike.
 GpuPrecision gpu_precision(const Plan& p, const model::Model& m, const cluster::Cluster& c);
 
 }  // namespace hetplan::plan

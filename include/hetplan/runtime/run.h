@@ -60,11 +60,11 @@ struct RunOptions {
   // The arithmetic of the forward and backward passes: fp32, or bf16 or fp16 mixed precision
   // (autocast: GEMMs, convolutions and attention's products in 16 bits; parameters, gradients,
   // Adam's state and what travels between stages in fp32, as the simulator's memory model keeps
-  // master weights). fp16 needs CUDA and a stage plan, and loss_scale (precision_problem).
+  // master weights). fp16 needs CUDA and loss_scale (precision_problem).
   model::DType precision = model::DType::fp32;
   // Dynamic loss scaling from this initial scale (detail::LossScaler: steps whose gradients
-  // overflow are skipped, RunResult::skipped_steps); 0: none. Stage plans only. A resumed run
-  // goes on from the scale its checkpoint holds, if it holds one.
+  // overflow are skipped, RunResult::skipped_steps); 0: none. Stage and op-level plans. A resumed
+  // run goes on from the scale its checkpoint holds, if it holds one.
   double loss_scale = 0;
 };
 

@@ -44,15 +44,15 @@ std::vector<std::string> executable_problems(const model::Model& m, const plan::
 plan::RunForm executable_form(const model::Model& m, const plan::Plan& p, int world_size);
 
 // Why `hetplan run` would not execute plan p at its full scale (one rank per device it uses), in
-// the form executable_form gives it: check_executable's reason, or precision_problem's on CUDA (an
-// fp16 plan that runs op by op), or "" when it runs. What `plan`
+// the form executable_form gives it: check_executable's reason, or precision_problem's on CUDA, or
+// "" when it runs. What `plan`
 // (unless --any-form) asks of every plan it may choose, and what `run --check` reports first.
 std::string why_not_runnable(const model::Model& m, const plan::Plan& p);
 
-// Why the runtime would not train in `precision` a plan that runs op by op or not, on CUDA or the
-// CPU, or "" when it does: fp32 and bf16 run everywhere; fp16 needs CUDA (the CPU's autocast has
-// no fp16) and a stage plan (dynamic loss scaling is the stage runtime's).
-std::string precision_problem(model::DType precision, bool op_level, bool cuda);
+// Why the runtime would not train in `precision` on CUDA or the CPU, or "" when it does: fp32,
+// tf32 and bf16 run everywhere, stage plans and op by op; fp16 needs CUDA (the CPU's autocast has
+// no fp16).
+std::string precision_problem(model::DType precision, bool cuda);
 
 // Whether a stage plan sends every gradient through parameter servers: every grad_sync rule says
 // parameter_server and one of them matches every op ("*"; ops no rule matches are all-reduced).

@@ -51,9 +51,8 @@ std::string why_not_runnable(const model::Model& m, const plan::Plan& p) {
   const plan::Plan form = executable_form(m, p, world).plan;
   auto ok = check_executable(m, form, world);
   if (!ok) return ok.error().message;
-  // (On the GPUs it plans for: fp16 op by op does not run anywhere.)
-  if (p.precision == model::DType::fp16)
-    return precision_problem(*p.precision, form.is_op_level(), true);
+  // (On the GPUs it plans for.)
+  if (p.precision) return precision_problem(*p.precision, true);
   return "";
 }
 
@@ -270,7 +269,7 @@ std::vector<std::string> executable_problems(const model::Model& m, const plan::
   return out;
 }
 
-std::string precision_problem(model::DType precision, bool op_level, bool cuda) {
+std::string precision_problem(model::DType precision, bool cuda) {
   switch (precision) {
     case model::DType::fp32:
     case model::DType::tf32:  // fp32 whose CUDA matmuls take the TF32 path
@@ -280,9 +279,6 @@ std::string precision_problem(model::DType precision, bool op_level, bool cuda) 
       if (!cuda)
         return "precision fp16: runs with --device cuda only (the CPU's autocast has no fp16; "
                "bf16 is its CPU counterpart)";
-      if (op_level)
-        return "precision fp16: the op-by-op runtime trains in fp32 or bf16 (fp16's dynamic "
-               "loss scaling is the stage runtime's)";
       return "";
     default:
       return fmt::format("precision {}: expected fp32, tf32, bf16 or fp16",
