@@ -30,6 +30,7 @@ struct GradBuckets::State {
   struct Bucket {
     std::vector<torch::Tensor> params;
     std::vector<torch::Tensor> sums;  // per parameter, once its gradient arrived in the pass
+    std::vector<bool> arrived;        // (sums are dropped once the bucket starts)
     int waiting = 0;                  // parameters whose gradient has not arrived
     std::vector<torch::Tensor> flat;  // what is all-reduced
     c10::intrusive_ptr<c10d::Work> work;
@@ -46,12 +47,14 @@ struct GradBuckets::State {
     for (; next < buckets.size() && buckets[next].waiting == 0; ++next) {
       Bucket& b = buckets[next];
       b.flat = {flatten(b.sums)};
+      b.sums.assign(b.sums.size(), torch::Tensor());  // (the flat copy holds them)
       b.work = group->allreduce(b.flat);
     }
   }
   void reset() {
     for (Bucket& b : buckets) {
       b.sums.assign(b.params.size(), torch::Tensor());
+      b.arrived.assign(b.params.size(), false);
       b.waiting = static_cast<int>(b.params.size());
       b.flat.clear();
       b.work.reset();
@@ -62,8 +65,9 @@ struct GradBuckets::State {
 
 GradBuckets::GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers,
                          const std::vector<double>& layer_bytes, double bucket_bytes,
-                         c10::intrusive_ptr<Collectives> group)
+                         c10::intrusive_ptr<Collectives> group, Accumulated accumulated)
     : state_(std::make_shared<State>()) {
+  if (!accumulated) accumulated = [](const torch::Tensor& p) { return p.grad(); };
   state_->group = std::move(group);
   for (const auto& [first, count] : sim::gradient_buckets(layer_bytes, bucket_bytes)) {
     State::Bucket bucket;
@@ -78,17 +82,20 @@ GradBuckets::GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers,
   for (std::size_t b = 0; b < state_->buckets.size(); ++b)
     for (std::size_t i = 0; i < state_->buckets[b].params.size(); ++i) {
       torch::Tensor p = state_->buckets[b].params[i];
-      p.register_hook([weak, b, i](const torch::Tensor& grad) {
+      p.register_hook([weak, b, i, accumulated](const torch::Tensor& grad) {
         auto s = weak.lock();
         if (!s || !s->active) return;
         State::Bucket& bucket = s->buckets[b];
         // A second gradient in one pass (a parameter accumulated twice, as a nested backward of
         // a recomputed segment that shares it could) would be missing from a bucket already
         // started: refuse rather than sum wrongly.
-        TORCH_CHECK(!bucket.sums[i].defined(),
+        TORCH_CHECK(!bucket.arrived[i],
                     "gradient buckets: a parameter's gradient arrived twice in one backward pass");
-        const torch::Tensor& param = bucket.params[i];
-        bucket.sums[i] = param.grad().defined() ? param.grad() + grad : grad.clone();
+        bucket.arrived[i] = true;
+        const torch::Tensor before = accumulated(bucket.params[i]);
+        bucket.sums[i] = before.defined() ? before + grad
+                                          : grad.to(torch::kFloat, /*non_blocking=*/false,
+                                                    /*copy=*/true);
         if (--bucket.waiting == 0) s->start_ready();
       });
     }

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <vector>
@@ -33,14 +34,17 @@ std::vector<torch::Tensor> grads_of(const std::vector<torch::Tensor>& params);
 // all-reduces what the pass left (parameters that got no gradient in it, or no last pass on this
 // rank), waits for every bucket and writes the sums into the gradients: the same sums as one
 // all-reduce of them all. A gradient may be undefined before the passes (the hooks then take the
-// pass's own); every parameter's must be defined (dense) when finish() is called.
+// pass's own); every parameter's must be defined (dense) when finish() is called. Where the
+// gradients summed so far are kept elsewhere than in .grad() (SixteenBitWeights' fp32 sums),
+// `accumulated` gives them; a bucket sums in fp32 whatever the gradients' type.
 class GradBuckets {
  public:
   // `layers`: the stage's parameters by layer, first layer first, every parameter once;
   // `layer_bytes`: each layer's gradient bytes as the buckets count them.
+  using Accumulated = std::function<torch::Tensor(const torch::Tensor& param)>;
   GradBuckets(const std::vector<std::vector<torch::Tensor>>& layers,
               const std::vector<double>& layer_bytes, double bucket_bytes,
-              c10::intrusive_ptr<Collectives> group);
+              c10::intrusive_ptr<Collectives> group, Accumulated accumulated = {});
   ~GradBuckets();
   GradBuckets(const GradBuckets&) = delete;
   GradBuckets& operator=(const GradBuckets&) = delete;

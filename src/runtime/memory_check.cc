@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "check/stage_plan.h"
 #include "hetplan/core/quantity_parse.h"
 #include "hetplan/cost/memory_cost.h"
 #include "hetplan/runtime/run.h"
@@ -40,6 +41,41 @@ std::optional<double> read_number(const char* path) {
   return number_of(word);
 }
 
+// The parameters of layers [first, first + count), and those of them that are linear layers' and
+// convolutions' weights (biases excluded): what the runtime holds in 16 bits under mixed
+// precision and ZeRO-1 or -2 (SixteenBitWeights).
+std::pair<double, double> sixteen_bit_params(const model::Model& m, int first, int count) {
+  double all = 0, sixteen = 0;
+  for (int li = first; li < first + count; ++li) {
+    const model::Layer& layer = m.layers[static_cast<std::size_t>(li)];
+    for (int oi = layer.first_op; oi < layer.first_op + layer.num_ops; ++oi) {
+      const model::Op& op = m.ops[static_cast<std::size_t>(oi)];
+      const auto n = static_cast<double>(op.params);
+      all += n;
+      // (A mixture's experts are the runtime's own tensors, not linear layers: fp32.)
+      const bool linear = op.kind == model::OpKind::matmul && op.shard != model::ShardKind::expert;
+      if (!(linear || op.kind == model::OpKind::conv2d) || n <= 0) continue;
+      const model::OpCompute& c = op.compute;
+      const auto out = c.shape.empty()                    ? 0.0
+                       : op.kind == model::OpKind::conv2d ? static_cast<double>(c.shape.front())
+                                                          : static_cast<double>(c.shape.back());
+      sixteen += c.bias ? n - out : n;
+    }
+  }
+  return {all, sixteen};
+}
+
+// Whether the ranks of stage `st` hold their linear layers' weights in 16 bits (run.cc's
+// SixteenBitWeights: mixed precision under ZeRO-1 or -2 over replicas that split alike, not a
+// batch program).
+bool sixteen_bit_stage(const model::Model& m, const plan::Plan& p, const plan::Stage& st,
+                       model::DType precision) {
+  if (model::dtype_bytes(precision) != 2 || p.zero_stage < 1 || p.zero_stage > 2) return false;
+  if (st.replicas.size() < 2 || !detail::alike(detail::replicas_of(st))) return false;
+  const auto program = detail::batch_program_of(m, p);
+  return program && !program->has_value();
+}
+
 }  // namespace
 
 Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster::Cluster& c,
@@ -49,7 +85,9 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
   const double width = model::dtype_bytes(m.dtype);
   // The simulator's bytes per parameter (cost::state_bytes): weights in the model's dtype,
   // gradients in it too but fp32 for bf16, and for 16-bit models an fp32 master copy beside
-  // Adam's two fp32 moments. The runtime keeps fp32 weights, gradients and moments.
+  // Adam's two fp32 moments. The runtime keeps fp32 weights (but, in mixed precision under ZeRO-1
+  // and -2, its linear layers' in 16 bits), fp32 gradients and moments, and under ZeRO the fp32
+  // slice of the weights it steps.
   const cost::StateBytes states = cost::state_bytes(m.dtype);
   // The number of replicas of each device's stage: the simulator's ZeRO group (the runtime's for
   // ranks that split alike; those that split unlike slice their stage's whole layout, which holds
@@ -66,6 +104,24 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     r.gpu = host.gpu;
     r.whole_model = Bytes(4.0 * static_cast<double>(m.parameters()));
     r.weights = s.memory.parameters * (4.0 / states.weight);
+    // Mixed precision under ZeRO-1 and -2: the linear layers' weights in 16 bits (their share of
+    // the device's stages' parameters), their fp32 master in the optimizer's slices (below).
+    {
+      double all = 0, sixteen = 0;
+      for (const auto& st : p.stages)
+        for (const auto& rep : st.replicas)
+          if (std::find(rep.devices.begin(), rep.devices.end(), d) != rep.devices.end() &&
+              sixteen_bit_stage(m, p, st, host.precision)) {
+            const auto [a, b] = sixteen_bit_params(m, st.first_layer, st.num_layers);
+            all += a;
+            sixteen += b;
+          }
+      if (all > 0) {
+        const Bytes linear = r.weights * (sixteen / all);
+        r.sixteen_bit_weights = linear * 0.5;
+        r.weights = r.weights - linear;
+      }
+    }
     // ZeRO-3: the simulator keeps a slice of the weights and gathers a layer's at a time; the
     // runtime gathers a model chunk's whole weights for each of its passes.
     if (p.zero_stage == 3) r.weights = r.weights * static_cast<double>(zero_group[d]);
@@ -74,7 +130,10 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     // backward pass goes); the runtime holds its whole part until the passes are done, then
     // reduce-scatters a flat copy of it.
     if (p.zero_stage >= 2) r.gradients = r.gradients * static_cast<double>(zero_group[d]);
-    r.optimizer = s.memory.optimizer * (8.0 / states.optimizer);
+    // Adam's two fp32 moments, and under ZeRO the fp32 slice of the weights it steps (the master
+    // copy), as the simulator's 16-bit states count them.
+    r.optimizer = s.memory.optimizer *
+                  ((p.zero_stage >= 1 && zero_group[d] > 1 ? 12.0 : 8.0) / states.optimizer);
     // (The loss's transient gradient buffers are fp32 whatever the model's dtype.)
     const double computed = host.gpu ? model::dtype_bytes(host.precision) : 4.0;
     r.activations = s.memory.activations * (computed / width) + s.memory.transient;
@@ -142,12 +201,16 @@ std::optional<Bytes> gpu_free_memory(int local) {
 }
 
 std::string trained_parts(const RankMemory& r) {
-  return fmt::format("its part of the fp32 weights {}, gradients {}, Adam {}, activations {}{}",
-                     format_bytes(r.weights), format_bytes(r.gradients), format_bytes(r.optimizer),
-                     format_bytes(r.activations),
-                     r.flat_gradients.value > 0 ? fmt::format(", the gradients' flat copy {}",
-                                                              format_bytes(r.flat_gradients))
-                                                : "");
+  return fmt::format(
+      "its part of the {}, gradients {}, Adam {}, activations {}{}",
+      r.sixteen_bit_weights.value > 0 ? fmt::format("weights {} (its linear layers' {} in 16 bits)",
+                                                    format_bytes(r.weights + r.sixteen_bit_weights),
+                                                    format_bytes(r.sixteen_bit_weights))
+                                      : fmt::format("fp32 weights {}", format_bytes(r.weights)),
+      format_bytes(r.gradients), format_bytes(r.optimizer), format_bytes(r.activations),
+      r.flat_gradients.value > 0
+          ? fmt::format(", the gradients' flat copy {}", format_bytes(r.flat_gradients))
+          : "");
 }
 
 Bytes RankMemory::host() const { return gpu ? whole_model + Bytes(kProcessBytes) : total(); }

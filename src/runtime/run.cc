@@ -32,6 +32,7 @@
 #include "process_groups.h"
 #include "run_result.h"
 #include "run_support.h"
+#include "sixteen_bit_weights.h"
 #include "tensor_parallel.h"
 #include "torch_modules.h"
 #include "zero_params.h"
@@ -351,75 +352,6 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     mod.release_layers_except(held);
     mod.to_device(dev);
   }
-  // The stage's gradients are summed over its replicas in buckets that start while the last
-  // backward pass runs (the plan's grad_bucket_bytes). Under a batch program, every rank of the
-  // stage computed a part of each whole weight's gradient, and the replica's sum of each shard's:
-  // the first are summed over all of them in the buckets, the second over the replicas after the
-  // passes.
-  std::unique_ptr<detail::GradBuckets> buckets;
-  const std::vector<torch::Tensor> shards = mod.sharded_parameters();
-  const PG bucket_group = batch_program ? groups.stage_all : groups.stage;
-  std::vector<std::vector<torch::Tensor>> layers;  // the buckets' parameters, by layer
-  if (bucket_group) {
-    auto is_shard = [&](const torch::Tensor& t) {
-      return std::any_of(shards.begin(), shards.end(), [&](const torch::Tensor& s) {
-        return s.unsafeGetTensorImpl() == t.unsafeGetTensorImpl();
-      });
-    };
-    std::vector<double> layer_bytes;  // as the simulator counts them
-    for (std::size_t i = 0; i < layer_ids.size(); ++i) {
-      const int l = layer_ids[i];
-      std::vector<torch::Tensor> whole;
-      double whole_numel = 0;
-      for (const auto& t : layer_params[i])
-        if (!is_shard(t)) {
-          whole.push_back(t);
-          whole_numel += static_cast<double>(t.numel());
-        }
-      layers.push_back(std::move(whole));
-      layer_bytes.push_back(batch_program
-                                ? whole_numel * model::dtype_bytes(m.dtype)
-                                : static_cast<double>(m.layer_parameters(l)) *
-                                      model::dtype_bytes(m.dtype) / static_cast<double>(at.T()));
-    }
-    if ((!detail::uses_chunk_transport(p) || batch_program) && !reduce_to_slices)
-      buckets = std::make_unique<detail::GradBuckets>(layers, layer_bytes, p.grad_bucket_bytes,
-                                                      bucket_group);
-  }
-  // Or DLCP's transport: the same sums over the same ranks, chunk by chunk in priority order
-  // after the last backward pass (chunk_transport.h).
-  std::unique_ptr<detail::ChunkTransport> transport;
-  if (bucket_group && !buckets && !reduce_to_slices) {
-    auto addresses = detail::path_addresses(env.master_addr);
-    if (!addresses) return addresses.error();
-    const c10::intrusive_ptr<c10d::Store> store = groups.store;
-    const detail::Rendezvous rv{
-        [store](const std::string& k, const std::string& v) {
-          store->set(k, std::vector<std::uint8_t>(v.begin(), v.end()));
-        },
-        [store](const std::string& k) {
-          const auto v = store->get(k);
-          return std::string(v.begin(), v.end());
-        }};
-    auto made = detail::ChunkTransport::connect(rv, fmt::format("dlcp/stage{}_{}", at.s, at.j),
-                                                at.r, at.R(), *addresses, timeout);
-    if (!made) return made.error();
-    transport = std::move(*made);
-  }
-  detail::ChunkSyncOptions transport_opts;
-  transport_opts.form = every_gradient_to_parameter_servers(p) ? detail::SyncForm::parameter_server
-                                                               : detail::SyncForm::ring;
-  transport_opts.timeout = timeout;
-  transport_opts.drop_all = opts.grad_drop_all;
-  transport_opts.spray = p.multipath == plan::Multipath::spray;
-  std::vector<std::int64_t> layer_numel;
-  for (const auto& l : layers) {
-    std::int64_t n = 0;
-    for (const auto& t : l) n += t.numel();
-    layer_numel.push_back(n);
-  }
-  std::vector<double> chunk_mean_square;  // the last step's sums, for the magnitude order
-  double dropped = 0, dropped_norm = 0;   // over the measured steps
   // ZeRO-1: replica r of a stage keeps Adam's states for slice r of the stage's flattened
   // parameters only (Adam is elementwise, so the sharded step equals the whole one), and the
   // updated slices are gathered. Replicas that split their layers differently flatten them in the
@@ -464,6 +396,86 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     for (const auto& part : zero_parts) owned.push_back(part.owned);
   }
   torch::optim::Adam adam(zero ? owned : params, torch::optim::AdamOptions(opts.learning_rate));
+  // Mixed precision under ZeRO-1 and -2: the linear layers' and convolutions' weights in 16 bits,
+  // their fp32 master in the optimizer's slices, their gradients summed in fp32 (made before the
+  // buckets' hooks, which a change of dtype would drop). Not where the slices are of the whole
+  // layout (unlike replicas, batch programs), nor under ZeRO-3 (its slices are gathered whole).
+  std::optional<detail::SixteenBitWeights> sixteen;
+  if (mixed_precision && zero && !zero3 && !whole_zero)
+    sixteen.emplace(params, detail::autocast_weights(mod, params),
+                    opts.precision == model::DType::fp16 ? torch::kHalf : torch::kBFloat16);
+  // The stage's gradients are summed over its replicas in buckets that start while the last
+  // backward pass runs (the plan's grad_bucket_bytes). Under a batch program, every rank of the
+  // stage computed a part of each whole weight's gradient, and the replica's sum of each shard's:
+  // the first are summed over all of them in the buckets, the second over the replicas after the
+  // passes.
+  std::unique_ptr<detail::GradBuckets> buckets;
+  const std::vector<torch::Tensor> shards = mod.sharded_parameters();
+  const PG bucket_group = batch_program ? groups.stage_all : groups.stage;
+  std::vector<std::vector<torch::Tensor>> layers;  // the buckets' parameters, by layer
+  if (bucket_group) {
+    auto is_shard = [&](const torch::Tensor& t) {
+      return std::any_of(shards.begin(), shards.end(), [&](const torch::Tensor& s) {
+        return s.unsafeGetTensorImpl() == t.unsafeGetTensorImpl();
+      });
+    };
+    std::vector<double> layer_bytes;  // as the simulator counts them
+    for (std::size_t i = 0; i < layer_ids.size(); ++i) {
+      const int l = layer_ids[i];
+      std::vector<torch::Tensor> whole;
+      double whole_numel = 0;
+      for (const auto& t : layer_params[i])
+        if (!is_shard(t)) {
+          whole.push_back(t);
+          whole_numel += static_cast<double>(t.numel());
+        }
+      layers.push_back(std::move(whole));
+      layer_bytes.push_back(batch_program
+                                ? whole_numel * model::dtype_bytes(m.dtype)
+                                : static_cast<double>(m.layer_parameters(l)) *
+                                      model::dtype_bytes(m.dtype) / static_cast<double>(at.T()));
+    }
+    if ((!detail::uses_chunk_transport(p) || batch_program) && !reduce_to_slices)
+      buckets = std::make_unique<detail::GradBuckets>(
+          layers, layer_bytes, p.grad_bucket_bytes, bucket_group,
+          [&sixteen](const torch::Tensor& t) {
+            return sixteen ? sixteen->accumulated(t) : t.grad();
+          });
+  }
+  // Or DLCP's transport: the same sums over the same ranks, chunk by chunk in priority order
+  // after the last backward pass (chunk_transport.h).
+  std::unique_ptr<detail::ChunkTransport> transport;
+  if (bucket_group && !buckets && !reduce_to_slices) {
+    auto addresses = detail::path_addresses(env.master_addr);
+    if (!addresses) return addresses.error();
+    const c10::intrusive_ptr<c10d::Store> store = groups.store;
+    const detail::Rendezvous rv{
+        [store](const std::string& k, const std::string& v) {
+          store->set(k, std::vector<std::uint8_t>(v.begin(), v.end()));
+        },
+        [store](const std::string& k) {
+          const auto v = store->get(k);
+          return std::string(v.begin(), v.end());
+        }};
+    auto made = detail::ChunkTransport::connect(rv, fmt::format("dlcp/stage{}_{}", at.s, at.j),
+                                                at.r, at.R(), *addresses, timeout);
+    if (!made) return made.error();
+    transport = std::move(*made);
+  }
+  detail::ChunkSyncOptions transport_opts;
+  transport_opts.form = every_gradient_to_parameter_servers(p) ? detail::SyncForm::parameter_server
+                                                               : detail::SyncForm::ring;
+  transport_opts.timeout = timeout;
+  transport_opts.drop_all = opts.grad_drop_all;
+  transport_opts.spray = p.multipath == plan::Multipath::spray;
+  std::vector<std::int64_t> layer_numel;
+  for (const auto& l : layers) {
+    std::int64_t n = 0;
+    for (const auto& t : l) n += t.numel();
+    layer_numel.push_back(n);
+  }
+  std::vector<double> chunk_mean_square;  // the last step's sums, for the magnitude order
+  double dropped = 0, dropped_norm = 0;   // over the measured steps
 
   RunResult res;
   res.parameters = m.parameters();
@@ -562,6 +574,16 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           avg_sq.push_back(b);
         }
       }
+      // The weights' values: the fp32 master where the weights are 16-bit (every replica's slices).
+      std::vector<torch::Tensor> weights = params;
+      if (sixteen) {
+        const detail::ZeroPart& part = zero_parts.front();
+        const torch::Tensor master =
+            detail::gather_slices(*zero_group, zero_n, part.slice, part.owned, timeout);
+        weights.clear();
+        for (const auto& t : params) weights.push_back(torch::empty(t.sizes(), master.options()));
+        detail::unflatten_into(master, weights);
+      }
       if (at.r == 0) {
         auto whole = [&](const std::vector<torch::Tensor>& values, bool already) {
           if (already) return values;
@@ -574,7 +596,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           return detail::whole_sums(*groups.tensor, mod.layouts(), params, values, true, at.j == 0,
                                     timeout);
         };
-        const auto values = whole(params, false);
+        const auto values = whole(weights, false);
         const auto m1 = whole(avg, whole_layout), m2 = whole(avg_sq, whole_layout);
         if (at.j == 0) {
           std::map<std::string, detail::WholeTensor> out;
@@ -736,6 +758,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           inputs[slot] = outputs[slot] = torch::Tensor();
         }
       }
+      // The 16-bit weights' fp32 sums as the gradients of fp32 stand-ins, until the step.
+      if (sixteen) sixteen->lend_gradients();
       // A parameter no pass reached (a replica with no samples this step) contributes zeros.
       for (auto& t : params)
         if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
@@ -849,6 +873,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           const torch::Tensor updated =
               detail::gather_slices(*zero_group, zero_n, part.slice, part.owned, timeout);
           torch::NoGradGuard no_grad;
+          if (sixteen) sixteen->restore();  // (written below, rounded to 16 bits)
           if (whole_zero) {
             detail::unflatten_into(updated, whole_params);
             for (std::size_t i = 0; i < params.size(); ++i)

@@ -54,9 +54,9 @@ TEST(MemoryCheck, EachRankBuildsTheWholeModelAndTrainsItsPart) {
     grads += r.gradients.value;
     // The whole model while it is built, or the part trained, whichever is more; on a CPU that is
     // host memory.
-    EXPECT_DOUBLE_EQ(
-        r.trained().value,
-        (r.weights + r.gradients + r.optimizer + r.activations + r.flat_gradients).value);
+    EXPECT_DOUBLE_EQ(r.trained().value, (r.weights + r.sixteen_bit_weights + r.gradients +
+                                         r.optimizer + r.activations + r.flat_gradients)
+                                            .value);
     EXPECT_DOUBLE_EQ(r.total().value, std::max(whole, r.trained().value) + r.process.value);
     EXPECT_DOUBLE_EQ(r.host().value, r.total().value);
   }
@@ -103,8 +103,9 @@ TEST(MemoryCheck, ZeroTwoAndThreeHoldTheWholeGradientsUntilTheReduceScatter) {
       // ZeRO-3 slices the weights between passes, but gathers them whole for each pass.
       EXPECT_DOUBLE_EQ(r.weights.value, whole) << strategy;
       EXPECT_DOUBLE_EQ(r.gradients.value, whole) << strategy;
-      // Adam's moments are sliced: 8 bytes for each of half the parameters.
-      EXPECT_DOUBLE_EQ(r.optimizer.value, whole) << strategy;
+      // Adam's moments and the fp32 slice of the weights it steps are sliced: 12 bytes for each
+      // of half the parameters.
+      EXPECT_DOUBLE_EQ(r.optimizer.value, 1.5 * whole) << strategy;
       EXPECT_DOUBLE_EQ(r.flat_gradients.value, std::max(0.0, whole - r.activations.value))
           << strategy;
       EXPECT_GT(r.flat_gradients.value, 0) << strategy;  // this MLP's activations are small
@@ -148,6 +149,47 @@ TEST(MemoryCheck, OnAGpuActivationsAreInTheRunsPrecisionBesideTheCudaContext) {
     // buffers are fp32 on either.
     EXPECT_LT(h.activations.value, g.activations.value);
     EXPECT_GT(h.activations.value, g.activations.value / 2);
+  }
+}
+
+// In bf16 or fp16 under ZeRO-1 and -2 the runtime holds the linear layers' weights in 16 bits
+// (their fp32 master in Adam's slices): GPT of 2 blocks of width 64 (each block's QKV 64x192,
+// projection 64x64, MLP 64x256 and 256x64: 49,152 weights), on GPUs or CPUs alike; not in fp32,
+// without ZeRO, or under ZeRO-3.
+TEST(MemoryCheck, MixedPrecisionUnderZeroHoldsTheLinearWeightsIn16Bits) {
+  auto m = model::load_model("gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256,dtype=bf16");
+  auto c = cluster::load_cluster("dgx-a100:1", "--cluster");
+  ASSERT_TRUE(m && c);
+  const double params = static_cast<double>(m->parameters()), linear = 2 * 49152.0;
+  auto need = [&](const std::string& strategy, RankHost host) {
+    auto s = plan::parse_strategy(strategy);
+    EXPECT_TRUE(s);
+    auto p = plan::plan_from_strategy(*s, *m, *c);
+    EXPECT_TRUE(p) << p.error().message;
+    auto r = rank_memory(*m, *c, *p, host);
+    EXPECT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->size(), 2u);
+    return r->front();
+  };
+  for (const char* strategy : {"dp=2,gbs=8,zero=1", "dp=2,gbs=8,zero=2"})
+    for (bool gpu : {true, false})
+      for (auto precision : {model::DType::bf16, model::DType::fp16}) {
+        const RankMemory r = need(strategy, {gpu, precision});
+        EXPECT_DOUBLE_EQ(r.sixteen_bit_weights.value, 2 * linear) << strategy;
+        EXPECT_DOUBLE_EQ(r.weights.value, 4 * (params - linear)) << strategy;
+        // Adam's two moments and the fp32 slice it steps, of half the parameters each.
+        EXPECT_DOUBLE_EQ(r.optimizer.value, 12 * params / 2) << strategy;
+        EXPECT_NE(trained_parts(r).find("its part of the weights "), std::string::npos);
+        EXPECT_NE(trained_parts(r).find("(its linear layers' 192.00 KiB in 16 bits)"),
+                  std::string::npos)
+            << trained_parts(r);
+      }
+  for (const auto& [strategy, precision] : {std::pair{"dp=2,gbs=8,zero=1", model::DType::fp32},
+                                            std::pair{"dp=2,gbs=8", model::DType::bf16},
+                                            std::pair{"dp=2,gbs=8,zero=3", model::DType::bf16}}) {
+    const RankMemory r = need(strategy, {true, precision});
+    EXPECT_DOUBLE_EQ(r.sixteen_bit_weights.value, 0) << strategy;
+    EXPECT_EQ(trained_parts(r).rfind("its part of the fp32 weights ", 0), 0u) << strategy;
   }
 }
 

@@ -28,12 +28,16 @@ struct RankMemory {
   int device = 0;
   bool gpu = false;   // it trains on a GPU
   Bytes whole_model;  // in host memory while the module is built
-  Bytes weights, gradients, optimizer, activations, process;
+  // Its part of the weights in fp32, and (mixed precision under ZeRO-1 and -2) its linear layers'
+  // weights held in 16 bits; Adam's moments, and under ZeRO the fp32 slice of the weights it steps.
+  Bytes weights, sixteen_bit_weights, gradients, optimizer, activations, process;
   // Under ZeRO-2 and -3, the flat copy of the gradients the step's reduce-scatter takes once the
   // backward passes are done: what it needs beyond the activations, freed by then.
   Bytes flat_gradients;
   // Its part, trained.
-  Bytes trained() const { return weights + gradients + optimizer + activations + flat_gradients; }
+  Bytes trained() const {
+    return weights + sixteen_bit_weights + gradients + optimizer + activations + flat_gradients;
+  }
   // Its peak where it trains: its part and the process; on a CPU the whole model when that is more
   // (the memory freed after the build is reused).
   Bytes total() const { return (gpu ? trained() : max(whole_model, trained())) + process; }
@@ -43,13 +47,15 @@ struct RankMemory {
 };
 
 // Where the ranks run. On CPUs a rank holds fp32 activations and the process's libtorch
-// (RankMemory::process). On a GPU (`run --device cuda`) the same fp32 weights, gradients and Adam
-// moments (autocast computes in the run's precision from fp32 weights), activations in the run's
-// precision, and for `process` the CUDA context and library workspaces the simulator reserves
-// (cost::MemoryConfig's context + workspace).
+// (RankMemory::process). On a GPU (`run --device cuda`) the same weights, gradients and Adam
+// state, activations in the run's precision, and for `process` the CUDA context and library
+// workspaces the simulator reserves (cost::MemoryConfig's context + workspace). Either way autocast
+// computes in the run's precision from fp32 weights, except that under ZeRO-1 and -2 in 16-bit
+// precision the linear layers' weights are held in 16 bits and their fp32 master in the
+// optimizer's slices.
 struct RankHost {
   bool gpu = false;
-  model::DType precision = model::DType::fp32;  // the run's (GPU activations' width)
+  model::DType precision = model::DType::fp32;  // the run's
 };
 
 // What rank r holds of its part where it trains, listed ("its part of the fp32 weights 1.00 GiB,
