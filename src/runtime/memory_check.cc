@@ -43,7 +43,7 @@ std::optional<double> read_number(const char* path) {
 
 // The parameters of layers [first, first + count), and those of them that are linear layers' and
 // convolutions' weights (biases excluded): what the runtime holds in 16 bits under mixed
-// precision and ZeRO-1 or -2 (SixteenBitWeights).
+// precision (SixteenBitWeights).
 std::pair<double, double> sixteen_bit_params(const model::Model& m, int first, int count) {
   double all = 0, sixteen = 0;
   for (int li = first; li < first + count; ++li) {
@@ -65,13 +65,14 @@ std::pair<double, double> sixteen_bit_params(const model::Model& m, int first, i
   return {all, sixteen};
 }
 
-// Whether the ranks of stage `st` hold their linear layers' weights in 16 bits (run.cc's
-// SixteenBitWeights: mixed precision under ZeRO-1 or -2 over replicas that split alike, not a
-// batch program).
+// Whether the ranks of stage `st` hold their linear layers' weights in 16 bits and their fp32
+// master in the optimizer's slices (run.cc's SixteenBitWeights: mixed precision over replicas that
+// split alike, not under ZeRO-3 over several, not a batch program).
 bool sixteen_bit_stage(const model::Model& m, const plan::Plan& p, const plan::Stage& st,
                        model::DType precision) {
-  if (model::dtype_bytes(precision) != 2 || p.zero_stage < 1 || p.zero_stage > 2) return false;
-  if (st.replicas.size() < 2 || !detail::alike(detail::replicas_of(st))) return false;
+  if (model::dtype_bytes(precision) != 2) return false;
+  if (p.zero_stage == 3 && st.replicas.size() > 1) return false;
+  if (!detail::alike(detail::replicas_of(st))) return false;
   const auto program = detail::batch_program_of(m, p);
   return program && !program->has_value();
 }
@@ -104,8 +105,9 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     r.gpu = host.gpu;
     r.whole_model = Bytes(4.0 * static_cast<double>(m.parameters()));
     r.weights = s.memory.parameters * (4.0 / states.weight);
-    // Mixed precision under ZeRO-1 and -2: the linear layers' weights in 16 bits (their share of
-    // the device's stages' parameters), their fp32 master in the optimizer's slices (below).
+    // Mixed precision: the linear layers' weights in 16 bits (their share of the device's stages'
+    // parameters), their fp32 master in the optimizer's slices (below).
+    bool master = false;
     {
       double all = 0, sixteen = 0;
       for (const auto& st : p.stages)
@@ -115,6 +117,7 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
             const auto [a, b] = sixteen_bit_params(m, st.first_layer, st.num_layers);
             all += a;
             sixteen += b;
+            master = true;
           }
       if (all > 0) {
         const Bytes linear = r.weights * (sixteen / all);
@@ -130,10 +133,10 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     // backward pass goes); the runtime holds its whole part until the passes are done, then
     // reduce-scatters a flat copy of it.
     if (p.zero_stage >= 2) r.gradients = r.gradients * static_cast<double>(zero_group[d]);
-    // Adam's two fp32 moments, and under ZeRO the fp32 slice of the weights it steps (the master
-    // copy), as the simulator's 16-bit states count them.
-    r.optimizer = s.memory.optimizer *
-                  ((p.zero_stage >= 1 && zero_group[d] > 1 ? 12.0 : 8.0) / states.optimizer);
+    // Adam's two fp32 moments, and under ZeRO or with 16-bit weights the fp32 slice of the weights
+    // it steps (the master copy), as the simulator's 16-bit states count them.
+    const bool sliced = master || (p.zero_stage >= 1 && zero_group[d] > 1);
+    r.optimizer = s.memory.optimizer * ((sliced ? 12.0 : 8.0) / states.optimizer);
     // (The loss's transient gradient buffers are fp32 whatever the model's dtype.)
     const double computed = host.gpu ? model::dtype_bytes(host.precision) : 4.0;
     r.activations = s.memory.activations * (computed / width) + s.memory.transient;

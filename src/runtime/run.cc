@@ -376,6 +376,20 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   const PG zero3_group = whole_zero ? zero_group : groups.zero3;
   std::vector<detail::ZeroPart> zero_parts;  // ZeRO-3: one per model chunk, else one
   std::vector<torch::Tensor> owned;          // their slices: the optimizer's parameters
+  // Mixed precision: the linear layers' and convolutions' weights in 16 bits, their fp32 master in
+  // the optimizer's slices (under ZeRO-1 and -2, this rank's; else all of them, a part of one
+  // member), their gradients summed in fp32 (made before the buckets' hooks, which a change of
+  // dtype would drop). Not where the slices are of the whole layout (unlike replicas, batch
+  // programs), nor under ZeRO-3 (its slices are gathered whole).
+  const bool sixteen_bits = mixed_precision && !zero3 && !whole_zero;
+  const bool master_apart = sixteen_bits && !zero;  // the one-member part
+  if (master_apart) {
+    torch::NoGradGuard no_grad;
+    std::vector<std::size_t> every(params.size());
+    std::iota(every.begin(), every.end(), std::size_t{0});
+    zero_parts.emplace_back(params, std::move(every), 1, 0);
+    owned.push_back(zero_parts.back().owned);
+  }
   if (zero) {
     torch::NoGradGuard no_grad;
     if (whole_zero)  // every replica holds the same: the first one's slices, whole
@@ -395,13 +409,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     }
     for (const auto& part : zero_parts) owned.push_back(part.owned);
   }
-  torch::optim::Adam adam(zero ? owned : params, torch::optim::AdamOptions(opts.learning_rate));
-  // Mixed precision under ZeRO-1 and -2: the linear layers' and convolutions' weights in 16 bits,
-  // their fp32 master in the optimizer's slices, their gradients summed in fp32 (made before the
-  // buckets' hooks, which a change of dtype would drop). Not where the slices are of the whole
-  // layout (unlike replicas, batch programs), nor under ZeRO-3 (its slices are gathered whole).
+  const bool sliced = zero || master_apart;  // Adam steps the parts' slices
+  torch::optim::Adam adam(sliced ? owned : params, torch::optim::AdamOptions(opts.learning_rate));
   std::optional<detail::SixteenBitWeights> sixteen;
-  if (mixed_precision && zero && !zero3 && !whole_zero)
+  if (sixteen_bits)
     sixteen.emplace(params, detail::autocast_weights(mod, params),
                     opts.precision == model::DType::fp16 ? torch::kHalf : torch::kBFloat16);
   // The stage's gradients are summed over its replicas in buckets that start while the last
@@ -512,7 +523,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     }
     // Adam counts the steps it took: not the ones loss scaling skipped.
     const std::int64_t taken = ck.meta.optimizer_steps();
-    if (zero)
+    if (sliced)
       for (const auto& part : zero_parts) {
         auto slice_of = [&](const std::vector<torch::Tensor>& moments) {
           return detail::flatten(part.of(moments))
@@ -541,6 +552,13 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     if (!scaler) return detail::ScalerState{ck.meta.scaler.skipped, 0, 0};
     return detail::ScalerState{scaler->skipped(), scaler->scale(), scaler->clean()};
   };
+  // A flat tensor of this rank's parameters' elements (in their order) as one tensor per parameter.
+  auto shaped_as_params = [&](const torch::Tensor& flat) {
+    std::vector<torch::Tensor> out;
+    for (const auto& t : params) out.push_back(torch::empty(t.sizes(), flat.options()));
+    detail::unflatten_into(flat, out);
+    return out;
+  };
   auto save = [&](int steps) -> Result<bool> {
     const std::string where = fmt::format("{}/step-{}", opts.checkpoint_dir, steps);
     if (auto cleared = detail::clear_unpublished_step(groups.world.get(), env.rank,
@@ -567,6 +585,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
             avg_sq[part.index[i]] = b[i];
           }
         }
+      } else if (master_apart) {
+        const auto [a, b] = detail::adam_moments(adam, zero_parts.front().owned);
+        avg = shaped_as_params(a);
+        avg_sq = shaped_as_params(b);
       } else {
         for (const auto& t : params) {
           const auto [a, b] = detail::adam_moments(adam, t);
@@ -578,11 +600,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       std::vector<torch::Tensor> weights = params;
       if (sixteen) {
         const detail::ZeroPart& part = zero_parts.front();
-        const torch::Tensor master =
-            detail::gather_slices(*zero_group, zero_n, part.slice, part.owned, timeout);
-        weights.clear();
-        for (const auto& t : params) weights.push_back(torch::empty(t.sizes(), master.options()));
-        detail::unflatten_into(master, weights);
+        weights =
+            shaped_as_params(master_apart ? part.owned
+                                          : detail::gather_slices(*zero_group, zero_n, part.slice,
+                                                                  part.owned, timeout));
       }
       if (at.r == 0) {
         auto whole = [&](const std::vector<torch::Tensor>& values, bool already) {
@@ -841,7 +862,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         return scaler->update(overflowed.item<double>() == 0);
       };
       bool stepped = true;
-      if (zero) {
+      if (sliced) {
         // Unlike replicas: the summed gradients whole (the stage's sums over every replica, or,
         // once summed with the tied copy, the first replica's, which every replica then holds).
         // A batch program's are summed already (buckets and shards, above): the first replica's.
@@ -860,9 +881,15 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
                                            : !whole_zero
                                                ? detail::flatten(grads_of(part.of(params)))
                                                : detail::flatten(part.of(whole_grads));
-          part.owned.mutable_grad() = flat_grads.slice(0, part.slice.begin, part.slice.end).clone();
+          part.owned.mutable_grad() =
+              part.slice.begin == 0 && part.slice.end == flat_grads.numel()
+                  ? flat_grads
+                  : flat_grads.slice(0, part.slice.begin, part.slice.end).clone();
           owned_grads.push_back(part.owned.grad());
         }
+        // (The 16-bit weights' fp32 sums are the optimizer's now.)
+        if (sixteen)
+          for (auto& t : params) t.mutable_grad() = torch::Tensor();
         stepped = steps_now(owned_grads);
         if (stepped) adam.step();
         // The updated slices gathered into the weights (under ZeRO-3, by the next passes).
@@ -871,7 +898,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           comm_start = Clock::now();
           const detail::ZeroPart& part = zero_parts.front();
           const torch::Tensor updated =
-              detail::gather_slices(*zero_group, zero_n, part.slice, part.owned, timeout);
+              master_apart
+                  ? part.owned
+                  : detail::gather_slices(*zero_group, zero_n, part.slice, part.owned, timeout);
           torch::NoGradGuard no_grad;
           if (sixteen) sixteen->restore();  // (written below, rounded to 16 bits)
           if (whole_zero) {

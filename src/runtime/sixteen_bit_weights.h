@@ -1,8 +1,8 @@
-// Internal to the runtime: 16-bit weights beside an fp32 master slice, as Megatron-LM's
-// distributed optimizer keeps them and as the simulator prices bf16 and fp16 under ZeRO-1 and -2
-// (cost::state_bytes: per parameter 2 bytes of weight, 4 of fp32 gradient, and the 12 of master
-// weight and Adam's moments divided over the ZeRO group). Without it a rank would hold its whole
-// part of the weights in fp32 beside the master slice.
+// Internal to the runtime: 16-bit weights beside an fp32 master (slice), as Megatron-LM keeps them
+// and as the simulator prices bf16 and fp16 (cost::state_bytes: per parameter 2 bytes of weight,
+// 4 of fp32 gradient, and the 12 of master weight and Adam's moments, under ZeRO-1 and -2 divided
+// over the group). Without it a rank would hold its part of the weights in fp32, and autocast a
+// 16-bit copy of them for each micro-batch in flight.
 //
 // Only the weights of linear layers and convolutions are held so: autocast casts them to 16 bits
 // for every op that reads them, so that holding them rounded computes the same, and their

@@ -113,7 +113,8 @@ TEST(MemoryCheck, ZeroTwoAndThreeHoldTheWholeGradientsUntilTheReduceScatter) {
   }
 }
 
-// On a GPU the runtime keeps the same fp32 states; its activations are in the run's precision, and
+// On a GPU the runtime keeps the same states (in bf16, the linear weights in 16 bits and an fp32
+// master); its activations are in the run's precision, and
 // beyond the tensors it holds the CUDA context and workspaces the simulator reserves.
 TEST(MemoryCheck, OnAGpuActivationsAreInTheRunsPrecisionBesideTheCudaContext) {
   auto m = model::load_model("gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256,dtype=bf16");
@@ -137,13 +138,18 @@ TEST(MemoryCheck, OnAGpuActivationsAreInTheRunsPrecisionBesideTheCudaContext) {
     for (const RankMemory* r : {&g, &h}) {
       EXPECT_TRUE(r->gpu);
       EXPECT_DOUBLE_EQ(r->whole_model.value, a.whole_model.value);
-      EXPECT_DOUBLE_EQ(r->weights.value, a.weights.value);
+      // (bf16 holds the linear layers' weights in 16 bits.)
+      EXPECT_DOUBLE_EQ((r->weights + r->sixteen_bit_weights * 2.0).value, a.weights.value);
       // The whole model stays in host memory: the GPU holds the part trained and the context.
       EXPECT_DOUBLE_EQ(r->total().value, r->trained().value + r->process.value);
       EXPECT_DOUBLE_EQ(r->host().value, a.whole_model.value + 180.0 * 1024 * 1024);
       EXPECT_DOUBLE_EQ(r->gradients.value, a.gradients.value);
-      EXPECT_DOUBLE_EQ(r->optimizer.value, a.optimizer.value);
     }
+    // Adam's moments, and in bf16 the fp32 master beside them.
+    EXPECT_DOUBLE_EQ(g.optimizer.value, a.optimizer.value);
+    EXPECT_DOUBLE_EQ(h.optimizer.value, 1.5 * a.optimizer.value);
+    EXPECT_GT(h.sixteen_bit_weights.value, 0);
+    EXPECT_DOUBLE_EQ(g.sixteen_bit_weights.value, 0);
     EXPECT_DOUBLE_EQ(g.activations.value, a.activations.value);  // fp32 on either
     // bf16: the simulator's activations as they are (the model's dtype); the transient loss
     // buffers are fp32 on either.
@@ -152,11 +158,11 @@ TEST(MemoryCheck, OnAGpuActivationsAreInTheRunsPrecisionBesideTheCudaContext) {
   }
 }
 
-// In bf16 or fp16 under ZeRO-1 and -2 the runtime holds the linear layers' weights in 16 bits
-// (their fp32 master in Adam's slices): GPT of 2 blocks of width 64 (each block's QKV 64x192,
-// projection 64x64, MLP 64x256 and 256x64: 49,152 weights), on GPUs or CPUs alike; not in fp32,
-// without ZeRO, or under ZeRO-3.
-TEST(MemoryCheck, MixedPrecisionUnderZeroHoldsTheLinearWeightsIn16Bits) {
+// In bf16 or fp16 the runtime holds the linear layers' weights in 16 bits and their fp32 master
+// beside Adam's moments (under ZeRO-1 and -2 in the rank's slices): GPT of 2 blocks of width 64
+// (each block's QKV 64x192, projection 64x64, MLP 64x256 and 256x64: 49,152 weights), on GPUs or
+// CPUs alike; not in fp32, nor under ZeRO-3 over several replicas.
+TEST(MemoryCheck, MixedPrecisionHoldsTheLinearWeightsIn16Bits) {
   auto m = model::load_model("gpt:layers=2,hidden=64,heads=4,seq=32,vocab=256,dtype=bf16");
   auto c = cluster::load_cluster("dgx-a100:1", "--cluster");
   ASSERT_TRUE(m && c);
@@ -171,21 +177,23 @@ TEST(MemoryCheck, MixedPrecisionUnderZeroHoldsTheLinearWeightsIn16Bits) {
     EXPECT_EQ(r->size(), 2u);
     return r->front();
   };
-  for (const char* strategy : {"dp=2,gbs=8,zero=1", "dp=2,gbs=8,zero=2"})
+  for (const auto& [strategy, replicas] :
+       {std::pair{"dp=2,gbs=8,zero=1", 2.0}, std::pair{"dp=2,gbs=8,zero=2", 2.0},
+        std::pair{"dp=2,gbs=8", 1.0}})
     for (bool gpu : {true, false})
       for (auto precision : {model::DType::bf16, model::DType::fp16}) {
         const RankMemory r = need(strategy, {gpu, precision});
         EXPECT_DOUBLE_EQ(r.sixteen_bit_weights.value, 2 * linear) << strategy;
         EXPECT_DOUBLE_EQ(r.weights.value, 4 * (params - linear)) << strategy;
-        // Adam's two moments and the fp32 slice it steps, of half the parameters each.
-        EXPECT_DOUBLE_EQ(r.optimizer.value, 12 * params / 2) << strategy;
+        // Adam's two moments and the fp32 master it steps: under ZeRO, of half the parameters.
+        EXPECT_DOUBLE_EQ(r.optimizer.value, 12 * params / replicas) << strategy;
         EXPECT_NE(trained_parts(r).find("its part of the weights "), std::string::npos);
         EXPECT_NE(trained_parts(r).find("(its linear layers' 192.00 KiB in 16 bits)"),
                   std::string::npos)
             << trained_parts(r);
       }
   for (const auto& [strategy, precision] : {std::pair{"dp=2,gbs=8,zero=1", model::DType::fp32},
-                                            std::pair{"dp=2,gbs=8", model::DType::bf16},
+                                            std::pair{"dp=2,gbs=8", model::DType::fp32},
                                             std::pair{"dp=2,gbs=8,zero=3", model::DType::bf16}}) {
     const RankMemory r = need(strategy, {true, precision});
     EXPECT_DOUBLE_EQ(r.sixteen_bit_weights.value, 0) << strategy;

@@ -520,9 +520,11 @@ network: {kind: switch}
   ASSERT_EQ(r.exit_code, 0) << r.err;  // the plan's form runs; the line tells its memory
   EXPECT_NE(r.out.find("runnable: 1 ranks"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("GPU memory in bf16: about "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(device 0, which has 740.00 MiB): its part of the fp32 weights "),
+  // (In bf16 its linear layers' weights are held in 16 bits: GPT's 2 blocks of width 256, 1.5 M.)
+  EXPECT_NE(r.out.find("(device 0, which has 740.00 MiB): its part of the weights "),
             std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("(its linear layers' 3.00 MiB in 16 bits)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(", the CUDA context and workspaces 672.00 MiB\n"), std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find(more), std::string::npos) << r.out;

@@ -28,8 +28,8 @@ struct RankMemory {
   int device = 0;
   bool gpu = false;   // it trains on a GPU
   Bytes whole_model;  // in host memory while the module is built
-  // Its part of the weights in fp32, and (mixed precision under ZeRO-1 and -2) its linear layers'
-  // weights held in 16 bits; Adam's moments, and under ZeRO the fp32 slice of the weights it steps.
+  // Its part of the weights in fp32, and (in mixed precision) its linear layers' weights held in 16
+  // bits; Adam's moments, and under ZeRO or with 16-bit weights the fp32 slice it steps.
   Bytes weights, sixteen_bit_weights, gradients, optimizer, activations, process;
   // Under ZeRO-2 and -3, the flat copy of the gradients the step's reduce-scatter takes once the
   // backward passes are done: what it needs beyond the activations, freed by then.
@@ -50,9 +50,9 @@ struct RankMemory {
 // (RankMemory::process). On a GPU (`run --device cuda`) the same weights, gradients and Adam
 // state, activations in the run's precision, and for `process` the CUDA context and library
 // workspaces the simulator reserves (cost::MemoryConfig's context + workspace). Either way autocast
-// computes in the run's precision from fp32 weights, except that under ZeRO-1 and -2 in 16-bit
-// precision the linear layers' weights are held in 16 bits and their fp32 master in the
-// optimizer's slices.
+// computes in the run's precision from fp32 weights, except that in 16-bit precision (not under
+// ZeRO-3 over several replicas, nor over replicas that split unlike) the linear layers' weights
+// are held in 16 bits and their fp32 master in the optimizer's slices.
 struct RankHost {
   bool gpu = false;
   model::DType precision = model::DType::fp32;  // the run's
