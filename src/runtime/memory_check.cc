@@ -107,7 +107,7 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     r.weights = s.memory.parameters * (4.0 / states.weight);
     // Mixed precision: the linear layers' weights in 16 bits (their share of the device's stages'
     // parameters), their fp32 master in the optimizer's slices (below).
-    bool master = false;
+    Bytes linear;  // the linear layers' weights in fp32: their master, without ZeRO
     {
       double all = 0, sixteen = 0;
       for (const auto& st : p.stages)
@@ -117,10 +117,9 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
             const auto [a, b] = sixteen_bit_params(m, st.first_layer, st.num_layers);
             all += a;
             sixteen += b;
-            master = true;
           }
       if (all > 0) {
-        const Bytes linear = r.weights * (sixteen / all);
+        linear = r.weights * (sixteen / all);
         r.sixteen_bit_weights = linear * 0.5;
         r.weights = r.weights - linear;
       }
@@ -133,10 +132,13 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     // backward pass goes); the runtime holds its whole part until the passes are done, then
     // reduce-scatters a flat copy of it.
     if (p.zero_stage >= 2) r.gradients = r.gradients * static_cast<double>(zero_group[d]);
-    // Adam's two fp32 moments, and under ZeRO or with 16-bit weights the fp32 slice of the weights
-    // it steps (the master copy), as the simulator's 16-bit states count them.
-    const bool sliced = master || (p.zero_stage >= 1 && zero_group[d] > 1);
-    r.optimizer = s.memory.optimizer * ((sliced ? 12.0 : 8.0) / states.optimizer);
+    // Adam's two fp32 moments, and the fp32 copy of the weights it steps: under ZeRO the slice of
+    // them all, else the 16-bit weights' master.
+    r.optimizer = s.memory.optimizer * (8.0 / states.optimizer);
+    if (p.zero_stage >= 1 && zero_group[d] > 1)
+      r.optimizer = r.optimizer * 1.5;
+    else
+      r.optimizer = r.optimizer + linear;
     // (The loss's transient gradient buffers are fp32 whatever the model's dtype.)
     const double computed = host.gpu ? model::dtype_bytes(host.precision) : 4.0;
     r.activations = s.memory.activations * (computed / width) + s.memory.transient;

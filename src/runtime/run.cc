@@ -377,18 +377,23 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   std::vector<detail::ZeroPart> zero_parts;  // ZeRO-3: one per model chunk, else one
   std::vector<torch::Tensor> owned;          // their slices: the optimizer's parameters
   // Mixed precision: the linear layers' and convolutions' weights in 16 bits, their fp32 master in
-  // the optimizer's slices (under ZeRO-1 and -2, this rank's; else all of them, a part of one
-  // member), their gradients summed in fp32 (made before the buckets' hooks, which a change of
-  // dtype would drop). Not where the slices are of the whole layout (unlike replicas, batch
-  // programs), nor under ZeRO-3 (its slices are gathered whole).
+  // the optimizer's slices (under ZeRO-1 and -2, this rank's; else a part of one member of their
+  // own, the other parameters stepped as they are), their gradients summed in fp32 (made before
+  // the buckets' hooks, which a change of dtype would drop). Not where the slices are of the whole
+  // layout (unlike replicas, batch programs), nor under ZeRO-3 (its slices are gathered whole).
   const bool sixteen_bits = mixed_precision && !zero3 && !whole_zero;
   const bool master_apart = sixteen_bits && !zero;  // the one-member part
+  const std::vector<std::size_t> half =
+      sixteen_bits ? detail::autocast_weights(mod, params) : std::vector<std::size_t>{};
+  std::vector<std::size_t> rest;  // master_apart: the parameters Adam steps as they are
   if (master_apart) {
     torch::NoGradGuard no_grad;
-    std::vector<std::size_t> every(params.size());
-    std::iota(every.begin(), every.end(), std::size_t{0});
-    zero_parts.emplace_back(params, std::move(every), 1, 0);
+    zero_parts.emplace_back(params, half, 1, 0);
     owned.push_back(zero_parts.back().owned);
+    std::vector<bool> in_part(params.size(), false);
+    for (std::size_t i : half) in_part[i] = true;
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (!in_part[i]) rest.push_back(i);
   }
   if (zero) {
     torch::NoGradGuard no_grad;
@@ -409,11 +414,13 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     }
     for (const auto& part : zero_parts) owned.push_back(part.owned);
   }
-  const bool sliced = zero || master_apart;  // Adam steps the parts' slices
-  torch::optim::Adam adam(sliced ? owned : params, torch::optim::AdamOptions(opts.learning_rate));
+  const bool sliced = zero || master_apart;  // Adam steps the parts' slices (and the rest)
+  std::vector<torch::Tensor> adam_params = sliced ? owned : params;
+  for (std::size_t i : rest) adam_params.push_back(params[i]);
+  torch::optim::Adam adam(adam_params, torch::optim::AdamOptions(opts.learning_rate));
   std::optional<detail::SixteenBitWeights> sixteen;
   if (sixteen_bits)
-    sixteen.emplace(params, detail::autocast_weights(mod, params),
+    sixteen.emplace(params, half,
                     opts.precision == model::DType::fp16 ? torch::kHalf : torch::kBFloat16);
   // The stage's gradients are summed over its replicas in buckets that start while the last
   // backward pass runs (the plan's grad_bucket_bytes). Under a batch program, every rank of the
@@ -532,7 +539,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         };
         detail::set_adam_state(adam, part.owned, taken, slice_of(avg), slice_of(avg_sq));
       }
-    else
+    for (std::size_t i : rest) detail::set_adam_state(adam, params[i], taken, avg[i], avg_sq[i]);
+    if (!sliced)
       for (std::size_t i = 0; i < params.size(); ++i)
         detail::set_adam_state(adam, params[i], taken, avg[i], avg_sq[i]);
   }
@@ -552,10 +560,10 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     if (!scaler) return detail::ScalerState{ck.meta.scaler.skipped, 0, 0};
     return detail::ScalerState{scaler->skipped(), scaler->scale(), scaler->clean()};
   };
-  // A flat tensor of this rank's parameters' elements (in their order) as one tensor per parameter.
-  auto shaped_as_params = [&](const torch::Tensor& flat) {
+  // A flat tensor of the elements of `tensors` (in their order) as one tensor shaped as each.
+  auto shaped_as = [](const std::vector<torch::Tensor>& tensors, const torch::Tensor& flat) {
     std::vector<torch::Tensor> out;
-    for (const auto& t : params) out.push_back(torch::empty(t.sizes(), flat.options()));
+    for (const auto& t : tensors) out.push_back(torch::empty(t.sizes(), flat.options()));
     detail::unflatten_into(flat, out);
     return out;
   };
@@ -586,9 +594,17 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           }
         }
       } else if (master_apart) {
-        const auto [a, b] = detail::adam_moments(adam, zero_parts.front().owned);
-        avg = shaped_as_params(a);
-        avg_sq = shaped_as_params(b);
+        const detail::ZeroPart& part = zero_parts.front();
+        const auto [a, b] = detail::adam_moments(adam, part.owned);
+        avg.resize(params.size());
+        avg_sq.resize(params.size());
+        const auto a_parts = shaped_as(part.of(params), a), b_parts = shaped_as(part.of(params), b);
+        for (std::size_t k = 0; k < part.index.size(); ++k) {
+          avg[part.index[k]] = a_parts[k];
+          avg_sq[part.index[k]] = b_parts[k];
+        }
+        for (std::size_t i : rest)
+          std::tie(avg[i], avg_sq[i]) = detail::adam_moments(adam, params[i]);
       } else {
         for (const auto& t : params) {
           const auto [a, b] = detail::adam_moments(adam, t);
@@ -600,10 +616,11 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       std::vector<torch::Tensor> weights = params;
       if (sixteen) {
         const detail::ZeroPart& part = zero_parts.front();
-        weights =
-            shaped_as_params(master_apart ? part.owned
+        const auto master = shaped_as(
+            part.of(params), master_apart ? part.owned
                                           : detail::gather_slices(*zero_group, zero_n, part.slice,
                                                                   part.owned, timeout));
+        for (std::size_t k = 0; k < part.index.size(); ++k) weights[part.index[k]] = master[k];
       }
       if (at.r == 0) {
         auto whole = [&](const std::vector<torch::Tensor>& values, bool already) {
@@ -889,7 +906,9 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         }
         // (The 16-bit weights' fp32 sums are the optimizer's now.)
         if (sixteen)
-          for (auto& t : params) t.mutable_grad() = torch::Tensor();
+          for (const auto& part : zero_parts)
+            for (std::size_t i : part.index) params[i].mutable_grad() = torch::Tensor();
+        for (std::size_t i : rest) owned_grads.push_back(params[i].grad());  // (to unscale)
         stepped = steps_now(owned_grads);
         if (stepped) adam.step();
         // The updated slices gathered into the weights (under ZeRO-3, by the next passes).
@@ -908,7 +927,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
             for (std::size_t i = 0; i < params.size(); ++i)
               params[i].copy_(mod.layouts().to_part(params[i], whole_params[i]));
           } else {
-            detail::unflatten_into(updated, params);
+            detail::unflatten_into(updated, part.of(params));
           }
           sync();
           comm += seconds_since(comm_start);

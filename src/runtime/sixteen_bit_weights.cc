@@ -31,9 +31,9 @@ std::vector<std::size_t> autocast_weights(torch::nn::Module& module,
 struct SixteenBitWeights::State {
   std::vector<torch::Tensor> params;                                 // the ones held in 16 bits
   std::vector<torch::Tensor> sums;                                   // their fp32 gradients so far
+  std::vector<torch::Tensor> held;  // their 16-bit values while fp32 stand-ins take their place
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;  // kept: they hold the hooks
   std::unordered_map<const void*, std::size_t> index;
-  at::ScalarType dtype = at::kBFloat16;
 };
 
 namespace {
@@ -71,7 +71,6 @@ class IntoSum : public torch::autograd::FunctionPostHook {
 SixteenBitWeights::SixteenBitWeights(const std::vector<torch::Tensor>& params,
                                      std::vector<std::size_t> which, at::ScalarType dtype)
     : state_(std::make_shared<State>()) {
-  state_->dtype = dtype;
   torch::NoGradGuard no_grad;
   for (std::size_t i : which) {
     torch::Tensor p = params[i];
@@ -80,6 +79,7 @@ SixteenBitWeights::SixteenBitWeights(const std::vector<torch::Tensor>& params,
     state_->params.push_back(p);
   }
   state_->sums.resize(state_->params.size());
+  state_->held.resize(state_->params.size());
   const std::weak_ptr<State> weak = state_;
   for (std::size_t i = 0; i < state_->params.size(); ++i) {
     auto acc = torch::autograd::impl::grad_accumulator(state_->params[i]);
@@ -107,9 +107,10 @@ void SixteenBitWeights::lend_gradients() {
     torch::Tensor& p = state_->params[i];
     const torch::Tensor nothing =
         torch::zeros({1}, p.options().dtype(torch::kFloat)).expand(p.sizes());
-    // (Its accumulator is dropped with the dtype; restore() puts it back.)
+    // (Its accumulator is dropped with the dtype; restore() puts it back. Its 16-bit storage is
+    // kept, not freed and made again each step.)
+    state_->held[i] = p.detach();
     p.set_data(nothing);
-
     p.mutable_grad() = std::exchange(state_->sums[i], torch::Tensor());
   }
 }
@@ -119,7 +120,7 @@ void SixteenBitWeights::restore() {
   for (std::size_t i = 0; i < state_->params.size(); ++i) {
     torch::Tensor& p = state_->params[i];
     p.mutable_grad() = torch::Tensor();
-    p.set_data(torch::empty(p.sizes(), p.options().dtype(state_->dtype)));
+    p.set_data(std::exchange(state_->held[i], torch::Tensor()));
     // Its accumulator again, with the hooks on it (this one's, and any registered since).
     torch::autograd::impl::set_grad_accumulator(p, state_->accumulators[i]);
   }

@@ -47,8 +47,8 @@ class SixteenBitWeights {
   // values (a broadcast zero, never to be written), its gradient the fp32 sum, so that what sums,
   // slices, unscales and steps gradients takes them as fp32 parameters.
   void lend_gradients();
-  // After the optimizer step: each in 16 bits again, its values to be written (unflatten_into
-  // casts the fp32 ones), with no gradient.
+  // After the optimizer step: each in 16 bits again (the storage it had), its values to be written
+  // (unflatten_into casts the fp32 ones), with no gradient.
   void restore();
 
   struct State;  // (shared with the hooks, which hold it weakly)

@@ -395,7 +395,9 @@ class Block : public nn::Module {
       const auto gate = (gates * hit).sum(-1).index_select(0, rows).unsqueeze(-1);
       auto h = torch::matmul(flat.index_select(0, rows), gate_up[e - experts_.first].t());
       h = torch::silu(h.slice(-1, 0, d_.ffn)) * h.slice(-1, d_.ffn);
-      out = out.index_add(0, rows, torch::matmul(h, down[e - experts_.first].t()) * gate);
+      // (Under autocast the expert's product is 16-bit: summed into the tokens' fp32 outputs.)
+      out = out.index_add(
+          0, rows, (torch::matmul(h, down[e - experts_.first].t()) * gate).to(out.scalar_type()));
     }
     return out.view_as(x);
   }

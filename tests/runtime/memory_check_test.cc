@@ -145,9 +145,9 @@ TEST(MemoryCheck, OnAGpuActivationsAreInTheRunsPrecisionBesideTheCudaContext) {
       EXPECT_DOUBLE_EQ(r->host().value, a.whole_model.value + 180.0 * 1024 * 1024);
       EXPECT_DOUBLE_EQ(r->gradients.value, a.gradients.value);
     }
-    // Adam's moments, and in bf16 the fp32 master beside them.
+    // Adam's moments, and in bf16 the 16-bit weights' fp32 master beside them.
     EXPECT_DOUBLE_EQ(g.optimizer.value, a.optimizer.value);
-    EXPECT_DOUBLE_EQ(h.optimizer.value, 1.5 * a.optimizer.value);
+    EXPECT_DOUBLE_EQ(h.optimizer.value, a.optimizer.value + 2 * h.sixteen_bit_weights.value);
     EXPECT_GT(h.sixteen_bit_weights.value, 0);
     EXPECT_DOUBLE_EQ(g.sixteen_bit_weights.value, 0);
     EXPECT_DOUBLE_EQ(g.activations.value, a.activations.value);  // fp32 on either
@@ -185,8 +185,11 @@ TEST(MemoryCheck, MixedPrecisionHoldsTheLinearWeightsIn16Bits) {
         const RankMemory r = need(strategy, {gpu, precision});
         EXPECT_DOUBLE_EQ(r.sixteen_bit_weights.value, 2 * linear) << strategy;
         EXPECT_DOUBLE_EQ(r.weights.value, 4 * (params - linear)) << strategy;
-        // Adam's two moments and the fp32 master it steps: under ZeRO, of half the parameters.
-        EXPECT_DOUBLE_EQ(r.optimizer.value, 12 * params / replicas) << strategy;
+        // Adam's two moments and the fp32 master it steps: under ZeRO of half the parameters,
+        // else the moments of all and the master of the 16-bit weights.
+        EXPECT_DOUBLE_EQ(r.optimizer.value,
+                         replicas > 1 ? 12 * params / replicas : 8 * params + 4 * linear)
+            << strategy;
         EXPECT_NE(trained_parts(r).find("its part of the weights "), std::string::npos);
         EXPECT_NE(trained_parts(r).find("(its linear layers' 192.00 KiB in 16 bits)"),
                   std::string::npos)
