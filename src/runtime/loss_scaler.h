@@ -8,8 +8,12 @@
 
 #include <torch/torch.h>
 
+#include <chrono>
+#include <optional>
 #include <vector>
 
+#include "checkpoint.h"
+#include "collectives.h"
 #include "hetplan/runtime/run.h"
 
 namespace hetplan::runtime::detail {
@@ -38,5 +42,19 @@ class LossScaler {
   int clean_ = 0;  // clean steps since the scale last changed
   int skipped_ = 0;
 };
+
+// The loss scaling a run goes on with, the stage runtime's and the op-by-op one's alike: none
+// without an `initial` scale above 0; else where a checkpoint's state `was` left it (its scale,
+// clean steps in a row and steps skipped), or from `initial` where the run that wrote it did not
+// scale (or none wrote any: `was` empty).
+std::optional<LossScaler> resumed_scaler(double initial, const ScalerState& was);
+// What a checkpoint keeps of `scaler`; without one, the steps `was` (the run's start) had skipped.
+ScalerState scaler_state(const std::optional<LossScaler>& scaler, const ScalerState& was);
+// Unscales `grads` (this rank's part of what the optimizer steps) and sets every rank's verdict
+// over `world` (null: this rank alone): whether all found them finite. Whether the optimizer
+// steps (LossScaler::update of that verdict).
+bool steps_everywhere(LossScaler& scaler, const std::vector<torch::Tensor>& grads,
+                      Collectives* world, const torch::Device& device,
+                      std::chrono::milliseconds timeout);
 
 }  // namespace hetplan::runtime::detail

@@ -68,13 +68,11 @@ std::pair<double, double> sixteen_bit_params(const model::Model& m, int first, i
 // Whether the ranks of stage `st` hold their linear layers' weights in 16 bits and their fp32
 // master in the optimizer's slices (run.cc's SixteenBitWeights: mixed precision over replicas that
 // split alike, not under ZeRO-3 over several, not a batch program).
-bool sixteen_bit_stage(const model::Model& m, const plan::Plan& p, const plan::Stage& st,
+bool sixteen_bit_stage(const plan::Plan& p, const plan::Stage& st, bool batch_program,
                        model::DType precision) {
-  if (model::dtype_bytes(precision) != 2) return false;
+  if (model::dtype_bytes(precision) != 2 || batch_program) return false;
   if (p.zero_stage == 3 && st.replicas.size() > 1) return false;
-  if (!detail::alike(detail::replicas_of(st))) return false;
-  const auto program = detail::batch_program_of(m, p);
-  return program && !program->has_value();
+  return detail::alike(detail::replicas_of(st));
 }
 
 }  // namespace
@@ -86,17 +84,29 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
   const double width = model::dtype_bytes(m.dtype);
   // The simulator's bytes per parameter (cost::state_bytes): weights in the model's dtype,
   // gradients in it too but fp32 for bf16, and for 16-bit models an fp32 master copy beside
-  // Adam's two fp32 moments. The runtime keeps fp32 weights (but, in mixed precision under ZeRO-1
-  // and -2, its linear layers' in 16 bits), fp32 gradients and moments, and under ZeRO the fp32
-  // slice of the weights it steps.
+  // Adam's two fp32 moments. The runtime keeps fp32 weights (but, in mixed precision, its linear
+  // layers' in 16 bits), fp32 gradients and moments, and the fp32 copy of the weights it steps
+  // (under ZeRO its slice of them all; else the 16-bit weights' master).
   const cost::StateBytes states = cost::state_bytes(m.dtype);
   // The number of replicas of each device's stage: the simulator's ZeRO group (the runtime's for
   // ranks that split alike; those that split unlike slice their stage's whole layout, which holds
   // no less).
   std::map<int, int> zero_group;
-  for (const auto& st : p.stages)
+  // Each device's parameters, and those of them held in 16 bits, over the stages it runs.
+  std::map<int, std::pair<double, double>> sixteen_of;
+  const auto program = detail::batch_program_of(m, p);
+  const bool batch_program = !program || program->has_value();
+  for (const auto& st : p.stages) {
+    const bool sixteen = sixteen_bit_stage(p, st, batch_program, host.precision);
+    const auto [all, held] = sixteen ? sixteen_bit_params(m, st.first_layer, st.num_layers)
+                                     : std::pair<double, double>{};
     for (const auto& rep : st.replicas)
-      for (int d : rep.devices) zero_group[d] = static_cast<int>(st.replicas.size());
+      for (int d : rep.devices) {
+        zero_group[d] = static_cast<int>(st.replicas.size());
+        sixteen_of[d].first += all;
+        sixteen_of[d].second += held;
+      }
+  }
   std::vector<RankMemory> out;
   for (int d : rank_devices(p)) {
     const sim::DeviceStats& s = sim->devices.at(static_cast<std::size_t>(d));
@@ -108,21 +118,10 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     // Mixed precision: the linear layers' weights in 16 bits (their share of the device's stages'
     // parameters), their fp32 master in the optimizer's slices (below).
     Bytes linear;  // the linear layers' weights in fp32: their master, without ZeRO
-    {
-      double all = 0, sixteen = 0;
-      for (const auto& st : p.stages)
-        for (const auto& rep : st.replicas)
-          if (std::find(rep.devices.begin(), rep.devices.end(), d) != rep.devices.end() &&
-              sixteen_bit_stage(m, p, st, host.precision)) {
-            const auto [a, b] = sixteen_bit_params(m, st.first_layer, st.num_layers);
-            all += a;
-            sixteen += b;
-          }
-      if (all > 0) {
-        linear = r.weights * (sixteen / all);
-        r.sixteen_bit_weights = linear * 0.5;
-        r.weights = r.weights - linear;
-      }
+    if (const auto [all, sixteen] = sixteen_of[d]; all > 0) {
+      linear = r.weights * (sixteen / all);
+      r.sixteen_bit_weights = linear * 0.5;
+      r.weights = r.weights - linear;
     }
     // ZeRO-3: the simulator keeps a slice of the weights and gathers a layer's at a time; the
     // runtime gathers a model chunk's whole weights for each of its passes.

@@ -72,11 +72,6 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
   // fp32, as Gloo has no 16-bit types, and parameters, gradients and Adam's state stay fp32.
   const AutocastState autocast = AutocastState::of(opts.precision, dev.is_cuda());
   const bool mixed_precision = autocast.cpu || autocast.cuda;
-  // Dynamic loss scaling (fp16's; also where --loss-scale asks), as the stage runtime does it: the
-  // loss's gradient seeded with the scale, every rank's gradients unscaled before the step, and
-  // the step skipped everywhere when any rank's overflowed.
-  std::optional<LossScaler> scaler;
-  if (opts.loss_scale > 0) scaler.emplace(opts.loss_scale);
   const auto on_dev = torch::TensorOptions().device(dev);
   auto sync = [&] {
     if (dev.is_cuda()) torch::cuda::synchronize();
@@ -173,13 +168,11 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
         resume_values(resume_dir, first_step, resume_option, meta, *graph, torch::kCPU, m.name);
     if (!read) return read.error();
     ck = std::move(*read);
-    // Loss scaling goes on where the checkpoint left it (from --loss-scale if the run that wrote
-    // it did not scale), counting the steps skipped before.
-    if (const auto& was = ck.meta.scaler; scaler)
-      scaler.emplace(was.scale > 0 ? was.scale : opts.loss_scale,
-                     was.scale > 0 ? static_cast<int>(was.clean) : 0,
-                     static_cast<int>(was.skipped));
   }
+  // Dynamic loss scaling (fp16's; also where --loss-scale asks), as the stage runtime does it: the
+  // loss's gradient seeded with the scale, every rank's gradients unscaled before the step, and
+  // the step skipped everywhere when any rank's overflowed; resumed where a checkpoint left it.
+  std::optional<LossScaler> scaler = resumed_scaler(opts.loss_scale, ck.meta.scaler);
   const int skipped_before = scaler ? scaler->skipped() : 0;
 
   const std::size_t N = m.ops.size();
@@ -417,8 +410,7 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       if (!out.empty()) {
         CheckpointMeta at_step = meta;
         at_step.steps = steps;
-        at_step.scaler = scaler ? ScalerState{scaler->skipped(), scaler->scale(), scaler->clean()}
-                                : ScalerState{ck.meta.scaler.skipped, 0, 0};
+        at_step.scaler = scaler_state(scaler, ck.meta.scaler);
         write_checkpoint_part(opts.checkpoint_dir, fmt::format("rank{}", me), at_step, out);
       }
     } catch (const c10::Error& e) {
@@ -829,14 +821,8 @@ Result<RunResult> run_op_level(const model::Model& m, const plan::Plan& p, const
       comm += seconds_since(comm_start);
       // Under loss scaling: what Adam steps back to its size, and whether every rank found it
       // finite (else no rank steps).
-      bool steps_now = true;
-      if (scaler) {
-        const bool finite = scaler->unscale(grads_of(stepped));
-        torch::Tensor overflowed = torch::full({1}, finite ? 0.0 : 1.0, on_dev);
-        if (world) all_reduce_flat(*world, {overflowed}, timeout);
-        steps_now = scaler->update(overflowed.item<double>() == 0);
-      }
-      if (steps_now) adam.step();
+      if (!scaler || steps_everywhere(*scaler, grads_of(stepped), world.get(), dev, timeout))
+        adam.step();
       sync();
       comm_start = Clock::now();
       for (auto& z : zero_groups) {  // the updated slices

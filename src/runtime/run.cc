@@ -218,8 +218,6 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
     at::globalContext().setAllowTF32CuDNN(true);
   }
   const detail::AutocastState autocast = detail::AutocastState::of(opts.precision, dev.is_cuda());
-  std::optional<detail::LossScaler> scaler;
-  if (opts.loss_scale > 0) scaler.emplace(opts.loss_scale);
   if (p.is_op_level()) return detail::run_op_level(m, p, opts, env, dev);
   const auto on_dev = torch::TensorOptions().device(dev);
   // CUDA runs asynchronously: the clock is read after the device has finished what was queued.
@@ -278,13 +276,11 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
                                       m.name);
     if (!read) return read.error();
     ck = std::move(*read);
-    // Loss scaling goes on where the checkpoint left it (from --loss-scale if the run that wrote
-    // it did not scale), counting the steps skipped before.
-    if (const auto& was = ck.meta.scaler; scaler)
-      scaler.emplace(was.scale > 0 ? was.scale : opts.loss_scale,
-                     was.scale > 0 ? static_cast<int>(was.clean) : 0,
-                     static_cast<int>(was.skipped));
   }
+  // Loss scaling goes on where a checkpoint left it (from --loss-scale if the run that wrote it did
+  // not scale), counting the steps skipped before.
+  std::optional<detail::LossScaler> scaler =
+      detail::resumed_scaler(opts.loss_scale, ck.meta.scaler);
   const int skipped_before = scaler ? scaler->skipped() : 0;
   detail::TensorParallel tp;
   tp.group = groups.tensor.get();
@@ -556,9 +552,14 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   // each stage gathers them over its tensor-parallel ranks (under ZeRO every replica's slices of
   // the moments first) and its first rank writes them (write_checkpoint_part). Then, once every
   // stage has, rank 0 publishes the step.
-  auto scaler_state = [&] {
-    if (!scaler) return detail::ScalerState{ck.meta.scaler.skipped, 0, 0};
-    return detail::ScalerState{scaler->skipped(), scaler->scale(), scaler->clean()};
+  // The optimizer's values of the first part's weights, whole: every member's slice gathered (the
+  // one-member part's own). (ZeRO-1/2: what the step writes into the weights, a checkpoint the
+  // 16-bit weights' master.)
+  auto whole_part = [&] {
+    const detail::ZeroPart& part = zero_parts.front();
+    return master_apart
+               ? part.owned
+               : detail::gather_slices(*zero_group, zero_n, part.slice, part.owned, timeout);
   };
   // A flat tensor of the elements of `tensors` (in their order) as one tensor shaped as each.
   auto shaped_as = [](const std::vector<torch::Tensor>& tensors, const torch::Tensor& flat) {
@@ -616,10 +617,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       std::vector<torch::Tensor> weights = params;
       if (sixteen) {
         const detail::ZeroPart& part = zero_parts.front();
-        const auto master = shaped_as(
-            part.of(params), master_apart ? part.owned
-                                          : detail::gather_slices(*zero_group, zero_n, part.slice,
-                                                                  part.owned, timeout));
+        const auto master = shaped_as(part.of(params), whole_part());
         for (std::size_t k = 0; k < part.index.size(); ++k) weights[part.index[k]] = master[k];
       }
       if (at.r == 0) {
@@ -650,7 +648,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           }
           detail::CheckpointMeta at_step = meta;
           at_step.steps = steps;
-          at_step.scaler = scaler_state();
+          at_step.scaler = detail::scaler_state(scaler, ck.meta.scaler);
           detail::write_checkpoint_part(opts.checkpoint_dir, fmt::format("stage{}", at.s), at_step,
                                         out);
         }
@@ -871,12 +869,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       // Under loss scaling: the gradients (this rank's part of the optimizer's) back to their
       // size, and whether every rank found them finite (else no rank steps).
       auto steps_now = [&](const std::vector<torch::Tensor>& grads) {
-        if (!scaler) return true;
-        const bool finite = scaler->unscale(grads);
-        torch::Tensor overflowed =
-            torch::full({1}, finite ? 0.0 : 1.0, torch::TensorOptions().device(dev));
-        if (groups.world) detail::all_reduce_flat(*groups.world, {overflowed}, timeout);
-        return scaler->update(overflowed.item<double>() == 0);
+        return !scaler ||
+               detail::steps_everywhere(*scaler, grads, groups.world.get(), dev, timeout);
       };
       bool stepped = true;
       if (sliced) {
@@ -916,10 +910,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           sync();
           comm_start = Clock::now();
           const detail::ZeroPart& part = zero_parts.front();
-          const torch::Tensor updated =
-              master_apart
-                  ? part.owned
-                  : detail::gather_slices(*zero_group, zero_n, part.slice, part.owned, timeout);
+          const torch::Tensor updated = whole_part();
           torch::NoGradGuard no_grad;
           if (sixteen) sixteen->restore();  // (written below, rounded to 16 bits)
           if (whole_zero) {

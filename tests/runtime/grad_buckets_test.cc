@@ -4,18 +4,12 @@
 
 #include <gtest/gtest.h>
 
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include "one_rank_group.h"
 
 namespace hetplan::runtime::detail {
 namespace {
 
-c10::intrusive_ptr<Collectives> one_rank_group() {
-  auto options = c10d::ProcessGroupGloo::Options::create();
-  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::HashStore>(), 0, 1,
-                                                     options);
-}
+using testing::one_rank_group;
 
 struct ThreeLayers {
   torch::nn::Linear a{4, 8}, b{8, 8}, c{8, 2};

@@ -7,21 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <functional>
-#include <torch/csrc/distributed/c10d/HashStore.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "../../src/runtime/autocast_scope.h"
 #include "../../src/runtime/grad_buckets.h"
+#include "one_rank_group.h"
 
 namespace hetplan::runtime::detail {
 namespace {
 
-c10::intrusive_ptr<Collectives> one_rank_group() {
-  auto options = c10d::ProcessGroupGloo::Options::create();
-  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::HashStore>(), 0, 1,
-                                                     options);
-}
+using testing::one_rank_group;
 
 torch::nn::Sequential three_layers() {
   torch::manual_seed(3);
