@@ -14,6 +14,7 @@
 #include "hetplan/core/quantity_parse.h"
 #include "hetplan/cost/memory_cost.h"
 #include "hetplan/runtime/run.h"
+#include "hetplan/sim/gradient_buckets.h"
 #include "hetplan/sim/simulate.h"
 
 namespace hetplan::runtime {
@@ -75,6 +76,36 @@ bool sixteen_bit_stage(const plan::Plan& p, const plan::Stage& st, bool batch_pr
   return detail::alike(detail::replicas_of(st));
 }
 
+// Whether the ranks of stage `st` reduce each backward pass's gradients to their slices' owners
+// (run.cc's reduce_to_slices, SliceBuckets): ZeRO-2 and -3 over replicas that split alike, not a
+// batch program, not a tied head over a pipeline (its two copies are summed whole first).
+bool slices_gradients(const model::Model& m, const plan::Plan& p, const plan::Stage& st,
+                      bool batch_program) {
+  if (p.zero_stage < 2 || st.replicas.size() < 2 || batch_program) return false;
+  if (p.stages.size() > 1 && m.tied_reader() >= 0) return false;
+  return detail::alike(detail::replicas_of(st));
+}
+
+// The fp32 bytes of the largest of the gradient buckets of layers [first, first + count) on a rank
+// of `tp` devices (the runtime's buckets, sim::gradient_buckets over the simulator's bytes).
+double largest_bucket(const model::Model& m, int first, int count, double bucket_bytes, int tp) {
+  std::vector<double> bytes;
+  for (int l = first; l < first + count; ++l)
+    bytes.push_back(static_cast<double>(m.layer_parameters(l)) * model::dtype_bytes(m.dtype) / tp);
+  double largest = 0;
+  for (const auto& [off, n] : sim::gradient_buckets(bytes, bucket_bytes)) {
+    double sum = 0;
+    for (int i = off; i < off + n; ++i) sum += bytes[static_cast<std::size_t>(i)];
+    largest = std::max(largest, sum);
+  }
+  return largest * 4.0 / model::dtype_bytes(m.dtype);
+}
+
+// Buckets a rank's SliceBuckets holds at most (SliceBuckets::kInFlight in flight, and as the next
+// one starts its gradients and their flat copy), and no more than twice its whole gradients (one
+// bucket of them all, and its copy).
+constexpr double kBucketsHeld = 4;
+
 }  // namespace
 
 Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster::Cluster& c,
@@ -94,14 +125,21 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
   std::map<int, int> zero_group;
   // Each device's parameters, and those of them held in 16 bits, over the stages it runs.
   std::map<int, std::pair<double, double>> sixteen_of;
+  // The devices whose stages reduce each pass's gradients to slices, and their largest fp32 bucket.
+  std::map<int, double> bucket_of;
   const auto program = detail::batch_program_of(m, p);
   const bool batch_program = !program || program->has_value();
   for (const auto& st : p.stages) {
     const bool sixteen = sixteen_bit_stage(p, st, batch_program, host.precision);
     const auto [all, held] = sixteen ? sixteen_bit_params(m, st.first_layer, st.num_layers)
                                      : std::pair<double, double>{};
+    const bool slices = slices_gradients(m, p, st, batch_program);
     for (const auto& rep : st.replicas)
       for (int d : rep.devices) {
+        if (slices)
+          bucket_of[d] = std::max(
+              bucket_of[d], largest_bucket(m, st.first_layer, st.num_layers, p.grad_bucket_bytes,
+                                           static_cast<int>(rep.devices.size())));
         zero_group[d] = static_cast<int>(st.replicas.size());
         sixteen_of[d].first += all;
         sixteen_of[d].second += held;
@@ -127,10 +165,13 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     // runtime gathers a model chunk's whole weights for each of its passes.
     if (p.zero_stage == 3) r.weights = r.weights * static_cast<double>(zero_group[d]);
     r.gradients = s.memory.gradients * (4.0 / states.gradient);
-    // Under ZeRO-2 and -3 the simulator keeps a slice of the gradients (reduce-scattered as the
-    // backward pass goes); the runtime holds its whole part until the passes are done, then
-    // reduce-scatters a flat copy of it.
-    if (p.zero_stage >= 2) r.gradients = r.gradients * static_cast<double>(zero_group[d]);
+    // Under ZeRO-2 and -3 the simulator keeps a slice of the gradients (reduce-scattered as each
+    // backward pass goes). So does the runtime over replicas that split alike, holding besides the
+    // buckets not yet reduced; elsewhere it holds its whole part until the passes are done, then
+    // sums a flat copy of it.
+    const auto slicing = bucket_of.find(d);
+    const Bytes whole_gradients = r.gradients * static_cast<double>(zero_group[d]);
+    if (p.zero_stage >= 2 && slicing == bucket_of.end()) r.gradients = whole_gradients;
     // Adam's two fp32 moments, and the fp32 copy of the weights it steps: under ZeRO the slice of
     // them all, else the 16-bit weights' master.
     r.optimizer = s.memory.optimizer * (8.0 / states.optimizer);
@@ -141,7 +182,10 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     // (The loss's transient gradient buffers are fp32 whatever the model's dtype.)
     const double computed = host.gpu ? model::dtype_bytes(host.precision) : 4.0;
     r.activations = s.memory.activations * (computed / width) + s.memory.transient;
-    if (p.zero_stage >= 2) r.flat_gradients = max(Bytes(0), r.gradients - r.activations);
+    if (slicing != bucket_of.end())
+      r.gradient_buffers = min(whole_gradients * 2.0, Bytes(kBucketsHeld * slicing->second));
+    else if (p.zero_stage >= 2)
+      r.gradient_buffers = max(Bytes(0), r.gradients - r.activations);
     const cost::MemoryConfig outside;  // the simulator's reserve beyond the tensors
     r.process = host.gpu ? outside.context + outside.workspace : Bytes(kProcessBytes);
     out.push_back(r);
@@ -212,8 +256,8 @@ std::string trained_parts(const RankMemory& r) {
                                                     format_bytes(r.sixteen_bit_weights))
                                       : fmt::format("fp32 weights {}", format_bytes(r.weights)),
       format_bytes(r.gradients), format_bytes(r.optimizer), format_bytes(r.activations),
-      r.flat_gradients.value > 0
-          ? fmt::format(", the gradients' flat copy {}", format_bytes(r.flat_gradients))
+      r.gradient_buffers.value > 0
+          ? fmt::format(", gradient buffers {}", format_bytes(r.gradient_buffers))
           : "");
 }
 

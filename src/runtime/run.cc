@@ -33,6 +33,7 @@
 #include "run_result.h"
 #include "run_support.h"
 #include "sixteen_bit_weights.h"
+#include "slice_buckets.h"
 #include "tensor_parallel.h"
 #include "torch_modules.h"
 #include "zero_params.h"
@@ -323,6 +324,8 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   std::vector<torch::Tensor> params;
   std::vector<std::vector<torch::Tensor>> layer_params;  // [i]: the parameters of layer_ids[i]
   std::vector<int> layer_ids;
+  std::vector<std::size_t> layer_chunk;               // [i]: the model chunk of layer_ids[i]
+  std::vector<std::vector<std::size_t>> layer_index;  // [i]: layer_params[i] as indices into params
   std::vector<std::vector<std::size_t>> chunk_params(at.chunks.size());  // [chunk]: into params
   {
     std::set<const void*> seen;
@@ -330,10 +333,13 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       const plan::Stage& st = p.stages[static_cast<std::size_t>(at.chunks[c])];
       for (int l = st.first_layer; l < st.first_layer + st.num_layers; ++l) {
         layer_ids.push_back(l);
+        layer_chunk.push_back(c);
         layer_params.emplace_back();
+        layer_index.emplace_back();
         for (const auto& t : mod.layer_parameters(l, 1))
           if (seen.insert(t.unsafeGetTensorImpl()).second) {
             chunk_params[c].push_back(params.size());
+            layer_index.back().push_back(params.size());
             params.push_back(t);
             layer_params.back().push_back(t);
           }
@@ -417,13 +423,17 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
   std::optional<detail::SixteenBitWeights> sixteen;
   if (sixteen_bits)
     sixteen.emplace(params, half,
-                    opts.precision == model::DType::fp16 ? torch::kHalf : torch::kBFloat16);
+                    opts.precision == model::DType::fp16 ? torch::kHalf : torch::kBFloat16,
+                    /*sum_gradients=*/!reduce_to_slices);
   // The stage's gradients are summed over its replicas in buckets that start while the last
   // backward pass runs (the plan's grad_bucket_bytes). Under a batch program, every rank of the
   // stage computed a part of each whole weight's gradient, and the replica's sum of each shard's:
   // the first are summed over all of them in the buckets, the second over the replicas after the
   // passes.
   std::unique_ptr<detail::GradBuckets> buckets;
+  // ZeRO-2 and -3 (reduce_to_slices): each backward pass's gradients reduced to their slices'
+  // owners in the same buckets, as they come.
+  std::unique_ptr<detail::SliceBuckets> slice_buckets;
   const std::vector<torch::Tensor> shards = mod.sharded_parameters();
   const PG bucket_group = batch_program ? groups.stage_all : groups.stage;
   std::vector<std::vector<torch::Tensor>> layers;  // the buckets' parameters, by layer
@@ -449,12 +459,21 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
                                 : static_cast<double>(m.layer_parameters(l)) *
                                       model::dtype_bytes(m.dtype) / static_cast<double>(at.T()));
     }
-    if ((!detail::uses_chunk_transport(p) || batch_program) && !reduce_to_slices)
+    if (reduce_to_slices) {
+      std::vector<detail::SliceBuckets::Chunk> chunks(at.chunks.size());
+      for (std::size_t i = 0; i < layer_ids.size(); ++i) {
+        chunks[layer_chunk[i]].layers.push_back(layer_index[i]);
+        chunks[layer_chunk[i]].layer_bytes.push_back(layer_bytes[i]);
+      }
+      slice_buckets = std::make_unique<detail::SliceBuckets>(
+          params, zero_parts, chunks, p.grad_bucket_bytes, zero_group, zero_n, zero_k, timeout);
+    } else if (!detail::uses_chunk_transport(p) || batch_program) {
       buckets = std::make_unique<detail::GradBuckets>(
           layers, layer_bytes, p.grad_bucket_bytes, bucket_group,
           [&sixteen](const torch::Tensor& t) {
             return sixteen ? sixteen->accumulated(t) : t.grad();
           });
+    }
   }
   // Or DLCP's transport: the same sums over the same ranks, chunk by chunk in priority order
   // after the last backward pass (chunk_transport.h).
@@ -743,7 +762,11 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
           sync();
           comm += seconds_since(gather_start);
         }
-        if (b1 <= b0) continue;
+        if (b1 <= b0) {
+          // No samples: zeros in this pass's reduces, which every replica makes.
+          if (slice_buckets && !pass.forward) slice_buckets->end_pass(pass.chunk);
+          continue;
+        }
         const detail::Batch chunk = batch.slice(b0, b1);
         if (pass.forward) {
           torch::Tensor x =
@@ -790,6 +813,7 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
             outputs[slot].backward(gather(sc + 1, here.first_layer + here.num_layers, mb, b0, b1,
                                           tag_of(sc, mb, true)));
           if (buckets) buckets->set_active(false);
+          if (slice_buckets) slice_buckets->end_pass(pass.chunk);
           if (!head) scatter(inputs[slot].grad(), sc - 1, mb, b0, b1, tag_of(sc - 1, mb, true));
           inputs[slot] = outputs[slot] = torch::Tensor();
         }
@@ -797,23 +821,18 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
       // The 16-bit weights' fp32 sums as the gradients of fp32 stand-ins, until the step.
       if (sixteen) sixteen->lend_gradients();
       // A parameter no pass reached (a replica with no samples this step) contributes zeros.
-      for (auto& t : params)
-        if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
+      // (ZeRO-2 and -3's reduces took them as zeros.)
+      if (!slice_buckets)
+        for (auto& t : params)
+          if (!t.grad().defined()) t.mutable_grad() = torch::zeros_like(t);
       sync();
       auto comm_start = Clock::now();
       for (auto& w : sends) w->wait(timeout);
       // Gradients: summed over the stage's replicas, then over the two copies of a tied weight.
       if (buckets) buckets->finish(timeout);
-      // ZeRO-2 and -3: per part, this replica's slice of the sums (the rest its own).
-      std::vector<torch::Tensor> sliced_grads;
-      if (reduce_to_slices) {
-        for (const auto& part : zero_parts)
-          sliced_grads.push_back(part.index.empty() ? part.owned
-                                                    : detail::flatten(grads_of(part.of(params))));
-        for (auto& t : params) t.mutable_grad() = torch::Tensor();  // the whole ones go now
-        for (auto& flat : sliced_grads)
-          detail::reduce_to_slices(*zero_group, zero_n, zero_k, flat, timeout);
-      }
+      // ZeRO-2 and -3: per part, this replica's slice of the sums (the last buckets' reduces).
+      const std::vector<torch::Tensor> sliced_grads =
+          slice_buckets ? slice_buckets->finish() : std::vector<torch::Tensor>{};
       std::vector<double> next_mean_square;  // this step's, for the next step's order
       if (transport && !layer_numel.empty() &&
           std::accumulate(layer_numel.begin(), layer_numel.end(), std::int64_t{0}) > 0) {
@@ -888,10 +907,13 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
         for (std::size_t i = 0; i < zero_parts.size(); ++i) {
           detail::ZeroPart& part = zero_parts[i];
           if (part.index.empty()) continue;  // (a model chunk without weights)
-          const torch::Tensor flat_grads = reduce_to_slices ? sliced_grads[i]
-                                           : !whole_zero
-                                               ? detail::flatten(grads_of(part.of(params)))
-                                               : detail::flatten(part.of(whole_grads));
+          if (reduce_to_slices) {
+            part.owned.mutable_grad() = sliced_grads[i];
+            owned_grads.push_back(part.owned.grad());
+            continue;
+          }
+          const torch::Tensor flat_grads = !whole_zero ? detail::flatten(grads_of(part.of(params)))
+                                                       : detail::flatten(part.of(whole_grads));
           part.owned.mutable_grad() =
               part.slice.begin == 0 && part.slice.end == flat_grads.numel()
                   ? flat_grads

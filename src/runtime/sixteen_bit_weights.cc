@@ -69,7 +69,8 @@ class IntoSum : public torch::autograd::FunctionPostHook {
 }  // namespace
 
 SixteenBitWeights::SixteenBitWeights(const std::vector<torch::Tensor>& params,
-                                     std::vector<std::size_t> which, at::ScalarType dtype)
+                                     std::vector<std::size_t> which, at::ScalarType dtype,
+                                     bool sum_gradients)
     : state_(std::make_shared<State>()) {
   torch::NoGradGuard no_grad;
   for (std::size_t i : which) {
@@ -83,7 +84,7 @@ SixteenBitWeights::SixteenBitWeights(const std::vector<torch::Tensor>& params,
   const std::weak_ptr<State> weak = state_;
   for (std::size_t i = 0; i < state_->params.size(); ++i) {
     auto acc = torch::autograd::impl::grad_accumulator(state_->params[i]);
-    acc->add_post_hook(std::make_unique<IntoSum>(weak, i));
+    if (sum_gradients) acc->add_post_hook(std::make_unique<IntoSum>(weak, i));
     state_->accumulators.push_back(std::move(acc));
   }
 }

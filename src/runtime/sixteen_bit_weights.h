@@ -30,9 +30,10 @@ class SixteenBitWeights {
   // Holds params[which...] in `dtype` from here on (their values rounded to it), and sums their
   // gradients in fp32: a hook after each backward pass's accumulation adds the pass's 16-bit
   // gradient into the fp32 sum and frees it. Hooks registered on them before are lost (a change
-  // of dtype gives a leaf a new accumulator): make this before any.
+  // of dtype gives a leaf a new accumulator): make this before any. Without `sum_gradients` their
+  // gradients are left to hooks of the caller's (SliceBuckets', which take each pass's own).
   SixteenBitWeights(const std::vector<torch::Tensor>& params, std::vector<std::size_t> which,
-                    at::ScalarType dtype);
+                    at::ScalarType dtype, bool sum_gradients = true);
   ~SixteenBitWeights();
   SixteenBitWeights(const SixteenBitWeights&) = delete;
   SixteenBitWeights& operator=(const SixteenBitWeights&) = delete;

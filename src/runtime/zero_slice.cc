@@ -18,17 +18,4 @@ void gather_slices_into(Collectives& group, int n, const ZeroSlice& s, const tor
   group.allgather(parts, in)->wait(timeout);
 }
 
-void reduce_to_slices(Collectives& group, int n, int k, torch::Tensor& flat,
-                      std::chrono::milliseconds timeout) {
-  for (int owner = 0; owner < n; ++owner) {
-    const ZeroSlice s(flat.numel(), n, owner);
-    if (s.end <= s.begin) continue;  // (alike on every member)
-    std::vector<torch::Tensor> part{flat.slice(0, s.begin, s.end).clone()};
-    c10d::ReduceOptions ro;
-    ro.rootRank = owner;
-    group.reduce(part, ro)->wait(timeout);
-    if (owner == k) flat.slice(0, s.begin, s.end).copy_(part[0]);
-  }
-}
-
 }  // namespace hetplan::runtime::detail

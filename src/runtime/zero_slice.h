@@ -31,11 +31,4 @@ torch::Tensor gather_slices(Collectives& group, int n, const ZeroSlice& s,
 void gather_slices_into(Collectives& group, int n, const ZeroSlice& s, const torch::Tensor& owned,
                         const torch::Tensor& out, std::chrono::milliseconds timeout);
 
-// ZeRO-2's gradient sums: each member's slice of `flat` (numel elements split as ZeroSlice
-// splits them over n members) summed over `group` onto that member alone (a reduce per slice,
-// rooted at its owner), written into member k's slice of its `flat`. The other slices of `flat`
-// are left as they were.
-void reduce_to_slices(Collectives& group, int n, int k, torch::Tensor& flat,
-                      std::chrono::milliseconds timeout);
-
 }  // namespace hetplan::runtime::detail

@@ -262,7 +262,7 @@ std::optional<Estimate> Estimator::estimate_unless(
   const double m = p.num_microbatches;
   const double mb_samples = static_cast<double>(p.global_batch) / m;
   std::vector<double> stage_fwd(S, 0), stage_bwd(S, 0), sync_after(S, 0), stage_opt(S, 0),
-      boundary(S, 0), gather(S, 0), pass_gather(S, 0);
+      boundary(S, 0), gather(S, 0), pass_gather(S, 0), slice_reduce(S, 0), reduced(S, 0);
   for (int s = 0; s < S; ++s) {
     const auto& st = p.stages[s];
     const int dp = static_cast<int>(st.replicas.size());
@@ -313,8 +313,10 @@ std::optional<Estimate> Estimator::estimate_unless(
     // hides the gather.
     const SyncTime sync = sync_time(p, st.first_layer, st.num_layers, st.replicas);
     sync_after[s] = std::max(0.0, sync.reduce - bwd);
+    if (p.zero_stage >= 2) slice_reduce[s] = sync.reduce;
+    // ZeRO-3's gathers share the replicas' links with those reduces: half a reduce per pass.
     if (p.zero_stage == 3)
-      pass_gather[s] = sync.gather;
+      pass_gather[s] = sync.gather + (m > 1 ? sync.reduce * (m - 1) / (2 * m) : 0.0);
     else if (!plan::overlaps_param_gather(p.overlap))
       gather[s] = sync.gather;
   }
@@ -332,12 +334,20 @@ std::optional<Estimate> Estimator::estimate_unless(
     for (int s = 0; s < S; ++s) {
       synced[s] = pipe - before;
       before += stage_bwd[s];
+      // ZeRO-2 and -3: the backward passes before the last end at that pace; their reduces
+      // follow one another from the first's end.
+      if (m > 1 && slice_reduce[s] > 0)
+        reduced[s] = synced[s] - worst +
+                     std::max(slice_reduce[s], (m - 1) * (slice_reduce[s] - worst) + worst);
     }
   } else {
     synced = pipeline_finish_times(p.schedule, p.num_microbatches, stage_fwd, stage_bwd, boundary,
-                                   pass_gather);
+                                   pass_gather, slice_reduce, &reduced);
   }
-  for (int s = 0; s < S; ++s) synced[s] += sync_after[s];
+  // ZeRO-2 and -3 reduce-scatter every micro-batch's gradients (the simulator's
+  // add_gradient_sync), the last one's while its backward pass runs, after the others'.
+  for (int s = 0; s < S; ++s)
+    synced[s] = std::max(synced[s] + sync_after[s], reduced[s] + slice_reduce[s]);
   // A tied LM head away from its word embedding: the two copies' gradients are summed once both
   // stages have synchronised, before either steps.
   if (const auto [a, b] = tied_stages(p); a >= 0 && b >= 0 && a != b) {
@@ -361,7 +371,9 @@ std::vector<double> pipeline_finish_times(plan::Schedule schedule, int microbatc
                                           const std::vector<double>& fwd,
                                           const std::vector<double>& bwd,
                                           const std::vector<double>& boundary,
-                                          const std::vector<double>& pass_gather) {
+                                          const std::vector<double>& pass_gather,
+                                          const std::vector<double>& slice_reduce,
+                                          std::vector<double>* reduced) {
   const int S = static_cast<int>(fwd.size());
   const int M = std::max(1, microbatches);
   // Stage s's idx-th pass in sim::pass_order, worked out in place for GPipe and 1F1B (this runs
@@ -387,7 +399,7 @@ std::vector<double> pipeline_finish_times(plan::Schedule schedule, int microbatc
   // gradient (from stage s + 1; the last stage's own forward pass) are there.
   std::vector<double> acts(total / 2, kNotYet), grads(total / 2, kNotYet);
   for (int k = 0; k < M; ++k) acts[k] = 0;
-  std::vector<double> clock(S, 0), down_free(S, 0), up_free(S, 0);
+  std::vector<double> clock(S, 0), down_free(S, 0), up_free(S, 0), chain(S, 0);
   std::vector<int> next(S, 0);
   for (std::size_t done = 0; done < total;) {
     const std::size_t before = done;
@@ -401,6 +413,8 @@ std::vector<double> pipeline_finish_times(plan::Schedule schedule, int microbatc
         double start = std::max(clock[s], ready);
         if (!pass_gather.empty()) start = std::max(start, (next[s] + 1) * pass_gather[s]);
         clock[s] = start + (p.forward ? fwd[s] : bwd[s]);
+        if (!p.forward && !slice_reduce.empty() && k != M - 1)
+          chain[s] = std::max(chain[s], clock[s]) + slice_reduce[s];
         if (p.forward && s + 1 == S) {
           grads[at] = clock[s];
         } else if (p.forward) {
@@ -413,6 +427,7 @@ std::vector<double> pipeline_finish_times(plan::Schedule schedule, int microbatc
       }
     if (done == before) break;  // the orders wait on each other (none of the simulator's do)
   }
+  if (reduced) *reduced = chain;
   return clock;
 }
 

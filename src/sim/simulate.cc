@@ -750,6 +750,7 @@ struct Lowering {
       return true;
     }
     const int S = static_cast<int>(p.stages.size());
+    const int M = p.num_microbatches;
     const double batch = static_cast<double>(p.global_batch);
     for (int s = 0; s < S; ++s) {
       const auto& st = p.stages[s];
@@ -758,20 +759,60 @@ struct Lowering {
       std::vector<std::vector<int>> rebuilt(R);  // per replica, its gradient rebuild tasks
       bool synced = false;
       const int stream = R > 1 ? g.add_stream() : -1;
-      for (std::size_t b = 0; b < buckets[s].size() && R > 1; ++b) {
+      auto kind_of = [&](plan::SyncMethod method) {
+        return method == plan::SyncMethod::parameter_server ? cost::Collective::ps_push_pull
+               : p.zero_stage >= 1                          ? cost::Collective::reduce_scatter
+                                                            : cost::Collective::all_reduce;
+      };
+      // Each bucket's synchronisation: per sync rule, its priority, collective and parts.
+      struct Costed {
+        int priority;
+        cost::Collective kind;
+        std::vector<cost::CollectiveCost> parts;
+      };
+      std::vector<std::vector<Costed>> bucket_syncs(R > 1 ? buckets[s].size() : 0);
+      std::vector<std::optional<BucketSync>> bucket_rules(bucket_syncs.size());
+      // ZeRO-2 and -3: the stage's parameters each rule reduce-scatters.
+      std::map<std::tuple<plan::SyncMethod, cost::Algorithm, int>, double> sliced;
+      for (std::size_t b = 0; b < bucket_syncs.size(); ++b) {
         auto [off, count] = buckets[s][b];
         auto bucket = bucket_sync(s, off, count);
         if (!bucket) return bucket.error();
         for (const auto& [key, params] : bucket->params) {
           const auto [method, algo, priority] = key;
-          const cost::Collective kind = method == plan::SyncMethod::parameter_server
-                                            ? cost::Collective::ps_push_pull
-                                        : p.zero_stage >= 1 ? cost::Collective::reduce_scatter
-                                                            : cost::Collective::all_reduce;
-          const auto parts = coster.sync_parts(st, params * param_bytes(), kind, algo);
+          bucket_syncs[b].push_back(
+              {priority, kind_of(method),
+               coster.sync_parts(st, params * param_bytes(), kind_of(method), algo)});
+          if (p.zero_stage >= 2 && kind_of(method) == cost::Collective::reduce_scatter)
+            sliced[key] += params;
+        }
+        bucket_rules[b] = std::move(*bucket);
+      }
+      // ZeRO-2 and -3 keep a slice of the gradients (cost::stage_memory): every micro-batch's are
+      // reduce-scattered, the earlier ones' once their backward pass ends on every replica (the
+      // runtime's SliceBuckets do it bucket by bucket as the pass goes; here the stage's at once,
+      // a task per rule rather than per bucket, which on thousands of devices would multiply the
+      // tasks by the buckets), before the last one's buckets on this stream.
+      std::vector<Costed> per_pass;
+      for (const auto& [key, params] : sliced) {
+        const auto [method, algo, priority] = key;
+        per_pass.push_back({priority, kind_of(method),
+                            coster.sync_parts(st, params * param_bytes(), kind_of(method), algo)});
+      }
+      for (int mb = 0; mb + 1 < M; ++mb)
+        for (const Costed& sync : per_pass) {
+          const int t =
+              add_transfer(TaskKind::grad_sync, stream, lane_of[s][0], -1, s, mb, -1, sync.parts);
+          g.tasks[t].priority = sync.priority;
+          for (std::size_t r = 0; r < R; ++r) g.add_edge(bwd_last[s][r][mb], t);
+          sync_tasks.push_back(t);
+        }
+      for (std::size_t b = 0; b < bucket_syncs.size(); ++b) {
+        const auto& bucket = bucket_rules[b];
+        for (const Costed& sync : bucket_syncs[b]) {
           const int t = add_transfer(TaskKind::grad_sync, stream, lane_of[s][0], -1, s, -1,
-                                     static_cast<int>(b), parts);
-          g.tasks[t].priority = priority;
+                                     static_cast<int>(b), sync.parts);
+          g.tasks[t].priority = sync.priority;
           for (std::size_t r = 0; r < R; ++r) g.add_edge(bwd_buckets[s][r][b], t);
           sync_tasks.push_back(t);
           synced = true;

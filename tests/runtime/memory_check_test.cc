@@ -55,7 +55,7 @@ TEST(MemoryCheck, EachRankBuildsTheWholeModelAndTrainsItsPart) {
     // The whole model while it is built, or the part trained, whichever is more; on a CPU that is
     // host memory.
     EXPECT_DOUBLE_EQ(r.trained().value, (r.weights + r.sixteen_bit_weights + r.gradients +
-                                         r.optimizer + r.activations + r.flat_gradients)
+                                         r.optimizer + r.activations + r.gradient_buffers)
                                             .value);
     EXPECT_DOUBLE_EQ(r.total().value, std::max(whole, r.trained().value) + r.process.value);
     EXPECT_DOUBLE_EQ(r.host().value, r.total().value);
@@ -84,32 +84,57 @@ TEST(MemoryCheck, SixteenBitModelsCarryOverToFp32Gradients) {
   }
 }
 
-// Under ZeRO-2 and -3 the runtime holds a replica's whole gradients through the backward passes
-// and reduce-scatters a flat copy of them after: not the simulator's slice.
-TEST(MemoryCheck, ZeroTwoAndThreeHoldTheWholeGradientsUntilTheReduceScatter) {
-  auto m = model::load_model("mlp:layers=4,hidden=64,in=32,out=10");
-  auto c = cluster::load_cluster("cpu:2", "--cluster");
-  ASSERT_TRUE(m && c);
-  const double whole = 4.0 * static_cast<double>(m->parameters());
-  for (const char* strategy : {"dp=2,gbs=8,zero=2", "dp=2,gbs=8,zero=3"}) {
+// Under ZeRO-2 and -3 over replicas that split alike the runtime reduces each backward pass's
+// gradients to their slices bucket by bucket (SliceBuckets): a rank holds its slice of them, and
+// at most four buckets in fp32 (never more than twice its whole gradients: one bucket of them all
+// and its flat copy). Where it sums them whole (a tied head over a pipeline) it holds them whole
+// until the passes are done, and a flat copy beyond the activations.
+TEST(MemoryCheck, ZeroTwoAndThreeHoldASliceOfTheGradientsAndTheBucketsInFlight) {
+  auto c = cluster::load_cluster("cpu:4", "--cluster");
+  ASSERT_TRUE(c);
+  auto ranks = [&](const model::Model& m, const std::string& strategy) {
     auto s = plan::parse_strategy(strategy);
-    ASSERT_TRUE(s);
-    auto p = plan::plan_from_strategy(*s, *m, *c);
-    ASSERT_TRUE(p) << p.error().message;
-    auto need = rank_memory(*m, *c, *p);
-    ASSERT_TRUE(need) << need.error().message;
-    ASSERT_EQ(need->size(), 2u);
-    for (const RankMemory& r : *need) {
+    EXPECT_TRUE(s);
+    auto p = plan::plan_from_strategy(*s, m, *c);
+    EXPECT_TRUE(p) << p.error().message;
+    auto need = rank_memory(m, *c, *p);
+    EXPECT_TRUE(need) << need.error().message;
+    return *need;
+  };
+  // One bucket of the whole small MLP.
+  auto small = model::load_model("mlp:layers=4,hidden=64,in=32,out=10");
+  ASSERT_TRUE(small);
+  const double whole = 4.0 * static_cast<double>(small->parameters());
+  for (const char* strategy : {"dp=2,gbs=8,zero=2", "dp=2,gbs=8,zero=3"}) {
+    const auto need = ranks(*small, strategy);
+    ASSERT_EQ(need.size(), 2u);
+    for (const RankMemory& r : need) {
       // ZeRO-3 slices the weights between passes, but gathers them whole for each pass.
       EXPECT_DOUBLE_EQ(r.weights.value, whole) << strategy;
-      EXPECT_DOUBLE_EQ(r.gradients.value, whole) << strategy;
+      EXPECT_DOUBLE_EQ(r.gradients.value, whole / 2) << strategy;
       // Adam's moments and the fp32 slice of the weights it steps are sliced: 12 bytes for each
       // of half the parameters.
       EXPECT_DOUBLE_EQ(r.optimizer.value, 1.5 * whole) << strategy;
-      EXPECT_DOUBLE_EQ(r.flat_gradients.value, std::max(0.0, whole - r.activations.value))
-          << strategy;
-      EXPECT_GT(r.flat_gradients.value, 0) << strategy;  // this MLP's activations are small
+      EXPECT_DOUBLE_EQ(r.gradient_buffers.value, 2 * whole) << strategy;
     }
+  }
+  // Hidden layers of 2048 x 2048 (16.8 MB in fp32): 25 MB buckets from the last, the largest of
+  // the head and two hidden layers.
+  auto wide = model::load_model("mlp:layers=8,hidden=2048,in=32,out=10,dtype=fp32");
+  ASSERT_TRUE(wide);
+  const double hidden = 4.0 * (2048.0 * 2048 + 2048);
+  for (const RankMemory& r : ranks(*wide, "dp=2,gbs=8,zero=2")) {
+    EXPECT_DOUBLE_EQ(r.gradients.value, 2.0 * static_cast<double>(wide->parameters()));
+    EXPECT_DOUBLE_EQ(r.gradient_buffers.value, 4 * (2 * hidden + 4.0 * (2048 * 10 + 10)));
+    EXPECT_NE(trained_parts(r).find(", gradient buffers "), std::string::npos) << trained_parts(r);
+  }
+  // A GPT's tied head over two stages: its copies are summed whole, so are the stages' gradients.
+  auto gpt = model::load_model("gpt:layers=2,hidden=64,heads=4,seq=16,vocab=128");
+  ASSERT_TRUE(gpt);
+  for (const RankMemory& r : ranks(*gpt, "pp=2,dp=2,gbs=8,mbs=2,zero=2")) {
+    const double mine = r.weights.value;  // its stage's part, whole
+    EXPECT_DOUBLE_EQ(r.gradients.value, mine);
+    EXPECT_DOUBLE_EQ(r.gradient_buffers.value, std::max(0.0, mine - r.activations.value));
   }
 }
 

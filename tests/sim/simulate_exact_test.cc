@@ -1,6 +1,8 @@
 // Exact simulated times on cases small enough to work out by hand.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "hetplan/cost/collective_cost.h"
 #include "hetplan/model/zoo.h"
 #include "sim_fixtures.h"
@@ -395,6 +397,37 @@ TEST(SimulateExact, OverlappedParameterGatherHidesBehindTheFirstForwardPass) {
   auto overlapped = simulate(m, c, p, opts);
   ASSERT_TRUE(overlapped) << overlapped.error().message;
   EXPECT_NEAR(overlapped->iteration_time.value, std::max(1.0, AG) + 2 + RS + step, 1e-9);
+}
+
+TEST(SimulateExact, ZeroTwoReduceScattersEveryMicroBatchsGradients) {
+  // Two replicas, two micro-batches of a sample each, one layer of 1e9 parameters (2 GB in bf16):
+  // F0 [0, 1], B0 [1, 3], F1 [3, 4], B1 [4, 6]. ZeRO-1 reduce-scatters the summed gradients once
+  // after B1; ZeRO-2, which keeps only a slice of them, each micro-batch's: the first's from 3
+  // beside F1 and B1, the second's once both B1 and the first are done. Then the step and the
+  // gather of the updated shards.
+  const auto m = testing::chain_model(1, 1e12, 0, 1'000'000'000);
+  const auto c = testing::unit_cluster(2, 1);
+  auto p = one_stage_plan(1, {plan::Replica{{0}, {}, 0.5}, plan::Replica{{1}, {}, 0.5}}, 4, 2);
+  auto opts = exact_options();
+  opts.record_events = true;
+  const double AG = collective_time(c, cost::Collective::all_gather, {0, 1}, 2e9);
+  const double RS = collective_time(c, cost::Collective::reduce_scatter, {0, 1}, 2e9);
+  p.zero_stage = 1;
+  auto one = simulate(m, c, p, opts);
+  ASSERT_TRUE(one) << one.error().message;
+  const double step = total(*one, TaskKind::optimizer) / 2;  // one per replica, in parallel
+  EXPECT_NEAR(one->iteration_time.value, 6 + RS + step + AG, 1e-9);
+  p.zero_stage = 2;
+  auto two = simulate(m, c, p, opts);
+  ASSERT_TRUE(two) << two.error().message;
+  std::vector<double> starts;
+  for (const auto& e : two->events)
+    if (e.kind == TaskKind::grad_sync) starts.push_back(e.start.value);
+  std::sort(starts.begin(), starts.end());
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_NEAR(starts[0], 3, 1e-9);
+  EXPECT_NEAR(starts[1], std::max(6.0, 3 + RS), 1e-9);
+  EXPECT_NEAR(two->iteration_time.value, std::max(6.0, 3 + RS) + RS + step + AG, 1e-9);
 }
 
 }  // namespace

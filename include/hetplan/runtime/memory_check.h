@@ -31,12 +31,14 @@ struct RankMemory {
   // Its part of the weights in fp32, and (in mixed precision) its linear layers' weights held in 16
   // bits; Adam's moments, and under ZeRO or with 16-bit weights the fp32 slice it steps.
   Bytes weights, sixteen_bit_weights, gradients, optimizer, activations, process;
-  // Under ZeRO-2 and -3, the flat copy of the gradients the step's reduce-scatter takes once the
-  // backward passes are done: what it needs beyond the activations, freed by then.
-  Bytes flat_gradients;
+  // Under ZeRO-2 and -3, where the runtime reduces each pass's gradients to their slices (replicas
+  // that split alike), the fp32 buckets of them in flight; elsewhere the flat copy of the whole
+  // gradients the step sums once the backward passes are done (beyond the activations, freed by
+  // then).
+  Bytes gradient_buffers;
   // Its part, trained.
   Bytes trained() const {
-    return weights + sixteen_bit_weights + gradients + optimizer + activations + flat_gradients;
+    return weights + sixteen_bit_weights + gradients + optimizer + activations + gradient_buffers;
   }
   // Its peak where it trains: its part and the process; on a CPU the whole model when that is more
   // (the memory freed after the build is reused).

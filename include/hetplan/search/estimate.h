@@ -137,11 +137,16 @@ class Estimator {
 // after stage s carries one transfer at a time each way (boundary[s] seconds each), while the
 // stages compute. pass_gather (ZeRO-3; empty for none): stage s gathers its parameters before
 // each pass, one gather after another from the start (pass_gather[s] seconds each), so its j-th
-// pass starts no sooner than (j + 1) * pass_gather[s].
+// pass starts no sooner than (j + 1) * pass_gather[s]. slice_reduce (ZeRO-2 and -3; empty for
+// none): stage s reduce-scatters the gradients of every micro-batch but the last one after
+// another, each once its backward pass ends (slice_reduce[s] seconds each); `reduced` then gets
+// when each stage's last such reduce ends (0 for none).
 std::vector<double> pipeline_finish_times(plan::Schedule schedule, int microbatches,
                                           const std::vector<double>& fwd,
                                           const std::vector<double>& bwd,
                                           const std::vector<double>& boundary,
-                                          const std::vector<double>& pass_gather = {});
+                                          const std::vector<double>& pass_gather = {},
+                                          const std::vector<double>& slice_reduce = {},
+                                          std::vector<double>* reduced = nullptr);
 
 }  // namespace hetplan::search
