@@ -14,7 +14,6 @@
 #include "hetplan/core/quantity_parse.h"
 #include "hetplan/cost/memory_cost.h"
 #include "hetplan/runtime/run.h"
-#include "hetplan/sim/gradient_buckets.h"
 #include "hetplan/sim/simulate.h"
 
 namespace hetplan::runtime {
@@ -86,26 +85,6 @@ bool slices_gradients(const model::Model& m, const plan::Plan& p, const plan::St
   return detail::alike(detail::replicas_of(st));
 }
 
-// The fp32 bytes of the largest of the gradient buckets of layers [first, first + count) on a rank
-// of `tp` devices (the runtime's buckets, sim::gradient_buckets over the simulator's bytes).
-double largest_bucket(const model::Model& m, int first, int count, double bucket_bytes, int tp) {
-  std::vector<double> bytes;
-  for (int l = first; l < first + count; ++l)
-    bytes.push_back(static_cast<double>(m.layer_parameters(l)) * model::dtype_bytes(m.dtype) / tp);
-  double largest = 0;
-  for (const auto& [off, n] : sim::gradient_buckets(bytes, bucket_bytes)) {
-    double sum = 0;
-    for (int i = off; i < off + n; ++i) sum += bytes[static_cast<std::size_t>(i)];
-    largest = std::max(largest, sum);
-  }
-  return largest * 4.0 / model::dtype_bytes(m.dtype);
-}
-
-// Buckets a rank's SliceBuckets holds at most (SliceBuckets::kInFlight in flight, and as the next
-// one starts its gradients and their flat copy), and no more than twice its whole gradients (one
-// bucket of them all, and its copy).
-constexpr double kBucketsHeld = 4;
-
 }  // namespace
 
 Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster::Cluster& c,
@@ -125,7 +104,9 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
   std::map<int, int> zero_group;
   // Each device's parameters, and those of them held in 16 bits, over the stages it runs.
   std::map<int, std::pair<double, double>> sixteen_of;
-  // The devices whose stages reduce each pass's gradients to slices, and their largest fp32 bucket.
+  // The stages (first layer, count) of each device whose stages reduce each pass's gradients to
+  // slices, and its tensor-parallel degree; of those whose buckets pay, the largest fp32 bucket.
+  std::map<int, std::pair<std::vector<std::pair<int, int>>, int>> chunks_of;
   std::map<int, double> bucket_of;
   const auto program = detail::batch_program_of(m, p);
   const bool batch_program = !program || program->has_value();
@@ -136,15 +117,20 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     const bool slices = slices_gradients(m, p, st, batch_program);
     for (const auto& rep : st.replicas)
       for (int d : rep.devices) {
-        if (slices)
-          bucket_of[d] = std::max(
-              bucket_of[d], largest_bucket(m, st.first_layer, st.num_layers, p.grad_bucket_bytes,
-                                           static_cast<int>(rep.devices.size())));
+        if (slices) {
+          chunks_of[d].first.emplace_back(st.first_layer, st.num_layers);
+          chunks_of[d].second = static_cast<int>(rep.devices.size());
+        }
         zero_group[d] = static_cast<int>(st.replicas.size());
         sixteen_of[d].first += all;
         sixteen_of[d].second += held;
       }
   }
+  for (const auto& [d, chunks] : chunks_of)
+    if (const auto bytes =
+            detail::slice_bucket_bytes(m, chunks.first, chunks.second, p.grad_bucket_bytes);
+        detail::slice_buckets_pay(bytes))
+      bucket_of[d] = bytes.largest;
   std::vector<RankMemory> out;
   for (int d : rank_devices(p)) {
     const sim::DeviceStats& s = sim->devices.at(static_cast<std::size_t>(d));
@@ -183,7 +169,7 @@ Result<std::vector<RankMemory>> rank_memory(const model::Model& m, const cluster
     const double computed = host.gpu ? model::dtype_bytes(host.precision) : 4.0;
     r.activations = s.memory.activations * (computed / width) + s.memory.transient;
     if (slicing != bucket_of.end())
-      r.gradient_buffers = min(whole_gradients * 2.0, Bytes(kBucketsHeld * slicing->second));
+      r.gradient_buffers = Bytes(detail::kSliceBucketsHeld * slicing->second);
     else if (p.zero_stage >= 2)
       r.gradient_buffers = max(Bytes(0), r.gradients - r.activations);
     const cost::MemoryConfig outside;  // the simulator's reserve beyond the tensors

@@ -316,9 +316,16 @@ Result<RunResult> run_plan(const model::Model& m, const plan::Plan& p, const Run
 
   // ZeRO-2 and -3 over replicas that split their layers alike: each replica gets only its slice of
   // the summed gradients (a reduce per slice, to its owner) instead of the all-reduce's whole sums.
-  // (Over unlike replicas, or with a tied head's two copies to sum first, they sum as ZeRO-1.)
-  const bool reduce_to_slices =
-      p.zero_stage >= 2 && at.R() > 1 && at.aligned[at.s] && !batch_program && !tied;
+  // (Over unlike replicas, with a tied head's two copies to sum first, or where the buckets would
+  // hold more than the whole gradients, they sum as ZeRO-1.)
+  std::vector<std::pair<int, int>> chunk_layers;  // each model chunk's first layer and count
+  for (int c : at.chunks)
+    chunk_layers.emplace_back(p.stages[static_cast<std::size_t>(c)].first_layer,
+                              p.stages[static_cast<std::size_t>(c)].num_layers);
+  const bool reduce_to_slices = p.zero_stage >= 2 && at.R() > 1 && at.aligned[at.s] &&
+                                !batch_program && !tied &&
+                                detail::slice_buckets_pay(detail::slice_bucket_bytes(
+                                    m, chunk_layers, at.T(), p.grad_bucket_bytes));
   // This rank's parameters, model chunk by chunk, each once (one rank running both ends of a
   // tied head holds its one weight), and by layer.
   std::vector<torch::Tensor> params;

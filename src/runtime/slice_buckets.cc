@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <thread>
 #include <utility>
 
 #include "hetplan/sim/gradient_buckets.h"
@@ -79,13 +80,14 @@ struct SliceBuckets::State {
       for (std::size_t pos : seg.positions)
         pieces.push_back(bucket.grads[pos].reshape({-1}).to(torch::kFloat));
       const torch::Tensor flat = torch::cat(pieces);
+      pieces.clear();  // (the gradients go as soon as their copy is made)
+      for (std::size_t pos : seg.positions) bucket.grads[pos] = torch::Tensor();
       const std::int64_t size = slices[seg.part].size;
       for (std::int64_t owner = seg.lo / size; owner * size < seg.hi; ++owner) {
         const std::int64_t lo = std::max(seg.lo, owner * size);
         const std::int64_t hi = std::min(seg.hi, (owner + 1) * size);
         Reduce r;
-        r.values =
-            lo == seg.lo && hi == seg.hi ? flat : flat.slice(0, lo - seg.lo, hi - seg.lo).clone();
+        r.values = flat.slice(0, lo - seg.lo, hi - seg.lo);  // (a view: Gloo reads its offset)
         std::vector<torch::Tensor> tensors{r.values};
         c10d::ReduceOptions options;
         options.rootRank = owner;
@@ -109,6 +111,11 @@ struct SliceBuckets::State {
     torch::NoGradGuard no_grad;
     for (Reduce& r : in_flight.front()) {
       r.work->wait(timeout);
+      // Gloo's worker lets go of the work (and so of the bucket's values) just after it completes:
+      // wait for that, briefly, so that the values are freed here, where the memory probe sees it
+      // (run.cc's step peak), not on Gloo's thread.
+      for (int spins = 0; r.work.use_count() > 1 && spins < 10000; ++spins)
+        std::this_thread::yield();
       if (!r.mine) continue;
       torch::Tensor& sum = sums[r.part];
       if (!sum.defined())

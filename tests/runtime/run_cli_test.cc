@@ -161,8 +161,9 @@ TEST(RunCli, ZeroOneMatchesOneProcess) {
   expect_same_losses(one, three);
 }
 
-// ZeRO-2: each replica receives only its slice of the summed gradients (a reduce per slice to its
-// owner) and steps it; with a tied head whose copies two stages sum, it sums as ZeRO-1 does.
+// ZeRO-2: each replica receives only its slice of the summed gradients and steps it (where the
+// buckets pay, reduced pass by pass; this GPT's gradients are one 25 MB bucket, summed as ZeRO-1
+// does, as they are with a tied head whose copies two stages sum).
 // ZeRO-3 over single-device replicas (uneven shares) runs as a batch program with every weight
 // sharded. All give the one-process losses.
 TEST(RunCli, ZeroTwoAndThreeMatchOneProcess) {
@@ -189,6 +190,24 @@ TEST(RunCli, ZeroTwoAndThreeMatchOneProcess) {
                      losses(std::string("--model ") + kMlp +
                             " --nprocs 2 --strategy "
                             "dp=2,gbs=16,zero=3"));
+  // An 8-block GPT in buckets of 20 kB, a block each: four of them hold less than its whole
+  // gradients, so they pay (SliceBuckets): each micro-batch's gradients reduced to their slices
+  // bucket by bucket, over two tensor-parallel replicas, under ZeRO-2 and -3, one replica with
+  // half the other's samples.
+  const std::string deep = "--model gpt:layers=8,hidden=64,heads=4,seq=32,vocab=256";
+  const auto deep_one = losses(deep + " --strategy dp=1,gbs=12");
+  for (int zero : {2, 3}) {
+    const auto small = write_plan("zero_buckets", R"({"version": 1, "global_batch": 12,
+      "num_microbatches": 2, "grad_bucket_bytes": 20000, "zero_stage": )" +
+                                                      std::to_string(zero) + R"(, "stages": [
+        {"first_layer": 0, "num_layers": 10, "replicas": [
+          {"devices": [0, 1], "batch_share": 0.6667}, {"devices": [2, 3], "batch_share": 0.3333}]}]})");
+    auto run = run_hetplan("run --json --steps 20 " + deep + " --nprocs 4 --plan " + small);
+    std::filesystem::remove(small);
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    expect_same_losses(deep_one,
+                       nlohmann::json::parse(run.out)["losses"].get<std::vector<double>>());
+  }
 }
 
 // ZeRO-3 over replicas that split their layers alike (the stage runtime): each model chunk's

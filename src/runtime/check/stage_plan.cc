@@ -10,6 +10,7 @@
 
 #include "hetplan/plan/op_groups.h"
 #include "hetplan/runtime/runnable.h"
+#include "hetplan/sim/gradient_buckets.h"
 #include "op_graph_check.h"
 #include "resnet_shape.h"
 
@@ -205,6 +206,29 @@ Result<bool> executable_family(const model::Model& m) {
       "Llama-style decoder language models (with or without a mixture of experts), not for {} "
       "models, whose plans run op by op where they convert",
       m.name, model::to_string(m.family))};
+}
+
+SliceBucketBytes slice_bucket_bytes(const model::Model& m,
+                                    const std::vector<std::pair<int, int>>& chunks, int tp,
+                                    double bucket_bytes) {
+  SliceBucketBytes out;
+  const double width = model::dtype_bytes(m.dtype);
+  for (const auto& [first, count] : chunks) {
+    std::vector<double> bytes;
+    for (int l = first; l < first + count; ++l)
+      bytes.push_back(static_cast<double>(m.layer_parameters(l)) * width / tp);
+    for (const auto& [off, n] : sim::gradient_buckets(bytes, bucket_bytes)) {
+      double sum = 0;
+      for (int i = off; i < off + n; ++i) sum += bytes[static_cast<std::size_t>(i)];
+      out.largest = std::max(out.largest, sum * 4.0 / width);
+      out.whole += sum * 4.0 / width;
+    }
+  }
+  return out;
+}
+
+bool slice_buckets_pay(const SliceBucketBytes& b) {
+  return kSliceBucketsHeld * b.largest < b.whole;
 }
 
 }  // namespace hetplan::runtime::detail

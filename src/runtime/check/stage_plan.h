@@ -94,4 +94,26 @@ bool bert_module(const model::Model& m);
 // by layer, ViTs, BERT and decoder language models), or why not.
 Result<bool> executable_family(const model::Model& m);
 
+// ZeRO-2 and -3's gradient buckets (SliceBuckets) hold at most this many buckets at once:
+// SliceBuckets::kInFlight in flight, and as the next one starts its gradients and their flat copy.
+// (Measured, `run --json` step peaks of a GPT of 13.2M parameters over two CPU ranks under ZeRO-2:
+// 110.9 MB in 25 MB buckets, against 103.1 under ZeRO-1; 184-237 MB in one bucket of its 52.7 MB
+// of gradients, 3.5-4.5 times them with the slice sums.)
+constexpr double kSliceBucketsHeld = 4;
+
+// The fp32 bytes of the largest gradient bucket of a rank whose model chunks are `chunks` (each
+// a stage's first layer and layer count) on `tp` devices, and of all its gradients: the runtime's
+// buckets, sim::gradient_buckets over the simulator's bytes per layer (the model's dtype, divided
+// by the tensor-parallel degree) within each chunk.
+struct SliceBucketBytes {
+  double largest = 0, whole = 0;
+};
+SliceBucketBytes slice_bucket_bytes(const model::Model& m,
+                                    const std::vector<std::pair<int, int>>& chunks, int tp,
+                                    double bucket_bytes);
+// Whether such a rank reduces each backward pass's gradients to their slices in those buckets:
+// where holding kSliceBucketsHeld of its largest takes less than its whole gradients (a model whose
+// layers each outgrow the buckets, a mixture of experts', holds them whole instead, as ZeRO-1).
+bool slice_buckets_pay(const SliceBucketBytes& b);
+
 }  // namespace hetplan::runtime::detail
